@@ -1,0 +1,58 @@
+# Two commands on a fresh machine with only python3 and make: `make run` and `make test`.
+# Each bootstraps .venv (uv installed into it with pip, then `uv sync` from uv.lock) and does nothing more
+# on a second call: the stamp files record that the venv matches the lock.
+
+SHELL := /bin/bash
+VENV := .venv
+PY := $(VENV)/bin/python
+UV := $(VENV)/bin/uv
+UV_VERSION := 0.13.8
+STORE ?= data/store
+PORT ?= 8501
+HOST ?= 127.0.0.1
+DEFAULT_PRESET ?= demo
+PYTEST_ARGS ?=
+
+export UV_PYTHON_DOWNLOADS := never
+export UV_PROJECT_ENVIRONMENT := $(VENV)
+
+.PHONY: run test lint bench clean-store help
+
+help:
+	@echo "make run    install what is missing, build the default store if absent, serve http://localhost:$(PORT)"
+	@echo "make test   install what is missing (every extra), lint, run every test"
+	@echo "make bench  run the speed budgets in bench/"
+
+$(PY):
+	python3 -m venv $(VENV)
+
+$(UV): | $(PY)
+	$(PY) -m pip install --quiet --disable-pip-version-check "uv==$(UV_VERSION)"
+
+$(VENV)/.synced-run: uv.lock pyproject.toml | $(UV)
+	$(UV) sync --frozen --inexact --no-dev --quiet
+	@touch $@
+
+$(VENV)/.synced-test: uv.lock pyproject.toml | $(UV)
+	$(UV) sync --frozen --inexact --all-extras --quiet
+	@touch $@ $(VENV)/.synced-run
+
+run: $(VENV)/.synced-run
+	@if ! ls $(STORE)/runs/*.duckdb >/dev/null 2>&1; then \
+		echo "building the default store ($(DEFAULT_PRESET)) in $(STORE)"; \
+		$(VENV)/bin/goodput simulate --preset $(DEFAULT_PRESET) --name "$(DEFAULT_PRESET) (default)" --store $(STORE); \
+	fi
+	$(VENV)/bin/goodput dashboard --store $(STORE) --port $(PORT) --host $(HOST)
+
+lint: $(VENV)/.synced-test
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/hadolint Dockerfile
+
+test: lint
+	$(PY) -m pytest -n 2 $(PYTEST_ARGS)
+
+bench: $(VENV)/.synced-test
+	$(PY) bench/run_all.py
+
+clean-store:
+	rm -rf $(STORE)

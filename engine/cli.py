@@ -1,0 +1,257 @@
+"""The `goodput` command line (DESIGN "Command line" is its contract).
+
+Every command validates its input before it writes anything; bad input prints one line,
+`goodput: error: ...`, and exits with status 2 (argparse does the same for malformed flags).
+"""
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from engine import __version__
+from engine.errors import GoodputError, NotBuiltYet
+from engine.store import Store
+
+EXIT_BAD_INPUT = 2
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.handler(args) or 0
+    except GoodputError as err:
+        print(f"goodput: error: {err}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except KeyboardInterrupt:
+        print("goodput: interrupted; nothing was written", file=sys.stderr)
+        return 130
+
+
+# ----- handlers --------------------------------------------------------------------------------------------
+
+
+def cmd_simulate(args: argparse.Namespace) -> int:
+    from engine.scenario import build
+    from engine.simulate import simulate
+
+    sets = list(args.set or [])
+    if args.seed is not None:
+        sets.append(f"simulation.seed={args.seed}")
+    scenario = build(args.preset, file=args.scenario, sets=sets)
+    run = simulate(scenario, name=args.name, progress=_progress_printer(args.json))
+    run_id = Store(args.store).write_run(run)
+    _report({"run_id": run_id, **run.summary}, args.json, _simulate_text)
+    return 0
+
+
+def cmd_replay(args: argparse.Namespace) -> int:
+    raise NotBuiltYet("replay of job traces is not built yet (issue 4: scheduler and replay)")
+
+
+def cmd_ingest(args: argparse.Namespace) -> int:
+    raise NotBuiltYet("ingestion of DCGM scrapes and kernel logs is not built yet (issue 5: GPU health)")
+
+
+def cmd_runs(args: argparse.Namespace) -> int:
+    store = Store(args.store)
+    if args.delete:
+        for run_id in args.delete:
+            store.delete_run(run_id)
+            if not args.json:
+                print(f"deleted {run_id}")
+        if args.json:
+            print(json.dumps({"deleted": args.delete}))
+        return 0
+    runs = store.list_runs()
+    if args.json:
+        print(json.dumps([info.as_json() for info in runs]))
+        return 0
+    if not runs:
+        print(f"no runs in {store.root}; make one with `goodput simulate --preset demo`")
+        return 0
+    print(f"{'run_id':30} {'kind':9} {'created':20} name")
+    for info in runs:
+        print(f"{info.run_id:30} {info.kind:9} {info.created_at:%Y-%m-%d %H:%M:%S}  {info.name}")
+    return 0
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    raise NotBuiltYet("incident export is not built yet (issue 8: incidents)")
+
+
+def cmd_sweep(args: argparse.Namespace) -> int:
+    raise NotBuiltYet("sweeps are not built yet (issue 9: planner and comparison)")
+
+
+def cmd_ettr(args: argparse.Namespace) -> int:
+    from engine.analytics import closed_form_ettr, young_daly_interval
+    from engine.durations import parse_duration
+
+    interval = parse_duration(args.checkpoint_interval, "--checkpoint-interval")
+    write = parse_duration(args.checkpoint_write, "--checkpoint-write")
+    restart = parse_duration(args.restart_overhead, "--restart-overhead")
+    if args.gpus < 1:
+        raise GoodputError(f"--gpus: must be at least 1, got {args.gpus}")
+    if args.node_failure_rate < 0:
+        raise GoodputError(f"--node-failure-rate: must be at least 0, got {args.node_failure_rate}")
+    if interval <= 0:
+        raise GoodputError("--checkpoint-interval: must be greater than 0")
+    estimate = closed_form_ettr(gpus=args.gpus, gpus_per_host=args.gpus_per_host,
+                                rate_per_1000_node_days=args.node_failure_rate, checkpoint_interval_s=interval,
+                                checkpoint_write_s=write, restart_overhead_s=restart)
+    result = {"ettr": estimate.ettr, "mttf_hours": estimate.mttf_s / 3600,
+              "optimal_checkpoint_interval_s": young_daly_interval(write, estimate.mttf_s)}
+    _report(result, args.json, _ettr_text)
+    return 0
+
+
+def cmd_dashboard(args: argparse.Namespace) -> int:
+    app = Path(__file__).resolve().parent.parent / "dashboard" / "streamlit_app.py"
+    store = Store(args.store)
+    env = {**os.environ, "GOODPUT_STORE": str(store.root.resolve())}
+    command = [sys.executable, "-m", "streamlit", "run", str(app), "--server.port", str(args.port),
+               "--server.address", args.host, "--server.headless", "true",
+               "--browser.gatherUsageStats", "false"]
+    print(f"Goodput dashboard on http://{args.host}:{args.port} (store {store.root})", file=sys.stderr)
+    os.execvpe(command[0], command, env)  # replaces this process: Ctrl-C stops Streamlit directly  # noqa: S606
+
+
+# ----- output ----------------------------------------------------------------------------------------------
+
+
+def _report(result: dict, as_json: bool, as_text: Callable[[dict], str]) -> None:
+    print(json.dumps(result, default=str) if as_json else as_text(result))
+
+
+def _simulate_text(r: dict) -> str:
+    job, inter, cluster = r.get("job", {}), r.get("interruptions", {}), r.get("cluster", {})
+    lines = [
+        f"run {r['run_id']}: {r.get('gpus', 0):,} GPUs on {r.get('hosts', 0):,} hosts, {r.get('days', 0):g} days,"
+        f" seed {r.get('seed')}",
+        f"  flagship job {job.get('name')} on {job.get('gpus', 0):,} GPUs: ETTR {job.get('ettr', 0):.3f},"
+        f" MTTF {job.get('mttf_hours', 0):.2f} h, {job.get('checkpoints', 0):,} checkpoints,"
+        f" {job.get('lost_gpu_hours', 0):,.0f} GPU-hours lost",
+        f"  interruptions: {inter.get('total', 0)} ({inter.get('unexpected', 0)} unexpected,"
+        f" {inter.get('planned', 0)} planned)",
+    ]
+    top = sorted(inter.get("by_cause", {}).items(), key=lambda kv: -kv[1])[:5]
+    if top:
+        lines.append("  top causes: " + ", ".join(f"{cause} {n}" for cause, n in top if n))
+    if cluster:
+        lines.append(f"  cluster utilisation {cluster.get('utilization', 0):.1%},"
+                     f" {cluster.get('gpu_hours_down', 0):,.0f} GPU-hours down")
+    return "\n".join(lines)
+
+
+def _ettr_text(r: dict) -> str:
+    return (f"expected ETTR {r['ettr']:.4f}; job MTTF {r['mttf_hours']:.2f} h;"
+            f" Young-Daly checkpoint interval {r['optimal_checkpoint_interval_s'] / 60:.1f} min")
+
+
+def _progress_printer(quiet_json: bool) -> Callable[[float], None] | None:
+    """A one-line progress bar on stderr when it is a terminal."""
+    if not sys.stderr.isatty():
+        return None
+
+    def show(fraction: float) -> None:
+        filled = int(fraction * 30)
+        end = "\n" if fraction >= 1 else ""
+        print(f"\r[{'#' * filled}{'.' * (30 - filled)}] {fraction:4.0%}", end=end, file=sys.stderr, flush=True)
+
+    return show
+
+
+# ----- the parser ------------------------------------------------------------------------------------------
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="goodput",
+        description="Goodput: operations dashboard and digital twin for large GPU training clusters.",
+    )
+    parser.add_argument("--version", action="version", version=f"goodput {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def command(name: str, handler: Callable, help_text: str) -> argparse.ArgumentParser:
+        sub = commands.add_parser(name, help=help_text, description=help_text)
+        sub.set_defaults(handler=handler)
+        return sub
+
+    def store_flag(sub: argparse.ArgumentParser) -> None:
+        sub.add_argument("--store", metavar="DIR", help="run store folder (default: $GOODPUT_STORE or data/store)")
+
+    def json_flag(sub: argparse.ArgumentParser) -> None:
+        sub.add_argument("--json", action="store_true", help="print one JSON object instead of text")
+
+    def scenario_flags(sub: argparse.ArgumentParser) -> None:
+        source = sub.add_mutually_exclusive_group()
+        source.add_argument("--preset", metavar="NAME",
+                            help="demo, llama3-405b, meta-24k-ib, rsc1 or future-131k (default llama3-405b)")
+        source.add_argument("--scenario", metavar="FILE", help="a TOML scenario file")
+        sub.add_argument("--set", action="append", metavar="KEY=VALUE",
+                         help="override one scenario key, e.g. training.checkpoint_interval=30m (repeatable)")
+
+    sim = command("simulate", cmd_simulate, "simulate a cluster and its flagship job through failures")
+    scenario_flags(sim)
+    sim.add_argument("--seed", type=int, help="random seed (same scenario and seed: identical tables)")
+    sim.add_argument("--name", help="name of the run (default: the preset or scenario file)")
+    store_flag(sim)
+    json_flag(sim)
+
+    rep = command("replay", cmd_replay, "replay a job trace (or an incidents file) into a run")
+    rep.add_argument("file", metavar="FILE")
+    rep.add_argument("--format", default="auto", choices=["auto", "goodput", "sacct", "swf", "openb", "incidents"])
+    rep.add_argument("--set", action="append", metavar="KEY=VALUE", help="override one scenario key")
+    store_flag(rep)
+    json_flag(rep)
+
+    ing = command("ingest", cmd_ingest, "ingest real telemetry: DCGM exporter scrapes or kernel logs with XIDs")
+    ing.add_argument("source", choices=["dcgm", "kernel-log"])
+    ing.add_argument("files", nargs="*", metavar="FILE")
+    ing.add_argument("--scrape", metavar="URL", help="scrape a live DCGM exporter endpoint until stopped")
+    ing.add_argument("--every", default="30s", metavar="DURATION", help="scrape interval (default 30s)")
+    store_flag(ing)
+    json_flag(ing)
+
+    runs = command("runs", cmd_runs, "list the runs in the store (or delete some)")
+    runs.add_argument("--delete", nargs="+", metavar="RUN_ID", help="delete these runs")
+    store_flag(runs)
+    json_flag(runs)
+
+    exp = command("export", cmd_export, "export a run's incidents to a file")
+    exp.add_argument("what", choices=["incidents"])
+    exp.add_argument("--run", required=True, metavar="RUN_ID")
+    exp.add_argument("--format", required=True, choices=["csv", "json", "parquet", "html"])
+    exp.add_argument("--output", required=True, metavar="FILE")
+    store_flag(exp)
+
+    swp = command("sweep", cmd_sweep, "run a grid of scenarios times seeds")
+    scenario_flags(swp)
+    swp.add_argument("--vary", action="append", required=True, metavar="KEY=V1,V2,...")
+    swp.add_argument("--seeds", type=int, required=True, metavar="N")
+    swp.add_argument("--executor", default="local", choices=["local", "ray"])
+    json_flag(swp)
+
+    ettr = command("ettr", cmd_ettr, "closed-form ETTR, job MTTF and the Young-Daly checkpoint interval")
+    ettr.add_argument("--gpus", type=int, required=True, metavar="N", help="GPUs of the job")
+    ettr.add_argument("--gpus-per-host", type=int, default=8, metavar="N", help="GPUs per host (default 8)")
+    ettr.add_argument("--node-failure-rate", type=float, required=True, metavar="R",
+                      help="failures per 1,000 host-days (Llama 3: 3.79, RSC-1: 6.5)")
+    ettr.add_argument("--checkpoint-interval", required=True, metavar="D", help="e.g. 30m")
+    ettr.add_argument("--checkpoint-write", required=True, metavar="D", help="time a checkpoint blocks, e.g. 20s")
+    ettr.add_argument("--restart-overhead", required=True, metavar="D", help="e.g. 10m")
+    json_flag(ettr)
+
+    dash = command("dashboard", cmd_dashboard, "serve the dashboard")
+    store_flag(dash)
+    dash.add_argument("--port", type=int, default=8501)
+    dash.add_argument("--host", default="127.0.0.1", metavar="ADDR", help="listen address (default 127.0.0.1)")
+    return parser
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

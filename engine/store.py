@@ -1,0 +1,250 @@
+"""The run store: a folder of DuckDB files, one file a run.
+
+Why a file a run: a run is written under a temporary name and renamed into place only once complete, so it
+is in the store whole or not at all, even if the writer is killed with SIGKILL; the dashboard opens finished
+files read-only, so it keeps reading while the command line writes new runs; deleting a run is removing a file.
+
+    <store>/runs/<run_id>.duckdb          finished runs
+    <store>/runs/.partial-<run_id>.duckdb  a run being written (ignored by readers, swept when stale)
+
+Each file holds the tables of `engine.schema` plus `meta(key, value)` with the schema version.
+"""
+
+import contextlib
+import json
+import os
+import re
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+import duckdb
+import polars as pl
+
+from engine import __version__
+from engine.errors import GoodputError
+from engine.run import Run
+from engine.schema import SCHEMA_VERSION, TABLES, create_statement
+
+DEFAULT_STORE = Path(__file__).resolve().parent.parent / "data" / "store"
+STORE_ENV = "GOODPUT_STORE"
+PARTIAL_PREFIX = ".partial-"
+STALE_PARTIAL_S = 24 * 3600  # a partial file this old belongs to a writer that died
+_RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
+
+
+class StoreError(GoodputError):
+    """The store or one of its files cannot be used."""
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    run_id: str
+    kind: str
+    name: str
+    seed: int | None
+    started_at: datetime
+    duration_s: float
+    created_at: datetime
+    engine_version: str
+    scenario: dict
+    summary: dict
+
+    def as_json(self) -> dict:
+        return {
+            "run_id": self.run_id,
+            "kind": self.kind,
+            "name": self.name,
+            "created_at": self.created_at.isoformat(),
+            "started_at": self.started_at.isoformat(),
+            "duration_s": self.duration_s,
+            "seed": self.seed,
+        }
+
+
+def resolve_store_dir(store: str | os.PathLike | None = None) -> Path:
+    """`--store DIR`, else $GOODPUT_STORE, else data/store in the project."""
+    if store:
+        return Path(store)
+    if os.environ.get(STORE_ENV):
+        return Path(os.environ[STORE_ENV])
+    return DEFAULT_STORE
+
+
+class Store:
+    def __init__(self, root: str | os.PathLike | None = None) -> None:
+        self.root = resolve_store_dir(root)
+        self.runs_dir = self.root / "runs"
+        self._info_cache: dict[str, tuple[float, RunInfo]] = {}
+
+    # ----- paths -------------------------------------------------------------------------------------
+    def path_of(self, run_id: str) -> Path:
+        if not _RUN_ID.match(run_id):
+            raise StoreError(f"not a run id: {run_id!r}")
+        return self.runs_dir / f"{run_id}.duckdb"
+
+    def _existing_path(self, run_id: str) -> Path:
+        path = self.path_of(run_id)
+        if not path.exists():
+            raise StoreError(f"no run {run_id!r} in store {self.root} (see `goodput runs`)")
+        return path
+
+    # ----- writing -----------------------------------------------------------------------------------
+    def write_run(self, run: Run) -> str:
+        """Write `run` atomically and return its id. Nothing is visible until the final rename."""
+        self.runs_dir.mkdir(parents=True, exist_ok=True)
+        self._sweep_stale_partials()
+        final = self.path_of(run.run_id)
+        if final.exists():
+            raise StoreError(f"run {run.run_id!r} already exists in {self.root}")
+        partial = self.runs_dir / f"{PARTIAL_PREFIX}{run.run_id}.{os.getpid()}.duckdb"
+        try:
+            con = duckdb.connect(str(partial))
+            try:
+                _write_tables(con, run)
+            finally:
+                con.close()
+            _fsync(partial)
+            os.replace(partial, final)
+            _fsync(self.runs_dir)
+        except BaseException:
+            with contextlib.suppress(FileNotFoundError):
+                partial.unlink()
+            with contextlib.suppress(FileNotFoundError):
+                Path(str(partial) + ".wal").unlink()
+            raise
+        return run.run_id
+
+    def delete_run(self, run_id: str) -> None:
+        path = self._existing_path(run_id)
+        path.unlink()
+        self._info_cache.pop(run_id, None)
+
+    def _sweep_stale_partials(self) -> None:
+        now = time.time()
+        for partial in self.runs_dir.glob(f"{PARTIAL_PREFIX}*"):
+            with contextlib.suppress(FileNotFoundError):
+                if now - partial.stat().st_mtime > STALE_PARTIAL_S:
+                    partial.unlink()
+
+    # ----- reading -----------------------------------------------------------------------------------
+    def run_ids(self) -> list[str]:
+        """Finished runs, newest first (run ids sort by creation time)."""
+        if not self.runs_dir.is_dir():
+            return []
+        ids = [p.stem for p in self.runs_dir.glob("*.duckdb") if not p.name.startswith(".")]
+        return sorted(ids, key=lambda run_id: self.path_of(run_id).stat().st_mtime, reverse=True)
+
+    def list_runs(self) -> list[RunInfo]:
+        infos = []
+        for run_id in self.run_ids():
+            with contextlib.suppress(FileNotFoundError):  # deleted between listing and reading
+                infos.append(self.info(run_id))
+        return infos
+
+    def info(self, run_id: str) -> RunInfo:
+        path = self._existing_path(run_id)
+        mtime = path.stat().st_mtime
+        cached = self._info_cache.get(run_id)
+        if cached and cached[0] == mtime:
+            return cached[1]
+        with self.connect(run_id) as con:
+            rows = con.execute(
+                "SELECT run_id, kind, name, seed, started_at, duration_s, created_at, engine_version,"
+                " scenario, summary FROM runs LIMIT 1"
+            ).fetchall()
+        if not rows:
+            raise StoreError(f"{path}: the runs table is empty")
+        row = rows[0]
+        info = RunInfo(*row[:8], scenario=json.loads(row[8] or "{}"), summary=json.loads(row[9] or "{}"))
+        self._info_cache[run_id] = (mtime, info)
+        return info
+
+    @contextlib.contextmanager
+    def connect(self, run_id: str) -> Iterator[duckdb.DuckDBPyConnection]:
+        """A read-only connection to one run's file, closed on exit."""
+        con = self.open(run_id)
+        try:
+            yield con
+        finally:
+            con.close()
+
+    def open(self, run_id: str) -> duckdb.DuckDBPyConnection:
+        """A read-only connection to one run's file, its schema version checked. The caller closes it."""
+        path = self._existing_path(run_id)
+        try:
+            con = duckdb.connect(str(path), read_only=True)
+        except duckdb.Error as err:
+            raise StoreError(f"{path}: cannot open as a Goodput run ({err})") from err
+        try:
+            check_schema_version(con, path)
+        except BaseException:
+            con.close()
+            raise
+        return con
+
+    def table(self, run_id: str, table: str, sql_filter: str = "", params: list | None = None) -> pl.DataFrame:
+        """One table of one run as a Polars frame. `sql_filter` is a WHERE clause with `?` parameters."""
+        if table not in TABLES:
+            raise StoreError(f"unknown table {table!r}")
+        query = f'SELECT * FROM "{table}"' + (f" WHERE {sql_filter}" if sql_filter else "")  # noqa: S608 (table is checked above)
+        with self.connect(run_id) as con:
+            return query_frame(con, query, params)
+
+
+def query_frame(con: duckdb.DuckDBPyConnection, sql: str, params: list | None = None) -> pl.DataFrame:
+    """Run `sql` with bound `params` and return a Polars frame (the one way pages and engine read tables)."""
+    return con.sql(sql, params=params or None).pl()
+
+
+def check_schema_version(con: duckdb.DuckDBPyConnection, path: Path) -> None:
+    try:
+        rows = con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchall()
+    except duckdb.Error as err:
+        raise StoreError(f"{path}: not a Goodput run file (no meta table)") from err
+    version = int(rows[0][0]) if rows else None
+    if version != SCHEMA_VERSION:
+        raise StoreError(
+            f"{path}: schema version {version} is not one this Goodput ({__version__}) reads"
+            f" (it reads version {SCHEMA_VERSION}); re-create the run with a matching Goodput"
+        )
+
+
+def _write_tables(con: duckdb.DuckDBPyConnection, run: Run) -> None:
+    con.execute("CREATE TABLE meta (key VARCHAR PRIMARY KEY, value VARCHAR)")
+    con.execute("INSERT INTO meta VALUES ('schema_version', ?), ('engine_version', ?)",
+                [str(SCHEMA_VERSION), __version__])
+    for table in TABLES:
+        con.execute(create_statement(table))
+    unknown = set(run.tables) - set(TABLES) - {"runs"}
+    if unknown:
+        raise StoreError(f"run {run.run_id}: unknown tables {sorted(unknown)}")
+    con.execute(
+        "INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        [run.run_id, run.kind, run.name, json.dumps(run.scenario, default=str), run.seed, run.started_at,
+         run.duration_s, datetime.now(UTC), __version__, json.dumps(run.summary, default=str)],
+    )
+    for table, frames in run.tables.items():
+        for frame in [frames] if isinstance(frames, pl.DataFrame) else frames:
+            if frame.height == 0:
+                continue
+            _insert_frame(con, table, frame)
+
+
+def _insert_frame(con: duckdb.DuckDBPyConnection, table: str, frame: pl.DataFrame) -> None:
+    extra = [c for c in frame.columns if c not in TABLES[table]]
+    if extra:
+        raise StoreError(f"table {table}: columns {extra} are not in the schema (add them to engine/schema.py)")
+    arrow = frame.to_arrow()  # noqa: F841 (read by DuckDB's replacement scan below)
+    columns = ", ".join(f'"{c}"' for c in frame.columns)
+    con.execute(f'INSERT INTO "{table}" ({columns}) SELECT {columns} FROM arrow')  # noqa: S608 (names from the schema)
+
+
+def _fsync(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
