@@ -1,0 +1,33 @@
+"""Fixtures every test file may use."""
+
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SHARED = ROOT.parent / "shared"
+
+
+@pytest.fixture
+def shared_data() -> Path:
+    """../shared/data (real samples); tests that need it skip cleanly where it is absent."""
+    path = SHARED / "data"
+    if not path.is_dir():
+        pytest.skip(f"real data samples not present at {path}")
+    return path
+
+
+@pytest.fixture
+def shared_reference() -> Path:
+    path = SHARED / "reference"
+    if not path.is_dir():
+        pytest.skip(f"reference figures not present at {path}")
+    return path
+
+
+@pytest.fixture
+def store_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An empty store folder, also exported as GOODPUT_STORE for code that reads the environment."""
+    path = tmp_path / "store"
+    monkeypatch.setenv("GOODPUT_STORE", str(path))
+    return path

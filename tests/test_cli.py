@@ -1,0 +1,118 @@
+"""The command line's contract: --help everywhere, one-line errors with exit status 2, JSON outputs."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from engine.cli import main
+from engine.store import Store
+from tests.test_store import small_run
+
+COMMANDS = ["simulate", "replay", "ingest", "runs", "export", "sweep", "ettr", "dashboard"]
+
+
+def test_every_command_has_help():
+    for command in COMMANDS:
+        out = subprocess.run([sys.executable, "-m", "engine.cli", command, "--help"], capture_output=True,
+                             text=True, check=True).stdout
+        assert f"goodput {command}" in out and "--" in out
+
+
+def test_console_script_is_installed():
+    out = subprocess.run([str(__import__("pathlib").Path(sys.executable).parent / "goodput"), "--version"],
+                         capture_output=True, text=True, check=True).stdout
+    assert out.startswith("goodput ")
+
+
+def run_cli(capsys, *argv):
+    code = main(list(argv))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_ettr_json_matches_the_closed_form(capsys):
+    code, out, _ = run_cli(capsys, "ettr", "--gpus", "16384", "--node-failure-rate", "3.79",
+                           "--checkpoint-interval", "5m", "--checkpoint-write", "3.3s",
+                           "--restart-overhead", "10m", "--json")
+    assert code == 0
+    result = json.loads(out)
+    assert set(result) == {"ettr", "mttf_hours", "optimal_checkpoint_interval_s"}
+    # N r = 2048 x 3.79e-3 / day; MTTF = 1 / (N r) = 3.09 h (reference README §2: one every 3.1 hours)
+    assert result["mttf_hours"] == pytest.approx(24 / (2048 * 3.79e-3), rel=1e-9)
+    rate = 2048 * 3.79e-3 / 86400
+    assert result["ettr"] == pytest.approx((1 - rate * (600 + 150)) / (1 + 3.3 / 300), rel=1e-9)
+    assert result["optimal_checkpoint_interval_s"] == pytest.approx((2 * 3.3 * 3600 * result["mttf_hours"]) ** 0.5)
+
+
+def test_ettr_reproduces_dalys_worked_example(capsys):
+    # Daly (2006): checkpoint 5 min, MTBF 24 h -> Young's interval sqrt(2 * 5 min * 24 h) = 120 min
+    # (Daly's refined 117 min is the higher-order correction). One host failing at 1/day gives MTBF 24 h.
+    code, out, _ = run_cli(capsys, "ettr", "--gpus", "8", "--node-failure-rate", "1000",
+                           "--checkpoint-interval", "2h", "--checkpoint-write", "5m",
+                           "--restart-overhead", "10m", "--json")
+    assert code == 0
+    assert json.loads(out)["optimal_checkpoint_interval_s"] / 60 == pytest.approx(120.0)
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["ettr", "--gpus", "8", "--node-failure-rate", "1", "--checkpoint-interval", "soon",
+      "--checkpoint-write", "1s", "--restart-overhead", "1m"], "--checkpoint-interval"),
+    (["ettr", "--gpus", "0", "--node-failure-rate", "1", "--checkpoint-interval", "1h",
+      "--checkpoint-write", "1s", "--restart-overhead", "1m"], "--gpus"),
+    (["ettr", "--gpus", "8", "--node-failure-rate", "-1", "--checkpoint-interval", "1h",
+      "--checkpoint-write", "1s", "--restart-overhead", "1m"], "--node-failure-rate"),
+    (["runs", "--delete", "sim-nope"], "no run 'sim-nope'"),
+    (["simulate", "--preset", "nope"], "unknown preset 'nope'"),
+    (["simulate", "--preset", "demo", "--set", "training.checkpoint_intervall=5m"],
+     "did you mean 'training.checkpoint_interval'"),
+    (["simulate", "--scenario", "/no/such/file.toml"], "/no/such/file.toml"),
+])
+def test_bad_input_is_one_line_and_exit_2(capsys, store_dir, argv, message):
+    code, out, err = run_cli(capsys, *argv, *(["--store", str(store_dir)] if argv[0] in ("runs",) else []))
+    assert code == 2
+    assert err.startswith("goodput: error: ") and err.count("\n") == 1 and message in err
+    assert not (store_dir / "runs").exists() or not list((store_dir / "runs").glob("*.duckdb"))
+
+
+def test_usage_errors_exit_2():
+    result = subprocess.run([sys.executable, "-m", "engine.cli", "ettr", "--gpus", "many"], capture_output=True,
+                            text=True)
+    assert result.returncode == 2 and "invalid int value" in result.stderr
+
+
+# Commands whose engine part a later issue builds; each leaves this list (for its own tests) when it lands.
+NOT_BUILT_YET = [
+    ["export", "incidents", "--run", "x", "--format", "csv", "--output", "o.csv"],
+    ["sweep", "--vary", "training.checkpoint_interval=5m,10m", "--seeds", "2"],
+    ["replay", "trace.csv"],
+    ["ingest", "dcgm", "scrape.prom"],
+]
+
+
+@pytest.mark.parametrize("argv", NOT_BUILT_YET)
+def test_commands_not_built_yet_say_so_plainly(capsys, argv):
+    code, out, err = run_cli(capsys, *argv)
+    assert code == 2 and out == ""
+    assert err.startswith("goodput: error: ") and "not built yet" in err and "issue" in err
+
+
+def test_runs_lists_and_deletes(capsys, store_dir):
+    store = Store(store_dir)
+    first = store.write_run(small_run("first"))
+    second = store.write_run(small_run("second"))
+    code, out, _ = run_cli(capsys, "runs", "--store", str(store_dir), "--json")
+    listed = json.loads(out)
+    assert code == 0 and {r["run_id"] for r in listed} == {first, second}
+    assert all({"run_id", "kind", "name", "created_at"} <= set(r) for r in listed)
+    code, out, _ = run_cli(capsys, "runs", "--store", str(store_dir))
+    assert code == 0 and first in out and "second" in out
+    code, out, _ = run_cli(capsys, "runs", "--store", str(store_dir), "--delete", first)
+    assert code == 0 and f"deleted {first}" in out
+    assert [i.run_id for i in store.list_runs()] == [second]
+
+
+def test_runs_on_an_empty_store_says_how_to_start(capsys, store_dir):
+    code, out, _ = run_cli(capsys, "runs", "--store", str(store_dir))
+    assert code == 0 and "goodput simulate --preset demo" in out
