@@ -1,0 +1,31 @@
+# Goodput dashboard image: slim Python, installed from uv.lock, run as a non-root user.
+# Build: docker build -t goodput .   Run: docker run -p 8501:8501 -v goodput-store:/data goodput
+FROM python:3.11-slim
+
+ENV PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1 \
+    UV_PROJECT_ENVIRONMENT=/opt/goodput \
+    UV_PYTHON_DOWNLOADS=never \
+    UV_COMPILE_BYTECODE=1 \
+    GOODPUT_STORE=/data/store \
+    PATH=/opt/goodput/bin:$PATH
+
+RUN pip install --no-cache-dir uv==0.13.8 \
+    && useradd --create-home --uid 10001 goodput \
+    && mkdir -p /data /app \
+    && chown goodput:goodput /data
+
+WORKDIR /app
+COPY pyproject.toml uv.lock README.md ./
+RUN uv sync --frozen --no-dev --no-install-project
+COPY engine ./engine
+COPY dashboard ./dashboard
+COPY .streamlit ./.streamlit
+RUN uv sync --frozen --no-dev
+
+USER 10001
+VOLUME ["/data"]
+EXPOSE 8501
+HEALTHCHECK --interval=30s --timeout=5s --start-period=30s --retries=3 \
+    CMD ["python", "-c", "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8501/_stcore/health', timeout=4)"]
+CMD ["goodput", "dashboard", "--host", "0.0.0.0", "--port", "8501"]
