@@ -14,6 +14,7 @@ import contextlib
 import json
 import os
 import re
+import shutil
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -116,6 +117,40 @@ class Store:
                 Path(str(partial) + ".wal").unlink()
             raise
         return run.run_id
+
+    def append_to_run(self, run_id: str, tables: dict[str, pl.DataFrame], *, duration_s: float | None = None,
+                      summary: dict | None = None) -> None:
+        """Add rows to a finished run, atomically: copy, append, rename over (copy-on-write).
+
+        For live ingestion (a scrape a commit). Readers that hold the old file keep reading it; new readers
+        see the new version whole. Cost grows with the run's size, which suits observed runs of modest size.
+        """
+        final = self._existing_path(run_id)
+        partial = self.runs_dir / f"{PARTIAL_PREFIX}{run_id}.{os.getpid()}.duckdb"
+        try:
+            shutil.copyfile(final, partial)
+            con = duckdb.connect(str(partial))
+            try:
+                check_schema_version(con, final)
+                for table, frame in tables.items():
+                    if table not in TABLES or table == "runs":
+                        raise StoreError(f"run {run_id}: cannot append to table {table!r}")
+                    if frame.height:
+                        _insert_frame(con, table, frame)
+                if duration_s is not None:
+                    con.execute("UPDATE runs SET duration_s = ?", [duration_s])
+                if summary is not None:
+                    con.execute("UPDATE runs SET summary = ?", [json.dumps(summary, default=str)])
+            finally:
+                con.close()
+            _fsync(partial)
+            os.replace(partial, final)
+            _fsync(self.runs_dir)
+        except BaseException:
+            with contextlib.suppress(FileNotFoundError):
+                partial.unlink()
+            raise
+        self._info_cache.pop(run_id, None)
 
     def delete_run(self, run_id: str) -> None:
         path = self._existing_path(run_id)

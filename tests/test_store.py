@@ -182,3 +182,22 @@ def test_stale_partials_are_swept(tmp_path):
     fresh.write_bytes(b"half")
     store.write_run(small_run())
     assert not stale.exists() and fresh.exists()
+
+
+def test_append_is_copy_on_write_and_readers_keep_their_version(tmp_path):
+    store = Store(tmp_path)
+    run_id = store.write_run(small_run())
+    reader = store.open(run_id)  # a dashboard holding the run open
+    try:
+        samples = pl.DataFrame({"t_s": [0.0, 30.0], "gpu_id": [0, 1]}, schema_overrides={"gpu_id": pl.Int32})
+        store.append_to_run(run_id, {"gpu_samples": samples}, duration_s=60.0, summary={"samples": 2})
+        assert reader.execute("SELECT count(*) FROM gpu_samples").fetchall() == [(0,)]
+    finally:
+        reader.close()
+    assert store.table(run_id, "gpu_samples").height == 2
+    info = store.info(run_id)
+    assert info.duration_s == 60.0 and info.summary == {"samples": 2}
+    with pytest.raises(StoreError, match="cannot append"):
+        store.append_to_run(run_id, {"runs": pl.DataFrame({"run_id": ["x"]})})
+    assert store.table(run_id, "gpu_samples").height == 2
+    assert [p.name for p in store.runs_dir.iterdir()] == [f"{run_id}.duckdb"]
