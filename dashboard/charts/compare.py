@@ -1,0 +1,18 @@
+"""Compare chart: interruptions by cause, a bar group per cause and a bar per run."""
+
+import plotly.graph_objects as go
+import polars as pl
+
+
+def causes_side_by_side(counts: pl.DataFrame) -> go.Figure:
+    """Counts (columns run, cause, interruptions) as grouped bars; causes ordered by their total."""
+    order = (counts.group_by("cause").agg(pl.col("interruptions").sum())
+             .sort(["interruptions", "cause"], descending=[True, False])["cause"].to_list())
+    fig = go.Figure()
+    for run in counts["run"].unique(maintain_order=True).to_list():
+        part = counts.filter(pl.col("run") == run)
+        by_cause = dict(zip(part["cause"].to_list(), part["interruptions"].to_list(), strict=True))
+        fig.add_trace(go.Bar(x=order, y=[by_cause.get(c, 0) for c in order], name=run))
+    fig.update_layout(barmode="group", height=340, margin={"l": 10, "r": 10, "t": 10, "b": 10},
+                      yaxis_title="interruptions", legend={"orientation": "h", "y": 1.02, "yanchor": "bottom"})
+    return fig

@@ -1,0 +1,91 @@
+"""Racks charts: the floor plan (one heatmap trace for the whole cluster) and a host state history.
+
+The floor plan puts each rack in its row and position and stacks its hosts (slot 0 at the bottom) inside the
+rack's column; a blank line separates rows. One Heatmap trace keeps 3,072 hosts quick where a shape per host
+would not be.
+"""
+
+from datetime import datetime
+
+import numpy as np
+import plotly.graph_objects as go
+import polars as pl
+
+from dashboard.charts.jobs import bars_over_time
+from engine.schema import HOST_STATES
+
+STATE_COLOURS = {
+    "healthy": "#8fd18f",
+    "running": "#2b8a3e",
+    "spare": "#74c0fc",
+    "draining": "#ffd43b",
+    "diagnosing": "#fd7e14",
+    "repair": "#e03131",
+    "down": "#6b0f0f",
+    "burn_in": "#9c36b5",
+    "unknown": "#ced4da",
+}
+STATE_ORDER = (*HOST_STATES, "unknown")
+
+
+def _discrete_colourscale(colours: list[str]) -> list[list]:
+    """A colourscale that maps integer codes 0..n-1 to flat colour bands."""
+    n = len(colours)
+    scale = []
+    for i, colour in enumerate(colours):
+        scale += [[i / n, colour], [(i + 1) / n, colour]]
+    return scale
+
+
+def floor_plan(cells: pl.DataFrame, title: str = "") -> go.Figure:
+    """Heatmap of every host at one moment, coloured by state.
+
+    `cells`: one row per host with hostname, rack_id, row, position, slot, state (None: unknown).
+    """
+    states = cells["state"].fill_null("unknown")
+    codes = states.replace_strict({s: i for i, s in enumerate(STATE_ORDER)}, default=len(STATE_ORDER) - 1,
+                                  return_dtype=pl.Int64).to_numpy()
+    slots = int(cells["slot"].max()) + 1 if cells.height else 1
+    rows = int(cells["row"].max()) + 1 if cells.height else 1
+    positions = int(cells["position"].max()) + 1 if cells.height else 1
+    y = cells["row"].to_numpy() * (slots + 1) + cells["slot"].to_numpy()  # slots + 1: a blank line per row
+    x = cells["position"].to_numpy()
+    z = np.full((rows * (slots + 1), positions), np.nan)
+    z[y, x] = codes
+    text = np.full(z.shape, "", dtype=object)
+    text[y, x] = (
+        cells["hostname"] + " · rack " + cells["rack_id"].cast(pl.String) + " · " + states
+    ).to_numpy()
+    fig = go.Figure(go.Heatmap(
+        z=z, text=text, hoverinfo="text", zmin=-0.5, zmax=len(STATE_ORDER) - 0.5, xgap=2, ygap=1,
+        colorscale=_discrete_colourscale([STATE_COLOURS[s] for s in STATE_ORDER]), showscale=False,
+    ))
+    # The legend: one invisible marker trace per state present, so the colours are named.
+    for state in [s for s in STATE_ORDER if s in set(states.to_list())]:
+        fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=state, showlegend=True,
+                                 marker={"symbol": "square", "size": 12, "color": STATE_COLOURS[state]}))
+    row_ticks = np.arange(rows) * (slots + 1) + (slots - 1) / 2
+    fig.update_layout(
+        title=title, height=min(1600, max(240, 9 * z.shape[0] + 120)), margin={"l": 10, "r": 10, "t": 40, "b": 10},
+        plot_bgcolor="white", legend={"orientation": "h", "y": 1.0, "yanchor": "bottom"},
+    )
+    fig.update_xaxes(title="position in row", showgrid=False, zeroline=False)
+    fig.update_yaxes(tickvals=row_ticks, ticktext=[f"row {r}" for r in range(rows)], showgrid=False,
+                     zeroline=False, autorange="reversed")
+    return fig
+
+
+def state_history(intervals: pl.DataFrame, started_at: datetime) -> go.Figure:
+    """Host state intervals (hostname, state, start_s, end_s, job_id) as a bar per interval, a row per host."""
+    frame = intervals.with_columns(
+        pl.col("state").fill_null("unknown"),
+        (pl.col("state").fill_null("unknown") + pl.lit(" ") + pl.col("job_id").fill_null("")).alias("hover"),
+    )
+    fig = go.Figure(bars_over_time(frame, started_at=started_at, row="hostname", colour_by="state",
+                                   colours=STATE_COLOURS, hover="hover"))
+    hosts = frame["hostname"].unique().sort().to_list()
+    fig.update_layout(barmode="overlay", height=max(200, 40 * len(hosts) + 120),
+                      margin={"l": 10, "r": 10, "t": 30, "b": 10})
+    fig.update_xaxes(type="date")
+    fig.update_yaxes(categoryorder="array", categoryarray=hosts)
+    return fig
