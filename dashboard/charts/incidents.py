@@ -6,19 +6,12 @@ import numpy as np
 import plotly.graph_objects as go
 import polars as pl
 
+from dashboard.charts.common import CATEGORY_COLORS, OTHER_COLOR
 from dashboard.charts.jobs import as_time
 
-# Categories of the Llama 3 table (reference/llama3_interruptions.csv) plus planned maintenance.
-CATEGORY_COLOURS = {
-    "GPU": "#e03131",
-    "Host": "#f08c00",
-    "Network": "#1971c2",
-    "Dependency": "#7048e8",
-    "Unplanned maintenance": "#5c940d",
-    "Unknown": "#868e96",
-    "Planned": "#20c997",
-}
-OTHER_COLOUR = "#495057"
+# The shared palette: a category keeps its colour on every page.
+CATEGORY_COLOURS = CATEGORY_COLORS
+OTHER_COLOUR = OTHER_COLOR
 MIN_SIZE, MAX_SIZE = 6.0, 30.0
 
 

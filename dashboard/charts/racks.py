@@ -11,20 +11,11 @@ import numpy as np
 import plotly.graph_objects as go
 import polars as pl
 
+from dashboard.charts.common import HOST_STATE_COLORS
 from dashboard.charts.jobs import bars_over_time
 from engine.schema import HOST_STATES
 
-STATE_COLOURS = {
-    "healthy": "#8fd18f",
-    "running": "#2b8a3e",
-    "spare": "#74c0fc",
-    "draining": "#ffd43b",
-    "diagnosing": "#fd7e14",
-    "repair": "#e03131",
-    "down": "#6b0f0f",
-    "burn_in": "#9c36b5",
-    "unknown": "#ced4da",
-}
+STATE_COLOURS = {**HOST_STATE_COLORS, "unknown": "#dee2e6"}  # the shared palette; unknown: no interval
 STATE_ORDER = (*HOST_STATES, "unknown")
 
 
