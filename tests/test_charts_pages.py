@@ -6,16 +6,19 @@ by planned maintenance; a research job hit by a network cable; host 1 (GPU 3) fa
 """
 
 from datetime import UTC, datetime
+from pathlib import Path
 
 import numpy as np
 import plotly.graph_objects as go
 import polars as pl
 import pytest
+from streamlit.testing.v1 import AppTest
 
 from dashboard.charts import compare, gpus, incidents, jobs, network, planner, racks
 from engine.analytics import closed_form_ettr, young_daly_interval
 from engine.run import Run
 from engine.scenario import build
+from engine.store import Store
 
 STARTED = datetime(2024, 3, 1, tzinfo=UTC)
 DAY = 86400.0
@@ -322,3 +325,22 @@ def test_pages_run_is_consistent():
                 .filter(pl.col("prev_end") > pl.col("start_s")))
     assert overlaps.is_empty()
     assert run.tables["checkpoints"].height == 46 == run.summary["job"]["checkpoints"]
+
+
+# ----- what the page tests share ------------------------------------------------------------------------
+
+ROUTER = str(Path(__file__).resolve().parent.parent / "dashboard" / "streamlit_app.py")
+
+
+def open_page(page: str, params: dict[str, str] | None = None) -> AppTest:
+    """Run the router on `page` (e.g. "app_pages/racks.py") with URL parameters, as a browser would."""
+    at = AppTest.from_file(ROUTER, default_timeout=60)
+    for key, value in (params or {}).items():
+        at.query_params[key] = value
+    at.switch_page(page)
+    return at.run()
+
+
+def stored_run(store_dir: Path, run: Run | None = None) -> str:
+    """Write `run` (default: pages_run()) to the store at `store_dir` and return its id."""
+    return Store(store_dir).write_run(run or pages_run())

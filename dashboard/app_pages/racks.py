@@ -1,12 +1,89 @@
-"""Racks page (being built; see the page's issue)."""
+"""Racks: the floor plan of every rack, each host coloured by its state at time t; a rack's hosts, history and incidents.
 
+URL: ?t= (seconds since the run's start) and ?rack= (rack id) reproduce the view.
+"""
+
+from datetime import timedelta
+
+import polars as pl
 import streamlit as st
 
 from dashboard import state
+from dashboard.charts import racks as charts
+from dashboard.queries import racks as queries
+
+UP_STATES = ("running", "healthy", "spare")
+OUT_STATES = ("draining", "down", "diagnosing", "repair", "burn_in")
 
 st.title("Racks")
 run = state.selected_run()
 if run is None:
     state.empty_state()
     st.stop()
-st.write(f"Run {run.run_id}")
+
+# ----- time t ---------------------------------------------------------------------------------------------
+duration_h = max(run.duration_s / 3600.0, 1 / 60)
+try:
+    t_h = float(st.query_params.get("t", run.duration_s - 1)) / 3600.0
+except ValueError:
+    t_h = duration_h  # a malformed ?t= shows the end of the run
+t_h = min(max(t_h, 0.0), duration_h)
+t_h = st.slider("Time (hours since the run's start)", 0.0, duration_h, t_h, step=max(duration_h / 500, 1 / 60),
+                format="%.2f h")
+t_s = t_h * 3600.0
+st.query_params["t"] = f"{t_s:.0f}"
+# State intervals are half-open [start, end) and end at the run's end: the last moment is one second before it.
+t_s = min(t_s, max(run.duration_s - 1.0, 0.0))
+st.caption(f"The cluster at {run.started_at + timedelta(seconds=t_s):%Y-%m-%d %H:%M} UTC")
+
+# ----- the floor at t -------------------------------------------------------------------------------------
+hosts = queries.hosts_at(run.run_id, t_s)
+if hosts.is_empty():
+    st.info("This run has no hosts table (nothing to lay out on the floor).")
+    st.stop()
+states = hosts["state"].fill_null("unknown")
+up, out, unknown = (int(states.is_in(s).sum()) for s in (UP_STATES, OUT_STATES, ("unknown",)))
+cols = st.columns(4)
+cols[0].metric("Racks", f"{hosts['rack_id'].n_unique():,}")
+cols[1].metric("Hosts up", f"{up:,}", help="running, healthy or spare at t")
+cols[2].metric("Hosts out of service", f"{out:,}", help="draining, down, diagnosing, in repair or burn-in at t")
+cols[3].metric("Hosts without a state", f"{unknown:,}", help="no host_states interval covers t")
+
+st.subheader("Floor plan")
+st.plotly_chart(charts.floor_plan(hosts), width="stretch")
+if unknown == hosts.height:
+    st.caption("This run records no host states at t, so every host shows as unknown.")
+
+# ----- one rack -------------------------------------------------------------------------------------------
+st.subheader("Rack")
+rack_ids = queries.racks(run.run_id)["rack_id"].to_list()
+try:
+    wanted = int(st.query_params.get("rack", ""))
+except ValueError:
+    wanted = None
+rack = st.selectbox("Rack", rack_ids, index=rack_ids.index(wanted) if wanted in rack_ids else None,
+                    placeholder="Choose a rack to see its hosts, history and incidents")
+if rack is None:
+    st.query_params.pop("rack", None)
+    st.stop()
+st.query_params["rack"] = str(rack)
+
+rack_hosts = hosts.filter(pl.col("rack_id") == rack)
+st.markdown(f"**Rack {rack}**: pod {rack_hosts['pod_id'][0]}, row {rack_hosts['row'][0]}, position "
+            f"{rack_hosts['position'][0]}, {rack_hosts.height} hosts (top slot first)")
+in_rack = rack_hosts.select("hostname", "slot", pl.col("state").fill_null("unknown"), "job_id", "host_id")
+st.dataframe(in_rack.sort("slot", descending=True), hide_index=True, width="stretch")
+
+history = queries.rack_history(run.run_id, rack)
+st.markdown("**State history**")
+if history.is_empty():
+    st.caption("No state intervals recorded for this rack's hosts.")
+else:
+    st.plotly_chart(charts.state_history(history, run.started_at), width="stretch")
+
+incidents = queries.rack_incidents(run.run_id, rack)
+st.markdown(f"**Incidents** ({incidents.height})")
+if incidents.is_empty():
+    st.caption("No incidents on this rack's hosts in this run.")
+else:
+    st.dataframe(incidents, hide_index=True, width="stretch")

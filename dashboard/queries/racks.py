@@ -1,0 +1,41 @@
+"""Racks page queries: every host's state at time t, a rack's hosts, their state history and incidents."""
+
+import polars as pl
+
+from dashboard import state
+
+HOSTS_AT = """
+SELECT h.host_id, h.hostname, h.rack_id, h.pod_id, h."row", h.position, coalesce(h.slot, 0) AS slot,
+       s.state, s.job_id
+FROM hosts h
+LEFT JOIN (
+    SELECT host_id, arg_max(state, start_s) AS state, arg_max(job_id, start_s) AS job_id
+    FROM host_states WHERE start_s <= ? AND end_s > ? GROUP BY host_id
+) s USING (host_id)
+ORDER BY h.host_id
+"""
+
+
+def hosts_at(run_id: str, t_s: float) -> pl.DataFrame:
+    """One row per host with its state (None where no interval covers t) and job at `t_s`."""
+    return state.query(run_id, HOSTS_AT, (t_s, t_s))
+
+
+def racks(run_id: str) -> pl.DataFrame:
+    return state.query(run_id, 'SELECT rack_id, min(pod_id) AS pod_id, min("row") AS "row", min(position) AS position,'
+                               " count(*) AS hosts FROM hosts GROUP BY rack_id ORDER BY rack_id")
+
+
+def rack_history(run_id: str, rack_id: int) -> pl.DataFrame:
+    return state.query(run_id, """
+        SELECT h.hostname, s.state, s.start_s, s.end_s, s.job_id
+        FROM host_states s JOIN hosts h USING (host_id)
+        WHERE h.rack_id = ? ORDER BY h.hostname, s.start_s""", (rack_id,))
+
+
+def rack_incidents(run_id: str, rack_id: int) -> pl.DataFrame:
+    return state.query(run_id, """
+        SELECT i.incident_id, i.t_s, h.hostname, i.gpu_id, i.cause, i.category, i.planned, i.xid, i.jobs_hit,
+               i.gpu_hours_lost, i.repaired_s - i.t_s AS out_of_service_s
+        FROM incidents i JOIN hosts h USING (host_id)
+        WHERE h.rack_id = ? ORDER BY i.t_s""", (rack_id,))

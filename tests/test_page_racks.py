@@ -1,0 +1,50 @@
+"""Racks page: the floor at time t from the URL, the counts of hosts up and out, a rack's hosts and incidents."""
+
+from test_charts_pages import open_page, stored_run
+
+PAGE = "app_pages/racks.py"
+
+
+def metrics(at) -> dict[str, str]:
+    return {m.label: m.value for m in at.metric}
+
+
+def test_empty_store_shows_the_empty_state(store_dir):
+    at = open_page(PAGE)
+    assert not at.exception
+    assert [t.value for t in at.title] == ["Racks"]
+    assert any("no runs yet" in i.value for i in at.info)
+
+
+def test_floor_at_t_from_the_url_and_a_rack_drill_down(store_dir):
+    run_id = stored_run(store_dir)
+    # at t = 30,000 s host 1 is in repair (its faulty GPU failed at 20,000 s); the seven others are up
+    at = open_page(PAGE, {"run": run_id, "t": "30000", "rack": "0"})
+    assert not at.exception
+    assert metrics(at) == {"Racks": "4", "Hosts up": "7", "Hosts out of service": "1",
+                           "Hosts without a state": "0"}
+    assert "2024-03-01 08:20 UTC" in at.caption[0].value
+    assert [s.value for s in at.subheader] == ["Floor plan", "Rack"]
+    hosts = at.dataframe[0].value
+    assert hosts["hostname"].tolist() == ["host-001", "host-000"] and hosts["state"].tolist() == ["repair", "running"]
+    assert "**Incidents** (2)" in [m.value for m in at.markdown]  # faulty_gpu and gpu_hbm3, both on host 1
+    assert at.dataframe[1].value["cause"].tolist() == ["faulty_gpu", "gpu_hbm3"]
+
+
+def test_moving_the_time_slider_updates_the_url_and_the_counts(store_dir):
+    run_id = stored_run(store_dir)
+    at = open_page(PAGE, {"run": run_id, "t": "30000"})
+    at.slider[0].set_value(10000 / 3600).run()  # before the failure: every host is up
+    assert not at.exception
+    assert at.query_params["t"] == "10000"
+    assert metrics(at)["Hosts out of service"] == "0"
+    assert "rack" not in at.query_params  # no rack chosen: nothing below the floor plan
+
+
+def test_a_bad_url_parameter_falls_back_to_the_end_of_the_run(store_dir):
+    run_id = stored_run(store_dir)
+    at = open_page(PAGE, {"run": run_id, "t": "soon", "rack": "99"})
+    assert not at.exception
+    # at the end of the run host 1 is in repair after its second failure
+    assert metrics(at)["Hosts out of service"] == "1"
+    assert at.slider[0].value == 24.0
