@@ -1,0 +1,276 @@
+"""Per-GPU telemetry of a simulated run, generated vectorised from the hosts' state intervals.
+
+`gpu_samples` yields the `gpu_samples` table in chunks of whole hosts (memory stays flat for 131,072 GPUs over
+54 days): one sample per GPU every `simulation.telemetry_resolution` seconds over [0, duration), except while
+its host is down, being diagnosed or repaired, and while the GPU itself has fallen off the bus. For each chunk
+the sample grid is built as (GPUs x samples) arrays; each sample finds its host's state interval by a
+`searchsorted` over interval starts, and what the GPU reads follows from what it does (engine.telemetry_model),
+plus the precursors of its incidents (engine.telemetry_precursors). No Python loop runs per sample, per state
+interval or per incident.
+
+`xid_events` and `xid_counts` (the kernel's XID lines for each GPU incident) live in engine.telemetry_xid and
+are re-exported here: the simulator imports both from this module.
+"""
+
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import numpy as np
+import polars as pl
+
+from engine import telemetry_precursors as precursors
+from engine.errors import GoodputError
+from engine.schema import HOST_STATES, TABLES
+from engine.telemetry_model import (
+    BURN_IN,
+    CHECKPOINT,
+    DIURNAL_POWER_SWING,
+    DIURNAL_TEMP_SWING_C,
+    HOT_GPU_EXTRA_C,
+    HOT_GPU_SHARE,
+    IDLE,
+    IDLE_OFFSET_SCALE,
+    MEM_LEVEL,
+    MEM_SPREAD,
+    POWER_GPU_SPREAD,
+    POWER_LEVEL,
+    POWER_SPREAD,
+    RUNNING,
+    SBE_PRONE_RATE_PER_DAY,
+    SBE_PRONE_SHARE,
+    TEMP_GPU_SPREAD,
+    TEMP_LEVEL,
+    TEMP_SPREAD,
+    UTIL_LEVEL,
+    UTIL_SPREAD,
+    diurnal_cosine,
+    hash_noise,
+    unit_noise,
+)
+from engine.telemetry_xid import pci_bus_id, xid_counts, xid_events
+
+__all__ = ["gpu_samples", "xid_events", "xid_counts", "pci_bus_id", "sample_times", "SILENT_STATES"]
+
+SAMPLE_SCHEMA = {name: {"DOUBLE": pl.Float64, "INTEGER": pl.Int32, "REAL": pl.Float32}[sql]
+                 for name, sql in TABLES["gpu_samples"].items()}
+# A host in these states is off the fleet's telemetry: powered down, or on a bench being diagnosed and fixed.
+# burn_in reports (it runs stress tests, hot); draining reports (its job is being stopped).
+SILENT_STATES = ("down", "diagnosing", "repair")
+STATE_CODE = {state: code for code, state in enumerate(HOST_STATES)}
+_HEALTHY, _RUNNING, _DRAINING, _BURN_IN = (STATE_CODE[s] for s in ("healthy", "running", "draining", "burn_in"))
+# what a host state means for its GPUs (the activity codes of engine.telemetry_model)
+_ACTIVITY_OF_STATE = np.array([{"running": RUNNING, "draining": RUNNING, "burn_in": BURN_IN}.get(s, IDLE)
+                               for s in HOST_STATES], dtype=np.int8)
+_REPORTS_IN_STATE = np.array([s not in SILENT_STATES for s in HOST_STATES])
+DEFAULT_CHUNK_ROWS = 1_000_000  # ~40 MB of output a chunk, and cache-friendly working arrays
+
+
+def sample_times(duration_s: float, resolution_s: float) -> np.ndarray:
+    """The sample grid: 0, r, 2r, ... while below `duration_s`."""
+    count = math.ceil(duration_s / resolution_s)
+    while count > 0 and (count - 1) * resolution_s >= duration_s:
+        count -= 1
+    return np.arange(count, dtype=np.float64) * resolution_s
+
+
+@dataclass(frozen=True)
+class _Fleet:
+    """The GPUs sorted by (host, gpu_id) with what persists per GPU, and the state intervals per host."""
+
+    gpu_id: np.ndarray
+    gpu_host: np.ndarray  # host position of each GPU
+    host_first_gpu: np.ndarray  # (hosts + 1) offsets into the GPU arrays
+    temp_offset: np.ndarray
+    power_factor: np.ndarray
+    sbe_rate_per_s: np.ndarray
+    hs_host: np.ndarray  # state intervals sorted by (host position, start)
+    hs_start: np.ndarray
+    hs_end: np.ndarray
+    hs_state: np.ndarray
+    hs_job: np.ndarray  # row of the interval's job in the checkpoint matrix, -1 for none
+    host_first_state: np.ndarray  # (hosts + 1) offsets into the interval arrays
+    in_checkpoint: np.ndarray  # (checkpointing jobs x samples) bool
+
+
+def gpu_samples(scenario, gpus: pl.DataFrame, host_states: pl.DataFrame, incidents: pl.DataFrame,
+                checkpoints: pl.DataFrame, rng: np.random.Generator, *,
+                chunk_rows: int = DEFAULT_CHUNK_ROWS) -> Iterator[pl.DataFrame]:
+    """Yield the gpu_samples table in chunks of whole hosts, rows ordered by (host, gpu_id, t_s).
+
+    `chunk_rows` bounds a chunk's size before silent samples are dropped; the concatenated chunks are the same
+    whatever it is, because a sample's noise is a hash of (key, gpu, sample), not a position in a stream.
+    All draws from `rng` happen before the first chunk is yielded.
+    """
+    resolution = float(scenario["simulation.telemetry_resolution"])
+    t = sample_times(scenario.duration_s, resolution)
+    tdp = float(scenario["cluster.gpu_tdp_w"])
+    fleet, pre, key = _prepare(gpus, host_states, incidents, checkpoints, rng, t, resolution)
+    n_hosts = fleet.host_first_gpu.size - 1
+    if not t.size or not n_hosts:
+        return
+    diurnal = diurnal_cosine(scenario["simulation.start"], t)
+    widest_host = int(np.diff(fleet.host_first_gpu).max())
+    hosts_per_chunk = max(1, chunk_rows // (widest_host * t.size))
+    for h0 in range(0, n_hosts, hosts_per_chunk):
+        h1 = min(n_hosts, h0 + hosts_per_chunk)
+        yield _chunk(fleet, pre, key, h0, h1, t, resolution, tdp, diurnal)
+
+
+def _prepare(gpus, host_states, incidents, checkpoints, rng, t, resolution):
+    for frame, name, columns in ((gpus, "gpus", ("gpu_id", "host_id")),
+                                 (host_states, "host_states", ("host_id", "state", "start_s", "end_s")),
+                                 (checkpoints, "checkpoints", ("job_id", "start_s", "end_s"))):
+        missing = [c for c in columns if c not in frame.columns]
+        if missing:
+            raise GoodputError(f"{name}: missing column(s) {', '.join(missing)} needed for GPU telemetry")
+    ordered = gpus.select(pl.col("host_id").cast(pl.Int64), pl.col("gpu_id").cast(pl.Int64)).sort("host_id", "gpu_id")
+    gpu_id, gpu_host_id = ordered["gpu_id"].to_numpy(), ordered["host_id"].to_numpy()
+    if np.unique(gpu_id).size != gpu_id.size:
+        raise GoodputError("gpus: gpu_id values must be unique")
+    host_ids, gpu_host = np.unique(gpu_host_id, return_inverse=True)
+    n = gpu_id.size
+
+    # persistent per-GPU traits, drawn once for the whole fleet in (host, gpu_id) order
+    key = int(rng.integers(0, 2**63))
+    temp_offset = (rng.uniform(-1.0, 1.0, n) * TEMP_GPU_SPREAD
+                   + (rng.random(n) < HOT_GPU_SHARE) * HOT_GPU_EXTRA_C).astype(np.float32)
+    power_factor = (1.0 + rng.uniform(-1.0, 1.0, n) * POWER_GPU_SPREAD).astype(np.float32)
+    low, high = np.log(SBE_PRONE_RATE_PER_DAY)
+    sbe_rate = np.where(rng.random(n) < SBE_PRONE_SHARE, np.exp(rng.uniform(low, high, n)), 0.0) / 86400.0
+
+    jobs = checkpoints["job_id"].cast(pl.String).unique().sort().to_list()
+    states = _state_intervals(host_states, host_ids, {job: row for row, job in enumerate(jobs)})
+
+    pre = precursors.prepare(incidents, lambda ids: _positions(gpu_id, ids, np.argsort(gpu_id)),
+                             lambda ids: _positions(host_ids, ids, np.arange(host_ids.size)), rng)
+    fleet = _Fleet(
+        gpu_id=gpu_id, gpu_host=gpu_host, host_first_gpu=np.searchsorted(gpu_host, np.arange(host_ids.size + 1)),
+        temp_offset=temp_offset, power_factor=power_factor, sbe_rate_per_s=sbe_rate,
+        **states, in_checkpoint=_checkpoint_matrix(checkpoints, jobs, t, resolution),
+    )
+    return fleet, pre, key
+
+
+def _positions(values: np.ndarray, ids: np.ndarray, order: np.ndarray) -> np.ndarray:
+    """Position in `values` of each of `ids` (-1 where absent); `order` sorts `values`."""
+    if not values.size:
+        return np.full(ids.size, -1, dtype=np.int64)
+    at = order[np.minimum(np.searchsorted(values, ids, sorter=order), values.size - 1)]
+    return np.where(values[at] == ids, at, -1)
+
+
+def _state_intervals(host_states: pl.DataFrame, host_ids: np.ndarray, job_row: dict[str, int]) -> dict:
+    unknown = host_states.filter(~pl.col("state").is_in(HOST_STATES))
+    if unknown.height:
+        raise GoodputError(f"host_states: unknown state {unknown['state'][0]!r} for host {unknown['host_id'][0]}"
+                           f" (states: {', '.join(HOST_STATES)})")
+    job = (pl.col("job_id").cast(pl.String).replace_strict(job_row, default=-1, return_dtype=pl.Int64)
+           if "job_id" in host_states.columns else pl.lit(-1, dtype=pl.Int64))
+    frame = (host_states
+             .select(pl.col("host_id").cast(pl.Int64), pl.col("start_s").cast(pl.Float64),
+                     pl.col("end_s").cast(pl.Float64), pl.col("state").replace_strict(STATE_CODE, return_dtype=pl.Int8),
+                     job.alias("job"))
+             .filter(pl.col("host_id").is_in(host_ids.tolist()) & (pl.col("end_s") > pl.col("start_s")))
+             .sort("host_id", "start_s"))
+    hs_host = np.searchsorted(host_ids, frame["host_id"].to_numpy())
+    return {
+        "hs_host": hs_host, "hs_start": frame["start_s"].to_numpy(), "hs_end": frame["end_s"].to_numpy(),
+        "hs_state": frame["state"].to_numpy(), "hs_job": frame["job"].to_numpy(),
+        "host_first_state": np.searchsorted(hs_host, np.arange(host_ids.size + 1)),
+    }
+
+
+def _checkpoint_matrix(checkpoints: pl.DataFrame, jobs: list[str], t: np.ndarray, resolution: float) -> np.ndarray:
+    """(jobs x samples): True where a sample time falls inside one of that job's checkpoint writes."""
+    marks = np.zeros((len(jobs), t.size + 1), dtype=np.int32)
+    if checkpoints.height and t.size:
+        row = checkpoints["job_id"].cast(pl.String).replace_strict(
+            {job: i for i, job in enumerate(jobs)}, return_dtype=pl.Int64).to_numpy()
+        first = np.clip(np.ceil(checkpoints["start_s"].cast(pl.Float64).to_numpy() / resolution), 0, t.size)
+        stop = np.clip(np.ceil(checkpoints["end_s"].cast(pl.Float64).to_numpy() / resolution), 0, t.size)
+        np.add.at(marks, (row, first.astype(np.int64)), 1)
+        np.add.at(marks, (row, stop.astype(np.int64)), -1)
+    return np.cumsum(marks, axis=1)[:, :-1] > 0
+
+
+def _host_grid(fleet: _Fleet, h0: int, h1: int, t: np.ndarray, resolution: float):
+    """(hosts x samples) state code, activity, fade (1, falling to 0 across a drain) and reporting flag."""
+    n_t = t.size
+    lo, hi = fleet.host_first_state[h0], fleet.host_first_state[h1]
+    host = fleet.hs_host[lo:hi] - h0
+    start, end = fleet.hs_start[lo:hi], fleet.hs_end[lo:hi]
+    first_k = np.clip(np.ceil(start / resolution), 0, n_t).astype(np.int64)
+    keys = host * (n_t + 1) + first_k  # sorted: intervals are sorted by (host, start)
+    sample_host = np.repeat(np.arange(h1 - h0), n_t)
+    sample_k = np.tile(np.arange(n_t), h1 - h0)
+    found = np.searchsorted(keys, sample_host * (n_t + 1) + sample_k, side="right") - 1
+    at = np.maximum(found, 0)
+    sample_t = t[sample_k]
+    if host.size:
+        covered = (found >= 0) & (host[at] == sample_host) & (sample_t < end[at])
+    else:
+        covered = np.zeros(sample_k.size, dtype=bool)
+    # a gap in a host's intervals reads as healthy: the host is powered and idle
+    state = np.where(covered, fleet.hs_state[lo:hi][at] if host.size else 0, _HEALTHY).astype(np.int8)
+    activity = _ACTIVITY_OF_STATE[state]
+    if fleet.in_checkpoint.size and host.size:
+        job = np.where(covered & (state == _RUNNING), fleet.hs_job[lo:hi][at], -1)
+        writing = job >= 0
+        writing[writing] = fleet.in_checkpoint[job[writing], sample_k[writing]]
+        activity = np.where(writing, CHECKPOINT, activity).astype(np.int8)
+    fade = np.ones(state.size, dtype=np.float32)
+    draining = state == _DRAINING
+    if draining.any():
+        span = end[at[draining]] - start[at[draining]]
+        fade[draining] = np.clip(1.0 - (sample_t[draining] - start[at[draining]]) / span, 0.0, 1.0)
+    shape = (h1 - h0, n_t)
+    return activity.reshape(shape), fade.reshape(shape), _REPORTS_IN_STATE[state].reshape(shape)
+
+
+def _chunk(fleet: _Fleet, pre, key: int, h0: int, h1: int, t: np.ndarray, resolution: float, tdp: float,
+           diurnal: np.ndarray) -> pl.DataFrame:
+    g0, g1 = int(fleet.host_first_gpu[h0]), int(fleet.host_first_gpu[h1])
+    local_host = fleet.gpu_host[g0:g1] - h0
+    host_activity, host_fade, host_reports = _host_grid(fleet, h0, h1, t, resolution)
+    activity, fade, reports = host_activity[local_host], host_fade[local_host], host_reports[local_host]
+    shape = activity.shape
+    gpu_ids = fleet.gpu_id[g0:g1]
+    bits = hash_noise(key, gpu_ids[:, None], np.arange(t.size)[None, :])
+    busy = np.where(activity == IDLE, np.float32(0.0), fade)  # 0 idle .. 1 at full load
+
+    util = np.clip((UTIL_LEVEL[activity] + UTIL_SPREAD[activity] * unit_noise(bits, 0)) * fade, 0.0, 100.0)
+    # power: the level blends from idle to the activity's level as load fades; clocks dip at the day's hottest
+    # hour (DVFS) by DIURNAL_POWER_SWING peak to trough; never above the power limit
+    level = POWER_LEVEL[IDLE] + (POWER_LEVEL[activity] - POWER_LEVEL[IDLE]) * fade
+    swing = 1.0 - np.float32(DIURNAL_POWER_SWING / 2) * diurnal[None, :] * (busy > 0)
+    power = (tdp * level * fleet.power_factor[g0:g1, None] * swing
+             * (1.0 + POWER_SPREAD[activity] * unit_noise(bits, 1)))
+    power = np.minimum(power, np.float32(tdp))
+    temp = (TEMP_LEVEL[IDLE] + (TEMP_LEVEL[activity] - TEMP_LEVEL[IDLE]) * fade
+            + fleet.temp_offset[g0:g1, None] * (IDLE_OFFSET_SCALE + (1 - IDLE_OFFSET_SCALE) * busy)
+            + np.float32(DIURNAL_TEMP_SWING_C / 2) * diurnal[None, :]
+            + np.float32(TEMP_SPREAD) * unit_noise(bits, 2))
+    extra_heat = precursors.heat(pre, g0, g1, t, shape)
+    if extra_heat is not None:
+        temp += extra_heat
+    mem = np.clip((MEM_LEVEL[activity] + MEM_SPREAD[activity] * unit_noise(bits, 3)) * fade, 0.0, 100.0)
+
+    reset = precursors.last_reset(pre, h0, h1, t, resolution)[local_host]
+    sbe, dbe = precursors.ecc_counters(pre, g0, g1, t, reset, fleet.sbe_rate_per_s[g0:g1])
+    gone = precursors.off_bus(pre, g0, g1, t, shape)
+    if gone is not None:
+        reports = reports & ~gone
+
+    columns = {
+        "t_s": np.broadcast_to(t, shape), "gpu_id": np.broadcast_to(gpu_ids[:, None], shape),
+        "temp_c": temp, "power_w": power, "util_pct": util, "mem_util_pct": mem, "ecc_sbe": sbe, "ecc_dbe": dbe,
+    }
+    keep = None if reports.all() else np.flatnonzero(reports)
+    data = {name: (values.ravel() if keep is None else values.ravel()[keep]).astype(_NUMPY_DTYPE[name], copy=False)
+            for name, values in columns.items()}
+    return pl.DataFrame(data, schema=SAMPLE_SCHEMA)
+
+
+_NUMPY_DTYPE = {"t_s": np.float64, "gpu_id": np.int32, "temp_c": np.float32, "power_w": np.float32,
+                "util_pct": np.float32, "mem_util_pct": np.float32, "ecc_sbe": np.int32, "ecc_dbe": np.int32}

@@ -1,0 +1,158 @@
+"""What incidents do to a GPU's samples: ECC counters, heat before thermal faults, GPUs gone off the bus.
+
+All of it is computed for one chunk of GPUs at once, as (incidents in the chunk x samples) matrices added into the
+chunk's (GPUs x samples) arrays with `np.add.at`; incidents are few (hundreds in a 54-day run), samples many.
+
+ECC counters are the volatile totals DCGM reports (DCGM_FI_DEV_ECC_SBE_VOL_TOTAL / _DBE_VOL_TOTAL): cumulative
+since the driver last loaded, so they reset when the GPU's host comes back from a repair. With E(t) the errors a
+GPU would have counted since forever, the counter reads E(t) - E(r(t)), r(t) being the last reset before t.
+"""
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import polars as pl
+
+from engine.errors import GoodputError
+from engine.telemetry_model import (
+    HEAT_EXTRA_C,
+    HEAT_TAU_S,
+    HEAT_WINDOW_S,
+    SBE_AT_FAILURE,
+    SBE_RAMP_S,
+)
+
+INCIDENT_COLUMNS = ("t_s", "repaired_s", "cause", "host_id", "gpu_id", "xid")
+ECC_FAILURE_CAUSES = ("gpu_hbm3", "gpu_sram")  # uncorrectable memory errors: each one counts a double-bit error
+SBE_RAMP_CAUSE = "gpu_hbm3"  # only DRAM wears out gradually enough to show single-bit errors first
+THERMAL_CAUSE = "gpu_thermal"
+OFF_BUS_XID = 79  # the driver cannot reach the GPU on PCIe: DCGM reads nothing from it until it is repaired
+
+
+@dataclass(frozen=True)
+class GpuEvents:
+    """Incidents that touch one GPU each: its position in the generator's GPU order, when, and until when."""
+
+    pos: np.ndarray  # int64 positions into the sorted GPU arrays
+    t_s: np.ndarray
+    until_s: np.ndarray  # repaired_s, +inf when never repaired within the run
+    size: np.ndarray  # per-incident magnitude (SBE count reached at the failure), else zeros
+
+    def in_range(self, g0: int, g1: int) -> "GpuEvents":
+        keep = (self.pos >= g0) & (self.pos < g1)
+        return GpuEvents(self.pos[keep] - g0, self.t_s[keep], self.until_s[keep], self.size[keep])
+
+
+@dataclass(frozen=True)
+class Precursors:
+    sbe_ramps: GpuEvents
+    dbe: GpuEvents
+    heat: GpuEvents
+    off_bus: GpuEvents
+    reset_host: np.ndarray  # host positions, sorted together with reset_s
+    reset_s: np.ndarray
+
+
+def check_incidents(incidents: pl.DataFrame) -> None:
+    missing = [c for c in INCIDENT_COLUMNS if c not in incidents.columns]
+    if missing:
+        raise GoodputError(f"incidents: missing column(s) {', '.join(missing)} needed for GPU telemetry")
+
+
+def prepare(incidents: pl.DataFrame, gpu_pos_of: Callable[[np.ndarray], np.ndarray],
+            host_pos_of: Callable[[np.ndarray], np.ndarray],
+            rng: np.random.Generator) -> Precursors:
+    """Split the incident list into the effects above. `*_pos_of` map ids to positions (-1: not in the run)."""
+    check_incidents(incidents)
+    order = [c for c in ("t_s", "incident_id") if c in incidents.columns]
+    inc = incidents.sort(order) if incidents.height else incidents
+    t_s = inc["t_s"].cast(pl.Float64).to_numpy()
+    until = inc["repaired_s"].cast(pl.Float64).fill_null(np.inf).fill_nan(np.inf).to_numpy()
+    cause = inc["cause"].cast(pl.String).fill_null("").to_numpy()
+    xid = inc["xid"].cast(pl.Int64).fill_null(-1).to_numpy()
+    gpu = gpu_pos_of(inc["gpu_id"].cast(pl.Int64).fill_null(-1).to_numpy())
+    host = host_pos_of(inc["host_id"].cast(pl.Int64).fill_null(-1).to_numpy())
+    # One draw per incident, in time order, whatever its cause: the draws never depend on the mix of causes.
+    sbe_size = rng.integers(SBE_AT_FAILURE[0], SBE_AT_FAILURE[1], size=inc.height, endpoint=True)
+    on_gpu = gpu >= 0
+
+    def events(mask: np.ndarray, size: np.ndarray | None = None) -> GpuEvents:
+        mask = mask & on_gpu
+        sizes = size[mask].astype(np.float64) if size is not None else np.zeros(int(mask.sum()))
+        return GpuEvents(gpu[mask], t_s[mask], until[mask], sizes)
+
+    resets = (host >= 0) & np.isfinite(until)
+    reset_order = np.lexsort((until[resets], host[resets]))
+    return Precursors(
+        sbe_ramps=events(cause == SBE_RAMP_CAUSE, sbe_size),
+        dbe=events(np.isin(cause, ECC_FAILURE_CAUSES)),
+        heat=events(cause == THERMAL_CAUSE),
+        off_bus=events(xid == OFF_BUS_XID),
+        reset_host=host[resets][reset_order],
+        reset_s=until[resets][reset_order],
+    )
+
+
+def last_reset(pre: Precursors, h0: int, h1: int, t: np.ndarray, resolution: float) -> np.ndarray:
+    """(hosts h0..h1 x samples): the time of the host's last return from repair at or before each sample, else 0."""
+    n_t = t.size
+    lo, hi = np.searchsorted(pre.reset_host, [h0, h1])
+    hosts, times = pre.reset_host[lo:hi] - h0, pre.reset_s[lo:hi]
+    if not hosts.size:
+        return np.zeros((h1 - h0, n_t))
+    first_k = np.minimum(np.ceil(times / resolution), n_t).astype(np.int64)  # first sample at or after it
+    keys = hosts * (n_t + 1) + first_k
+    sample_keys = (np.arange(h1 - h0)[:, None] * (n_t + 1) + np.arange(n_t)[None, :]).ravel()
+    found = np.searchsorted(keys, sample_keys, side="right") - 1
+    same_host = (found >= 0) & (hosts[np.maximum(found, 0)] == sample_keys // (n_t + 1))
+    reset = np.where(same_host, times[np.maximum(found, 0)], 0.0)
+    return reset.reshape(h1 - h0, n_t)
+
+
+def _cubic_ramp(x: np.ndarray, t_fail: np.ndarray) -> np.ndarray:
+    """0 before the ramp window, rising as a cube to 1 at the failure, 1 after it."""
+    return np.clip((x - (t_fail - SBE_RAMP_S)) / SBE_RAMP_S, 0.0, 1.0) ** 3
+
+
+def ecc_counters(pre: Precursors, g0: int, g1: int, t: np.ndarray, reset: np.ndarray,
+                 sbe_rate_per_s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(sbe, dbe) int32 (GPUs g0..g1 x samples); `reset` is last_reset expanded to those GPUs."""
+    errors = sbe_rate_per_s[:, None] * (t[None, :] - reset)  # background trickle since the last reset
+    ramps = pre.sbe_ramps.in_range(g0, g1)
+    if ramps.pos.size:
+        t_fail, size = ramps.t_s[:, None], ramps.size[:, None]
+        since_reset = size * (_cubic_ramp(t[None, :], t_fail) - _cubic_ramp(reset[ramps.pos], t_fail))
+        np.add.at(errors, ramps.pos, since_reset)
+    sbe = np.floor(errors).astype(np.int32)
+    dbe = np.zeros(sbe.shape, dtype=np.int32)
+    fails = pre.dbe.in_range(g0, g1)
+    if fails.pos.size:
+        t_fail = fails.t_s[:, None]
+        counted = (t[None, :] >= t_fail) & (reset[fails.pos] < t_fail)
+        np.add.at(dbe, fails.pos, counted.astype(np.int32))
+    return sbe, dbe
+
+
+def heat(pre: Precursors, g0: int, g1: int, t: np.ndarray, shape: tuple[int, int]) -> np.ndarray | None:
+    """Extra degrees from failing thermal interfaces (GPUs g0..g1 x samples), or None when there are none."""
+    hot = pre.heat.in_range(g0, g1)
+    if not hot.pos.size:
+        return None
+    lead = hot.t_s[:, None] - t[None, :]  # > 0 before the fault
+    before = np.where((lead > 0) & (lead <= HEAT_WINDOW_S), HEAT_EXTRA_C * np.exp(-lead / HEAT_TAU_S), 0.0)
+    after = np.where((lead <= 0) & (t[None, :] < hot.until_s[:, None]), HEAT_EXTRA_C, 0.0)
+    extra = np.zeros(shape, dtype=np.float32)
+    np.add.at(extra, hot.pos, (before + after).astype(np.float32))
+    return extra
+
+
+def off_bus(pre: Precursors, g0: int, g1: int, t: np.ndarray, shape: tuple[int, int]) -> np.ndarray | None:
+    """True where a GPU has fallen off the bus and is not yet repaired (it reports nothing), or None."""
+    gone = pre.off_bus.in_range(g0, g1)
+    if not gone.pos.size:
+        return None
+    during = (t[None, :] >= gone.t_s[:, None]) & (t[None, :] < gone.until_s[:, None])
+    count = np.zeros(shape, dtype=np.int16)
+    np.add.at(count, gone.pos, during.astype(np.int16))
+    return count > 0
