@@ -23,17 +23,11 @@ if run is None:
 
 # ----- time t ---------------------------------------------------------------------------------------------
 duration_h = max(run.duration_s / 3600.0, 1 / 60)
-try:
-    t_h = float(st.query_params.get("t", run.duration_s - 1)) / 3600.0
-except ValueError:
-    t_h = duration_h  # a malformed ?t= shows the end of the run
-t_h = min(max(t_h, 0.0), duration_h)
+t_h = queries.parse_t(st.query_params.get("t"), run.duration_s) / 3600.0
 t_h = st.slider("Time (hours since the run's start)", 0.0, duration_h, t_h, step=max(duration_h / 500, 1 / 60),
                 format="%.2f h")
-t_s = t_h * 3600.0
-st.query_params["t"] = f"{t_s:.0f}"
-# State intervals are half-open [start, end) and end at the run's end: the last moment is one second before it.
-t_s = min(t_s, max(run.duration_s - 1.0, 0.0))
+st.query_params["t"] = f"{t_h * 3600.0:.0f}"
+t_s = queries.state_time(t_h * 3600.0, run.duration_s)
 st.caption(f"The cluster at {run.started_at + timedelta(seconds=t_s):%Y-%m-%d %H:%M} UTC")
 
 # ----- the floor at t -------------------------------------------------------------------------------------

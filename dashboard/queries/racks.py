@@ -39,3 +39,18 @@ def rack_incidents(run_id: str, rack_id: int) -> pl.DataFrame:
                i.gpu_hours_lost, i.repaired_s - i.t_s AS out_of_service_s
         FROM incidents i JOIN hosts h USING (host_id)
         WHERE h.rack_id = ? ORDER BY i.t_s""", (rack_id,))
+
+
+def parse_t(value: str | None, duration_s: float) -> float:
+    """?t= (seconds since the run's start) clamped to the run; missing or malformed: the run's end."""
+    try:
+        t_s = float(value) if value is not None else duration_s
+    except ValueError:
+        t_s = duration_s
+    return min(max(t_s, 0.0), duration_s) if t_s == t_s else duration_s  # t_s != t_s: NaN
+
+
+def state_time(t_s: float, duration_s: float) -> float:
+    """The moment whose states to show: intervals are half-open [start, end) and the last ends at the run's end,
+    so the run's end itself shows the states of its last second."""
+    return min(t_s, max(duration_s - 1.0, 0.0))
