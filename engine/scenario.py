@@ -91,6 +91,9 @@ KEYS: tuple[Key, ...] = (
        "how late silent data corruption is noticed (training continues on bad data meanwhile)"),
     _k("failures.nccl_timeout_detection", "duration", "10m",
        "how late a hung collective is noticed (PyTorch's NCCL watchdog default: 10 min)"),
+    _k("failures.network_rack_share", "float", 0.2,
+       "share of network faults that take a rack switch (every host of the rack) rather than one cable "
+       "(Goodput's choice: Meta reports cables as the common case)", minimum=0, maximum=1),
     # training: the flagship job
     _k("training.name", "str", "llama3-405b-pretrain", "name of the flagship job"),
     _k("training.gpus", "int", 16384, "GPUs of the flagship job (Llama 3 405B: 16,384)", minimum=0),

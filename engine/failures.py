@@ -1,0 +1,143 @@
+"""What interrupts a training job: the cause taxonomy, its scope and XIDs, and the arrivals drawn up front.
+
+Every cause of the Llama 3 table (reference `llama3_interruptions.csv`) has a category (from the table), a
+component and a scope (Goodput's reading of the cause), and for GPU causes the XIDs the driver logs
+(`xid_catalog.csv`), the first listed being the most likely. Arrivals are drawn for every host over the whole
+run at once, vectorised: a superposition of one process per host at `failures.rate_per_1000_node_days`
+(times `failures.scale`), exponential by default or a Weibull renewal process (shape < 1: infant mortality,
+as Meta sees for GPUs falling off the bus and cables). The simulation thins them: an arrival on a host that
+is not in service (being repaired) is dropped, and a job-level cause on a host with no job is dropped.
+"""
+
+from dataclasses import dataclass
+from math import gamma
+
+import numpy as np
+
+from engine.reference import CAUSES
+from engine.scenario import Scenario
+
+# scope: gpu (one GPU, the host goes to repair), host (the host goes to repair), network (a cable: one host
+# unreachable; or a rack switch: every host of the rack), job (the job restarts on the same hosts: no repair,
+# a reboot at most)
+SCOPE = {
+    "faulty_gpu": "gpu", "gpu_hbm3": "gpu", "gpu_sram": "gpu", "gpu_system_processor": "gpu",
+    "silent_data_corruption": "gpu", "gpu_thermal": "gpu",
+    "software_bug": "job", "dependency": "job", "nccl_watchdog_timeout": "job",
+    "network_switch_cable": "network",
+    "host_maintenance": "host", "nic": "host", "ssd": "host", "power_supply": "host", "server_chassis": "host",
+    "io_expansion_board": "host", "cpu": "host", "system_memory": "host",
+}
+COMPONENT = {**{c: "GPU" for c, s in SCOPE.items() if s == "gpu"}, **{c: "host" for c, s in SCOPE.items()
+                                                                      if s == "host"},
+             "nic": "NIC", "network_switch_cable": "cable", "software_bug": "software", "dependency": "software",
+             "nccl_watchdog_timeout": "software"}
+
+# The primary XID a GPU cause makes the driver log, with weights (Goodput's reading of xid_catalog.csv):
+# a faulty GPU mostly falls off the bus (XID 79, Meta's most frequent failure mode, engineering blog
+# 2024-06-12), else NVLink errors or a PMU halt; HBM3 faults are double-bit ECC errors, uncontained ECC errors
+# or failed row remaps; SRAM faults are contained or uncontained ECC errors; the GPU system processor times out
+# or errors (GSP); thermal interface/sensor faults halt the PMU (it runs thermal control) or drop the GPU.
+# Silent data corruption logs nothing: that is what makes it silent.
+XIDS_OF = {
+    "faulty_gpu": ((79, 0.6), (74, 0.25), (62, 0.15)),
+    "gpu_hbm3": ((48, 0.5), (95, 0.3), (64, 0.2)),
+    "gpu_sram": ((94, 0.5), (95, 0.5)),
+    "gpu_system_processor": ((119, 0.7), (120, 0.3)),
+    "gpu_thermal": ((62, 0.6), (79, 0.4)),
+}
+CAUSE_KEYS = tuple(c.cause for c in CAUSES)
+CATEGORY = {c.cause: c.category for c in CAUSES} | {"planned_maintenance": "Planned"}
+SCOPE_CODE = {"gpu": 0, "host": 1, "network": 2, "job": 3}
+NO_XID = -1
+
+
+@dataclass
+class Arrivals:
+    """Unexpected failures in the order they are noticed (columns of equal length)."""
+
+    fault_s: np.ndarray  # when the fault happens
+    detected_s: np.ndarray  # when the job or the operator notices it (later for SDC and NCCL hangs)
+    host: np.ndarray
+    cause: np.ndarray  # index into CAUSE_KEYS
+    gpu_index: np.ndarray  # the GPU (and its NIC) on the host
+    xid: np.ndarray  # NO_XID where none
+    rack_wide: np.ndarray  # network faults of the rack switch rather than one cable
+
+    def __len__(self) -> int:
+        return len(self.fault_s)
+
+
+def per_host_rate_per_s(scenario: Scenario) -> float:
+    return scenario["failures.rate_per_1000_node_days"] * scenario["failures.scale"] / 1000.0 / 86400.0
+
+
+def draw_arrivals(scenario: Scenario, n_hosts: int, rng: np.random.Generator) -> Arrivals:
+    """Every unexpected failure of every host over the run, drawn at once."""
+    horizon = scenario.duration_s
+    rate = per_host_rate_per_s(scenario)
+    if rate > 0:
+        if scenario["failures.distribution"] == "weibull":
+            host, fault = _weibull_renewals(n_hosts, rate, scenario["failures.weibull_shape"], horizon, rng)
+        else:
+            # Poisson per host: the count is Poisson(rate x horizon), the times uniform over the run
+            counts = rng.poisson(rate * horizon, n_hosts)
+            host = np.repeat(np.arange(n_hosts), counts)
+            fault = rng.uniform(0.0, horizon, host.size)
+    else:
+        host, fault = np.zeros(0, dtype=np.int64), np.zeros(0)
+    n = host.size
+    weights = np.array([scenario.mix[c] for c in CAUSE_KEYS], dtype=float)
+    probabilities = weights / weights.sum() if weights.sum() > 0 else np.full(len(weights), 1 / len(weights))
+    cause = rng.choice(len(CAUSE_KEYS), size=n, p=probabilities)
+    gpu_index = rng.integers(0, scenario["cluster.gpus_per_host"], n)
+    xid = np.full(n, NO_XID)
+    pick = rng.random(n)  # one uniform per arrival picks its XID among its cause's
+    for key, options in XIDS_OF.items():
+        mine = cause == CAUSE_KEYS.index(key)
+        codes = np.array([code for code, _ in options])
+        edges = np.cumsum([w for _, w in options])
+        xid[mine] = codes[np.minimum(np.searchsorted(edges, pick[mine] * edges[-1], side="right"), len(codes) - 1)]
+    rack_wide = (cause == CAUSE_KEYS.index("network_switch_cable")) & (
+        rng.random(n) < scenario["failures.network_rack_share"])
+    delay = np.zeros(n)
+    delay[cause == CAUSE_KEYS.index("silent_data_corruption")] = scenario["failures.sdc_detection_delay"]
+    delay[cause == CAUSE_KEYS.index("nccl_watchdog_timeout")] = scenario["failures.nccl_timeout_detection"]
+    detected = fault + delay
+    keep = detected < horizon
+    order = np.lexsort((host[keep], detected[keep]))
+    pick_ = np.flatnonzero(keep)[order]
+    return Arrivals(fault[pick_], detected[pick_], host[pick_].astype(np.int64), cause[pick_], gpu_index[pick_],
+                    xid[pick_], rack_wide[pick_])
+
+
+def _weibull_renewals(n_hosts: int, rate: float, shape: float, horizon: float, rng: np.random.Generator
+                      ) -> tuple[np.ndarray, np.ndarray]:
+    """A renewal process per host with Weibull gaps of mean 1/rate, every host new at t = 0.
+
+    Gaps are drawn in blocks (hosts x k) and summed; the few hosts whose block ends before the horizon get
+    another block, so the cost stays proportional to the number of failures.
+    """
+    scale = 1.0 / (rate * gamma(1.0 + 1.0 / shape))
+    hosts_out, times_out = [], []
+    active = np.arange(n_hosts)
+    offset = np.zeros(n_hosts)
+    block = max(2, int(rate * horizon * 3) + 2)
+    while active.size:
+        gaps = scale * rng.weibull(shape, (active.size, block))
+        times = offset[active, None] + np.cumsum(gaps, axis=1)
+        inside = times < horizon
+        rows, cols = np.nonzero(inside)
+        hosts_out.append(active[rows])
+        times_out.append(times[rows, cols])
+        offset[active] = times[:, -1]
+        active = active[inside[:, -1]]
+    return np.concatenate(hosts_out), np.concatenate(times_out)
+
+
+def draw_planned(scenario: Scenario, rng: np.random.Generator) -> np.ndarray:
+    """Planned interruptions of the flagship job (firmware, config and dataset updates): a Poisson process at
+    `failures.planned_per_day` (Llama 3: 47 in 54 days)."""
+    horizon = scenario.duration_s
+    count = rng.poisson(scenario["failures.planned_per_day"] * scenario["simulation.days"])
+    return np.sort(rng.uniform(0.0, horizon, count))

@@ -1,0 +1,240 @@
+"""`simulate(scenario) -> Run`: the SimPy wiring of cluster, failures, flagship job, research jobs and repair.
+
+Randomness: one SeedSequence from `simulation.seed`, spawned into independent children (topology UUIDs,
+failure arrivals, planned stops, repair times, research jobs, telemetry), so changing one part's settings
+never shifts another part's draws. Failures are drawn up front (engine.failures) and fed to the event loop in
+the order they are noticed; everything else reacts to them.
+"""
+
+from collections import deque
+from collections.abc import Callable
+
+import numpy as np
+import polars as pl
+import simpy
+
+from engine.failures import CAUSE_KEYS, SCOPE, Arrivals, draw_arrivals, draw_planned
+from engine.host_timeline import BASE_SCHEMA, overlay
+from engine.repair import Repairs
+from engine.research import ResearchLanes
+from engine.run import Run
+from engine.scenario import Scenario
+from engine.summary import summarize
+from engine.tables import incidents_frame, job_frames
+from engine.topology import CTSW_PER_POD, FLAGSHIP, RESEARCH, SPARE, Topology, build_topology
+from engine.training import FlagshipJob
+
+IN_REPAIR = 3
+PROGRESS_STEPS = 20
+
+
+class Simulation:
+    """The state the processes share: who holds each host, the spare pool, the records."""
+
+    def __init__(self, scenario: Scenario, topo: Topology, rngs: dict[str, np.random.Generator]) -> None:
+        self.scenario, self.topo = scenario, topo
+        self.env = simpy.Environment()
+        self.horizon = scenario.duration_s
+        self.holder = topo.role.copy()
+        self.spares = deque(topo.hosts_with(SPARE).tolist())
+        self.job_id = scenario["training.name"]
+        self.base: list[tuple[int, str, float, float, str | None]] = []
+        self._open: dict[int, tuple[str, float]] = {}  # flagship-family host -> (state, since)
+        for h in topo.hosts_with(FLAGSHIP).tolist():
+            self._open[h] = ("running", 0.0)
+        for h in self.spares:
+            self._open[h] = ("spare", 0.0)
+        self.repairs = Repairs(self.env, scenario, rngs["repair"], self._returned)
+        self.research = ResearchLanes(self.env, scenario, rngs["research"], topo.hosts_with(RESEARCH))
+        self.job = None
+        if scenario.job_hosts and scenario["training.gpus"] > 0:
+            self.job = FlagshipJob(
+                self.env, self.job_id, topo.hosts_with(FLAGSHIP).tolist(),
+                checkpoint_interval_s=scenario["training.checkpoint_interval"],
+                checkpoint_write_s=scenario.checkpoint_write_s,
+                restart_overhead_s=scenario["training.restart_overhead"],
+                take_spare=self._take_spare, on_hosts_changed=self._job_hosts_changed)
+        self.incidents: list[tuple] = []  # see engine.tables.INCIDENT_FIELDS
+
+    # ----- host bookkeeping -------------------------------------------------------------------------------
+    def _set(self, host: int, state: str | None) -> None:
+        """Close the host's open base interval and open `state` (None: it leaves the base layer)."""
+        now = self.env.now
+        if host in self._open:
+            old, since = self._open.pop(host)
+            if now > since:
+                self.base.append((host, old, since, now, self.job_id if old == "running" else None))
+        if state is not None:
+            self._open[host] = (state, now)
+
+    def _take_spare(self) -> int | None:
+        if not self.spares:
+            return None
+        host = self.spares.popleft()
+        return host
+
+    def _job_hosts_changed(self, added: list[int], removed: list[int]) -> None:
+        for h in added:
+            self.holder[h] = FLAGSHIP
+            self._set(h, "running")
+
+    def _returned(self, host: int) -> None:
+        if self.topo.role[host] == RESEARCH:
+            self.holder[host] = RESEARCH
+            self.research.host_returned(host)
+            return
+        if self.job is not None and self.job.host_returned(host):
+            return
+        self.holder[host] = SPARE
+        self.spares.append(host)
+        self._set(host, "spare")
+
+    # ----- processes -------------------------------------------------------------------------------------
+    def failures(self, arrivals: Arrivals):
+        for i in range(len(arrivals)):
+            yield self.env.timeout(arrivals.detected_s[i] - self.env.now)
+            self._failure(arrivals, i)
+
+    def planned(self, times: np.ndarray):
+        for t in times.tolist():
+            yield self.env.timeout(t - self.env.now)
+            if self.job is None:
+                continue
+            before = len(self.job.ledger.attempts)
+            if self.job.interrupt("planned_maintenance", []):
+                self._record(t, t, "planned_maintenance", True, -1, -1, -1, -1, [self.job_id],
+                             self._lost_since(before))
+
+    def _failure(self, a: Arrivals, i: int) -> None:
+        host = int(a.host[i])
+        if self.holder[host] == IN_REPAIR:
+            return  # thinned: the host is not in service
+        cause = CAUSE_KEYS[a.cause[i]]
+        fault, now = float(a.fault_s[i]), self.env.now
+        per_host = self.topo.gpus_per_host
+        gpu = host * per_host + int(a.gpu_index[i])
+        xid = int(a.xid[i])
+        link = -1
+        if cause in ("network_switch_cable", "nic"):
+            link = (self.topo.rack_link_base + int(self.topo.host_rack[host]) * CTSW_PER_POD if a.rack_wide[i]
+                    else self.topo.gpu_link_base + gpu)
+        gpu_id = gpu if SCOPE[cause] == "gpu" else -1
+        jobs: list[str] = []
+        lost = 0.0
+        if SCOPE[cause] == "job":  # the job restarts on the same hosts; an idle host has no job to break
+            if self.holder[host] == FLAGSHIP and self.job is not None:
+                before = len(self.job.ledger.attempts)
+                if self.job.interrupt(cause, [], fault):
+                    jobs.append(self.job_id)
+                    lost = self._lost_since(before)
+            elif self.research.running_on(host):
+                jobs.append(self._research_hit(host, cause, takes_host=False))
+            else:
+                return
+            self._record(fault, now, cause, False, xid, host, gpu_id, link, jobs, lost)
+            return
+        hosts = list(self.topo.rack_hosts(int(self.topo.host_rack[host]))) if a.rack_wide[i] else [host]
+        hosts = [h for h in hosts if self.holder[h] != IN_REPAIR]
+        flagship_hit = []
+        for h in hosts:
+            if self.holder[h] == FLAGSHIP:
+                flagship_hit.append(h)
+            elif self.holder[h] == SPARE:
+                self.spares.remove(h)
+            elif self.holder[h] == RESEARCH:
+                job = self._research_hit(h, cause, takes_host=True)
+                if job is not None:
+                    jobs.append(job)
+            self.holder[h] = IN_REPAIR
+            self._set(h, None)
+        if flagship_hit and self.job is not None:
+            before = len(self.job.ledger.attempts)
+            if self.job.interrupt(cause, flagship_hit, fault):
+                jobs.insert(0, self.job_id)
+                lost = self._lost_since(before)
+        incident = self._record(fault, now, cause, False, xid, host, gpu_id, link, jobs, lost)
+        self.repairs.start(hosts, incident)
+
+    def _research_hit(self, host: int, cause: str, takes_host: bool) -> str | None:
+        index = self.research.failure(host, cause, takes_host)
+        return None if index is None else f"research-{index:05d}"
+
+    def _lost_since(self, attempts_before: int) -> float:
+        attempts = self.job.ledger.attempts
+        return attempts[-1][4] if len(attempts) > attempts_before else 0.0
+
+    def _record(self, fault, detected, cause, planned, xid, host, gpu, link, jobs, lost) -> int:
+        self.incidents.append((fault, detected, cause, planned, xid, host, gpu, link, jobs, lost))
+        return len(self.incidents) - 1
+
+    # ----- the end ---------------------------------------------------------------------------------------
+    def finish(self) -> None:
+        for h in list(self._open):
+            self._set(h, None)
+        if self.job is not None:
+            self.job.finish(self.horizon)
+        self.research.finish(self.horizon)
+
+    def host_states(self) -> pl.DataFrame:
+        base = pl.DataFrame(self.base, schema=BASE_SCHEMA, orient="row")
+        lanes = self.research
+        if lanes.intervals:
+            lane_frame = pl.DataFrame(lanes.intervals, schema={"lane": pl.Int32, "state": pl.String,
+                                                               "start_s": pl.Float64, "end_s": pl.Float64,
+                                                               "job": pl.Int64}, orient="row")
+            members = pl.DataFrame({"lane": [i for i, ln in enumerate(lanes.lanes) for _ in ln.hosts],
+                                    "host_id": np.concatenate([ln.hosts for ln in lanes.lanes])},
+                                   schema={"lane": pl.Int32, "host_id": pl.Int32})
+            research = lane_frame.join(members, on="lane").select(
+                "host_id", "state", "start_s", "end_s",
+                job_id=pl.when(pl.col("job") >= 0).then(pl.format("research-{}", pl.col("job").cast(pl.String)
+                                                                  .str.zfill(5))))
+            base = pl.concat([base, research])
+        repair = pl.DataFrame([(h, s, a, b, None) for h, s, a, b in self.repairs.intervals], schema=BASE_SCHEMA,
+                              orient="row")
+        return overlay(base, repair, self.topo.n_hosts, self.horizon)
+
+
+def simulate(scenario: Scenario, *, name: str | None = None, progress: Callable[[float], None] | None = None
+             ) -> Run:
+    """Run `scenario` and return its Run (kind simulate): metadata, summary and the store tables."""
+    children = np.random.SeedSequence(scenario["simulation.seed"]).spawn(6)
+    rngs = {part: np.random.default_rng(seq) for part, seq in
+            zip(("topology", "failures", "planned", "repair", "research", "telemetry"), children, strict=True)}
+    topo = build_topology(scenario, rngs["topology"])
+    sim = Simulation(scenario, topo, rngs)
+    sim.env.process(sim.failures(draw_arrivals(scenario, topo.n_hosts, rngs["failures"])))
+    sim.env.process(sim.planned(draw_planned(scenario, rngs["planned"])))
+    for step in range(1, PROGRESS_STEPS + 1):
+        sim.env.run(until=sim.horizon * step / PROGRESS_STEPS)
+        if progress is not None:
+            progress(step / PROGRESS_STEPS)
+    sim.finish()
+    host_states = sim.host_states()
+    jobs, attempts, checkpoints = job_frames(sim)
+    incidents = incidents_frame(sim)
+    tables = {"hosts": topo.hosts, "gpus": topo.gpus, "links": topo.links, "jobs": jobs,
+              "job_attempts": attempts, "checkpoints": checkpoints, "incidents": incidents,
+              "host_states": host_states}
+    if scenario["simulation.telemetry"]:
+        tables.update(_telemetry(scenario, tables, rngs["telemetry"]))
+    summary = summarize(scenario, sim, host_states, incidents)
+    return Run(kind="simulate", name=name or scenario.preset or "simulation",
+               started_at=scenario["simulation.start"], duration_s=sim.horizon, scenario=scenario.to_dict(),
+               seed=scenario["simulation.seed"], summary=summary, tables=tables)
+
+
+def _telemetry(scenario: Scenario, tables: dict, rng: np.random.Generator) -> dict:
+    """Per-GPU samples and XID events from engine.telemetry (another module); skipped only if it is absent."""
+    try:
+        from engine import telemetry
+    except ModuleNotFoundError as err:
+        if err.name != "engine.telemetry":
+            raise
+        return {}
+    sample_rng, xid_rng = rng.spawn(2)
+    return {
+        "gpu_samples": telemetry.gpu_samples(scenario, tables["gpus"], tables["host_states"], tables["incidents"],
+                                             tables["checkpoints"], sample_rng),
+        "xid_events": telemetry.xid_events(tables["incidents"], tables["gpus"], xid_rng),
+    }

@@ -1,0 +1,76 @@
+"""The run summary: the object `goodput simulate --json` prints (DESIGN "Command line"), less run_id.
+
+`interruptions` counts the flagship job's interruptions the way the Llama 3 paper counts them: every failure
+or planned stop that hit the job while it trained or restarted. ETTR is productive time / wall-clock time
+from the job's start (Kokolis et al.); the four losses add up with productive time to the run's length.
+"""
+
+import math
+
+import polars as pl
+
+from engine.analytics import LOSS_CATEGORIES, closed_form_ettr, young_daly_interval
+from engine.failures import CAUSE_KEYS
+
+DOWN_STATES = ("draining", "down", "diagnosing", "repair", "burn_in")
+
+
+def summarize(scenario, sim, host_states: pl.DataFrame, incidents: pl.DataFrame) -> dict:
+    horizon = sim.horizon
+    per_host = scenario["cluster.gpus_per_host"]
+    gpus = scenario["cluster.gpus"]
+    hit = incidents.filter(pl.col("job_ids").list.contains(sim.job_id)) if sim.job is not None else incidents.head(0)
+    counts = dict(zip(*hit.group_by("cause").len().sort("cause").to_dict(as_series=False).values(), strict=True))
+    planned = int(hit["planned"].sum())
+    unexpected = hit.height - planned
+    by_cause = {c: int(counts.get(c, 0)) for c in CAUSE_KEYS} | {"planned_maintenance": planned}
+    states = host_states.with_columns(length=pl.col("end_s") - pl.col("start_s"))
+    down_s = states.filter(pl.col("state").is_in(DOWN_STATES))["length"].sum()
+    running_s = states.filter(pl.col("state") == "running")["length"].sum()
+    host_seconds = scenario.hosts * horizon
+    summary = {
+        "gpus": gpus, "hosts": scenario.hosts, "days": scenario["simulation.days"],
+        "seed": scenario["simulation.seed"],
+        "interruptions": {"total": hit.height, "planned": planned, "unexpected": unexpected, "by_cause": by_cause},
+        "job": _job(scenario, sim, unexpected),
+        "cluster": {"gpu_hours": gpus * horizon / 3600.0, "gpu_hours_down": down_s * per_host / 3600.0,
+                    "utilization": running_s / host_seconds if host_seconds else 0.0},
+    }
+    return summary
+
+
+def _job(scenario, sim, unexpected: int) -> dict:
+    job_gpus = scenario["training.gpus"]
+    horizon = sim.horizon
+    rate = scenario["failures.rate_per_1000_node_days"] * scenario["failures.scale"]
+    estimate = closed_form_ettr(gpus=job_gpus, gpus_per_host=scenario["cluster.gpus_per_host"],
+                                rate_per_1000_node_days=rate,
+                                checkpoint_interval_s=scenario["training.checkpoint_interval"],
+                                checkpoint_write_s=scenario.checkpoint_write_s,
+                                restart_overhead_s=scenario["training.restart_overhead"])
+    yd = young_daly_interval(scenario.checkpoint_write_s, estimate.mttf_s)
+    if sim.job is None:
+        zero = dict.fromkeys(LOSS_CATEGORIES, 0.0)
+        return {"name": sim.job_id, "gpus": 0, "ettr": 0.0, "mttf_hours": None, "checkpoints": 0,
+                "lost_gpu_hours": 0.0, "losses_gpu_hours": zero, "losses_usd": zero, "closed_form_ettr": None,
+                "young_daly_interval_s": None, "checkpoint_write_s": scenario.checkpoint_write_s,
+                "productive_hours": 0.0, "attempts": 0}
+    ledger = sim.job.ledger
+    seconds = {"lost_work": ledger.lost_work_s, "restart": ledger.restart_s, "checkpoint": ledger.checkpoint_s,
+               "waiting_for_spares": ledger.waiting_s}
+    gpu_hours = {k: v * job_gpus / 3600.0 for k, v in seconds.items()}
+    price = scenario["cost.gpu_hour_usd"]
+    return {
+        "name": sim.job_id, "gpus": job_gpus,
+        "ettr": ledger.productive_s / horizon,
+        "mttf_hours": horizon / unexpected / 3600.0 if unexpected else None,
+        "checkpoints": int(sum(len(c) for c in ledger.checkpoint_starts)),
+        "lost_gpu_hours": sum(gpu_hours.values()),
+        "losses_gpu_hours": gpu_hours,
+        "losses_usd": {k: v * price for k, v in gpu_hours.items()},
+        "closed_form_ettr": estimate.ettr,
+        "young_daly_interval_s": None if math.isinf(yd) else yd,
+        "checkpoint_write_s": scenario.checkpoint_write_s,
+        "productive_hours": ledger.productive_s / 3600.0,
+        "attempts": len(ledger.attempts),
+    }

@@ -1,0 +1,108 @@
+"""The simulation's records as the store's frames: jobs, job_attempts, checkpoints, incidents."""
+
+import numpy as np
+import polars as pl
+
+from engine.failures import CATEGORY, SCOPE
+from engine.schema import TABLES
+
+FLAGSHIP_PRIORITY, RESEARCH_PRIORITY = 100, 0
+
+
+def schema_of(table: str) -> dict[str, pl.DataType]:
+    types = {"VARCHAR": pl.String, "DOUBLE": pl.Float64, "INTEGER": pl.Int32, "SMALLINT": pl.Int16,
+             "BIGINT": pl.Int64, "BOOLEAN": pl.Boolean, "REAL": pl.Float32, "INTEGER[]": pl.List(pl.Int32),
+             "VARCHAR[]": pl.List(pl.String)}
+    return {name: types[sql] for name, sql in TABLES[table].items()}
+
+
+def research_job_id(index: int) -> str:
+    return f"research-{index:05d}"
+
+
+def job_frames(sim) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+    s, horizon = sim.scenario, sim.horizon
+    per_host = s["cluster.gpus_per_host"]
+    lanes = sim.research
+    r = lanes.jobs
+    lane_idx = np.array([j[0] for j in r], dtype=np.int64)
+    lane_sizes = np.array([ln.hosts.size for ln in lanes.lanes], dtype=np.int64)
+    ids = [research_job_id(i) for i in range(len(r))]
+    research_jobs = pl.DataFrame({
+        "job_id": ids, "name": ids,
+        "gpus": (lane_sizes[lane_idx] * per_host).astype(float) if r else np.zeros(0),
+        "priority": np.full(len(r), RESEARCH_PRIORITY, dtype=np.int32),
+        "submit_s": [j[1] for j in r], "start_s": [j[2] for j in r], "end_s": [j[3] for j in r],
+        "state": [j[4] for j in r], "user": ["research"] * len(r), "kind": ["research"] * len(r),
+    }, schema=schema_of("jobs"))
+    research_attempts = pl.DataFrame({
+        "job_id": ids, "attempt": np.ones(len(r), dtype=np.int32),
+        "start_s": [j[2] for j in r], "end_s": [j[3] for j in r], "end_reason": [j[5] for j in r],
+        "lost_work_s": [j[6] for j in r],
+        "hosts": [lanes.lanes[j[0]].hosts.tolist() for j in r],
+    }, schema=schema_of("job_attempts"))
+    frames_jobs, frames_attempts = [], []
+    checkpoints = pl.DataFrame(schema=schema_of("checkpoints"))
+    if sim.job is not None:
+        ledger = sim.job.ledger
+        frames_jobs.append(pl.DataFrame({
+            "job_id": [sim.job_id], "name": [sim.job_id], "gpus": [float(s["training.gpus"])],
+            "priority": [FLAGSHIP_PRIORITY], "submit_s": [0.0], "start_s": [0.0], "end_s": [horizon],
+            "state": ["running"], "user": ["pretraining"], "kind": ["flagship"],
+        }, schema=schema_of("jobs")))
+        frames_attempts.append(pl.DataFrame(ledger.attempts, schema=["attempt", "start_s", "end_s", "end_reason",
+                                                                     "lost_work_s", "hosts"], orient="row")
+                               .with_columns(job_id=pl.lit(sim.job_id)).select(list(TABLES["job_attempts"]))
+                               .cast(schema_of("job_attempts")))
+        starts = np.concatenate(ledger.checkpoint_starts) if ledger.checkpoint_starts else np.zeros(0)
+        checkpoints = pl.DataFrame({"job_id": [sim.job_id] * starts.size, "start_s": starts,
+                                    "end_s": starts + sim.job.w}, schema=schema_of("checkpoints"))
+    jobs = pl.concat([*frames_jobs, research_jobs])
+    attempts = pl.concat([*frames_attempts, research_attempts])
+    return jobs, attempts, checkpoints
+
+
+def incidents_frame(sim) -> pl.DataFrame:
+    rows = sim.incidents
+    n = len(rows)
+    fault = np.array([r[0] for r in rows], dtype=float)
+    detected = np.array([r[1] for r in rows], dtype=float)
+    cause = [r[2] for r in rows]
+    jobs = [r[8] for r in rows]
+    lost = np.array([r[9] for r in rows], dtype=float)
+    per_host = sim.scenario["cluster.gpus_per_host"]
+    flagship = np.array([bool(j) and j[0] == sim.job_id for j in jobs], dtype=bool)
+    mitigated = np.full(n, np.nan)
+    gpu_hours = np.zeros(n)
+    if sim.job is not None and flagship.any():
+        resumed = np.array(sim.job.ledger.resumed_at + [np.inf])
+        at = resumed[np.searchsorted(resumed, detected[flagship], side="left")]
+        mitigated[flagship] = np.where(np.isfinite(at), at, np.nan)
+        # downtime is charged to one incident at a time: until the job resumes or the next interruption
+        d = detected[flagship]
+        next_hit = np.append(d[1:], np.inf)
+        down = np.minimum(np.minimum(np.nan_to_num(at, posinf=sim.horizon), next_hit), sim.horizon) - d
+        gpu_hours[flagship] = (lost[flagship] + down) * sim.scenario["training.gpus"] / 3600.0
+    # research work lost: the attempt of each research job hit (they keep no checkpoints)
+    research = sim.research
+    for i, job_list in enumerate(jobs):
+        for job in job_list:
+            if job != sim.job_id:
+                record = research.jobs[int(job.split("-")[1])]
+                gpu_hours[i] += record[6] * research.lanes[record[0]].hosts.size * per_host / 3600.0
+    repaired = np.array([sim.repairs.repaired_at.get(i, np.nan) if SCOPE.get(c) != "job" and not r[3]
+                         else (np.nan if r[3] else r[1]) for i, (c, r) in enumerate(zip(cause, rows, strict=True))])
+
+    def nullable(values: list[int]) -> list[int | None]:
+        return [None if v < 0 else v for v in values]
+
+    frame = pl.DataFrame({
+        "incident_id": np.arange(n, dtype=np.int32), "t_s": fault, "detected_s": detected,
+        "mitigated_s": mitigated, "repaired_s": repaired, "cause": cause,
+        "category": [CATEGORY[c] for c in cause], "planned": [r[3] for r in rows],
+        "xid": nullable([r[4] for r in rows]), "host_id": nullable([r[5] for r in rows]),
+        "gpu_id": nullable([r[6] for r in rows]), "link_id": nullable([r[7] for r in rows]),
+        "jobs_hit": np.array([len(j) for j in jobs], dtype=np.int32), "gpu_hours_lost": gpu_hours,
+        "job_ids": jobs,
+    }, schema=schema_of("incidents"))
+    return frame.with_columns(pl.col("mitigated_s", "repaired_s").fill_nan(None))
