@@ -1,0 +1,185 @@
+"""What every trace parser shares: the Trace record, reading a file into lines, line-numbered errors, and
+`--format auto` (telling the formats apart by their first meaningful line).
+
+Every parser turns its file into the same Polars frame (JOB_COLUMNS), whole columns at a time: a file is
+split into lines once, each line's fields come from one vectorised split, and a bad field is found with a
+vectorised mask whose first hit names the file and line in a GoodputError.
+"""
+
+import re
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+
+import polars as pl
+
+from engine.errors import GoodputError, NotBuiltYet
+
+FORMATS = ("goodput", "sacct", "swf", "openb", "incidents")
+
+JOB_COLUMNS: dict[str, pl.DataType] = {
+    "job_id": pl.String,
+    "name": pl.String,
+    "user": pl.String,
+    "gpus": pl.Float64,  # fractional where a trace shares GPUs (openb gpu_milli < 1000)
+    "hosts": pl.Int32,  # hosts the job needs (null: derived from gpus and the host size)
+    "gpu_share": pl.Int32,  # thousandths of each GPU the job holds (1000: whole GPUs)
+    "priority": pl.Int64,  # larger runs first
+    "submit_s": pl.Float64,
+    "start_s": pl.Float64,  # recorded; null when it never started
+    "end_s": pl.Float64,  # recorded; null when it had not ended
+    "duration_s": pl.Float64,  # the work to do when re-scheduled
+    "state": pl.String,  # completed, failed, cancelled, running, pending, timeout, preempted, node_fail
+    "cpu": pl.Float64,  # cores
+    "memory_mb": pl.Float64,
+    "nodes": pl.List(pl.String),  # recorded host names (sacct NodeList), else null
+    "on_failure": pl.String,  # requeue or restart
+}
+
+CLUSTER_COLUMNS: dict[str, pl.DataType] = {"hostname": pl.String, "gpus": pl.Int32, "model": pl.String}
+
+
+@dataclass
+class Trace:
+    """A parsed job trace: its jobs and the cluster it ran on (None: infer it from the jobs)."""
+
+    jobs: pl.DataFrame
+    fmt: str
+    name: str
+    cluster: pl.DataFrame | None = None
+    started_at: datetime | None = None
+    notes: dict = field(default_factory=dict)  # format facts worth keeping (SWF header, skipped steps)
+
+
+class TraceError(GoodputError):
+    """A malformed trace: the message names the file and the line."""
+
+
+@dataclass
+class Lines:
+    """A trace file as text lines, with the 1-based number each had in the file."""
+
+    source: str
+    text: pl.Series  # String
+    number: pl.Series  # UInt32, 1-based line numbers
+
+    def fail(self, index: int, what: str) -> TraceError:
+        line = self.text[index]
+        shown = line if len(line) <= 80 else line[:77] + "..."
+        return TraceError(f"{self.source}, line {self.number[index]}: {what}: {shown!r}")
+
+
+def read_text(path_or_bytes: str | Path | bytes, name: str | None = None) -> tuple[str, str]:
+    """(source name for errors, text). Bytes come from an upload; `name` then names them."""
+    if isinstance(path_or_bytes, bytes | bytearray):
+        source, data = name or "<upload>", bytes(path_or_bytes)
+    else:
+        path = Path(path_or_bytes)
+        source = name or str(path)
+        try:
+            data = path.read_bytes()
+        except OSError as err:
+            raise TraceError(f"{source}: cannot read the trace: {err.strerror or err}") from None
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as err:
+        line = data[: err.start].count(b"\n") + 1
+        raise TraceError(f"{source}, line {line}: not UTF-8 text (byte {err.start})") from None
+    if "\x00" in text:
+        line = text[: text.index("\x00")].count("\n") + 1
+        raise TraceError(f"{source}, line {line}: a NUL byte: this is not a text trace")
+    return source, text
+
+
+def split_lines(source: str, text: str, comment: str | None = None) -> Lines:
+    """Non-blank lines (and, with `comment`, not comment lines), numbered as in the file."""
+    raw = pl.Series("text", text.replace("\r\n", "\n").replace("\r", "\n").split("\n"), dtype=pl.String)
+    keep = raw.str.strip_chars() != ""
+    if comment is not None:
+        keep = keep & ~raw.str.strip_chars_start().str.starts_with(comment)
+    numbers = pl.Series("number", range(1, len(raw) + 1), dtype=pl.UInt32)
+    return Lines(source, raw.filter(keep), numbers.filter(keep))
+
+
+def first_bad(mask: pl.Series) -> int | None:
+    """Index of the first True in `mask` (nulls count as False), or None."""
+    hits = mask.fill_null(False).arg_true()
+    return int(hits[0]) if len(hits) else None
+
+
+def check(lines: Lines, mask: pl.Series, what: str, offset: int = 0) -> None:
+    """Raise for the first line where `mask` holds; `offset` skips a header line in `lines`."""
+    bad = first_bad(mask)
+    if bad is not None:
+        raise lines.fail(bad + offset, what)
+
+
+def finish(frame: pl.DataFrame) -> pl.DataFrame:
+    """The frame with exactly JOB_COLUMNS, in order and typed; missing columns are null."""
+    columns = [
+        (pl.col(c).cast(t) if c in frame.columns else pl.lit(None, dtype=t)).alias(c)
+        for c, t in JOB_COLUMNS.items()
+    ]
+    out = frame.select(columns).with_columns(
+        pl.col("gpu_share").fill_null(1000),
+        pl.col("priority").fill_null(0),
+        pl.col("on_failure").fill_null("requeue"),
+        pl.col("name").fill_null(pl.col("job_id")),
+        pl.col("user").fill_null(""),
+    )
+    return out
+
+
+def rebase(frame: pl.DataFrame, origin: float | None = None) -> tuple[pl.DataFrame, float]:
+    """Times shifted so the first submit is t = 0 (or `origin`); returns the frame and the shift."""
+    shift = float(frame["submit_s"].min()) if origin is None and frame.height else (origin or 0.0)
+    return frame.with_columns(pl.col(c) - shift for c in ("submit_s", "start_s", "end_s")), shift
+
+
+# ----- detection ---------------------------------------------------------------------------------------------
+
+_SWF_DATA = re.compile(r"^\s*-?\d+(\s+-?\d+(\.\d+)?){17}\s*$")
+
+
+def detect_format(source: str, text: str) -> str:
+    """goodput, sacct, swf or openb, from the first meaningful line; a clear error when none fits."""
+    for number, line in enumerate(text.splitlines(), 1):
+        stripped = line.strip().lstrip("\ufeff")
+        if not stripped or stripped.startswith("#"):
+            continue
+        if stripped.startswith(";"):
+            return "swf"  # SWF header comments
+        if _SWF_DATA.match(stripped):
+            return "swf"
+        fields = {f.strip().lower() for f in re.split(r"[|,]", stripped)}
+        if "|" in stripped and "jobid" in fields:
+            return "sacct"
+        if {"gpu_milli", "num_gpu", "creation_time"} <= fields:
+            return "openb"
+        if {"job_id", "submit", "gpus"} <= fields:
+            return "goodput"
+        if {"incident_id", "t_s", "cause"} <= fields:
+            return "incidents"
+        raise TraceError(
+            f"{source}, line {number}: cannot tell the trace format from {stripped[:80]!r}; expected a goodput CSV"
+            " header (job_id,submit,gpus,duration,...), sacct --parsable2 output (JobID|...), SWF 2.2 or an"
+            " Alibaba openb pod list; or pass --format")
+    raise TraceError(f"{source}: the trace is empty")
+
+
+def parse_trace(path_or_bytes: str | Path | bytes, fmt: str = "auto", name: str | None = None) -> Trace:
+    """Any supported trace, by `fmt` or detected (`auto`). Raises TraceError naming the file and line."""
+    from engine.replay import goodput_csv, openb, sacct, swf
+
+    source, text = read_text(path_or_bytes, name)
+    if fmt == "auto":
+        fmt = detect_format(source, text)
+    if fmt == "incidents":
+        raise NotBuiltYet("replay of an incidents file is not built yet (issue 8: incidents)")
+    parsers = {"goodput": goodput_csv.parse, "sacct": sacct.parse, "swf": swf.parse, "openb": openb.parse}
+    if fmt not in parsers:
+        raise GoodputError(f"--format: unknown trace format {fmt!r}; one of auto, {', '.join(FORMATS)}")
+    beside = Path(path_or_bytes).parent if isinstance(path_or_bytes, str | Path) else None
+    trace = parsers[fmt](source, text, beside=beside)
+    trace.name = name or Path(source).name
+    return trace

@@ -1,0 +1,153 @@
+"""Slurm accounting: `sacct --parsable2` output (`|`-separated, a header line, no trailing `|`).
+
+    sacct --allusers --parsable2 --starttime 2024-03-01 \
+      --format JobID,JobName,User,Submit,Start,End,State,AllocTRES,ReqTRES,NNodes,NodeList,Priority,Elapsed,Timelimit
+
+Fields read (header names, any order, any case): JobID, Submit, Start, End, State, AllocTRES (required);
+JobName, User, NNodes, NodeList, Priority, Elapsed, ReqTRES, Timelimit (optional). Job steps (`123.batch`,
+`123.extern`, `123.0`) are skipped: their job is the line without a dot. Array tasks (`123_4`) and
+heterogeneous components (`123+0`) are jobs of their own. GPUs are `gres/gpu=N` of AllocTRES (ReqTRES for a
+job that never started; a typed `gres/gpu:h100=N` when no untyped count is given); CPUs `cpu=N`, memory
+`mem=N[KMGT]`. `Unknown`/`None` times are null. Timestamps are Slurm's ISO `YYYY-MM-DDTHH:MM:SS`, read as UTC.
+The work a job does when re-scheduled is Elapsed (End - Start without it); a job that never started has
+its Timelimit, else no duration (it stays pending).
+"""
+
+import re
+from datetime import UTC, datetime
+from pathlib import Path
+
+import polars as pl
+
+from engine.replay import columns as col
+from engine.replay.delimited import column, require, split_table
+from engine.replay.formats import Trace, TraceError, check, finish, rebase, split_lines
+
+REQUIRED = ["JobID", "Submit", "Start", "End", "State", "AllocTRES"]
+_GPU_UNTYPED = r"(?:^|,)gres/gpu=(\d+)"
+_GPU_TYPED = r"(?:^|,)gres/gpu:[^=,]+=(\d+)"
+_MEM_SCALE = {"K": 1 / 1024, "M": 1.0, "G": 1024.0, "T": 1024.0 * 1024, "": 1.0}
+_UNKNOWN_TIME = ["Unknown", "None", ""]
+
+
+def parse(source: str, text: str, beside: Path | None = None) -> Trace:
+    lines = split_lines(source, text)
+    trailing = len(lines.text) > 0 and lines.text[0].endswith("|")
+    parts, names = split_table(lines, "|", "sacct --parsable2", trailing_sep=trailing)
+    require(lines, parts, names, REQUIRED, "sacct --parsable2")
+    job_id = column(parts, names, "JobID")
+    is_job = ~job_id.str.contains(".", literal=True)
+    check(lines, job_id == "", "JobID is empty", 1)
+    keep = is_job.arg_true()
+    steps = len(job_id) - len(keep)
+    parts = parts[keep]
+    numbers = lines.number.slice(1).gather(keep)
+    sub = type(lines)(lines.source, lines.text.slice(1).gather(keep), numbers)
+
+    def get(name: str) -> pl.Series | None:
+        return column(parts, names, name)
+
+    job_id = get("JobID")
+    check(sub, job_id.is_duplicated(), "JobID appears more than once")
+    out: dict[str, pl.Series] = {"job_id": job_id}
+    for name in ("Submit", "Start", "End"):
+        raw = get(name)
+        value = col.timestamps(raw)
+        check(sub, value.is_null() & ~raw.is_in(_UNKNOWN_TIME), f"{name} is not a YYYY-MM-DDTHH:MM:SS time")
+        if name == "Submit":
+            check(sub, value.is_null(), "Submit is unknown")
+        out[f"{name.lower()}_s"] = value
+    check(sub, out["start_s"] < out["submit_s"], "Start is before Submit")
+    check(sub, out["end_s"] < out["start_s"], "End is before Start")
+    state = get("State").str.extract(r"^([A-Za-z_]+)", 1).str.to_lowercase()
+    check(sub, state.is_null(), "State is not a Slurm job state")
+    out["state"] = state
+    tres = get("AllocTRES")
+    req = get("ReqTRES")
+    if req is not None:
+        tres = pl.Series("tres", tres).set(tres == "", None).fill_null(req)
+    out["gpus"] = _gpus(tres)
+    out["cpu"] = tres.str.extract(r"(?:^|,)cpu=(\d+)", 1).cast(pl.Float64)
+    mem = pl.DataFrame({"n": tres.str.extract(r"(?:^|,)mem=(\d+(?:\.\d+)?)", 1).cast(pl.Float64),
+                        "u": tres.str.extract(r"(?:^|,)mem=\d+(?:\.\d+)?([KMGT]?)", 1)})
+    out["memory_mb"] = mem["n"] * mem["u"].replace_strict(_MEM_SCALE, default=1.0, return_dtype=pl.Float64)
+    for name, target in (("JobName", "name"), ("User", "user")):
+        raw = get(name)
+        if raw is not None:
+            out[target] = raw
+    for name, target in (("Priority", "priority"), ("NNodes", "hosts")):
+        raw = get(name)
+        if raw is not None:
+            value = col.integers(raw)
+            check(sub, (raw != "") & value.is_null(), f"{name} must be an integer")
+            out[target] = value.set(value == 0, None) if target == "hosts" else value
+    elapsed = get("Elapsed")
+    duration = out["end_s"] - out["start_s"]
+    if elapsed is not None:
+        value = col.slurm_elapsed(elapsed)
+        check(sub, (elapsed != "") & value.is_null(), "Elapsed is not [D-]HH:MM:SS")
+        duration = value.set(out["start_s"].is_null(), None).fill_null(duration)
+    limit = get("Timelimit")
+    if limit is not None:
+        duration = duration.set(out["start_s"].is_null(), None).fill_null(col.slurm_elapsed(limit))
+    out["duration_s"] = duration
+    node_list = get("NodeList")
+    if node_list is not None:
+        out["nodes"] = _expand_nodelists(sub, node_list)
+    frame = pl.DataFrame(out)
+    origin = float(frame["submit_s"].min()) if frame.height else 0.0
+    frame, _ = rebase(frame, origin)
+    started = datetime.fromtimestamp(origin, UTC) if frame.height else None
+    return Trace(finish(frame), "sacct", source, started_at=started, notes={"steps_skipped": steps})
+
+
+def _gpus(tres: pl.Series) -> pl.Series:
+    untyped = tres.str.extract(_GPU_UNTYPED, 1).cast(pl.Float64)
+    typed = tres.str.extract(_GPU_TYPED, 1).cast(pl.Float64)
+    return untyped.fill_null(typed).fill_null(0.0).alias("gpus")
+
+
+_RANGE = re.compile(r"^(\d+)(?:-(\d+))?$")
+
+
+def expand_hostlist(text: str) -> list[str]:
+    """Slurm hostlist syntax: `gpu[001-003,007],login1` -> gpu001 gpu002 gpu003 gpu007 login1."""
+    names: list[str] = []
+    for part in re.findall(r"[^,\[]+(?:\[[^\]]*\][^,\[]*)*", text):
+        match = re.fullmatch(r"([^\[]*)\[([^\]]*)\](.*)", part)
+        if not match:
+            names.append(part)
+            continue
+        prefix, ranges, suffix = match.groups()
+        if "[" in suffix:
+            raise ValueError("nested brackets")
+        for item in ranges.split(","):
+            found = _RANGE.match(item)
+            if not found:
+                raise ValueError(f"bad range {item!r}")
+            low, high = found.group(1), found.group(2) or found.group(1)
+            if int(high) < int(low) or int(high) - int(low) > 100_000:
+                raise ValueError(f"bad range {item!r}")
+            names.extend(f"{prefix}{n:0{len(low)}d}{suffix}" for n in range(int(low), int(high) + 1))
+    return names
+
+
+def _expand_nodelists(lines, node_list: pl.Series) -> pl.Series:
+    """Each distinct NodeList expanded once (a trace has far fewer distinct lists than lines)."""
+    absent = node_list.is_in(["", "None assigned", "(null)"])
+    expanded: dict[str, list[str] | None] = {}
+    for text in node_list.filter(~absent).unique().to_list():
+        try:
+            expanded[text] = expand_hostlist(text)
+        except ValueError as err:
+            index = int((node_list == text).arg_true()[0])
+            raise lines.fail(index, f"NodeList is not Slurm hostlist syntax ({err})") from None
+    if not expanded:
+        return pl.Series("nodes", [None] * len(node_list), dtype=pl.List(pl.String))
+    table = pl.DataFrame({"key": list(expanded), "nodes": list(expanded.values())},
+                         schema={"key": pl.String, "nodes": pl.List(pl.String)})
+    return pl.DataFrame({"key": node_list}).join(table, on="key", how="left", maintain_order="left")["nodes"]
+
+
+class SacctError(TraceError):
+    pass
