@@ -17,7 +17,7 @@ def split_table(lines: Lines, sep: str, what: str, trailing_sep: bool = False) -
     if trailing_sep and header.endswith(sep):  # `sacct --parsable` (not 2) ends every line with |
         header = header[:-1]
     names = [h.strip().lstrip("\ufeff") for h in header.split(sep)]
-    if len(set(n.lower() for n in names)) != len(names) or "" in names:
+    if len({n.lower() for n in names}) != len(names) or "" in names:
         raise lines.fail(0, f"the {what} header has an empty or repeated column name")
     body = lines.text.slice(1)
     if trailing_sep:
