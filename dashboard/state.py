@@ -7,6 +7,7 @@ its id is a sound cache key, and deleting a run clears the caches.
 """
 
 import os
+from dataclasses import dataclass
 from datetime import timedelta
 
 import duckdb
@@ -16,6 +17,7 @@ import streamlit as st
 from engine.store import RunInfo, Store, StoreError, query_frame
 
 RUN_PARAM = "run"
+SELECTOR_KEY = "run_selector"
 
 
 @st.cache_resource
@@ -48,8 +50,35 @@ def query(run_id: str, sql: str, params: tuple = ()) -> pl.DataFrame:
         con.close()
 
 
+@dataclass(frozen=True)
+class Unreadable:
+    """A run file in the store that cannot be read (corrupt, foreign, or from another schema version)."""
+
+    run_id: str
+    error: str
+
+
+def scan_runs() -> tuple[list[RunInfo], list[Unreadable]]:
+    """Every run of the store, newest first, and the files among them that cannot be read, with why.
+
+    One bad file must not take the dashboard down: it is reported (and can be deleted on the Data page)
+    while every other run stays usable.
+    """
+    s = store()
+    good: list[RunInfo] = []
+    bad: list[Unreadable] = []
+    for run_id in s.run_ids():
+        try:
+            good.append(s.info(run_id))
+        except FileNotFoundError:  # deleted between listing and reading
+            continue
+        except (StoreError, duckdb.Error, ValueError, TypeError) as err:
+            bad.append(Unreadable(run_id, str(err)))
+    return good, bad
+
+
 def list_runs() -> list[RunInfo]:
-    return store().list_runs()
+    return scan_runs()[0]
 
 
 def forget_run(run_id: str) -> None:
@@ -58,26 +87,46 @@ def forget_run(run_id: str) -> None:
     query.clear()
     if st.query_params.get(RUN_PARAM) == run_id:
         del st.query_params[RUN_PARAM]
+    if st.session_state.get(SELECTOR_KEY) == run_id:
+        del st.session_state[SELECTOR_KEY]
+
+
+def _on_pick() -> None:
+    st.query_params[RUN_PARAM] = st.session_state[SELECTOR_KEY]
 
 
 def sidebar_run_selector() -> RunInfo | None:
     """The run picker shown on every page; its choice lives in the URL so a link reproduces the view."""
-    runs = list_runs()
+    runs, unreadable = scan_runs()
+    if unreadable:
+        names = ", ".join(u.run_id for u in unreadable[:3]) + (" …" if len(unreadable) > 3 else "")
+        st.sidebar.warning(f"{len(unreadable)} run file(s) cannot be read ({names}); see the Data page.",
+                           icon=":material/warning:")
     if not runs:
         st.sidebar.info("No runs in the store yet.")
+        if RUN_PARAM in st.query_params:
+            del st.query_params[RUN_PARAM]
         return None
     by_id = {info.run_id: info for info in runs}
+    ids = list(by_id)
     wanted = st.query_params.get(RUN_PARAM)
-    if wanted not in by_id:
-        wanted = runs[0].run_id
+    if wanted and wanted not in by_id:
+        st.sidebar.warning(f"Run `{wanted}` is not in the store (deleted?); showing the newest run instead.")
+    # the URL wins over the widget's remembered value, so a pasted link shows the run it names; a pick in the
+    # widget reaches the URL first through `_on_pick`, so it is not undone here
+    if wanted in by_id:
+        st.session_state[SELECTOR_KEY] = wanted
+    elif st.session_state.get(SELECTOR_KEY) not in by_id:
+        st.session_state[SELECTOR_KEY] = ids[0]
     chosen = st.sidebar.selectbox(
-        "Run", list(by_id), index=list(by_id).index(wanted), key="run_selector",
+        "Run", ids, key=SELECTOR_KEY, on_change=_on_pick,
         format_func=lambda run_id: f"{by_id[run_id].name} · {by_id[run_id].kind} · {run_id}",
     )
     st.query_params[RUN_PARAM] = chosen
     info = by_id[chosen]
-    st.sidebar.caption(f"{info.kind} · seed {info.seed} · {info.duration_s / 86400:.1f} days from "
-                       f"{info.started_at:%Y-%m-%d %H:%M} UTC")
+    seed = f" · seed {info.seed}" if info.seed is not None else ""
+    st.sidebar.caption(f"{info.kind}{seed} · {info.duration_s / 86400:.1f} days from "
+                       f"{info.started_at:%Y-%m-%d %H:%M} UTC · made {info.created_at:%Y-%m-%d %H:%M}")
     return info
 
 
@@ -95,7 +144,8 @@ def selected_run() -> RunInfo | None:
 def empty_state() -> None:
     """What a page shows when there is no run to show."""
     st.info(
-        "The store has no runs yet. Make one from the command line with "
-        "`goodput simulate --preset demo`, or import a trace or telemetry on the **Data** page."
+        f"The store at `{store().root}` has no runs yet. Make one from the command line with "
+        "`goodput simulate --preset demo`; the **Data** page lists the commands that import job traces "
+        "and telemetry.", icon=":material/info:",
     )
     st.page_link("app_pages/data.py", label="Go to Data", icon=":material/database:")

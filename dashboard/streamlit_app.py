@@ -1,8 +1,10 @@
 """Goodput's dashboard: the router. Every page reads the run chosen in the sidebar (kept in the URL as ?run=)."""
 
+import duckdb
 import streamlit as st
 
 from dashboard import state
+from engine.errors import GoodputError
 
 st.set_page_config(page_title="Goodput", page_icon=":material/monitoring:", layout="wide")
 
@@ -25,5 +27,12 @@ PAGES = {
 }
 
 page = st.navigation(PAGES)
+st.sidebar.markdown("**Goodput** · the share of a training job's time that becomes progress")
 state.sidebar_run_selector()
-page.run()
+try:
+    page.run()
+except (GoodputError, duckdb.Error, OSError) as err:
+    # A run file that vanished or cannot be read mid-session (deleted from a terminal, a disk error, a run
+    # from an older Goodput): say so plainly instead of a traceback, and keep the other pages usable.
+    st.error(f"This page could not read the selected run: {err}", icon=":material/error:")
+    st.caption("Pick another run in the sidebar, or open the Data page to list and delete runs.")

@@ -1,12 +1,161 @@
-"""Overview page (being built; see the page's issue)."""
+"""Overview: the page people open.
+
+The selected run's goodput (ETTR) and what it lost, how ETTR moved over the run, what interrupted the flagship
+job, and which hosts are down at a chosen time (the end of the run unless ?t= in the URL says otherwise).
+Runs without a simulator summary (replayed or ingested) show what their tables allow.
+"""
+
+from datetime import timedelta
 
 import streamlit as st
 
 from dashboard import state
+from dashboard.charts import overview as charts
+from dashboard.charts.common import (
+    cause_label,
+    fmt_duration,
+    fmt_int,
+    fmt_pct,
+    fmt_run_time,
+    fmt_time,
+)
+from dashboard.queries import overview as q
+from engine.analytics import ettr_timeline
+
+TIME_PARAM = "t"
+BUCKETS_S = (300, 900, 1800, 3600, 2 * 3600, 6 * 3600, 12 * 3600, 86400, 7 * 86400)
+MAX_BUCKETS = 120  # enough to see a trend, few enough to read each bar
+
+
+def bucket_for(duration_s: float) -> float:
+    """The finest bucket that keeps ETTR over time under MAX_BUCKETS bars."""
+    return float(next((b for b in BUCKETS_S if duration_s / b <= MAX_BUCKETS), BUCKETS_S[-1]))
+
 
 st.title("Overview")
 run = state.selected_run()
 if run is None:
     state.empty_state()
     st.stop()
-st.write(f"Run {run.run_id}")
+
+summary = run.summary
+sizes = q.host_count(run.run_id)
+flagship = q.flagship_job(run.run_id)
+end = run.started_at + timedelta(seconds=run.duration_s)
+st.caption(
+    f"**{run.name}** · {run.kind} · {run.started_at:%Y-%m-%d %H:%M} → {end:%Y-%m-%d %H:%M} UTC "
+    f"({run.duration_s / 86400:.1f} days) · {fmt_int(sizes['gpus'])} GPUs on {fmt_int(sizes['hosts'])} hosts"
+    + (f" · seed {run.seed}" if run.seed is not None else "")
+    + (f" · flagship job **{flagship['name']}** on {fmt_int(flagship['gpus'])} GPUs" if flagship else "")
+)
+
+# ----- headline figures ---------------------------------------------------------------------------------------
+timeline = None
+if flagship:
+    attempts, checkpoints = q.attempts_and_checkpoints(run.run_id, flagship["job_id"])
+    if attempts.height:
+        timeline = ettr_timeline(attempts, checkpoints, flagship["job_id"], bucket_for(run.duration_s),
+                                 run.duration_s)
+figures = q.headline(summary)
+if q.number(summary, "job.ettr") is None and timeline is not None and timeline["ettr_cumulative"].drop_nulls().len():
+    ettr = timeline["ettr_cumulative"].drop_nulls()[-1]
+    figures.insert(0, q.Headline("ETTR (from attempts)", fmt_pct(ettr),
+                                 help="Productive share of the flagship job's wall-clock time, computed from its "
+                                      "attempts and checkpoints (this run has no simulator summary)."))
+if figures:
+    for column, figure in zip(st.columns(len(figures)), figures, strict=True):
+        column.metric(figure.label, figure.value, figure.delta, help=figure.help, border=True,
+                      delta_color="normal" if figure.trend else "off", delta_arrow="auto" if figure.trend else "off")
+else:
+    st.info(f"This {run.kind} run has no summary of a flagship job, so there is no ETTR to show; "
+            "the sections below show what its tables hold.")
+
+# ----- goodput and its losses ---------------------------------------------------------------------------------
+losses = q.losses_from_summary(summary)
+if losses or timeline is not None:
+    st.subheader("Where the flagship job's time went")
+    left, right = st.columns(2)
+    with left:
+        ettr = q.number(summary, "job.ettr")
+        job_gpus = q.number(summary, "job.gpus") or (flagship["gpus"] if flagship else None)
+        if losses and job_gpus:
+            start_s = flagship["start_s"] if flagship and flagship["start_s"] is not None else 0.0
+            wall = job_gpus * (run.duration_s - start_s) / 3600
+            st.plotly_chart(charts.goodput_waterfall(wall, losses, wall * ettr if ettr is not None else None),
+                            key="waterfall")
+        else:
+            st.info("The summary of this run has no loss breakdown.")
+    with right:
+        if timeline is not None:
+            marks = q.interruptions(run.run_id, flagship["job_id"])
+            st.plotly_chart(charts.ettr_over_time(timeline, run.started_at, marks,
+                                                  q.number(summary, "job.closed_form_ettr")), key="ettr_time")
+            st.caption(f"Bars: ETTR in each {fmt_duration(bucket_for(run.duration_s))} bucket; line: ETTR from "
+                       "the job's start; triangles: interruptions, coloured by category.")
+        else:
+            st.info("This run has no attempts of a flagship job to draw ETTR over time from.")
+
+# ----- interruptions by cause ---------------------------------------------------------------------------------
+counts = q.causes_from_summary(summary)
+scope = "of the flagship job"
+if counts is None or counts["count"].sum() == 0:
+    counts, scope = q.incidents_by_cause(run.run_id).select("cause", "count"), "recorded in the run"
+if counts.height and counts["count"].sum() > 0:
+    st.subheader("What interrupted it")
+    left, right = st.columns([2, 1])
+    with left:
+        st.plotly_chart(charts.interruptions_by_cause(counts), key="causes")
+    with right:
+        top = counts.sort("count", descending=True).head(3)
+        total = int(counts["count"].sum())
+        st.markdown(f"**{total:,} interruptions {scope}.** The most frequent causes:")
+        for row in top.iter_rows(named=True):
+            if row["count"]:
+                st.markdown(f"- {cause_label(row['cause'])}: {row['count']:,} ({fmt_pct(row['count'] / total)})")
+        mttf = q.number(summary, "job.mttf_hours")
+        if mttf is not None:
+            st.markdown(f"One unexpected interruption every **{mttf:.1f} hours** on average (job MTTF).")
+
+# ----- what is down -------------------------------------------------------------------------------------------
+st.subheader("What is down")
+if not q.has_host_states(run.run_id):
+    st.info(f"This {run.kind} run records no host states, so it cannot tell which hosts were out of service.")
+    st.stop()
+key = f"overview_t_{run.run_id}"
+start, finish = run.started_at.replace(tzinfo=None), end.replace(tzinfo=None)
+if key not in st.session_state:
+    try:
+        asked = float(st.query_params.get(TIME_PARAM, run.duration_s))
+    except ValueError:
+        asked = run.duration_s
+    st.session_state[key] = start + timedelta(seconds=min(max(asked, 0.0), run.duration_s))
+step = timedelta(minutes=1) if run.duration_s <= 2 * 86400 else timedelta(minutes=15)
+at = st.slider("Time", min_value=start, max_value=finish, step=step, format="YYYY-MM-DD HH:mm", key=key,
+               help="Hosts out of service at this moment (UTC). Kept in the URL as ?t= (seconds from the start).")
+t_s = (at - start).total_seconds()
+if t_s >= run.duration_s:
+    st.query_params.pop(TIME_PARAM, None)  # the default, end of run: a clean URL
+else:
+    st.query_params[TIME_PARAM] = str(round(t_s))
+
+down = q.down_at(run.run_id, t_s, run.duration_s)
+at_end = t_s >= run.duration_s
+when = "at the end of the run" if at_end else f"at {fmt_time(run.started_at, t_s)} ({fmt_run_time(t_s)})"
+per_host = sizes["gpus"] / sizes["hosts"] if sizes["hosts"] else 0
+if down.height == 0:
+    st.success(f"All {fmt_int(sizes['hosts'])} hosts are healthy, running or spare {when}.")
+else:
+    st.markdown(f"**{down.height:,} of {fmt_int(sizes['hosts'])} hosts** ({fmt_int(down.height * per_host)} GPUs) "
+                f"are out of service {when}.")
+    table = down.select(
+        host=down["hostname"], rack=down["rack_id"], state=down["state"],
+        down_since=down["down_since_s"].map_elements(lambda s: fmt_time(run.started_at, s), return_dtype=str),
+        down_for=down["down_for_s"].map_elements(fmt_duration, return_dtype=str),
+        cause=down["cause"].map_elements(cause_label, return_dtype=str),
+        category=down["category"], incident=down["incident_id"], gpu=down["gpu_id"], xid=down["xid"],
+    )
+    st.dataframe(table, hide_index=True, key="down_table", column_config={
+        "down_since": "down since (UTC)", "down_for": "down for", "incident": "incident #", "xid": "XID"})
+states = q.state_counts_at(run.run_id, t_s, run.duration_s)
+if states.height:
+    st.plotly_chart(charts.hosts_by_state(states), key="states_at")

@@ -1,0 +1,126 @@
+"""Overview figures: where the flagship job's time went, ETTR over time, interruptions by cause, hosts by state.
+
+Pure functions, frames and numbers in, Plotly figures out, so they can be tested without Streamlit.
+"""
+
+from datetime import datetime, timedelta
+
+import plotly.graph_objects as go
+import polars as pl
+
+from dashboard.charts.common import (
+    CATEGORY_COLORS,
+    LOSS_COLORS,
+    LOSS_LABELS,
+    OTHER_COLOR,
+    category_of,
+    cause_color,
+    cause_label,
+    fmt_gpu_hours,
+    fmt_pct,
+    state_color,
+)
+
+# A residual smaller than this share of wall-clock time is rounding, not a loss worth a bar of its own.
+RESIDUAL_SHARE = 0.005
+_MARGIN = {"l": 10, "r": 10, "t": 40, "b": 10}
+
+
+def goodput_waterfall(wall_gpu_hours: float, losses: dict[str, float], productive_gpu_hours: float | None = None
+                      ) -> go.Figure:
+    """Wall-clock GPU-hours of the job, each loss taken away in turn, ending at productive GPU-hours.
+
+    `losses` maps loss categories (engine.analytics.LOSS_CATEGORIES) to GPU-hours. When the productive figure is
+    given (ETTR x wall-clock) and the losses do not account for the whole difference, an "Other" step shows
+    the rest instead of hiding it.
+    """
+    steps = [(LOSS_LABELS.get(k, k), -float(v), LOSS_COLORS.get(k, OTHER_COLOR)) for k, v in losses.items() if v]
+    accounted = wall_gpu_hours - sum(v for v in losses.values())
+    productive = accounted if productive_gpu_hours is None else productive_gpu_hours
+    residual = accounted - productive
+    if abs(residual) > RESIDUAL_SHARE * wall_gpu_hours:
+        steps.append(("Other (not broken down)", -residual, OTHER_COLOR))
+    labels = ["Wall-clock", *(s[0] for s in steps), "Productive"]
+    values = [wall_gpu_hours, *(s[1] for s in steps), productive]
+    share = [1.0, *(v / wall_gpu_hours if wall_gpu_hours else 0.0 for v in values[1:])]
+    text = [f"{fmt_gpu_hours(abs(v))}<br>{fmt_pct(abs(s))}" for v, s in zip(values, share, strict=True)]
+    # Drawn as floating bars (each with its own base) rather than go.Waterfall, which colours bars only by
+    # direction: here every loss keeps the colour it has everywhere else in the dashboard.
+    level, bases, heights = wall_gpu_hours, [0.0], [wall_gpu_hours]
+    for _, delta, _ in steps:
+        level += delta
+        bases.append(min(level, level - delta))
+        heights.append(abs(delta))
+    bases.append(0.0)
+    heights.append(productive)
+    colors = ["#4c78a8", *(s[2] for s in steps), LOSS_COLORS["productive"]]
+    fig = go.Figure(go.Bar(x=labels, y=heights, base=bases, marker={"color": colors}, text=text,
+                           textposition="outside", cliponaxis=False,
+                           hovertemplate="%{x}: %{y:,.1f} GPU-h<extra></extra>"))
+    fig.update_layout(title="Flagship job: wall-clock to productive GPU-hours", yaxis_title="GPU-hours",
+                      showlegend=False, margin=_MARGIN, height=380)
+    fig.update_yaxes(rangemode="tozero")
+    return fig
+
+
+def ettr_over_time(timeline: pl.DataFrame, started_at: datetime, interruptions: pl.DataFrame | None = None,
+                   closed_form: float | None = None) -> go.Figure:
+    """ETTR per time bucket (bars) and cumulative from the job's start (line), with interruptions marked.
+
+    `timeline` is engine.analytics.ettr_timeline's frame (t_s, ettr, ettr_cumulative); `interruptions` has
+    t_s and cause (the attempts that ended in a failure or planned stop).
+    """
+    start = started_at.replace(tzinfo=None)
+    when = [start + timedelta(seconds=float(t)) for t in timeline["t_s"]]
+    width_ms = (float(timeline["t_s"][1] - timeline["t_s"][0]) * 1000) if timeline.height > 1 else None
+    fig = go.Figure()
+    fig.add_trace(go.Bar(x=when, y=timeline["ettr"].to_list(), name="ETTR in the bucket", width=width_ms,
+                         offset=0, marker={"color": "#9ecae1"},
+                         hovertemplate="%{x|%Y-%m-%d %H:%M}: %{y:.1%}<extra>bucket</extra>"))
+    fig.add_trace(go.Scatter(x=when, y=timeline["ettr_cumulative"].to_list(), name="ETTR since the job started",
+                             mode="lines", line={"color": "#08519c", "width": 2.5}, line_shape="hv",
+                             hovertemplate="%{x|%Y-%m-%d %H:%M}: %{y:.1%}<extra>cumulative</extra>"))
+    if closed_form is not None:
+        fig.add_hline(y=closed_form, line={"dash": "dash", "color": "#555"},
+                      annotation_text=f"closed form {fmt_pct(closed_form)}", annotation_position="bottom right")
+    if interruptions is not None and interruptions.height:
+        causes = interruptions["cause"].to_list()
+        fig.add_trace(go.Scatter(
+            x=[start + timedelta(seconds=float(t)) for t in interruptions["t_s"]], y=[1.04] * len(causes),
+            mode="markers", name="interruption", marker={"symbol": "triangle-down", "size": 9,
+                                                          "color": [cause_color(c) for c in causes]},
+            text=[cause_label(c) for c in causes], hovertemplate="%{x|%Y-%m-%d %H:%M}: %{text}<extra></extra>",
+        ))
+    fig.update_layout(title="ETTR over time", yaxis={"title": "ETTR", "tickformat": ".0%", "range": [0, 1.08]},
+                      legend={"orientation": "h", "y": -0.15}, margin=_MARGIN, height=380, bargap=0.05)
+    return fig
+
+
+def interruptions_by_cause(counts: pl.DataFrame) -> go.Figure:
+    """Horizontal bars of interruptions per cause (columns cause, count), one colour and legend entry a category."""
+    frame = counts.filter(pl.col("count") > 0).sort("count")
+    fig = go.Figure()
+    categories = [category_of(c) for c in frame["cause"]]
+    for category in dict.fromkeys(reversed(categories)):  # legend in order of the biggest bar first
+        rows = frame.filter(pl.Series(categories) == category)
+        fig.add_trace(go.Bar(
+            y=[cause_label(c) for c in rows["cause"]], x=rows["count"].to_list(), orientation="h", name=category,
+            marker={"color": CATEGORY_COLORS.get(category, OTHER_COLOR)}, text=rows["count"].to_list(),
+            textposition="outside", cliponaxis=False, hovertemplate="%{y}: %{x} interruptions<extra>%{fullData.name}</extra>",
+        ))
+    fig.update_layout(title="Interruptions by cause", xaxis_title="interruptions", barmode="stack",
+                      yaxis={"categoryorder": "array", "categoryarray": [cause_label(c) for c in frame["cause"]]},
+                      legend={"title": "category"}, margin=_MARGIN, height=max(260, 60 + 26 * frame.height))
+    return fig
+
+
+def hosts_by_state(counts: pl.DataFrame) -> go.Figure:
+    """One stacked horizontal bar: how many hosts are in each state (columns state, hosts)."""
+    fig = go.Figure()
+    for row in counts.iter_rows(named=True):  # a handful of states, not table rows
+        fig.add_trace(go.Bar(x=[row["hosts"]], y=["hosts"], orientation="h", name=row["state"],
+                             marker={"color": state_color(row["state"])}, text=[f"{row['state']} {row['hosts']:,}"],
+                             textposition="inside", hovertemplate=f"{row['state']}: %{{x:,}} hosts<extra></extra>"))
+    fig.update_layout(barmode="stack", height=150, margin={"l": 10, "r": 10, "t": 10, "b": 10},
+                      xaxis_title="hosts", yaxis={"visible": False}, legend={"orientation": "h", "y": -0.6})
+    return fig

@@ -1,0 +1,222 @@
+"""Overview page queries: the flagship job's attempts and checkpoints, interruptions, and what is down at time t.
+
+Every function takes the run id and goes through `state.query` (bound parameters, cached per run), so the
+page stays a description of the page and the SQL can be tested on a store made by tests/runs.py.
+"""
+
+from dataclasses import dataclass
+
+import polars as pl
+
+from dashboard import state
+from dashboard.charts.common import (
+    AVAILABLE_STATES,
+    UNAVAILABLE_STATES,
+    fmt_gpu_hours,
+    fmt_hours,
+    fmt_int,
+    fmt_pct,
+    fmt_usd,
+)
+
+# How far a host's first unavailable state may lag its incident (detection, then drain) and how far a
+# host-less incident (a rack switch, a link) may precede the hosts it took down: generous, because a wrong
+# cause is worse than none only when it is far off in time.
+DETECTION_SLACK_S = 60.0
+HOSTLESS_WINDOW_S = 3600.0
+
+_AVAILABLE = ", ".join(f"'{s}'" for s in AVAILABLE_STATES)  # constants, not user input
+_UNAVAILABLE = ", ".join(f"'{s}'" for s in UNAVAILABLE_STATES)
+
+FLAGSHIP_JOB = """
+SELECT job_id, name, gpus, start_s FROM jobs
+ORDER BY (kind = 'flagship') DESC NULLS LAST, gpus DESC NULLS LAST, job_id LIMIT 1
+"""
+
+# $1: the instant read; $2, $3: the slacks above; $4: t as asked (for "down for"). The state lists are
+# constants of this module, not user input, hence the f-string.
+DOWN_AT = f"""
+WITH now AS (
+    SELECT host_id, state, start_s FROM host_states
+    WHERE start_s <= $1 AND (end_s > $1 OR end_s IS NULL) AND state IN ({_UNAVAILABLE})
+), streak AS (
+    SELECT n.host_id, n.state, n.start_s AS state_since_s,
+           coalesce((SELECT max(a.end_s) FROM host_states a
+                     WHERE a.host_id = n.host_id AND a.end_s <= n.start_s AND a.state IN ({_AVAILABLE})),
+                    (SELECT min(f.start_s) FROM host_states f WHERE f.host_id = n.host_id)) AS down_since_s
+    FROM now n
+), matched AS (
+    SELECT s.*,
+           (SELECT i.incident_id FROM incidents i
+            WHERE i.t_s <= s.down_since_s + $2
+              AND (i.repaired_s IS NULL OR i.repaired_s >= s.down_since_s)
+              AND (i.host_id = s.host_id OR (i.host_id IS NULL AND i.t_s >= s.down_since_s - $3))
+            ORDER BY i.t_s DESC, (i.host_id IS NOT NULL) DESC, i.incident_id LIMIT 1) AS incident_id
+    FROM streak s
+)
+SELECT m.host_id, h.hostname, h.rack_id, m.state, m.state_since_s, m.down_since_s, $4 - m.down_since_s AS down_for_s,
+       m.incident_id, i.cause, i.category, i.gpu_id, i.xid
+FROM matched m
+LEFT JOIN hosts h USING (host_id)
+LEFT JOIN incidents i ON i.incident_id = m.incident_id
+ORDER BY m.down_since_s, m.host_id
+"""  # noqa: S608
+
+STATE_COUNTS_AT = """
+SELECT state, count(DISTINCT host_id) AS hosts FROM host_states
+WHERE start_s <= $1 AND (end_s > $1 OR end_s IS NULL)
+GROUP BY state ORDER BY hosts DESC, state
+"""
+
+HOST_COUNT = "SELECT count(*) AS hosts, (SELECT count(*) FROM gpus) AS gpus FROM hosts"
+
+ATTEMPTS = "SELECT job_id, attempt, start_s, end_s, end_reason, lost_work_s FROM job_attempts WHERE job_id = ?"
+CHECKPOINTS = "SELECT job_id, start_s, end_s FROM checkpoints WHERE job_id = ?"
+
+# Interruptions of a job: attempts that ended for a reason other than finishing or the run's end.
+INTERRUPTIONS = """
+SELECT end_s AS t_s, end_reason AS cause FROM job_attempts
+WHERE job_id = ? AND end_reason NOT IN ('completed', 'end_of_run', 'preempted') ORDER BY end_s
+"""
+
+INCIDENTS_BY_CAUSE = """
+SELECT cause, any_value(category) AS category, bool_or(planned) AS planned, count(*) AS count
+FROM incidents GROUP BY cause ORDER BY count DESC, cause
+"""
+
+
+def instant(t_s: float, duration_s: float) -> float:
+    """The instant whose states a query reads: at the very end of the run, the last instant inside it.
+
+    States are half-open intervals [start_s, end_s), so the run's last second is read just before it ends.
+    """
+    return min(max(t_s, 0.0), duration_s - 1e-3) if duration_s > 0 else 0.0
+
+
+def flagship_job(run_id: str) -> dict | None:
+    """The flagship job (kind 'flagship', else the largest job), or None when the run has no jobs."""
+    frame = state.query(run_id, FLAGSHIP_JOB)
+    return frame.row(0, named=True) if frame.height else None
+
+
+def down_at(run_id: str, t_s: float, duration_s: float) -> pl.DataFrame:
+    """Hosts unavailable at `t_s` with their state, since when and the incident (and cause) that took them down."""
+    asked = min(max(t_s, 0.0), duration_s)
+    return state.query(run_id, DOWN_AT, (instant(t_s, duration_s), DETECTION_SLACK_S, HOSTLESS_WINDOW_S, asked))
+
+
+def state_counts_at(run_id: str, t_s: float, duration_s: float) -> pl.DataFrame:
+    return state.query(run_id, STATE_COUNTS_AT, (instant(t_s, duration_s),))
+
+
+def has_host_states(run_id: str) -> bool:
+    return state.query(run_id, "SELECT EXISTS (SELECT 1 FROM host_states) AS present")["present"][0]
+
+
+def host_count(run_id: str) -> dict:
+    return state.query(run_id, HOST_COUNT).row(0, named=True)
+
+
+def attempts_and_checkpoints(run_id: str, job_id: str) -> tuple[pl.DataFrame, pl.DataFrame]:
+    return state.query(run_id, ATTEMPTS, (job_id,)), state.query(run_id, CHECKPOINTS, (job_id,))
+
+
+def interruptions(run_id: str, job_id: str) -> pl.DataFrame:
+    return state.query(run_id, INTERRUPTIONS, (job_id,))
+
+
+def incidents_by_cause(run_id: str) -> pl.DataFrame:
+    """Every incident of the run counted by cause (for runs whose summary has no flagship counts)."""
+    return state.query(run_id, INCIDENTS_BY_CAUSE)
+
+
+# ----- the run's summary (the JSON `goodput simulate --json` prints; replayed or ingested runs may lack keys) ----
+
+
+def pick(summary: dict, dotted: str) -> object | None:
+    """`summary["job"]["ettr"]` for "job.ettr", or None wherever a key is missing or not a mapping."""
+    node: object = summary
+    for part in dotted.split("."):
+        if not isinstance(node, dict) or part not in node:
+            return None
+        node = node[part]
+    return node
+
+
+def number(summary: dict, dotted: str) -> float | None:
+    value = pick(summary, dotted)
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def causes_from_summary(summary: dict) -> pl.DataFrame | None:
+    """The flagship job's interruptions by cause (planned ones as planned_maintenance), or None if absent."""
+    by_cause = pick(summary, "interruptions.by_cause")
+    if not isinstance(by_cause, dict):
+        return None
+    counts = {str(k): int(v) for k, v in by_cause.items() if isinstance(v, int | float)}
+    planned = number(summary, "interruptions.planned")
+    if planned and "planned_maintenance" not in counts:
+        counts["planned_maintenance"] = int(planned)
+    return pl.DataFrame({"cause": list(counts), "count": list(counts.values())},
+                        schema={"cause": pl.String, "count": pl.Int64})
+
+
+def losses_from_summary(summary: dict) -> dict[str, float] | None:
+    """GPU-hours lost by category (engine.analytics.LOSS_CATEGORIES), or None if the summary has none."""
+    losses = pick(summary, "job.losses_gpu_hours")
+    if not isinstance(losses, dict) or not losses:
+        return None
+    return {str(k): float(v) for k, v in losses.items() if isinstance(v, int | float)}
+
+
+@dataclass(frozen=True)
+class Headline:
+    """One headline figure: st.metric's label, value and (grey, arrowless unless `trend`) delta."""
+
+    label: str
+    value: str
+    delta: str | None = None
+    help: str = ""
+    trend: bool = False  # the delta is a comparison (green up, red down) rather than a note
+
+
+def headline(summary: dict) -> list[Headline]:
+    """The Overview's headline figures, each only where the summary has what it needs."""
+    out: list[Headline] = []
+    ettr, closed = number(summary, "job.ettr"), number(summary, "job.closed_form_ettr")
+    if ettr is not None:
+        delta = f"{(ettr - closed) * 100:+.1f} pp vs closed form {fmt_pct(closed)}" if closed is not None else None
+        out.append(Headline("ETTR (goodput)", fmt_pct(ettr), delta, trend=delta is not None,
+                            help="Effective training time ratio: the share of the flagship job's wall-clock time "
+                                 "that became training progress (Kokolis et al., HPCA 2025). The closed form is "
+                                 "their first-order estimate from the same settings."))
+    mttf = number(summary, "job.mttf_hours")
+    if mttf is not None:
+        out.append(Headline("Job MTTF", fmt_hours(mttf),
+                            help="Mean time between unexpected interruptions of the flagship job."))
+    total = number(summary, "interruptions.total")
+    if total is not None:
+        unexpected, planned = number(summary, "interruptions.unexpected"), number(summary, "interruptions.planned")
+        note = (f"{fmt_int(unexpected)} unexpected · {fmt_int(planned)} planned"
+                if unexpected is not None and planned is not None else None)
+        out.append(Headline("Interruptions", fmt_int(total), note,
+                            help="Interruptions of the flagship job, counted the way the Llama 3 paper counts "
+                                 "them (466 in 54 days: 419 unexpected, 47 planned)."))
+    losses = losses_from_summary(summary)
+    lost = sum(losses.values()) if losses else number(summary, "job.lost_gpu_hours")
+    if lost is not None:
+        usd = pick(summary, "job.losses_usd")
+        cost = sum(v for v in usd.values() if isinstance(v, int | float)) if isinstance(usd, dict) and usd else None
+        out.append(Headline("Goodput lost", fmt_gpu_hours(lost), fmt_usd(cost) if cost is not None else None,
+                            help="GPU-hours of the flagship job that made no progress: lost work, restarts, "
+                                 "checkpoint writes and waiting for spares (in money at the scenario's price)."))
+    utilization = number(summary, "cluster.utilization")
+    if utilization is not None:
+        out.append(Headline("Cluster utilisation", fmt_pct(utilization),
+                            help="Share of all GPU-hours of the cluster spent running jobs."))
+    down, cluster_hours = number(summary, "cluster.gpu_hours_down"), number(summary, "cluster.gpu_hours")
+    if down is not None:
+        share = f"{fmt_pct(down / cluster_hours)} of the cluster" if cluster_hours else None
+        out.append(Headline("GPU-hours down", fmt_gpu_hours(down), share,
+                            help="GPU-hours of hosts out of service: down, diagnosing, in repair or burn-in."))
+    return out
