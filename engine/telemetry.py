@@ -45,6 +45,7 @@ from engine.telemetry_model import (
     UTIL_LEVEL,
     UTIL_SPREAD,
     diurnal_cosine,
+    first_sample_at_or_after,
     hash_noise,
     unit_noise,
 )
@@ -187,10 +188,10 @@ def _checkpoint_matrix(checkpoints: pl.DataFrame, jobs: list[str], t: np.ndarray
     if checkpoints.height and t.size:
         row = checkpoints["job_id"].cast(pl.String).replace_strict(
             {job: i for i, job in enumerate(jobs)}, return_dtype=pl.Int64).to_numpy()
-        first = np.clip(np.ceil(checkpoints["start_s"].cast(pl.Float64).to_numpy() / resolution), 0, t.size)
-        stop = np.clip(np.ceil(checkpoints["end_s"].cast(pl.Float64).to_numpy() / resolution), 0, t.size)
-        np.add.at(marks, (row, first.astype(np.int64)), 1)
-        np.add.at(marks, (row, stop.astype(np.int64)), -1)
+        first = first_sample_at_or_after(checkpoints["start_s"].cast(pl.Float64).to_numpy(), resolution, t.size)
+        stop = first_sample_at_or_after(checkpoints["end_s"].cast(pl.Float64).to_numpy(), resolution, t.size)
+        np.add.at(marks, (row, first), 1)
+        np.add.at(marks, (row, stop), -1)
     return np.cumsum(marks, axis=1)[:, :-1] > 0
 
 
@@ -200,7 +201,7 @@ def _host_grid(fleet: _Fleet, h0: int, h1: int, t: np.ndarray, resolution: float
     lo, hi = fleet.host_first_state[h0], fleet.host_first_state[h1]
     host = fleet.hs_host[lo:hi] - h0
     start, end = fleet.hs_start[lo:hi], fleet.hs_end[lo:hi]
-    first_k = np.clip(np.ceil(start / resolution), 0, n_t).astype(np.int64)
+    first_k = first_sample_at_or_after(start, resolution, n_t)
     keys = host * (n_t + 1) + first_k  # sorted: intervals are sorted by (host, start)
     sample_host = np.repeat(np.arange(h1 - h0), n_t)
     sample_k = np.tile(np.arange(n_t), h1 - h0)

@@ -47,6 +47,18 @@ DIURNAL_TEMP_SWING_C = 3.0  # peak to trough of the air the fans pull in (assump
 DIURNAL_PEAK_HOUR = 15.0  # hottest hour of the local day: clocks (and so power) dip, temperatures peak
 
 
+def first_sample_at_or_after(t_s: np.ndarray, resolution_s: float, n_samples: int) -> np.ndarray:
+    """Index of the first sample k (at k * resolution) with k * resolution >= t_s, clipped to [0, n_samples].
+
+    Exact in floating point: the division's rounding is corrected against the products the grid itself uses,
+    so an interval starting a hair after a sample never claims it.
+    """
+    k = np.ceil(np.asarray(t_s, dtype=np.float64) / resolution_s)
+    k += k * resolution_s < t_s
+    k -= (k - 1) * resolution_s >= t_s
+    return np.clip(k, 0, n_samples).astype(np.int64)
+
+
 def hour_of_day(start: datetime, t_s: np.ndarray) -> np.ndarray:
     """Local hour of day (0-24) at each `t_s`, the site's clock being the one `simulation.start` is written in."""
     start_hour = start.hour + start.minute / 60 + (start.second + start.microsecond / 1e6) / 3600

@@ -21,6 +21,7 @@ from engine.telemetry_model import (
     HEAT_WINDOW_S,
     SBE_AT_FAILURE,
     SBE_RAMP_S,
+    first_sample_at_or_after,
 )
 
 INCIDENT_COLUMNS = ("t_s", "repaired_s", "cause", "host_id", "gpu_id", "xid")
@@ -101,7 +102,7 @@ def last_reset(pre: Precursors, h0: int, h1: int, t: np.ndarray, resolution: flo
     hosts, times = pre.reset_host[lo:hi] - h0, pre.reset_s[lo:hi]
     if not hosts.size:
         return np.zeros((h1 - h0, n_t))
-    first_k = np.minimum(np.ceil(times / resolution), n_t).astype(np.int64)  # first sample at or after it
+    first_k = first_sample_at_or_after(times, resolution, n_t)
     keys = hosts * (n_t + 1) + first_k
     sample_keys = (np.arange(h1 - h0)[:, None] * (n_t + 1) + np.arange(n_t)[None, :]).ravel()
     found = np.searchsorted(keys, sample_keys, side="right") - 1

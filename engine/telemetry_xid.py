@@ -54,8 +54,9 @@ PRECURSORS: dict[str, tuple[tuple[int, float], ...]] = {
     "gpu_hbm3": ((63, 2 * 86400.0), (63, 86400.0), (92, 6 * 3600.0)),
 }
 # XIDs the driver raises in the context of the process that hit them; the rest print pid='<unknown>'.
-IN_PROCESS = (13, 31, 43, 45, 94)
-PROCESS_NAME = "python3"
+# (Real logs: 43 carries `pid=2924364, name=pt_main_thread`, PyTorch's main thread; 13 and 79 print unknown.)
+IN_PROCESS = (31, 43, 45, 94)
+PROCESS_NAME = "pt_main_thread"
 
 
 def _steps() -> pl.DataFrame:

@@ -1,0 +1,387 @@
+"""Per-GPU telemetry (engine.telemetry): samples follow host states, precursors, the day; XID events and counts.
+
+Small hand-made host_states / incidents / checkpoints frames; exact traces where the model is deterministic
+(which samples exist, ECC resets, XID sequences), fixed seeds and stated bounds where it is noisy.
+"""
+
+import re
+
+import numpy as np
+import polars as pl
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from engine.errors import GoodputError
+from engine.scenario import build
+from engine.schema import HOST_STATES, TABLES
+from engine.telemetry import gpu_samples, pci_bus_id, sample_times, xid_counts, xid_events
+from engine.telemetry_model import DIURNAL_PEAK_HOUR, SBE_AT_FAILURE
+
+HOUR, DAY = 3600.0, 86400.0
+SILENT = {"down", "diagnosing", "repair"}  # hosts off the fleet's telemetry; burn_in and draining still report
+SQL_TO_POLARS = {"DOUBLE": pl.Float64, "INTEGER": pl.Int32, "REAL": pl.Float32, "VARCHAR": pl.String}
+
+
+def scenario(days: float = 1, resolution: str = "1h", *sets: str):
+    return build("demo", sets=[f"simulation.days={days}", f"simulation.telemetry_resolution={resolution}", *sets])
+
+
+def fleet(hosts: int, per_host: int = 8) -> pl.DataFrame:
+    n = hosts * per_host
+    return pl.DataFrame({"gpu_id": np.arange(n, dtype=np.int32), "host_id": np.arange(n, dtype=np.int32) // per_host,
+                         "index": np.arange(n) % per_host, "uuid": [f"GPU-{i:08x}" for i in range(n)],
+                         "model": "H100-SXM5-80GB"})
+
+
+def states(rows: list[tuple[int, str, float, float, str | None]]) -> pl.DataFrame:
+    return pl.DataFrame(rows, schema={"host_id": pl.Int32, "state": pl.String, "start_s": pl.Float64,
+                                      "end_s": pl.Float64, "job_id": pl.String}, orient="row")
+
+
+def incidents(rows: list[tuple]) -> pl.DataFrame:
+    """rows of (incident_id, t_s, repaired_s, cause, host_id, gpu_id, xid)."""
+    return pl.DataFrame(rows, schema={"incident_id": pl.Int32, "t_s": pl.Float64, "repaired_s": pl.Float64,
+                                      "cause": pl.String, "host_id": pl.Int32, "gpu_id": pl.Int32,
+                                      "xid": pl.Int32}, orient="row")
+
+
+NO_INCIDENTS = incidents([])
+NO_CHECKPOINTS = pl.DataFrame(schema={"job_id": pl.String, "start_s": pl.Float64, "end_s": pl.Float64})
+
+
+def samples(sc, gpus, host_states, incs=NO_INCIDENTS, ckpts=NO_CHECKPOINTS, seed=1, **kw) -> pl.DataFrame:
+    chunks = list(gpu_samples(sc, gpus, host_states, incs, ckpts, np.random.default_rng(seed), **kw))
+    return pl.concat(chunks) if chunks else pl.DataFrame(schema=samples_schema())
+
+
+def samples_schema() -> dict:
+    return {name: SQL_TO_POLARS[sql] for name, sql in TABLES["gpu_samples"].items()}
+
+
+def whole_run(hosts: int, state: str, days: float, job: str | None = None) -> pl.DataFrame:
+    return states([(h, state, 0.0, days * DAY, job) for h in range(hosts)])
+
+
+# ----- the sample grid ------------------------------------------------------------------------------------
+
+
+def test_sample_times_cover_the_run_at_the_resolution():
+    assert sample_times(DAY, HOUR).tolist() == [k * HOUR for k in range(24)]
+    assert sample_times(DAY + 1, HOUR).size == 25
+    assert sample_times(90.0, 60.0).tolist() == [0.0, 60.0]
+
+
+def test_columns_and_types_are_exactly_the_schema():
+    df = samples(scenario(), fleet(2), whole_run(2, "running", 1, "j"))
+    assert df.schema == samples_schema()
+
+
+def test_sample_count_is_gpus_times_samples_minus_the_gaps_exactly():
+    # host 0: down 05:00-06:30, diagnosing to 07:30, repair to 09:00, burn_in to 11:00, spare after.
+    # host 1: running, draining 20:00-20:30, down from 20:30. host 2: healthy all day.
+    hs = states([(0, "running", 0, 5 * HOUR, "j"), (0, "down", 5 * HOUR, 6.5 * HOUR, None),
+                 (0, "diagnosing", 6.5 * HOUR, 7.5 * HOUR, None), (0, "repair", 7.5 * HOUR, 9 * HOUR, None),
+                 (0, "burn_in", 9 * HOUR, 11 * HOUR, None), (0, "spare", 11 * HOUR, DAY, None),
+                 (1, "running", 0, 20 * HOUR, "j"), (1, "draining", 20 * HOUR, 20.5 * HOUR, "j"),
+                 (1, "down", 20.5 * HOUR, DAY, None), (2, "healthy", 0, DAY, None)])
+    df = samples(scenario(), fleet(3), hs)
+    silent_hours = {0: {5, 6, 7, 8}, 1: set(range(21, 24)), 2: set()}
+    assert df.height == 3 * 8 * 24 - 8 * sum(len(h) for h in silent_hours.values())
+    present = set(zip(df["gpu_id"].to_list(), (df["t_s"] / HOUR).cast(pl.Int64).to_list(), strict=True))
+    expected = {(g, k) for g in range(24) for k in range(24) if k not in silent_hours[g // 8]}
+    assert present == expected
+    assert df.select(pl.len().over("gpu_id", "t_s").max()).item() == 1  # one sample per GPU and time
+
+
+def test_gpu_fallen_off_the_bus_reports_nothing_until_repaired():
+    hs = whole_run(1, "running", 1, "j")
+    incs = incidents([(1, 3 * HOUR, 10 * HOUR, "faulty_gpu", 0, 5, 79)])
+    df = samples(scenario(), fleet(1), hs, incs)
+    gpu5 = (df.filter(pl.col("gpu_id") == 5)["t_s"] / HOUR).cast(pl.Int64).to_list()
+    assert gpu5 == [0, 1, 2, *range(10, 24)]
+    assert df.height == 8 * 24 - 7
+
+
+def test_a_gap_between_intervals_reads_as_healthy():
+    hs = states([(0, "running", 0, 2 * HOUR, "j"), (0, "running", 4 * HOUR, DAY, "j")])
+    df = samples(scenario(), fleet(1), hs).filter(pl.col("gpu_id") == 0).sort("t_s")
+    util = df["util_pct"].to_list()
+    assert df.height == 24 and util[2] == util[3] == 0.0 and min(util[:2] + util[4:]) >= 95.0
+
+
+# ----- what the values follow ---------------------------------------------------------------------------
+
+
+@st.composite
+def random_run(draw):
+    """A few hosts whose state intervals tile [0, days) in random order and lengths."""
+    hosts = draw(st.integers(1, 3))
+    days = draw(st.sampled_from([0.5, 1.0, 2.0]))
+    resolution = draw(st.sampled_from(["10m", "30m", "1h", "7m"]))
+    tdp = draw(st.sampled_from([300.0, 400.0, 700.0, 1000.0]))
+    rows = []
+    for host in range(hosts):
+        cuts = sorted(draw(st.lists(st.floats(0.0, 1.0), max_size=6)))
+        edges = [0.0, *(c * days * DAY for c in cuts), days * DAY]
+        for start, end in zip(edges[:-1], edges[1:], strict=True):
+            state = draw(st.sampled_from(HOST_STATES))
+            rows.append((host, state, start, end, "j" if state in ("running", "draining") else None))
+    return hosts, days, resolution, tdp, states(rows)
+
+
+@given(random_run(), st.integers(0, 2**32 - 1))
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_invariants_hold_for_any_host_history(run, seed):
+    hosts, days, resolution, tdp, hs = run
+    sc = scenario(days, resolution, f"cluster.gpu_tdp_w={tdp}")
+    df = samples(sc, fleet(hosts), hs, seed=seed)
+    assert (df["power_w"] > 0).all() and (df["power_w"] <= tdp).all()
+    assert df["util_pct"].is_between(0, 100).all() and df["mem_util_pct"].is_between(0, 100).all()
+    assert (df["ecc_sbe"] >= 0).all() and (df["ecc_dbe"] == 0).all()
+    # every sample sits in a reporting state of its host, and every reporting (host, time) has all 8 GPUs
+    t = sample_times(days * DAY, sc["simulation.telemetry_resolution"])
+    hs_rows = hs.filter(pl.col("end_s") > pl.col("start_s")).rows(named=True)
+    expected = set()
+    for host in range(hosts):  # test oracle: a plain loop over a handful of intervals
+        for k, moment in enumerate(t):
+            state = next(r["state"] for r in hs_rows if r["host_id"] == host and r["start_s"] <= moment < r["end_s"])
+            if state not in SILENT:
+                expected |= {(host * 8 + g, k) for g in range(8)}
+    resolution_s = sc["simulation.telemetry_resolution"]
+    got = set(zip(df["gpu_id"].to_list(), np.rint(df["t_s"].to_numpy() / resolution_s).astype(int).tolist(),
+                  strict=True))
+    assert got == expected and df.height == len(expected)
+
+
+def test_idle_gpus_are_cooler_and_draw_less_than_busy_ones():
+    hs = states([(h, "running", 0, 7 * DAY, "j") for h in range(8)]
+                + [(h, state, 0, 7 * DAY, None) for h, state in zip(range(8, 16), ["healthy", "spare"] * 4,
+                                                                      strict=True)])
+    df = samples(scenario(7, "30m"), fleet(16), hs, seed=3).with_columns(busy=pl.col("gpu_id") < 64)
+    busy, idle = df.filter(pl.col("busy")), df.filter(~pl.col("busy"))
+    assert idle["temp_c"].max() < busy["temp_c"].min()
+    assert idle["power_w"].max() < busy["power_w"].min()
+    assert 30 <= idle["temp_c"].mean() <= 40 and 65 <= busy["temp_c"].mean() <= 80
+    assert 60 <= idle["power_w"].min() and idle["power_w"].max() <= 90
+    assert (idle["util_pct"] == 0).all() and busy["util_pct"].min() >= 95
+    # persistent per-GPU offsets: the hottest busy GPU runs clearly above the coolest, day in, day out
+    per_gpu = busy.group_by("gpu_id").agg(pl.col("temp_c").mean())["temp_c"]
+    assert per_gpu.max() - per_gpu.min() > 3
+
+
+def test_checkpoint_writes_idle_the_job_and_drains_fall_and_burn_in_runs_hot():
+    hs = states([(0, "running", 0, 10 * HOUR, "j"), (0, "draining", 10 * HOUR, 14 * HOUR, "j"),
+                 (0, "down", 14 * HOUR, 15 * HOUR, None), (0, "burn_in", 15 * HOUR, DAY, None),
+                 (1, "running", 0, DAY, "other")])
+    ckpts = pl.DataFrame({"job_id": ["j", "j"], "start_s": [2 * HOUR - 5, 6 * HOUR], "end_s": [2 * HOUR + 5,
+                                                                                              6 * HOUR + 30]})
+    df = samples(scenario(), fleet(2), hs, ckpts=ckpts).with_columns(k=(pl.col("t_s") / HOUR).cast(pl.Int64))
+    host0 = df.filter(pl.col("gpu_id") < 8).group_by("k").agg(pl.col("util_pct", "power_w", "temp_c").mean())
+    by_k = {row["k"]: row for row in host0.rows(named=True)}
+    for k in (2, 6):  # writing a checkpoint: little compute, much less power
+        assert by_k[k]["util_pct"] < 40 and by_k[k]["power_w"] < 0.6 * by_k[k - 1]["power_w"]
+    drain = [by_k[k]["util_pct"] for k in range(10, 14)]
+    assert drain == sorted(drain, reverse=True) and drain[0] > 90 and drain[-1] < 30
+    assert min(by_k[k]["power_w"] for k in range(15, 24)) > max(by_k[k]["power_w"] for k in (0, 1, 3))
+    # the other job's checkpoints are not "j"'s: host 1 never idles
+    assert df.filter(pl.col("gpu_id") >= 8)["util_pct"].min() >= 95
+
+
+def test_diurnal_swing_of_running_power_is_between_1_and_2_percent():
+    sc = scenario(7, "15m")
+    df = samples(sc, fleet(8), whole_run(8, "running", 7, "j"), seed=5)
+    hourly = (df.with_columns(hour=((pl.col("t_s") / HOUR) % 24).floor())
+              .group_by("hour").agg(pl.col("power_w", "temp_c").mean()).sort("hour"))
+    power = hourly["power_w"].to_numpy()
+    swing = (power.max() - power.min()) / power.mean()
+    assert 0.01 <= swing <= 0.02
+    # clocks dip (power trough) and temperatures peak at the hottest hour of the day
+    assert abs(hourly["hour"][int(power.argmin())] - DIURNAL_PEAK_HOUR) <= 1
+    assert abs(hourly["hour"][int(hourly["temp_c"].to_numpy().argmax())] - DIURNAL_PEAK_HOUR) <= 1
+
+
+def test_diurnal_phase_follows_the_sites_clock():
+    sc = scenario(7, "15m", 'simulation.start="2024-03-01T00:00:00-07:00"')  # same local clock, other zone
+    base = samples(scenario(7, "15m"), fleet(4), whole_run(4, "running", 7, "j"), seed=5)
+    local = samples(sc, fleet(4), whole_run(4, "running", 7, "j"), seed=5)
+    assert base.equals(local)
+    shifted = samples(scenario(7, "15m", 'simulation.start="2024-03-01T06:00:00Z"'), fleet(4),
+                      whole_run(4, "running", 7, "j"), seed=5)
+    trough = shifted.group_by(((pl.col("t_s") / HOUR) % 24).floor().alias("h")).agg(pl.col("power_w").mean())
+    assert abs(trough.sort("power_w")["h"][0] - (DIURNAL_PEAK_HOUR - 6)) <= 1
+
+
+# ----- precursors and ECC counters ----------------------------------------------------------------------
+
+
+def test_single_bit_errors_rise_before_an_hbm3_failure_and_reset_after_repair():
+    t_fail, repaired = 4 * DAY + 0.5 * HOUR, 4 * DAY + 9 * HOUR
+    hs = states([(0, "running", 0, t_fail, "j"), (0, "running", t_fail, 4 * DAY + 2 * HOUR, "j"),
+                 (0, "down", 4 * DAY + 2 * HOUR, 4 * DAY + 3 * HOUR, None),
+                 (0, "repair", 4 * DAY + 3 * HOUR, repaired, None), (0, "spare", repaired, 6 * DAY, None)])
+    incs = incidents([(7, t_fail, repaired, "gpu_hbm3", 0, 2, 48)])
+    df = samples(scenario(6), fleet(1), hs, incs, seed=11)
+    gpu = df.filter(pl.col("gpu_id") == 2).sort("t_s")
+    before = gpu.filter(pl.col("t_s") < t_fail)
+    sbe = before["ecc_sbe"].to_numpy()
+    assert (np.diff(sbe) >= 0).all()  # cumulative
+    assert sbe[before["t_s"] < t_fail - 3 * DAY].max() <= 60  # quiet before the 3-day ramp (background at most)
+    assert before.filter(pl.col("t_s") == t_fail - 0.5 * HOUR)["ecc_sbe"].item() >= 0.95 * SBE_AT_FAILURE[0]
+    assert (before["ecc_dbe"] == 0).all()
+    after_fail = gpu.filter((pl.col("t_s") >= t_fail) & (pl.col("t_s") < repaired))
+    # the host keeps reporting until it goes down at 02:00: one sample (01:00) shows the double-bit error
+    assert after_fail["t_s"].to_list() == [4 * DAY + HOUR] and after_fail["ecc_dbe"].to_list() == [1]
+    assert after_fail["ecc_sbe"].item() >= before["ecc_sbe"].max()
+    back = gpu.filter(pl.col("t_s") >= repaired)
+    assert back["ecc_sbe"][0] == 0 and (back["ecc_dbe"] == 0).all()
+    assert back["ecc_sbe"].max() <= 2 * 20  # at most the background trickle (<= 20 a day) in 2 days
+    others = df.filter((pl.col("gpu_id") != 2) & (pl.col("t_s") < repaired))
+    assert others["ecc_sbe"].max() <= 20 * 5 and (others["ecc_dbe"] == 0).all()
+
+
+def test_heat_rises_in_the_hours_before_a_thermal_fault():
+    t_fault = DAY + 12 * HOUR
+    hs = whole_run(1, "running", 2, "j")
+    incs = incidents([(3, t_fault, None, "gpu_thermal", 0, 6, None)])
+    df = samples(scenario(2, "30m"), fleet(1), hs, incs, seed=2)
+    temp = df.pivot(on="gpu_id", index="t_s", values="temp_c").sort("t_s")
+    delta = (temp["6"] - temp["5"]).to_numpy()  # GPU 6 against its neighbour, same load and same air
+    t = temp["t_s"].to_numpy()
+    baseline = delta[t < t_fault - 12 * HOUR].mean()
+    early = delta[(t >= t_fault - 4 * HOUR) & (t < t_fault - 2 * HOUR)].mean() - baseline
+    late = delta[(t >= t_fault - 2 * HOUR) & (t < t_fault)].mean() - baseline
+    assert 1 < early < late and late > 5  # rising toward the fault (12 C at it, 2 h time constant)
+    assert (delta[t >= t_fault] - baseline > 9).all()  # stays hot until repaired (never, here)
+
+
+# ----- determinism and chunking -------------------------------------------------------------------------
+
+
+def _mixed_inputs():
+    hs = states([(0, "running", 0, DAY, "j"), (0, "draining", DAY, DAY + 600, "j"), (0, "down", DAY + 600,
+                 DAY + HOUR, None), (0, "repair", DAY + HOUR, 2 * DAY, None), (0, "burn_in", 2 * DAY, 3 * DAY, None),
+                 (1, "spare", 0, 3 * DAY, None), (2, "running", 0, 3 * DAY, "j"), (3, "healthy", 0, 3 * DAY, None),
+                 (4, "running", 0, 3 * DAY, "r")])
+    incs = incidents([(1, DAY, 2 * DAY, "gpu_hbm3", 0, 1, 48), (2, 2.5 * DAY, None, "gpu_thermal", 2, 17, None),
+                      (3, 1.5 * DAY, 2.25 * DAY, "faulty_gpu", 4, 33, 79)])
+    ckpts = pl.DataFrame({"job_id": "j", "start_s": np.arange(0, 3 * DAY, 1800.0),
+                          "end_s": np.arange(0, 3 * DAY, 1800.0) + 120})
+    return fleet(5), hs, incs, ckpts
+
+
+def test_same_seed_same_frames_other_seed_other_frames():
+    args = (scenario(3, "10m"), *_mixed_inputs())
+    first, again, other = (samples(*args, seed=s) for s in (4, 4, 5))
+    assert first.equals(again) and not first.equals(other)
+    assert first.select("t_s", "gpu_id").equals(other.select("t_s", "gpu_id"))  # only the values move
+
+
+@given(st.integers(1, 4000))
+@settings(max_examples=12, deadline=None)
+def test_chunks_concatenate_to_the_same_frame_whatever_their_size(chunk_rows):
+    args = (scenario(3, "30m"), *_mixed_inputs())
+    whole = samples(*args, seed=9)
+    chunks = list(gpu_samples(*args, np.random.default_rng(9), chunk_rows=chunk_rows))
+    assert pl.concat(chunks).equals(whole)
+    assert all(c.height <= max(chunk_rows, 8 * 144) for c in chunks)  # whole hosts, at least one a chunk
+
+
+def test_rows_of_a_chunk_do_not_depend_on_the_input_order_of_gpus():
+    gpus, hs, incs, ckpts = _mixed_inputs()
+    sc = scenario(3, "1h")
+    a = samples(sc, gpus, hs, incs, ckpts, seed=3)
+    b = samples(sc, gpus.reverse(), hs.reverse(), incs.reverse(), ckpts.reverse(), seed=3)
+    assert a.equals(b)
+
+
+# ----- bad input ----------------------------------------------------------------------------------------
+
+
+def test_unknown_state_and_missing_columns_are_named():
+    with pytest.raises(GoodputError, match="host_states: unknown state 'asleep' for host 0"):
+        samples(scenario(), fleet(1), states([(0, "asleep", 0, DAY, None)]))
+    with pytest.raises(GoodputError, match="host_states: missing column.*end_s"):
+        samples(scenario(), fleet(1), states([(0, "running", 0, DAY, "j")]).drop("end_s"))
+    with pytest.raises(GoodputError, match="incidents: missing column.*repaired_s"):
+        samples(scenario(), fleet(1), whole_run(1, "running", 1), NO_INCIDENTS.drop("repaired_s"))
+
+
+# ----- XID events ---------------------------------------------------------------------------------------
+
+XID_LINE = re.compile(r"^NVRM: Xid \(PCI:(?P<pci>[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2})\): (?P<xid>\d+), "
+                      r"pid=(?P<pid>'<unknown>'|\d+), name=(?P<name>[^,]+), (?P<text>.+)$")
+
+
+def _xid_incidents() -> pl.DataFrame:
+    return incidents([
+        (1, 1000.0, 9000.0, "faulty_gpu", 1, 9, 79),
+        (2, 3 * DAY, 3.5 * DAY, "gpu_hbm3", 0, 3, 48),
+        (3, 5000.0, None, "silent_data_corruption", 0, 5, 13),
+        (4, 7000.0, None, "gpu_system_processor", 1, 12, 119),
+        (5, 2000.0, None, "power_supply", 0, None, None),  # not a GPU cause: no XID
+        (6, 0.5 * DAY, None, "gpu_hbm3", 1, 14, 95),  # only its last precursor (6 h before) falls after t = 0
+    ])
+
+
+def test_xid_events_are_exact_for_a_hand_made_incident_list():
+    events = xid_events(_xid_incidents(), fleet(2), np.random.default_rng(1))
+    assert events.schema == {n: SQL_TO_POLARS[s] for n, s in TABLES["xid_events"].items()}
+    expected = (
+        [(1000.0, 9, 1, 79, 1)] + [(1000.2, g, 1, 45, 1) for g in (8, 10, 11, 12, 13, 14, 15)]
+        + [(5000.0, 5, 0, 13, 3), (5000.0001, 5, 0, 13, 3), (5000.0002, 5, 0, 13, 3), (5000.0003, 5, 0, 13, 3),
+           (5000.5, 5, 0, 43, 3)]
+        + [(7000.0, 12, 1, 119, 4), (7006.0, 12, 1, 119, 4), (7012.0, 12, 1, 120, 4)]
+        + [(6 * HOUR, 14, 1, 92, 6)]
+        + [(0.5 * DAY, 14, 1, 95, 6), (0.5 * DAY + 0.01, 14, 1, 63, 6), (0.5 * DAY + 0.1, 14, 1, 45, 6)]
+        + [(DAY, 3, 0, 63, 2), (2 * DAY, 3, 0, 63, 2), (3 * DAY - 6 * HOUR, 3, 0, 92, 2)]
+        + [(3 * DAY, 3, 0, 48, 2), (3 * DAY + 0.01, 3, 0, 63, 2), (3 * DAY + 0.1, 3, 0, 45, 2)]
+    )
+    got = events.select("t_s", "gpu_id", "host_id", "xid", "incident_id").rows()
+    assert len(got) == len(expected)
+    for row, want in zip(got, expected, strict=True):
+        assert row[0] == pytest.approx(want[0], abs=1e-6) and row[1:] == want[1:]
+    messages = events["message"].to_list()
+    assert messages[0] == "NVRM: Xid (PCI:0000:2a:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus."
+    for event, message in zip(events.rows(named=True), messages, strict=True):
+        match = XID_LINE.match(message)
+        assert match, message
+        assert int(match["xid"]) == event["xid"] and match["pci"] == pci_bus_id(event["gpu_id"] % 8)
+    # the 45s of one incident come from the ranks of one job: consecutive pids on one host
+    pids = [int(XID_LINE.match(m)["pid"]) for m in messages[1:8]]
+    assert np.diff(pids).tolist() == [2, 1, 1, 1, 1, 1]  # GPU 9 (slot 1) printed the 79 instead
+
+
+def test_xid_events_are_deterministic_and_reject_unknown_codes():
+    a = xid_events(_xid_incidents(), fleet(2), np.random.default_rng(3))
+    assert a.equals(xid_events(_xid_incidents(), fleet(2), np.random.default_rng(3)))
+    assert xid_events(incidents([]), fleet(2), np.random.default_rng(3)).height == 0
+    with pytest.raises(GoodputError, match="incident 9 has XID 999"):
+        xid_events(incidents([(9, 10.0, None, "faulty_gpu", 0, 1, 999)]), fleet(1), np.random.default_rng(3))
+
+
+def test_generated_lines_read_like_the_real_kernel_logs(shared_data):
+    real = [line.split("NVRM: ", 1)[1] for path in sorted((shared_data / "kernel-logs").glob("*.log"))
+            for line in path.read_text().splitlines() if "NVRM: Xid" in line]
+    assert real and all(XID_LINE.match("NVRM: " + line) for line in real)
+    real_codes = {int(XID_LINE.match("NVRM: " + line)["xid"]) for line in real}
+    events = xid_events(_xid_incidents(), fleet(2), np.random.default_rng(1))
+    for code in real_codes & set(events["xid"].to_list()):  # same wording as the real driver for shared codes
+        ours = XID_LINE.match(events.filter(pl.col("xid") == code)["message"][0])["text"]
+        theirs = [XID_LINE.match("NVRM: " + line)["text"] for line in real
+                  if int(XID_LINE.match("NVRM: " + line)["xid"]) == code]
+        shape = re.compile(r"\d+|0x[0-9a-f]+|[0-9a-f]{8}")
+        assert shape.sub("#", ours) in {shape.sub("#", text) for text in theirs}
+
+
+def test_xid_counts_per_window_add_up_to_the_events():
+    events = xid_events(_xid_incidents(), fleet(2), np.random.default_rng(1))
+    counts = xid_counts(events, HOUR)
+    assert counts.columns == ["t_s", "xid", "count"]
+    assert counts["count"].sum() == events.height
+    assert ((counts["t_s"] % HOUR) == 0).all()
+    first_hour = {row[1]: row[2] for row in counts.filter(pl.col("t_s") == 0).rows()}
+    assert first_hour == {45: 7, 79: 1}
+    assert counts.filter(pl.col("t_s") == 3600)["count"].sum() == 5 + 3  # the 13 burst, its 43, the GSP lines
+    with pytest.raises(GoodputError, match="window must be positive"):
+        xid_counts(events, 0)
