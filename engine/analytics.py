@@ -143,3 +143,46 @@ def loss_breakdown(summary: dict) -> pl.DataFrame:
          "usd": [float(usd.get(c, 0.0)) for c in LOSS_CATEGORIES]},
         schema={"category": pl.String, "gpu_hours": pl.Float64, "usd": pl.Float64},
     )
+
+
+# ----- goodness of fit (calibration checks: simulated cause counts against the Llama 3 table) --------------
+
+
+def chi_square_pvalue(observed, expected) -> float:
+    """Pearson's chi-square test of counts against expected counts (same total): P(X^2 >= observed)."""
+    observed, expected = np.asarray(observed, dtype=float), np.asarray(expected, dtype=float)
+    statistic = float(((observed - expected) ** 2 / expected).sum())
+    return _upper_regularized_gamma((len(observed) - 1) / 2.0, statistic / 2.0)
+
+
+def _upper_regularized_gamma(a: float, x: float) -> float:
+    """Q(a, x) = Gamma(a, x) / Gamma(a): a series below a + 1, a continued fraction above (Numerical
+    Recipes §6.2), to about 1e-12."""
+    if x <= 0:
+        return 1.0
+    log_prefix = a * math.log(x) - x - math.lgamma(a)
+    if x < a + 1:
+        term = total = 1.0 / a
+        n = a
+        while abs(term) > abs(total) * 1e-15:
+            n += 1
+            term *= x / n
+            total += term
+        return max(0.0, 1.0 - total * math.exp(log_prefix))
+    tiny = 1e-300
+    b = x + 1 - a
+    c, d = 1 / tiny, 1 / b
+    h = d
+    for i in range(1, 10_000):
+        an = -i * (i - a)
+        b += 2
+        d = an * d + b
+        d = tiny if abs(d) < tiny else d
+        c = b + an / c
+        c = tiny if abs(c) < tiny else c
+        d = 1 / d
+        step = d * c
+        h *= step
+        if abs(step - 1) < 1e-15:
+            break
+    return math.exp(log_prefix) * h

@@ -33,8 +33,8 @@ def summarize(scenario, sim, host_states: pl.DataFrame, incidents: pl.DataFrame)
         "seed": scenario["simulation.seed"],
         "interruptions": {"total": hit.height, "planned": planned, "unexpected": unexpected, "by_cause": by_cause},
         "job": _job(scenario, sim, unexpected),
-        "cluster": {"gpu_hours": gpus * horizon / 3600.0, "gpu_hours_down": down_s * per_host / 3600.0,
-                    "utilization": running_s / host_seconds if host_seconds else 0.0},
+        "cluster": {"gpu_hours": gpus * horizon / 3600.0, "gpu_hours_down": float(down_s) * per_host / 3600.0,
+                    "utilization": float(running_s) / host_seconds if host_seconds else 0.0},
     }
     return summary
 
@@ -58,11 +58,11 @@ def _job(scenario, sim, unexpected: int) -> dict:
     ledger = sim.job.ledger
     seconds = {"lost_work": ledger.lost_work_s, "restart": ledger.restart_s, "checkpoint": ledger.checkpoint_s,
                "waiting_for_spares": ledger.waiting_s}
-    gpu_hours = {k: v * job_gpus / 3600.0 for k, v in seconds.items()}
+    gpu_hours = {k: float(v) * job_gpus / 3600.0 for k, v in seconds.items()}
     price = scenario["cost.gpu_hour_usd"]
     return {
         "name": sim.job_id, "gpus": job_gpus,
-        "ettr": ledger.productive_s / horizon,
+        "ettr": float(ledger.productive_s) / horizon,
         "mttf_hours": horizon / unexpected / 3600.0 if unexpected else None,
         "checkpoints": int(sum(len(c) for c in ledger.checkpoint_starts)),
         "lost_gpu_hours": sum(gpu_hours.values()),
@@ -71,6 +71,6 @@ def _job(scenario, sim, unexpected: int) -> dict:
         "closed_form_ettr": estimate.ettr,
         "young_daly_interval_s": None if math.isinf(yd) else yd,
         "checkpoint_write_s": scenario.checkpoint_write_s,
-        "productive_hours": ledger.productive_s / 3600.0,
+        "productive_hours": float(ledger.productive_s) / 3600.0,
         "attempts": len(ledger.attempts),
     }

@@ -103,3 +103,18 @@ def test_loss_breakdown_reads_the_summary():
     assert frame["gpu_hours"].to_list() == [10.0, 5.0, 2.0, 0.0]
     assert frame["usd"].to_list() == [25.0, 12.5, 5.0, 0.0]
     assert loss_breakdown({})["gpu_hours"].sum() == 0.0
+
+
+@pytest.mark.parametrize(("statistic", "df", "p"), [(3.841459, 1, 0.05), (18.307038, 10, 0.05),
+                                                     (33.408664, 17, 0.01), (0.0, 5, 1.0), (2.0, 3, 0.5724067)])
+def test_chi_square_pvalue_matches_tables(statistic, df, p):
+    from engine.analytics import _upper_regularized_gamma
+
+    assert _upper_regularized_gamma(df / 2, statistic / 2) == pytest.approx(p, abs=1e-6)
+
+
+def test_chi_square_pvalue_of_counts():
+    from engine.analytics import chi_square_pvalue
+
+    assert chi_square_pvalue([10, 10, 10], [10, 10, 10]) == pytest.approx(1.0)
+    assert chi_square_pvalue([30, 0, 0], [10, 10, 10]) < 1e-10
