@@ -144,7 +144,8 @@ def _prepare(gpus, host_states, incidents, checkpoints, rng, t, resolution):
     states = _state_intervals(host_states, host_ids, {job: row for row, job in enumerate(jobs)})
 
     pre = precursors.prepare(incidents, lambda ids: _positions(gpu_id, ids, np.argsort(gpu_id)),
-                             lambda ids: _positions(host_ids, ids, np.arange(host_ids.size)), rng)
+                             lambda ids: _positions(host_ids, ids, np.arange(host_ids.size)),
+                             *_returns_from_silence(states), rng)
     fleet = _Fleet(
         gpu_id=gpu_id, gpu_host=gpu_host, host_first_gpu=np.searchsorted(gpu_host, np.arange(host_ids.size + 1)),
         temp_offset=temp_offset, power_factor=power_factor, sbe_rate_per_s=sbe_rate,
@@ -180,6 +181,15 @@ def _state_intervals(host_states: pl.DataFrame, host_ids: np.ndarray, job_row: d
         "hs_state": frame["state"].to_numpy(), "hs_job": frame["job"].to_numpy(),
         "host_first_state": np.searchsorted(hs_host, np.arange(host_ids.size + 1)),
     }
+
+
+def _returns_from_silence(states: dict) -> tuple[np.ndarray, np.ndarray]:
+    """(host position, time) where a host starts reporting again after a silent state: its driver reloaded,
+    its volatile ECC counters start from zero. Sorted by (host, time), as the intervals are."""
+    host, silent = states["hs_host"], ~_REPORTS_IN_STATE[states["hs_state"]]
+    back = np.zeros(host.size, dtype=bool)
+    back[1:] = (host[1:] == host[:-1]) & silent[:-1] & ~silent[1:]
+    return host[back], states["hs_start"][back]
 
 
 def _checkpoint_matrix(checkpoints: pl.DataFrame, jobs: list[str], t: np.ndarray, resolution: float) -> np.ndarray:

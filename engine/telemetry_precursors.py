@@ -4,8 +4,10 @@ All of it is computed for one chunk of GPUs at once, as (incidents in the chunk 
 chunk's (GPUs x samples) arrays with `np.add.at`; incidents are few (hundreds in a 54-day run), samples many.
 
 ECC counters are the volatile totals DCGM reports (DCGM_FI_DEV_ECC_SBE_VOL_TOTAL / _DBE_VOL_TOTAL): cumulative
-since the driver last loaded, so they reset when the GPU's host comes back from a repair. With E(t) the errors a
-GPU would have counted since forever, the counter reads E(t) - E(r(t)), r(t) being the last reset before t.
+since the driver last loaded, so they reset when the GPU's host comes back from being down or repaired (the
+first reporting interval after a silent one: a burn-in already runs on the fresh driver). With E(t) the errors
+a GPU would have counted since forever, the counter reads E(t) - E(r(t)), r(t) being the last reset before t.
+A GPU's incident lasts until its repaired_s or its host's next reset, whichever comes first.
 """
 
 from collections.abc import Callable
@@ -37,7 +39,7 @@ class GpuEvents:
 
     pos: np.ndarray  # int64 positions into the sorted GPU arrays
     t_s: np.ndarray
-    until_s: np.ndarray  # repaired_s, +inf when never repaired within the run
+    until_s: np.ndarray  # repaired_s or the host's next reset, +inf when neither happens within the run
     size: np.ndarray  # per-incident magnitude (SBE count reached at the failure), else zeros
 
     def in_range(self, g0: int, g1: int) -> "GpuEvents":
@@ -51,7 +53,7 @@ class Precursors:
     dbe: GpuEvents
     heat: GpuEvents
     off_bus: GpuEvents
-    reset_host: np.ndarray  # host positions, sorted together with reset_s
+    reset_host: np.ndarray  # host positions, sorted together with reset_s: returns from silent states
     reset_s: np.ndarray
 
 
@@ -62,9 +64,10 @@ def check_incidents(incidents: pl.DataFrame) -> None:
 
 
 def prepare(incidents: pl.DataFrame, gpu_pos_of: Callable[[np.ndarray], np.ndarray],
-            host_pos_of: Callable[[np.ndarray], np.ndarray],
+            host_pos_of: Callable[[np.ndarray], np.ndarray], reset_host: np.ndarray, reset_s: np.ndarray,
             rng: np.random.Generator) -> Precursors:
-    """Split the incident list into the effects above. `*_pos_of` map ids to positions (-1: not in the run)."""
+    """Split the incident list into the effects above. `*_pos_of` map ids to positions (-1: not in the run);
+    resets, sorted by (host, time), are the moments hosts come back from silent states."""
     check_incidents(incidents)
     order = [c for c in ("t_s", "incident_id") if c in incidents.columns]
     inc = incidents.sort(order) if incidents.height else incidents
@@ -77,22 +80,44 @@ def prepare(incidents: pl.DataFrame, gpu_pos_of: Callable[[np.ndarray], np.ndarr
     # One draw per incident, in time order, whatever its cause: the draws never depend on the mix of causes.
     sbe_size = rng.integers(SBE_AT_FAILURE[0], SBE_AT_FAILURE[1], size=inc.height, endpoint=True)
     on_gpu = gpu >= 0
+    until = np.minimum(until, _next_reset(host, t_s, reset_host, reset_s))
 
     def events(mask: np.ndarray, size: np.ndarray | None = None) -> GpuEvents:
         mask = mask & on_gpu
         sizes = size[mask].astype(np.float64) if size is not None else np.zeros(int(mask.sum()))
         return GpuEvents(gpu[mask], t_s[mask], until[mask], sizes)
 
-    resets = (host >= 0) & np.isfinite(until)
-    reset_order = np.lexsort((until[resets], host[resets]))
     return Precursors(
         sbe_ramps=events(cause == SBE_RAMP_CAUSE, sbe_size),
         dbe=events(np.isin(cause, ECC_FAILURE_CAUSES)),
         heat=events(cause == THERMAL_CAUSE),
         off_bus=events(xid == OFF_BUS_XID),
-        reset_host=host[resets][reset_order],
-        reset_s=until[resets][reset_order],
+        reset_host=reset_host,
+        reset_s=reset_s,
     )
+
+
+def _next_reset(host: np.ndarray, t_s: np.ndarray, reset_host: np.ndarray, reset_s: np.ndarray) -> np.ndarray:
+    """For each (host, t_s): the host's first reset strictly after t_s, +inf where none.
+
+    Incidents and resets are merged in (host, time) order, incidents first on ties; each incident then looks
+    ahead to the nearest reset position (a reversed running minimum) and keeps it if it is on the same host.
+    """
+    n = host.size
+    all_host = np.concatenate([host, reset_host])
+    all_t = np.concatenate([t_s, reset_s])
+    is_reset = np.concatenate([np.zeros(n, dtype=bool), np.ones(reset_host.size, dtype=bool)])
+    order = np.lexsort((is_reset, all_t, all_host))
+    sorted_reset = is_reset[order]
+    positions = np.where(sorted_reset, np.arange(order.size), order.size)
+    nearest = np.minimum.accumulate(positions[::-1])[::-1]  # first reset at or after each position
+    rank = np.empty(order.size, dtype=np.int64)
+    rank[order] = np.arange(order.size)
+    ahead = nearest[rank[:n]]
+    found = ahead < order.size
+    target = order[np.minimum(ahead, order.size - 1)] if order.size else ahead
+    same_host = found & (all_host[target] == host)
+    return np.where(same_host, all_t[target], np.inf)
 
 
 def last_reset(pre: Precursors, h0: int, h1: int, t: np.ndarray, resolution: float) -> np.ndarray:

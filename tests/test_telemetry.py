@@ -103,6 +103,19 @@ def test_gpu_fallen_off_the_bus_reports_nothing_until_repaired():
     assert df.height == 8 * 24 - 7
 
 
+def test_gpu_off_the_bus_is_back_when_its_host_returns_from_repair_even_before_repaired_s():
+    hs = states([(0, "running", 0, 3 * HOUR, "j"), (0, "down", 3 * HOUR, 5 * HOUR, None),
+                 (0, "repair", 5 * HOUR, 8 * HOUR, None), (0, "burn_in", 8 * HOUR, 12 * HOUR, None),
+                 (0, "spare", 12 * HOUR, DAY, None), (1, "running", 0, DAY, "j")])
+    incs = incidents([(1, 2 * HOUR, 12 * HOUR, "faulty_gpu", 0, 5, 79),
+                      (2, 4 * HOUR, 20 * HOUR, "faulty_gpu", 1, 9, 79)])  # host 1 never goes silent
+    df = samples(scenario(), fleet(2), hs, incs)
+    hours = {g: (df.filter(pl.col("gpu_id") == g)["t_s"] / HOUR).cast(pl.Int64).to_list() for g in (4, 5, 9)}
+    assert hours[5] == [0, 1, *range(8, 24)]
+    assert hours[4] == [0, 1, 2, *range(8, 24)]
+    assert hours[9] == [0, 1, 2, 3, 20, 21, 22, 23]
+
+
 def test_a_gap_between_intervals_reads_as_healthy():
     hs = states([(0, "running", 0, 2 * HOUR, "j"), (0, "running", 4 * HOUR, DAY, "j")])
     df = samples(scenario(), fleet(1), hs).filter(pl.col("gpu_id") == 0).sort("t_s")
@@ -216,10 +229,11 @@ def test_diurnal_phase_follows_the_sites_clock():
 
 
 def test_single_bit_errors_rise_before_an_hbm3_failure_and_reset_after_repair():
-    t_fail, repaired = 4 * DAY + 0.5 * HOUR, 4 * DAY + 9 * HOUR
+    t_fail, back, repaired = 4 * DAY + 0.5 * HOUR, 4 * DAY + 7 * HOUR, 4 * DAY + 9 * HOUR
     hs = states([(0, "running", 0, t_fail, "j"), (0, "running", t_fail, 4 * DAY + 2 * HOUR, "j"),
                  (0, "down", 4 * DAY + 2 * HOUR, 4 * DAY + 3 * HOUR, None),
-                 (0, "repair", 4 * DAY + 3 * HOUR, repaired, None), (0, "spare", repaired, 6 * DAY, None)])
+                 (0, "repair", 4 * DAY + 3 * HOUR, back, None), (0, "burn_in", back, repaired, None),
+                 (0, "spare", repaired, 6 * DAY, None)])
     incs = incidents([(7, t_fail, repaired, "gpu_hbm3", 0, 2, 48)])
     df = samples(scenario(6), fleet(1), hs, incs, seed=11)
     gpu = df.filter(pl.col("gpu_id") == 2).sort("t_s")
@@ -229,13 +243,14 @@ def test_single_bit_errors_rise_before_an_hbm3_failure_and_reset_after_repair():
     assert sbe[before["t_s"] < t_fail - 3 * DAY].max() <= 60  # quiet before the 3-day ramp (background at most)
     assert before.filter(pl.col("t_s") == t_fail - 0.5 * HOUR)["ecc_sbe"].item() >= 0.95 * SBE_AT_FAILURE[0]
     assert (before["ecc_dbe"] == 0).all()
-    after_fail = gpu.filter((pl.col("t_s") >= t_fail) & (pl.col("t_s") < repaired))
+    after_fail = gpu.filter((pl.col("t_s") >= t_fail) & (pl.col("t_s") < back))
     # the host keeps reporting until it goes down at 02:00: one sample (01:00) shows the double-bit error
     assert after_fail["t_s"].to_list() == [4 * DAY + HOUR] and after_fail["ecc_dbe"].to_list() == [1]
     assert after_fail["ecc_sbe"].item() >= before["ecc_sbe"].max()
-    back = gpu.filter(pl.col("t_s") >= repaired)
-    assert back["ecc_sbe"][0] == 0 and (back["ecc_dbe"] == 0).all()
-    assert back["ecc_sbe"].max() <= 2 * 20  # at most the background trickle (<= 20 a day) in 2 days
+    # the driver reloads when the host leaves repair: the burn-in already counts from zero
+    fresh = gpu.filter(pl.col("t_s") >= back)
+    assert fresh["t_s"][0] == back and fresh["ecc_sbe"][0] == 0 and (fresh["ecc_dbe"] == 0).all()
+    assert fresh["ecc_sbe"].max() <= 2 * 20  # at most the background trickle (<= 20 a day) in 2 days
     others = df.filter((pl.col("gpu_id") != 2) & (pl.col("t_s") < repaired))
     assert others["ecc_sbe"].max() <= 20 * 5 and (others["ecc_dbe"] == 0).all()
 
