@@ -2,8 +2,8 @@
 
 DuckDB connections are not thread-safe and Streamlit serves each session on its own thread, so a run's
 read-only connection is cached once per process (`st.cache_resource`) and every query takes its own
-`.cursor()`. Query results are cached per (run, SQL, parameters); a run file never changes once written, so
-its id is a sound cache key, and deleting a run clears the caches.
+`.cursor()`. Query results are cached per (store, run, file version, SQL, parameters); deleting a run clears
+the caches. A run file that cannot be read is reported by `scan_runs`, never allowed to break every page.
 """
 
 import os
@@ -30,20 +30,38 @@ def store() -> Store:
 
 
 @st.cache_resource(max_entries=32)
-def _connection(root: str, run_id: str, mtime: float) -> duckdb.DuckDBPyConnection:
+def _connection(root: str, run_id: str, version: int) -> duckdb.DuckDBPyConnection:
     return Store(root).open(run_id)
+
+
+def _version(s: Store, run_id: str) -> int:
+    """The file's modification time in ns: live ingestion replaces a run's file (copy, append, rename), and a
+    new version must not be answered from the old one's cache."""
+    try:
+        return s.path_of(run_id).stat().st_mtime_ns
+    except FileNotFoundError as err:
+        raise StoreError(f"run {run_id!r} is no longer in the store {s.root} (deleted?)") from err
 
 
 def cursor(run_id: str) -> duckdb.DuckDBPyConnection:
     """A cursor of the run's shared read-only connection, for this thread only."""
     s = store()
-    return _connection(str(s.root), run_id, s.path_of(run_id).stat().st_mtime).cursor()
+    return _connection(str(s.root), run_id, _version(s, run_id)).cursor()
+
+
+def query(run_id: str, sql: str, params: tuple = ()) -> pl.DataFrame:
+    """`sql` (user values only as `?` parameters) on one run, as a Polars frame, cached.
+
+    The cache key holds the store and the file's version besides the run id, so two stores with the same run
+    ids (tests, a moved store) and a run extended by live ingestion never see each other's results.
+    """
+    s = store()
+    return _query(str(s.root), run_id, _version(s, run_id), sql, tuple(params))
 
 
 @st.cache_data(max_entries=512, ttl=timedelta(hours=1), show_spinner=False)
-def query(run_id: str, sql: str, params: tuple = ()) -> pl.DataFrame:
-    """`sql` (user values only as `?` parameters) on one run, as a Polars frame, cached."""
-    con = cursor(run_id)
+def _query(root: str, run_id: str, version: int, sql: str, params: tuple) -> pl.DataFrame:
+    con = _connection(root, run_id, version).cursor()
     try:
         return query_frame(con, sql, list(params))
     finally:
@@ -72,7 +90,11 @@ def scan_runs() -> tuple[list[RunInfo], list[Unreadable]]:
             good.append(s.info(run_id))
         except FileNotFoundError:  # deleted between listing and reading
             continue
-        except (StoreError, duckdb.Error, ValueError, TypeError) as err:
+        except StoreError as err:
+            if not s.path_of(run_id).exists():  # the same race, reported by the store in its own words
+                continue
+            bad.append(Unreadable(run_id, str(err)))
+        except (StoreError, duckdb.Error, OSError, ValueError, TypeError) as err:
             bad.append(Unreadable(run_id, str(err)))
     return good, bad
 
@@ -84,7 +106,7 @@ def list_runs() -> list[RunInfo]:
 def forget_run(run_id: str) -> None:
     """After a delete: drop cached connections and results so no page reads a vanished file."""
     _connection.clear()
-    query.clear()
+    _query.clear()
     if st.query_params.get(RUN_PARAM) == run_id:
         del st.query_params[RUN_PARAM]
     if st.session_state.get(SELECTOR_KEY) == run_id:
@@ -137,7 +159,7 @@ def selected_run() -> RunInfo | None:
         return None
     try:
         return store().info(run_id)
-    except StoreError:
+    except (StoreError, duckdb.Error, OSError):  # listed as unreadable by the sidebar; nothing to show here
         return None
 
 

@@ -62,11 +62,13 @@ if q.number(summary, "job.ettr") is None and timeline is not None and timeline["
     figures.insert(0, q.Headline("ETTR (from attempts)", fmt_pct(ettr),
                                  help="Productive share of the flagship job's wall-clock time, computed from its "
                                       "attempts and checkpoints (this run has no simulator summary)."))
-if figures:
-    for column, figure in zip(st.columns(len(figures)), figures, strict=True):
+PER_ROW = 3  # wide enough cards that "1.6k GPU-h" and its note never get cut off
+for first in range(0, len(figures), PER_ROW):
+    row = figures[first:first + PER_ROW]
+    for column, figure in zip(st.columns(PER_ROW), row, strict=False):
         column.metric(figure.label, figure.value, figure.delta, help=figure.help, border=True,
                       delta_color="normal" if figure.trend else "off", delta_arrow="auto" if figure.trend else "off")
-else:
+if not figures:
     st.info(f"This {run.kind} run has no summary of a flagship job, so there is no ETTR to show; "
             "the sections below show what its tables hold.")
 
@@ -155,7 +157,7 @@ else:
         category=down["category"], incident=down["incident_id"], gpu=down["gpu_id"], xid=down["xid"],
     )
     st.dataframe(table, hide_index=True, key="down_table", column_config={
-        "down_since": "down since (UTC)", "down_for": "down for", "incident": "incident #", "xid": "XID"})
+        "down_since": "down since (UTC)", "down_for": "down for", "incident": "incident #", "gpu": "GPU id", "xid": "XID"})
 states = q.state_counts_at(run.run_id, t_s, run.duration_s)
 if states.height:
     st.plotly_chart(charts.hosts_by_state(states), key="states_at")

@@ -26,41 +26,61 @@ RESIDUAL_SHARE = 0.005
 _MARGIN = {"l": 10, "r": 10, "t": 40, "b": 10}
 
 
+SHORT_LOSS_LABELS = {"lost_work": "Lost work", "restart": "Restarts", "checkpoint": "Checkpoints",
+                     "waiting_for_spares": "Waiting for spares"}
+
+
 def goodput_waterfall(wall_gpu_hours: float, losses: dict[str, float], productive_gpu_hours: float | None = None
                       ) -> go.Figure:
     """Wall-clock GPU-hours of the job, each loss taken away in turn, ending at productive GPU-hours.
 
     `losses` maps loss categories (engine.analytics.LOSS_CATEGORIES) to GPU-hours. When the productive figure is
     given (ETTR x wall-clock) and the losses do not account for the whole difference, an "Other" step shows
-    the rest instead of hiding it.
+    the rest instead of hiding it. Losses are often a few percent of the wall-clock, so the value axis starts
+    above zero (the title says where) to keep them visible.
     """
-    steps = [(LOSS_LABELS.get(k, k), -float(v), LOSS_COLORS.get(k, OTHER_COLOR)) for k, v in losses.items() if v]
+    steps = [(k, SHORT_LOSS_LABELS.get(k, k), -float(v)) for k, v in losses.items() if v]
     accounted = wall_gpu_hours - sum(v for v in losses.values())
     productive = accounted if productive_gpu_hours is None else productive_gpu_hours
     residual = accounted - productive
     if abs(residual) > RESIDUAL_SHARE * wall_gpu_hours:
-        steps.append(("Other (not broken down)", -residual, OTHER_COLOR))
-    labels = ["Wall-clock", *(s[0] for s in steps), "Productive"]
-    values = [wall_gpu_hours, *(s[1] for s in steps), productive]
-    share = [1.0, *(v / wall_gpu_hours if wall_gpu_hours else 0.0 for v in values[1:])]
-    text = [f"{fmt_gpu_hours(abs(v))}<br>{fmt_pct(abs(s))}" for v, s in zip(values, share, strict=True)]
+        steps.append(("other", "Other", -residual))
+    labels = ["Wall-clock", *(s[1] for s in steps), "Productive"]
+    hover = ["Wall-clock time of the job x its GPUs", *(LOSS_LABELS.get(s[0], "Not broken down") for s in steps),
+             "Productive training (ETTR x wall-clock)"]
     # Drawn as floating bars (each with its own base) rather than go.Waterfall, which colours bars only by
     # direction: here every loss keeps the colour it has everywhere else in the dashboard.
     level, bases, heights = wall_gpu_hours, [0.0], [wall_gpu_hours]
-    for _, delta, _ in steps:
+    for _, _, delta in steps:
         level += delta
         bases.append(min(level, level - delta))
         heights.append(abs(delta))
     bases.append(0.0)
     heights.append(productive)
-    colors = ["#4c78a8", *(s[2] for s in steps), LOSS_COLORS["productive"]]
+    share = [h / wall_gpu_hours if wall_gpu_hours else 0.0 for h in heights]
+    text = [f"{fmt_gpu_hours(h)}<br>{fmt_pct(p)}" for h, p in zip(heights, share, strict=True)]
+    colors = ["#4c78a8", *(LOSS_COLORS.get(s[0], OTHER_COLOR) for s in steps), LOSS_COLORS["productive"]]
     fig = go.Figure(go.Bar(x=labels, y=heights, base=bases, marker={"color": colors}, text=text,
-                           textposition="outside", cliponaxis=False,
-                           hovertemplate="%{x}: %{y:,.1f} GPU-h<extra></extra>"))
-    fig.update_layout(title="Flagship job: wall-clock to productive GPU-hours", yaxis_title="GPU-hours",
-                      showlegend=False, margin=_MARGIN, height=380)
-    fig.update_yaxes(rangemode="tozero")
+                           textposition="outside", cliponaxis=False, customdata=hover,
+                           hovertemplate="%{customdata}: %{y:,.1f} GPU-h<extra></extra>"))
+    lost = wall_gpu_hours - min(productive, wall_gpu_hours)
+    floor = axis_floor(productive, lost)
+    title = "Flagship job: wall-clock to productive GPU-hours"
+    if floor > 0:
+        title += f"<br><sup>value axis starts at {fmt_gpu_hours(floor)} so the losses show</sup>"
+    fig.update_layout(title=title, yaxis_title="GPU-hours", showlegend=False, margin={**_MARGIN, "t": 60},
+                      height=400)
+    fig.update_yaxes(range=[floor, max(wall_gpu_hours, productive) + 0.35 * max(lost, 0.02 * wall_gpu_hours)])
     return fig
+
+
+def axis_floor(productive: float, lost: float) -> float:
+    """Where the waterfall's axis starts: zero when losses are a large share, else just below productive."""
+    floor = productive - 2.0 * lost
+    if floor < 0.25 * productive:
+        return 0.0
+    magnitude = 10 ** max(0, len(str(int(floor))) - 2)  # a round number: 62,913 -> 62,000
+    return float(floor // magnitude * magnitude)
 
 
 def ettr_over_time(timeline: pl.DataFrame, started_at: datetime, interruptions: pl.DataFrame | None = None,
@@ -91,7 +111,9 @@ def ettr_over_time(timeline: pl.DataFrame, started_at: datetime, interruptions: 
                                                           "color": [cause_color(c) for c in causes]},
             text=[cause_label(c) for c in causes], hovertemplate="%{x|%Y-%m-%d %H:%M}: %{text}<extra></extra>",
         ))
-    fig.update_layout(title="ETTR over time", yaxis={"title": "ETTR", "tickformat": ".0%", "range": [0, 1.08]},
+    lowest = min([v for v in timeline["ettr"].to_list() if v is not None] + [closed_form or 1.0, 1.0])
+    bottom = max(0.0, (int(lowest * 10) - 1) / 10)  # a tenth below the worst bucket, never below 0
+    fig.update_layout(title="ETTR over time", yaxis={"title": "ETTR", "tickformat": ".0%", "range": [bottom, 1.08]},
                       legend={"orientation": "h", "y": -0.15}, margin=_MARGIN, height=380, bargap=0.05)
     return fig
 
