@@ -94,7 +94,7 @@ def scan_runs() -> tuple[list[RunInfo], list[Unreadable]]:
             if not s.path_of(run_id).exists():  # the same race, reported by the store in its own words
                 continue
             bad.append(Unreadable(run_id, str(err)))
-        except (StoreError, duckdb.Error, OSError, ValueError, TypeError) as err:
+        except (duckdb.Error, OSError, ValueError, TypeError) as err:
             bad.append(Unreadable(run_id, str(err)))
     return good, bad
 
