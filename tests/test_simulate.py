@@ -1,0 +1,184 @@
+"""The whole simulation on the demo preset: the tables' contract, their consistency, determinism, the CLI."""
+
+import json
+
+import numpy as np
+import polars as pl
+import pytest
+
+from engine.cli import main
+from engine.failures import CAUSE_KEYS, SCOPE, XIDS_OF
+from engine.reference import XID_BY_CODE
+from engine.scenario import build
+from engine.schema import HOST_STATES, TABLES
+from engine.simulate import simulate
+from engine.store import Store, query_frame
+
+TELEMETRY_OFF = "simulation.telemetry=false"
+
+
+@pytest.fixture(scope="module")
+def demo():
+    return simulate(build("demo", sets=[TELEMETRY_OFF, "failures.rate_per_1000_node_days=80"]))
+
+
+def test_tables_have_the_schema_columns(demo):
+    for table in ("hosts", "gpus", "links", "jobs", "job_attempts", "checkpoints", "incidents", "host_states"):
+        frame = demo.tables[table]
+        assert set(frame.columns) <= set(TABLES[table]), table
+        assert frame.height > 0, table
+    assert demo.kind == "simulate" and demo.seed == 7 and demo.duration_s == 7 * 86400
+    assert demo.scenario["preset"] == "demo"
+
+
+def test_host_states_cover_every_host_for_the_whole_run(demo):
+    states = demo.tables["host_states"].sort("host_id", "start_s")
+    assert set(states["state"].unique()) <= set(HOST_STATES)
+    assert states["host_id"].n_unique() == 64
+    ends = states.group_by("host_id").agg(pl.col("start_s").first(), pl.col("end_s").last(),
+                                          gaps=(pl.col("start_s").shift(-1) - pl.col("end_s")).abs().max())
+    assert (ends["start_s"] == 0).all() and (ends["end_s"] == demo.duration_s).all()
+    assert ends["gaps"].fill_null(0).max() < 1e-6  # contiguous: each interval starts where the last ended
+    running = states.filter(pl.col("state") == "running")
+    assert running["job_id"].null_count() == 0
+    assert states.filter(pl.col("state") != "running")["job_id"].null_count() == states.height - running.height
+    # the flagship job holds job_hosts hosts whenever it is not short of spares
+    flagship = running.filter(pl.col("job_id") == "demo-pretrain")
+    assert (flagship["end_s"] - flagship["start_s"]).sum() <= 48 * demo.duration_s + 1e-6
+
+
+def test_incidents_are_consistent(demo):
+    inc = demo.tables["incidents"]
+    assert set(inc["cause"].unique()) <= set(CAUSE_KEYS) | {"planned_maintenance"}
+    assert (inc["detected_s"] >= inc["t_s"]).all()
+    flagship = inc.filter(pl.col("job_ids").list.contains("demo-pretrain"))
+    assert (flagship.drop_nulls("mitigated_s").select((pl.col("mitigated_s") >= pl.col("detected_s")).all()).item())
+    for row in inc.filter(~pl.col("planned")).iter_rows(named=True):
+        if row["cause"] in XIDS_OF:
+            assert row["xid"] in {c for c, _ in XIDS_OF[row["cause"]]} and row["xid"] in XID_BY_CODE
+            assert row["gpu_id"] // 8 == row["host_id"]
+        else:
+            assert row["xid"] is None
+        if SCOPE[row["cause"]] == "job":
+            assert row["repaired_s"] == row["detected_s"] and row["jobs_hit"] >= 1
+        assert row["jobs_hit"] == len(row["job_ids"])
+    planned = inc.filter(pl.col("planned"))
+    assert (planned["cause"] == "planned_maintenance").all() and planned["host_id"].null_count() == planned.height
+    # incidents' flagship GPU-hours are the job's losses bar checkpoint overhead
+    job = demo.summary["job"]
+    charged = flagship["gpu_hours_lost"].sum()
+    losses = job["losses_gpu_hours"]
+    assert charged == pytest.approx(losses["lost_work"] + losses["restart"] + losses["waiting_for_spares"], rel=0.02)
+
+
+def test_attempts_checkpoints_and_summary_agree(demo):
+    job = demo.summary["job"]
+    attempts = demo.tables["job_attempts"].filter(pl.col("job_id") == "demo-pretrain").sort("attempt")
+    assert attempts["attempt"].to_list() == list(range(1, attempts.height + 1))
+    assert (attempts["start_s"].shift(-1).drop_nulls() >= attempts["end_s"].head(-1)).all()  # no overlap
+    # the last attempt runs to the end, unless the run ended while the job restarted or waited
+    assert (attempts["end_reason"][-1] == "end_of_run") == (attempts["end_s"][-1] == demo.duration_s)
+    assert attempts.height == job["attempts"]
+    ckpt = demo.tables["checkpoints"]
+    assert ckpt.height == job["checkpoints"] and (ckpt["job_id"] == "demo-pretrain").all()
+    productive = job["productive_hours"] * 3600 * job["gpus"] / 3600
+    total = productive + sum(job["losses_gpu_hours"].values())
+    assert total == pytest.approx(job["gpus"] * demo.duration_s / 3600)
+    assert job["ettr"] == pytest.approx(job["productive_hours"] * 3600 / demo.duration_s)
+    usd = demo.summary["job"]["losses_usd"]
+    assert usd["restart"] == pytest.approx(job["losses_gpu_hours"]["restart"] * 2.5)
+    inter = demo.summary["interruptions"]
+    assert set(inter["by_cause"]) == set(CAUSE_KEYS) | {"planned_maintenance"}
+    assert sum(inter["by_cause"].values()) == inter["total"] == inter["planned"] + inter["unexpected"]
+    # every interruption but the run's end closes an attempt or aborts a restart
+    assert attempts.height - 1 <= inter["total"]
+    from engine.analytics import ettr_timeline
+
+    timeline = ettr_timeline(demo.tables["job_attempts"], ckpt, "demo-pretrain", 3600.0, demo.duration_s)
+    assert timeline["ettr_cumulative"][-1] == pytest.approx(job["ettr"], abs=1e-3)
+
+
+def test_research_jobs_fill_the_rest(demo):
+    jobs = demo.tables["jobs"]
+    research = jobs.filter(pl.col("kind") == "research")
+    assert research.height > 10 and (research["gpus"] <= 4 * 8).all()
+    assert set(research["state"].unique()) <= {"completed", "failed", "running"}
+    cluster = demo.summary["cluster"]
+    assert 0.5 < cluster["utilization"] < 1.0
+    assert cluster["gpu_hours"] == 512 * 7 * 24
+    down = demo.tables["host_states"].filter(pl.col("state").is_in(["draining", "diagnosing", "down", "repair",
+                                                                    "burn_in"]))
+    assert cluster["gpu_hours_down"] == pytest.approx(((down["end_s"] - down["start_s"]).sum()) * 8 / 3600)
+
+
+def test_same_seed_same_tables_other_seed_other_tables():
+    scenario = build("demo", sets=[TELEMETRY_OFF])
+    a, b = simulate(scenario), simulate(scenario)
+    other = simulate(build("demo", sets=[TELEMETRY_OFF, "simulation.seed=8"]))
+    for table in a.tables:
+        assert a.tables[table].equals(b.tables[table]), table
+    assert a.summary == b.summary
+    assert not a.tables["incidents"].equals(other.tables["incidents"])
+    assert not a.tables["gpus"].equals(other.tables["gpus"])
+
+
+def test_progress_is_reported_up_to_one():
+    seen = []
+    simulate(build("demo", sets=[TELEMETRY_OFF, "simulation.days=1"]), progress=seen.append)
+    assert seen[-1] == 1.0 and seen == sorted(seen) and len(seen) >= 10
+
+
+def test_no_failures_means_full_goodput_but_checkpoints():
+    run = simulate(build("demo", sets=[TELEMETRY_OFF, "failures.rate_per_1000_node_days=0",
+                                       "failures.planned_per_day=0", "training.checkpoint_write=60s"]))
+    job = run.summary["job"]
+    assert run.tables["incidents"].height == 0 and job["mttf_hours"] is None
+    cycle = 20 * 60 + 60
+    assert job["checkpoints"] == 7 * 86400 // cycle
+    assert job["ettr"] == pytest.approx(1 - job["checkpoints"] * 60 / (7 * 86400))
+
+
+def test_telemetry_tables_when_the_module_exists():
+    pytest.importorskip("engine.telemetry")
+    run = simulate(build("demo", sets=["simulation.days=1", "simulation.telemetry_resolution=6h"]))
+    samples = run.tables["gpu_samples"]
+    frames = [samples] if isinstance(samples, pl.DataFrame) else list(samples)
+    assert sum(f.height for f in frames) > 0
+    assert "xid_events" in run.tables
+
+
+def test_cli_simulate_writes_a_run_and_prints_the_summary(capsys, store_dir):
+    code = main(["simulate", "--preset", "demo", "--set", TELEMETRY_OFF, "--set", "simulation.days=2",
+                 "--seed", "11", "--json", "--store", str(store_dir)])
+    out = json.loads(capsys.readouterr().out)
+    assert code == 0 and out["seed"] == 11 and out["gpus"] == 512 and out["days"] == 2
+    for key in ("ettr", "mttf_hours", "checkpoints", "lost_gpu_hours", "losses_gpu_hours", "losses_usd",
+                "closed_form_ettr", "young_daly_interval_s", "checkpoint_write_s", "productive_hours"):
+        assert key in out["job"]
+    store = Store(store_dir)
+    with store.connect(out["run_id"]) as con:
+        hosts = query_frame(con, "SELECT count(*) AS n FROM hosts")
+        attempts = query_frame(con, "SELECT count(*) AS n FROM job_attempts WHERE job_id = ?", ["demo-pretrain"])
+    assert hosts["n"][0] == 64 and attempts["n"][0] >= 1
+
+
+@pytest.mark.parametrize(("sets", "key"), [
+    (["bad=1"], "bad"),
+    (["training.gpus=100000"], "training.gpus"),
+    (["spares.hosts=40"], "spares.hosts"),
+    (["failures.rate_per_1000_node_days=-1"], "failures.rate_per_1000_node_days"),
+])
+def test_cli_bad_input_exits_2_and_writes_nothing(capsys, store_dir, sets, key):
+    argv = ["simulate", "--preset", "demo", "--json", "--store", str(store_dir)]
+    for s in sets:
+        argv += ["--set", s]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert key in err and err.count("\n") == 1
+    assert not (store_dir / "runs").exists() or not any((store_dir / "runs").iterdir())
+
+
+def test_summary_is_plain_json():
+    run = simulate(build("demo", sets=[TELEMETRY_OFF, "simulation.days=1"]))
+    assert json.loads(json.dumps(run.summary)) == run.summary
+    assert np.isfinite(run.summary["job"]["ettr"])
