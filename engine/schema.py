@@ -56,6 +56,7 @@ TABLES: dict[str, dict[str, str]] = {
         "state": "VARCHAR",
         "user": "VARCHAR",
         "kind": "VARCHAR",  # flagship, research, trace
+        "wait_reason": "VARCHAR",  # the reason it waited longest: no_capacity, fragmentation, priority, failed_hosts
     },
     "job_attempts": {
         "job_id": "VARCHAR",
@@ -65,6 +66,12 @@ TABLES: dict[str, dict[str, str]] = {
         "end_reason": "VARCHAR",  # a failure cause, planned_maintenance, completed, preempted, end_of_run
         "lost_work_s": "DOUBLE",
         "hosts": "INTEGER[]",
+    },
+    "job_waits": {  # why a job waited, piece by piece (engine.scheduler.REASONS)
+        "job_id": "VARCHAR",
+        "start_s": "DOUBLE",
+        "end_s": "DOUBLE",
+        "reason": "VARCHAR",
     },
     "checkpoints": {
         "job_id": "VARCHAR",
