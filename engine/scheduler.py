@@ -1,0 +1,581 @@
+"""A discrete-event GPU scheduler: a priority queue, gang placement on hosts, EASY backfill, preemption,
+pack or spread placement, host failures, and the reason behind every wait.
+
+Jobs are sized in GPUs. A job that fits in one host takes `per_host` GPUs of one host, each to `share`
+thousandths (shared GPUs, as Alibaba's openb trace has them); a bigger job takes `hosts` whole idle hosts,
+all at once or not at all (gang scheduling). The queue runs in priority order (larger first), then
+submission order. With backfill (EASY, Lifka 1995), the blocked head job gets a reservation at the earliest
+time it could start (runtimes are the trace's, so estimates are exact); later jobs may start now when they
+end before it or leave the hosts reserved for it alone. With preemption, a blocked head evicts running
+jobs of lower priority (lowest first, newest first) when that lets it start.
+
+Why a job waits, recorded at every scheduling pass for each group of jobs with the same demand:
+`priority` (it fits now but jobs ahead of it come first), `failed_hosts` (it would fit if the down hosts were
+up), `fragmentation` (enough free GPUs in total but not in one placement), `no_capacity` (not enough free).
+
+A plain event heap rather than SimPy: one pass per distinct event time, with the capacity checks vectorised
+over hosts (NumPy), keeps the 8,152-job Alibaba trace on 1,213 nodes well under a second.
+"""
+
+import heapq
+from bisect import bisect_left, insort
+from dataclasses import dataclass, field
+from heapq import merge
+
+import numpy as np
+import polars as pl
+
+from engine.errors import GoodputError
+
+REASONS = ("no_capacity", "fragmentation", "priority", "failed_hosts")
+FULL = 1000  # thousandths of a GPU
+# Slurm's backfill looks at no more than bf_max_job_test jobs a pass (slurm.conf(5): default 500)
+BACKFILL_DEPTH = 500
+_END, _RECOVER, _FAIL, _SUBMIT = 0, 1, 2, 3  # order of events at the same instant
+
+
+@dataclass(frozen=True)
+class Policy:
+    placement: str = "pack"  # pack: fill hosts, racks, then pods; spread: most free host/rack/pod first
+    backfill: bool = True
+    preemption: bool = False
+    backfill_depth: int = BACKFILL_DEPTH
+    checkpoint_interval_s: float = 1800.0  # how much a `restart` job loses at most (its checkpoint interval)
+
+    def __post_init__(self) -> None:
+        if self.placement not in ("pack", "spread"):
+            raise GoodputError(f"scheduler.placement: pack or spread, got {self.placement!r}")
+        if self.checkpoint_interval_s <= 0:
+            raise GoodputError("scheduler.checkpoint_interval: must be greater than 0")
+
+
+@dataclass
+class Cluster:
+    host_gpus: np.ndarray  # GPUs of each host
+    host_rack: np.ndarray
+    host_pod: np.ndarray
+
+    @property
+    def n_hosts(self) -> int:
+        return len(self.host_gpus)
+
+
+@dataclass
+class Workload:
+    """One entry per job (index j). `work` NaN: unknown length, never scheduled."""
+
+    submit: np.ndarray
+    work: np.ndarray
+    gpus: np.ndarray
+    priority: np.ndarray
+    hosts: np.ndarray | None = None  # hosts a job spans (0 or absent: derived)
+    share: np.ndarray | None = None  # thousandths of each GPU (absent: 1000)
+    restart: np.ndarray | None = None  # True: resume from the last checkpoint; False: start over (requeue)
+
+    @property
+    def n(self) -> int:
+        return len(self.submit)
+
+
+@dataclass
+class Failures:
+    t: np.ndarray
+    host: np.ndarray
+    down_for: np.ndarray
+    cause: list[str] = field(default_factory=list)
+
+    @staticmethod
+    def none() -> "Failures":
+        return Failures(np.zeros(0), np.zeros(0, dtype=np.int64), np.zeros(0))
+
+
+@dataclass
+class Schedule:
+    """What happened: attempts (job, attempt, start_s, end_s, end_reason, lost_work_s, hosts), waits (job,
+    start_s, end_s, reason), host outages (host, start_s, end_s), and per job its first start, last end, state."""
+
+    attempts: pl.DataFrame
+    waits: pl.DataFrame
+    outages: pl.DataFrame
+    first_start: np.ndarray
+    last_end: np.ndarray
+    state: np.ndarray  # completed, pending
+
+
+def demands(workload: Workload, cluster: Cluster) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(hosts, GPUs per host, thousandths per GPU, fits-at-all) of every job, vectorised."""
+    gpus = np.asarray(workload.gpus, dtype=float)
+    share = np.full(workload.n, FULL) if workload.share is None else np.asarray(workload.share, dtype=np.int64)
+    share = np.where((share <= 0) | (share > FULL), FULL, share)
+    largest = int(cluster.host_gpus.max()) if cluster.n_hosts else 0
+    count = np.ceil(np.round(gpus * FULL / share, 6)).astype(np.int64)  # GPUs touched
+    given = np.zeros(workload.n, dtype=np.int64) if workload.hosts is None else np.asarray(workload.hosts)
+    given = np.where(given > 0, given, 0)
+    hosts = np.where(given > 0, given, np.ceil(count / max(largest, 1))).astype(np.int64)
+    hosts = np.where(count == 0, 0, np.maximum(hosts, 1))
+    per_host = np.where(hosts > 0, np.ceil(count / np.maximum(hosts, 1)), 0).astype(np.int64)
+    share = np.where(hosts > 1, FULL, share)  # whole hosts for multi-host jobs
+    sizes = np.sort(cluster.host_gpus)[::-1]
+    # a job fits at all when the cluster has `hosts` hosts of at least `per_host` GPUs
+    enough = np.searchsorted(-sizes, -per_host, side="right")  # hosts with size >= per_host
+    fits = (hosts == 0) | ((per_host <= largest) & (enough >= hosts))
+    return hosts, per_host, share, fits
+
+
+class _State:
+    """Free capacity: `free[h, g]` thousandths free on GPU g of host h (-1: no such GPU); `avail` is each
+    host's free values sorted high to low, all -1 while the host is down."""
+
+    def __init__(self, cluster: Cluster) -> None:
+        self.cluster = cluster
+        width = max(int(cluster.host_gpus.max()) if cluster.n_hosts else 1, 1)
+        slots = np.arange(width)[None, :] < cluster.host_gpus[:, None]
+        self.free = np.where(slots, FULL, -1).astype(np.int32)
+        self.avail = self.free.copy()
+        self.down = np.zeros(cluster.n_hosts, dtype=bool)
+        self.size = cluster.host_gpus.astype(np.int64)
+        self.host_free = (self.free.clip(min=0)).sum(axis=1).astype(np.int64)
+        # free thousandths per rack and pod, kept up to date host by host (placement ranks by them)
+        self.rack_free = np.bincount(cluster.host_rack, weights=self.host_free).astype(np.int64)
+        self.pod_free = np.bincount(cluster.host_pod, weights=self.host_free).astype(np.int64)
+        self.dirty = True
+        self.refresh()
+
+    def refresh(self) -> None:
+        if not self.dirty:
+            return
+        self.colmax = self.avail.max(axis=0) if self.cluster.n_hosts else np.zeros(1, dtype=np.int32)
+        self.idle = (~self.down) & (self.host_free == self.size * FULL) & (self.size > 0)
+        self.dirty = False
+
+    def touch(self, host: int) -> None:
+        row = self.free[host]
+        total = int(row[row > 0].sum())
+        delta = total - int(self.host_free[host])
+        self.host_free[host] = total
+        self.rack_free[self.cluster.host_rack[host]] += delta
+        self.pod_free[self.cluster.host_pod[host]] += delta
+        self.avail[host] = -1 if self.down[host] else -np.sort(-row)
+        self.dirty = True
+
+    def fits(self, h: int, n: int, m: int) -> bool:
+        if h == 0:
+            return True
+        if h == 1:
+            return n <= len(self.colmax) and self.colmax[n - 1] >= m
+        return int(np.count_nonzero(self.idle & (self.size >= n))) >= h
+
+
+class Scheduler:
+    def __init__(self, cluster: Cluster, workload: Workload, policy: Policy = Policy(),
+                 failures: Failures | None = None) -> None:
+        self.cluster, self.w, self.policy = cluster, workload, policy
+        self.failures = failures or Failures.none()
+        self.h, self.n, self.m, self.fits_at_all = demands(workload, cluster)
+        self.restart = np.zeros(workload.n, bool) if workload.restart is None else np.asarray(workload.restart)
+        self.prio = np.asarray(workload.priority, dtype=np.int64)
+        self.s = _State(cluster)
+        # demand classes: jobs with the same (hosts, per_host, share) share a fit and a wait reason
+        keys = np.stack([self.h, self.n, self.m], axis=1)
+        uniq, self.cls = np.unique(keys, axis=0, return_inverse=True)
+        self.cls = self.cls.ravel()
+        self.classes = [tuple(int(v) for v in row) for row in uniq]
+        self.queue: list[list[tuple]] = [[] for _ in self.classes]
+        self.reason_now: list[str | None] = [None] * len(self.classes)
+        self.reason_log: list[tuple[int, float, str | None]] = []
+        racks, pods = cluster.host_rack, cluster.host_pod
+        self.rack_of, self.pod_of = racks, pods
+        self.running: dict[int, tuple] = {}  # job -> (placement, start, attempt, expected end)
+        self.on_host: list[set[int]] = [set() for _ in range(cluster.n_hosts)]
+        self.ends: list[tuple[float, int]] = []  # sorted (expected end, job) of running jobs
+        self.progress = np.zeros(workload.n)  # work already saved (restart policy)
+        self.attempt = np.zeros(workload.n, dtype=np.int64)
+        self.waiting_since = np.full(workload.n, np.nan)
+        self.down_until = np.zeros(cluster.n_hosts)
+        self.rows_attempts: list[tuple] = []
+        self.rows_spells: list[tuple[int, int, float, float]] = []  # job, class, from, to
+        self.rows_outages: list[tuple[int, float, float]] = []
+        self.first_start = np.full(workload.n, np.nan)
+        self.last_end = np.full(workload.n, np.nan)
+
+    # ----- the event loop ------------------------------------------------------------------------------------
+
+    def run(self) -> Schedule:
+        events: list[tuple] = []
+        seq = 0
+        for j in np.flatnonzero(np.isfinite(self.w.work) & self.fits_at_all):
+            events.append((float(self.w.submit[j]), _SUBMIT, seq, int(j), 0))
+            seq += 1
+        for i in range(len(self.failures.t)):
+            events.append((float(self.failures.t[i]), _FAIL, seq, int(i), 0))
+            seq += 1
+        heapq.heapify(events)
+        self.seq = seq
+        self.events = events
+        while events:
+            now = events[0][0]
+            while events and events[0][0] == now:
+                _, kind, _, who, token = heapq.heappop(events)
+                if kind == _END:
+                    if who in self.running and self.running[who][2] == token:
+                        self._finish(who, now, "completed")
+                elif kind == _SUBMIT:
+                    self._enqueue(who, now)
+                elif kind == _FAIL:
+                    self._fail(who, now)
+                elif kind == _RECOVER and self.down_until[who] <= now and self.s.down[who]:
+                    self.s.down[who] = False
+                    self.s.touch(who)
+            self.s.refresh()
+            self._pass(now)
+        return self._result()
+
+    def _push(self, t: float, kind: int, who: int, token: int = 0) -> None:
+        heapq.heappush(self.events, (t, kind, self.seq, who, token))
+        self.seq += 1
+
+    def _key(self, j: int) -> tuple:
+        return (-int(self.prio[j]), float(self.w.submit[j]), j)
+
+    def _enqueue(self, j: int, now: float) -> None:
+        insort(self.queue[self.cls[j]], self._key(j))
+        self.waiting_since[j] = now
+
+    # ----- one scheduling pass -------------------------------------------------------------------------------
+
+    def _pass(self, now: float) -> None:
+        head = None
+        while True:
+            head = self._head()
+            if head is None:
+                break
+            j = head[2]
+            c = self.cls[j]
+            if self.s.fits(*self.classes[c]) and self._start(j, now):
+                continue
+            if self.policy.preemption and self._preempt(j, now):
+                continue
+            break
+        if head is not None and self.policy.backfill:
+            self._backfill(head[2], now)
+        self._record_reasons(now)
+
+    def _head(self) -> tuple | None:
+        heads = [q[0] for q in self.queue if q]
+        return min(heads) if heads else None
+
+    def _backfill(self, blocked: int, now: float) -> None:
+        fitting = [c for c, q in enumerate(self.queue) if q and c != self.cls[blocked] and self.s.fits(*self.classes[c])]
+        if not fitting:
+            return
+        shadow, reserved = self._reservation(blocked, now)
+        started = []
+        for key in merge(*(self.queue[c] for c in fitting)):
+            if len(started) + 1 > self.policy.backfill_depth:
+                break
+            j = key[2]
+            if key < self._key(blocked) or not self.s.fits(*self.classes[self.cls[j]]):
+                continue
+            ends_in_time = now + self._remaining(j) <= shadow
+            if self._place_and_start(j, now, None if ends_in_time else reserved, dequeue=False):
+                started.append(j)
+        for j in started:
+            q = self.queue[self.cls[j]]
+            del q[bisect_left(q, self._key(j))]
+
+    def _reservation(self, j: int, now: float) -> tuple[float, np.ndarray]:
+        """(earliest start of job j if running jobs end as expected, hosts it would need then)."""
+        h, n, m = self.classes[self.cls[j]]
+        s = self.s
+        rows: dict[int, np.ndarray] = {}
+        idle = s.idle & (s.size >= n)
+        idle_count = int(idle.sum())
+        gained: list[int] = list(np.flatnonzero(idle))
+        for end, k in self.ends:
+            placement = self.running[k][0]
+            touched = []
+            for host, gpu_idx, milli in placement:
+                row = rows.setdefault(host, s.free[host].copy())
+                row[gpu_idx] += milli
+                touched.append(host)
+            for host in dict.fromkeys(touched):
+                if s.down[host]:
+                    continue
+                row = rows[host]
+                if h == 1:
+                    if int(s.size[host]) >= n and np.sort(row)[::-1][n - 1] >= m:
+                        return end, np.array([host])
+                elif not idle[host] and s.size[host] >= n and (row[: s.size[host]] == FULL).all():
+                    idle_count += 1
+                    gained.append(host)
+                    if idle_count >= h:
+                        return end, np.array(gained)
+        return np.inf, np.zeros(0, dtype=np.int64)
+
+    def _preempt(self, j: int, now: float) -> bool:
+        """Evict lower-priority jobs (lowest priority first, newest first) when that lets job j start."""
+        victims = sorted((k for k in self.running if self.prio[k] < self.prio[j] and self.h[k] > 0),
+                         key=lambda k: (self.prio[k], -self.running[k][1], k))
+        if not victims:
+            return False
+        h, n, m = self.classes[self.cls[j]]
+        s = self.s
+        free = s.free.copy()
+        chosen = []
+        for k in victims:
+            for host, gpu_idx, milli in self.running[k][0]:
+                free[host, gpu_idx] += milli
+            chosen.append(k)
+            up = ~s.down & (s.size >= n)
+            if h == 1:
+                ok = bool(np.any(up & ((-np.sort(-free, axis=1))[:, n - 1] >= m)))
+            else:
+                ok = int(np.count_nonzero(up & ((free == FULL) | (free < 0)).all(axis=1) & (s.size > 0))) >= h
+            if ok:
+                for victim in chosen:
+                    self._stop(victim, now, "preempted")
+                s.refresh()
+                return self._start(j, now)
+        return False
+
+    # ----- placement ---------------------------------------------------------------------------------------
+
+    def _start(self, j: int, now: float) -> bool:
+        return self._place_and_start(j, now, None, dequeue=True)
+
+    def _place_and_start(self, j: int, now: float, avoid: np.ndarray | None, dequeue: bool) -> bool:
+        h, n, m = self.classes[self.cls[j]]
+        placement = self._place(h, n, m, avoid)
+        if placement is None:
+            return False
+        s = self.s
+        for host, gpu_idx, milli in placement:
+            s.free[host, gpu_idx] -= milli
+            self.on_host[host].add(j)
+        for host in {p[0] for p in placement}:
+            s.touch(host)
+        s.refresh()
+        if dequeue:
+            q = self.queue[self.cls[j]]
+            del q[bisect_left(q, self._key(j))]
+        self._spell(j, now)
+        self.attempt[j] += 1
+        end = now + self._remaining(j)
+        self.running[j] = (placement, now, int(self.attempt[j]), end)
+        insort(self.ends, (end, j))
+        if np.isnan(self.first_start[j]):
+            self.first_start[j] = now
+        self._push(end, _END, j, int(self.attempt[j]))
+        return True
+
+    def _place(self, h: int, n: int, m: int, avoid: np.ndarray | None) -> list | None:
+        s = self.s
+        if h == 0:
+            return []
+        pack = self.policy.placement == "pack"
+        if h == 1:
+            ok = s.avail[:, n - 1] >= m if n <= s.avail.shape[1] else np.zeros(len(s.size), bool)
+            if avoid is not None and len(avoid):
+                ok = ok.copy()
+                ok[avoid] = False
+            hosts = np.flatnonzero(ok)
+            if not len(hosts):
+                return None
+            rack_free, pod_free = s.rack_free, s.pod_free
+            sign = 1 if pack else -1
+            order = np.lexsort((hosts, sign * pod_free[self.pod_of[hosts]], sign * rack_free[self.rack_of[hosts]],
+                                sign * s.host_free[hosts]))
+            host = int(hosts[order[0]])
+            row = s.free[host]
+            gpus = np.flatnonzero(row >= m)
+            # pack: the fullest GPUs that still fit (keeps whole GPUs whole); spread: the emptiest
+            gpus = gpus[np.argsort(row[gpus] if pack else -row[gpus], kind="stable")][:n]
+            return [(host, gpus, m)]
+        ok = s.idle & (s.size >= n)
+        if avoid is not None and len(avoid):
+            ok = ok.copy()
+            ok[avoid] = False
+        hosts = np.flatnonzero(ok)
+        if len(hosts) < h:
+            return None
+        pods = self.pod_of[hosts]
+        pod_count = np.bincount(pods, minlength=int(pods.max()) + 1)
+        rack_count = np.bincount(self.rack_of[hosts])
+        if pack:
+            # one pod when one can hold the job (the smallest that can), else the fullest pods first; inside,
+            # the racks with most idle hosts first, so the job touches few racks and stays off the ATSW layer
+            enough = np.flatnonzero(pod_count >= h)
+            if len(enough):
+                best = enough[np.argmin(pod_count[enough])]
+                hosts = hosts[pods == best]
+                pods = pods[pods == best]
+            order = np.lexsort((hosts, self.rack_of[hosts], -rack_count[self.rack_of[hosts]], -pod_count[pods]))
+        else:
+            # round-robin over pods: the i-th idle host of every pod before the (i+1)-th of any
+            rank = np.zeros(len(hosts), dtype=np.int64)
+            for p in np.unique(pods):
+                rank[pods == p] = np.arange(np.count_nonzero(pods == p))
+            order = np.lexsort((hosts, pods, rank))
+        chosen = hosts[order[:h]]
+        return [(int(host), np.arange(int(s.size[host])), FULL) for host in chosen]
+
+    # ----- ends, failures ----------------------------------------------------------------------------------
+
+    def _remaining(self, j: int) -> float:
+        return float(self.w.work[j] - self.progress[j])
+
+    def _release(self, j: int) -> tuple:
+        placement, start, attempt, end = self.running.pop(j)
+        s = self.s
+        for host, gpu_idx, milli in placement:
+            s.free[host, gpu_idx] += milli
+            self.on_host[host].discard(j)
+        for host in {p[0] for p in placement}:
+            s.touch(host)
+        del self.ends[bisect_left(self.ends, (end, j))]
+        return placement, start, attempt
+
+    def _finish(self, j: int, now: float, reason: str) -> None:
+        placement, start, attempt = self._release(j)
+        hosts = sorted({p[0] for p in placement})
+        self.rows_attempts.append((j, attempt, start, now, reason, 0.0, hosts))
+        self.last_end[j] = now
+
+    def _stop(self, j: int, now: float, reason: str) -> None:
+        """End job j's attempt early (failure, preemption) and put it back in the queue by its policy."""
+        placement, start, attempt = self._release(j)
+        done = self.progress[j] + (now - start)
+        if self.restart[j]:
+            saved = np.floor(done / self.policy.checkpoint_interval_s) * self.policy.checkpoint_interval_s
+        else:
+            saved = 0.0
+        saved = min(saved, float(self.w.work[j]))
+        hosts = sorted({p[0] for p in placement})
+        self.rows_attempts.append((j, attempt, start, now, reason, float(done - saved), hosts))
+        self.progress[j] = saved
+        self._enqueue(j, now)
+
+    def _fail(self, i: int, now: float) -> None:
+        host = int(self.failures.host[i])
+        if not 0 <= host < self.cluster.n_hosts:
+            return
+        until = now + float(self.failures.down_for[i])
+        cause = self.failures.cause[i] if i < len(self.failures.cause) else "host_failure"
+        for j in sorted(self.on_host[host]):
+            self._stop(j, now, cause)
+        if not self.s.down[host]:
+            self.rows_outages.append((host, now, until))
+        else:  # already down: the outage grows
+            last = max(k for k, row in enumerate(self.rows_outages) if row[0] == host)
+            self.rows_outages[last] = (host, self.rows_outages[last][1], max(until, self.rows_outages[last][2]))
+        self.s.down[host] = True
+        self.down_until[host] = max(self.down_until[host], until)
+        self.s.touch(host)
+        self._push(self.down_until[host], _RECOVER, host)
+
+    # ----- why jobs wait -----------------------------------------------------------------------------------
+
+    def _spell(self, j: int, now: float) -> None:
+        since = self.waiting_since[j]
+        if now > since:
+            self.rows_spells.append((j, int(self.cls[j]), float(since), now))
+        self.waiting_since[j] = np.nan
+
+    def _record_reasons(self, now: float) -> None:
+        s = self.s
+        free_total = int(s.host_free[~s.down].sum())
+        down_sizes = s.size[s.down]
+        for c, q in enumerate(self.queue):
+            if not q:
+                reason = None
+            else:
+                h, n, m = self.classes[c]
+                if s.fits(h, n, m):
+                    reason = "priority"
+                elif self._fits_if_up(h, n, down_sizes):
+                    reason = "failed_hosts"
+                elif free_total >= h * n * m:
+                    reason = "fragmentation"
+                else:
+                    reason = "no_capacity"
+            if reason != self.reason_now[c]:
+                self.reason_now[c] = reason
+                self.reason_log.append((c, now, reason))
+
+    def _fits_if_up(self, h: int, n: int, down_sizes: np.ndarray) -> bool:
+        if not len(down_sizes):
+            return False
+        extra = int(np.count_nonzero(down_sizes >= n))
+        if h == 1:
+            return extra > 0
+        return int(np.count_nonzero(self.s.idle & (self.s.size >= n))) + extra >= h
+
+    # ----- results -----------------------------------------------------------------------------------------
+
+    def _result(self) -> Schedule:
+        attempts = pl.DataFrame(self.rows_attempts, schema={
+            "job": pl.Int64, "attempt": pl.Int32, "start_s": pl.Float64, "end_s": pl.Float64,
+            "end_reason": pl.String, "lost_work_s": pl.Float64, "hosts": pl.List(pl.Int32)}, orient="row")
+        outages = pl.DataFrame(self.rows_outages, schema={"host": pl.Int64, "start_s": pl.Float64,
+                                                          "end_s": pl.Float64}, orient="row")
+        state = np.where(np.isnan(self.last_end), "pending", "completed")
+        return Schedule(attempts.sort("job", "attempt"), self._waits(), outages, self.first_start, self.last_end,
+                        state)
+
+    def _waits(self) -> pl.DataFrame:
+        """Each wait spell cut by its class's reason timeline (vectorised with searchsorted)."""
+        empty = pl.DataFrame(schema={"job": pl.Int64, "start_s": pl.Float64, "end_s": pl.Float64,
+                                     "reason": pl.String})
+        if not self.rows_spells:
+            return empty
+        spells = np.array([r[:2] for r in self.rows_spells], dtype=np.int64)
+        times = np.array([r[2:] for r in self.rows_spells], dtype=float)
+        log = pl.DataFrame(self.reason_log, schema={"c": pl.Int64, "t": pl.Float64, "reason": pl.String},
+                           orient="row").with_row_index("i").sort("c", "t", "i")
+        lc, lt = log["c"].to_numpy(), log["t"].to_numpy()
+        reasons = log["reason"].to_numpy()
+        # key (class, time) as one sortable number: time ranks within the class block
+        lo = np.searchsorted(lc, spells[:, 1], side="left")
+        hi = np.searchsorted(lc, spells[:, 1], side="right")
+        out_job, out_from, out_to, out_reason = [], [], [], []
+        for idx in range(len(spells)):
+            a, b = lo[idx], hi[idx]
+            t0, t1 = times[idx]
+            block_t = lt[a:b]
+            first = a + max(int(np.searchsorted(block_t, t0, side="right")) - 1, 0)
+            last = a + int(np.searchsorted(block_t, t1, side="left"))
+            edges = np.concatenate(([t0], lt[first + 1:last], [t1]))
+            out_job.append(np.full(len(edges) - 1, spells[idx, 0]))
+            out_from.append(edges[:-1])
+            out_to.append(edges[1:])
+            out_reason.append(reasons[first:last] if last > first else reasons[first:first + 1])
+        frame = pl.DataFrame({"job": np.concatenate(out_job), "start_s": np.concatenate(out_from),
+                              "end_s": np.concatenate(out_to),
+                              "reason": np.concatenate(out_reason).astype(str)})
+        frame = frame.filter((pl.col("end_s") > pl.col("start_s")) & (pl.col("reason") != "None"))
+        # merge neighbouring pieces of one job with the same reason
+        frame = frame.sort("job", "start_s").with_columns(
+            new=(pl.col("reason") != pl.col("reason").shift()).fill_null(True)
+            | (pl.col("job") != pl.col("job").shift()).fill_null(True)
+            | (pl.col("start_s") != pl.col("end_s").shift()).fill_null(True))
+        return (frame.with_columns(g=pl.col("new").cum_sum())
+                .group_by("g", maintain_order=True)
+                .agg(pl.col("job").first(), pl.col("start_s").first(), pl.col("end_s").last(),
+                     pl.col("reason").first())
+                .drop("g"))
+
+
+def schedule(cluster: Cluster, workload: Workload, policy: Policy = Policy(),
+             failures: Failures | None = None) -> Schedule:
+    """Re-schedule `workload` on `cluster` under `policy`, with host `failures` (requeue/restart by job)."""
+    return Scheduler(cluster, workload, policy, failures).run()
+
+
+def dominant_reason(waits: pl.DataFrame) -> pl.DataFrame:
+    """(job, wait_reason): the reason each job waited longest for (ties: REASONS order)."""
+    rank = {r: i for i, r in enumerate(REASONS)}
+    return (waits.with_columns(d=pl.col("end_s") - pl.col("start_s"))
+            .group_by("job", "reason").agg(pl.col("d").sum())
+            .with_columns(r=pl.col("reason").replace_strict(rank, return_dtype=pl.Int64))
+            .sort("job", "d", "r", descending=[False, True, False])
+            .group_by("job", maintain_order=True).agg(pl.col("reason").first().alias("wait_reason")))
