@@ -1,12 +1,54 @@
-"""Compare page (being built; see the page's issue)."""
+"""Compare: two or more runs side by side: headline figures, what differs in their scenarios, incidents by cause.
 
+URL: ?runs=a,b (run ids) reproduces the view.
+"""
+
+import polars as pl
 import streamlit as st
 
 from dashboard import state
+from dashboard.charts import compare as charts
+from dashboard.queries import compare as queries
 
 st.title("Compare")
-run = state.selected_run()
-if run is None:
+runs = state.list_runs()
+if not runs:
     state.empty_state()
     st.stop()
-st.write(f"Run {run.run_id}")
+by_id = {info.run_id: info for info in runs}
+if len(runs) < 2:
+    st.info("Comparing needs at least two runs; the store has one. Make another with `goodput simulate`, or run "
+            "and keep one on the **Planner** page.")
+    st.stop()
+
+wanted = [r for r in st.query_params.get("runs", "").split(",") if r in by_id]
+if len(wanted) < 2:
+    current = st.query_params.get(state.RUN_PARAM)
+    wanted = list(dict.fromkeys([r for r in (current, *by_id) if r in by_id]))[:2]  # the selected run and the newest
+chosen = st.multiselect("Runs", list(by_id), wanted, format_func=lambda r: queries.run_label(by_id[r]))
+st.query_params["runs"] = ",".join(chosen)
+if len(chosen) < 2:
+    st.info("Pick at least two runs.")
+    st.stop()
+infos = [by_id[r] for r in chosen]
+
+st.subheader("Headline figures")
+st.dataframe(queries.headlines(infos), hide_index=True, width="stretch")
+
+st.subheader("What differs in their scenarios")
+diff = queries.scenario_diff(infos)
+if diff.is_empty():
+    st.caption("The runs share one scenario: any difference in their figures is chance (seed) or source.")
+else:
+    st.caption(f"{diff.height} keys differ.")
+    st.dataframe(diff, hide_index=True, width="stretch")
+
+st.subheader("Incidents by cause")
+counts = queries.incidents_by_cause(infos)
+if counts.is_empty():
+    st.info("None of these runs has incidents.")
+else:
+    st.plotly_chart(charts.causes_side_by_side(counts), width="stretch")
+    table = counts.pivot("run", index="cause", values="interruptions").fill_null(0)
+    st.dataframe(table.sort(pl.sum_horizontal(pl.exclude("cause")), descending=True), hide_index=True,
+                 width="stretch")

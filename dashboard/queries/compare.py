@@ -1,0 +1,94 @@
+"""Compare page: headline figures of runs side by side, what differs in their scenarios, incidents by cause."""
+
+from collections.abc import Mapping
+from typing import Any
+
+import polars as pl
+
+from dashboard import state
+from dashboard.charts.common import DASH, fmt_gpu_hours, fmt_hours, fmt_int, fmt_pct
+from engine.errors import GoodputError
+from engine.scenario import from_dict
+from engine.store import RunInfo
+
+# (label, path into the summary, formatter): the figures `goodput simulate --json` prints.
+HEADLINES: tuple[tuple[str, tuple[str, ...], Any], ...] = (
+    ("GPUs", ("gpus",), fmt_int),
+    ("hosts", ("hosts",), fmt_int),
+    ("days", ("days",), lambda d: DASH if d is None else f"{d:g}"),
+    ("flagship job", ("job", "name"), lambda s: s or DASH),
+    ("flagship GPUs", ("job", "gpus"), fmt_int),
+    ("ETTR", ("job", "ettr"), fmt_pct),
+    ("job MTTF", ("job", "mttf_hours"), fmt_hours),
+    ("interruptions", ("interruptions", "total"), fmt_int),
+    ("unexpected", ("interruptions", "unexpected"), fmt_int),
+    ("planned", ("interruptions", "planned"), fmt_int),
+    ("checkpoints", ("job", "checkpoints"), fmt_int),
+    ("lost GPU-hours", ("job", "lost_gpu_hours"), fmt_gpu_hours),
+    ("cluster utilisation", ("cluster", "utilization"), fmt_pct),
+    ("GPU-hours down", ("cluster", "gpu_hours_down"), fmt_gpu_hours),
+)
+
+
+def _dig(summary: Mapping, path: tuple[str, ...]) -> Any:
+    node: Any = summary
+    for part in path:
+        if not isinstance(node, Mapping):
+            return None
+        node = node.get(part)
+    return node
+
+
+def run_label(info: RunInfo) -> str:
+    return f"{info.name} ({info.run_id})"
+
+
+def headlines(infos: list[RunInfo]) -> pl.DataFrame:
+    """A row per figure, a column per run, every value formatted with its unit (a dash where a run lacks it)."""
+    columns: dict[str, list[str]] = {"figure": ["kind", "seed"] + [label for label, _, _ in HEADLINES]}
+    for info in infos:
+        values = [info.kind, DASH if info.seed is None else str(info.seed)]
+        for _, path, fmt in HEADLINES:
+            value = _dig(info.summary, path)
+            values.append(DASH if value is None else fmt(value))
+        columns[run_label(info)] = values
+    return pl.DataFrame(columns)
+
+
+def flat_scenario(nested: Mapping[str, Any]) -> dict[str, Any]:
+    """Every key of a run's scenario: the full validated scenario where it builds, else the stored keys as given."""
+    try:
+        return dict(from_dict(nested).raw) | {"preset": nested.get("preset")}
+    except GoodputError:
+        flat: dict[str, Any] = {}
+
+        def walk(node: Mapping[str, Any], prefix: str) -> None:
+            for key, value in node.items():
+                if isinstance(value, Mapping):
+                    walk(value, f"{prefix}{key}.")
+                else:
+                    flat[f"{prefix}{key}"] = value
+
+        walk(nested, "")
+        return flat
+
+
+def scenario_diff(infos: list[RunInfo]) -> pl.DataFrame:
+    """The scenario keys whose values are not the same in every run, a column per run (as written: "30m")."""
+    flats = [flat_scenario(info.scenario) for info in infos]
+    keys = sorted(set().union(*flats))
+    differing = [k for k in keys if len({repr(f.get(k)) for f in flats}) > 1]
+    return pl.DataFrame({"key": differing} | {
+        run_label(info): [DASH if f.get(k) is None else str(f.get(k)) for k in differing]
+        for info, f in zip(infos, flats, strict=True)}, schema={"key": pl.String} | {
+        run_label(info): pl.String for info in infos})
+
+
+def incidents_by_cause(infos: list[RunInfo]) -> pl.DataFrame:
+    """Every incident of each run counted by cause (columns run, cause, interruptions)."""
+    frames = [state.query(info.run_id, "SELECT cause, count(*) AS interruptions FROM incidents GROUP BY cause"
+                                       " ORDER BY cause").with_columns(pl.lit(run_label(info)).alias("run"))
+              for info in infos]
+    frames = [f.select("run", "cause", pl.col("interruptions").cast(pl.Int64)) for f in frames]
+    return pl.concat(frames) if frames else pl.DataFrame(
+        schema={"run": pl.String, "cause": pl.String, "interruptions": pl.Int64})

@@ -1,0 +1,45 @@
+"""Compare page: runs from ?runs=, headline figures side by side, the scenario keys that differ, causes."""
+
+from test_charts_pages import open_page, pages_run, stored_run
+
+from dashboard.queries.compare import scenario_diff
+from engine.store import Store
+
+PAGE = "app_pages/compare.py"
+
+
+def test_empty_store_and_a_single_run(store_dir):
+    at = open_page(PAGE)
+    assert not at.exception and any("no runs yet" in i.value for i in at.info)
+    stored_run(store_dir)
+    at = open_page(PAGE)
+    assert not at.exception and any("at least two runs" in i.value for i in at.info)
+
+
+def test_two_runs_side_by_side(store_dir):
+    a = stored_run(store_dir, pages_run("base"))
+    b = stored_run(store_dir, pages_run("spares", preset_sets=("spares.hosts=8", "training.checkpoint_interval=30m")))
+    c = stored_run(store_dir, pages_run("unused"))
+    at = open_page(PAGE, {"runs": f"{a},{b}"})
+    assert not at.exception
+    assert at.multiselect[0].value == [a, b] and c not in at.query_params["runs"]
+    headlines = at.dataframe[0].value
+    assert list(headlines.columns) == ["figure", f"base ({a})", f"spares ({b})"]
+    assert headlines.set_index("figure").loc["ETTR"].tolist() == ["93.0%", "93.0%"]
+    diff = at.dataframe[1].value
+    assert diff["key"].tolist() == ["spares.hosts", "training.checkpoint_interval"]
+    assert diff[f"spares ({b})"].tolist() == ["8", "30m"] and diff[f"base ({a})"].tolist() == ["4", "20m"]
+    causes = at.dataframe[2].value
+    assert causes["cause"].tolist()[0] in {"faulty_gpu", "gpu_hbm3", "network_switch_cable", "planned_maintenance"}
+    assert causes[f"base ({a})"].sum() == 4
+
+
+def test_default_is_the_selected_run_and_the_newest(store_dir):
+    a = stored_run(store_dir, pages_run("first"))
+    b = stored_run(store_dir, pages_run("second"))
+    at = open_page(PAGE, {"run": a})
+    assert not at.exception and set(at.multiselect[0].value) == {a, b}
+    assert set(at.query_params["runs"].split(",")) == {a, b}
+    infos = Store(store_dir).list_runs()
+    assert scenario_diff(infos).is_empty()  # same scenario: nothing differs
+    assert any("share one scenario" in c.value for c in at.caption)
