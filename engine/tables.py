@@ -9,11 +9,16 @@ from engine.schema import TABLES
 FLAGSHIP_PRIORITY, RESEARCH_PRIORITY = 100, 0
 
 
-def schema_of(table: str) -> dict[str, pl.DataType]:
+def schema_of(table: str, columns: tuple[str, ...] | None = None) -> dict[str, pl.DataType]:
+    """Polars types of a store table's columns (all of them, or `columns`)."""
     types = {"VARCHAR": pl.String, "DOUBLE": pl.Float64, "INTEGER": pl.Int32, "SMALLINT": pl.Int16,
              "BIGINT": pl.Int64, "BOOLEAN": pl.Boolean, "REAL": pl.Float32, "INTEGER[]": pl.List(pl.Int32),
              "VARCHAR[]": pl.List(pl.String)}
-    return {name: types[sql] for name, sql in TABLES[table].items()}
+    return {name: types[sql] for name, sql in TABLES[table].items() if columns is None or name in columns}
+
+
+JOB_COLUMNS = ("job_id", "name", "gpus", "priority", "submit_s", "start_s", "end_s", "state", "user", "kind",
+               "wait_reason")
 
 
 def research_job_id(index: int) -> str:
@@ -34,7 +39,9 @@ def job_frames(sim) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
         "priority": np.full(len(r), RESEARCH_PRIORITY, dtype=np.int32),
         "submit_s": [j[1] for j in r], "start_s": [j[2] for j in r], "end_s": [j[3] for j in r],
         "state": [j[4] for j in r], "user": ["research"] * len(r), "kind": ["research"] * len(r),
-    }, schema=schema_of("jobs"))
+        # a research job only waits when a host of its lane is in repair
+        "wait_reason": [None if j[2] == j[1] else "failed_hosts" for j in r],
+    }, schema=schema_of("jobs", JOB_COLUMNS))
     research_attempts = pl.DataFrame({
         "job_id": ids, "attempt": np.ones(len(r), dtype=np.int32),
         "start_s": [j[2] for j in r], "end_s": [j[3] for j in r], "end_reason": [j[5] for j in r],
@@ -48,8 +55,8 @@ def job_frames(sim) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
         frames_jobs.append(pl.DataFrame({
             "job_id": [sim.job_id], "name": [sim.job_id], "gpus": [float(s["training.gpus"])],
             "priority": [FLAGSHIP_PRIORITY], "submit_s": [0.0], "start_s": [0.0], "end_s": [horizon],
-            "state": ["running"], "user": ["pretraining"], "kind": ["flagship"],
-        }, schema=schema_of("jobs")))
+            "state": ["running"], "user": ["pretraining"], "kind": ["flagship"], "wait_reason": [None],
+        }, schema=schema_of("jobs", JOB_COLUMNS)))
         frames_attempts.append(pl.DataFrame(ledger.attempts, schema=["attempt", "start_s", "end_s", "end_reason",
                                                                      "lost_work_s", "hosts"], orient="row")
                                .with_columns(job_id=pl.lit(sim.job_id)).select(list(TABLES["job_attempts"]))
