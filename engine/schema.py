@@ -111,6 +111,9 @@ TABLES: dict[str, dict[str, str]] = {
         "mem_util_pct": "REAL",
         "ecc_sbe": "INTEGER",
         "ecc_dbe": "INTEGER",
+        # Filled by ingest only (DCGM_FI_DEV_MEMORY_TEMP, DCGM_FI_DEV_FB_USED); null in simulated runs.
+        "memory_temp_c": "REAL",
+        "fb_used_mib": "REAL",
     },
     "link_samples": {
         "t_s": "DOUBLE",
