@@ -23,14 +23,6 @@ from dashboard.queries import overview as q
 from engine.analytics import ettr_timeline
 
 TIME_PARAM = "t"
-BUCKETS_S = (300, 900, 1800, 3600, 2 * 3600, 6 * 3600, 12 * 3600, 86400, 7 * 86400)
-MAX_BUCKETS = 120  # enough to see a trend, few enough to read each bar
-
-
-def bucket_for(duration_s: float) -> float:
-    """The finest bucket that keeps ETTR over time under MAX_BUCKETS bars."""
-    return float(next((b for b in BUCKETS_S if duration_s / b <= MAX_BUCKETS), BUCKETS_S[-1]))
-
 
 st.title("Overview")
 run = state.selected_run()
@@ -54,7 +46,7 @@ timeline = None
 if flagship:
     attempts, checkpoints = q.attempts_and_checkpoints(run.run_id, flagship["job_id"])
     if attempts.height:
-        timeline = ettr_timeline(attempts, checkpoints, flagship["job_id"], bucket_for(run.duration_s),
+        timeline = ettr_timeline(attempts, checkpoints, flagship["job_id"], q.timeline_bucket(run.duration_s),
                                  run.duration_s)
 figures = q.headline(summary)
 if q.number(summary, "job.ettr") is None and timeline is not None and timeline["ettr_cumulative"].drop_nulls().len():
@@ -92,7 +84,7 @@ if losses or timeline is not None:
             marks = q.interruptions(run.run_id, flagship["job_id"])
             st.plotly_chart(charts.ettr_over_time(timeline, run.started_at, marks,
                                                   q.number(summary, "job.closed_form_ettr")), key="ettr_time")
-            st.caption(f"Bars: ETTR in each {fmt_duration(bucket_for(run.duration_s))} bucket; line: ETTR from "
+            st.caption(f"Bars: ETTR in each {fmt_duration(q.timeline_bucket(run.duration_s))} bucket; line: ETTR from "
                        "the job's start; triangles: interruptions, coloured by category.")
         else:
             st.info("This run has no attempts of a flagship job to draw ETTR over time from.")

@@ -85,6 +85,15 @@ FROM incidents GROUP BY cause ORDER BY count DESC, cause
 """
 
 
+TIMELINE_BUCKETS_S = (300, 900, 1800, 3600, 2 * 3600, 6 * 3600, 12 * 3600, 86400, 7 * 86400)
+MAX_BUCKETS = 120  # enough bars to see a trend, few enough to tell each apart
+
+
+def timeline_bucket(duration_s: float) -> float:
+    """The finest bucket of ETTR over time that keeps the chart under MAX_BUCKETS bars."""
+    return float(next((b for b in TIMELINE_BUCKETS_S if duration_s / b <= MAX_BUCKETS), TIMELINE_BUCKETS_S[-1]))
+
+
 def instant(t_s: float, duration_s: float) -> float:
     """The instant whose states a query reads: at the very end of the run, the last instant inside it.
 

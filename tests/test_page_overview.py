@@ -1,0 +1,277 @@
+"""Overview page: headline figures, charts (as plain functions), what is down at ?t=, runs lacking a summary."""
+
+from datetime import datetime
+from pathlib import Path
+
+import polars as pl
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from dashboard.charts import overview as charts
+from dashboard.charts.common import CATEGORY_COLORS, LOSS_COLORS, state_color
+from dashboard.queries import overview as q
+from engine.analytics import ettr_timeline
+from tests.runs import (
+    DURATION_S,
+    STARTED_AT,
+    bare_run,
+    expected_summary,
+    flagship_checkpoints,
+    job_attempts,
+    make_store,
+    small_run,
+)
+
+APP = str(Path(__file__).resolve().parent.parent / "dashboard" / "streamlit_app.py")
+RUN = "sim-20240301-000000-aaaaaa"
+
+
+def overview(**params) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=60)
+    for key, value in params.items():
+        at.query_params[key] = value
+    return at.run()
+
+
+def metrics(at: AppTest) -> dict[str, tuple[str, str | None]]:
+    return {m.label: (m.value, m.delta or None) for m in at.metric}
+
+
+def down_table(at: AppTest) -> pl.DataFrame:
+    [frame] = at.dataframe  # the Overview's one table
+    return pl.from_pandas(frame.value)
+
+
+# ----- the page ------------------------------------------------------------------------------------------------
+
+
+def test_headline_figures_of_the_hand_made_run(store_dir):
+    make_store(store_dir, small_run())
+    at = overview()
+    assert not at.exception
+    # every figure follows from tests/runs.py: ETTR 152,400 / 172,800 s; 16 GPUs x 20,400 s lost; ...
+    assert metrics(at) == {
+        "ETTR (goodput)": ("88.2%", "-1.8 pp vs closed form 90.0%"),
+        "Job MTTF": ("24.0 h", None),
+        "Interruptions": ("3", "2 unexpected · 1 planned"),
+        "Goodput lost": ("90.7 GPU-h", "$227"),
+        "Cluster utilisation": ("71.2%", None),
+        "GPU-hours down": ("264 GPU-h", "17.2% of the cluster"),
+    }
+    assert "2024-03-01 00:00 → 2024-03-03 00:00 UTC (2.0 days)" in at.main.caption[0].value
+    assert "32 GPUs on 4 hosts" in at.main.caption[0].value
+    headers = [h.value for h in at.subheader]
+    assert headers == ["Where the flagship job's time went", "What interrupted it", "What is down"]
+    md = [m.value for m in at.main.markdown]
+    assert "**3 interruptions of the flagship job.** The most frequent causes:" in md
+    assert "One unexpected interruption every **24.0 hours** on average (job MTTF)." in md
+
+
+def test_what_is_down_at_the_end_of_the_run_by_default(store_dir):
+    make_store(store_dir, small_run())
+    at = overview()
+    assert at.slider[0].value == datetime(2024, 3, 3)
+    assert "t" not in at.query_params
+    assert "**1 of 4 hosts** (8 GPUs) are out of service at the end of the run." in [m.value for m in at.markdown]
+    table = down_table(at)
+    assert table.select("host", "state", "down_since", "down_for", "cause", "category", "incident").rows() == [
+        ("h0003", "repair", "2024-03-02 22:40 UTC", "1 h 20 min", "SSD", "Host", 5)]
+
+
+def test_what_is_down_at_a_time_from_the_url(store_dir):
+    make_store(store_dir, small_run())
+    at = overview(t="155000")
+    assert not at.exception
+    assert at.slider[0].value == datetime(2024, 3, 2, 19, 3, 20)
+    assert at.query_params["t"] == "155000"
+    table = down_table(at)
+    # the rack switch's cable took both hosts of rack 1 down at 150,000 s; the incident names no host
+    assert table.select("host", "rack", "down_since", "cause", "incident").rows() == [
+        ("h0002", 1, "2024-03-02 17:40 UTC", "Network switch/cable", 4),
+        ("h0003", 1, "2024-03-02 17:40 UTC", "Network switch/cable", 4)]
+
+
+def test_moving_the_time_slider_updates_the_url(store_dir):
+    make_store(store_dir, small_run())
+    at = overview()
+    at.slider[0].set_value(datetime(2024, 3, 1, 16, 40)).run()  # 60,000 s: host 1 in repair, host 2 diagnosing
+    assert not at.exception
+    assert at.query_params["t"] == "60000"
+    assert down_table(at)["host"].to_list() == ["h0001", "h0002"]
+    at.slider[0].set_value(datetime(2024, 3, 1, 0, 0)).run()
+    assert [s.value for s in at.success] == ["All 4 hosts are healthy, running or spare at 2024-03-01 00:00 UTC "
+                                             "(day 1 00:00)."]
+
+
+def test_a_malformed_time_in_the_url_means_the_end_of_the_run(store_dir):
+    make_store(store_dir, small_run())
+    at = overview(t="yesterday")
+    assert not at.exception
+    assert at.slider[0].value == datetime(2024, 3, 3)
+
+
+def test_ingested_run_without_summary_or_host_states(store_dir):
+    make_store(store_dir, bare_run())
+    at = overview()
+    assert not at.exception
+    assert not at.metric
+    infos = [i.value for i in at.info]
+    assert any("has no summary of a flagship job" in i for i in infos)
+    assert any("records no host states" in i for i in infos)
+
+
+def test_summary_with_only_some_keys(store_dir):
+    run = small_run(run_id="rep-20240301-000000-dddddd")
+    run.kind, run.summary = "replay", {"job": {"ettr": 0.5}, "interruptions": {"total": 7}}
+    make_store(store_dir, run)
+    at = overview()
+    assert not at.exception
+    assert metrics(at) == {"ETTR (goodput)": ("50.0%", None), "Interruptions": ("7", None)}
+    # no counts by cause in the summary: the incidents table is counted instead
+    assert "**5 interruptions recorded in the run.** The most frequent causes:" in [m.value for m in at.markdown]
+
+
+def test_ettr_is_computed_from_attempts_when_the_summary_has_none(store_dir):
+    run = small_run(run_id="rep-20240301-000000-eeeeee")
+    run.kind, run.summary = "replay", {}
+    make_store(store_dir, run)
+    at = overview()
+    assert not at.exception
+    assert metrics(at) == {"ETTR (from attempts)": ("88.2%", None)}
+
+
+# ----- queries -------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def run_store(store_dir):
+    return make_store(store_dir, small_run())
+
+
+@pytest.mark.parametrize(("t_s", "down"), [
+    (0.0, []),
+    (36000.0, [(1, "down", 36000.0, 1)]),
+    (60500.0, [(1, "repair", 36000.0, 1), (2, "diagnosing", 60000.0, 2)]),
+    (110000.0, [(1, "burn_in", 36000.0, 1)]),
+    (121000.0, []),  # host 1 is a spare again
+    (150000.0, [(2, "down", 150000.0, 4), (3, "down", 150000.0, 4)]),
+    (166000.0, []),
+    (DURATION_S, [(3, "repair", 168000.0, 5)]),
+    (10 * DURATION_S, [(3, "repair", 168000.0, 5)]),  # past the end reads the end
+])
+def test_down_at(run_store, t_s, down):
+    frame = q.down_at(RUN, t_s, DURATION_S)
+    assert frame.select("host_id", "state", "down_since_s", "incident_id").rows() == down
+
+
+def test_down_at_names_the_cause_and_how_long(run_store):
+    row = q.down_at(RUN, 100000.0, DURATION_S).row(0, named=True)
+    assert (row["hostname"], row["rack_id"], row["cause"], row["category"], row["gpu_id"], row["xid"]) == (
+        "h0001", 0, "faulty_gpu", "GPU", 11, 79)
+    assert row["state_since_s"] == 100000.0 and row["down_for_s"] == 64000.0
+
+
+def test_state_counts_and_sizes(run_store):
+    counts = q.state_counts_at(RUN, 155000.0, DURATION_S)
+    assert dict(counts.iter_rows()) == {"repair": 2, "running": 2}
+    assert q.host_count(RUN) == {"hosts": 4, "gpus": 32}
+    assert q.flagship_job(RUN) == {"job_id": "flagship", "name": "tiny-pretrain", "gpus": 16.0, "start_s": 0.0}
+    assert q.interruptions(RUN, "flagship").rows() == [
+        (36000.0, "faulty_gpu"), (96000.0, "planned_maintenance"), (150000.0, "network_switch_cable")]
+    assert q.has_host_states(RUN)
+
+
+def test_instant_reads_the_last_moment_inside_the_run():
+    assert q.instant(500.0, 1000.0) == 500.0
+    assert q.instant(1000.0, 1000.0) == pytest.approx(1000.0 - 1e-3)
+    assert q.instant(-5.0, 1000.0) == 0.0
+
+
+def test_headline_from_a_full_and_an_empty_summary():
+    full = q.headline(expected_summary())
+    assert [h.label for h in full] == ["ETTR (goodput)", "Job MTTF", "Interruptions", "Goodput lost",
+                                       "Cluster utilisation", "GPU-hours down"]
+    assert all(h.help for h in full)
+    assert q.headline({}) == []
+    assert q.headline({"job": {"ettr": "n/a", "mttf_hours": True}}) == []  # not numbers: not shown
+    [only] = q.headline({"job": {"lost_gpu_hours": 12345.0}})
+    assert (only.label, only.value, only.delta) == ("Goodput lost", "12.3k GPU-h", None)
+
+
+def test_causes_from_summary():
+    counts = q.causes_from_summary(expected_summary())
+    assert dict(counts.filter(pl.col("count") > 0).iter_rows()) == {
+        "faulty_gpu": 1, "network_switch_cable": 1, "planned_maintenance": 1}
+    # a summary that already counts planned maintenance by cause is not counted twice
+    twice = q.causes_from_summary({"interruptions": {"planned": 2, "by_cause": {"planned_maintenance": 2}}})
+    assert twice.rows() == [("planned_maintenance", 2)]
+    assert q.causes_from_summary({"interruptions": {"total": 3}}) is None
+
+
+# ----- charts --------------------------------------------------------------------------------------------------
+
+
+def test_waterfall_steps_from_wall_clock_to_productive():
+    s = expected_summary()
+    wall = 16 * 48.0
+    fig = charts.goodput_waterfall(wall, s["job"]["losses_gpu_hours"], wall * s["job"]["ettr"])
+    bar = fig.data[0]
+    assert list(bar.x) == ["Wall-clock", "Lost work", "Restarts", "Checkpoints", "Productive"]
+    assert list(bar.y) == pytest.approx([768.0, 38.6667, 24.0, 28.0, 677.3333], abs=1e-3)
+    assert list(bar.base) == pytest.approx([0.0, 729.3333, 705.3333, 677.3333, 0.0], abs=1e-3)
+    assert list(bar.marker.color)[1:4] == [LOSS_COLORS["lost_work"], LOSS_COLORS["restart"], LOSS_COLORS["checkpoint"]]
+    assert "38.7 GPU-h<br>5.0%" in bar.text[1]
+    # losses are 12% of the wall-clock: the axis starts above zero, and the title says where
+    assert fig.layout.yaxis.range[0] == 490.0 and "starts at 490 GPU-h" in fig.layout.title.text
+
+
+def test_waterfall_shows_what_the_losses_do_not_explain():
+    fig = charts.goodput_waterfall(100.0, {"lost_work": 5.0, "restart": 5.0}, productive_gpu_hours=80.0)
+    assert list(fig.data[0].x) == ["Wall-clock", "Lost work", "Restarts", "Other", "Productive"]
+    assert list(fig.data[0].y) == pytest.approx([100.0, 5.0, 5.0, 10.0, 80.0])
+    # within rounding the residual is left out
+    assert "Other" not in charts.goodput_waterfall(100.0, {"lost_work": 10.0}, 89.8).data[0].x
+
+
+def test_axis_floor():
+    assert charts.axis_floor(62913.0, 1588.0) == 59000.0
+    assert charts.axis_floor(50.0, 50.0) == 0.0  # big losses: from zero
+
+
+def test_ettr_over_time_figure():
+    timeline = ettr_timeline(job_attempts(), flagship_checkpoints(), "flagship", 3600.0, DURATION_S)
+    marks = pl.DataFrame({"t_s": [36000.0, 96000.0], "cause": ["faulty_gpu", "planned_maintenance"]})
+    fig = charts.ettr_over_time(timeline, STARTED_AT, marks, closed_form=0.9)
+    bars, line, points = fig.data
+    assert len(bars.x) == 48 and bars.x[0] == datetime(2024, 3, 1) and bars.x[10] == datetime(2024, 3, 1, 10)
+    assert line.y[-1] == pytest.approx(152400 / 172800)
+    assert list(points.marker.color) == [CATEGORY_COLORS["GPU"], CATEGORY_COLORS["Planned"]]
+    assert list(points.text) == ["Faulty GPU", "Planned maintenance"]
+    # a bucket spent restarting has ETTR 0, so the axis runs from 0 here ...
+    assert min(v for v in bars.y if v is not None) == 0.0 and list(fig.layout.yaxis.range) == [0.0, 1.08]
+    assert fig.layout.shapes[0].y0 == 0.9  # the closed form
+    # ... and from a tenth below the worst bucket when every bucket made progress
+    steady = pl.DataFrame({"t_s": [0.0, 3600.0], "ettr": [0.97, 0.93], "ettr_cumulative": [0.97, 0.95]})
+    assert charts.ettr_over_time(steady, STARTED_AT).layout.yaxis.range[0] == pytest.approx(0.8)
+
+
+def test_interruptions_by_cause_figure():
+    counts = pl.DataFrame({"cause": ["faulty_gpu", "gpu_hbm3", "network_switch_cable", "ssd"], "count": [3, 1, 2, 0]})
+    fig = charts.interruptions_by_cause(counts)
+    assert [t.name for t in fig.data] == ["GPU", "Network"]  # ssd has no interruption: no bar
+    gpu = fig.data[0]
+    assert list(gpu.y) == ["GPU HBM3 memory", "Faulty GPU"] and list(gpu.x) == [1, 3]
+    assert gpu.marker.color == CATEGORY_COLORS["GPU"]
+    assert list(fig.layout.yaxis.categoryarray) == ["GPU HBM3 memory", "Network switch/cable", "Faulty GPU"]
+
+
+def test_hosts_by_state_figure():
+    fig = charts.hosts_by_state(pl.DataFrame({"state": ["running", "repair"], "hosts": [3, 1]}))
+    assert [(t.name, t.x[0], t.marker.color) for t in fig.data] == [
+        ("running", 3, state_color("running")), ("repair", 1, state_color("repair"))]
+
+
+@pytest.mark.parametrize(("days", "bucket"), [(0.05, 300.0), (2, 1800.0), (7, 2 * 3600.0), (54, 12 * 3600.0),
+                                            (365, 7 * 86400.0)])
+def test_timeline_bucket_keeps_the_bars_readable(days, bucket):
+    assert q.timeline_bucket(days * 86400) == bucket
