@@ -15,6 +15,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from dashboard.charts import compare, gpus, incidents, jobs, network, planner, racks
+from dashboard.charts.common import CATEGORY_COLORS
 from engine.analytics import closed_form_ettr, young_daly_interval
 from engine.run import Run
 from engine.scenario import build
@@ -207,6 +208,7 @@ def test_gantt_colours_attempts_by_how_they_ended_and_marks_failures():
     assert [str(x) for x in marks.x] == ["2024-03-01T05:33:20.000", "2024-03-01T08:20:00.000"]
     assert list(marks.text) == ["faulty_gpu", "network_switch_cable"]
     assert list(fig.layout.yaxis.categoryarray) == ["j-r2", "j-r1", "j-flag"]  # the first row on top
+    assert list(fig.layout.yaxis.range) == [-0.6, 2.6]  # no empty band above or below the rows
 
 
 # ----- gpus ---------------------------------------------------------------------------------------------
@@ -228,11 +230,16 @@ def test_gpu_telemetry_has_a_panel_per_metric_and_the_tdp_line():
     assert [s.y0 for s in fig.layout.shapes] == [700.0]
 
 
-def test_offender_history_one_trace_per_cause():
+def test_offender_history_one_trace_per_cause_in_category_colours():
     frame = pl.DataFrame({"label": ["host-001", "host-001"], "t_s": [20000.0, 70000.0],
                           "cause": ["faulty_gpu", "gpu_hbm3"]})
+    frame = pl.concat([frame, pl.DataFrame({"label": ["host-009"], "t_s": [100.0], "cause": ["nic"]})])
     fig = gpus.offender_history(frame, STARTED)
-    assert [t.name for t in fig.data] == ["faulty_gpu", "gpu_hbm3"]
+    assert [t.name for t in fig.data] == ["faulty_gpu", "gpu_hbm3", "nic"]  # by category (GPU, Host), then cause
+    assert [t.marker.color for t in fig.data] == [CATEGORY_COLORS["GPU"], CATEGORY_COLORS["GPU"],
+                                                  CATEGORY_COLORS["Host"]]
+    assert [t.marker.symbol for t in fig.data] == ["diamond", "circle", "diamond"]  # told apart inside GPU
+    assert list(fig.layout.yaxis.categoryarray) == ["host-009", "host-001"]  # the first row on top
 
 
 # ----- incidents ----------------------------------------------------------------------------------------

@@ -6,6 +6,7 @@ import plotly.graph_objects as go
 import polars as pl
 from plotly.subplots import make_subplots
 
+from dashboard.charts.common import category_of, cause_color
 from dashboard.charts.jobs import as_time
 from dashboard.charts.racks import STATE_COLOURS
 from engine.reference import XIDS
@@ -39,14 +40,22 @@ def xid_counts(counts: pl.DataFrame) -> go.Figure:
     return fig
 
 
+SYMBOLS = ("diamond", "circle", "square", "triangle-up", "x", "star", "cross", "hexagon")
+
+
 def offender_history(incidents: pl.DataFrame, started_at: datetime) -> go.Figure:
-    """Each incident of the repeat offenders (columns label, t_s, cause) as a marker on the offender's row."""
+    """Each incident of the repeat offenders (columns label, t_s, cause) as a marker on the offender's row,
+    in the order the rows come. A cause takes its category's colour and a symbol of its own in that category."""
     fig = go.Figure()
-    for cause in incidents["cause"].unique().sort().to_list():
+    causes = sorted(incidents["cause"].unique().to_list(), key=lambda c: (category_of(c), c))
+    rank_in_category: dict[str, int] = {}
+    for cause in causes:
+        symbol = SYMBOLS[rank_in_category.get(category_of(cause), 0) % len(SYMBOLS)]
+        rank_in_category[category_of(cause)] = rank_in_category.get(category_of(cause), 0) + 1
         part = incidents.filter(pl.col("cause") == cause)
         fig.add_trace(go.Scatter(
             x=as_time(started_at, part["t_s"].to_numpy()), y=part["label"].to_list(), mode="markers",
-            name=cause, marker={"size": 11, "symbol": "diamond"},
+            name=cause, marker={"size": 11, "symbol": symbol, "color": cause_color(cause)},
         ))
     labels = incidents["label"].unique(maintain_order=True).to_list()
     fig.update_layout(height=max(200, 28 * len(labels) + 100), margin={"l": 10, "r": 10, "t": 10, "b": 10})

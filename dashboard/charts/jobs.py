@@ -69,7 +69,7 @@ def attempts_gantt(attempts: pl.DataFrame, started_at: datetime, row_order: list
     failed = frame.filter(pl.col("end_kind") == "failure")
     fig.add_trace(go.Scatter(
         x=as_time(started_at, failed["end_s"].to_numpy()), y=failed["label"].to_list(), mode="markers",
-        marker={"symbol": "x", "size": 9, "color": "black"}, name="failure", text=failed["end_reason"].to_list(),
+        marker={"symbol": "x", "size": 9, "color": "black"}, name="interrupted here", text=failed["end_reason"].to_list(),
         hovertemplate="%{y}<br>%{x}<br>%{text}<extra>failure</extra>",
     ))
     fig.update_layout(
@@ -77,5 +77,5 @@ def attempts_gantt(attempts: pl.DataFrame, started_at: datetime, row_order: list
         legend={"orientation": "h", "y": 1.02, "yanchor": "bottom"},
     )
     fig.update_xaxes(type="date")
-    fig.update_yaxes(categoryorder="array", categoryarray=list(reversed(row_order)), autorange=True)
+    fig.update_yaxes(categoryorder="array", categoryarray=list(reversed(row_order)), range=[-0.6, len(row_order) - 0.4])
     return fig

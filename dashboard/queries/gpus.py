@@ -49,14 +49,16 @@ def offenders(run_id: str, by: str, minimum: int = 1, limit: int = 50) -> pl.Dat
     return state.query(run_id, sql, (minimum, limit))
 
 
-def offender_incidents(run_id: str, minimum: int = 2) -> pl.DataFrame:
-    """Every unplanned incident of the hosts with at least `minimum` of them (label = hostname)."""
+def offender_incidents(run_id: str, minimum: int = 2, hosts: int = 25) -> pl.DataFrame:
+    """Every unplanned incident of the (at most `hosts`) hosts with at least `minimum` of them, the worst first
+    (label = hostname)."""
     return state.query(run_id, """
         WITH unplanned AS (SELECT * FROM incidents WHERE NOT coalesce(planned, false) AND host_id IS NOT NULL),
-        lemons AS (SELECT host_id FROM unplanned GROUP BY host_id HAVING count(*) >= ?)
+        lemons AS (SELECT host_id, count(*) AS n FROM unplanned GROUP BY host_id HAVING count(*) >= ?
+                   ORDER BY n DESC, host_id LIMIT ?)
         SELECT h.hostname AS label, u.t_s, u.cause, u.gpu_id, u.xid
         FROM unplanned u JOIN lemons USING (host_id) JOIN hosts h USING (host_id)
-        ORDER BY h.hostname, u.t_s""", (minimum,))
+        ORDER BY lemons.n DESC, u.host_id, u.t_s""", (minimum, hosts))
 
 
 def xid_counts(run_id: str) -> pl.DataFrame:
