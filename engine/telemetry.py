@@ -51,10 +51,14 @@ from engine.telemetry_model import (
 )
 from engine.telemetry_xid import pci_bus_id, xid_counts, xid_events
 
-__all__ = ["gpu_samples", "xid_events", "xid_counts", "pci_bus_id", "sample_times", "SILENT_STATES"]
+__all__ = ["gpu_samples", "xid_events", "xid_counts", "pci_bus_id", "sample_times", "SILENT_STATES",
+           "SIMULATED_COLUMNS"]
 
-SAMPLE_SCHEMA = {name: {"DOUBLE": pl.Float64, "INTEGER": pl.Int32, "REAL": pl.Float32}[sql]
-                 for name, sql in TABLES["gpu_samples"].items()}
+_POLARS_TYPE = {"DOUBLE": pl.Float64, "INTEGER": pl.Int32, "REAL": pl.Float32, "BIGINT": pl.Int64,
+                "SMALLINT": pl.Int16, "VARCHAR": pl.String, "BOOLEAN": pl.Boolean}
+SAMPLE_SCHEMA = {name: _POLARS_TYPE[sql] for name, sql in TABLES["gpu_samples"].items()}
+# What the simulation generates; other columns of the table (read only from real DCGM scrapes) are null here.
+SIMULATED_COLUMNS = ("t_s", "gpu_id", "temp_c", "power_w", "util_pct", "mem_util_pct", "ecc_sbe", "ecc_dbe")
 # A host in these states is off the fleet's telemetry: powered down, or on a bench being diagnosed and fixed.
 # burn_in reports (it runs stress tests, hot); draining reports (its job is being stopped).
 SILENT_STATES = ("down", "diagnosing", "repair")
@@ -242,46 +246,63 @@ def _host_grid(fleet: _Fleet, h0: int, h1: int, t: np.ndarray, resolution: float
 def _chunk(fleet: _Fleet, pre, key: int, h0: int, h1: int, t: np.ndarray, resolution: float, tdp: float,
            diurnal: np.ndarray) -> pl.DataFrame:
     g0, g1 = int(fleet.host_first_gpu[h0]), int(fleet.host_first_gpu[h1])
+    n_gpus, n_t = g1 - g0, t.size
     local_host = fleet.gpu_host[g0:g1] - h0
-    host_activity, host_fade, host_reports = _host_grid(fleet, h0, h1, t, resolution)
-    activity, fade, reports = host_activity[local_host], host_fade[local_host], host_reports[local_host]
-    shape = activity.shape
-    gpu_ids = fleet.gpu_id[g0:g1]
-    bits = hash_noise(key, gpu_ids[:, None], np.arange(t.size)[None, :])
-    busy = np.where(activity == IDLE, np.float32(0.0), fade)  # 0 idle .. 1 at full load
+    activity, fade, host_reports = _host_grid(fleet, h0, h1, t, resolution)
+    # What a host does sets its GPUs' levels: computed per (host, sample), then broadcast to the GPUs. Hosts of
+    # equal size (the usual case) broadcast as a (hosts, GPUs a host, samples) view without copying.
+    per_host = np.diff(fleet.host_first_gpu[h0:h1 + 1])
+    if (per_host == per_host[0]).all():
+        grid = (h1 - h0, int(per_host[0]), n_t)
 
-    util = np.clip((UTIL_LEVEL[activity] + UTIL_SPREAD[activity] * unit_noise(bits, 0)) * fade, 0.0, 100.0)
+        def to_gpus(host_values: np.ndarray) -> np.ndarray:
+            return host_values[:, None, :]
+    else:
+        grid = (n_gpus, n_t)
+
+        def to_gpus(host_values: np.ndarray) -> np.ndarray:
+            return host_values[local_host]
+
+    def per_gpu(values: np.ndarray) -> np.ndarray:
+        return values[g0:g1].reshape(*grid[:-1], 1)
+
+    busy = np.where(activity == IDLE, np.float32(0.0), fade)  # 0 idle .. 1 at full load
+    lanes = unit_noise(hash_noise(key, per_gpu(fleet.gpu_id), np.arange(n_t)))
+
+    util = to_gpus(UTIL_LEVEL[activity] * fade) + to_gpus(UTIL_SPREAD[activity] * fade) * lanes[0]
     # power: the level blends from idle to the activity's level as load fades; clocks dip at the day's hottest
     # hour (DVFS) by DIURNAL_POWER_SWING peak to trough; never above the power limit
-    level = POWER_LEVEL[IDLE] + (POWER_LEVEL[activity] - POWER_LEVEL[IDLE]) * fade
     swing = 1.0 - np.float32(DIURNAL_POWER_SWING / 2) * diurnal[None, :] * (busy > 0)
-    power = (tdp * level * fleet.power_factor[g0:g1, None] * swing
-             * (1.0 + POWER_SPREAD[activity] * unit_noise(bits, 1)))
-    power = np.minimum(power, np.float32(tdp))
-    temp = (TEMP_LEVEL[IDLE] + (TEMP_LEVEL[activity] - TEMP_LEVEL[IDLE]) * fade
-            + fleet.temp_offset[g0:g1, None] * (IDLE_OFFSET_SCALE + (1 - IDLE_OFFSET_SCALE) * busy)
-            + np.float32(DIURNAL_TEMP_SWING_C / 2) * diurnal[None, :]
-            + np.float32(TEMP_SPREAD) * unit_noise(bits, 2))
-    extra_heat = precursors.heat(pre, g0, g1, t, shape)
+    watts = np.float32(tdp) * (POWER_LEVEL[IDLE] + (POWER_LEVEL[activity] - POWER_LEVEL[IDLE]) * fade) * swing
+    power = to_gpus(watts) * per_gpu(fleet.power_factor) * (1.0 + to_gpus(POWER_SPREAD[activity]) * lanes[1])
+    np.minimum(power, np.float32(tdp), out=power)
+    degrees = (TEMP_LEVEL[IDLE] + (TEMP_LEVEL[activity] - TEMP_LEVEL[IDLE]) * fade
+               + np.float32(DIURNAL_TEMP_SWING_C / 2) * diurnal[None, :])
+    offset_share = np.float32(IDLE_OFFSET_SCALE) + np.float32(1 - IDLE_OFFSET_SCALE) * busy
+    temp = to_gpus(degrees) + per_gpu(fleet.temp_offset) * to_gpus(offset_share) + np.float32(TEMP_SPREAD) * lanes[2]
+    mem = to_gpus(MEM_LEVEL[activity] * fade) + to_gpus(MEM_SPREAD[activity] * fade) * lanes[3]
+    np.clip(util, 0, 100, out=util)
+    np.clip(mem, 0, 100, out=mem)
+    util, power, temp, mem = (x.reshape(n_gpus, n_t) for x in (util, power, temp, mem))
+    extra_heat = precursors.heat(pre, g0, g1, t, (n_gpus, n_t))
     if extra_heat is not None:
         temp += extra_heat
-    mem = np.clip((MEM_LEVEL[activity] + MEM_SPREAD[activity] * unit_noise(bits, 3)) * fade, 0.0, 100.0)
 
-    reset = precursors.last_reset(pre, h0, h1, t, resolution)[local_host]
-    sbe, dbe = precursors.ecc_counters(pre, g0, g1, t, reset, fleet.sbe_rate_per_s[g0:g1])
-    gone = precursors.off_bus(pre, g0, g1, t, shape)
+    reset = precursors.last_reset(pre, h0, h1, t, resolution)
+    sbe, dbe = precursors.ecc_counters(pre, g0, g1, t, reset, local_host, fleet.sbe_rate_per_s[g0:g1])
+    reports = np.broadcast_to(to_gpus(host_reports), grid).reshape(n_gpus, n_t)
+    gone = precursors.off_bus(pre, g0, g1, t, (n_gpus, n_t))
     if gone is not None:
         reports = reports & ~gone
 
-    columns = {
-        "t_s": np.broadcast_to(t, shape), "gpu_id": np.broadcast_to(gpu_ids[:, None], shape),
-        "temp_c": temp, "power_w": power, "util_pct": util, "mem_util_pct": mem, "ecc_sbe": sbe, "ecc_dbe": dbe,
-    }
-    keep = None if reports.all() else np.flatnonzero(reports)
-    data = {name: (values.ravel() if keep is None else values.ravel()[keep]).astype(_NUMPY_DTYPE[name], copy=False)
-            for name, values in columns.items()}
-    return pl.DataFrame(data, schema=SAMPLE_SCHEMA)
+    frame = pl.DataFrame({
+        "t_s": np.tile(t, n_gpus), "gpu_id": np.repeat(fleet.gpu_id[g0:g1].astype(np.int32), n_t),
+        "temp_c": temp.ravel(), "power_w": power.ravel(), "util_pct": util.ravel(), "mem_util_pct": mem.ravel(),
+        "ecc_sbe": sbe.ravel(), "ecc_dbe": dbe.ravel(),
+    }, schema={name: SAMPLE_SCHEMA[name] for name in SIMULATED_COLUMNS})
+    if not reports.all():
+        frame = frame.filter(pl.Series(reports.ravel()))
+    return frame.select(pl.col(name) if name in SIMULATED_COLUMNS else pl.lit(None, dtype).alias(name)
+                        for name, dtype in SAMPLE_SCHEMA.items())
 
 
-_NUMPY_DTYPE = {"t_s": np.float64, "gpu_id": np.int32, "temp_c": np.float32, "power_w": np.float32,
-                "util_pct": np.float32, "mem_util_pct": np.float32, "ecc_sbe": np.int32, "ecc_dbe": np.int32}

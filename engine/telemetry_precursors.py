@@ -141,22 +141,29 @@ def _cubic_ramp(x: np.ndarray, t_fail: np.ndarray) -> np.ndarray:
     return np.clip((x - (t_fail - SBE_RAMP_S)) / SBE_RAMP_S, 0.0, 1.0) ** 3
 
 
-def ecc_counters(pre: Precursors, g0: int, g1: int, t: np.ndarray, reset: np.ndarray,
+def ecc_counters(pre: Precursors, g0: int, g1: int, t: np.ndarray, host_reset: np.ndarray, local_host: np.ndarray,
                  sbe_rate_per_s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(sbe, dbe) int32 (GPUs g0..g1 x samples); `reset` is last_reset expanded to those GPUs."""
-    errors = sbe_rate_per_s[:, None] * (t[None, :] - reset)  # background trickle since the last reset
-    ramps = pre.sbe_ramps.in_range(g0, g1)
+    """(sbe, dbe) int32 (GPUs g0..g1 x samples). `host_reset` is last_reset of the chunk's hosts, `local_host`
+    each GPU's row in it. Only GPUs that count anything (2% with a trickle, those with incidents) are computed."""
+    sbe = np.zeros((g1 - g0, t.size), dtype=np.int32)
+    dbe = np.zeros_like(sbe)
+    ramps, fails = pre.sbe_ramps.in_range(g0, g1), pre.dbe.in_range(g0, g1)
+    rows = np.unique(np.concatenate([np.flatnonzero(sbe_rate_per_s), ramps.pos, fails.pos]))
+    if not rows.size:
+        return sbe, dbe
+    reset = host_reset[local_host[rows]]
+    errors = sbe_rate_per_s[rows, None] * (t[None, :] - reset)  # background trickle since the last reset
     if ramps.pos.size:
+        at = np.searchsorted(rows, ramps.pos)
         t_fail, size = ramps.t_s[:, None], ramps.size[:, None]
-        since_reset = size * (_cubic_ramp(t[None, :], t_fail) - _cubic_ramp(reset[ramps.pos], t_fail))
-        np.add.at(errors, ramps.pos, since_reset)
-    sbe = np.floor(errors).astype(np.int32)
-    dbe = np.zeros(sbe.shape, dtype=np.int32)
-    fails = pre.dbe.in_range(g0, g1)
+        since_reset = size * (_cubic_ramp(t[None, :], t_fail) - _cubic_ramp(reset[at], t_fail))
+        np.add.at(errors, at, since_reset)
+    sbe[rows] = np.floor(errors)
     if fails.pos.size:
+        at = np.searchsorted(rows, fails.pos)
         t_fail = fails.t_s[:, None]
-        counted = (t[None, :] >= t_fail) & (reset[fails.pos] < t_fail)
-        np.add.at(dbe, fails.pos, counted.astype(np.int32))
+        counted = (t[None, :] >= t_fail) & (reset[at] < t_fail)
+        np.add.at(dbe, rows[at], counted.astype(np.int32))
     return sbe, dbe
 
 

@@ -20,7 +20,8 @@ from engine.telemetry_model import DIURNAL_PEAK_HOUR, SBE_AT_FAILURE
 
 HOUR, DAY = 3600.0, 86400.0
 SILENT = {"down", "diagnosing", "repair"}  # hosts off the fleet's telemetry; burn_in and draining still report
-SQL_TO_POLARS = {"DOUBLE": pl.Float64, "INTEGER": pl.Int32, "REAL": pl.Float32, "VARCHAR": pl.String}
+SQL_TO_POLARS = {"DOUBLE": pl.Float64, "INTEGER": pl.Int32, "REAL": pl.Float32, "VARCHAR": pl.String,
+                 "BIGINT": pl.Int64, "SMALLINT": pl.Int16, "BOOLEAN": pl.Boolean}
 
 
 def scenario(days: float = 1, resolution: str = "1h", *sets: str):
@@ -75,6 +76,9 @@ def test_sample_times_cover_the_run_at_the_resolution():
 def test_columns_and_types_are_exactly_the_schema():
     df = samples(scenario(), fleet(2), whole_run(2, "running", 1, "j"))
     assert df.schema == samples_schema()
+    simulated = {"t_s", "gpu_id", "temp_c", "power_w", "util_pct", "mem_util_pct", "ecc_sbe", "ecc_dbe"}
+    assert df.select(pl.exclude(*simulated).is_null().all()).row(0) == (True,) * (df.width - len(simulated))
+    assert df.select(pl.col(*simulated).is_null().any()).row(0) == (False,) * len(simulated)
 
 
 def test_sample_count_is_gpus_times_samples_minus_the_gaps_exactly():
