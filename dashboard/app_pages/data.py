@@ -14,6 +14,7 @@ from dashboard.charts.common import fmt_int
 
 CONFIRM_KEY = "data_confirm_delete"  # the run id awaiting confirmation
 DONE_KEY = "data_deleted"  # what the last delete did, shown once after the rerun
+VICTIM_KEY = "data_victim"
 
 
 def gpus_of(info) -> int | None:
@@ -40,8 +41,10 @@ def runs_table(runs) -> pl.DataFrame:
     }, schema_overrides={"GPUs": pl.Int64, "seed": pl.Int64})
 
 
-def ask_to_delete(run_id: str) -> None:
-    st.session_state[CONFIRM_KEY] = run_id
+def ask_to_delete() -> None:
+    # read the choice from the widget's state, not from args bound when the button was drawn: a pick made
+    # in the same interaction as the click must win
+    st.session_state[CONFIRM_KEY] = st.session_state.get(VICTIM_KEY)
 
 
 def cancel_delete() -> None:
@@ -95,10 +98,9 @@ if deletable:
     names = {r.run_id: f"{r.name} · {r.kind} · {r.run_id}" for r in runs} | {
         b.run_id: f"(unreadable) {b.run_id}" for b in unreadable}
     left, right = st.columns([3, 1], vertical_alignment="bottom")
-    victim = left.selectbox("Run to delete", deletable, format_func=names.get, key="data_victim",
-                            disabled=pending is not None)
+    left.selectbox("Run to delete", deletable, format_func=names.get, key=VICTIM_KEY, disabled=pending is not None)
     right.button("Delete…", icon=":material/delete:", key="data_delete", disabled=pending is not None,
-                 on_click=ask_to_delete, args=(victim,))
+                 on_click=ask_to_delete)
     if pending:
         st.warning(f"Delete **{names[pending]}**? Its file is removed from the store; this cannot be undone.",
                    icon=":material/warning:")

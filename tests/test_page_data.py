@@ -1,0 +1,106 @@
+"""Data page: the runs of the store, deleting one in two steps, unreadable files, the commands that add runs."""
+
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from tests.runs import bare_run, make_store, small_run
+
+APP = str(Path(__file__).resolve().parent.parent / "dashboard" / "streamlit_app.py")
+SIM, ING = "sim-20240301-000000-aaaaaa", "ing-20240301-000000-bbbbbb"
+
+
+def data_page(**params) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=60)
+    for key, value in params.items():
+        at.query_params[key] = value
+    at.run()
+    return at.switch_page("app_pages/data.py").run()
+
+
+def runs_listed(at: AppTest) -> list[tuple]:
+    [table] = at.dataframe
+    return [tuple(r) for r in table.value[["run_id", "kind", "name", "days", "GPUs", "seed"]].itertuples(index=False)]
+
+
+@pytest.fixture
+def two_runs(store_dir):
+    return make_store(store_dir, small_run(), bare_run())
+
+
+def test_lists_every_run_newest_first(two_runs):
+    at = data_page()
+    assert not at.exception
+    assert at.title[0].value == "Data"
+    rows = runs_listed(at)
+    assert [r[:4] for r in rows] == [(SIM, "simulate", "tiny", 2.0), (ING, "ingest", "observed", 2.0)]
+    # GPUs from the summary where the simulator wrote one, else counted in the run's gpus table
+    assert [r[4] for r in rows] == [32, 32]
+    assert rows[0][5] == 1
+    assert str(two_runs.root) in at.caption[0].value and "2 run(s)" in at.caption[0].value
+
+
+def test_delete_asks_first_and_cancel_keeps_the_run(two_runs):
+    at = data_page()
+    at.selectbox(key="data_victim").select(ING)
+    at.button(key="data_delete").click().run()
+    [warning] = at.warning
+    assert "Delete **observed · ingest · " + ING + "**?" in warning.value and "cannot be undone" in warning.value
+    assert two_runs.path_of(ING).exists()  # nothing deleted yet
+    at.button(key="data_cancel").click().run()
+    assert not at.warning
+    assert two_runs.path_of(ING).exists()
+    assert [r[0] for r in runs_listed(at)] == [SIM, ING]
+
+
+def test_delete_after_confirmation(two_runs):
+    at = data_page()
+    at.selectbox(key="data_victim").select(ING)
+    at.button(key="data_delete").click().run()
+    at.button(key="data_confirm").click().run()
+    assert not at.exception
+    assert not two_runs.path_of(ING).exists()
+    assert [s.value for s in at.success] == [f"Deleted run `{ING}`."]
+    assert [r[0] for r in runs_listed(at)] == [SIM]
+    assert at.sidebar.selectbox[0].options == [f"tiny · simulate · {SIM}"]
+
+
+def test_deleting_the_selected_run_moves_the_selection(two_runs):
+    at = data_page(run=SIM)
+    assert at.query_params["run"] == SIM
+    at.selectbox(key="data_victim").select(SIM)
+    at.button(key="data_delete").click().run()
+    at.button(key="data_confirm").click().run()
+    assert not at.exception
+    assert not two_runs.path_of(SIM).exists()
+    assert at.query_params["run"] == ING and at.sidebar.selectbox[0].value == ING
+
+
+def test_unreadable_file_is_shown_and_can_be_deleted(store_dir):
+    store = make_store(store_dir, small_run())
+    bad = store.runs_dir / "sim-20240302-000000-cccccc.duckdb"
+    bad.write_bytes(b"\x00garbage" * 64)
+    at = data_page()
+    assert not at.exception
+    [error] = at.error
+    assert "sim-20240302-000000-cccccc" in error.value and "cannot be read" in error.value
+    at.selectbox(key="data_victim").select("sim-20240302-000000-cccccc")
+    at.button(key="data_delete").click().run()
+    at.button(key="data_confirm").click().run()
+    assert not bad.exists() and not at.error
+    assert [r[0] for r in runs_listed(at)] == [SIM]
+
+
+def test_empty_store_shows_the_commands(store_dir):
+    at = data_page()
+    assert not at.exception
+    assert not at.dataframe
+    assert any("No runs in" in i.value for i in at.info)
+    assert not at.button  # nothing to delete
+    commands = "\n".join(c.value for c in at.code)
+    for command in ("goodput simulate --preset demo", "goodput replay", "goodput ingest dcgm", "goodput ingest kernel-log",
+                    "goodput runs"):
+        assert command in commands
+    assert f"--store {store_dir}" in commands
+    assert not at.get("file_uploader")  # imports run from the command line: no placeholder upload widgets
