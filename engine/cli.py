@@ -49,11 +49,53 @@ def cmd_simulate(args: argparse.Namespace) -> int:
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
-    raise NotBuiltYet("replay of job traces is not built yet (issue 4: scheduler and replay)")
+    from engine.replay import parse_trace
+    from engine.replay.run import replay, settings_from
+
+    settings = settings_from(list(args.set or []), mode=args.mode, placement=args.policy)
+    trace = parse_trace(args.file, fmt=args.format)
+    run = replay(trace, settings, name=args.name)
+    run_id = Store(args.store).write_run(run)
+    _report({"run_id": run_id, **run.summary}, args.json, _replay_text)
+    return 0
+
+
+def _replay_text(r: dict) -> str:
+    reasons = ", ".join(f"{k} {v}" for k, v in r.get("wait_reasons", {}).items()) or "none"
+    return (f"run {r['run_id']}: {r['jobs']:,} jobs ({r['format']}, {r['mode']}, {r['policy']}) on"
+            f" {r['gpus']:,} GPUs in {r['hosts']:,} hosts over {r['days']:.1f} days\n"
+            f"  wait mean {r['wait_mean_s'] / 60:.1f} min, p95 {r['wait_p95_s'] / 60:.1f} min;"
+            f" utilisation {r['utilization']:.1%}; {r['pending']:,} never started\n"
+            f"  waited mostly for: {reasons}")
 
 
 def cmd_ingest(args: argparse.Namespace) -> int:
-    raise NotBuiltYet("ingestion of DCGM scrapes and kernel logs is not built yet (issue 5: GPU health)")
+    from engine.durations import parse_duration
+    from engine.ingest import ingest_dcgm, ingest_kernel_logs, summary_text
+
+    if args.scrape:
+        from engine.ingest.live import parse_urls, scrape_loop
+
+        if args.source != "dcgm":
+            raise GoodputError("--scrape: only `goodput ingest dcgm` scrapes endpoints")
+        if args.files:
+            raise GoodputError("--scrape: give endpoints or files, not both")
+        if args.scrapes is not None and args.scrapes < 1:
+            raise GoodputError(f"--scrapes: must be at least 1, got {args.scrapes}")
+        every = parse_duration(args.every, "--every")
+        result = scrape_loop(parse_urls(args.scrape), every, Store(args.store), scrapes=args.scrapes,
+                             name=args.name)
+        _report(result, args.json, summary_text)
+        return 0
+    if not args.files:
+        raise GoodputError(f"ingest {args.source}: give at least one FILE (or --scrape URL for dcgm)")
+    if args.source == "dcgm":
+        run = ingest_dcgm(args.files, kernel_logs=args.kernel_log or (), name=args.name, year=args.year)
+    else:
+        run = ingest_kernel_logs(args.files, dcgm=args.dcgm or (), name=args.name, year=args.year)
+    run_id = Store(args.store).write_run(run)
+    _report({"run_id": run_id, **run.summary}, args.json, summary_text)
+    return 0
 
 
 def cmd_runs(args: argparse.Namespace) -> int:
@@ -205,15 +247,28 @@ def build_parser() -> argparse.ArgumentParser:
     rep = command("replay", cmd_replay, "replay a job trace (or an incidents file) into a run")
     rep.add_argument("file", metavar="FILE")
     rep.add_argument("--format", default="auto", choices=["auto", "goodput", "sacct", "swf", "openb", "incidents"])
-    rep.add_argument("--set", action="append", metavar="KEY=VALUE", help="override one scenario key")
+    rep.add_argument("--set", action="append", metavar="KEY=VALUE",
+                     help="a replay setting (replay.*, scheduler.*) or a cluster layout key (repeatable)")
+    rep.add_argument("--mode", choices=["recorded", "rescheduled"],
+                     help="start times as recorded, or re-scheduled from submit times (default rescheduled)")
+    rep.add_argument("--policy", choices=["pack", "spread"], help="placement policy (default pack)")
+    rep.add_argument("--name", help="name of the run (default: the trace's file name)")
     store_flag(rep)
     json_flag(rep)
 
     ing = command("ingest", cmd_ingest, "ingest real telemetry: DCGM exporter scrapes or kernel logs with XIDs")
     ing.add_argument("source", choices=["dcgm", "kernel-log"])
     ing.add_argument("files", nargs="*", metavar="FILE")
-    ing.add_argument("--scrape", metavar="URL", help="scrape a live DCGM exporter endpoint until stopped")
+    ing.add_argument("--scrape", metavar="URL[,URL...]",
+                     help="scrape live DCGM exporter endpoints (one a host) until stopped")
     ing.add_argument("--every", default="30s", metavar="DURATION", help="scrape interval (default 30s)")
+    ing.add_argument("--scrapes", type=int, metavar="N", help="stop after N scrapes (default: until stopped)")
+    ing.add_argument("--dcgm", action="append", metavar="FILE",
+                     help="kernel-log: a DCGM scrape of the same hosts, to map bus ids and UUIDs to GPUs")
+    ing.add_argument("--kernel-log", action="append", metavar="FILE",
+                     help="dcgm: kernel logs of the same hosts, ingested into the same run")
+    ing.add_argument("--year", type=int, help="year of syslog stamps, which carry none (default: the file's)")
+    ing.add_argument("--name", help="name of the run (default: from the first file or endpoint)")
     store_flag(ing)
     json_flag(ing)
 

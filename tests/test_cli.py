@@ -87,7 +87,6 @@ NOT_BUILT_YET = [
     ["export", "incidents", "--run", "x", "--format", "csv", "--output", "o.csv"],
     ["sweep", "--vary", "training.checkpoint_interval=5m,10m", "--seeds", "2"],
     ["replay", "trace.csv"],
-    ["ingest", "dcgm", "scrape.prom"],
 ]
 
 

@@ -1,0 +1,100 @@
+"""Ingestion of real telemetry: DCGM exporter scrapes and kernel logs with XIDs, into observed runs.
+
+    ingest_dcgm(["scrapes/node017.prom", ("upload.prom", data)])        -> Run (kind "ingest")
+    ingest_kernel_logs(["dmesg.log"], dcgm=["scrape.prom"])              -> Run, XIDs mapped to scraped GPUs
+
+Inputs are file paths or (name, bytes) pairs (the dashboard's uploads). Bad input raises GoodputError naming
+the file and line before anything is built; the caller writes the Run with `Store.write_run`.
+"""
+
+from collections.abc import Iterable
+from datetime import UTC, datetime
+
+import polars as pl
+
+from engine.ingest.dcgm import DcgmSamples, parse_dcgm
+from engine.ingest.kernel_log import KernelEvents, parse_kernel_logs
+from engine.ingest.observed import Batch, Observer
+from engine.ingest.sources import Source, SourceLike, as_sources
+from engine.run import Run
+
+__all__ = ["Source", "ingest_dcgm", "ingest_kernel_logs", "observed_run", "summary_of", "summary_text"]
+
+
+def ingest_dcgm(sources: Iterable[SourceLike], *, kernel_logs: Iterable[SourceLike] = (),
+                name: str | None = None, year: int | None = None) -> Run:
+    """An observed run from DCGM exporter scrapes (and kernel logs of the same hosts, if given)."""
+    dcgm_sources = as_sources(sources)
+    log_sources = as_sources(kernel_logs) if kernel_logs else []
+    dcgm = parse_dcgm(dcgm_sources)
+    logs = parse_kernel_logs(log_sources, year=year) if log_sources else None
+    return observed_run(dcgm, logs, name=name or _default_name("dcgm", dcgm_sources))
+
+
+def ingest_kernel_logs(sources: Iterable[SourceLike], *, dcgm: Iterable[SourceLike] = (), name: str | None = None,
+                       year: int | None = None) -> Run:
+    """An observed run from kernel logs; a DCGM scrape of the same hosts maps bus ids and UUIDs to its GPUs."""
+    log_sources = as_sources(sources)
+    dcgm_sources = as_sources(dcgm) if dcgm else []
+    logs = parse_kernel_logs(log_sources, year=year)
+    scrapes = parse_dcgm(dcgm_sources) if dcgm_sources else None
+    return observed_run(scrapes, logs, name=name or _default_name("kernel-log", log_sources))
+
+
+def observed_run(dcgm: DcgmSamples | None, logs: KernelEvents | None, *, name: str) -> Run:
+    observer = Observer()
+    batch = observer.add(dcgm, logs)
+    start = observer.start_s or 0.0
+    duration = max(observer.end_s - min(start, 0.0), 0.0)
+    tables = dict(batch.tables)
+    tables["host_states"] = observer.host_states(0.0, observer.end_s)
+    scenario = {"source": "ingest", "inputs": [s.name for s in _sources_of(dcgm, logs)]}
+    return Run(kind="ingest", name=name, started_at=datetime.fromtimestamp(observer.origin_ms / 1000, UTC),
+               duration_s=duration, scenario=scenario, summary=summary_of([batch], observer), tables=tables)
+
+
+def summary_of(batches: list[Batch], observer: Observer, **extra) -> dict:
+    """What `goodput ingest --json` prints (less run_id) and the run's summary holds."""
+    skipped: dict[str, int] = {}
+    for batch in batches:
+        for reason, count in batch.skipped.items():
+            if count:
+                skipped[reason] = skipped.get(reason, 0) + count
+    xids = pl.concat([b.tables["xid_events"].select("xid") for b in batches])["xid"].value_counts(sort=True)
+    return {
+        "hosts": observer.hosts.height,
+        "gpus": observer.gpus.height,
+        "samples": sum(b.samples for b in batches),
+        "xid_events": sum(b.xid_events for b in batches),
+        "incidents": sum(b.tables["incidents"].height for b in batches),
+        "other_lines": sum(b.other_lines for b in batches),
+        "skipped": skipped,
+        "xid_counts": {str(x): int(n) for x, n in xids.iter_rows()},
+        "days": round(observer.end_s / 86400, 6),
+        **extra,
+    }
+
+
+def _sources_of(dcgm: DcgmSamples | None, logs: KernelEvents | None) -> list:
+    names = [Source(n, b"") for n in dcgm.sources] if dcgm is not None else []
+    return names + (list(logs.sources) if logs is not None else [])
+
+
+def _default_name(kind: str, sources: list[Source]) -> str:
+    first = sources[0].name.rsplit("/", 1)[-1]
+    return f"{kind}: {first}" + (f" and {len(sources) - 1} more" if len(sources) > 1 else "")
+
+
+def summary_text(r: dict) -> str:
+    """`goodput ingest` without --json: what was read, what was skipped and why."""
+    lines = [f"run {r['run_id']}: {r['hosts']:,} hosts, {r['gpus']:,} GPUs, {r['samples']:,} samples,"
+             f" {r['xid_events']:,} XID events, {r['incidents']:,} incidents"]
+    if r.get("xid_counts"):
+        lines.append("  XIDs: " + ", ".join(f"{code} x{n}" for code, n in r["xid_counts"].items()))
+    if r.get("other_lines"):
+        lines.append(f"  {r['other_lines']:,} other kernel-log lines")
+    for reason, count in r.get("skipped", {}).items():
+        lines.append(f"  skipped {count:,}: {reason}")
+    for endpoint, count in r.get("failed_scrapes", {}).items():
+        lines.append(f"  failed scrapes of {endpoint}: {count}")
+    return "\n".join(lines)

@@ -1,0 +1,257 @@
+"""Read the Prometheus text that NVIDIA's DCGM exporter serves into long-form sample frames.
+
+The text exposition format: `# HELP name text`, `# TYPE name type`, then one sample a line,
+`name{label="value",...} value [timestamp_ms]`. A file may hold many scrapes of many hosts when its lines carry
+timestamps; lines without a timestamp take the file's modification time (or the scrape's time when live).
+
+Speed is the point (issue 5: >= 1,000,000 samples a second), so nothing here loops over lines in Python: the
+text is split and matched with Polars string expressions, and label blocks, which repeat on every scrape, are
+parsed once per distinct block.
+
+Where Prometheus itself tolerates something (an unknown comment, a metric it does not know, a NaN value) it is
+a counted skip; where it would refuse the scrape (a garbled or truncated line, a duplicate sample) it is a
+GoodputError naming the file and line, and nothing is written.
+"""
+
+import time
+import zlib
+from collections import Counter
+from dataclasses import dataclass, field
+
+import polars as pl
+
+from engine.errors import GoodputError
+from engine.ingest.sources import Source, decode
+
+# The DCGM fields that have a column in gpu_samples (engine/schema.py), and the column each one fills.
+# Field names: ../shared/data/dcgm/default-counters.csv (the exporter's default metric list).
+COLUMNS = {
+    "DCGM_FI_DEV_GPU_TEMP": "temp_c",
+    "DCGM_FI_DEV_POWER_USAGE": "power_w",
+    "DCGM_FI_DEV_GPU_UTIL": "util_pct",
+    "DCGM_FI_DEV_MEM_COPY_UTIL": "mem_util_pct",
+    "DCGM_FI_DEV_ECC_SBE_VOL_TOTAL": "ecc_sbe",
+    "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL": "ecc_dbe",
+    "DCGM_FI_DEV_MEMORY_TEMP": "memory_temp_c",
+    "DCGM_FI_DEV_FB_USED": "fb_used_mib",
+}
+# The last XID a GPU reported; it never resets, so only a change between scrapes is an event.
+XID_METRIC = "DCGM_FI_DEV_XID_ERRORS"
+# Series the exporter publishes per GPU start with this; other metrics (the exporter's own, go_*) are skipped.
+DCGM_PREFIX = "DCGM_FI_"
+
+_NAME = r"[a-zA-Z_:][a-zA-Z0-9_:]*"
+# name, optional {labels}, value, optional integer timestamp in milliseconds. Label values may hold spaces and
+# braces, so the label block runs to the last `}` before the value.
+_SAMPLE = rf"^({_NAME})[ \t]*(\{{.*\}})?[ \t]+([^ \t]+)(?:[ \t]+(-?[0-9]+))?[ \t]*$"
+_LABEL = r'[a-zA-Z_][a-zA-Z0-9_]*[ \t]*=[ \t]*"(?:[^"\\\n]|\\.)*"'
+_LABEL_BLOCK = rf"^\{{[ \t]*(?:{_LABEL}(?:[ \t]*,[ \t]*{_LABEL})*[ \t]*,?[ \t]*)?\}}$"
+_TYPE = rf"^#[ \t]+TYPE[ \t]+{_NAME}[ \t]+(counter|gauge|histogram|summary|untyped|unknown)[ \t]*$"
+_HELP = rf"^#[ \t]+HELP[ \t]+{_NAME}(?:[ \t].*)?$"
+# The labels Goodput reads (dcgm-exporter's names); others are kept only inside the label block.
+LABELS = {"gpu": "gpu", "UUID": "uuid", "modelName": "model", "Hostname": "hostname", "pci_bus_id": "pci_bus_id",
+          "device": "device"}
+
+
+@dataclass
+class DcgmSamples:
+    """Parsed scrapes, long form.
+
+    `samples`: one row a value read for a GPU: t_ms (Int64, ms since the epoch), series (UInt64, the label
+    block's hash), metric (Categorical), value (Float64), key_hash (UInt64, metric and labels), source (UInt32),
+    line (UInt32).
+    `series`: one row a distinct label block: series, hostname, gpu, uuid, model, pci_bus_id, device.
+    `skipped`: counted skips by reason (what Prometheus would tolerate).
+    """
+
+    samples: pl.DataFrame
+    series: pl.DataFrame
+    skipped: Counter = field(default_factory=Counter)
+    sources: list[str] = field(default_factory=list)
+
+
+def parse_dcgm(sources: list[Source], *, now: float | None = None, default_host: str | None = None) -> DcgmSamples:
+    """Parse every source; scrapes without timestamps take the source's mtime, else `now` (else the clock)."""
+    parsed = [_parse_one(source, i, now=now, default_host=default_host) for i, source in enumerate(sources)]
+    skipped: Counter = Counter()
+    for one in parsed:
+        skipped.update(one.skipped)
+    samples = pl.concat([p.samples for p in parsed], how="vertical")
+    series = pl.concat([p.series for p in parsed], how="vertical").unique("series", keep="first",
+                                                                          maintain_order=True)
+    result = DcgmSamples(samples, series, skipped, [s.name for s in sources])
+    _refuse_duplicates(result)
+    return result
+
+
+def _parse_one(source: Source, index: int, *, now: float | None, default_host: str | None) -> DcgmSamples:
+    lines = _split_fast(source)
+    if lines is None:  # some line needs the exact reading (no labels, a `}` inside a value, odd spacing, garbage)
+        lines = _split_exact(source)
+    rows, comments = lines
+    skipped: Counter = Counter()
+    _check_comments(source, comments, skipped)
+    rows = rows.with_columns(value=pl.col("value_text").cast(pl.Float64, strict=False),
+                             t_ms=pl.col("ts_text").cast(pl.Int64, strict=False))
+    bad = rows.filter(pl.col("value").is_null())
+    if bad.height:
+        raise _line_error(source, bad["line"][0], f"value {bad['value_text'][0]!r} is not a number")
+    bad = rows.filter(pl.col("t_ms").is_null() & pl.col("ts_text").is_not_null())
+    if bad.height:
+        raise _line_error(source, bad["line"][0], f"timestamp {bad['ts_text'][0]!r} is not an integer in range")
+    fallback_ms = round(1000 * (source.mtime if source.mtime is not None else (now or time.time())))
+    # A series without a Hostname label belongs to the fallback host: seed its hash with that host, so the same
+    # series from two hosts is two series.
+    host = default_host or source.stem
+    rows = rows.with_columns(pl.col("t_ms").fill_null(fallback_ms),
+                             key_hash=pl.col("key").hash(seed=zlib.crc32(host.encode())))
+    keys = _parse_keys(source, rows, host)
+    rows = rows.select("line", "value", "t_ms", "key_hash").join(
+        keys.select("key_hash", pl.col("metric").cast(pl.Categorical), "series", "dcgm", "per_gpu"),
+        on="key_hash", how="left")
+
+    skipped["metrics other than DCGM_FI_*"] += rows.filter(~pl.col("dcgm")).height
+    rows = rows.filter(pl.col("dcgm"))
+    finite = pl.col("value").is_finite()
+    skipped["NaN or infinite values"] += rows.filter(~finite).height
+    rows = rows.filter(finite)
+    skipped["series without a gpu or UUID label"] += rows.filter(~pl.col("per_gpu")).height
+    samples = rows.filter(pl.col("per_gpu")).select(
+        "t_ms", "series", "metric", "value", "key_hash", pl.lit(index, pl.UInt32).alias("source"), pl.col("line").cast(pl.UInt32)
+    )
+    series = keys.filter(pl.col("per_gpu")).select("series", *LABELS.values())
+    return DcgmSamples(samples, series.unique("series", keep="first", maintain_order=True), skipped)
+
+
+_ROWS = {"line": pl.UInt32, "key": pl.String, "value_text": pl.String, "ts_text": pl.String}
+
+
+def _split_fast(source: Source) -> tuple[pl.DataFrame, pl.DataFrame] | None:
+    """Split each line at its one `}` with Polars' CSV reader (the fast path); None if a line needs more care.
+
+    A well-formed DCGM line has exactly one `}`: `name{labels` before it, ` value [timestamp]` after it.
+    """
+    try:
+        raw = pl.read_csv(source.data, has_header=False, separator="}", quote_char=None, infer_schema=False,
+                          schema={"key": pl.String, "tail": pl.String, "extra": pl.String},
+                          truncate_ragged_lines=True, raise_if_empty=False, missing_columns="insert")
+    except pl.exceptions.ComputeError as err:
+        decode(source, strict=True)  # names the line of a bad byte
+        raise GoodputError(f"{source.name}: cannot read as text ({err})") from err
+    raw = raw.lazy().with_row_index("line", offset=1)
+    comment = pl.col("key").str.starts_with("#")
+    blank = pl.col("key").is_null() & pl.col("tail").is_null()
+    parts = pl.col("tail").str.strip_chars_start(" ").str.split_exact(" ", 2)
+    samples = raw.filter(~blank & ~comment).select(
+        "line", "key", "extra", "tail",
+        parts.struct.field("field_0").alias("value_text"),
+        parts.struct.field("field_1").alias("ts_text"),
+        parts.struct.field("field_2").alias("rest"),
+    )
+    fine = (pl.col("extra").is_null() & pl.col("tail").str.starts_with(" ")
+            & ~pl.col("tail").str.contains("\t", literal=True) & pl.col("key").str.contains("{", literal=True)
+            & ~pl.col("key").str.starts_with(" ") & ~pl.col("key").str.starts_with("\t")
+            & (pl.col("value_text") != "") & (pl.col("ts_text").is_null() | (pl.col("ts_text") != ""))
+            & pl.col("rest").is_null())
+    samples, comments = pl.collect_all([
+        samples.with_columns(fine=fine),
+        raw.filter(comment).select("line", pl.col("key").alias("text")),
+    ])
+    if not samples["fine"].all():
+        return None
+    return samples.select(*_ROWS).cast(_ROWS), comments
+
+
+def _split_exact(source: Source) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Every line matched against the full sample syntax (slower; used when the fast split cannot decide)."""
+    text = decode(source, strict=True)
+    lines = (
+        pl.DataFrame({"text": [text]})
+        .select(pl.col("text").str.split("\n"))
+        .explode("text")
+        .with_row_index("line", offset=1)
+        .with_columns(pl.col("text").str.strip_suffix("\r").str.strip_chars_start(" \t"))
+    )
+    if text.endswith("\n"):
+        lines = lines.slice(0, lines.height - 1)
+    comments = lines.filter(pl.col("text").str.starts_with("#"))
+    data = lines.filter((pl.col("text").str.strip_chars(" \t") != "") & ~pl.col("text").str.starts_with("#"))
+    data = data.select("line", pl.col("text").str.extract_groups(_SAMPLE).alias("m"), "text").unnest("m")
+    data.columns = ["line", "metric", "labels", "value_text", "ts_text", "text"]
+    bad = data.filter(pl.col("metric").is_null())
+    if bad.height:
+        raise GoodputError(f"{source.name}, line {bad['line'][0]}: not a Prometheus sample"
+                           f" (`name{{labels}} value [timestamp]`): {_excerpt(bad['text'][0])}")
+    key = pl.concat_str(pl.col("metric"), pl.col("labels").str.strip_suffix("}").fill_null(""))
+    return data.with_columns(key=key).select(*_ROWS).cast(_ROWS), comments.select("line", "text")
+
+
+def _check_comments(source: Source, comments: pl.DataFrame, skipped: Counter) -> None:
+    """HELP and TYPE lines must be well formed (Prometheus refuses the scrape otherwise); others are skipped."""
+    body = pl.col("text").str.strip_chars_start(" \t")
+    word = body.str.extract(r"^#[ \t]*([A-Z]+)", 1)
+    checked = comments.with_columns(word=word).with_columns(
+        ok=pl.when(pl.col("word") == "TYPE").then(body.str.contains(_TYPE))
+        .when(pl.col("word") == "HELP").then(body.str.contains(_HELP))
+        .otherwise(pl.lit(None, pl.Boolean))
+    )
+    bad = checked.filter(pl.col("ok") == False)  # noqa: E712 (a Polars expression, not a Python comparison)
+    if bad.height:
+        raise GoodputError(f"{source.name}, line {bad['line'][0]}: malformed # {bad['word'][0]} line:"
+                           f" {_excerpt(bad['text'][0])}")
+    skipped["comment lines other than HELP and TYPE"] += checked.filter(pl.col("ok").is_null()).height
+
+
+def _parse_keys(source: Source, rows: pl.DataFrame, default_host: str) -> pl.DataFrame:
+    """Each distinct `name{labels` once: check its syntax, split name from labels, pull out the labels we read."""
+    keys = rows.group_by("key_hash", maintain_order=True).agg(pl.col("key").first(), pl.col("line").first())
+    keys = keys.with_columns(pl.col("key").str.extract_groups(rf"^({_NAME})(\{{.*)?$").alias("m")).unnest("m")
+    keys.columns = ["key_hash", "key", "line", "metric", "labels"]
+    keys = keys.with_columns(pl.col("labels").fill_null("{").add(pl.lit("}")))
+    bad = keys.filter(pl.col("metric").is_null() | ~pl.col("labels").str.contains(_LABEL_BLOCK))
+    if bad.height:
+        line = bad["line"].min()
+        raise GoodputError(f"{source.name}, line {line}: garbled metric name or label block"
+                           ' (expected name{label="value",...})')
+    values = [
+        pl.col("labels").str.extract(rf'[{{,][ \t]*{label}[ \t]*=[ \t]*"((?:[^"\\]|\\.)*)"', 1)
+        .str.replace_all(r'\\(["\\])', "$1").str.replace_all(r"\\n", "\n").alias(column)
+        for label, column in LABELS.items()
+    ]
+    keys = keys.with_columns(*values)
+    bad = keys.filter(pl.col("gpu").is_not_null() & ~pl.col("gpu").str.contains(r"^[0-9]{1,4}$"))
+    if bad.height:
+        raise GoodputError(f"{source.name}, line {bad['line'][0]}: gpu label {bad['gpu'][0]!r} is not a GPU index")
+    label_seed = zlib.crc32(default_host.encode())
+    return keys.with_columns(
+        pl.col("gpu").cast(pl.Int16),
+        pl.col("hostname").fill_null(default_host),
+        pl.col("pci_bus_id").str.to_lowercase(),
+        series=pl.col("labels").hash(seed=label_seed),
+        dcgm=pl.col("metric").str.starts_with(DCGM_PREFIX),
+        per_gpu=pl.col("gpu").is_not_null() | pl.col("uuid").is_not_null(),
+    )
+
+
+def _refuse_duplicates(parsed: DcgmSamples) -> None:
+    """Two values of one series at one time: Prometheus refuses that scrape, and so do we (say where)."""
+    # One u64 fingerprint a sample makes the common case (no duplicates) one cheap pass; candidates are
+    # then confirmed on the exact (time, series) pair, so a hash collision is never reported as a duplicate.
+    fingerprint = pl.col("key_hash").xor(pl.col("t_ms").hash())
+    dup = parsed.samples.filter(fingerprint.is_duplicated())
+    if dup.height:
+        dup = dup.filter(pl.struct("t_ms", "key_hash").is_duplicated())
+    if dup.height:
+        first = dup.sort("source", "line").row(0, named=True)
+        raise GoodputError(
+            f"{parsed.sources[first['source']]}, line {first['line']}: a second value of {first['metric']} for the"
+            " same GPU at the same time (a scrape given twice, or scrapes without timestamps in one file)"
+        )
+
+
+def _line_error(source: Source, line: int, what: str) -> GoodputError:
+    return GoodputError(f"{source.name}, line {line}: {what}")
+
+
+def _excerpt(text: str, limit: int = 80) -> str:
+    return repr(text if len(text) <= limit else text[:limit] + "...")

@@ -1,0 +1,155 @@
+"""Read NVRM Xid and NVSwitch SXid lines out of kernel logs, in every format operators hand over.
+
+Formats (one per line, so a file may mix them):
+  dmesg            `[6781741.548768] NVRM: Xid (PCI:0000:91:00): 79, ...`        seconds since boot
+  dmesg -T         `[Mon Dec  2 10:11:12 2024] NVRM: ...`                         wall clock
+  dmesg iso        `kern  :warn  : 2025-01-21T04:41:44,283302+00:00 NVRM: ...`   wall clock (--time-format iso -x)
+  journal          `2024-12-02T10:11:12+0000 host kernel: NVRM: ...`              wall clock (journalctl -o short-iso)
+  syslog           `Dec  2 10:11:12 host kernel: [123.4] NVRM: ...`               wall clock, no year
+  /dev/kmsg        `4,1234,5678901,-;NVRM: ...`                                   microseconds since boot
+
+A log has plenty of other lines; those are counted as "other lines", never errors. A line that announces an
+XID (`NVRM: Xid`, `SXid (`) but is truncated or garbled is an error naming the file and line, as is an XID line
+whose time cannot be read. The lines `NVRM: GPU at PCI:0000:91:00: GPU-<uuid>` give the bus-id-to-UUID map.
+"""
+
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+import polars as pl
+
+from engine.errors import GoodputError
+from engine.ingest.sources import Source, decode
+
+_PCI = r"[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}(?:\.[0-7])?"
+_XID = rf"NVRM: Xid \(PCI:({_PCI})\): ([0-9]+)(?:,[ \t]*(.*))?$"
+_SXID = rf"(nvidia-nvswitch[0-9]+): SXid \(PCI:({_PCI})\): ([0-9]+)(?:,[ \t]*(.*))?$"
+_GPU_AT = rf"NVRM: GPU at PCI:({_PCI}): (GPU-[0-9a-fA-F-]+)"
+
+# Timestamp prefixes, tried in order; each leaves the rest of the line in its last group.
+_DMESG = r"^\[[ \t]*([0-9]+\.[0-9]+)\][ \t]?(.*)$"
+_DMESG_T = r"^\[([A-Z][a-z]{2} [A-Z][a-z]{2} [ 0-9]?[0-9] [0-9]{2}:[0-9]{2}:[0-9]{2} [0-9]{4})\][ \t]?(.*)$"
+_ISO = (r"^(?:[a-z]+[ \t]*:[a-z]+[ \t]*:[ \t]*)?"
+        r"([0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(?:[.,][0-9]{1,9})?)(Z|[+-][0-9]{2}:?[0-9]{2})?"
+        r"[ \t]+(.*)$")
+_SYSLOG = r"^([A-Z][a-z]{2}[ \t]+[0-9]{1,2} [0-9]{2}:[0-9]{2}:[0-9]{2})[ \t]+(.*)$"
+_KMSG = r"^[0-9]+,[0-9]+,([0-9]+),[^;]*;(.*)$"
+# After a wall-clock stamp, journal and syslog lines name the host and the kernel, and syslog may keep the
+# dmesg stamp too: `host kernel: [123.456] NVRM: ...`.
+_HOST_KERNEL = r"^([A-Za-z0-9_.-]+) kernel:[ \t]*(?:\[[ \t]*[0-9]+\.[0-9]+\][ \t]*)?(.*)$"
+
+
+@dataclass
+class KernelEvents:
+    """XID and SXid lines of some kernel logs.
+
+    `events`: source (UInt32), line (UInt32), host (String, null where the line names none), kind (`xid` or
+    `sxid`), pci (`0000:3b:00`, the GPU's or switch's bus), device (nvswitch name or null), code (Int32),
+    message (String), t_abs_ms (Int64, wall clock; null for since-boot stamps), t_rel_s (Float64, seconds
+    after the file's first since-boot stamp; null for wall-clock stamps).
+    `uuids`: source, host, pci, uuid from `NVRM: GPU at` lines.
+    """
+
+    events: pl.DataFrame
+    uuids: pl.DataFrame
+    other_lines: int = 0
+    sources: list[Source] = field(default_factory=list)
+
+
+def normalise_pci(expr: pl.Expr) -> pl.Expr:
+    """`00000000:3B:00.0` (DCGM) and `0000:3b:00` (NVRM) -> `0000:3b:00`: 4-digit domain, bus, device."""
+    parts = expr.str.to_lowercase().str.extract_groups(r"^([0-9a-f]{4,8}):([0-9a-f]{2}):([0-9a-f]{2})")
+    return pl.concat_str(parts.struct.field("1").str.slice(-4), pl.lit(":"), parts.struct.field("2"), pl.lit(":"),
+                         parts.struct.field("3"))
+
+
+def parse_kernel_logs(sources: list[Source], *, year: int | None = None) -> KernelEvents:
+    """Parse every source. Syslog stamps carry no year: the file's (or `year`, or this year) is assumed."""
+    parsed = [_parse_one(source, i, year=year) for i, source in enumerate(sources)]
+    return KernelEvents(
+        events=pl.concat([p[0] for p in parsed], how="vertical"),
+        uuids=pl.concat([p[1] for p in parsed], how="vertical"),
+        other_lines=sum(p[2] for p in parsed),
+        sources=list(sources),
+    )
+
+
+def _parse_one(source: Source, index: int, *, year: int | None) -> tuple[pl.DataFrame, pl.DataFrame, int]:
+    text = decode(source, strict=False)  # kernel logs carry stray bytes; only XID lines must be well formed
+    lines = (pl.DataFrame({"text": [text]}).select(pl.col("text").str.split("\n")).explode("text")
+             .with_row_index("line", offset=1)
+             .with_columns(pl.col("text").str.strip_suffix("\r"), pl.lit(index, pl.UInt32).alias("source")))
+    if text.endswith("\n"):
+        lines = lines.slice(0, lines.height - 1)
+    if year is None:
+        stamp = source.mtime if source.mtime is not None else time.time()
+        year = datetime.fromtimestamp(stamp, UTC).year
+    lines = _split_stamps(lines, year)
+
+    is_xid = pl.col("body").str.contains("NVRM: Xid", literal=True)
+    is_sxid = pl.col("body").str.contains(": SXid (", literal=True) | pl.col("body").str.contains("SXid (PCI",
+                                                                                                     literal=True)
+    lines = lines.with_columns(kind=pl.when(is_xid).then(pl.lit("xid")).when(is_sxid).then(pl.lit("sxid")))
+    xid = lines.filter(pl.col("kind") == "xid").with_columns(m=pl.col("body").str.extract_groups(_XID))
+    sxid = lines.filter(pl.col("kind") == "sxid").with_columns(m=pl.col("body").str.extract_groups(_SXID))
+    for frame, what in ((xid, "NVRM Xid"), (sxid, "NVSwitch SXid")):
+        bad = frame.filter(pl.col("m").struct.field("1").is_null())
+        if bad.height:
+            raise _error(source, bad, f"truncated or garbled {what} line")
+    events = pl.concat([
+        xid.select("source", "line", "host", "kind", pl.col("m").struct.field("1").alias("pci"),
+                   pl.lit(None, pl.String).alias("device"), pl.col("m").struct.field("2").alias("code"),
+                   pl.col("m").struct.field("3").alias("message"), "t_abs_ms", "t_rel_s"),
+        sxid.select("source", "line", "host", "kind", pl.col("m").struct.field("2").alias("pci"),
+                    pl.col("m").struct.field("1").alias("device"), pl.col("m").struct.field("3").alias("code"),
+                    pl.col("m").struct.field("4").alias("message"), "t_abs_ms", "t_rel_s"),
+    ]).sort("line").with_columns(pl.col("code").cast(pl.Int32, strict=False), normalise_pci(pl.col("pci")).alias("pci"))
+    bad = events.filter(pl.col("code").is_null())
+    if bad.height:
+        raise _error(source, bad, "XID code out of range")
+    bad = events.filter(pl.col("t_abs_ms").is_null() & pl.col("t_rel_s").is_null())
+    if bad.height:
+        raise _error(source, bad, "XID line without a timestamp Goodput reads (dmesg, dmesg -T, iso, journal,"
+                                  " syslog or /dev/kmsg)")
+    uuids = lines.filter(pl.col("body").str.contains("NVRM: GPU at PCI:", literal=True)).select(
+        "source", "host", pl.col("body").str.extract_groups(_GPU_AT).alias("m")
+    ).select("source", "host", normalise_pci(pl.col("m").struct.field("1")).alias("pci"),
+             pl.col("m").struct.field("2").alias("uuid")).drop_nulls(["pci", "uuid"])
+    return events.with_columns(pl.col("message").fill_null("")), uuids, lines.height - events.height
+
+
+def _split_stamps(lines: pl.DataFrame, year: int) -> pl.DataFrame:
+    """Add host, body, t_abs_ms (wall clock) and t_rel_s (since the file's first since-boot stamp)."""
+    text = pl.col("text")
+    dmesg, dmesg_t = text.str.extract_groups(_DMESG), text.str.extract_groups(_DMESG_T)
+    iso, syslog, kmsg = text.str.extract_groups(_ISO), text.str.extract_groups(_SYSLOG), text.str.extract_groups(_KMSG)
+    boot_s = pl.coalesce(dmesg.struct.field("1").cast(pl.Float64, strict=False),
+                         kmsg.struct.field("1").cast(pl.Float64, strict=False) / 1e6)
+    iso_text = pl.concat_str(iso.struct.field("1").str.replace(",", ".", literal=True),
+                             iso.struct.field("2").fill_null("+0000").str.replace("Z", "+0000", literal=True)
+                             .str.replace(":", "", literal=True))
+    wall = pl.coalesce(
+        dmesg_t.struct.field("1").str.replace_all(r"\s+", " ")
+        .str.strptime(pl.Datetime("us", "UTC"), "%a %b %d %H:%M:%S %Y", strict=False),
+        iso_text.str.strptime(pl.Datetime("us", "UTC"), "%Y-%m-%dT%H:%M:%S%.f%z", strict=False),
+        pl.concat_str(syslog.struct.field("1").str.replace_all(r"\s+", " "), pl.lit(f" {year}"))
+        .str.strptime(pl.Datetime("us", "UTC"), "%b %d %H:%M:%S %Y", strict=False),
+    )
+    rest = pl.coalesce(dmesg.struct.field("2"), dmesg_t.struct.field("2"), iso.struct.field("3"),
+                       syslog.struct.field("2"), kmsg.struct.field("2"), text)
+    lines = lines.with_columns(boot_s=boot_s, t_abs_ms=wall.dt.epoch("ms"), rest=rest)
+    host_kernel = pl.col("rest").str.extract_groups(_HOST_KERNEL)
+    first_boot = lines["boot_s"].drop_nulls()
+    origin = first_boot[0] if first_boot.len() else 0.0
+    return lines.with_columns(
+        host=host_kernel.struct.field("1"),
+        body=pl.coalesce(host_kernel.struct.field("2"), pl.col("rest")),
+        t_rel_s=pl.when(pl.col("t_abs_ms").is_null()).then(pl.col("boot_s") - origin),
+    )
+
+
+def _error(source: Source, bad: pl.DataFrame, what: str) -> GoodputError:
+    row = bad.sort("line").row(0, named=True)
+    text = row["text"] if len(row["text"]) <= 100 else row["text"][:100] + "..."
+    return GoodputError(f"{source.name}, line {row['line']}: {what}: {text!r}")
