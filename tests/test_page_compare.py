@@ -32,6 +32,9 @@ def test_two_runs_side_by_side(store_dir):
     causes = at.dataframe[2].value
     assert causes["cause"].tolist()[0] in {"faulty_gpu", "gpu_hbm3", "network_switch_cable", "planned_maintenance"}
     assert causes[f"base ({a})"].sum() == 4
+    at.toggle[0].set_value(True).run()  # per 1,000 host-days: 4 incidents / (8 hosts x 1 day) = 500
+    assert not at.exception and at.query_params["per"] == "host-days"
+    assert at.dataframe[2].value[f"base ({a})"].sum() == 500.0
 
 
 def test_default_is_the_selected_run_and_the_newest(store_dir):

@@ -23,7 +23,7 @@ def test_tiers_no_telemetry_note_and_cable_failures(store_dir):
     # 16 x 400 + 4 x 3,200 + 2 x 1,600 Gbps = 22.4 Tbps
     assert (m["Links"], m["Tiers"], m["Capacity"]) == ("22", "3", "22.4 Tbps")
     assert any("no link telemetry" in i.value for i in at.info)
-    assert (m["Network incidents"], m["Jobs interrupted"], m["GPU-hours lost"]) == ("1", "1", "1.2")
+    assert (m["Network incidents"], m["Jobs interrupted"], m["GPU-hours lost"]) == ("1", "1", "1.2 GPU-h")
     failures = at.dataframe[1].value
     assert failures["link_id"].tolist() == [18] and failures["tier"].tolist() == ["rtsw_ctsw"]
     assert failures["job_ids"].tolist() == ["j-r2"] and failures["hostname"].tolist() == ["host-006"]

@@ -1,6 +1,6 @@
 """Compare: two or more runs side by side: headline figures, what differs in their scenarios, incidents by cause.
 
-URL: ?runs=a,b (run ids) reproduces the view.
+URL: ?runs=a,b (run ids) and ?per=host-days (rates instead of counts) reproduce the view.
 """
 
 import polars as pl
@@ -33,7 +33,8 @@ if len(chosen) < 2:
 infos = [by_id[r] for r in chosen]
 
 st.subheader("Headline figures")
-st.dataframe(queries.headlines(infos), hide_index=True, width="stretch")
+headlines = queries.headlines(infos)
+st.dataframe(headlines, hide_index=True, width="stretch", height=35 * (headlines.height + 1) + 3)
 
 st.subheader("What differs in their scenarios")
 diff = queries.scenario_diff(infos)
@@ -44,11 +45,18 @@ else:
     st.dataframe(diff, hide_index=True, width="stretch")
 
 st.subheader("Incidents by cause")
-counts = queries.incidents_by_cause(infos)
+per_exposure = st.toggle("Per 1,000 host-days", value=st.query_params.get("per") == "host-days",
+                         help="divide by each run's hosts x days, so clusters and spans of other sizes compare")
+if per_exposure:
+    st.query_params["per"] = "host-days"
+else:
+    st.query_params.pop("per", None)
+counts = queries.incidents_by_cause(infos, per_1000_host_days=per_exposure)
 if counts.is_empty():
     st.info("None of these runs has incidents.")
 else:
-    st.plotly_chart(charts.causes_side_by_side(counts), width="stretch")
+    st.plotly_chart(charts.causes_side_by_side(
+        counts, "incidents per 1,000 host-days" if per_exposure else "incidents"), width="stretch")
     table = counts.pivot("run", index="cause", values="interruptions").fill_null(0)
     st.dataframe(table.sort(pl.sum_horizontal(pl.exclude("cause")), descending=True), hide_index=True,
                  width="stretch")

@@ -63,8 +63,9 @@ if counted.height:
     left, right = st.columns([3, 2])
     causes = queries.by_cause(counted)
     left.plotly_chart(charts.by_cause(causes), width="stretch")
-    right.dataframe(queries.by_category(counted), hide_index=True, width="stretch")
-    right.dataframe(causes.drop("planned"), hide_index=True, width="stretch")
+    gpu_hours = {"gpu_hours_lost": st.column_config.NumberColumn("GPU-h lost", format="%.1f")}
+    right.dataframe(queries.by_category(counted), hide_index=True, width="stretch", column_config=gpu_hours)
+    right.dataframe(causes.drop("planned"), hide_index=True, width="stretch", column_config=gpu_hours)
     st.plotly_chart(charts.per_day(queries.per_day(counted, days), run.started_at), width="stretch")
 
 # ----- filters, timeline and table ------------------------------------------------------------------------

@@ -6,7 +6,7 @@ import streamlit as st
 
 from dashboard import state
 from dashboard.charts import network as charts
-from dashboard.charts.common import fmt_duration, fmt_int, fmt_time
+from dashboard.charts.common import fmt_duration, fmt_gpu_hours, fmt_int, fmt_time
 from dashboard.queries import network as queries
 
 UTILISATION_POINTS = 400  # time buckets drawn, whatever the run's length
@@ -28,7 +28,10 @@ else:
     cols[1].metric("Tiers", fmt_int(tiers.height))
     cols[2].metric("Capacity", f"{tiers['capacity_gbps'].sum() / 1000:,.1f} Tbps", help="every link's capacity summed")
     st.plotly_chart(charts.tiers(tiers), width="stretch")
-    st.dataframe(tiers, hide_index=True, width="stretch")
+    st.dataframe(tiers.sort(pl.col("tier").map_elements(lambda t: charts.tier_sort_key(t)[0], return_dtype=pl.Int64)),
+                 hide_index=True, width="stretch", column_config={
+                     c: st.column_config.NumberColumn(format="localized") for c in ("capacity_gbps", "min_link_gbps",
+                                                                                 "max_link_gbps")})
 
 # ----- utilisation ----------------------------------------------------------------------------------------
 st.subheader("Utilisation by tier")
@@ -54,7 +57,8 @@ else:
     cols = st.columns(3)
     cols[0].metric("Network incidents", fmt_int(incidents.height))
     cols[1].metric("Jobs interrupted", fmt_int(incidents["jobs_hit"].sum()))
-    cols[2].metric("GPU-hours lost", f"{incidents['gpu_hours_lost'].sum():,.1f}")
+    cols[2].metric("GPU-hours lost", fmt_gpu_hours(incidents["gpu_hours_lost"].sum()),
+                   help="by every job these incidents hit")
     st.dataframe(incidents.with_columns(
         pl.col("t_s").map_elements(lambda t: fmt_time(run.started_at, t), return_dtype=pl.String).alias("time"),
         pl.col("out_s").map_elements(fmt_duration, return_dtype=pl.String).alias("out_of_service"),
@@ -62,4 +66,5 @@ else:
     ).select("incident_id", "time", "out_of_service", "link_id", "tier", "a", "b", "hostname", "jobs_hit",
              "job_ids", "gpu_hours_lost"), hide_index=True, width="stretch")
     st.markdown("**Jobs they hit**")
-    st.dataframe(queries.jobs_hit(run.run_id), hide_index=True, width="stretch")
+    st.dataframe(queries.jobs_hit(run.run_id), hide_index=True, width="stretch", column_config={
+        "incident_gpu_hours_lost": st.column_config.NumberColumn("GPU-h lost in these incidents", format="%.1f")})

@@ -4,7 +4,7 @@ import plotly.graph_objects as go
 import polars as pl
 
 
-def causes_side_by_side(counts: pl.DataFrame) -> go.Figure:
+def causes_side_by_side(counts: pl.DataFrame, y_title: str = "interruptions") -> go.Figure:
     """Counts (columns run, cause, interruptions) as grouped bars; causes ordered by their total."""
     order = (counts.group_by("cause").agg(pl.col("interruptions").sum())
              .sort(["interruptions", "cause"], descending=[True, False])["cause"].to_list())
@@ -14,5 +14,5 @@ def causes_side_by_side(counts: pl.DataFrame) -> go.Figure:
         by_cause = dict(zip(part["cause"].to_list(), part["interruptions"].to_list(), strict=True))
         fig.add_trace(go.Bar(x=order, y=[by_cause.get(c, 0) for c in order], name=run))
     fig.update_layout(barmode="group", height=340, margin={"l": 10, "r": 10, "t": 10, "b": 10},
-                      yaxis_title="interruptions", legend={"orientation": "h", "y": 1.02, "yanchor": "bottom"})
+                      yaxis_title=y_title, legend={"orientation": "h", "y": 1.02, "yanchor": "bottom"})
     return fig

@@ -40,5 +40,7 @@ def ettr_curve(*, gpus: int, rate_per_1000_node_days: float, checkpoint_interval
     fig.update_layout(height=360, margin={"l": 10, "r": 10, "t": 10, "b": 10}, yaxis_title="ETTR",
                       legend={"orientation": "h", "y": 1.02, "yanchor": "bottom"})
     fig.update_xaxes(type="log", title="checkpoint interval (min)")
-    fig.update_yaxes(range=[0, 1])
+    # Zoom on the curve (ETTR differences of a few points matter), never below 0 nor above 1.
+    low = max(0.0, math.floor((min(fig.data[0].y) - 0.02) * 20) / 20)
+    fig.update_yaxes(range=[low, 1.0])
     return fig

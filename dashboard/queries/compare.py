@@ -84,11 +84,23 @@ def scenario_diff(infos: list[RunInfo]) -> pl.DataFrame:
         run_label(info): pl.String for info in infos})
 
 
-def incidents_by_cause(infos: list[RunInfo]) -> pl.DataFrame:
-    """Every incident of each run counted by cause (columns run, cause, interruptions)."""
-    frames = [state.query(info.run_id, "SELECT cause, count(*) AS interruptions FROM incidents GROUP BY cause"
-                                       " ORDER BY cause").with_columns(pl.lit(run_label(info)).alias("run"))
-              for info in infos]
-    frames = [f.select("run", "cause", pl.col("interruptions").cast(pl.Int64)) for f in frames]
+def host_days(info: RunInfo) -> float:
+    """Hosts x days of a run: the exposure that makes failure counts of different clusters comparable."""
+    hosts = info.summary.get("hosts") or state.query(info.run_id, "SELECT count(*) AS n FROM hosts")["n"][0]
+    return float(hosts) * info.duration_s / 86400.0
+
+
+def incidents_by_cause(infos: list[RunInfo], per_1000_host_days: bool = False) -> pl.DataFrame:
+    """Every incident of each run counted by cause (columns run, cause, interruptions), or as a rate per
+    1,000 host-days (the unit of failures.rate_per_1000_node_days) so clusters of other sizes compare."""
+    frames = []
+    for info in infos:
+        counts = state.query(info.run_id, "SELECT cause, count(*) AS interruptions FROM incidents GROUP BY cause"
+                                          " ORDER BY cause")
+        value = pl.col("interruptions").cast(pl.Float64)
+        if per_1000_host_days:
+            exposure = host_days(info)
+            value = (value * 1000.0 / exposure).round(3) if exposure > 0 else pl.lit(None, pl.Float64)
+        frames.append(counts.select(pl.lit(run_label(info)).alias("run"), "cause", value.alias("interruptions")))
     return pl.concat(frames) if frames else pl.DataFrame(
-        schema={"run": pl.String, "cause": pl.String, "interruptions": pl.Int64})
+        schema={"run": pl.String, "cause": pl.String, "interruptions": pl.Float64})
