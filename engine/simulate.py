@@ -195,9 +195,13 @@ class Simulation:
         return overlay(base, repair, self.topo.n_hosts, self.horizon)
 
 
-def simulate(scenario: Scenario, *, name: str | None = None, progress: Callable[[float], None] | None = None
-             ) -> Run:
-    """Run `scenario` and return its Run (kind simulate): metadata, summary and the store tables."""
+def simulate(scenario: Scenario, *, name: str | None = None, progress: Callable[[float], None] | None = None,
+             summary_only: bool = False) -> Run:
+    """Run `scenario` and return its Run (kind simulate): metadata, summary and the store tables.
+
+    `summary_only` (the planner's sliders): the same events and summary, but only the incidents table is built
+    (no hosts, GPUs, links, jobs, host_states or telemetry), which keeps a llama3-405b run well under a second.
+    """
     children = np.random.SeedSequence(scenario["simulation.seed"]).spawn(6)
     rngs = {part: np.random.default_rng(seq) for part, seq in
             zip(("topology", "failures", "planned", "repair", "research", "telemetry"), children, strict=True)}
@@ -210,15 +214,15 @@ def simulate(scenario: Scenario, *, name: str | None = None, progress: Callable[
         if progress is not None:
             progress(step / PROGRESS_STEPS)
     sim.finish()
-    host_states = sim.host_states()
-    jobs, attempts, checkpoints = job_frames(sim)
     incidents = incidents_frame(sim)
-    tables = {"hosts": topo.hosts, "gpus": topo.gpus, "links": topo.links, "jobs": jobs,
-              "job_attempts": attempts, "checkpoints": checkpoints, "incidents": incidents,
-              "host_states": host_states}
-    if scenario["simulation.telemetry"]:
-        tables.update(_telemetry(scenario, tables, rngs["telemetry"]))
-    summary = summarize(scenario, sim, host_states, incidents)
+    summary = summarize(scenario, sim, incidents)
+    tables = {"incidents": incidents}
+    if not summary_only:
+        jobs, attempts, checkpoints = job_frames(sim)
+        tables.update({"hosts": topo.hosts, "gpus": topo.gpus, "links": topo.links, "jobs": jobs,
+                       "job_attempts": attempts, "checkpoints": checkpoints, "host_states": sim.host_states()})
+        if scenario["simulation.telemetry"]:
+            tables.update(_telemetry(scenario, tables, rngs["telemetry"]))
     return Run(kind="simulate", name=name or scenario.preset or "simulation",
                started_at=scenario["simulation.start"], duration_s=sim.horizon, scenario=scenario.to_dict(),
                seed=scenario["simulation.seed"], summary=summary, tables=tables)

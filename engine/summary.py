@@ -7,6 +7,7 @@ from the job's start (Kokolis et al.); the four losses add up with productive ti
 
 import math
 
+import numpy as np
 import polars as pl
 
 from engine.analytics import LOSS_CATEGORIES, closed_form_ettr, young_daly_interval
@@ -15,7 +16,8 @@ from engine.failures import CAUSE_KEYS
 DOWN_STATES = ("draining", "down", "diagnosing", "repair", "burn_in")
 
 
-def summarize(scenario, sim, host_states: pl.DataFrame, incidents: pl.DataFrame) -> dict:
+def summarize(scenario, sim, incidents: pl.DataFrame) -> dict:
+    """The summary, from the simulation's records (not host_states, so a summary-only run skips building it)."""
     horizon = sim.horizon
     per_host = scenario["cluster.gpus_per_host"]
     gpus = scenario["cluster.gpus"]
@@ -24,9 +26,7 @@ def summarize(scenario, sim, host_states: pl.DataFrame, incidents: pl.DataFrame)
     planned = int(hit["planned"].sum())
     unexpected = hit.height - planned
     by_cause = {c: int(counts.get(c, 0)) for c in CAUSE_KEYS} | {"planned_maintenance": planned}
-    states = host_states.with_columns(length=pl.col("end_s") - pl.col("start_s"))
-    down_s = states.filter(pl.col("state").is_in(DOWN_STATES))["length"].sum()
-    running_s = states.filter(pl.col("state") == "running")["length"].sum()
+    down_s, running_s = _host_seconds(sim)
     host_seconds = scenario.hosts * horizon
     summary = {
         "gpus": gpus, "hosts": scenario.hosts, "days": scenario["simulation.days"],
@@ -37,6 +37,20 @@ def summarize(scenario, sim, host_states: pl.DataFrame, incidents: pl.DataFrame)
                     "utilization": float(running_s) / host_seconds if host_seconds else 0.0},
     }
     return summary
+
+
+def _host_seconds(sim) -> tuple[float, float]:
+    """Host-seconds in repair (any of DOWN_STATES) and running a job, as host_states would sum them: the
+    repair layer never overlaps a job (a failure ends the job on its hosts before their repair starts)."""
+    horizon = sim.horizon
+    repair = np.array([(a, b) for _, _, a, b in sim.repairs.intervals]).reshape(-1, 2)
+    down = np.clip(repair[:, 1], None, horizon) - np.clip(repair[:, 0], None, horizon)
+    flagship = sum(b - a for _, state, a, b, _ in sim.base if state == "running")
+    lanes = sim.research
+    sizes = np.array([ln.hosts.size for ln in lanes.lanes] or [0])
+    busy = np.array([(lane, b - a) for lane, state, a, b, _ in lanes.intervals if state == "running"]).reshape(-1, 2)
+    research = float((busy[:, 1] * sizes[busy[:, 0].astype(int)]).sum()) if busy.size else 0.0
+    return float(down.sum()), float(flagship) + research
 
 
 def _job(scenario, sim, unexpected: int) -> dict:

@@ -17,6 +17,7 @@ def schema_of(table: str, columns: tuple[str, ...] | None = None) -> dict[str, p
     return {name: types[sql] for name, sql in TABLES[table].items() if columns is None or name in columns}
 
 
+ATTEMPT_COLUMNS = ("job_id", "attempt", "start_s", "end_s", "end_reason", "lost_work_s", "hosts")
 JOB_COLUMNS = ("job_id", "name", "gpus", "priority", "submit_s", "start_s", "end_s", "state", "user", "kind",
                "wait_reason")
 
@@ -42,12 +43,15 @@ def job_frames(sim) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
         # a research job only waits when a host of its lane is in repair
         "wait_reason": [None if j[2] == j[1] else "failed_hosts" for j in r],
     }, schema=schema_of("jobs", JOB_COLUMNS))
+    lane_hosts = pl.DataFrame({"lane": np.arange(len(lanes.lanes)),
+                               "hosts": [ln.hosts.tolist() for ln in lanes.lanes]},
+                              schema={"lane": pl.Int64, "hosts": pl.List(pl.Int32)})
     research_attempts = pl.DataFrame({
         "job_id": ids, "attempt": np.ones(len(r), dtype=np.int32),
         "start_s": [j[2] for j in r], "end_s": [j[3] for j in r], "end_reason": [j[5] for j in r],
-        "lost_work_s": [j[6] for j in r],
-        "hosts": [lanes.lanes[j[0]].hosts.tolist() for j in r],
-    }, schema=schema_of("job_attempts"))
+        "lost_work_s": [j[6] for j in r], "lane": lane_idx,
+    }, schema=schema_of("job_attempts", ATTEMPT_COLUMNS[:-1]) | {"lane": pl.Int64}).join(
+        lane_hosts, on="lane", how="left", maintain_order="left").drop("lane")
     frames_jobs, frames_attempts = [], []
     checkpoints = pl.DataFrame(schema=schema_of("checkpoints"))
     if sim.job is not None:
@@ -59,8 +63,8 @@ def job_frames(sim) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
         }, schema=schema_of("jobs", JOB_COLUMNS)))
         frames_attempts.append(pl.DataFrame(ledger.attempts, schema=["attempt", "start_s", "end_s", "end_reason",
                                                                      "lost_work_s", "hosts"], orient="row")
-                               .with_columns(job_id=pl.lit(sim.job_id)).select(list(TABLES["job_attempts"]))
-                               .cast(schema_of("job_attempts")))
+                               .with_columns(job_id=pl.lit(sim.job_id)).select(ATTEMPT_COLUMNS)
+                               .cast(schema_of("job_attempts", ATTEMPT_COLUMNS)))
         starts = np.concatenate(ledger.checkpoint_starts) if ledger.checkpoint_starts else np.zeros(0)
         checkpoints = pl.DataFrame({"job_id": [sim.job_id] * starts.size, "start_s": starts,
                                     "end_s": starts + sim.job.w}, schema=schema_of("checkpoints"))

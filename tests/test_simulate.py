@@ -109,6 +109,15 @@ def test_research_jobs_fill_the_rest(demo):
     down = demo.tables["host_states"].filter(pl.col("state").is_in(["draining", "diagnosing", "down", "repair",
                                                                     "burn_in"]))
     assert cluster["gpu_hours_down"] == pytest.approx(((down["end_s"] - down["start_s"]).sum()) * 8 / 3600)
+    running = demo.tables["host_states"].filter(pl.col("state") == "running")
+    assert cluster["utilization"] == pytest.approx((running["end_s"] - running["start_s"]).sum() / (64 * 7 * 86400))
+
+
+def test_summary_only_gives_the_same_summary_and_only_incidents():
+    scenario = build("demo", sets=[TELEMETRY_OFF])
+    full, quick = simulate(scenario), simulate(scenario, summary_only=True)
+    assert quick.summary == full.summary
+    assert list(quick.tables) == ["incidents"] and quick.tables["incidents"].equals(full.tables["incidents"])
 
 
 def test_same_seed_same_tables_other_seed_other_tables():

@@ -1,0 +1,83 @@
+"""Speed of the simulator: `python bench/bench_simulate.py` prints a table, exits 1 on a missed budget.
+
+Budgets (issue 3, on this 2-core machine): llama3-405b for 54 days written to the store <= 15 s; future-131k for
+54 days written to the store <= 60 s with peak memory under 4 GB; a summary-only llama3-405b run (telemetry off,
+no store: what the planner calls, `simulate(..., summary_only=True)`) <= 1 s. A second table shows the cost growing linearly with GPUs x days.
+Every case runs in its own process, so its peak resident memory is its own; times exclude interpreter start.
+"""
+
+import json
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+BUDGETS = [  # (label, preset, sets, write to store, repeats, budget s, budget peak MB)
+    ("llama3-405b 54 d, to store", "llama3-405b", [], True, 1, 15.0, None),
+    ("future-131k 54 d, to store", "future-131k", [], True, 1, 60.0, 4096),
+    ("llama3-405b 54 d, summary only", "llama3-405b", ["simulation.telemetry=false"], False, 3, 1.0, None),
+    ("llama3-405b 54 d, all tables, no telemetry", "llama3-405b", ["simulation.telemetry=false"], False, 1, None,
+     None),
+]
+SCALING = [(gpus, days) for gpus in (3072, 6144, 12288, 24576) for days in (54,)] + [(24576, 13.5), (24576, 27)]
+
+
+def worker(spec: dict) -> dict:
+    from engine.scenario import build
+    from engine.simulate import simulate
+    from engine.store import Store
+
+    scenario = build(spec["preset"], sets=spec["sets"])
+    times = []
+    for _ in range(spec["repeats"]):
+        started = time.perf_counter()
+        run = simulate(scenario, summary_only=spec["summary_only"])
+        if spec["store"]:
+            with tempfile.TemporaryDirectory() as tmp:
+                Store(tmp).write_run(run)
+        times.append(time.perf_counter() - started)
+    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return {"seconds": sorted(times)[len(times) // 2], "peak_mb": peak_mb,
+            "interruptions": run.summary["interruptions"]["total"], "ettr": run.summary["job"]["ettr"]}
+
+
+def run_case(spec: dict) -> dict:
+    out = subprocess.run([sys.executable, __file__, "--worker", json.dumps(spec)], capture_output=True, text=True,
+                         cwd=ROOT, check=False)
+    if out.returncode:
+        raise SystemExit(f"case {spec} failed:\n{out.stderr}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main() -> int:
+    failed = False
+    print(f"{'case':44} {'seconds':>8} {'budget':>7} {'peak MB':>8} {'budget':>7} {'interr.':>7} {'ETTR':>6}  ok")
+    for label, preset, sets, store, repeats, budget_s, budget_mb in BUDGETS:
+        summary_only = "summary only" in label
+        r = run_case({"preset": preset, "sets": sets, "store": store, "repeats": repeats,
+                      "summary_only": summary_only})
+        ok = (budget_s is None or r["seconds"] <= budget_s) and (budget_mb is None or r["peak_mb"] <= budget_mb)
+        failed |= not ok
+        print(f"{label:44} {r['seconds']:8.2f} {budget_s if budget_s else '-':>7} {r['peak_mb']:8.0f} "
+              f"{budget_mb if budget_mb else '-':>7} {r['interruptions']:7d} {r['ettr']:6.3f}  {'yes' if ok else 'NO'}")
+    print("\nlinear cost (summary only, llama3-405b shape, flagship = 2/3 of the GPUs)")
+    print(f"{'GPUs':>7} {'days':>5} {'GPU-days':>10} {'seconds':>8} {'us per GPU-day':>15}")
+    for gpus, days in SCALING:
+        sets = ["simulation.telemetry=false", f"cluster.gpus={gpus}", f"training.gpus={gpus * 2 // 3 // 8 * 8}",
+                f"simulation.days={days}", f"spares.hosts={max(4, gpus // 512)}"]
+        r = run_case({"preset": "llama3-405b", "sets": sets, "store": False, "repeats": 3, "summary_only": True})
+        gpu_days = gpus * days
+        print(f"{gpus:7d} {days:5g} {gpu_days:10.0f} {r['seconds']:8.3f} {r['seconds'] / gpu_days * 1e6:15.3f}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    if len(sys.argv) == 3 and sys.argv[1] == "--worker":
+        print(json.dumps(worker(json.loads(sys.argv[2]))))
+        raise SystemExit(0)
+    raise SystemExit(main())
