@@ -306,6 +306,22 @@ def test_chunks_concatenate_to_the_same_frame_whatever_their_size(chunk_rows):
     assert all(c.height <= max(chunk_rows, 8 * 144) for c in chunks)  # whole hosts, at least one a chunk
 
 
+def test_worker_threads_change_nothing_and_an_abandoned_iterator_stops_cleanly():
+    args = (scenario(3, "30m"), *_mixed_inputs())
+    frames = {w: pl.concat(gpu_samples(*args, np.random.default_rng(9), chunk_rows=1500, workers=w)) for w in (1, 3)}
+    assert frames[1].equals(frames[3])
+    chunks = gpu_samples(*args, np.random.default_rng(9), chunk_rows=1500, workers=2)
+    first = next(chunks)
+    chunks.close()  # the store writer may stop early (an error elsewhere): no thread is left behind
+    assert first.equals(frames[1].head(first.height))
+
+
+def test_bad_input_fails_at_the_call_not_at_the_first_chunk():
+    with pytest.raises(GoodputError):
+        gpu_samples(scenario(), fleet(1), states([(0, "asleep", 0, DAY, None)]), NO_INCIDENTS, NO_CHECKPOINTS,
+                    np.random.default_rng(0))
+
+
 def test_rows_of_a_chunk_do_not_depend_on_the_input_order_of_gpus():
     gpus, hs, incs, ckpts = _mixed_inputs()
     sc = scenario(3, "1h")
