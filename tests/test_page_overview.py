@@ -114,10 +114,15 @@ def test_ingested_run_without_summary_or_host_states(store_dir):
     make_store(store_dir, bare_run())
     at = overview()
     assert not at.exception
-    assert not at.metric
+    # no summary: the figures are counted in the tables the run has
+    assert metrics(at) == {"Telemetry samples": ("96", None), "XID events": ("4", None), "GPUs with XIDs": ("3", None)}
     infos = [i.value for i in at.info]
     assert any("has no summary of a flagship job" in i for i in infos)
     assert any("records no host states" in i for i in infos)
+    [xids] = at.dataframe
+    assert xids.value[["xid", "name", "fatal", "events", "gpus"]].values.tolist() == [
+        [13, "GR_EXCEPTION", False, 1, 1], [48, "GPU_ECC_DBE", True, 1, 1], [63, "DRAM_RETIREMENT_EVENT", False, 1, 1],
+        [79, "GPU_HAS_FALLEN_OFF_THE_BUS", True, 1, 1]]
 
 
 def test_summary_with_only_some_keys(store_dir):
@@ -262,6 +267,7 @@ def test_interruptions_by_cause_figure():
     gpu = fig.data[0]
     assert list(gpu.y) == ["GPU HBM3 memory", "Faulty GPU"] and list(gpu.x) == [1, 3]
     assert gpu.marker.color == CATEGORY_COLORS["GPU"]
+    assert fig.layout.xaxis.dtick == 1 and fig.layout.xaxis.tickformat == ",d"  # no half interruptions
     assert list(fig.layout.yaxis.categoryarray) == ["GPU HBM3 memory", "Network switch/cable", "Faulty GPU"]
 
 

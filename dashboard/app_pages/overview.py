@@ -7,6 +7,7 @@ Runs without a simulator summary (replayed or ingested) show what their tables a
 
 from datetime import timedelta
 
+import polars as pl
 import streamlit as st
 
 from dashboard import state
@@ -21,6 +22,7 @@ from dashboard.charts.common import (
 )
 from dashboard.queries import overview as q
 from engine.analytics import ettr_timeline
+from engine.reference import XIDS
 
 TIME_PARAM = "t"
 
@@ -54,15 +56,18 @@ if q.number(summary, "job.ettr") is None and timeline is not None and timeline["
     figures.insert(0, q.Headline("ETTR (from attempts)", fmt_pct(ettr),
                                  help="Productive share of the flagship job's wall-clock time, computed from its "
                                       "attempts and checkpoints (this run has no simulator summary)."))
+if not figures:
+    st.info(f"This {run.kind} run has no summary of a flagship job, so there is no ETTR to show; "
+            "here is what its tables hold.")
+    figures = q.table_headline(run.run_id)
+
 PER_ROW = 3  # wide enough cards that "1.6k GPU-h" and its note never get cut off
 for first in range(0, len(figures), PER_ROW):
     row = figures[first:first + PER_ROW]
     for column, figure in zip(st.columns(PER_ROW), row, strict=False):
         column.metric(figure.label, figure.value, figure.delta, help=figure.help, border=True,
                       delta_color="normal" if figure.trend else "off", delta_arrow="auto" if figure.trend else "off")
-if not figures:
-    st.info(f"This {run.kind} run has no summary of a flagship job, so there is no ETTR to show; "
-            "the sections below show what its tables hold.")
+
 
 # ----- goodput and its losses ---------------------------------------------------------------------------------
 losses = q.losses_from_summary(summary)
@@ -110,6 +115,22 @@ if counts.height and counts["count"].sum() > 0:
         if mttf is not None:
             st.markdown(f"One unexpected interruption every **{mttf:.1f} hours** on average (job MTTF).")
 
+# ----- XIDs, where no incident explains them (ingested telemetry) ---------------------------------------------
+if counts.height == 0 or counts["count"].sum() == 0:
+    xids = q.xid_counts(run.run_id)
+    if xids.height:
+        st.subheader("What the GPUs reported")
+        names = {x.xid: x for x in XIDS}
+        st.dataframe(xids.select(
+            "xid", name=xids["xid"].replace_strict({k: v.mnemonic for k, v in names.items()}, default="(unknown)",
+                                                   return_dtype=pl.String),
+            meaning=xids["xid"].replace_strict({k: v.meaning for k, v in names.items()}, default="",
+                                               return_dtype=pl.String),
+            fatal=xids["xid"].replace_strict({k: v.fatal for k, v in names.items()}, default=None,
+                                             return_dtype=pl.Boolean),
+            events="events", gpus="gpus",
+        ), hide_index=True, key="xid_table", column_config={"xid": "XID", "gpus": "GPUs"})
+
 # ----- what is down -------------------------------------------------------------------------------------------
 st.subheader("What is down")
 if not q.has_host_states(run.run_id):
@@ -124,7 +145,7 @@ if key not in st.session_state:
         asked = run.duration_s
     st.session_state[key] = start + timedelta(seconds=min(max(asked, 0.0), run.duration_s))
 step = timedelta(minutes=1) if run.duration_s <= 2 * 86400 else timedelta(minutes=15)
-at = st.slider("Time", min_value=start, max_value=finish, step=step, format="YYYY-MM-DD HH:mm", key=key,
+at = st.slider("Time (UTC)", min_value=start, max_value=finish, step=step, format="YYYY-MM-DD HH:mm", key=key,
                help="Hosts out of service at this moment (UTC). Kept in the URL as ?t= (seconds from the start).")
 t_s = (at - start).total_seconds()
 if t_s >= run.duration_s:

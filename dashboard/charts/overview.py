@@ -132,7 +132,9 @@ def interruptions_by_cause(counts: pl.DataFrame) -> go.Figure:
         ))
     fig.update_layout(title="Interruptions by cause", xaxis_title="interruptions", barmode="stack",
                       yaxis={"categoryorder": "array", "categoryarray": [cause_label(c) for c in frame["cause"]]},
-                      legend={"title": "category"}, margin=_MARGIN, height=max(260, 60 + 26 * frame.height))
+                      legend={"title": "category", "traceorder": "normal"}, margin=_MARGIN,
+                      height=max(260, 60 + 26 * frame.height))
+    _whole_number_ticks(fig.layout.xaxis, frame["count"].max() or 0)
     return fig
 
 
@@ -145,4 +147,12 @@ def hosts_by_state(counts: pl.DataFrame) -> go.Figure:
                              textposition="inside", hovertemplate=f"{row['state']}: %{{x:,}} hosts<extra></extra>"))
     fig.update_layout(barmode="stack", height=150, margin={"l": 10, "r": 10, "t": 10, "b": 10},
                       xaxis_title="hosts", yaxis={"visible": False}, legend={"orientation": "h", "y": -0.6})
+    _whole_number_ticks(fig.layout.xaxis, counts["hosts"].sum() if counts.height else 0)
     return fig
+
+
+def _whole_number_ticks(axis, largest: float) -> None:
+    """Counts have no halves: whole-number ticks, one per unit while the axis is short."""
+    axis.tickformat = ",d"
+    if largest <= 10:
+        axis.dtick = 1

@@ -229,3 +229,34 @@ def headline(summary: dict) -> list[Headline]:
         out.append(Headline("GPU-hours down", fmt_gpu_hours(down), share,
                             help="GPU-hours of hosts out of service: down, diagnosing, in repair or burn-in."))
     return out
+
+
+# ----- runs without a simulator summary (ingested telemetry, replayed traces): what their tables hold ----------
+
+TABLE_COUNTS = """
+SELECT (SELECT count(*) FROM jobs) AS jobs, (SELECT count(*) FROM incidents) AS incidents,
+       (SELECT count(*) FROM gpu_samples) AS samples, (SELECT count(*) FROM xid_events) AS xid_events,
+       (SELECT count(DISTINCT gpu_id) FROM xid_events) AS gpus_with_xids
+"""
+
+XID_COUNTS = """
+SELECT xid, count(*) AS events, count(DISTINCT gpu_id) AS gpus, min(t_s) AS first_s, max(t_s) AS last_s
+FROM xid_events GROUP BY xid ORDER BY events DESC, xid
+"""
+
+
+def table_headline(run_id: str) -> list[Headline]:
+    """Headline figures counted in the run's tables, for runs whose summary has none (zero counts left out)."""
+    counts = state.query(run_id, TABLE_COUNTS).row(0, named=True)
+    figures = [
+        ("jobs", "Jobs", "Jobs in the run (a replayed trace's jobs)."),
+        ("incidents", "Incidents", "Failures and planned interruptions recorded in the run."),
+        ("samples", "Telemetry samples", "GPU telemetry samples (one a GPU and time)."),
+        ("xid_events", "XID events", "NVIDIA driver errors (XIDs) read from kernel logs or DCGM."),
+        ("gpus_with_xids", "GPUs with XIDs", "GPUs that reported at least one XID."),
+    ]
+    return [Headline(label, fmt_int(counts[key]), help=text) for key, label, text in figures if counts[key]]
+
+
+def xid_counts(run_id: str) -> pl.DataFrame:
+    return state.query(run_id, XID_COUNTS)
