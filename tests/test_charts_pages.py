@@ -172,15 +172,30 @@ def test_floor_plan_places_each_host_in_its_rack_cell_with_its_state_colour():
     z = np.asarray(heat.z)
     assert z.shape == (6, 2)  # 2 rows x (2 slots + a blank line), 2 positions
     order = racks.STATE_ORDER
-    assert z[0, 0] == order.index("running") and z[1, 0] == order.index("repair")
-    assert z[3, 1] == order.index("unknown")
+    # row 0 on top; in a rack slot 0 at the bottom: host a (slot 0) on line 1, host b (slot 1) on line 0
+    assert z[1, 0] == order.index("running") and z[0, 0] == order.index("repair")
+    assert z[4, 1] == order.index("unknown")
     assert np.isnan(z[2]).all() and np.isnan(z[0, 1])  # the blank line between rows, an empty position
-    assert heat.text[1][0] == "b · rack 0 · repair"
+    assert heat.text[0][0] == "b · rack 0 · repair"
     # the discrete scale gives each code its state colour
     scale = {round(stop, 6): colour for stop, colour in heat.colorscale}
     n = len(order)
     assert scale[round(order.index("repair") / n, 6)] == racks.STATE_COLOURS["repair"]
     assert {t.name for t in fig.data[1:]} == {"running", "repair", "unknown"}
+
+
+def test_floor_plan_of_gpus_puts_a_hosts_gpus_side_by_side():
+    cells = pl.DataFrame({"hostname": ["a", "a", "b", "b"], "rack_id": [0, 0, 1, 1], "row": [0, 0, 0, 0],
+                          "position": [0, 0, 1, 1], "slot": [0, 0, 0, 0], "gpu_index": [0, 1, 0, 1],
+                          "state": ["running", "failed", "spare", "spare"]})
+    fig = racks.floor_plan(cells)
+    z = np.asarray(fig.data[0].z)
+    order = racks.STATE_ORDER
+    assert z.shape == (2, 6)  # 2 racks x (2 GPUs + a blank column)
+    assert list(z[0]) == pytest.approx([order.index("running"), order.index("failed"), np.nan,
+                                        order.index("spare"), order.index("spare"), np.nan], nan_ok=True)
+    assert fig.data[0].text[0][1] == "a · rack 0 · GPU 1 · failed"
+    assert list(fig.layout.xaxis.tickvals) == [0.5, 3.5]  # each rack's label under the middle of its GPUs
 
 
 def test_state_history_draws_one_bar_per_interval_in_state_colours():

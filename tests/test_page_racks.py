@@ -25,10 +25,14 @@ def test_floor_at_t_from_the_url_and_a_rack_drill_down(store_dir):
                            "Hosts without a state": "0"}
     assert "2024-03-01 08:20 UTC" in at.caption[0].value
     assert [s.value for s in at.subheader] == ["Floor plan", "Rack"]
+    assert at.query_params["cells"] == "gpus"  # 16 GPUs: a cell a GPU by default
     hosts = at.dataframe[0].value
     assert hosts["hostname"].tolist() == ["host-001", "host-000"] and hosts["state"].tolist() == ["repair", "running"]
     assert "**Incidents** (2)" in [m.value for m in at.markdown]  # faulty_gpu and gpu_hbm3, both on host 1
-    assert at.dataframe[1].value["cause"].tolist() == ["faulty_gpu", "gpu_hbm3"]
+    incidents = at.dataframe[1].value
+    assert incidents["cause"].tolist() == ["faulty_gpu", "gpu_hbm3"]
+    assert incidents["time"].tolist() == ["2024-03-01 05:33 UTC", "2024-03-01 19:26 UTC"]
+    assert incidents["out_of_service"].tolist() == ["5 h 33 min", "not repaired"]  # the second is never repaired
 
 
 def test_moving_the_time_slider_updates_the_url_and_the_counts(store_dir):
@@ -48,3 +52,13 @@ def test_a_bad_url_parameter_falls_back_to_the_end_of_the_run(store_dir):
     # at the end of the run host 1 is in repair after its second failure
     assert metrics(at)["Hosts out of service"] == "1"
     assert at.slider[0].value == 24.0
+
+
+def test_cells_a_host_or_a_gpu_from_the_url(store_dir):
+    run_id = stored_run(store_dir)
+    at = open_page(PAGE, {"run": run_id, "cells": "hosts"})
+    assert not at.exception and at.query_params["cells"] == "hosts"
+    assert not any("*failed*" in c.value for c in at.caption)
+    at.button_group[0].set_value("gpus").run()
+    assert not at.exception and at.query_params["cells"] == "gpus"
+    assert any("*failed*" in c.value for c in at.caption)

@@ -134,7 +134,7 @@ chain = pl.DataFrame({
 st.dataframe(chain.with_columns(
     with_time(),
     (pl.col("t_s") - row["t_s"]).map_elements(fmt_duration, return_dtype=pl.String).alias("after"),
-).drop("t_s"), hide_index=True, width="stretch")
+).drop("t_s").fill_null("not by the run's end"), hide_index=True, width="stretch")
 where = [f"host {row['hostname']} (rack {row['rack_id']})" if row["hostname"] else None,
          f"GPU {row['gpu_id']}" if row["gpu_id"] is not None else None,
          f"link {row['link_id']}" if row["link_id"] is not None else None,

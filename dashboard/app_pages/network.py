@@ -61,7 +61,8 @@ else:
                    help="by every job these incidents hit")
     st.dataframe(incidents.with_columns(
         pl.col("t_s").map_elements(lambda t: fmt_time(run.started_at, t), return_dtype=pl.String).alias("time"),
-        pl.col("out_s").map_elements(fmt_duration, return_dtype=pl.String).alias("out_of_service"),
+        pl.col("out_s").map_elements(fmt_duration, return_dtype=pl.String).fill_null("not repaired")
+        .alias("out_of_service"),
         pl.col("job_ids").list.join(", "),
     ).select("incident_id", "time", "out_of_service", "link_id", "tier", "a", "b", "hostname", "jobs_hit",
              "job_ids", "gpu_hours_lost"), hide_index=True, width="stretch")

@@ -1,6 +1,6 @@
 """Racks: the floor plan of every rack, each host coloured by its state at time t; a rack's hosts, history and incidents.
 
-URL: ?t= (seconds since the run's start) and ?rack= (rack id) reproduce the view.
+URL: ?t= (seconds since the run's start), ?cells= (hosts, gpus) and ?rack= (rack id) reproduce the view.
 """
 
 from datetime import timedelta
@@ -10,10 +10,12 @@ import streamlit as st
 
 from dashboard import state
 from dashboard.charts import racks as charts
+from dashboard.charts.common import fmt_duration, fmt_time
 from dashboard.queries import racks as queries
 
 UP_STATES = ("running", "healthy", "spare")
 OUT_STATES = ("draining", "down", "diagnosing", "repair", "burn_in")
+GPU_CELLS_UP_TO = 4096  # clusters this small show a cell per GPU by default; larger ones a cell per host
 
 st.title("Racks")
 run = state.selected_run()
@@ -44,7 +46,19 @@ cols[2].metric("Hosts out of service", f"{out:,}", help="draining, down, diagnos
 cols[3].metric("Hosts without a state", f"{unknown:,}", help="no host_states interval covers t")
 
 st.subheader("Floor plan")
-st.plotly_chart(charts.floor_plan(hosts), width="stretch")
+gpus = queries.gpu_count(run.run_id)
+default_cells = "gpus" if 0 < gpus <= GPU_CELLS_UP_TO else "hosts"
+cells = st.segmented_control("Cells", ["hosts", "gpus"], default=st.query_params.get("cells", default_cells)
+                             if st.query_params.get("cells") in ("hosts", "gpus") else default_cells,
+                             format_func={"hosts": "a cell a host", "gpus": "a cell a GPU"}.get) or default_cells
+if gpus == 0:
+    cells = "hosts"
+st.query_params["cells"] = cells
+if cells == "gpus":
+    st.caption("A GPU shows its host's state, or *failed* from its own incident until its repair.")
+    st.plotly_chart(charts.floor_plan(queries.gpus_at(run.run_id, t_s)), width="stretch")
+else:
+    st.plotly_chart(charts.floor_plan(hosts), width="stretch")
 if unknown == hosts.height:
     st.caption("This run records no host states at t, so every host shows as unknown.")
 
@@ -80,4 +94,8 @@ st.markdown(f"**Incidents** ({incidents.height})")
 if incidents.is_empty():
     st.caption("No incidents on this rack's hosts in this run.")
 else:
-    st.dataframe(incidents, hide_index=True, width="stretch")
+    st.dataframe(incidents.with_columns(
+        pl.col("t_s").map_elements(lambda t: fmt_time(run.started_at, t), return_dtype=pl.String).alias("time"),
+        pl.col("out_of_service_s").map_elements(fmt_duration, return_dtype=pl.String).fill_null("not repaired")
+        .alias("out_of_service"),
+    ).drop("t_s", "out_of_service_s"), hide_index=True, width="stretch")

@@ -15,8 +15,9 @@ from dashboard.charts.common import HOST_STATE_COLORS
 from dashboard.charts.jobs import bars_over_time
 from engine.schema import HOST_STATES
 
-STATE_COLOURS = {**HOST_STATE_COLORS, "unknown": "#dee2e6"}  # the shared palette; unknown: no interval
-STATE_ORDER = (*HOST_STATES, "unknown")
+# The shared palette, plus `failed` (a GPU with an unrepaired incident, in GPU cells) and `unknown` (no interval).
+STATE_COLOURS = {**HOST_STATE_COLORS, "failed": "#5c0011", "unknown": "#dee2e6"}
+STATE_ORDER = (*HOST_STATES, "failed", "unknown")
 
 
 def _discrete_colourscale(colours: list[str]) -> list[list]:
@@ -29,9 +30,10 @@ def _discrete_colourscale(colours: list[str]) -> list[list]:
 
 
 def floor_plan(cells: pl.DataFrame, title: str = "") -> go.Figure:
-    """Heatmap of every host at one moment, coloured by state.
+    """Heatmap of every host (or GPU) at one moment, coloured by state.
 
-    `cells`: one row per host with hostname, rack_id, row, position, slot, state (None: unknown).
+    `cells`: one row per host with hostname, rack_id, row, position, slot, state (None: unknown); with a
+    `gpu_index` column, one row per GPU, drawn side by side inside its host's line.
     """
     states = cells["state"].fill_null("unknown")
     codes = states.replace_strict({s: i for i, s in enumerate(STATE_ORDER)}, default=len(STATE_ORDER) - 1,
@@ -39,16 +41,23 @@ def floor_plan(cells: pl.DataFrame, title: str = "") -> go.Figure:
     slots = int(cells["slot"].max()) + 1 if cells.height else 1
     rows = int(cells["row"].max()) + 1 if cells.height else 1
     positions = int(cells["position"].max()) + 1 if cells.height else 1
-    y = cells["row"].to_numpy() * (slots + 1) + cells["slot"].to_numpy()  # slots + 1: a blank line per row
-    x = cells["position"].to_numpy()
-    z = np.full((rows * (slots + 1), positions), np.nan)
+    # slots + 1 lines a row (a blank one between rows); slot 0 at the bottom of its rack, row 0 at the top
+    y = cells["row"].to_numpy() * (slots + 1) + (slots - 1 - cells["slot"].to_numpy())
+    per_rack = 1  # columns a rack takes: 1 for host cells, GPUs + a blank column for GPU cells
+    label = cells["hostname"] + " · rack " + cells["rack_id"].cast(pl.String)
+    if "gpu_index" in cells.columns:
+        per_rack = int(cells["gpu_index"].max()) + 2 if cells.height else 1
+        x = cells["position"].to_numpy() * per_rack + cells["gpu_index"].to_numpy()
+        label = label + " · GPU " + cells["gpu_index"].cast(pl.String)
+    else:
+        x = cells["position"].to_numpy()
+    z = np.full((rows * (slots + 1), positions * per_rack), np.nan)
     z[y, x] = codes
     text = np.full(z.shape, "", dtype=object)
-    text[y, x] = (
-        cells["hostname"] + " · rack " + cells["rack_id"].cast(pl.String) + " · " + states
-    ).to_numpy()
+    text[y, x] = (label + " · " + states).to_numpy()
     fig = go.Figure(go.Heatmap(
-        z=z, text=text, hoverinfo="text", zmin=-0.5, zmax=len(STATE_ORDER) - 0.5, xgap=2, ygap=1,
+        z=z, text=text, hoverinfo="text", zmin=-0.5, zmax=len(STATE_ORDER) - 0.5, xgap=1 if per_rack > 1 else 2,
+        ygap=1,
         colorscale=_discrete_colourscale([STATE_COLOURS[s] for s in STATE_ORDER]), showscale=False,
     ))
     # The legend: one invisible marker trace per state present, so the colours are named.
@@ -60,7 +69,9 @@ def floor_plan(cells: pl.DataFrame, title: str = "") -> go.Figure:
         title=title, height=min(1600, max(240, 9 * z.shape[0] + 120)), margin={"l": 10, "r": 10, "t": 40, "b": 10},
         plot_bgcolor="white", legend={"orientation": "h", "y": 1.0, "yanchor": "bottom"},
     )
-    fig.update_xaxes(title="position in row", showgrid=False, zeroline=False)
+    rack_ticks = np.arange(positions) * per_rack + (per_rack - 2) / 2 if per_rack > 1 else np.arange(positions)
+    fig.update_xaxes(title="position in row", showgrid=False, zeroline=False, tickvals=rack_ticks,
+                     ticktext=[str(p) for p in range(positions)])
     fig.update_yaxes(tickvals=row_ticks, ticktext=[f"row {r}" for r in range(rows)], showgrid=False,
                      zeroline=False, autorange="reversed")
     return fig

@@ -21,6 +21,32 @@ def hosts_at(run_id: str, t_s: float) -> pl.DataFrame:
     return state.query(run_id, HOSTS_AT, (t_s, t_s))
 
 
+# A GPU takes its host's state, except `failed` from its own incident until that incident's repair.
+GPUS_AT = """
+WITH host_state AS (
+    SELECT host_id, arg_max(state, start_s) AS state, arg_max(job_id, start_s) AS job_id
+    FROM host_states WHERE start_s <= ? AND end_s > ? GROUP BY host_id
+), failed AS (
+    SELECT DISTINCT gpu_id FROM incidents
+    WHERE gpu_id IS NOT NULL AND t_s <= ? AND coalesce(repaired_s, 'infinity'::DOUBLE) > ?
+)
+SELECT h.host_id, h.hostname, h.rack_id, h.pod_id, h."row", h.position, coalesce(h.slot, 0) AS slot,
+       g.gpu_id, g."index" AS gpu_index,
+       CASE WHEN f.gpu_id IS NOT NULL THEN 'failed' ELSE s.state END AS state, s.job_id
+FROM gpus g JOIN hosts h USING (host_id) LEFT JOIN host_state s USING (host_id) LEFT JOIN failed f USING (gpu_id)
+ORDER BY g.gpu_id
+"""
+
+
+def gpus_at(run_id: str, t_s: float) -> pl.DataFrame:
+    """One row per GPU with its place (its host's), its state and its host's job at `t_s`."""
+    return state.query(run_id, GPUS_AT, (t_s, t_s, t_s, t_s))
+
+
+def gpu_count(run_id: str) -> int:
+    return int(state.query(run_id, "SELECT count(*) AS n FROM gpus")["n"][0])
+
+
 def racks(run_id: str) -> pl.DataFrame:
     return state.query(run_id, 'SELECT rack_id, min(pod_id) AS pod_id, min("row") AS "row", min(position) AS position,'
                                " count(*) AS hosts FROM hosts GROUP BY rack_id ORDER BY rack_id")
