@@ -42,7 +42,8 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     if args.seed is not None:
         sets.append(f"simulation.seed={args.seed}")
     scenario = build(args.preset, file=args.scenario, sets=sets)
-    run = simulate(scenario, name=args.name, progress=_progress_printer(args.json))
+    name = args.name or (Path(args.scenario).stem if args.scenario else None)  # default: the file, else preset
+    run = simulate(scenario, name=name, progress=_progress_printer(args.json))
     run_id = Store(args.store).write_run(run)
     _report({"run_id": run_id, **run.summary}, args.json, _simulate_text)
     return 0
