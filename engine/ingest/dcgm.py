@@ -14,7 +14,6 @@ GoodputError naming the file and line, and nothing is written.
 """
 
 import time
-import zlib
 from collections import Counter
 from dataclasses import dataclass, field
 
@@ -58,7 +57,7 @@ class DcgmSamples:
     """Parsed scrapes, long form.
 
     `samples`: one row a value read for a GPU: t_ms (Int64, ms since the epoch), series (UInt64, the label
-    block's hash), metric (Categorical), value (Float64), key_hash (UInt64, metric and labels), source (UInt32),
+    block's hash), metric (Categorical), value (Float64), ident (UInt64: metric, labels, host), source (UInt32),
     line (UInt32).
     `series`: one row a distinct label block: series, hostname, gpu, uuid, model, pci_bus_id, device.
     `skipped`: counted skips by reason (what Prometheus would tolerate).
@@ -100,14 +99,11 @@ def _parse_one(source: Source, index: int, *, now: float | None, default_host: s
     if bad.height:
         raise _line_error(source, bad["line"][0], f"timestamp {bad['ts_text'][0]!r} is not an integer in range")
     fallback_ms = round(1000 * (source.mtime if source.mtime is not None else (now or time.time())))
-    # A series without a Hostname label belongs to the fallback host: seed its hash with that host, so the same
-    # series from two hosts is two series.
     host = default_host or source.stem
-    rows = rows.with_columns(pl.col("t_ms").fill_null(fallback_ms),
-                             key_hash=pl.col("key").hash(seed=zlib.crc32(host.encode())))
+    rows = rows.with_columns(pl.col("t_ms").fill_null(fallback_ms), key_hash=pl.col("key").hash())
     keys = _parse_keys(source, rows, host)
     rows = rows.select("line", "value", "t_ms", "key_hash").join(
-        keys.select("key_hash", pl.col("metric").cast(pl.Categorical), "series", "dcgm", "per_gpu"),
+        keys.select("key_hash", pl.col("metric").cast(pl.Categorical), "series", "ident", "dcgm", "per_gpu"),
         on="key_hash", how="left")
 
     skipped["metrics other than DCGM_FI_*"] += rows.filter(~pl.col("dcgm")).height
@@ -117,7 +113,7 @@ def _parse_one(source: Source, index: int, *, now: float | None, default_host: s
     rows = rows.filter(finite)
     skipped["series without a gpu or UUID label"] += rows.filter(~pl.col("per_gpu")).height
     samples = rows.filter(pl.col("per_gpu")).select(
-        "t_ms", "series", "metric", "value", "key_hash", pl.lit(index, pl.UInt32).alias("source"), pl.col("line").cast(pl.UInt32)
+        "t_ms", "series", "metric", "value", "ident", pl.lit(index, pl.UInt32).alias("source"), pl.col("line").cast(pl.UInt32)
     )
     series = keys.filter(pl.col("per_gpu")).select("series", *LABELS.values())
     return DcgmSamples(samples, series.unique("series", keep="first", maintain_order=True), skipped)
@@ -134,13 +130,15 @@ def _split_fast(source: Source) -> tuple[pl.DataFrame, pl.DataFrame] | None:
     try:
         raw = pl.read_csv(source.data, has_header=False, separator="}", quote_char=None, infer_schema=False,
                           schema={"key": pl.String, "tail": pl.String, "extra": pl.String},
-                          truncate_ragged_lines=True, raise_if_empty=False, missing_columns="insert")
+                          truncate_ragged_lines=True, raise_if_empty=False, missing_columns="insert",
+                          extra_columns="ignore")
     except pl.exceptions.ComputeError as err:
         decode(source, strict=True)  # names the line of a bad byte
         raise GoodputError(f"{source.name}: cannot read as text ({err})") from err
     raw = raw.lazy().with_row_index("line", offset=1)
     comment = pl.col("key").str.starts_with("#")
-    blank = pl.col("key").is_null() & pl.col("tail").is_null()
+    # An empty line and a line of only `}` both read as nulls here; the exact reader tells them apart.
+    blank = pl.col("key").is_null()
     parts = pl.col("tail").str.strip_chars_start(" ").str.split_exact(" ", 2)
     samples = raw.filter(~blank & ~comment).select(
         "line", "key", "extra", "tail",
@@ -153,11 +151,12 @@ def _split_fast(source: Source) -> tuple[pl.DataFrame, pl.DataFrame] | None:
             & ~pl.col("key").str.starts_with(" ") & ~pl.col("key").str.starts_with("\t")
             & (pl.col("value_text") != "") & (pl.col("ts_text").is_null() | (pl.col("ts_text") != ""))
             & pl.col("rest").is_null())
-    samples, comments = pl.collect_all([
-        samples.with_columns(fine=fine),
+    samples, comments, blanks = pl.collect_all([
+        samples.with_columns(fine=fine.fill_null(False)),
         raw.filter(comment).select("line", pl.col("key").alias("text")),
+        raw.select(blank.sum()),
     ])
-    if not samples["fine"].all():
+    if not samples["fine"].all() or blanks.item():
         return None
     return samples.select(*_ROWS).cast(_ROWS), comments
 
@@ -222,12 +221,14 @@ def _parse_keys(source: Source, rows: pl.DataFrame, default_host: str) -> pl.Dat
     bad = keys.filter(pl.col("gpu").is_not_null() & ~pl.col("gpu").str.contains(r"^[0-9]{1,4}$"))
     if bad.height:
         raise GoodputError(f"{source.name}, line {bad['line'][0]}: gpu label {bad['gpu'][0]!r} is not a GPU index")
-    label_seed = zlib.crc32(default_host.encode())
+    # A series without a Hostname label belongs to the fallback host, so the host is part of its identity: the
+    # same labels from two hosts are two series, and the same series in two files is one.
+    keys = keys.with_columns(pl.col("hostname").fill_null(default_host))
     return keys.with_columns(
         pl.col("gpu").cast(pl.Int16),
-        pl.col("hostname").fill_null(default_host),
         pl.col("pci_bus_id").str.to_lowercase(),
-        series=pl.col("labels").hash(seed=label_seed),
+        series=pl.struct("labels", "hostname").hash(),
+        ident=pl.struct("metric", "labels", "hostname").hash(),
         dcgm=pl.col("metric").str.starts_with(DCGM_PREFIX),
         per_gpu=pl.col("gpu").is_not_null() | pl.col("uuid").is_not_null(),
     )
@@ -237,10 +238,10 @@ def _refuse_duplicates(parsed: DcgmSamples) -> None:
     """Two values of one series at one time: Prometheus refuses that scrape, and so do we (say where)."""
     # One u64 fingerprint a sample makes the common case (no duplicates) one cheap pass; candidates are
     # then confirmed on the exact (time, series) pair, so a hash collision is never reported as a duplicate.
-    fingerprint = pl.col("key_hash").xor(pl.col("t_ms").hash())
+    fingerprint = pl.col("ident").xor(pl.col("t_ms").hash())
     dup = parsed.samples.filter(fingerprint.is_duplicated())
     if dup.height:
-        dup = dup.filter(pl.struct("t_ms", "key_hash").is_duplicated())
+        dup = dup.filter(~pl.struct("t_ms", "ident").is_first_distinct())
     if dup.height:
         first = dup.sort("source", "line").row(0, named=True)
         raise GoodputError(

@@ -77,7 +77,7 @@ class Observer:
         log_events = events if events is not None else _empty(XID_TYPES)
         xid_events = pl.concat([gauge_events, log_events]).sort("t_s", "host_id", maintain_order=True)
         xid_events, incidents = self._incidents(xid_events)
-        self._observe_times(samples, xid_events)
+        self._observe_times(self._dcgm_times(dcgm, series) if dcgm is not None else None, xid_events)
 
         batch = Batch(
             tables={
@@ -267,16 +267,24 @@ class Observer:
         ).sort("incident_id")
         return events, incidents
 
-    def _observe_times(self, samples: pl.DataFrame, events: pl.DataFrame) -> None:
-        seen = pl.concat([
-            samples.join(self.gpus.select("gpu_id", "host_id"), on="gpu_id", how="left").select("host_id", "t_s"),
-            events.select("host_id", "t_s"),
-        ]).group_by("host_id").agg(pl.col("t_s").min()).cast({"host_id": pl.Int32, "t_s": pl.Float64})
+    def _dcgm_times(self, dcgm: DcgmSamples, series: pl.DataFrame) -> pl.DataFrame:
+        """First and last time each host answered, over every metric read (not only those with a column)."""
+        return (dcgm.samples.group_by("series").agg(first=pl.col("t_ms").min(), last=pl.col("t_ms").max())
+                .join(series, on="series").join(self.gpus.select("gpu_id", "host_id"), on="gpu_id")
+                .group_by("host_id").agg(pl.col("first").min(), pl.col("last").max())
+                .select("host_id", ((pl.col("first") - self.origin_ms) / 1000).alias("first"),
+                        ((pl.col("last") - self.origin_ms) / 1000).alias("last")))
+
+    def _observe_times(self, scraped: pl.DataFrame | None, events: pl.DataFrame) -> None:
+        times = events.select("host_id", pl.col("t_s").alias("first"), pl.col("t_s").alias("last"))
+        if scraped is not None:
+            times = pl.concat([scraped, times], how="vertical_relaxed")
+        seen = times.group_by("host_id").agg(pl.col("first").min().alias("t_s")).cast(
+            {"host_id": pl.Int32, "t_s": pl.Float64})
         self.first_seen = pl.concat([self.first_seen, seen.join(self.first_seen, on="host_id", how="anti")])
-        times = pl.concat([samples["t_s"], events["t_s"]])
-        if times.len():
-            self.end_s = max(self.end_s, float(times.max()))
-            low = float(times.min())
+        if times.height:
+            self.end_s = max(self.end_s, float(times["last"].max()))
+            low = float(times["first"].min())
             self.start_s = low if self.start_s is None else min(self.start_s, low)
 
 
