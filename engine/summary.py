@@ -34,7 +34,10 @@ def summarize(scenario, sim, incidents: pl.DataFrame) -> dict:
         "interruptions": {"total": hit.height, "planned": planned, "unexpected": unexpected, "by_cause": by_cause},
         "job": _job(scenario, sim, unexpected),
         "cluster": {"gpu_hours": gpus * horizon / 3600.0, "gpu_hours_down": float(down_s) * per_host / 3600.0,
-                    "utilization": float(running_s) / host_seconds if host_seconds else 0.0},
+                    "utilization": float(running_s) / host_seconds if host_seconds else 0.0,
+                    # hosts pulled as lemons (repeat offenders sent to the vendor) and hosts still out at the end
+                    "lemons": len(sim.repairs.lemon_incidents),
+                    "hosts_in_repair_at_end": int((sim.holder == 3).sum())},
     }
     return summary
 

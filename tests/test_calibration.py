@@ -66,7 +66,7 @@ def _ideal(rate, interval_min, seed):
                     f"training.checkpoint_interval={interval_min}m", f"simulation.seed={seed}")
 
 
-@pytest.mark.parametrize(("rate", "interval_min"), [(31.25, 30), (31.25, 90), (62.5, 20), (10.0, 60)])
+@pytest.mark.parametrize(("rate", "interval_min"), [(31.25, 30), (31.25, 90), (62.5, 20), (75.0, 39), (10.0, 60)])
 def test_ettr_matches_the_closed_form_where_failures_are_rare(rate, interval_min):
     hosts = 128
     estimate = closed_form_ettr(gpus=1024, rate_per_1000_node_days=rate, checkpoint_interval_s=interval_min * 60,

@@ -191,3 +191,16 @@ def test_summary_is_plain_json():
     run = simulate(build("demo", sets=[TELEMETRY_OFF, "simulation.days=1"]))
     assert json.loads(json.dumps(run.summary)) == run.summary
     assert np.isfinite(run.summary["job"]["ettr"])
+
+
+def test_weibull_failures_come_early_and_lemons_are_counted():
+    sets = [TELEMETRY_OFF, "failures.distribution=weibull", "failures.weibull_shape=0.5",
+            "failures.rate_per_1000_node_days=200", "simulation.days=14", "repair.lemon_failures=2",
+            "repair.lemon_window=14d"]
+    run = simulate(build("demo", sets=sets))
+    t = run.tables["incidents"].filter(~pl.col("planned"))["t_s"].to_numpy()
+    assert (t < 7 * 86400).sum() > 1.3 * (t >= 7 * 86400).sum()
+    hosts = run.tables["incidents"].drop_nulls("host_id")
+    repeat_hosts = hosts.group_by("host_id").len().filter(pl.col("len") >= 2).height
+    assert run.summary["cluster"]["lemons"] >= 1 and repeat_hosts >= 1
+    assert 0 <= run.summary["cluster"]["hosts_in_repair_at_end"] <= 64
