@@ -97,6 +97,7 @@ class _Fleet:
     hs_start: np.ndarray
     hs_end: np.ndarray
     hs_state: np.ndarray
+    hs_activity: np.ndarray  # what the interval's GPUs do (engine.telemetry_model activity codes)
     hs_job: np.ndarray  # row of the interval's job in the checkpoint matrix, -1 for none
     host_first_state: np.ndarray  # (hosts + 1) offsets into the interval arrays
     in_checkpoint: np.ndarray  # (checkpointing jobs x samples) bool
@@ -204,9 +205,15 @@ def _state_intervals(host_states: pl.DataFrame, host_ids: np.ndarray, job_row: d
              .filter(pl.col("host_id").is_in(host_ids.tolist()) & (pl.col("end_s") > pl.col("start_s")))
              .sort("host_id", "start_s"))
     hs_host = np.searchsorted(host_ids, frame["host_id"].to_numpy())
+    state = frame["state"].to_numpy()
+    activity = _ACTIVITY_OF_STATE[state]
+    # a drain winds down what ran before it: a host drained while idle (a spare pulled for maintenance) stays idle
+    after_running = np.zeros(state.size, dtype=bool)
+    after_running[1:] = (hs_host[1:] == hs_host[:-1]) & (state[:-1] == _RUNNING)
+    activity[(state == _DRAINING) & ~after_running] = IDLE
     return {
         "hs_host": hs_host, "hs_start": frame["start_s"].to_numpy(), "hs_end": frame["end_s"].to_numpy(),
-        "hs_state": frame["state"].to_numpy(), "hs_job": frame["job"].to_numpy(),
+        "hs_state": state, "hs_activity": activity, "hs_job": frame["job"].to_numpy(),
         "host_first_state": np.searchsorted(hs_host, np.arange(host_ids.size + 1)),
     }
 
@@ -252,7 +259,7 @@ def _host_grid(fleet: _Fleet, h0: int, h1: int, t: np.ndarray, resolution: float
         covered = np.zeros(sample_k.size, dtype=bool)
     # a gap in a host's intervals reads as healthy: the host is powered and idle
     state = np.where(covered, fleet.hs_state[lo:hi][at] if host.size else 0, _HEALTHY).astype(np.int8)
-    activity = _ACTIVITY_OF_STATE[state]
+    activity = np.where(covered, fleet.hs_activity[lo:hi][at] if host.size else IDLE, IDLE).astype(np.int8)
     if fleet.in_checkpoint.size and host.size:
         job = np.where(covered & (state == _RUNNING), fleet.hs_job[lo:hi][at], -1)
         writing = job >= 0

@@ -146,7 +146,7 @@ def ecc_counters(pre: Precursors, g0: int, g1: int, t: np.ndarray, host_reset: n
     """(sbe, dbe) int32 (GPUs g0..g1 x samples). `host_reset` is last_reset of the chunk's hosts, `local_host`
     each GPU's row in it. Only GPUs that count anything (2% with a trickle, those with incidents) are computed."""
     sbe = np.zeros((g1 - g0, t.size), dtype=np.int32)
-    dbe = np.zeros_like(sbe)
+    dbe = np.zeros((g1 - g0, t.size), dtype=np.int32)
     ramps, fails = pre.sbe_ramps.in_range(g0, g1), pre.dbe.in_range(g0, g1)
     rows = np.unique(np.concatenate([np.flatnonzero(sbe_rate_per_s), ramps.pos, fails.pos]))
     if not rows.size:

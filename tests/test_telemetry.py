@@ -205,6 +205,13 @@ def test_checkpoint_writes_idle_the_job_and_drains_fall_and_burn_in_runs_hot():
     assert df.filter(pl.col("gpu_id") >= 8)["util_pct"].min() >= 95
 
 
+def test_a_drain_winds_down_only_what_was_running():
+    hs = states([(0, "spare", 0, 10 * HOUR, None), (0, "draining", 10 * HOUR, 14 * HOUR, None),
+                 (0, "down", 14 * HOUR, DAY, None)])
+    df = samples(scenario(), fleet(1), hs)
+    assert (df["util_pct"] == 0).all() and df["power_w"].max() < 90 and df.height == 8 * 14
+
+
 def test_diurnal_swing_of_running_power_is_between_1_and_2_percent():
     sc = scenario(7, "15m")
     df = samples(sc, fleet(8), whole_run(8, "running", 7, "j"), seed=5)
@@ -409,6 +416,19 @@ def test_generated_lines_read_like_the_real_kernel_logs(shared_data):
         assert shape.sub("#", ours) in {shape.sub("#", text) for text in theirs}
 
 
+def test_the_kernel_log_parser_reads_back_what_the_simulator_writes():
+    kernel_log = pytest.importorskip("engine.ingest.kernel_log", reason="kernel-log ingestion not built yet")
+    from engine.ingest.sources import Source
+
+    events = xid_events(_xid_incidents(), fleet(2), np.random.default_rng(1)).filter(pl.col("host_id") == 1)
+    boot = 1_000_000.0  # dmesg stamps are seconds since boot
+    text = "".join(f"[{boot + t:.6f}] {message}\n" for t, message in events.select("t_s", "message").rows())
+    parsed = kernel_log.parse_kernel_logs([Source("node001.dmesg.log", text.encode())]).events.sort("line")
+    assert parsed["code"].to_list() == events["xid"].to_list()
+    assert parsed["pci"].to_list() == [pci_bus_id(g % 8) for g in events["gpu_id"].to_list()]
+    assert parsed["t_rel_s"].to_numpy() == pytest.approx(events["t_s"].to_numpy() - events["t_s"][0], abs=1e-5)
+
+
 def test_xid_counts_per_window_add_up_to_the_events():
     events = xid_events(_xid_incidents(), fleet(2), np.random.default_rng(1))
     counts = xid_counts(events, HOUR)
@@ -420,3 +440,26 @@ def test_xid_counts_per_window_add_up_to_the_events():
     assert counts.filter(pl.col("t_s") == 3600)["count"].sum() == 5 + 3  # the 13 burst, its 43, the GSP lines
     with pytest.raises(GoodputError, match="window must be positive"):
         xid_counts(events, 0)
+
+
+# ----- with the simulator -------------------------------------------------------------------------------
+
+
+def test_a_simulated_demo_run_reports_only_from_live_hosts_and_logs_every_gpu_incident():
+    simulate = pytest.importorskip("engine.simulate", reason="simulator not built yet").simulate
+    run = simulate(build("demo"))
+    samples_ = pl.concat(run.tables["gpu_samples"])
+    hs, gpus, incs = run.tables["host_states"], run.tables["gpus"], run.tables["incidents"]
+    t = sample_times(run.duration_s, build("demo")["simulation.telemetry_resolution"])
+    assert samples_.height <= gpus.height * t.size and samples_.height > 0.8 * gpus.height * t.size
+    placed = (samples_.join(gpus.select("gpu_id", "host_id"), on="gpu_id").sort("t_s")
+              .join_asof(hs.sort("start_s").select("host_id", "start_s", "end_s", "state"), left_on="t_s",
+                         right_on="start_s", by="host_id", strategy="backward", check_sortedness=False))
+    assert placed["state"].null_count() == 0 and (placed["t_s"] < placed["end_s"]).all()
+    assert not placed["state"].is_in(list(SILENT)).any()
+    silent_time = hs.filter(pl.col("state").is_in(list(SILENT)))
+    assert silent_time.height > 0  # the demo's failures do take hosts off line
+    logged = run.tables["xid_events"].select("incident_id", "gpu_id", "xid")
+    primaries = incs.filter(pl.col("xid").is_not_null()).select("incident_id", "gpu_id", "xid")
+    assert primaries.height > 0
+    assert primaries.join(logged, on=["incident_id", "gpu_id", "xid"], how="anti").height == 0
