@@ -27,6 +27,7 @@ class Lane:
     phase: str = "idle"  # idle (gap or waiting for hosts), running
     blocked: int = 0  # hosts of the lane in repair
     pending: bool = False  # a job is due but hosts are missing
+    due_at: float = 0.0  # since when it is due
     job: int = -1  # index into ResearchLanes.jobs while running
     generation: int = 0
     since: float = 0.0
@@ -82,11 +83,11 @@ class ResearchLanes:
         if lane.phase == "running":
             hit = lane.job
             self._end(i, reason, failed=True)
-            lane.pending = True  # the next job is already waiting (the one that failed is not retried)
+            lane.pending, lane.due_at = True, self.env.now  # the next job waits (a failed one is not retried)
         if takes_host:
             lane.blocked += 1
         elif lane.pending and lane.blocked == 0:
-            self._start(i, submit=self.env.now)
+            self._start(i, submit=lane.due_at)
         return hit
 
     def running_on(self, host: int) -> bool:
@@ -98,7 +99,7 @@ class ResearchLanes:
         lane = self.lanes[i]
         lane.blocked -= 1
         if lane.blocked == 0 and lane.pending:
-            self._start(i, submit=self.env.now)
+            self._start(i, submit=lane.due_at)
 
     def finish(self, horizon: float) -> None:
         for i, lane in enumerate(self.lanes):
@@ -118,7 +119,7 @@ class ResearchLanes:
     def _due(self, i: int) -> None:
         lane = self.lanes[i]
         if lane.blocked:
-            lane.pending = True
+            lane.pending, lane.due_at = True, self.env.now
         else:
             self._start(i, submit=self.env.now)
 

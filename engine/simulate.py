@@ -20,7 +20,7 @@ from engine.research import ResearchLanes
 from engine.run import Run
 from engine.scenario import Scenario
 from engine.summary import summarize
-from engine.tables import incidents_frame, job_frames
+from engine.tables import incidents_frame, job_frames, research_job_id
 from engine.topology import CTSW_PER_POD, FLAGSHIP, RESEARCH, SPARE, Topology, build_topology
 from engine.training import FlagshipJob
 
@@ -157,7 +157,7 @@ class Simulation:
 
     def _research_hit(self, host: int, cause: str, takes_host: bool) -> str | None:
         index = self.research.failure(host, cause, takes_host)
-        return None if index is None else f"research-{index:05d}"
+        return None if index is None else research_job_id(index)
 
     def _lost_since(self, attempts_before: int) -> float:
         attempts = self.job.ledger.attempts
