@@ -17,6 +17,7 @@ from tests.runs import (
     bare_run,
     expected_summary,
     flagship_checkpoints,
+    incidents,
     job_attempts,
     make_store,
     small_run,
@@ -167,6 +168,21 @@ def run_store(store_dir):
 def test_down_at(run_store, t_s, down):
     frame = q.down_at(RUN, t_s, DURATION_S)
     assert frame.select("host_id", "state", "down_since_s", "incident_id").rows() == down
+
+
+def test_a_rack_wide_incident_recorded_on_one_host_explains_its_neighbour(store_dir):
+    """The simulator records a rack switch's cable fault on one host of the rack; both hosts go down."""
+    run = small_run()
+    run.tables["incidents"] = incidents().with_columns(
+        host_id=pl.when(pl.col("incident_id") == 4).then(3).otherwise(pl.col("host_id")).cast(pl.Int32))
+    make_store(store_dir, run)
+    assert q.down_at(RUN, 155000.0, DURATION_S).select("host_id", "incident_id").rows() == [(2, 4), (3, 4)]
+    # an incident of a host in another rack explains nothing here
+    run = small_run(run_id="sim-20240301-000000-ffffff")
+    run.tables["incidents"] = incidents().with_columns(
+        host_id=pl.when(pl.col("incident_id") == 4).then(0).otherwise(pl.col("host_id")).cast(pl.Int32))
+    make_store(store_dir, run)
+    assert q.down_at(run.run_id, 155000.0, DURATION_S)["incident_id"].to_list() == [None, None]
 
 
 def test_down_at_names_the_cause_and_how_long(run_store):

@@ -19,9 +19,9 @@ from dashboard.charts.common import (
     fmt_usd,
 )
 
-# How far a host's first unavailable state may lag its incident (detection, then drain) and how far a
-# host-less incident (a rack switch, a link) may precede the hosts it took down: generous, because a wrong
-# cause is worse than none only when it is far off in time.
+# How far a host's first unavailable state may lag its incident (detection, then drain), and how far an
+# incident that names no host, or another host of the same rack (a rack switch or its cable takes the whole
+# rack down), may precede the hosts it took down. A host's own incident is matched however long ago it was.
 DETECTION_SLACK_S = 60.0
 HOSTLESS_WINDOW_S = 3600.0
 
@@ -47,12 +47,13 @@ WITH now AS (
     FROM now n
 ), matched AS (
     SELECT s.*,
-           (SELECT i.incident_id FROM incidents i
+           (SELECT i.incident_id FROM incidents i LEFT JOIN hosts ih ON ih.host_id = i.host_id
             WHERE i.t_s <= s.down_since_s + $2
               AND (i.repaired_s IS NULL OR i.repaired_s >= s.down_since_s)
-              AND (i.host_id = s.host_id OR (i.host_id IS NULL AND i.t_s >= s.down_since_s - $3))
-            ORDER BY i.t_s DESC, (i.host_id IS NOT NULL) DESC, i.incident_id LIMIT 1) AS incident_id
-    FROM streak s
+              AND (i.host_id = s.host_id
+                   OR ((i.host_id IS NULL OR ih.rack_id = sh.rack_id) AND i.t_s >= s.down_since_s - $3))
+            ORDER BY i.t_s DESC, (i.host_id = s.host_id) DESC NULLS LAST, i.incident_id LIMIT 1) AS incident_id
+    FROM streak s LEFT JOIN hosts sh ON sh.host_id = s.host_id
 )
 SELECT m.host_id, h.hostname, h.rack_id, m.state, m.state_since_s, m.down_since_s, $4 - m.down_since_s AS down_for_s,
        m.incident_id, i.cause, i.category, i.gpu_id, i.xid
