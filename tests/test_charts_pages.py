@@ -337,6 +337,8 @@ def test_causes_side_by_side_groups_by_cause_with_a_bar_per_run():
     assert [t.name for t in fig.data] == ["a", "b"]
     assert list(fig.data[0].x) == ["faulty_gpu", "nic"]
     assert list(fig.data[0].y) == [3, 1] and list(fig.data[1].y) == [5, 0]
+    fig = compare.causes_side_by_side(counts, runs=["b", "a", "c"])  # c has no incident at all
+    assert [t.name for t in fig.data] == ["b", "a", "c"] and list(fig.data[2].y) == [0, 0]
 
 
 def test_pages_run_is_consistent():
@@ -366,3 +368,11 @@ def open_page(page: str, params: dict[str, str] | None = None) -> AppTest:
 def stored_run(store_dir: Path, run: Run | None = None) -> str:
     """Write `run` (default: pages_run()) to the store at `store_dir` and return its id."""
     return Store(store_dir).write_run(run or pages_run())
+
+
+def sparse_run(name: str = "observed") -> Run:
+    """What an ingested run looks like: hosts, GPUs, telemetry and XIDs, but no jobs, incidents or host states."""
+    full = pages_run()
+    tables = {k: full.tables[k] for k in ("hosts", "gpus", "gpu_samples", "xid_events")}
+    tables["xid_events"] = tables["xid_events"].with_columns(pl.lit(None, pl.Int32).alias("incident_id"))
+    return Run(kind="ingest", name=name, started_at=STARTED, duration_s=DAY, tables=tables)

@@ -1,6 +1,6 @@
 """Compare page: runs from ?runs=, headline figures side by side, the scenario keys that differ, causes."""
 
-from test_charts_pages import open_page, pages_run, stored_run
+from test_charts_pages import open_page, pages_run, sparse_run, stored_run
 
 from dashboard.queries.compare import scenario_diff
 from engine.store import Store
@@ -46,3 +46,17 @@ def test_default_is_the_selected_run_and_the_newest(store_dir):
     infos = Store(store_dir).list_runs()
     assert scenario_diff(infos).is_empty()  # same scenario: nothing differs
     assert any("share one scenario" in c.value for c in at.caption)
+
+
+def test_an_ingested_run_beside_a_simulated_one(store_dir):
+    a = stored_run(store_dir, pages_run("sim"))
+    b = stored_run(store_dir, sparse_run("observed"))
+    at = open_page(PAGE, {"runs": f"{a},{b}"})
+    assert not at.exception
+    headlines = at.dataframe[0].value.set_index("figure")
+    assert headlines.loc["kind"].tolist() == ["simulate", "ingest"]
+    assert headlines.loc["ETTR"].tolist() == ["93.0%", "–"]
+    diff = at.dataframe[1].value
+    assert "preset" in diff["key"].tolist()  # the ingested run has no scenario at all
+    causes = at.dataframe[2].value
+    assert causes[f"observed ({b})"].sum() == 0

@@ -1,6 +1,6 @@
 """GPUs page: health at t, the repeat offenders, XIDs by code, one GPU from ?gpu= with its events and telemetry."""
 
-from test_charts_pages import open_page, stored_run
+from test_charts_pages import open_page, sparse_run, stored_run
 
 PAGE = "app_pages/gpus.py"
 
@@ -44,3 +44,12 @@ def test_choosing_a_gpu_writes_it_to_the_url(store_dir):
     assert not at.exception and at.query_params["gpu"] == "0"
     assert any("index 0 of host host-000" in m.value for m in at.markdown)
     assert any("No incident or XID event on this GPU." == c.value for c in at.caption)
+
+
+def test_an_ingested_run_without_incidents_or_states(store_dir):
+    run_id = stored_run(store_dir, sparse_run())
+    at = open_page(PAGE, {"run": run_id, "gpu": "3"})
+    assert not at.exception
+    assert metrics(at)["Failed GPUs"] == "0"
+    assert any("No host or GPU failed more than once" in i.value for i in at.info)
+    assert "**Events** (3)" in [m.value for m in at.markdown]  # its three XID events

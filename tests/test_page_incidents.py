@@ -5,7 +5,7 @@ import math
 
 import polars as pl
 import pytest
-from test_charts_pages import _incidents, open_page, stored_run
+from test_charts_pages import _incidents, open_page, sparse_run, stored_run
 
 from dashboard.queries import incidents as counting
 
@@ -80,3 +80,18 @@ def test_a_bad_incident_in_the_url_shows_none(store_dir, incident):
     run_id = stored_run(store_dir)
     at = open_page(PAGE, {"run": run_id, "incident": incident})
     assert not at.exception and at.selectbox[0].value is None and "incident" not in at.query_params
+
+
+def test_a_run_without_incidents(store_dir):
+    run_id = stored_run(store_dir, sparse_run())
+    at = open_page(PAGE, {"run": run_id})
+    assert not at.exception
+    assert any("no incidents" in i.value for i in at.info)
+
+
+def test_an_incident_never_repaired(store_dir):
+    run_id = stored_run(store_dir)
+    at = open_page(PAGE, {"run": run_id, "incident": "4"})
+    assert not at.exception
+    chain = next(d.value for d in at.dataframe if "step" in d.value.columns)
+    assert chain["after"].tolist() == ["0 s", "10 s", "1 min", "not by the run's end"]

@@ -1,6 +1,6 @@
 """Jobs page: counts, the capped Gantt, filters kept in the URL, one job's attempts from ?job=."""
 
-from test_charts_pages import open_page, stored_run
+from test_charts_pages import open_page, sparse_run, stored_run
 
 PAGE = "app_pages/jobs.py"
 
@@ -51,3 +51,12 @@ def test_gantt_is_capped(store_dir):
     at = open_page(PAGE, {"run": run_id})
     at.number_input[0].set_value(1).run()
     assert any(c.value.startswith("1 of 3 jobs that ran") for c in at.caption)
+
+
+def test_a_run_without_jobs(store_dir):
+    run_id = stored_run(store_dir, sparse_run())
+    at = open_page(PAGE, {"run": run_id, "job": "nope"})
+    assert not at.exception
+    assert metrics(at)["Jobs"] == "0" and metrics(at)["Flagship checkpoints"] == "–"
+    assert any(i.value == "No job matches the filters." for i in at.info)
+    assert at.selectbox[0].value is None

@@ -1,6 +1,6 @@
 """Network page: links by tier, the note when a run has no link telemetry, utilisation when it has, cable failures."""
 
-from test_charts_pages import open_page, pages_run, stored_run
+from test_charts_pages import open_page, pages_run, sparse_run, stored_run
 
 PAGE = "app_pages/network.py"
 
@@ -40,3 +40,12 @@ def test_utilisation_when_the_run_has_link_samples(store_dir):
     hottest = at.dataframe[1].value
     # util = 10 + link_id: link 21 (ctsw_atsw) is the hottest at 31%
     assert hottest["link_id"].tolist()[:2] == [21, 20] and hottest["mean_util"].tolist()[0] == 31.0
+
+
+def test_a_run_without_links(store_dir):
+    run_id = stored_run(store_dir, sparse_run())
+    at = open_page(PAGE, {"run": run_id})
+    assert not at.exception
+    assert [i.value.split(":")[0] for i in at.info] == ["This run has no links table",
+                                                        "This run has no link telemetry (its link_samples table is empty), so there is no utilisation to show. Link loads come with the fabric model of the network issue (issue 6).",
+                                                        "No switch or cable failure in this run."]

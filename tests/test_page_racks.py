@@ -1,6 +1,6 @@
 """Racks page: the floor at time t from the URL, the counts of hosts up and out, a rack's hosts and incidents."""
 
-from test_charts_pages import open_page, stored_run
+from test_charts_pages import open_page, sparse_run, stored_run
 
 PAGE = "app_pages/racks.py"
 
@@ -62,3 +62,12 @@ def test_cells_a_host_or_a_gpu_from_the_url(store_dir):
     at.button_group[0].set_value("gpus").run()
     assert not at.exception and at.query_params["cells"] == "gpus"
     assert any("*failed*" in c.value for c in at.caption)
+
+
+def test_a_run_without_host_states_shows_every_host_unknown(store_dir):
+    run_id = stored_run(store_dir, sparse_run())
+    at = open_page(PAGE, {"run": run_id, "rack": "1"})
+    assert not at.exception
+    assert metrics(at)["Hosts without a state"] == "8"
+    assert any("records no host states" in c.value for c in at.caption)
+    assert any("No incidents on this rack" in c.value for c in at.caption)

@@ -31,6 +31,7 @@ if len(chosen) < 2:
     st.info("Pick at least two runs.")
     st.stop()
 infos = [by_id[r] for r in chosen]
+labels = [queries.run_label(info) for info in infos]
 
 st.subheader("Headline figures")
 headlines = queries.headlines(infos)
@@ -56,7 +57,9 @@ if counts.is_empty():
     st.info("None of these runs has incidents.")
 else:
     st.plotly_chart(charts.causes_side_by_side(
-        counts, "incidents per 1,000 host-days" if per_exposure else "incidents"), width="stretch")
+        counts, "incidents per 1,000 host-days" if per_exposure else "incidents", labels), width="stretch")
     table = counts.pivot("run", index="cause", values="interruptions").fill_null(0)
+    table = table.with_columns(pl.lit(0.0).alias(label) for label in labels if label not in table.columns)
+    table = table.select("cause", *labels)
     st.dataframe(table.sort(pl.sum_horizontal(pl.exclude("cause")), descending=True), hide_index=True,
                  width="stretch")

@@ -4,12 +4,15 @@ import plotly.graph_objects as go
 import polars as pl
 
 
-def causes_side_by_side(counts: pl.DataFrame, y_title: str = "interruptions") -> go.Figure:
-    """Counts (columns run, cause, interruptions) as grouped bars; causes ordered by their total."""
+def causes_side_by_side(counts: pl.DataFrame, y_title: str = "interruptions", runs: list[str] | None = None
+                        ) -> go.Figure:
+    """Counts (columns run, cause, interruptions) as grouped bars; causes ordered by their total.
+
+    `runs` orders the bars (a run without any row still gets its zero bars); default: as they come."""
     order = (counts.group_by("cause").agg(pl.col("interruptions").sum())
              .sort(["interruptions", "cause"], descending=[True, False])["cause"].to_list())
     fig = go.Figure()
-    for run in counts["run"].unique(maintain_order=True).to_list():
+    for run in runs if runs is not None else counts["run"].unique(maintain_order=True).to_list():
         part = counts.filter(pl.col("run") == run)
         by_cause = dict(zip(part["cause"].to_list(), part["interruptions"].to_list(), strict=True))
         fig.add_trace(go.Bar(x=order, y=[by_cause.get(c, 0) for c in order], name=run))
