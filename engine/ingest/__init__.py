@@ -49,7 +49,7 @@ def observed_run(dcgm: DcgmSamples | None, logs: KernelEvents | None, *, name: s
     tables = dict(batch.tables)
     tables["host_states"] = observer.host_states(0.0, observer.end_s)
     scenario = {"source": "ingest", "inputs": [s.name for s in _sources_of(dcgm, logs)]}
-    return Run(kind="ingest", name=name, started_at=datetime.fromtimestamp(observer.origin_ms / 1000, UTC),
+    return Run(kind="ingest", name=name, started_at=datetime.fromtimestamp(observer.origin_us / 1e6, UTC),
                duration_s=duration, scenario=scenario, summary=summary_of([batch], observer), tables=tables)
 
 

@@ -46,7 +46,7 @@ class KernelEvents:
 
     `events`: source (UInt32), line (UInt32), host (String, null where the line names none), kind (`xid` or
     `sxid`), pci (`0000:3b:00`, the GPU's or switch's bus), device (nvswitch name or null), code (Int32),
-    message (String), t_abs_ms (Int64, wall clock; null for since-boot stamps), t_rel_s (Float64, seconds
+    message (String), t_abs_us (Int64, wall clock in microseconds; null for since-boot stamps), t_rel_s (Float64, seconds
     after the file's first since-boot stamp; null for wall-clock stamps).
     `uuids`: source, host, pci, uuid from `NVRM: GPU at` lines.
     """
@@ -100,15 +100,15 @@ def _parse_one(source: Source, index: int, *, year: int | None) -> tuple[pl.Data
     events = pl.concat([
         xid.select("source", "line", "host", "kind", pl.col("m").struct.field("1").alias("pci"),
                    pl.lit(None, pl.String).alias("device"), pl.col("m").struct.field("2").alias("code"),
-                   pl.col("m").struct.field("3").alias("message"), "t_abs_ms", "t_rel_s"),
+                   pl.col("m").struct.field("3").alias("message"), "t_abs_us", "t_rel_s", "text"),
         sxid.select("source", "line", "host", "kind", pl.col("m").struct.field("2").alias("pci"),
                     pl.col("m").struct.field("1").alias("device"), pl.col("m").struct.field("3").alias("code"),
-                    pl.col("m").struct.field("4").alias("message"), "t_abs_ms", "t_rel_s"),
+                    pl.col("m").struct.field("4").alias("message"), "t_abs_us", "t_rel_s", "text"),
     ]).sort("line").with_columns(pl.col("code").cast(pl.Int32, strict=False), normalise_pci(pl.col("pci")).alias("pci"))
     bad = events.filter(pl.col("code").is_null())
     if bad.height:
         raise _error(source, bad, "XID code out of range")
-    bad = events.filter(pl.col("t_abs_ms").is_null() & pl.col("t_rel_s").is_null())
+    bad = events.filter(pl.col("t_abs_us").is_null() & pl.col("t_rel_s").is_null())
     if bad.height:
         raise _error(source, bad, "XID line without a timestamp Goodput reads (dmesg, dmesg -T, iso, journal,"
                                   " syslog or /dev/kmsg)")
@@ -116,11 +116,11 @@ def _parse_one(source: Source, index: int, *, year: int | None) -> tuple[pl.Data
         "source", "host", pl.col("body").str.extract_groups(_GPU_AT).alias("m")
     ).select("source", "host", normalise_pci(pl.col("m").struct.field("1")).alias("pci"),
              pl.col("m").struct.field("2").alias("uuid")).drop_nulls(["pci", "uuid"])
-    return events.with_columns(pl.col("message").fill_null("")), uuids, lines.height - events.height
+    return events.drop("text").with_columns(pl.col("message").fill_null("")), uuids, lines.height - events.height
 
 
 def _split_stamps(lines: pl.DataFrame, year: int) -> pl.DataFrame:
-    """Add host, body, t_abs_ms (wall clock) and t_rel_s (since the file's first since-boot stamp)."""
+    """Add host, body, t_abs_us (wall clock) and t_rel_s (since the file's first since-boot stamp)."""
     text = pl.col("text")
     dmesg, dmesg_t = text.str.extract_groups(_DMESG), text.str.extract_groups(_DMESG_T)
     iso, syslog, kmsg = text.str.extract_groups(_ISO), text.str.extract_groups(_SYSLOG), text.str.extract_groups(_KMSG)
@@ -138,14 +138,14 @@ def _split_stamps(lines: pl.DataFrame, year: int) -> pl.DataFrame:
     )
     rest = pl.coalesce(dmesg.struct.field("2"), dmesg_t.struct.field("2"), iso.struct.field("3"),
                        syslog.struct.field("2"), kmsg.struct.field("2"), text)
-    lines = lines.with_columns(boot_s=boot_s, t_abs_ms=wall.dt.epoch("ms"), rest=rest)
+    lines = lines.with_columns(boot_s=boot_s, t_abs_us=wall.dt.epoch("us"), rest=rest)
     host_kernel = pl.col("rest").str.extract_groups(_HOST_KERNEL)
     first_boot = lines["boot_s"].drop_nulls()
     origin = first_boot[0] if first_boot.len() else 0.0
     return lines.with_columns(
         host=host_kernel.struct.field("1"),
         body=pl.coalesce(host_kernel.struct.field("2"), pl.col("rest")),
-        t_rel_s=pl.when(pl.col("t_abs_ms").is_null()).then(pl.col("boot_s") - origin),
+        t_rel_s=pl.when(pl.col("t_abs_us").is_null()).then(pl.col("boot_s") - origin),
     )
 
 

@@ -98,7 +98,7 @@ def scrape_loop(urls: list[str], every_s: float, store: Store, *, scrapes: int |
                 if not run_id:
                     tables["host_states"] = observer.host_states(0.0, observer.end_s)
                     run = Run(kind="ingest", name=name or f"live: {', '.join(urls)}",
-                              started_at=datetime.fromtimestamp(observer.origin_ms / 1000, UTC),
+                              started_at=datetime.fromtimestamp(observer.origin_us / 1e6, UTC),
                               duration_s=observer.end_s, scenario={"source": "scrape", "endpoints": urls},
                               summary=summary, tables=tables)
                     run_id = store.write_run(run)

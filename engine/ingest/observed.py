@@ -52,7 +52,7 @@ class Observer:
     """Assigns ids and derives events, incidents and host states, batch after batch."""
 
     def __init__(self) -> None:
-        self.origin_ms: int | None = None
+        self.origin_us: int | None = None
         self.hosts = pl.DataFrame(schema={"host_id": pl.Int32, "hostname": pl.String})
         self.gpus = pl.DataFrame(schema={**GPU_TYPES, "key": pl.String})
         self.last_xid = pl.DataFrame(schema={"gpu_id": pl.Int32, "value": pl.Float64})
@@ -65,8 +65,8 @@ class Observer:
 
     # ----- one batch ------------------------------------------------------------------------------------------
     def add(self, dcgm: DcgmSamples | None = None, logs: KernelEvents | None = None) -> Batch:
-        if self.origin_ms is None:
-            self.origin_ms = _origin_ms(dcgm, logs)
+        if self.origin_us is None:
+            self.origin_us = _origin_us(dcgm, logs)
         known_hosts = self.hosts.height
         known_gpus = self.gpus.height
         series = self._add_dcgm_gpus(dcgm) if dcgm is not None else None
@@ -177,7 +177,7 @@ class Observer:
             gpu_id=pl.coalesce("by_uuid", "by_pci", "by_key"))
         switch_lines = events.filter(pl.col("kind") == "sxid").with_columns(gpu_id=pl.lit(None, pl.Int32))
         frame = pl.concat([gpu_lines.select(switch_lines.columns), switch_lines], how="vertical_relaxed")
-        t_s = pl.coalesce((pl.col("t_abs_ms") - self.origin_ms) / 1000, pl.col("t_rel_s"))
+        t_s = pl.coalesce((pl.col("t_abs_us") - self.origin_us) / 1e6, pl.col("t_rel_s"))
         message = pl.when(pl.col("kind") == "sxid").then(
             pl.concat_str(pl.lit("SXid "), pl.col("device"), pl.lit(" (PCI:"), pl.col("pci"), pl.lit("): "),
                           pl.col("message"))
@@ -207,7 +207,7 @@ class Observer:
         wide = wanted.join(series, on="series", how="left").pivot(
             on="metric", index=["t_ms", "gpu_id"], values="value", aggregate_function="first")
         missing = [pl.lit(None, SAMPLE_TYPES[c]).alias(c) for c in COLUMNS.values() if c not in wide.columns]
-        return (wide.with_columns(*missing, t_s=(pl.col("t_ms") - self.origin_ms) / 1000)
+        return (wide.with_columns(*missing, t_s=(pl.col("t_ms") * 1000 - self.origin_us) / 1e6)
                 .select(*SAMPLE_TYPES).cast(SAMPLE_TYPES).sort("t_s", "gpu_id"))
 
     def _gauge_events(self, dcgm: DcgmSamples, series: pl.DataFrame) -> pl.DataFrame:
@@ -223,7 +223,7 @@ class Observer:
         changes = ordered.filter(pl.col("t_ms").is_not_null() & pl.col("before").is_not_null()
                                  & (pl.col("value") != pl.col("before")) & (pl.col("value") > 0))
         return changes.join(self.gpus.select("gpu_id", "host_id"), on="gpu_id", how="left").select(
-            ((pl.col("t_ms") - self.origin_ms) / 1000).alias("t_s"), "gpu_id", "host_id",
+            ((pl.col("t_ms") * 1000 - self.origin_us) / 1e6).alias("t_s"), "gpu_id", "host_id",
             pl.col("value").cast(pl.Int32).alias("xid"), pl.lit(None, pl.Int32).alias("incident_id"),
             pl.format(f"{XID_METRIC} changed from {{}} to {{}}", pl.col("before").cast(pl.Int64),
                       pl.col("value").cast(pl.Int64)).alias("message"),
@@ -272,8 +272,8 @@ class Observer:
         return (dcgm.samples.group_by("series").agg(first=pl.col("t_ms").min(), last=pl.col("t_ms").max())
                 .join(series, on="series").join(self.gpus.select("gpu_id", "host_id"), on="gpu_id")
                 .group_by("host_id").agg(pl.col("first").min(), pl.col("last").max())
-                .select("host_id", ((pl.col("first") - self.origin_ms) / 1000).alias("first"),
-                        ((pl.col("last") - self.origin_ms) / 1000).alias("last")))
+                .select("host_id", ((pl.col("first") * 1000 - self.origin_us) / 1e6).alias("first"),
+                        ((pl.col("last") * 1000 - self.origin_us) / 1e6).alias("last")))
 
     def _observe_times(self, scraped: pl.DataFrame | None, events: pl.DataFrame) -> None:
         times = events.select("host_id", pl.col("t_s").alias("first"), pl.col("t_s").alias("last"))
@@ -288,19 +288,19 @@ class Observer:
             self.start_s = low if self.start_s is None else min(self.start_s, low)
 
 
-def _origin_ms(dcgm: DcgmSamples | None, logs: KernelEvents | None) -> int:
+def _origin_us(dcgm: DcgmSamples | None, logs: KernelEvents | None) -> int:
     """Wall-clock time of the earliest sample. Logs stamped only since boot carry no wall clock: their last
     line is taken to be written at the file's modification time (or now, for an upload)."""
     candidates = []
     if dcgm is not None and dcgm.samples.height:
-        candidates.append(int(dcgm.samples["t_ms"].min()))
-    if logs is not None and logs.events["t_abs_ms"].drop_nulls().len():
-        candidates.append(int(logs.events["t_abs_ms"].min()))
+        candidates.append(int(dcgm.samples["t_ms"].min()) * 1000)
+    if logs is not None and logs.events["t_abs_us"].drop_nulls().len():
+        candidates.append(int(logs.events["t_abs_us"].min()))
     if candidates:
         return min(candidates)
     written = max((s.mtime for s in logs.sources if s.mtime is not None), default=time.time()) if logs else time.time()
     span = float(logs.events["t_rel_s"].max() or 0.0) if logs is not None and logs.events.height else 0.0
-    return round((written - span) * 1000)
+    return round((written - span) * 1e6)
 
 
 def _hosts_table(hosts: pl.DataFrame) -> pl.DataFrame:
