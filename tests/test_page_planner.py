@@ -34,6 +34,13 @@ def test_starts_from_the_demo_preset_and_shows_its_closed_form(store_dir):
     assert at.query_params["preset"] == "demo" and at.query_params["gpus"] == "384"
 
 
+def test_telemetry_is_offered_only_where_it_stays_small(store_dir):
+    at = open_page(PAGE, {"preset": "demo"})  # 512 GPUs x 7 days at 15 min: 344,064 samples
+    assert not at.checkbox[0].disabled
+    at.selectbox[0].set_value("llama3-405b").run()  # 24,576 GPUs x 54 days at 1 h: 31.9 million
+    assert at.checkbox[0].disabled
+
+
 def test_a_knob_moves_the_closed_form_and_the_url(store_dir):
     at = open_page(PAGE, {"preset": "llama3-405b", "interval": "1800", "write": "60", "restart": "600",
                           "rate": "3.79", "gpus": "16384"})
@@ -72,6 +79,8 @@ def test_run_simulation_then_keep_as_run(store_dir):
     m = metrics(at)
     assert m["Simulated ETTR"].endswith("%") and "vs closed form" in str(at.metric[-4].delta)
     assert Store(store_dir).list_runs() == []  # nothing stored yet
+    losses = next(d.value for d in at.dataframe if "loss" in d.value.columns)
+    assert "Restart overhead" in losses["loss"].tolist()
     next(b for b in at.button if b.label == "Keep as run").click().run()
     assert not at.exception
     [kept] = Store(store_dir).list_runs()

@@ -10,12 +10,21 @@ import streamlit as st
 
 from dashboard import state
 from dashboard.charts import planner as charts
-from dashboard.charts.common import fmt_duration, fmt_gpu_hours, fmt_hours, fmt_int, fmt_pct
+from dashboard.charts.common import (
+    LOSS_LABELS,
+    fmt_duration,
+    fmt_gpu_hours,
+    fmt_hours,
+    fmt_int,
+    fmt_pct,
+    fmt_usd,
+)
 from engine.analytics import closed_form_ettr, young_daly_interval
 from engine.errors import GoodputError
 from engine.scenario import PRESETS, build
 
 KNOBS = ("gpus", "rate", "interval", "write", "restart")
+MAX_PLANNER_SAMPLES = 5_000_000  # telemetry beyond this takes minutes and gigabytes: the command line's job
 
 st.title("Planner")
 st.caption("The closed form is Kokolis et al.'s first-order estimate (HPCA 2025); the optimum interval is "
@@ -90,8 +99,11 @@ sets = [f"training.gpus={int(gpus)}", f"failures.rate_per_1000_node_days={rate}"
         f"training.checkpoint_interval={interval_s:g}s", f'training.checkpoint_write="{write_s:g}s"',
         f"training.restart_overhead={restart_s:g}s"]
 cols = st.columns([2, 1, 1])
-telemetry = cols[0].checkbox("With GPU telemetry", value=False,
-                             help="slower; only needed to browse a kept run on the GPUs page")
+samples = base["cluster.gpus"] * base.duration_s / base["simulation.telemetry_resolution"]
+telemetry = cols[0].checkbox(
+    "With GPU telemetry", value=False, disabled=samples > MAX_PLANNER_SAMPLES,
+    help=f"{samples:,.0f} samples: slower; only needed to browse a kept run on the GPUs page"
+    + (" (too many for the page: use `goodput simulate`)" if samples > MAX_PLANNER_SAMPLES else ""))
 days = base["simulation.days"]
 cols[1].caption(f"{base.hosts:,} hosts, {days:g} days, seed {base['simulation.seed']}")
 if cols[2].button("Run simulation", type="primary"):
@@ -125,6 +137,12 @@ cols[1].metric("Simulated MTTF", fmt_hours(job.get("mttf_hours")))
 cols[2].metric("Interruptions", fmt_int(interruptions.get("total")),
                f"{interruptions.get('planned', 0)} planned", delta_color="off")
 cols[3].metric("Lost GPU-hours", fmt_gpu_hours(job.get("lost_gpu_hours")))
+losses = job.get("losses_gpu_hours") or {}
+if losses:
+    money = job.get("losses_usd") or {}
+    st.markdown("**Where the flagship's time went** (simulated)")
+    st.dataframe([{"loss": LOSS_LABELS.get(k, k), "GPU-hours": fmt_gpu_hours(v), "cost": fmt_usd(money.get(k))}
+                  for k, v in losses.items()], hide_index=True)
 if st.button("Keep as run"):
     run_id = state.store().write_run(result)
     st.session_state.pop("planner_result")
