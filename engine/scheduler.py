@@ -20,7 +20,6 @@ over hosts (NumPy), keeps the 8,152-job Alibaba trace on 1,213 nodes well under 
 import heapq
 from bisect import bisect_left, insort
 from dataclasses import dataclass, field
-from heapq import merge
 
 import numpy as np
 import polars as pl
@@ -138,15 +137,15 @@ class _State:
         # free thousandths per rack and pod, kept up to date host by host (placement ranks by them)
         self.rack_free = np.bincount(cluster.host_rack, weights=self.host_free).astype(np.int64)
         self.pod_free = np.bincount(cluster.host_pod, weights=self.host_free).astype(np.int64)
-        self.dirty = True
-        self.refresh()
+        self.colmax = self.avail.max(axis=0) if cluster.n_hosts else np.zeros(1, dtype=np.int32)
+        self.idle = (self.host_free == self.size * FULL) & (self.size > 0)
+        self.dirty = False
 
     def refresh(self) -> None:
-        if not self.dirty:
-            return
-        self.colmax = self.avail.max(axis=0) if self.cluster.n_hosts else np.zeros(1, dtype=np.int32)
-        self.idle = (~self.down) & (self.host_free == self.size * FULL) & (self.size > 0)
-        self.dirty = False
+        """Recompute the best free value per rank only when a host that held it lost room."""
+        if self.dirty:
+            self.colmax = self.avail.max(axis=0)
+            self.dirty = False
 
     def touch(self, host: int) -> None:
         row = self.free[host]
@@ -155,8 +154,22 @@ class _State:
         self.host_free[host] = total
         self.rack_free[self.cluster.host_rack[host]] += delta
         self.pod_free[self.cluster.host_pod[host]] += delta
-        self.avail[host] = -1 if self.down[host] else -np.sort(-row)
-        self.dirty = True
+        old = self.avail[host].copy()
+        new = np.full_like(row, -1) if self.down[host] else -np.sort(-row)
+        self.avail[host] = new
+        self.idle[host] = (not self.down[host]) and total == self.size[host] * FULL and self.size[host] > 0
+        if np.any((old == self.colmax) & (new < old)):
+            self.dirty = True
+        else:
+            np.maximum(self.colmax, new, out=self.colmax)
+
+    def placement_key(self) -> np.ndarray:
+        """One int64 per host ordering by (free on the host, free in its rack, free in its pod): 17, 23 and
+        23 bits (racks and pods past 8,388 free GPUs tie, which only matters as a tie-break)."""
+        cap = (1 << 23) - 1
+        rack = np.minimum(self.rack_free[self.cluster.host_rack], cap)
+        pod = np.minimum(self.pod_free[self.cluster.host_pod], cap)
+        return (self.host_free << 46) | (rack << 23) | pod
 
     def fits(self, h: int, n: int, m: int) -> bool:
         if h == 0:
@@ -185,7 +198,8 @@ class Scheduler:
         self.reason_log: list[tuple[int, float, str | None]] = []
         racks, pods = cluster.host_rack, cluster.host_pod
         self.rack_of, self.pod_of = racks, pods
-        self.running: dict[int, tuple] = {}  # job -> (placement, start, attempt, expected end)
+        # job -> (placement, start, attempt, expected end, its GPU slots host * width + gpu, thousandths each)
+        self.running: dict[int, tuple] = {}
         self.on_host: list[set[int]] = [set() for _ in range(cluster.n_hosts)]
         self.ends: list[tuple[float, int]] = []  # sorted (expected end, job) of running jobs
         self.progress = np.zeros(workload.n)  # work already saved (restart policy)
@@ -265,52 +279,76 @@ class Scheduler:
         return min(heads) if heads else None
 
     def _backfill(self, blocked: int, now: float) -> None:
-        fitting = [c for c, q in enumerate(self.queue) if q and c != self.cls[blocked] and self.s.fits(*self.classes[c])]
+        """EASY backfill behind the blocked head: classes in the order of their first job, jobs in queue
+        order inside a class, at most backfill_depth jobs looked at (Slurm's bf_max_job_test)."""
+        fitting = [c for c, q in enumerate(self.queue)
+                   if q and c != self.cls[blocked] and self.s.fits(*self.classes[c])]
         if not fitting:
             return
+        fitting.sort(key=lambda c: self.queue[c][0])
         shadow, reserved = self._reservation(blocked, now)
-        started = []
-        for key in merge(*(self.queue[c] for c in fitting)):
-            if len(started) + 1 > self.policy.backfill_depth:
+        budget = self.policy.backfill_depth
+        for c in fitting:
+            q = self.queue[c]
+            started: list[tuple] = []
+            avoid_failed = False  # once the hosts outside the reservation are full, they stay full this pass
+            for key in q:
+                if budget <= 0 or not self.s.fits(*self.classes[c]):
+                    break
+                budget -= 1
+                j = key[2]
+                if now + self._remaining(j) <= shadow:
+                    if self._place_and_start(j, now, None, dequeue=False):
+                        started.append(key)
+                elif not avoid_failed:
+                    if self._place_and_start(j, now, reserved, dequeue=False):
+                        started.append(key)
+                    else:
+                        avoid_failed = True
+            for key in started:
+                del q[bisect_left(q, key)]
+            if budget <= 0:
                 break
-            j = key[2]
-            if key < self._key(blocked) or not self.s.fits(*self.classes[self.cls[j]]):
-                continue
-            ends_in_time = now + self._remaining(j) <= shadow
-            if self._place_and_start(j, now, None if ends_in_time else reserved, dequeue=False):
-                started.append(j)
-        for j in started:
-            q = self.queue[self.cls[j]]
-            del q[bisect_left(q, self._key(j))]
 
     def _reservation(self, j: int, now: float) -> tuple[float, np.ndarray]:
-        """(earliest start of job j if running jobs end as expected, hosts it would need then)."""
+        """(earliest start of job j if running jobs end as expected, hosts it would need then), vectorised:
+        every running job's GPU slots in end order, a running sum per slot of the thousandths freed, the time
+        each slot first has room, then per host the time it could take job j."""
         h, n, m = self.classes[self.cls[j]]
         s = self.s
-        rows: dict[int, np.ndarray] = {}
-        idle = s.idle & (s.size >= n)
-        idle_count = int(idle.sum())
-        gained: list[int] = list(np.flatnonzero(idle))
-        for end, k in self.ends:
-            placement = self.running[k][0]
-            touched = []
-            for host, gpu_idx, milli in placement:
-                row = rows.setdefault(host, s.free[host].copy())
-                row[gpu_idx] += milli
-                touched.append(host)
-            for host in dict.fromkeys(touched):
-                if s.down[host]:
-                    continue
-                row = rows[host]
-                if h == 1:
-                    if int(s.size[host]) >= n and np.sort(row)[::-1][n - 1] >= m:
-                        return end, np.array([host])
-                elif not idle[host] and s.size[host] >= n and (row[: s.size[host]] == FULL).all():
-                    idle_count += 1
-                    gained.append(host)
-                    if idle_count >= h:
-                        return end, np.array(gained)
-        return np.inf, np.zeros(0, dtype=np.int64)
+        width = s.free.shape[1]
+        flat = s.free.ravel()
+        need = m if h == 1 else FULL
+        ready = np.where(flat >= need, now, np.inf)
+        if self.ends:
+            order = [k for _, k in self.ends]
+            slots = np.concatenate([self.running[k][4] for k in order])
+            milli = np.concatenate([self.running[k][5] for k in order])
+            times = np.repeat(np.array([e for e, _ in self.ends]),
+                              [len(self.running[k][4]) for k in order])
+            by_slot = np.argsort(slots, kind="stable")  # stays in end order inside a slot
+            slots, milli, times = slots[by_slot], milli[by_slot], times[by_slot]
+            total = np.cumsum(milli)
+            first = np.r_[0, np.flatnonzero(np.diff(slots)) + 1]
+            before = np.repeat(total[first] - milli[first], np.diff(np.r_[first, len(slots)]))
+            level = flat[slots] + total - before
+            room = level >= need
+            np.minimum.at(ready, slots[room], times[room])
+        ready = np.where(flat < 0, np.inf if h == 1 else -np.inf, ready).reshape(-1, width)
+        unusable = s.down | (s.size < n)
+        if h == 1:
+            host_ready = np.partition(ready, n - 1, axis=1)[:, n - 1]
+            host_ready[unusable] = np.inf
+            best = int(np.argmin(host_ready))
+            if not np.isfinite(host_ready[best]):
+                return np.inf, np.zeros(0, dtype=np.int64)
+            return float(host_ready[best]), np.array([best])
+        host_ready = ready.max(axis=1)
+        host_ready[unusable | (s.size == 0)] = np.inf
+        chosen = np.argsort(host_ready, kind="stable")[:h]
+        if len(chosen) < h or not np.isfinite(host_ready[chosen[-1]]):
+            return np.inf, np.zeros(0, dtype=np.int64)
+        return float(host_ready[chosen[-1]]), chosen
 
     def _preempt(self, j: int, now: float) -> bool:
         """Evict lower-priority jobs (lowest priority first, newest first) when that lets job j start."""
@@ -320,17 +358,23 @@ class Scheduler:
             return False
         h, n, m = self.classes[self.cls[j]]
         s = self.s
-        free = s.free.copy()
+        free, avail = s.free.copy(), s.avail.copy()
+        usable = ~s.down & (s.size >= n) & (s.size > 0)
         chosen = []
         for k in victims:
+            touched = set()
             for host, gpu_idx, milli in self.running[k][0]:
                 free[host, gpu_idx] += milli
+                touched.add(host)
+            for host in touched:
+                if not s.down[host]:
+                    avail[host] = -np.sort(-free[host])
             chosen.append(k)
-            up = ~s.down & (s.size >= n)
             if h == 1:
-                ok = bool(np.any(up & ((-np.sort(-free, axis=1))[:, n - 1] >= m)))
+                ok = bool(np.any(usable & (avail[:, n - 1] >= m)))
             else:
-                ok = int(np.count_nonzero(up & ((free == FULL) | (free < 0)).all(axis=1) & (s.size > 0))) >= h
+                ok = int(np.count_nonzero(usable & (avail.min(axis=1, where=avail >= 0, initial=FULL) == FULL)
+                                          & (avail[:, 0] == FULL))) >= h
             if ok:
                 for victim in chosen:
                     self._stop(victim, now, "preempted")
@@ -361,7 +405,12 @@ class Scheduler:
         self._spell(j, now)
         self.attempt[j] += 1
         end = now + self._remaining(j)
-        self.running[j] = (placement, now, int(self.attempt[j]), end)
+        width = s.free.shape[1]
+        slots = np.concatenate([host * width + gpu_idx for host, gpu_idx, _ in placement]) if placement \
+            else np.zeros(0, dtype=np.int64)
+        milli = np.concatenate([np.full(len(gpu_idx), mm) for _, gpu_idx, mm in placement]) if placement \
+            else np.zeros(0, dtype=np.int64)
+        self.running[j] = (placement, now, int(self.attempt[j]), end, slots, milli)
         insort(self.ends, (end, j))
         if np.isnan(self.first_start[j]):
             self.first_start[j] = now
@@ -378,14 +427,12 @@ class Scheduler:
             if avoid is not None and len(avoid):
                 ok = ok.copy()
                 ok[avoid] = False
-            hosts = np.flatnonzero(ok)
-            if not len(hosts):
+            if not ok.any():
                 return None
-            rack_free, pod_free = s.rack_free, s.pod_free
-            sign = 1 if pack else -1
-            order = np.lexsort((hosts, sign * pod_free[self.pod_of[hosts]], sign * rack_free[self.rack_of[hosts]],
-                                sign * s.host_free[hosts]))
-            host = int(hosts[order[0]])
+            key = s.placement_key()
+            # pack: best fit (the fullest host, rack, pod that fits); spread: the emptiest; ties: lowest host
+            host = int(np.argmin(np.where(ok, key, np.iinfo(np.int64).max)) if pack
+                       else np.argmax(np.where(ok, key, -1)))
             row = s.free[host]
             gpus = np.flatnonzero(row >= m)
             # pack: the fullest GPUs that still fit (keeps whole GPUs whole); spread: the emptiest
@@ -425,7 +472,7 @@ class Scheduler:
         return float(self.w.work[j] - self.progress[j])
 
     def _release(self, j: int) -> tuple:
-        placement, start, attempt, end = self.running.pop(j)
+        placement, start, attempt, end, _, _ = self.running.pop(j)
         s = self.s
         for host, gpu_idx, milli in placement:
             s.free[host, gpu_idx] += milli
@@ -486,6 +533,8 @@ class Scheduler:
         free_total = int(s.host_free[~s.down].sum())
         down_sizes = s.size[s.down]
         for c, q in enumerate(self.queue):
+            if not q and self.reason_now[c] is None:
+                continue
             if not q:
                 reason = None
             else:
@@ -579,3 +628,45 @@ def dominant_reason(waits: pl.DataFrame) -> pl.DataFrame:
             .with_columns(r=pl.col("reason").replace_strict(rank, return_dtype=pl.Int64))
             .sort("job", "d", "r", descending=[False, True, False])
             .group_by("job", maintain_order=True).agg(pl.col("reason").first().alias("wait_reason")))
+
+
+def place_recorded(cluster: Cluster, workload: Workload, start: np.ndarray, end: np.ndarray,
+                   policy: Policy = Policy(), nodes: list[list[int] | None] | None = None) -> list[list[int]]:
+    """Hosts of each job replayed as recorded: at its recorded start it goes on its recorded nodes (sacct
+    NodeList) or where `policy` would place it; a job with no room then (the trace ran on more than the
+    cluster shows) keeps an empty host list. Ends free their GPUs before starts at the same instant."""
+    sched = Scheduler(cluster, workload, policy)
+    s = sched.s
+    started = np.flatnonzero(np.isfinite(start))
+    stop = np.where(np.isfinite(end), end, np.inf)
+    times = np.concatenate([stop[started], start[started]])
+    kinds = np.concatenate([np.zeros(len(started)), np.ones(len(started))])
+    order = np.lexsort((np.concatenate([started, started]), kinds, times))
+    placed: list[list] = [[] for _ in range(workload.n)]
+    hosts_of: list[list[int]] = [[] for _ in range(workload.n)]
+    for k in order:
+        j = int(started[k % len(started)])
+        if kinds[k] == 0:  # an end
+            for host, gpu_idx, milli in placed[j]:
+                s.free[host, gpu_idx] += milli
+                s.touch(host)
+            placed[j] = []
+            continue
+        h, n, m = (int(v) for v in (sched.h[j], sched.n[j], sched.m[j]))
+        given = nodes[j] if nodes is not None else None
+        if given:
+            placement = []
+            for host in given:
+                row = s.free[host]
+                gpus = np.flatnonzero(row >= m)[:n]
+                placement.append((host, gpus, m))
+            hosts_of[j] = sorted(set(given))
+        else:
+            s.refresh()
+            placement = sched._place(h, n, m, None) or []
+            hosts_of[j] = sorted({p[0] for p in placement})
+        for host, gpu_idx, milli in placement:
+            s.free[host, gpu_idx] -= milli
+            s.touch(host)
+        placed[j] = placement
+    return hosts_of
