@@ -124,5 +124,6 @@ def save_downscaled(source: Path, target: Path) -> None:
     with Image.open(source) as image:
         height = round(image.height * SCREENSHOT_WIDTH / image.width)
         small = image.convert("RGB").resize((SCREENSHOT_WIDTH, height), Image.Resampling.LANCZOS)
+        small = small.quantize(colors=256, method=Image.Quantize.FASTOCTREE)  # a flat UI: a palette is lossless enough
         target.parent.mkdir(parents=True, exist_ok=True)
         small.save(target, optimize=True)

@@ -107,7 +107,7 @@ def ettr_over_time(timeline: pl.DataFrame, started_at: datetime, interruptions: 
         causes = interruptions["cause"].to_list()
         fig.add_trace(go.Scatter(
             x=[start + timedelta(seconds=float(t)) for t in interruptions["t_s"]], y=[1.04] * len(causes),
-            mode="markers", name="interruption", marker={"symbol": "triangle-down", "size": 9,
+            mode="markers", name="interruption", marker={"symbol": "triangle-down", "size": 9 if len(causes) < 60 else 6,
                                                           "color": [cause_color(c) for c in causes]},
             text=[cause_label(c) for c in causes], hovertemplate="%{x|%Y-%m-%d %H:%M}: %{text}<extra></extra>",
         ))
@@ -134,7 +134,9 @@ def interruptions_by_cause(counts: pl.DataFrame) -> go.Figure:
                       yaxis={"categoryorder": "array", "categoryarray": [cause_label(c) for c in frame["cause"]]},
                       legend={"title": "category", "traceorder": "normal"}, margin=_MARGIN,
                       height=max(260, 60 + 26 * frame.height))
-    _whole_number_ticks(fig.layout.xaxis, frame["count"].max() or 0)
+    largest = frame["count"].max() or 0
+    _whole_number_ticks(fig.layout.xaxis, largest)
+    fig.update_xaxes(range=[0, largest * 1.12 + 0.5])  # room for the count printed after the longest bar
     return fig
 
 
