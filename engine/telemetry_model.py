@@ -41,6 +41,11 @@ IDLE_OFFSET_SCALE = 0.5  # an idle GPU shows half its offset: less heat to move
 MEM_LEVEL = np.array([0.0, 45.0, 30.0, 90.0], dtype=np.float32)
 MEM_SPREAD = np.array([0.0, 8.0, 10.0, 5.0], dtype=np.float32)
 
+# Sensor resolution: DCGM_FI_DEV_GPU_TEMP, _GPU_UTIL and _MEM_COPY_UTIL are whole numbers; POWER_USAGE has
+# milliwatt digits, but an on-board power sensor is good to a few watts, so tenths of a watt keep all that means
+# anything (and compress far better in the store than noise digits).
+POWER_DECIMALS = 1
+
 # ----- the day: Llama 3 paper, 1-2% throughput swing over the day from mid-day heat and DVFS (ref README §1) ---
 DIURNAL_POWER_SWING = 0.015  # peak to trough, share of the level: inside the paper's 1-2%
 DIURNAL_TEMP_SWING_C = 3.0  # peak to trough of the air the fans pull in (assumption)
