@@ -95,7 +95,9 @@ class ResearchLanes:
         return i is not None and self.lanes[i].phase == "running"
 
     def host_returned(self, host: int) -> None:
-        i = self.lane_of[host]
+        i = self.lane_of.get(host)
+        if i is None:  # no lanes at all (research.utilization = 0): the host just idles
+            return
         lane = self.lanes[i]
         lane.blocked -= 1
         if lane.blocked == 0 and lane.pending:

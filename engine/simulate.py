@@ -124,9 +124,10 @@ class Simulation:
         if SCOPE[cause] == "job":  # the job restarts on the same hosts; an idle host has no job to break
             if self.holder[host] == FLAGSHIP and self.job is not None:
                 before = len(self.job.ledger.attempts)
-                if self.job.interrupt(cause, [], fault):
-                    jobs.append(self.job_id)
-                    lost = self._lost_since(before)
+                if not self.job.interrupt(cause, [], fault):
+                    return  # the job is waiting for hosts: there is nothing running to break
+                jobs.append(self.job_id)
+                lost = self._lost_since(before)
             elif self.research.running_on(host):
                 jobs.append(self._research_hit(host, cause, takes_host=False))
             else:

@@ -204,3 +204,15 @@ def test_weibull_failures_come_early_and_lemons_are_counted():
     repeat_hosts = hosts.group_by("host_id").len().filter(pl.col("len") >= 2).height
     assert run.summary["cluster"]["lemons"] >= 1 and repeat_hosts >= 1
     assert 0 <= run.summary["cluster"]["hosts_in_repair_at_end"] <= 64
+
+
+@pytest.mark.parametrize("sets", [["research.utilization=0"], ["training.gpus=0"], ["spares.hosts=0"],
+                                  ["cluster.gpus=8", "training.gpus=8", "spares.hosts=0", "cluster.racks_per_pod=1"]])
+def test_edge_shapes_run_and_keep_the_books(sets):
+    run = simulate(build("demo", sets=[TELEMETRY_OFF, "failures.scale=3", *sets]))
+    job, states = run.summary["job"], run.tables["host_states"]
+    covered = states.group_by("host_id").agg((pl.col("end_s") - pl.col("start_s")).sum())["end_s"].to_numpy()
+    assert covered.size == run.summary["hosts"] and np.allclose(covered, run.duration_s)
+    if job["gpus"]:
+        total = job["productive_hours"] * job["gpus"] + sum(job["losses_gpu_hours"].values())
+        assert total == pytest.approx(job["gpus"] * run.duration_s / 3600)
