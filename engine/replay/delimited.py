@@ -20,14 +20,13 @@ def split_table(lines: Lines, sep: str, what: str, trailing_sep: bool = False) -
     if len({n.lower() for n in names}) != len(names) or "" in names:
         raise lines.fail(0, f"the {what} header has an empty or repeated column name")
     body = lines.text.slice(1)
+    if not len(body):
+        raise lines.fail(0, f"the {what} has a header but no jobs")
     if trailing_sep:
         body = pl.Series(body.name, body).str.strip_suffix(sep)
     counts = body.str.count_matches(sep, literal=True)
     check(lines, counts != len(names) - 1, f"expected {len(names)} {sep!r}-separated fields", offset=1)
-    if len(body):
-        parts = body.str.split_exact(sep, len(names) - 1).struct.rename_fields(names).struct.unnest()
-    else:
-        parts = pl.DataFrame({n: pl.Series([], dtype=pl.String) for n in names})
+    parts = body.str.split_exact(sep, len(names) - 1).struct.rename_fields(names).struct.unnest()
     return parts, [n.lower() for n in names]
 
 

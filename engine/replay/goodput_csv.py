@@ -77,6 +77,6 @@ def parse(source: str, text: str, beside: Path | None = None) -> Trace:
 
 def _timed(lines, raw: pl.Series, name: str, optional: bool = False) -> pl.Series:
     value = col.durations(raw)
-    bad = value.is_null() & ((raw != "") if optional else pl.Series([True] * len(raw)))
+    bad = value.is_null() & (raw != "") if optional else value.is_null()
     check(lines, bad, f"{name} must be seconds or a duration such as 90s, 30m, 2h", 1)
     return value

@@ -39,6 +39,8 @@ def parse(source: str, text: str, beside: Path | None = None) -> Trace:
     is_job = ~job_id.str.contains(".", literal=True)
     check(lines, job_id == "", "JobID is empty", 1)
     keep = is_job.arg_true()
+    if not len(keep):
+        raise TraceError(f"{source}: no jobs, only job steps (lines like 123.batch)")
     steps = len(job_id) - len(keep)
     parts = parts[keep]
     numbers = lines.number.slice(1).gather(keep)
@@ -108,10 +110,14 @@ def _gpus(tres: pl.Series) -> pl.Series:
 
 
 _RANGE = re.compile(r"^(\d+)(?:-(\d+))?$")
+_ITEM = r"(?:[^,\[\]]*(?:\[[0-9,\-]+\][^,\[\]]*)+|[^,\[\]]+)"
+_HOSTLIST = re.compile(rf"^{_ITEM}(?:,{_ITEM})*$")
 
 
 def expand_hostlist(text: str) -> list[str]:
     """Slurm hostlist syntax: `gpu[001-003,007],login1` -> gpu001 gpu002 gpu003 gpu007 login1."""
+    if not _HOSTLIST.match(text):
+        raise ValueError("unbalanced brackets or an empty name")
     names: list[str] = []
     for part in re.findall(r"[^,\[]+(?:\[[^\]]*\][^,\[]*)*", text):
         match = re.fullmatch(r"([^\[]*)\[([^\]]*)\](.*)", part)

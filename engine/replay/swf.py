@@ -9,7 +9,8 @@ Header comments start with `;` (`; MaxProcs: 128`, `; UnixStartTime: 749458803`)
     15 queue  16 partition  17 preceding job  18 think time
 
 SWF counts processors, not GPUs: Goodput reads one allocated processor as one GPU slot (requested
-processors where the allocation is unknown). Start = submit + wait, end = start + run time.
+processors where the allocation is unknown). Start = submit + wait (submit when the wait is unknown but the
+job ran), end = start + run time.
 """
 
 from datetime import UTC, datetime
@@ -43,7 +44,10 @@ def parse(source: str, text: str, beside: Path | None = None) -> Trace:
     known = pl.col
     frame = frame.with_columns(
         gpus=pl.when(known("procs") >= 0).then(known("procs")).otherwise(known("req_procs")).clip(lower_bound=0),
-        start_s=pl.when(known("wait") >= 0).then(known("submit") + known("wait")),
+        # an unknown wait with a known run time: the job ran, and such logs give start times as submit
+        # times (the NASA iPSC header says so), so it started on submission
+        start_s=pl.when(known("wait") >= 0).then(known("submit") + known("wait"))
+        .when(known("run") >= 0).then(known("submit")),
         run=pl.when(known("run") >= 0).then(known("run")),
     ).with_columns(
         end_s=known("start_s") + known("run"),
