@@ -67,7 +67,7 @@ SIMULATED_COLUMNS = ("t_s", "gpu_id", "temp_c", "power_w", "util_pct", "mem_util
 # burn_in reports (it runs stress tests, hot); draining reports (its job is being stopped).
 SILENT_STATES = ("down", "diagnosing", "repair")
 STATE_CODE = {state: code for code, state in enumerate(HOST_STATES)}
-_HEALTHY, _RUNNING, _DRAINING, _BURN_IN = (STATE_CODE[s] for s in ("healthy", "running", "draining", "burn_in"))
+_HEALTHY, _RUNNING, _DRAINING = (STATE_CODE[s] for s in ("healthy", "running", "draining"))
 # what a host state means for its GPUs (the activity codes of engine.telemetry_model)
 _ACTIVITY_OF_STATE = np.array([{"running": RUNNING, "draining": RUNNING, "burn_in": BURN_IN}.get(s, IDLE)
                                for s in HOST_STATES], dtype=np.int8)
@@ -134,7 +134,7 @@ def gpu_samples(scenario, gpus: pl.DataFrame, host_states: pl.DataFrame, inciden
 
     def chunk(h0: int) -> pl.DataFrame:
         h1 = min(n_hosts, h0 + hosts_per_chunk)
-        blocks = [_chunk(fleet, pre, key, b0, min(h1, b0 + hosts_per_block), t, resolution, tdp, diurnal)
+        blocks = [_block(fleet, pre, key, b0, min(h1, b0 + hosts_per_block), t, resolution, tdp, diurnal)
                   for b0 in range(h0, h1, hosts_per_block)]
         return blocks[0] if len(blocks) == 1 else pl.concat(blocks)
 
@@ -283,7 +283,7 @@ def _host_grid(fleet: _Fleet, h0: int, h1: int, t: np.ndarray, resolution: float
     return activity.reshape(shape), fade.reshape(shape), _REPORTS_IN_STATE[state].reshape(shape)
 
 
-def _chunk(fleet: _Fleet, pre, key: int, h0: int, h1: int, t: np.ndarray, resolution: float, tdp: float,
+def _block(fleet: _Fleet, pre, key: int, h0: int, h1: int, t: np.ndarray, resolution: float, tdp: float,
            diurnal: np.ndarray) -> pl.DataFrame:
     g0, g1 = int(fleet.host_first_gpu[h0]), int(fleet.host_first_gpu[h1])
     n_gpus, n_t = g1 - g0, t.size

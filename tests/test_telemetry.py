@@ -325,6 +325,17 @@ def test_blocks_computed_inside_a_chunk_change_nothing(monkeypatch):
     assert samples(*args, seed=9).equals(whole)
 
 
+def test_hosts_of_different_sizes_read_as_if_each_were_alone():
+    gpus = pl.concat([fleet(1, 8), fleet(1, 4).with_columns(pl.col("gpu_id") + 8, host_id=pl.lit(1, pl.Int32)),
+                      fleet(1, 2).with_columns(pl.col("gpu_id") + 12, host_id=pl.lit(2, pl.Int32))])
+    hs = states([(0, "running", 0, DAY, "j"), (1, "burn_in", 0, DAY, None), (2, "running", 0, 0.5 * DAY, "j"),
+                 (2, "repair", 0.5 * DAY, DAY, None)])
+    mixed = samples(scenario(), gpus, hs, seed=2)  # one block of unequal hosts
+    one_by_one = samples(scenario(), gpus, hs, seed=2, chunk_rows=1)  # a block a host: equal sizes
+    assert mixed.equals(one_by_one)
+    assert mixed.group_by("gpu_id").len().sort("gpu_id")["len"].to_list() == [24] * 12 + [12] * 2
+
+
 def test_worker_threads_change_nothing_and_an_abandoned_iterator_stops_cleanly():
     args = (scenario(3, "30m"), *_mixed_inputs())
     frames = {w: pl.concat(gpu_samples(*args, np.random.default_rng(9), chunk_rows=1500, workers=w)) for w in (1, 3)}
