@@ -19,7 +19,7 @@ SEEDS = 20
 
 
 def _summary(preset, *sets):
-    return simulate(build(preset, sets=["simulation.telemetry=false", *sets])).summary
+    return simulate(build(preset, sets=["simulation.telemetry=false", *sets]), summary_only=True).summary
 
 
 @pytest.fixture(scope="module")
