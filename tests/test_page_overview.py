@@ -118,7 +118,7 @@ def test_ingested_run_without_summary_or_host_states(store_dir):
     # no summary: the figures are counted in the tables the run has
     assert metrics(at) == {"Telemetry samples": ("96", None), "XID events": ("4", None), "GPUs with XIDs": ("3", None)}
     infos = [i.value for i in at.info]
-    assert any("has no summary of a flagship job" in i for i in infos)
+    assert any("has no flagship training job" in i for i in infos)
     assert any("records no host states" in i for i in infos)
     [xids] = at.dataframe
     assert xids.value[["xid", "name", "fatal", "events", "gpus"]].values.tolist() == [
@@ -297,3 +297,39 @@ def test_hosts_by_state_figure():
                                             (365, 7 * 86400.0)])
 def test_timeline_bucket_keeps_the_bars_readable(days, bucket):
     assert q.timeline_bucket(days * 86400) == bucket
+
+
+def test_headline_of_replay_and_ingest_summaries():
+    replay = {"jobs": 500, "gpus": 128, "days": 4.43, "pending": 3, "utilization": 0.302, "wait_mean_s": 5400.0,
+              "wait_p95_s": 86400.0}
+    assert [(h.label, h.value, h.delta) for h in q.headline(replay)] == [
+        ("Jobs", "500", "3 never started"), ("Cluster utilisation", "30.2%", None),
+        ("Mean queue wait", "1 h 30 min", "p95 1 d")]
+    ingest = {"hosts": 1, "gpus": 1, "samples": 23, "xid_events": 0}
+    assert [(h.label, h.value) for h in q.headline(ingest)] == [("Metric values read", "23")]
+
+
+def test_a_trace_without_flagship_job_has_no_ettr(store_dir):
+    run = small_run(run_id="rep-20240301-000000-gggggg")
+    run.kind, run.summary = "replay", {}
+    run.tables["jobs"] = run.tables["jobs"].with_columns(kind=pl.lit("trace"))
+    make_store(store_dir, run)
+    assert q.flagship_job(run.run_id) is None
+    at = overview()
+    assert not at.exception
+    assert metrics(at) == {"Jobs": ("3", None), "Incidents": ("5", None), "Telemetry samples": ("96", None),
+                           "XID events": ("4", None), "GPUs with XIDs": ("3", None)}
+    assert any("has no flagship training job" in i.value for i in at.info)
+    assert "Where the flagship job's time went" not in [h.value for h in at.subheader]
+
+
+def test_a_run_spanning_no_time(store_dir):
+    run = bare_run(run_id="ing-20240301-000000-hhhhhh")
+    run.duration_s = 0.0
+    run.tables["host_states"] = pl.DataFrame({"host_id": [0], "state": ["healthy"], "start_s": [0.0],
+                                              "end_s": [0.0]}, schema_overrides={"host_id": pl.Int32})
+    make_store(store_dir, run)
+    at = overview()
+    assert not at.exception
+    assert not at.slider
+    assert any("spans no time" in i.value for i in at.info)

@@ -56,9 +56,10 @@ if q.number(summary, "job.ettr") is None and timeline is not None and timeline["
     figures.insert(0, q.Headline("ETTR (from attempts)", fmt_pct(ettr),
                                  help="Productive share of the flagship job's wall-clock time, computed from its "
                                       "attempts and checkpoints (this run has no simulator summary)."))
+if q.number(summary, "job.ettr") is None and timeline is None:
+    st.info(f"This {run.kind} run has no flagship training job, so there is no ETTR to show; "
+            "here is what it holds.")
 if not figures:
-    st.info(f"This {run.kind} run has no summary of a flagship job, so there is no ETTR to show; "
-            "here is what its tables hold.")
     figures = q.table_headline(run.run_id)
 
 PER_ROW = 3  # wide enough cards that "1.6k GPU-h" and its note never get cut off
@@ -136,6 +137,9 @@ st.subheader("What is down")
 if not q.has_host_states(run.run_id):
     st.info(f"This {run.kind} run records no host states, so it cannot tell which hosts were out of service.")
     st.stop()
+if run.duration_s <= 0:
+    st.info("This run spans no time (a single scrape), so there is no moment to choose.")
+    st.stop()
 key = f"overview_t_{run.run_id}"
 start, finish = run.started_at.replace(tzinfo=None), end.replace(tzinfo=None)
 if key not in st.session_state:
@@ -144,10 +148,13 @@ if key not in st.session_state:
     except ValueError:
         asked = run.duration_s
     st.session_state[key] = start + timedelta(seconds=min(max(asked, 0.0), run.duration_s))
-step = timedelta(minutes=1) if run.duration_s <= 2 * 86400 else timedelta(minutes=15)
-at = st.slider("Time (UTC)", min_value=start, max_value=finish, step=step, format="YYYY-MM-DD HH:mm", key=key,
+# fine enough to reach any state change of a short run, coarse enough to drag through 54 days
+step = timedelta(seconds=1 if run.duration_s <= 3600 else 60 if run.duration_s <= 2 * 86400 else 900)
+at = st.slider("Time (UTC)", min_value=start, max_value=finish, step=step, format="YYYY-MM-DD HH:mm:ss" if run.duration_s <= 3600 else "YYYY-MM-DD HH:mm", key=key,
                help="Hosts out of service at this moment (UTC). Kept in the URL as ?t= (seconds from the start).")
 t_s = (at - start).total_seconds()
+if t_s > run.duration_s - step.total_seconds():  # the last step reaches the end even when it is not on the grid
+    t_s = run.duration_s
 if t_s >= run.duration_s:
     st.query_params.pop(TIME_PARAM, None)  # the default, end of run: a clean URL
 else:
@@ -160,7 +167,8 @@ per_host = sizes["gpus"] / sizes["hosts"] if sizes["hosts"] else 0
 if down.height == 0:
     st.success(f"All {fmt_int(sizes['hosts'])} hosts are healthy, running or spare {when}.")
 else:
-    st.markdown(f"**{down.height:,} of {fmt_int(sizes['hosts'])} hosts** ({fmt_int(down.height * per_host)} GPUs) "
+    gpus_down = round(down.height * per_host)
+    st.markdown(f"**{down.height:,} of {fmt_int(sizes['hosts'])} hosts** ({gpus_down:,} GPU{'s' * (gpus_down != 1)}) "
                 f"are out of service {when}.")
     table = down.select(
         host=down["hostname"], rack=down["rack_id"], state=down["state"],

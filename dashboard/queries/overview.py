@@ -12,6 +12,7 @@ from dashboard import state
 from dashboard.charts.common import (
     AVAILABLE_STATES,
     UNAVAILABLE_STATES,
+    fmt_duration,
     fmt_gpu_hours,
     fmt_hours,
     fmt_int,
@@ -28,9 +29,9 @@ HOSTLESS_WINDOW_S = 3600.0
 _AVAILABLE = ", ".join(f"'{s}'" for s in AVAILABLE_STATES)  # constants, not user input
 _UNAVAILABLE = ", ".join(f"'{s}'" for s in UNAVAILABLE_STATES)
 
+# Only a job marked flagship: the largest job of a replayed trace is no training run whose ETTR means much.
 FLAGSHIP_JOB = """
-SELECT job_id, name, gpus, start_s FROM jobs
-ORDER BY (kind = 'flagship') DESC NULLS LAST, gpus DESC NULLS LAST, job_id LIMIT 1
+SELECT job_id, name, gpus, start_s FROM jobs WHERE kind = 'flagship' ORDER BY gpus DESC NULLS LAST, job_id LIMIT 1
 """
 
 # $1: the instant read; $2, $3: the slacks above; $4: t as asked (for "down for"). The state lists are
@@ -104,7 +105,7 @@ def instant(t_s: float, duration_s: float) -> float:
 
 
 def flagship_job(run_id: str) -> dict | None:
-    """The flagship job (kind 'flagship', else the largest job), or None when the run has no jobs."""
+    """The flagship job (kind 'flagship'), or None when the run has none (replayed traces, telemetry)."""
     frame = state.query(run_id, FLAGSHIP_JOB)
     return frame.row(0, named=True) if frame.height else None
 
@@ -229,6 +230,31 @@ def headline(summary: dict) -> list[Headline]:
         share = f"{fmt_pct(down / cluster_hours)} of the cluster" if cluster_hours else None
         out.append(Headline("GPU-hours down", fmt_gpu_hours(down), share,
                             help="GPU-hours of hosts out of service: down, diagnosing, in repair or burn-in."))
+    return out + _replay_and_ingest_headline(summary, have_utilization=utilization is not None)
+
+
+def _replay_and_ingest_headline(summary: dict, *, have_utilization: bool) -> list[Headline]:
+    """What `goodput replay --json` and `goodput ingest --json` report (DESIGN "Command line")."""
+    out: list[Headline] = []
+    jobs = number(summary, "jobs")
+    if jobs is not None:
+        pending = number(summary, "pending")
+        out.append(Headline("Jobs", fmt_int(jobs), f"{fmt_int(pending)} never started" if pending else None,
+                            help="Jobs of the replayed trace."))
+    utilization = number(summary, "utilization")
+    if utilization is not None and not have_utilization:
+        out.append(Headline("Cluster utilisation", fmt_pct(utilization),
+                            help="Share of the cluster's GPU-hours the replayed jobs used."))
+    wait, p95 = number(summary, "wait_mean_s"), number(summary, "wait_p95_s")
+    if wait is not None:
+        out.append(Headline("Mean queue wait", fmt_duration(wait), f"p95 {fmt_duration(p95)}" if p95 is not None else None,
+                            help="Time from a job's submission to its start."))
+    samples = number(summary, "samples")
+    if samples:
+        out.append(Headline("Metric values read", fmt_int(samples), help="Telemetry values ingested (DCGM fields)."))
+    xids = number(summary, "xid_events")
+    if xids:
+        out.append(Headline("XID events", fmt_int(xids), help="NVIDIA driver errors (XIDs) read from the input."))
     return out
 
 
