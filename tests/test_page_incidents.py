@@ -95,3 +95,14 @@ def test_an_incident_never_repaired(store_dir):
     assert not at.exception
     chain = next(d.value for d in at.dataframe if "step" in d.value.columns)
     assert chain["after"].tolist() == ["0 s", "10 s", "1 min", "not by the run's end"]
+
+
+def test_every_change_counts(store_dir):
+    run_id = stored_run(store_dir)
+    at = open_page(PAGE, {"run": run_id})
+    for incident in (1, 3, 4):
+        at.selectbox[0].set_value(incident).run()
+        assert at.query_params["incident"] == str(incident)
+    at.radio[0].set_value("planned").run()
+    at.radio[0].set_value("unexpected").run()
+    assert at.query_params["planned"] == "unexpected" and at.query_params["incident"] == "4"

@@ -60,3 +60,15 @@ def test_a_run_without_jobs(store_dir):
     assert metrics(at)["Jobs"] == "0" and metrics(at)["Flagship checkpoints"] == "–"
     assert any(i.value == "No job matches the filters." for i in at.info)
     assert at.selectbox[0].value is None
+
+
+def test_every_change_counts_and_the_chosen_job_survives_the_filters(store_dir):
+    run_id = stored_run(store_dir)
+    at = open_page(PAGE, {"run": run_id})
+    at.selectbox[0].set_value("j-r1").run()
+    at.selectbox[0].set_value("j-flag").run()
+    assert at.query_params["job"] == "j-flag"
+    for text, expected in (("sweep", ["j-r1"]), ("eval", ["j-r2"]), ("queued", ["j-r3"])):
+        at.text_input[0].set_value(text).run()
+        assert at.dataframe[0].value["job_id"].tolist() == expected
+    assert at.selectbox[0].value == "j-flag" and at.selectbox[0].options[0] == "demo-pretrain · j-flag"

@@ -86,3 +86,12 @@ def test_run_simulation_then_keep_as_run(store_dir):
     [kept] = Store(store_dir).list_runs()
     assert kept.name == "planner · demo" and kept.summary["job"]["ettr"] is not None
     assert any(s.value.startswith(f"Kept as run {kept.run_id}") for s in at.success)
+
+
+def test_every_change_of_a_knob_counts(store_dir):
+    at = open_page(PAGE, {"preset": "demo"})
+    for gpus in (64, 128, 256):
+        knob(at, "Job GPUs").set_value(gpus).run()
+        assert at.query_params["gpus"] == str(gpus)
+    knob(at, "Restart overhead (min)").set_value(5.0).run()
+    assert at.query_params["restart"] == "300" and at.query_params["gpus"] == "256"

@@ -71,3 +71,15 @@ def test_a_run_without_host_states_shows_every_host_unknown(store_dir):
     assert metrics(at)["Hosts without a state"] == "8"
     assert any("records no host states" in c.value for c in at.caption)
     assert any("No incidents on this rack" in c.value for c in at.caption)
+
+
+def test_every_move_of_the_slider_counts(store_dir):
+    # a widget re-created from the URL on each rerun would drop every second change
+    run_id = stored_run(store_dir)
+    at = open_page(PAGE, {"run": run_id})
+    for hours, seconds in ((2.0, "7200"), (5.0, "18000"), (9.0, "32400"), (12.0, "43200")):
+        at.slider[0].set_value(hours).run()
+        assert at.slider[0].value == hours and at.query_params["t"] == seconds
+    at.selectbox[0].set_value(1).run()
+    at.selectbox[0].set_value(2).run()
+    assert at.query_params["rack"] == "2" and at.query_params["t"] == "43200"

@@ -25,7 +25,11 @@ wanted = [r for r in st.query_params.get("runs", "").split(",") if r in by_id]
 if len(wanted) < 2:
     current = st.query_params.get(state.RUN_PARAM)
     wanted = list(dict.fromkeys([r for r in (current, *by_id) if r in by_id]))[:2]  # the selected run and the newest
-chosen = st.multiselect("Runs", list(by_id), wanted, format_func=lambda r: queries.run_label(by_id[r]))
+if "compare_runs" in st.session_state:  # runs deleted since the last rerun leave the choice
+    st.session_state["compare_runs"] = [r for r in st.session_state["compare_runs"] if r in by_id]
+else:
+    st.session_state["compare_runs"] = wanted  # the first value comes from the URL; then the widget's own
+chosen = st.multiselect("Runs", list(by_id), key="compare_runs", format_func=lambda r: queries.run_label(by_id[r]))
 st.query_params["runs"] = ",".join(chosen)
 if len(chosen) < 2:
     st.info("Pick at least two runs.")
@@ -46,7 +50,9 @@ else:
     st.dataframe(diff, hide_index=True, width="stretch")
 
 st.subheader("Incidents by cause")
-per_exposure = st.toggle("Per 1,000 host-days", value=st.query_params.get("per") == "host-days",
+if "compare_per" not in st.session_state:
+    st.session_state["compare_per"] = st.query_params.get("per") == "host-days"
+per_exposure = st.toggle("Per 1,000 host-days", key="compare_per",
                          help="divide by each run's hosts x days, so clusters and spans of other sizes compare")
 if per_exposure:
     st.query_params["per"] = "host-days"

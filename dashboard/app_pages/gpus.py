@@ -16,6 +16,14 @@ from dashboard.queries.racks import parse_t, state_time
 
 TELEMETRY_POINTS = 500  # buckets drawn for one GPU, whatever the run's length
 
+def seed(key: str, value) -> str:
+    """A widget's first value comes from the URL; after that its own state rules (a keyed widget keeps the
+    user's changes, where one re-created from the URL on every rerun would drop every other one)."""
+    if key not in st.session_state:
+        st.session_state[key] = value
+    return key
+
+
 st.title("GPUs")
 run = state.selected_run()
 if run is None:
@@ -25,9 +33,9 @@ if run is None:
 # ----- health at t ----------------------------------------------------------------------------------------
 st.subheader("Health")
 duration_h = max(run.duration_s / 3600.0, 1 / 60)
-t_h = parse_t(st.query_params.get("t"), run.duration_s) / 3600.0
-t_h = st.slider("Time (hours since the run's start)", 0.0, duration_h, t_h, step=max(duration_h / 500, 1 / 60),
-                format="%.2f h")
+t_key = seed(f"gpus_t:{run.run_id}", parse_t(st.query_params.get("t"), run.duration_s) / 3600.0)
+t_h = st.slider("Time (hours since the run's start)", 0.0, duration_h, step=max(duration_h / 500, 1 / 60),
+                format="%.2f h", key=t_key)
 st.query_params["t"] = f"{t_h * 3600.0:.0f}"
 t_s = state_time(t_h * 3600.0, run.duration_s)
 health = queries.health_at(run.run_id, t_s)
@@ -96,7 +104,8 @@ except ValueError:
 wanted = wanted if wanted is not None and first <= wanted <= last else None
 if wanted is None and not lemon_gpus.is_empty():
     st.caption(f"The worst repeat offender is GPU {lemon_gpus['gpu_id'][0]}.")
-gpu = st.number_input("GPU id", min_value=int(first), max_value=int(last), value=wanted, step=1,
+gpu = st.number_input("GPU id", min_value=int(first), max_value=int(last), step=1,
+                      key=seed(f"gpus_gpu:{run.run_id}", wanted),
                       placeholder="Enter a GPU id to see its telemetry and events")
 if gpu is None:
     st.query_params.pop("gpu", None)
