@@ -24,6 +24,7 @@ import polars as pl
 
 from engine import telemetry_precursors as precursors
 from engine.errors import GoodputError
+from engine.scenario import Scenario
 from engine.schema import HOST_STATES, TABLES
 from engine.telemetry_model import (
     BURN_IN,
@@ -108,7 +109,7 @@ class _Fleet:
     in_checkpoint: np.ndarray  # (checkpointing jobs x samples) bool
 
 
-def gpu_samples(scenario, gpus: pl.DataFrame, host_states: pl.DataFrame, incidents: pl.DataFrame,
+def gpu_samples(scenario: Scenario, gpus: pl.DataFrame, host_states: pl.DataFrame, incidents: pl.DataFrame,
                 checkpoints: pl.DataFrame, rng: np.random.Generator, *,
                 chunk_rows: int = DEFAULT_CHUNK_ROWS, workers: int = DEFAULT_WORKERS) -> Iterator[pl.DataFrame]:
     """The gpu_samples table as an iterator of chunks of whole hosts, rows ordered by (host, gpu_id, t_s).

@@ -100,14 +100,14 @@ def prepare(incidents: pl.DataFrame, gpu_pos_of: Callable[[np.ndarray], np.ndarr
 def _next_reset(host: np.ndarray, t_s: np.ndarray, reset_host: np.ndarray, reset_s: np.ndarray) -> np.ndarray:
     """For each (host, t_s): the host's first reset strictly after t_s, +inf where none.
 
-    Incidents and resets are merged in (host, time) order, incidents first on ties; each incident then looks
+    Incidents and resets are merged in (host, time) order, resets first on ties; each incident then looks
     ahead to the nearest reset position (a reversed running minimum) and keeps it if it is on the same host.
     """
     n = host.size
     all_host = np.concatenate([host, reset_host])
     all_t = np.concatenate([t_s, reset_s])
     is_reset = np.concatenate([np.zeros(n, dtype=bool), np.ones(reset_host.size, dtype=bool)])
-    order = np.lexsort((is_reset, all_t, all_host))
+    order = np.lexsort((~is_reset, all_t, all_host))  # on a tie the reset sorts first: it is not "after"
     sorted_reset = is_reset[order]
     positions = np.where(sorted_reset, np.arange(order.size), order.size)
     nearest = np.minimum.accumulate(positions[::-1])[::-1]  # first reset at or after each position

@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from engine import telemetry
+from engine import telemetry_precursors as precursors
 from engine.errors import GoodputError
 from engine.scenario import build
 from engine.schema import HOST_STATES, TABLES
@@ -284,6 +285,17 @@ def test_heat_rises_in_the_hours_before_a_thermal_fault():
     late = delta[(t >= t_fault - 2 * HOUR) & (t < t_fault)].mean() - baseline
     assert 1 < early < late and late > 5  # rising toward the fault (12 C at it, 2 h time constant)
     assert (delta[t >= t_fault] - baseline > 8).all()  # stays hot until repaired (never, here)
+
+
+@given(st.lists(st.tuples(st.integers(0, 3), st.integers(0, 20)), max_size=12),
+       st.lists(st.tuples(st.integers(0, 3), st.integers(0, 20)), max_size=12))
+def test_next_reset_is_the_hosts_first_return_strictly_after_the_incident(incident_list, reset_list):
+    resets = sorted(set(reset_list))
+    host, t_s = (np.array([i[k] for i in incident_list], dtype=np.int64) for k in (0, 1))
+    got = precursors._next_reset(host, t_s.astype(float), np.array([r[0] for r in resets], dtype=np.int64),
+                                 np.array([r[1] for r in resets], dtype=float))
+    want = [min((r[1] for r in resets if r[0] == h and r[1] > t), default=np.inf) for h, t in incident_list]
+    assert got.tolist() == want
 
 
 # ----- determinism and chunking -------------------------------------------------------------------------
