@@ -28,10 +28,15 @@ SCOPE = {
     "host_maintenance": "host", "nic": "host", "ssd": "host", "power_supply": "host", "server_chassis": "host",
     "io_expansion_board": "host", "cpu": "host", "system_memory": "host",
 }
-COMPONENT = {**{c: "GPU" for c, s in SCOPE.items() if s == "gpu"}, **{c: "host" for c, s in SCOPE.items()
-                                                                      if s == "host"},
-             "nic": "NIC", "network_switch_cable": "cable", "software_bug": "software", "dependency": "software",
-             "nccl_watchdog_timeout": "software"}
+# The component each cause hits. A network fault hits a cable (the GPU NIC's link to its rack switch) or, for a
+# share failures.network_rack_share, the rack switch itself: the incident's link_id is then the rack's first
+# uplink (tier rtsw_ctsw) rather than a NIC cable (tier gpu_rtsw).
+COMPONENT = {
+    **{cause: "GPU" for cause, scope in SCOPE.items() if scope == "gpu"},
+    **{cause: "host" for cause, scope in SCOPE.items() if scope == "host"},
+    **{cause: "software" for cause, scope in SCOPE.items() if scope == "job"},
+    "nic": "NIC", "network_switch_cable": "cable or switch",
+}
 
 # The primary XID a GPU cause makes the driver log, with weights (Goodput's reading of xid_catalog.csv):
 # a faulty GPU mostly falls off the bus (XID 79, Meta's most frequent failure mode, engineering blog

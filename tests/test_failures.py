@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from engine.analytics import chi_square_pvalue
-from engine.failures import CAUSE_KEYS, NO_XID, SCOPE, XIDS_OF, draw_arrivals, draw_planned
+from engine.failures import CAUSE_KEYS, COMPONENT, NO_XID, SCOPE, XIDS_OF, draw_arrivals, draw_planned
 from engine.reference import CAUSES, XID_BY_CODE
 from engine.scenario import build
 
@@ -15,7 +15,7 @@ def _arrivals(*sets, seed=1, hosts=3072):
 
 
 def test_every_cause_has_a_scope_and_gpu_causes_log_catalogued_xids():
-    assert set(SCOPE) == set(CAUSE_KEYS) == {c.cause for c in CAUSES}
+    assert set(SCOPE) == set(CAUSE_KEYS) == {c.cause for c in CAUSES} == set(COMPONENT)
     for cause, options in XIDS_OF.items():
         assert SCOPE[cause] == "gpu"
         # each one stops the job: none of them is one the driver merely notes (action "ignore")

@@ -216,3 +216,20 @@ def test_edge_shapes_run_and_keep_the_books(sets):
     if job["gpus"]:
         total = job["productive_hours"] * job["gpus"] + sum(job["losses_gpu_hours"].values())
         assert total == pytest.approx(job["gpus"] * run.duration_s / 3600)
+
+
+def test_network_faults_name_a_cable_or_a_rack_switch_and_a_switch_takes_its_rack():
+    mix = [f"failures.mix.{c}=0" for c in CAUSE_KEYS if c != "network_switch_cable"]
+    run = simulate(build("demo", sets=[TELEMETRY_OFF, *mix, "failures.network_rack_share=0.5",
+                                       "failures.rate_per_1000_node_days=100", "failures.planned_per_day=0"]))
+    inc = run.tables["incidents"].join(run.tables["links"].select("link_id", "tier"), on="link_id", how="left")
+    assert inc.height > 10 and set(inc["tier"].unique()) == {"gpu_rtsw", "rtsw_ctsw"}
+    hosts = run.tables["hosts"]
+    states = run.tables["host_states"]
+    for row in inc.filter(pl.col("tier") == "rtsw_ctsw").iter_rows(named=True):
+        rack = hosts.filter(pl.col("host_id") == row["host_id"])["rack_id"][0]
+        mates = hosts.filter(pl.col("rack_id") == rack)["host_id"].to_list()
+        drained = states.filter(pl.col("state") == "draining", pl.col("start_s") == row["detected_s"])
+        # every host of the rack that was in service went down with the switch
+        assert row["host_id"] in drained["host_id"].to_list()
+        assert set(drained["host_id"].to_list()) <= set(mates)
