@@ -162,7 +162,7 @@ def ecc_counters(pre: Precursors, g0: int, g1: int, t: np.ndarray, host_reset: n
     if fails.pos.size:
         at = np.searchsorted(rows, fails.pos)
         t_fail = fails.t_s[:, None]
-        counted = (t[None, :] >= t_fail) & (reset[at] < t_fail)
+        counted = (t[None, :] >= t_fail) & (reset[at] <= t_fail)  # a failure as the host returns counts
         np.add.at(dbe, rows[at], counted.astype(np.int32))
     return sbe, dbe
 
