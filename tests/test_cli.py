@@ -86,7 +86,6 @@ def test_usage_errors_exit_2():
 NOT_BUILT_YET = [
     ["export", "incidents", "--run", "x", "--format", "csv", "--output", "o.csv"],
     ["sweep", "--vary", "training.checkpoint_interval=5m,10m", "--seeds", "2"],
-    ["replay", "trace.csv"],
 ]
 
 
