@@ -176,7 +176,7 @@ def _simulate_text(r: dict) -> str:
         f"run {r['run_id']}: {r.get('gpus', 0):,} GPUs on {r.get('hosts', 0):,} hosts, {r.get('days', 0):g} days,"
         f" seed {r.get('seed')}",
         f"  flagship job {job.get('name')} on {job.get('gpus', 0):,} GPUs: ETTR {job.get('ettr', 0):.3f},"
-        f" MTTF {job.get('mttf_hours', 0):.2f} h, {job.get('checkpoints', 0):,} checkpoints,"
+        f" MTTF {_hours(job.get('mttf_hours'))}, {job.get('checkpoints', 0):,} checkpoints,"
         f" {job.get('lost_gpu_hours', 0):,.0f} GPU-hours lost",
         f"  interruptions: {inter.get('total', 0)} ({inter.get('unexpected', 0)} unexpected,"
         f" {inter.get('planned', 0)} planned)",
@@ -188,6 +188,11 @@ def _simulate_text(r: dict) -> str:
         lines.append(f"  cluster utilisation {cluster.get('utilization', 0):.1%},"
                      f" {cluster.get('gpu_hours_down', 0):,.0f} GPU-hours down")
     return "\n".join(lines)
+
+
+def _hours(value: float | None) -> str:
+    """MTTF is null when nothing failed: the job never failed in the run."""
+    return "- (no failures)" if value is None else f"{value:.2f} h"
 
 
 def _ettr_text(r: dict) -> str:
