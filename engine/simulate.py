@@ -21,10 +21,9 @@ from engine.run import Run
 from engine.scenario import Scenario
 from engine.summary import summarize
 from engine.tables import incidents_frame, job_frames, research_job_id
-from engine.topology import CTSW_PER_POD, FLAGSHIP, RESEARCH, SPARE, Topology, build_topology
+from engine.topology import CTSW_PER_POD, FLAGSHIP, IN_REPAIR, RESEARCH, SPARE, Topology, build_topology
 from engine.training import FlagshipJob
 
-IN_REPAIR = 3
 PROGRESS_STEPS = 20
 
 
@@ -54,7 +53,8 @@ class Simulation:
                 checkpoint_write_s=scenario.checkpoint_write_s,
                 restart_overhead_s=scenario["training.restart_overhead"],
                 take_spare=self._take_spare, on_hosts_changed=self._job_hosts_changed)
-        self.incidents: list[tuple] = []  # see engine.tables.INCIDENT_FIELDS
+        # (fault_s, detected_s, cause, planned, xid, host, gpu, link, job_ids, lost_work_s); -1 for none
+        self.incidents: list[tuple] = []
 
     # ----- host bookkeeping -------------------------------------------------------------------------------
     def _set(self, host: int, state: str | None) -> None:

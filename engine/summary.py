@@ -12,6 +12,7 @@ import polars as pl
 
 from engine.analytics import LOSS_CATEGORIES, closed_form_ettr, young_daly_interval
 from engine.failures import CAUSE_KEYS
+from engine.topology import IN_REPAIR
 
 DOWN_STATES = ("draining", "down", "diagnosing", "repair", "burn_in")
 
@@ -37,7 +38,7 @@ def summarize(scenario, sim, incidents: pl.DataFrame) -> dict:
                     "utilization": float(running_s) / host_seconds if host_seconds else 0.0,
                     # hosts pulled as lemons (repeat offenders sent to the vendor) and hosts still out at the end
                     "lemons": len(sim.repairs.lemon_incidents),
-                    "hosts_in_repair_at_end": int((sim.holder == 3).sum())},
+                    "hosts_in_repair_at_end": int((sim.holder == IN_REPAIR).sum())},
     }
     return summary
 

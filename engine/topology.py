@@ -20,8 +20,8 @@ CTSW_PER_POD = 16  # spine switches per pod: Goodput's choice, so 16 x 400 Gbps 
 ATSW_COUNT = 16  # aggregation switches between pods: Goodput's choice
 ATSW_OVERSUBSCRIPTION = 7.0  # 1:7 at the aggregation layer (Llama 3 paper §3.3)
 
-# who holds a host at the start of a run
-FLAGSHIP, SPARE, RESEARCH = 0, 1, 2
+# who holds a host (Topology.role: at the start of a run; the simulation also marks hosts IN_REPAIR)
+FLAGSHIP, SPARE, RESEARCH, IN_REPAIR = 0, 1, 2, 3
 
 
 @dataclass
