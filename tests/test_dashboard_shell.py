@@ -190,3 +190,23 @@ def test_query_cache_tells_stores_and_file_versions_apart(tmp_path, monkeypatch)
     state.store().delete_run("sim-20240301-000000-aaaaaa")
     with pytest.raises(StoreError, match="no longer in the store"):
         state.query("sim-20240301-000000-aaaaaa", sql)
+
+
+PAGES = sorted(p.stem for p in (Path(APP).parent / "app_pages").glob("*.py") if p.stem != "__init__")
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_every_page_renders_under_the_shell(store_dir, page):
+    """Each page of the router, on a full run, a bare ingested run and an empty store: a title, no traceback."""
+    make_store(store_dir, small_run(), bare_run())
+    for run_id in ("sim-20240301-000000-aaaaaa", "ing-20240301-000000-bbbbbb"):
+        at = app(run=run_id)
+        at.switch_page(f"app_pages/{page}.py").run()
+        assert not at.exception, (page, run_id, [e.message for e in at.exception])
+        assert at.title and at.sidebar.selectbox[0].value == run_id
+    for run_id in ("sim-20240301-000000-aaaaaa", "ing-20240301-000000-bbbbbb"):
+        state.store().delete_run(run_id)
+    at = app()
+    at.switch_page(f"app_pages/{page}.py").run()
+    assert not at.exception, (page, "empty store", [e.message for e in at.exception])
+    assert at.title
