@@ -32,7 +32,8 @@ def test_health_offenders_xids_and_a_gpu_from_the_url(store_dir):
     assert at.number_input[0].value == 3
     assert any(m.startswith("**GPU 3**: index 1 of host host-001 (rack 0)") for m in markdown)
     assert "**Events** (5)" in markdown  # 2 incidents + 3 XID events
-    assert any("samples averaged" in c.value for c in at.caption)
+    # 96 samples over 85,500 s, in buckets of 85,500 / 500 = 171 s
+    assert "96 samples averaged over 2 min buckets." in [c.value for c in at.caption]
 
 
 def test_choosing_a_gpu_writes_it_to_the_url(store_dir):

@@ -3,14 +3,12 @@
 URL: ?t= (seconds since the run's start) and ?gpu= (GPU id) reproduce the view.
 """
 
-from datetime import timedelta
-
 import polars as pl
 import streamlit as st
 
 from dashboard import state
 from dashboard.charts import gpus as charts
-from dashboard.charts.common import fmt_time
+from dashboard.charts.common import fmt_duration, fmt_time
 from dashboard.queries import gpus as queries
 from dashboard.queries.racks import parse_t, state_time
 
@@ -48,7 +46,7 @@ else:
     cols[1].metric("Failed GPUs", f"{by_state.get('failed', 0):,}",
                    help="GPUs with an incident not yet repaired at t")
     cols[2].metric("GPUs training", f"{by_state.get('running', 0):,}", help="on hosts running a job at t")
-    st.caption(f"GPUs by state at {run.started_at + timedelta(seconds=t_s):%Y-%m-%d %H:%M} UTC "
+    st.caption(f"GPUs by state at {fmt_time(run.started_at, t_s)} "
                "(a GPU takes its host's state unless it has failed itself)")
     st.plotly_chart(charts.health_counts(health), width="stretch")
 
@@ -127,12 +125,12 @@ else:
     st.dataframe(events.with_columns(
         pl.col("t_s").map_elements(lambda t: fmt_time(run.started_at, t), return_dtype=pl.String).alias("time")),
         hide_index=True, width="stretch")
-bucket_s = max(run.duration_s / TELEMETRY_POINTS, 1.0)
-telemetry = queries.gpu_telemetry(run.run_id, gpu, bucket_s)
+telemetry = queries.gpu_telemetry(run.run_id, gpu, TELEMETRY_POINTS)
 st.markdown("**Telemetry**")
 if telemetry.is_empty():
     st.caption("No telemetry samples for this GPU in this run.")
 else:
     tdp = run.scenario.get("cluster", {}).get("gpu_tdp_w")
-    st.caption(f"{int(telemetry['samples'].sum()):,} samples averaged over {bucket_s / 60:.0f}-minute buckets.")
+    st.caption(f"{int(telemetry['samples'].sum()):,} samples averaged over "
+               f"{fmt_duration(telemetry['bucket_s'][0])} buckets.")
     st.plotly_chart(charts.gpu_telemetry(telemetry, run.started_at, float(tdp) if tdp else None), width="stretch")

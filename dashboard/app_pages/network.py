@@ -40,11 +40,10 @@ if samples == 0:
     st.info("This run has no link telemetry (its link_samples table is empty), so there is no utilisation to "
             "show. Link loads come with the fabric model of the network issue (issue 6).")
 else:
-    bucket_s = max(run.duration_s / UTILISATION_POINTS, 1.0)
-    st.caption(f"{samples:,} link samples, averaged over {fmt_duration(bucket_s)} buckets; dotted: the hottest link "
-               "of the tier.")
-    st.plotly_chart(charts.utilisation(queries.utilisation_by_tier(run.run_id, bucket_s), run.started_at),
-                    width="stretch")
+    utilisation = queries.utilisation_by_tier(run.run_id, UTILISATION_POINTS)
+    st.caption(f"{samples:,} link samples, averaged over {fmt_duration(utilisation['bucket_s'][0])} buckets; "
+               "dotted: the hottest link of the tier.")
+    st.plotly_chart(charts.utilisation(utilisation, run.started_at), width="stretch")
     st.markdown("**Hottest links** (mean utilisation over the run)")
     st.dataframe(queries.hottest_links(run.run_id), hide_index=True, width="stretch")
 

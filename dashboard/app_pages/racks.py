@@ -3,8 +3,6 @@
 URL: ?t= (seconds since the run's start), ?cells= (hosts, gpus) and ?rack= (rack id) reproduce the view.
 """
 
-from datetime import timedelta
-
 import polars as pl
 import streamlit as st
 
@@ -38,7 +36,7 @@ t_h = st.slider("Time (hours since the run's start)", 0.0, duration_h, step=max(
                 format="%.2f h", key=t_key)
 st.query_params["t"] = f"{t_h * 3600.0:.0f}"
 t_s = queries.state_time(t_h * 3600.0, run.duration_s)
-st.caption(f"The cluster at {run.started_at + timedelta(seconds=t_s):%Y-%m-%d %H:%M} UTC")
+st.caption(f"The cluster at {fmt_time(run.started_at, t_s)}")
 
 # ----- the floor at t -------------------------------------------------------------------------------------
 hosts = queries.hosts_at(run.run_id, t_s)

@@ -84,9 +84,14 @@ def gpu_events(run_id: str, gpu_id: int) -> pl.DataFrame:
         ORDER BY t_s""", (gpu_id, gpu_id))
 
 
-def gpu_telemetry(run_id: str, gpu_id: int, bucket_s: float) -> pl.DataFrame:
-    """One GPU's samples averaged into `bucket_s` buckets in SQL (a few hundred points, whatever the run's length)."""
+def gpu_telemetry(run_id: str, gpu_id: int, points: int) -> pl.DataFrame:
+    """One GPU's samples averaged in SQL into about `points` buckets of its sampled span (at least 1 s each),
+    so a plot stays light whatever the run's length; `bucket_s` says how wide they came out."""
     return state.query(run_id, """
-        SELECT floor(t_s / ?) * ? AS t_s, avg(temp_c) AS temp_c, avg(power_w) AS power_w,
-               avg(util_pct) AS util_pct, max(ecc_sbe) AS ecc_sbe, max(ecc_dbe) AS ecc_dbe, count(*) AS samples
-        FROM gpu_samples WHERE gpu_id = ? GROUP BY 1 ORDER BY 1""", (bucket_s, bucket_s, gpu_id))
+        WITH span AS (
+            SELECT greatest((max(t_s) - min(t_s)) / ?, 1.0) AS bucket_s FROM gpu_samples WHERE gpu_id = ?
+        )
+        SELECT floor(t_s / bucket_s) * bucket_s AS t_s, avg(temp_c) AS temp_c, avg(power_w) AS power_w,
+               avg(util_pct) AS util_pct, max(ecc_sbe) AS ecc_sbe, max(ecc_dbe) AS ecc_dbe, count(*) AS samples,
+               any_value(bucket_s) AS bucket_s
+        FROM gpu_samples, span WHERE gpu_id = ? GROUP BY 1 ORDER BY 1""", (points, gpu_id, gpu_id))

@@ -18,12 +18,15 @@ def sample_count(run_id: str) -> int:
     return int(state.query(run_id, "SELECT count(*) AS n FROM link_samples")["n"][0])
 
 
-def utilisation_by_tier(run_id: str, bucket_s: float) -> pl.DataFrame:
-    """Mean and hottest link utilisation per tier, in `bucket_s` buckets (aggregated in SQL)."""
+def utilisation_by_tier(run_id: str, points: int) -> pl.DataFrame:
+    """Mean and hottest link utilisation per tier in about `points` buckets of the sampled span (at least 1 s
+    each; `bucket_s` says how wide), aggregated in SQL."""
     return state.query(run_id, """
-        SELECT floor(s.t_s / ?) * ? AS t_s, l.tier, avg(s.util_pct) AS mean_util, max(s.util_pct) AS max_util
-        FROM link_samples s JOIN links l USING (link_id)
-        GROUP BY ALL ORDER BY t_s, l.tier""", (bucket_s, bucket_s))
+        WITH span AS (SELECT greatest((max(t_s) - min(t_s)) / ?, 1.0) AS bucket_s FROM link_samples)
+        SELECT floor(s.t_s / span.bucket_s) * span.bucket_s AS t_s, l.tier, avg(s.util_pct) AS mean_util,
+               max(s.util_pct) AS max_util, any_value(span.bucket_s) AS bucket_s
+        FROM link_samples s JOIN links l USING (link_id), span
+        GROUP BY 1, 2 ORDER BY 1, 2""", (points,))
 
 
 def hottest_links(run_id: str, limit: int = 20) -> pl.DataFrame:
