@@ -376,3 +376,19 @@ def sparse_run(name: str = "observed") -> Run:
     tables = {k: full.tables[k] for k in ("hosts", "gpus", "gpu_samples", "xid_events")}
     tables["xid_events"] = tables["xid_events"].with_columns(pl.lit(None, pl.Int32).alias("incident_id"))
     return Run(kind="ingest", name=name, started_at=STARTED, duration_s=DAY, tables=tables)
+
+
+def test_floor_plan_of_a_llama3_sized_cluster_is_one_light_trace():
+    # 1,536 racks of 2 hosts in rows of 16 (the llama3-405b shape), then its 24,576 GPUs
+    host = np.arange(3072)
+    rack = host // 2
+    hosts = pl.DataFrame({"hostname": [f"h{h}" for h in host], "rack_id": rack, "row": rack // 16,
+                          "position": rack % 16, "slot": host % 2, "state": ["running"] * 3072})
+    fig = racks.floor_plan(hosts)
+    assert sum(isinstance(t, go.Heatmap) for t in fig.data) == 1 and len(fig.data) == 2  # + the legend entry
+    assert np.count_nonzero(~np.isnan(np.asarray(fig.data[0].z))) == 3072
+    assert len(fig.to_json()) < 1_000_000
+    gpus_frame = pl.concat([hosts.with_columns(pl.lit(i).alias("gpu_index")) for i in range(8)])
+    fig = racks.floor_plan(gpus_frame)
+    assert np.count_nonzero(~np.isnan(np.asarray(fig.data[0].z))) == 24576
+    assert len(fig.to_json()) < 5_000_000  # issue 7's budget for the browser
