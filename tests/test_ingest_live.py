@@ -199,3 +199,16 @@ def test_sigterm_stops_the_command_after_its_commit(store_dir):
     result = json.loads(out)
     assert result["scrapes"] >= 1
     assert Store(store_dir).table(result["run_id"], "gpu_samples").height == 2 * result["scrapes"]
+
+
+def test_a_stamped_page_served_again_is_not_read_twice(store_dir):
+    def page(n: int) -> str:
+        stamp = 1_733_133_600_000 + 30_000 * (n // 2)  # requests 0,1 share a stamp, so do 2,3
+        return "".join(f"DCGM_FI_DEV_GPU_TEMP{{{labels(0, g)}}} {60 + n} {stamp}\n" for g in range(2))
+
+    with exporters(page) as (a,):
+        result = scrape_loop([a.url], 0.05, Store(store_dir), scrapes=4, log=lambda _: None)
+    samples = Store(store_dir).table(result["run_id"], "gpu_samples").sort("t_s", "gpu_id")
+    assert samples.select("t_s", "gpu_id", "temp_c").rows() == [(0.0, 0, 60.0), (0.0, 1, 60.0), (30.0, 0, 62.0),
+                                                                 (30.0, 1, 62.0)]
+    assert result["skipped"] == {"values already read in an earlier scrape": 4} and result["samples"] == 4

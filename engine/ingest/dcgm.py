@@ -84,48 +84,38 @@ def parse_dcgm(sources: list[Source], *, now: float | None = None, default_host:
 
 
 def _parse_one(source: Source, index: int, *, now: float | None, default_host: str | None) -> DcgmSamples:
-    lines = _split_fast(source)
-    if lines is None:  # some line needs the exact reading (no labels, a `}` inside a value, odd spacing, garbage)
-        lines = _split_exact(source)
-    rows, comments = lines
+    host = default_host or source.stem
+    split = _split_fast(source, host)
+    if split is None:  # some line needs the exact reading (no labels, a `}` inside a value, odd spacing, garbage)
+        split = _split_exact(source, host)
+    rows, keys, comments = split
     skipped: Counter = Counter()
     _check_comments(source, comments, skipped)
-    rows = rows.with_columns(value=pl.col("value_text").cast(pl.Float64, strict=False),
-                             t_ms=pl.col("ts_text").cast(pl.Int64, strict=False))
-    bad = rows.filter(pl.col("value").is_null())
-    if bad.height:
-        raise _line_error(source, bad["line"][0], f"value {bad['value_text'][0]!r} is not a number")
-    bad = rows.filter(pl.col("t_ms").is_null() & pl.col("ts_text").is_not_null())
-    if bad.height:
-        raise _line_error(source, bad["line"][0], f"timestamp {bad['ts_text'][0]!r} is not an integer in range")
     fallback_ms = round(1000 * (source.mtime if source.mtime is not None else (now or time.time())))
-    host = default_host or source.stem
-    rows = rows.with_columns(pl.col("t_ms").fill_null(fallback_ms), key_hash=pl.col("key").hash())
-    keys = _parse_keys(source, rows, host)
-    rows = rows.select("line", "value", "t_ms", "key_hash").join(
+    rows = rows.with_columns(pl.col("t_ms").fill_null(fallback_ms)).join(
         keys.select("key_hash", pl.col("metric").cast(pl.Categorical), "series", "ident", "dcgm", "per_gpu"),
         on="key_hash", how="left")
-
-    skipped["metrics other than DCGM_FI_*"] += rows.filter(~pl.col("dcgm")).height
-    rows = rows.filter(pl.col("dcgm"))
     finite = pl.col("value").is_finite()
-    skipped["NaN or infinite values"] += rows.filter(~finite).height
-    rows = rows.filter(finite)
-    skipped["series without a gpu or UUID label"] += rows.filter(~pl.col("per_gpu")).height
-    samples = rows.filter(pl.col("per_gpu")).select(
-        "t_ms", "series", "metric", "value", "ident", pl.lit(index, pl.UInt32).alias("source"), pl.col("line").cast(pl.UInt32)
-    )
+    counts = rows.select((~pl.col("dcgm")).sum().alias("other"), (pl.col("dcgm") & ~finite).sum().alias("nan"),
+                         (pl.col("dcgm") & finite & ~pl.col("per_gpu")).sum().alias("no_gpu")).row(0, named=True)
+    skipped["metrics other than DCGM_FI_*"] += counts["other"]
+    skipped["NaN or infinite values"] += counts["nan"]
+    skipped["series without a gpu or UUID label"] += counts["no_gpu"]
+    samples = rows.filter(pl.col("dcgm") & finite & pl.col("per_gpu")).select(
+        "t_ms", "series", "metric", "value", "ident", pl.lit(index, pl.UInt32).alias("source"), "line")
     series = keys.filter(pl.col("per_gpu")).select("series", *LABELS.values())
     return DcgmSamples(samples, series.unique("series", keep="first", maintain_order=True), skipped)
 
 
-_ROWS = {"line": pl.UInt32, "key": pl.String, "value_text": pl.String, "ts_text": pl.String}
+# What both readers give: one row a sample line, its key (`name{labels`) hashed, its value and timestamp read.
+_ROWS = {"line": pl.UInt32, "key_hash": pl.UInt64, "value": pl.Float64, "t_ms": pl.Int64}
 
 
-def _split_fast(source: Source) -> tuple[pl.DataFrame, pl.DataFrame] | None:
+def _split_fast(source: Source, host: str) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame] | None:
     """Split each line at its one `}` with Polars' CSV reader (the fast path); None if a line needs more care.
 
-    A well-formed DCGM line has exactly one `}`: `name{labels` before it, ` value [timestamp]` after it.
+    A well-formed DCGM line has exactly one `}`: `name{labels` before it, ` value [timestamp]` after it. The
+    long label text is only hashed here; it is read once per distinct series, in `_parse_keys`.
     """
     try:
         raw = pl.read_csv(source.data, has_header=False, separator="}", quote_char=None, infer_schema=False,
@@ -139,29 +129,32 @@ def _split_fast(source: Source) -> tuple[pl.DataFrame, pl.DataFrame] | None:
     comment = pl.col("key").str.starts_with("#")
     # An empty line and a line of only `}` both read as nulls here; the exact reader tells them apart.
     blank = pl.col("key").is_null()
-    parts = pl.col("tail").str.strip_chars_start(" ").str.split_exact(" ", 2)
+    parts = pl.col("tail").str.split_exact(" ", 3)
     samples = raw.filter(~blank & ~comment).select(
-        "line", "key", "extra", "tail",
-        parts.struct.field("field_0").alias("value_text"),
-        parts.struct.field("field_1").alias("ts_text"),
-        parts.struct.field("field_2").alias("rest"),
-    )
-    fine = (pl.col("extra").is_null() & pl.col("tail").str.starts_with(" ")
-            & ~pl.col("tail").str.contains("\t", literal=True) & pl.col("key").str.contains("{", literal=True)
-            & ~pl.col("key").str.starts_with(" ") & ~pl.col("key").str.starts_with("\t")
-            & (pl.col("value_text") != "") & (pl.col("ts_text").is_null() | (pl.col("ts_text") != ""))
-            & pl.col("rest").is_null())
-    samples, comments, blanks = pl.collect_all([
-        samples.with_columns(fine=fine.fill_null(False)),
+        "line", "key", pl.col("key").hash().alias("key_hash"),
+        parts.struct.field("field_1").cast(pl.Float64, strict=False).alias("value"),
+        parts.struct.field("field_2").alias("ts_text"),
+        (pl.col("extra").is_null() & parts.struct.field("field_0").eq("") & parts.struct.field("field_3").is_null()
+         ).alias("shape_ok"),
+    ).with_columns(t_ms=pl.col("ts_text").cast(pl.Int64, strict=False))
+    # Anything unusual (tabs, double spaces, a `}` in a label value, no value) fails here and goes the exact way.
+    fine = pl.col("shape_ok") & pl.col("value").is_not_null() & (pl.col("ts_text").is_null()
+                                                                  | pl.col("t_ms").is_not_null())
+    samples = samples.with_columns(fine=fine.fill_null(False))
+    rows, keys, comments, doubts = pl.collect_all([
+        samples.select(*_ROWS),
+        samples.group_by("key_hash").agg(pl.col("key").first(), pl.col("line").min()),
         raw.filter(comment).select("line", pl.col("key").alias("text")),
-        raw.select(blank.sum()),
+        pl.concat([raw.select(blank.sum().cast(pl.UInt64).alias("n")),
+                   samples.select((~pl.col("fine")).sum().cast(pl.UInt64).alias("n"))]).sum(),
     ])
-    if not samples["fine"].all() or blanks.item():
+    if doubts.item():
         return None
-    return samples.select(*_ROWS).cast(_ROWS), comments
+    keys = _parse_keys(source, keys.sort("line"), host, braced=True)
+    return (rows.cast(_ROWS), keys, comments) if keys is not None else None
 
 
-def _split_exact(source: Source) -> tuple[pl.DataFrame, pl.DataFrame]:
+def _split_exact(source: Source, host: str) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
     """Every line matched against the full sample syntax (slower; used when the fast split cannot decide)."""
     text = decode(source, strict=True)
     lines = (
@@ -182,7 +175,18 @@ def _split_exact(source: Source) -> tuple[pl.DataFrame, pl.DataFrame]:
         raise GoodputError(f"{source.name}, line {bad['line'][0]}: not a Prometheus sample"
                            f" (`name{{labels}} value [timestamp]`): {_excerpt(bad['text'][0])}")
     key = pl.concat_str(pl.col("metric"), pl.col("labels").str.strip_suffix("}").fill_null(""))
-    return data.with_columns(key=key).select(*_ROWS).cast(_ROWS), comments.select("line", "text")
+    data = data.with_columns(key=key, value=pl.col("value_text").cast(pl.Float64, strict=False),
+                             t_ms=pl.col("ts_text").cast(pl.Int64, strict=False)).with_columns(
+        key_hash=pl.col("key").hash())
+    bad = data.filter(pl.col("value").is_null())
+    if bad.height:
+        raise _line_error(source, bad["line"][0], f"value {bad['value_text'][0]!r} is not a number")
+    bad = data.filter(pl.col("t_ms").is_null() & pl.col("ts_text").is_not_null())
+    if bad.height:
+        raise _line_error(source, bad["line"][0], f"timestamp {bad['ts_text'][0]!r} is not an integer in range")
+    keys = data.group_by("key_hash", maintain_order=True).agg(pl.col("key").first(), pl.col("line").first())
+    keys = _parse_keys(source, keys, host, braced=False)
+    return data.select(*_ROWS).cast(_ROWS), keys, comments.select("line", "text")
 
 
 def _check_comments(source: Source, comments: pl.DataFrame, skipped: Counter) -> None:
@@ -201,13 +205,20 @@ def _check_comments(source: Source, comments: pl.DataFrame, skipped: Counter) ->
     skipped["comment lines other than HELP and TYPE"] += checked.filter(pl.col("ok").is_null()).height
 
 
-def _parse_keys(source: Source, rows: pl.DataFrame, default_host: str) -> pl.DataFrame:
-    """Each distinct `name{labels` once: check its syntax, split name from labels, pull out the labels we read."""
-    keys = rows.group_by("key_hash", maintain_order=True).agg(pl.col("key").first(), pl.col("line").first())
+def _parse_keys(source: Source, keys: pl.DataFrame, default_host: str, *, braced: bool) -> pl.DataFrame | None:
+    """Each distinct `name{labels` once: check its syntax, split name from labels, pull out the labels we read.
+
+    `braced`: the fast reader's keys, which all had a closing `}`; one that does not parse sends the file to
+    the exact reader (None) rather than failing, so the exact reader words the error.
+    """
     keys = keys.with_columns(pl.col("key").str.extract_groups(rf"^({_NAME})(\{{.*)?$").alias("m")).unnest("m")
     keys.columns = ["key_hash", "key", "line", "metric", "labels"]
+    if braced and keys.select((pl.col("metric").is_null() | pl.col("labels").is_null()).any()).item():
+        return None
     keys = keys.with_columns(pl.col("labels").fill_null("{").add(pl.lit("}")))
     bad = keys.filter(pl.col("metric").is_null() | ~pl.col("labels").str.contains(_LABEL_BLOCK))
+    if bad.height and braced:
+        return None
     if bad.height:
         line = bad["line"].min()
         raise GoodputError(f"{source.name}, line {line}: garbled metric name or label block"
@@ -220,6 +231,7 @@ def _parse_keys(source: Source, rows: pl.DataFrame, default_host: str) -> pl.Dat
     keys = keys.with_columns(*values)
     bad = keys.filter(pl.col("gpu").is_not_null() & ~pl.col("gpu").str.contains(r"^[0-9]{1,4}$"))
     if bad.height:
+        bad = bad.sort("line")
         raise GoodputError(f"{source.name}, line {bad['line'][0]}: gpu label {bad['gpu'][0]!r} is not a GPU index")
     # A series without a Hostname label belongs to the fallback host, so the host is part of its identity: the
     # same labels from two hosts are two series, and the same series in two files is one.

@@ -20,9 +20,11 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 
+import polars as pl
+
 from engine.errors import GoodputError
 from engine.ingest import summary_of
-from engine.ingest.dcgm import parse_dcgm
+from engine.ingest.dcgm import DcgmSamples, parse_dcgm
 from engine.ingest.observed import Batch, Observer
 from engine.ingest.sources import Source
 from engine.run import Run
@@ -70,6 +72,7 @@ def scrape_loop(urls: list[str], every_s: float, store: Store, *, scrapes: int |
     batches: list[Batch] = []
     failures: Counter = Counter()
     run_id = ""
+    seen = {"last": pl.DataFrame(schema={"ident": pl.UInt64, "last_ms": pl.Int64})}
     with _stopped_by_signals(stop):
         for number, _due in enumerate(_schedule(every_s, scrapes, stop), start=1):
             previous_end = observer.end_s
@@ -83,7 +86,7 @@ def scrape_loop(urls: list[str], every_s: float, store: Store, *, scrapes: int |
                     failures[url] += 1
                     log(f"scrape {number}: {err}")
             try:
-                batch = observer.add(parse_dcgm(sources)) if sources else None
+                batch = observer.add(_only_new(parse_dcgm(sources), seen)) if sources else None
             except GoodputError as err:
                 if number == 1:
                     raise
@@ -112,6 +115,20 @@ def scrape_loop(urls: list[str], every_s: float, store: Store, *, scrapes: int |
         raise GoodputError("no scrape completed; nothing was written")
     return {"run_id": run_id, **summary_of(batches, observer, scrapes=number, failed_scrapes=dict(failures),
                                            endpoints=urls)}
+
+
+def _only_new(parsed: DcgmSamples, seen: dict[str, pl.DataFrame]) -> DcgmSamples:
+    """Drop values an endpoint served again with the same timestamp (an exporter that stamps its lines and
+    has not refreshed since the last scrape), so a series never has two rows at one time."""
+    samples = parsed.samples.join(seen["last"], on="ident", how="left")
+    fresh = pl.col("last_ms").is_null() | (pl.col("t_ms") > pl.col("last_ms"))
+    repeated = samples.filter(~fresh).height
+    if repeated:
+        parsed.skipped["values already read in an earlier scrape"] += repeated
+    parsed.samples = samples.filter(fresh).drop("last_ms")
+    latest = parsed.samples.group_by("ident").agg(pl.col("t_ms").max().alias("last_ms"))
+    seen["last"] = pl.concat([seen["last"].join(latest, on="ident", how="anti"), latest])
+    return parsed
 
 
 def _schedule(every_s: float, scrapes: int | None, stop: threading.Event) -> Iterator[float]:

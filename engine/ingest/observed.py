@@ -177,7 +177,8 @@ class Observer:
             gpu_id=pl.coalesce("by_uuid", "by_pci", "by_key"))
         switch_lines = events.filter(pl.col("kind") == "sxid").with_columns(gpu_id=pl.lit(None, pl.Int32))
         frame = pl.concat([gpu_lines.select(switch_lines.columns), switch_lines], how="vertical_relaxed")
-        t_s = pl.coalesce((pl.col("t_abs_us") - self.origin_us) / 1e6, pl.col("t_rel_s"))
+        frame = _seconds(frame.with_columns(t_us=pl.col("t_abs_us") - self.origin_us), "t_us", "t_abs_s")
+        t_s = pl.coalesce(pl.col("t_abs_s"), pl.col("t_rel_s"))
         message = pl.when(pl.col("kind") == "sxid").then(
             pl.concat_str(pl.lit("SXid "), pl.col("device"), pl.lit(" (PCI:"), pl.col("pci"), pl.lit("): "),
                           pl.col("message"))
@@ -207,7 +208,8 @@ class Observer:
         wide = wanted.join(series, on="series", how="left").pivot(
             on="metric", index=["t_ms", "gpu_id"], values="value", aggregate_function="first")
         missing = [pl.lit(None, SAMPLE_TYPES[c]).alias(c) for c in COLUMNS.values() if c not in wide.columns]
-        return (wide.with_columns(*missing, t_s=(pl.col("t_ms") * 1000 - self.origin_us) / 1e6)
+        wide = _seconds(wide.with_columns(t_us=pl.col("t_ms") * 1000 - self.origin_us), "t_us", "t_s")
+        return (wide.with_columns(*missing)
                 .select(*SAMPLE_TYPES).cast(SAMPLE_TYPES).sort("t_s", "gpu_id"))
 
     def _gauge_events(self, dcgm: DcgmSamples, series: pl.DataFrame) -> pl.DataFrame:
@@ -222,8 +224,9 @@ class Observer:
         self.last_xid = ordered.group_by("gpu_id").agg(pl.col("value").last()).cast({"gpu_id": pl.Int32})
         changes = ordered.filter(pl.col("t_ms").is_not_null() & pl.col("before").is_not_null()
                                  & (pl.col("value") != pl.col("before")) & (pl.col("value") > 0))
+        changes = _seconds(changes.with_columns(t_us=pl.col("t_ms") * 1000 - self.origin_us), "t_us", "t_s")
         return changes.join(self.gpus.select("gpu_id", "host_id"), on="gpu_id", how="left").select(
-            ((pl.col("t_ms") * 1000 - self.origin_us) / 1e6).alias("t_s"), "gpu_id", "host_id",
+            "t_s", "gpu_id", "host_id",
             pl.col("value").cast(pl.Int32).alias("xid"), pl.lit(None, pl.Int32).alias("incident_id"),
             pl.format(f"{XID_METRIC} changed from {{}} to {{}}", pl.col("before").cast(pl.Int64),
                       pl.col("value").cast(pl.Int64)).alias("message"),
@@ -272,8 +275,9 @@ class Observer:
         return (dcgm.samples.group_by("series").agg(first=pl.col("t_ms").min(), last=pl.col("t_ms").max())
                 .join(series, on="series").join(self.gpus.select("gpu_id", "host_id"), on="gpu_id")
                 .group_by("host_id").agg(pl.col("first").min(), pl.col("last").max())
-                .select("host_id", ((pl.col("first") * 1000 - self.origin_us) / 1e6).alias("first"),
-                        ((pl.col("last") * 1000 - self.origin_us) / 1e6).alias("last")))
+                .pipe(lambda f: _seconds(f.with_columns(pl.col("first") * 1000 - self.origin_us), "first", "first"))
+                .pipe(lambda f: _seconds(f.with_columns(pl.col("last") * 1000 - self.origin_us), "last", "last"))
+                .select("host_id", "first", "last"))
 
     def _observe_times(self, scraped: pl.DataFrame | None, events: pl.DataFrame) -> None:
         times = events.select("host_id", pl.col("t_s").alias("first"), pl.col("t_s").alias("last"))
@@ -308,6 +312,13 @@ def _hosts_table(hosts: pl.DataFrame) -> pl.DataFrame:
     return hosts.select(host_id, "hostname", host_id.alias("rack_id"), pl.lit(0).alias("pod_id"),
                         (host_id // RACKS_PER_ROW).alias("row"), (host_id % RACKS_PER_ROW).alias("position"),
                         pl.lit(0).alias("slot")).cast(dict.fromkeys(("host_id", "rack_id", "pod_id", "row", "position", "slot"), pl.Int32))
+
+
+def _seconds(frame: pl.DataFrame, micros: str, name: str) -> pl.DataFrame:
+    """Integer microseconds to seconds by true division (NumPy's), so a time has one spelling in every table:
+    Polars divides some columns by multiplying with the reciprocal, which can differ in the last bit."""
+    seconds = frame[micros].cast(pl.Float64).to_numpy() / 1e6
+    return frame.with_columns(pl.Series(name, seconds, dtype=pl.Float64).fill_nan(None))  # nulls came as NaN
 
 
 def _empty(types: dict) -> pl.DataFrame:
