@@ -7,6 +7,7 @@ the caches. A run file that cannot be read is reported by `scan_runs`, never all
 """
 
 import os
+import shlex
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -14,7 +15,7 @@ import duckdb
 import polars as pl
 import streamlit as st
 
-from engine.store import RunInfo, Store, StoreError, query_frame
+from engine.store import DEFAULT_STORE, RunInfo, Store, StoreError, query_frame
 
 RUN_PARAM = "run"
 SELECTOR_KEY = "run_selector"
@@ -165,9 +166,11 @@ def selected_run() -> RunInfo | None:
 
 def empty_state() -> None:
     """What a page shows when there is no run to show."""
+    root = store().root
+    command = "goodput simulate --preset demo" + (
+        "" if root.resolve() == DEFAULT_STORE.resolve() else f" --store {shlex.quote(str(root))}")
     st.info(
-        f"The store at `{store().root}` has no runs yet. Make one from the command line with "
-        "`goodput simulate --preset demo`; the **Data** page lists the commands that import job traces "
-        "and telemetry.", icon=":material/info:",
+        f"The store at `{root}` has no runs yet. Make one from the command line with `{command}`; the "
+        "**Data** page lists the commands that import job traces and telemetry.", icon=":material/info:",
     )
     st.page_link("app_pages/data.py", label="Go to Data", icon=":material/database:")

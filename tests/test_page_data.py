@@ -41,6 +41,11 @@ def test_lists_every_run_newest_first(two_runs):
     assert str(two_runs.root) in at.caption[0].value and "2 run(s)" in at.caption[0].value
 
 
+def test_the_run_to_delete_is_the_selected_one_by_default(two_runs):
+    at = data_page(run=ING)
+    assert at.selectbox(key="data_victim").value == ING
+
+
 def test_delete_asks_first_and_cancel_keeps_the_run(two_runs):
     at = data_page()
     at.selectbox(key="data_victim").select(ING)

@@ -97,6 +97,9 @@ if deletable:
         st.session_state.pop(CONFIRM_KEY, None)
     names = {r.run_id: f"{r.name} · {r.kind} · {r.run_id}" for r in runs} | {
         b.run_id: f"(unreadable) {b.run_id}" for b in unreadable}
+    if st.session_state.get(VICTIM_KEY) not in deletable:  # first visit, or the last pick was deleted
+        selected = st.query_params.get(state.RUN_PARAM)
+        st.session_state[VICTIM_KEY] = selected if selected in deletable else deletable[0]
     left, right = st.columns([3, 1], vertical_alignment="bottom")
     left.selectbox("Run to delete", deletable, format_func=names.get, key=VICTIM_KEY, disabled=pending is not None)
     right.button("Delete…", icon=":material/delete:", key="data_delete", disabled=pending is not None,
