@@ -198,6 +198,17 @@ def test_the_same_scrape_given_twice_is_refused():
         ingest_dcgm([("one.prom", data), ("two.prom", data)])
 
 
+def test_a_file_with_nothing_to_ingest_says_so():
+    with pytest.raises(GoodputError, match=r"empty\.prom: nothing to ingest.*skipped 1 NaN or infinite values"):
+        ingest_dcgm([("empty.prom", b"# HELP x y\n" + line("DCGM_FI_DEV_GPU_TEMP", "h", 0, "NaN").encode())])
+
+
+def test_windows_line_ends_read_the_same():
+    crlf = small_file().replace("\n", "\r\n").encode()
+    assert ingest_dcgm([("w.prom", crlf)]).tables["gpu_samples"].equals(
+        ingest_dcgm([("w.prom", small_file().encode())]).tables["gpu_samples"])
+
+
 def test_missing_file_is_a_clear_error(tmp_path):
     with pytest.raises(GoodputError, match="nope.prom: cannot read"):
         ingest_dcgm([tmp_path / "nope.prom"])

@@ -12,6 +12,7 @@ from datetime import UTC, datetime
 
 import polars as pl
 
+from engine.errors import GoodputError
 from engine.ingest.dcgm import DcgmSamples, parse_dcgm
 from engine.ingest.kernel_log import KernelEvents, parse_kernel_logs
 from engine.ingest.observed import Batch, Observer
@@ -44,6 +45,11 @@ def ingest_kernel_logs(sources: Iterable[SourceLike], *, dcgm: Iterable[SourceLi
 def observed_run(dcgm: DcgmSamples | None, logs: KernelEvents | None, *, name: str) -> Run:
     observer = Observer()
     batch = observer.add(dcgm, logs)
+    if batch.samples == 0 and batch.xid_events == 0:
+        inputs = ", ".join(s.name for s in _sources_of(dcgm, logs))
+        skipped = "; ".join(f"{n} {why}" for why, n in batch.skipped.items() if n)
+        raise GoodputError(f"{inputs}: nothing to ingest (no DCGM_FI_* value of a GPU, no XID line)"
+                           + (f"; skipped {skipped}" if skipped else ""))
     start = observer.start_s or 0.0
     duration = max(observer.end_s - min(start, 0.0), 0.0)
     tables = dict(batch.tables)
