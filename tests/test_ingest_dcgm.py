@@ -272,3 +272,16 @@ def test_cli_garbled_line_exits_2_and_writes_nothing(tmp_path, store_dir, capsys
     err = capsys.readouterr().err
     assert err.startswith("goodput: error: ") and f"{path}, line 21" in err and err.count("\n") == 1
     assert not list(store_dir.glob("runs/*"))
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["ingest", "dcgm"], "give at least one FILE"),
+    (["ingest", "kernel-log", "--scrape", "http://a:9400/metrics"], "only `goodput ingest dcgm` scrapes"),
+    (["ingest", "dcgm", "x.prom", "--scrape", "http://a:9400/metrics"], "endpoints or files, not both"),
+    (["ingest", "dcgm", "--scrape", "http://a:9400/metrics", "--every", "soon"], "--every"),
+    (["ingest", "dcgm", "--scrape", "http://a:9400/metrics", "--scrapes", "0"], "--scrapes"),
+])
+def test_cli_usage_mistakes_exit_2(store_dir, capsys, argv, message):
+    assert main([*argv, "--store", str(store_dir)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("goodput: error: ") and message in err and err.count("\n") == 1
