@@ -105,4 +105,5 @@ else:
         pl.col("t_s").map_elements(lambda t: fmt_time(run.started_at, t), return_dtype=pl.String).alias("time"),
         pl.col("out_of_service_s").map_elements(fmt_duration, return_dtype=pl.String).fill_null("not repaired")
         .alias("out_of_service"),
-    ).drop("t_s", "out_of_service_s"), hide_index=True, width="stretch")
+    ).select("incident_id", "time", "hostname", "gpu_id", "cause", "category", "planned", "xid", "jobs_hit",
+             "gpu_hours_lost", "out_of_service"), hide_index=True, width="stretch")
