@@ -123,8 +123,10 @@ def sidebar_run_selector() -> RunInfo | None:
     runs, unreadable = scan_runs()
     if unreadable:
         names = ", ".join(u.run_id for u in unreadable[:3]) + (" …" if len(unreadable) > 3 else "")
-        st.sidebar.warning(f"{len(unreadable)} run file(s) cannot be read ({names}); see the Data page.",
-                           icon=":material/warning:")
+        st.sidebar.warning(
+            f"{len(unreadable)} run file(s) cannot be read ({names}); see the Data page.",
+            icon=":material/warning:",
+        )
     if not runs:
         st.sidebar.info("No runs in the store yet.")
         if RUN_PARAM in st.query_params:
@@ -142,14 +144,19 @@ def sidebar_run_selector() -> RunInfo | None:
     elif st.session_state.get(SELECTOR_KEY) not in by_id:
         st.session_state[SELECTOR_KEY] = ids[0]
     chosen = st.sidebar.selectbox(
-        "Run", ids, key=SELECTOR_KEY, on_change=_on_pick,
+        "Run",
+        ids,
+        key=SELECTOR_KEY,
+        on_change=_on_pick,
         format_func=lambda run_id: f"{by_id[run_id].name} · {by_id[run_id].kind} · {run_id}",
     )
     st.query_params[RUN_PARAM] = chosen
     info = by_id[chosen]
     seed = f" · seed {info.seed}" if info.seed is not None else ""
-    st.sidebar.caption(f"{info.kind}{seed} · {info.duration_s / 86400:.1f} days from "
-                       f"{info.started_at:%Y-%m-%d %H:%M} UTC · made {info.created_at:%Y-%m-%d %H:%M}")
+    st.sidebar.caption(
+        f"{info.kind}{seed} · {info.duration_s / 86400:.1f} days from "
+        f"{info.started_at:%Y-%m-%d %H:%M} UTC · made {info.created_at:%Y-%m-%d %H:%M}"
+    )
     return info
 
 
@@ -168,9 +175,11 @@ def empty_state() -> None:
     """What a page shows when there is no run to show."""
     root = store().root
     command = "goodput simulate --preset demo" + (
-        "" if root.resolve() == DEFAULT_STORE.resolve() else f" --store {shlex.quote(str(root))}")
+        "" if root.resolve() == DEFAULT_STORE.resolve() else f" --store {shlex.quote(str(root))}"
+    )
     st.info(
         f"The store at `{root}` has no runs yet. Make one from the command line with `{command}`; the "
-        "**Data** page lists the commands that import job traces and telemetry.", icon=":material/info:",
+        "**Data** page lists the commands that import job traces and telemetry.",
+        icon=":material/info:",
     )
     st.page_link("app_pages/data.py", label="Go to Data", icon=":material/database:")

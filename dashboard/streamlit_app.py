@@ -1,4 +1,4 @@
-"""Goodput's dashboard: the router. Every page reads the run chosen in the sidebar (kept in the URL as ?run=)."""
+"""Goodput's dashboard: the router. Every page reads the run chosen in the sidebar (in the URL as ?run=)."""
 
 import duckdb
 import streamlit as st

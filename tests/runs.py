@@ -1,4 +1,4 @@
-"""Small, hand-made, self-consistent Runs for dashboard tests (import from tests: `from tests.runs import ...`).
+"""Small, hand-made, self-consistent Runs for dashboard tests (`from tests.runs import small_run, ...`).
 
 The cluster: 2 racks of 2 hosts of 8 GPUs (32 GPUs), one pod, two days from 2024-03-01 00:00 UTC.
 
@@ -117,7 +117,9 @@ def flagship_checkpoints() -> pl.DataFrame:
     for a in ATTEMPTS:
         if a.job_id != FLAGSHIP:
             continue
-        s = a.start_s + CHECKPOINT_INTERVAL_S * np.arange(1, int((a.end_s - a.start_s) // CHECKPOINT_INTERVAL_S) + 1)
+        s = a.start_s + CHECKPOINT_INTERVAL_S * np.arange(
+            1, int((a.end_s - a.start_s) // CHECKPOINT_INTERVAL_S) + 1
+        )
         s = s[s + CHECKPOINT_WRITE_S <= a.end_s]
         starts.append(s)
         ends.append(s + CHECKPOINT_WRITE_S)
@@ -131,8 +133,9 @@ def _lost_work(a: Attempt, checkpoints: pl.DataFrame) -> float:
         return a.lost_work_s
     if a.end_reason == "end_of_run":
         return 0.0
-    done = checkpoints.filter((pl.col("job_id") == a.job_id) & (pl.col("end_s") <= a.end_s)
-                              & (pl.col("start_s") >= a.start_s))["end_s"]
+    done = checkpoints.filter(
+        (pl.col("job_id") == a.job_id) & (pl.col("end_s") <= a.end_s) & (pl.col("start_s") >= a.start_s)
+    )["end_s"]
     return a.end_s - (done.max() if done.len() else a.start_s)
 
 
@@ -184,32 +187,52 @@ def incidents() -> pl.DataFrame:
             "gpu_hours_lost": [flag1, research1, planned, cable, 0.0],
             "job_ids": [[FLAGSHIP], ["research-1"], [FLAGSHIP], [FLAGSHIP, "research-1"], []],
         },
-        schema_overrides={"incident_id": pl.Int32, "xid": pl.Int32, "host_id": pl.Int32, "gpu_id": pl.Int32,
-                          "link_id": pl.Int32, "jobs_hit": pl.Int32, "job_ids": pl.List(pl.String)},
+        schema_overrides={
+            "incident_id": pl.Int32,
+            "xid": pl.Int32,
+            "host_id": pl.Int32,
+            "gpu_id": pl.Int32,
+            "link_id": pl.Int32,
+            "jobs_hit": pl.Int32,
+            "job_ids": pl.List(pl.String),
+        },
     )
 
 
 def host_states() -> pl.DataFrame:
     cols = list(zip(*HOST_STATES, strict=True))
-    return pl.DataFrame({"host_id": cols[0], "state": cols[1], "start_s": cols[2], "end_s": cols[3],
-                         "job_id": cols[4]}, schema_overrides={"host_id": pl.Int32, "job_id": pl.String})
+    return pl.DataFrame(
+        {"host_id": cols[0], "state": cols[1], "start_s": cols[2], "end_s": cols[3], "job_id": cols[4]},
+        schema_overrides={"host_id": pl.Int32, "job_id": pl.String},
+    )
 
 
 def hosts() -> pl.DataFrame:
     ids = np.arange(HOSTS)
-    return pl.DataFrame({"host_id": ids, "hostname": [f"h{i:04d}" for i in ids], "rack_id": ids // 2,
-                         "pod_id": np.zeros(HOSTS, dtype=int), "row": np.zeros(HOSTS, dtype=int),
-                         "position": ids // 2, "slot": ids % 2}).cast(dict.fromkeys(
-                                                                         ("host_id", "rack_id", "pod_id", "row",
-                                                                          "position", "slot"), pl.Int32))
+    return pl.DataFrame(
+        {
+            "host_id": ids,
+            "hostname": [f"h{i:04d}" for i in ids],
+            "rack_id": ids // 2,
+            "pod_id": np.zeros(HOSTS, dtype=int),
+            "row": np.zeros(HOSTS, dtype=int),
+            "position": ids // 2,
+            "slot": ids % 2,
+        }
+    ).cast(dict.fromkeys(("host_id", "rack_id", "pod_id", "row", "position", "slot"), pl.Int32))
 
 
 def gpus() -> pl.DataFrame:
     ids = np.arange(GPUS)
-    return pl.DataFrame({"gpu_id": ids, "host_id": ids // GPUS_PER_HOST, "index": ids % GPUS_PER_HOST,
-                         "uuid": [f"GPU-00000000-0000-0000-0000-{i:012d}" for i in ids],
-                         "model": ["H100-SXM5-80GB"] * GPUS}).cast({"gpu_id": pl.Int32, "host_id": pl.Int32,
-                                                                   "index": pl.Int16})
+    return pl.DataFrame(
+        {
+            "gpu_id": ids,
+            "host_id": ids // GPUS_PER_HOST,
+            "index": ids % GPUS_PER_HOST,
+            "uuid": [f"GPU-00000000-0000-0000-0000-{i:012d}" for i in ids],
+            "model": ["H100-SXM5-80GB"] * GPUS,
+        }
+    ).cast({"gpu_id": pl.Int32, "host_id": pl.Int32, "index": pl.Int16})
 
 
 def links() -> pl.DataFrame:
@@ -217,8 +240,15 @@ def links() -> pl.DataFrame:
     rack_of_gpu = np.arange(GPUS) // GPUS_PER_HOST // 2
     a = [f"gpu{i}" for i in range(GPUS)] + ["rtsw0", "rtsw1"]
     b = [f"rtsw{r}" for r in rack_of_gpu] + ["ctsw0", "ctsw0"]
-    return pl.DataFrame({"link_id": ids, "tier": ["gpu_rtsw"] * GPUS + ["rtsw_ctsw"] * 2, "a": a, "b": b,
-                         "capacity_gbps": [400.0] * GPUS + [3200.0] * 2}).cast({"link_id": pl.Int32})
+    return pl.DataFrame(
+        {
+            "link_id": ids,
+            "tier": ["gpu_rtsw"] * GPUS + ["rtsw_ctsw"] * 2,
+            "a": a,
+            "b": b,
+            "capacity_gbps": [400.0] * GPUS + [3200.0] * 2,
+        }
+    ).cast({"link_id": pl.Int32})
 
 
 def gpu_samples() -> pl.DataFrame:
@@ -231,40 +261,75 @@ def gpu_samples() -> pl.DataFrame:
     for i, (ti, host) in enumerate(zip(t, gpu // GPUS_PER_HOST, strict=True)):
         row = states.filter((pl.col("host_id") == host) & (pl.col("start_s") <= ti) & (pl.col("end_s") > ti))
         busy[i] = row["state"][0] == "running"
-    return pl.DataFrame({
-        "t_s": t, "gpu_id": gpu, "temp_c": np.where(busy, 70.0, 35.0) + gpu % 4,
-        "power_w": np.where(busy, 650.0, 90.0), "util_pct": np.where(busy, 97.0, 0.0),
-        "mem_util_pct": np.where(busy, 80.0, 0.0), "ecc_sbe": np.where(gpu == 21, 12, 0),
-        "ecc_dbe": np.where((gpu == 21) & (t >= 60000), 1, 0),
-    }).cast({"gpu_id": pl.Int32, "temp_c": pl.Float32, "power_w": pl.Float32, "util_pct": pl.Float32,
-             "mem_util_pct": pl.Float32, "ecc_sbe": pl.Int32, "ecc_dbe": pl.Int32})
+    return pl.DataFrame(
+        {
+            "t_s": t,
+            "gpu_id": gpu,
+            "temp_c": np.where(busy, 70.0, 35.0) + gpu % 4,
+            "power_w": np.where(busy, 650.0, 90.0),
+            "util_pct": np.where(busy, 97.0, 0.0),
+            "mem_util_pct": np.where(busy, 80.0, 0.0),
+            "ecc_sbe": np.where(gpu == 21, 12, 0),
+            "ecc_dbe": np.where((gpu == 21) & (t >= 60000), 1, 0),
+        }
+    ).cast(
+        {
+            "gpu_id": pl.Int32,
+            "temp_c": pl.Float32,
+            "power_w": pl.Float32,
+            "util_pct": pl.Float32,
+            "mem_util_pct": pl.Float32,
+            "ecc_sbe": pl.Int32,
+            "ecc_dbe": pl.Int32,
+        }
+    )
 
 
 def xid_events() -> pl.DataFrame:
     """The XIDs of incidents 1 and 2, plus a harmless application fault (XID 13) tied to no incident."""
-    return pl.DataFrame({
-        "t_s": [5000.0, 36000.0, 60000.0, 60010.0], "gpu_id": [3, 11, 21, 21], "host_id": [0, 1, 2, 2],
-        "xid": [13, 79, 48, 63], "incident_id": [None, 1, 2, 2],
-        "message": ["NVRM: Xid (PCI:0000:18:00): 13, Graphics Exception",
-                    "NVRM: Xid (PCI:0000:9a:00): 79, GPU has fallen off the bus.",
-                    "NVRM: Xid (PCI:0000:ba:00): 48, An uncorrectable double bit error (DBE) has been detected",
-                    "NVRM: Xid (PCI:0000:ba:00): 63, Row remapping event"],
-    }).cast({"gpu_id": pl.Int32, "host_id": pl.Int32, "xid": pl.Int32, "incident_id": pl.Int32})
+    return pl.DataFrame(
+        {
+            "t_s": [5000.0, 36000.0, 60000.0, 60010.0],
+            "gpu_id": [3, 11, 21, 21],
+            "host_id": [0, 1, 2, 2],
+            "xid": [13, 79, 48, 63],
+            "incident_id": [None, 1, 2, 2],
+            "message": [
+                "NVRM: Xid (PCI:0000:18:00): 13, Graphics Exception",
+                "NVRM: Xid (PCI:0000:9a:00): 79, GPU has fallen off the bus.",
+                "NVRM: Xid (PCI:0000:ba:00): 48, An uncorrectable double bit error (DBE) has been detected",
+                "NVRM: Xid (PCI:0000:ba:00): 63, Row remapping event",
+            ],
+        }
+    ).cast({"gpu_id": pl.Int32, "host_id": pl.Int32, "xid": pl.Int32, "incident_id": pl.Int32})
 
 
 def link_samples() -> pl.DataFrame:
-    return pl.DataFrame({"t_s": [0.0, 0.0, 86400.0, 86400.0], "link_id": [32, 33, 32, 33],
-                         "util_pct": [62.0, 31.0, 64.0, 30.0], "errors": [0, 0, 0, 3]}
-                        ).cast({"link_id": pl.Int32, "util_pct": pl.Float32, "errors": pl.Int32})
+    return pl.DataFrame(
+        {
+            "t_s": [0.0, 0.0, 86400.0, 86400.0],
+            "link_id": [32, 33, 32, 33],
+            "util_pct": [62.0, 31.0, 64.0, 30.0],
+            "errors": [0, 0, 0, 3],
+        }
+    ).cast({"link_id": pl.Int32, "util_pct": pl.Float32, "errors": pl.Int32})
 
 
 def jobs() -> pl.DataFrame:
-    return pl.DataFrame({
-        "job_id": [FLAGSHIP, "research-1", "research-2"], "name": ["tiny-pretrain", "ablation-a", "sweep-b"],
-        "gpus": [16.0, 8.0, 16.0], "priority": [10, 1, 1], "submit_s": [0.0, 0.0, 100000.0],
-        "start_s": [0.0, 0.0, None], "end_s": [None, None, None], "state": ["running", "running", "queued"],
-        "user": ["pretrain", "alice", "bob"], "kind": ["flagship", "research", "research"],
-    }).cast({"priority": pl.Int32})
+    return pl.DataFrame(
+        {
+            "job_id": [FLAGSHIP, "research-1", "research-2"],
+            "name": ["tiny-pretrain", "ablation-a", "sweep-b"],
+            "gpus": [16.0, 8.0, 16.0],
+            "priority": [10, 1, 1],
+            "submit_s": [0.0, 0.0, 100000.0],
+            "start_s": [0.0, 0.0, None],
+            "end_s": [None, None, None],
+            "state": ["running", "running", "queued"],
+            "user": ["pretrain", "alice", "bob"],
+            "kind": ["flagship", "research", "research"],
+        }
+    ).cast({"priority": pl.Int32})
 
 
 def expected_summary() -> dict:
@@ -281,27 +346,55 @@ def expected_summary() -> dict:
     unexpected = [c for c in hits if c != "planned_maintenance"]
     by_cause = {c.cause: unexpected.count(c.cause) for c in CAUSES}
     gpu_h = FLAGSHIP_GPUS / 3600
-    losses = {"lost_work": lost * gpu_h, "restart": restart * gpu_h, "checkpoint": checkpointing * gpu_h,
-              "waiting_for_spares": 0.0}
+    losses = {
+        "lost_work": lost * gpu_h,
+        "restart": restart * gpu_h,
+        "checkpoint": checkpointing * gpu_h,
+        "waiting_for_spares": 0.0,
+    }
     states = host_states().with_columns(hours=(pl.col("end_s") - pl.col("start_s")) / 3600 * GPUS_PER_HOST)
-    down = float(states.filter(pl.col("state").is_in(["down", "diagnosing", "repair", "burn_in", "draining"]))
-                 ["hours"].sum())
+    down = float(
+        states.filter(pl.col("state").is_in(["down", "diagnosing", "repair", "burn_in", "draining"]))[
+            "hours"
+        ].sum()
+    )
     running = float(states.filter(pl.col("state") == "running")["hours"].sum())
     cluster_gpu_hours = GPUS * DURATION_S / 3600
     rate = len(unexpected) / (FLAGSHIP_GPUS / GPUS_PER_HOST) / (DURATION_S / 86400) * 1000
-    closed = closed_form_ettr(gpus=FLAGSHIP_GPUS, rate_per_1000_node_days=rate,
-                              checkpoint_interval_s=CHECKPOINT_INTERVAL_S, checkpoint_write_s=CHECKPOINT_WRITE_S,
-                              restart_overhead_s=RESTART_OVERHEAD_S)
+    closed = closed_form_ettr(
+        gpus=FLAGSHIP_GPUS,
+        rate_per_1000_node_days=rate,
+        checkpoint_interval_s=CHECKPOINT_INTERVAL_S,
+        checkpoint_write_s=CHECKPOINT_WRITE_S,
+        restart_overhead_s=RESTART_OVERHEAD_S,
+    )
     return {
-        "gpus": GPUS, "hosts": HOSTS, "days": DURATION_S / 86400, "seed": 1,
-        "interruptions": {"total": len(hits), "planned": len(hits) - len(unexpected), "unexpected": len(unexpected),
-                          "by_cause": by_cause},
-        "job": {"name": "tiny-pretrain", "gpus": FLAGSHIP_GPUS, "ettr": productive / wall,
-                "mttf_hours": wall / 3600 / len(unexpected), "checkpoints": checkpoints.height,
-                "lost_gpu_hours": sum(losses.values()), "losses_gpu_hours": losses,
-                "losses_usd": {k: v * GPU_HOUR_USD for k, v in losses.items()},
-                "closed_form_ettr": closed.ettr},
-        "cluster": {"gpu_hours": cluster_gpu_hours, "gpu_hours_down": down, "utilization": running / cluster_gpu_hours},
+        "gpus": GPUS,
+        "hosts": HOSTS,
+        "days": DURATION_S / 86400,
+        "seed": 1,
+        "interruptions": {
+            "total": len(hits),
+            "planned": len(hits) - len(unexpected),
+            "unexpected": len(unexpected),
+            "by_cause": by_cause,
+        },
+        "job": {
+            "name": "tiny-pretrain",
+            "gpus": FLAGSHIP_GPUS,
+            "ettr": productive / wall,
+            "mttf_hours": wall / 3600 / len(unexpected),
+            "checkpoints": checkpoints.height,
+            "lost_gpu_hours": sum(losses.values()),
+            "losses_gpu_hours": losses,
+            "losses_usd": {k: v * GPU_HOUR_USD for k, v in losses.items()},
+            "closed_form_ettr": closed.ettr,
+        },
+        "cluster": {
+            "gpu_hours": cluster_gpu_hours,
+            "gpu_hours_down": down,
+            "utilization": running / cluster_gpu_hours,
+        },
     }
 
 
@@ -309,8 +402,13 @@ SCENARIO = {
     "preset": "demo",
     "cluster": {"gpus": GPUS, "gpus_per_host": GPUS_PER_HOST, "hosts_per_rack": 2},
     "simulation": {"days": 2, "seed": 1, "start": "2024-03-01T00:00:00Z"},
-    "training": {"name": "tiny-pretrain", "gpus": FLAGSHIP_GPUS, "checkpoint_interval": "2h",
-                 "checkpoint_write": "5m", "restart_overhead": "30m"},
+    "training": {
+        "name": "tiny-pretrain",
+        "gpus": FLAGSHIP_GPUS,
+        "checkpoint_interval": "2h",
+        "checkpoint_write": "5m",
+        "restart_overhead": "30m",
+    },
     "spares": {"hosts": 1},
     "cost": {"gpu_hour_usd": GPU_HOUR_USD},
 }
@@ -319,19 +417,41 @@ SCENARIO = {
 def small_run(name: str = "tiny", run_id: str = "sim-20240301-000000-aaaaaa") -> Run:
     """The whole run described in the module docstring, every table filled."""
     return Run(
-        kind="simulate", name=name, started_at=STARTED_AT, duration_s=DURATION_S, scenario=SCENARIO, seed=1,
-        summary=expected_summary(), run_id=run_id,
-        tables={"hosts": hosts(), "gpus": gpus(), "links": links(), "jobs": jobs(), "job_attempts": job_attempts(),
-                "checkpoints": flagship_checkpoints(), "incidents": incidents(), "host_states": host_states(),
-                "gpu_samples": gpu_samples(), "link_samples": link_samples(), "xid_events": xid_events()},
+        kind="simulate",
+        name=name,
+        started_at=STARTED_AT,
+        duration_s=DURATION_S,
+        scenario=SCENARIO,
+        seed=1,
+        summary=expected_summary(),
+        run_id=run_id,
+        tables={
+            "hosts": hosts(),
+            "gpus": gpus(),
+            "links": links(),
+            "jobs": jobs(),
+            "job_attempts": job_attempts(),
+            "checkpoints": flagship_checkpoints(),
+            "incidents": incidents(),
+            "host_states": host_states(),
+            "gpu_samples": gpu_samples(),
+            "link_samples": link_samples(),
+            "xid_events": xid_events(),
+        },
     )
 
 
 def bare_run(name: str = "observed", run_id: str = "ing-20240301-000000-bbbbbb") -> Run:
     """An ingested run: hosts, GPUs and telemetry only, an empty summary (pages must show what exists)."""
-    return Run(kind="ingest", name=name, started_at=STARTED_AT, duration_s=DURATION_S, run_id=run_id,
-               summary={}, tables={"hosts": hosts(), "gpus": gpus(), "gpu_samples": gpu_samples(),
-                                   "xid_events": xid_events()})
+    return Run(
+        kind="ingest",
+        name=name,
+        started_at=STARTED_AT,
+        duration_s=DURATION_S,
+        run_id=run_id,
+        summary={},
+        tables={"hosts": hosts(), "gpus": gpus(), "gpu_samples": gpu_samples(), "xid_events": xid_events()},
+    )
 
 
 def make_store(root: str | Path, *runs: Run) -> Store:

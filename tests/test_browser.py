@@ -1,8 +1,8 @@
-"""End to end in a real browser: `goodput simulate` writes a run, `goodput dashboard` serves it, Chromium shows it.
+"""End to end: `goodput simulate` writes a run, `goodput dashboard` serves it, a real Chromium shows it.
 
-Playwright drives Debian's chromium (DESIGN "Known facts about the tools"; `playwright install` cannot download
-browsers here). The Overview's screenshot is saved under the test's tmp folder; with GOODPUT_UPDATE_SCREENSHOT=1
-a downscaled copy replaces docs/screenshot.png, the picture in the README.
+Playwright drives Debian's chromium (DESIGN "Known facts about the tools"; `playwright install` cannot
+download browsers here). The Overview's screenshot is saved under the test's tmp folder; with
+GOODPUT_UPDATE_SCREENSHOT=1 a downscaled copy replaces docs/screenshot.png, the picture in the README.
 """
 
 import json
@@ -24,8 +24,15 @@ pytestmark = pytest.mark.browser
 
 ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync", "--no-first-run", "--disable-quic"]
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
+]
 GOODPUT = Path(sys.executable).parent / "goodput"
 SCREENSHOT = ROOT / "docs" / "screenshot.png"
 SCREENSHOT_WIDTH = 1200  # px: sharp in the README, small in the repository
@@ -60,15 +67,26 @@ def dashboard(tmp_path):
         pytest.skip(f"{CHROMIUM} is missing: install Debian's chromium (apt-get install -y chromium)")
     store = tmp_path / "store"
     make_store(store, small_run())
-    simulated = subprocess.run([str(GOODPUT), "simulate", "--preset", "demo", "--store", str(store), "--json"],
-                               capture_output=True, text=True, timeout=300, check=False, cwd=ROOT)
+    simulated = subprocess.run(
+        [str(GOODPUT), "simulate", "--preset", "demo", "--store", str(store), "--json"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+        cwd=ROOT,
+    )
     assert simulated.returncode == 0, simulated.stderr
     demo = json.loads(simulated.stdout)
     port = free_port()
     log = tmp_path / "dashboard.log"
     with log.open("w") as out:
-        server = subprocess.Popen([str(GOODPUT), "dashboard", "--store", str(store), "--port", str(port)],
-                                  stdout=out, stderr=subprocess.STDOUT, cwd=ROOT, start_new_session=True)
+        server = subprocess.Popen(
+            [str(GOODPUT), "dashboard", "--store", str(store), "--port", str(port)],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            cwd=ROOT,
+            start_new_session=True,
+        )
     url = f"http://127.0.0.1:{port}"
     try:
         wait_healthy(url, server, log)
@@ -96,7 +114,8 @@ def test_overview_and_data_in_chromium(dashboard, tmp_path):
             ettr = metrics.filter(has_text="ETTR (goodput)")
             expect(ettr).to_contain_text(fmt_pct(demo["job"]["ettr"]), timeout=RENDER_TIMEOUT_MS)
             expect(metrics.filter(has_text="Interruptions")).to_contain_text(
-                f"{demo['interruptions']['total']:,}")
+                f"{demo['interruptions']['total']:,}"
+            )
             expect(page.get_by_text("What is down", exact=True)).to_be_visible()
             # every chart drawn before the picture is taken (Plotly renders after the metrics)
             expect(page.locator(".js-plotly-plot")).to_have_count(4, timeout=RENDER_TIMEOUT_MS)
@@ -124,6 +143,8 @@ def save_downscaled(source: Path, target: Path) -> None:
     with Image.open(source) as image:
         height = round(image.height * SCREENSHOT_WIDTH / image.width)
         small = image.convert("RGB").resize((SCREENSHOT_WIDTH, height), Image.Resampling.LANCZOS)
-        small = small.quantize(colors=256, method=Image.Quantize.FASTOCTREE)  # a flat UI: a palette is lossless enough
+        small = small.quantize(
+            colors=256, method=Image.Quantize.FASTOCTREE
+        )  # a flat UI: a palette is lossless enough
         target.parent.mkdir(parents=True, exist_ok=True)
         small.save(target, optimize=True)

@@ -1,6 +1,6 @@
 """The dashboard's shell: run selector (?run=), empty store, unreadable run files, friendly page errors.
 
-AppTest runs dashboard/streamlit_app.py (the st.navigation router) headless against a store made by tests/runs.py.
+AppTest runs dashboard/streamlit_app.py (the st.navigation router) headless on a store made by tests/runs.py.
 """
 
 from pathlib import Path
@@ -54,18 +54,23 @@ def texts(elements) -> list[str]:
     return [str(e.value) for e in elements]
 
 
-# ----- the hand-made run is what its docstring says ------------------------------------------------------------
+# ----- the hand-made run is what its docstring says ---------------------------------------------------------
 
 
 def test_hand_made_run_is_consistent():
     states = host_states()
-    coverage = states.group_by("host_id").agg((pl.col("end_s") - pl.col("start_s")).sum().alias("covered"),
-                                              pl.col("start_s").min().alias("first"))
+    coverage = states.group_by("host_id").agg(
+        (pl.col("end_s") - pl.col("start_s")).sum().alias("covered"), pl.col("start_s").min().alias("first")
+    )
     assert coverage.height == HOSTS
-    assert coverage["covered"].to_list() == [DURATION_S] * HOSTS and coverage["first"].to_list() == [0.0] * HOSTS
+    assert (
+        coverage["covered"].to_list() == [DURATION_S] * HOSTS and coverage["first"].to_list() == [0.0] * HOSTS
+    )
     # intervals of a host follow each other without gaps or overlaps
     gaps = states.sort("host_id", "start_s").with_columns(prev_end=pl.col("end_s").shift().over("host_id"))
-    assert gaps.filter(pl.col("prev_end").is_not_null() & (pl.col("prev_end") != pl.col("start_s"))).height == 0
+    assert (
+        gaps.filter(pl.col("prev_end").is_not_null() & (pl.col("prev_end") != pl.col("start_s"))).height == 0
+    )
     assert set(states["state"]) <= set(HOST_STATES)
     # lost work is the time since the attempt's last completed checkpoint
     attempts = job_attempts().filter(pl.col("job_id") == "flagship")
@@ -73,11 +78,16 @@ def test_hand_made_run_is_consistent():
     assert flagship_checkpoints().height == 4 + 8 + 7 + 2
     s = expected_summary()
     assert s["job"]["ettr"] == pytest.approx(152400 / 172800)
-    assert s["interruptions"] | {"by_cause": None} == {"total": 3, "planned": 1, "unexpected": 2, "by_cause": None}
+    assert s["interruptions"] | {"by_cause": None} == {
+        "total": 3,
+        "planned": 1,
+        "unexpected": 2,
+        "by_cause": None,
+    }
     assert sum(s["job"]["losses_gpu_hours"].values()) == pytest.approx(16 * (172800 - 152400) / 3600)
 
 
-# ----- shared helpers ------------------------------------------------------------------------------------------
+# ----- shared helpers ---------------------------------------------------------------------------------------
 
 
 def test_every_state_and_category_has_a_colour():
@@ -89,19 +99,35 @@ def test_every_state_and_category_has_a_colour():
     assert cause_label("gpu_hbm3") == "GPU HBM3 memory"
 
 
-@pytest.mark.parametrize(("value", "text"), [
-    (fmt_pct(0.88194), "88.2%"), (fmt_pct(None), "–"), (fmt_pct(float("nan")), "–"),
-    (fmt_hours(3.14), "3.1 h"), (fmt_hours(0.5), "30 min"), (fmt_hours(100), "4.2 d"), (fmt_hours(float("inf")), "∞"),
-    (fmt_duration(42), "42 s"), (fmt_duration(3720), "1 h 2 min"), (fmt_duration(7200), "2 h"),
-    (fmt_duration(200000), "2 d 7 h"), (fmt_gpu_hours(38.6667), "38.7 GPU-h"), (fmt_gpu_hours(12345), "12.3k GPU-h"),
-    (fmt_gpu_hours(264), "264 GPU-h"), (fmt_usd(96.67), "$96.7"), (fmt_usd(1.2e6), "$1.2M"), (fmt_int(1234.4), "1,234"),
-    (fmt_run_time(0), "day 1 00:00"), (fmt_run_time(169800), "day 2 23:10"),
-])
+@pytest.mark.parametrize(
+    ("value", "text"),
+    [
+        (fmt_pct(0.88194), "88.2%"),
+        (fmt_pct(None), "–"),
+        (fmt_pct(float("nan")), "–"),
+        (fmt_hours(3.14), "3.1 h"),
+        (fmt_hours(0.5), "30 min"),
+        (fmt_hours(100), "4.2 d"),
+        (fmt_hours(float("inf")), "∞"),
+        (fmt_duration(42), "42 s"),
+        (fmt_duration(3720), "1 h 2 min"),
+        (fmt_duration(7200), "2 h"),
+        (fmt_duration(200000), "2 d 7 h"),
+        (fmt_gpu_hours(38.6667), "38.7 GPU-h"),
+        (fmt_gpu_hours(12345), "12.3k GPU-h"),
+        (fmt_gpu_hours(264), "264 GPU-h"),
+        (fmt_usd(96.67), "$96.7"),
+        (fmt_usd(1.2e6), "$1.2M"),
+        (fmt_int(1234.4), "1,234"),
+        (fmt_run_time(0), "day 1 00:00"),
+        (fmt_run_time(169800), "day 2 23:10"),
+    ],
+)
 def test_numbers_carry_their_units(value, text):
     assert value == text
 
 
-# ----- the shell -----------------------------------------------------------------------------------------------
+# ----- the shell --------------------------------------------------------------------------------------------
 
 
 def test_empty_store_says_how_to_make_a_run(store_dir):
@@ -111,7 +137,9 @@ def test_empty_store_says_how_to_make_a_run(store_dir):
     assert "No runs in the store yet." in texts(at.sidebar.info)
     [info] = at.main.info
     assert "has no runs yet" in info.value
-    assert f"goodput simulate --preset demo --store {store_dir}" in info.value  # a command that fills this store
+    assert (
+        f"goodput simulate --preset demo --store {store_dir}" in info.value
+    )  # a command that fills this store
     assert "run" not in at.query_params
     assert not at.metric
 
@@ -198,7 +226,7 @@ PAGES = sorted(p.stem for p in (Path(APP).parent / "app_pages").glob("*.py") if 
 
 @pytest.mark.parametrize("page", PAGES)
 def test_every_page_renders_under_the_shell(store_dir, page):
-    """Each page of the router, on a full run, a bare ingested run and an empty store: a title, no traceback."""
+    """Every page of the router, on a full run, a bare ingested run and an empty store: a title, no error."""
     make_store(store_dir, small_run(), bare_run())
     for run_id in ("sim-20240301-000000-aaaaaa", "ing-20240301-000000-bbbbbb"):
         at = app(run=run_id)

@@ -1,4 +1,4 @@
-"""Data page: the runs of the store, deleting one in two steps, unreadable files, the commands that add runs."""
+"""Data page: the runs of the store, deleting in two steps, unreadable files, the commands that add runs."""
 
 from pathlib import Path
 
@@ -21,7 +21,10 @@ def data_page(**params) -> AppTest:
 
 def runs_listed(at: AppTest) -> list[tuple]:
     [table] = at.dataframe
-    return [tuple(r) for r in table.value[["run_id", "kind", "name", "days", "GPUs", "seed"]].itertuples(index=False)]
+    return [
+        tuple(r)
+        for r in table.value[["run_id", "kind", "name", "days", "GPUs", "seed"]].itertuples(index=False)
+    ]
 
 
 @pytest.fixture
@@ -51,7 +54,9 @@ def test_delete_asks_first_and_cancel_keeps_the_run(two_runs):
     at.selectbox(key="data_victim").select(ING)
     at.button(key="data_delete").click().run()
     [warning] = at.warning
-    assert "Delete **observed · ingest · " + ING + "**?" in warning.value and "cannot be undone" in warning.value
+    assert (
+        "Delete **observed · ingest · " + ING + "**?" in warning.value and "cannot be undone" in warning.value
+    )
     assert two_runs.path_of(ING).exists()  # nothing deleted yet
     at.button(key="data_cancel").click().run()
     assert not at.warning
@@ -104,8 +109,13 @@ def test_empty_store_shows_the_commands(store_dir):
     assert any("No runs in" in i.value for i in at.info)
     assert not at.button  # nothing to delete
     commands = "\n".join(c.value for c in at.code)
-    for command in ("goodput simulate --preset demo", "goodput replay", "goodput ingest dcgm", "goodput ingest kernel-log",
-                    "goodput runs"):
+    for command in (
+        "goodput simulate --preset demo",
+        "goodput replay",
+        "goodput ingest dcgm",
+        "goodput ingest kernel-log",
+        "goodput runs",
+    ):
         assert command in commands
     assert f"--store {store_dir}" in commands
     assert not at.get("file_uploader")  # imports run from the command line: no placeholder upload widgets

@@ -1,4 +1,4 @@
-"""Overview page: headline figures, charts (as plain functions), what is down at ?t=, runs lacking a summary."""
+"""Overview page: headline figures, charts (plain functions), what is down at ?t=, runs lacking a summary."""
 
 from datetime import datetime
 from pathlib import Path
@@ -43,7 +43,7 @@ def down_table(at: AppTest) -> pl.DataFrame:
     return pl.from_pandas(frame.value)
 
 
-# ----- the page ------------------------------------------------------------------------------------------------
+# ----- the page ---------------------------------------------------------------------------------------------
 
 
 def test_headline_figures_of_the_hand_made_run(store_dir):
@@ -73,10 +73,13 @@ def test_what_is_down_at_the_end_of_the_run_by_default(store_dir):
     at = overview()
     assert at.slider[0].value == datetime(2024, 3, 3)
     assert "t" not in at.query_params
-    assert "**1 of 4 hosts** (8 GPUs) are out of service at the end of the run." in [m.value for m in at.markdown]
+    assert "**1 of 4 hosts** (8 GPUs) are out of service at the end of the run." in [
+        m.value for m in at.markdown
+    ]
     table = down_table(at)
-    assert table.select("host", "state", "down_since", "down_for", "cause", "category", "incident").rows() == [
-        ("h0003", "repair", "2024-03-02 22:40 UTC", "1 h 20 min", "SSD", "Host", 5)]
+    assert table.select(
+        "host", "state", "down_since", "down_for", "cause", "category", "incident"
+    ).rows() == [("h0003", "repair", "2024-03-02 22:40 UTC", "1 h 20 min", "SSD", "Host", 5)]
 
 
 def test_what_is_down_at_a_time_from_the_url(store_dir):
@@ -89,19 +92,23 @@ def test_what_is_down_at_a_time_from_the_url(store_dir):
     # the rack switch's cable took both hosts of rack 1 down at 150,000 s; the incident names no host
     assert table.select("host", "rack", "down_since", "cause", "incident").rows() == [
         ("h0002", 1, "2024-03-02 17:40 UTC", "Network switch/cable", 4),
-        ("h0003", 1, "2024-03-02 17:40 UTC", "Network switch/cable", 4)]
+        ("h0003", 1, "2024-03-02 17:40 UTC", "Network switch/cable", 4),
+    ]
 
 
 def test_moving_the_time_slider_updates_the_url(store_dir):
     make_store(store_dir, small_run())
     at = overview()
-    at.slider[0].set_value(datetime(2024, 3, 1, 16, 40)).run()  # 60,000 s: host 1 in repair, host 2 diagnosing
+    at.slider[0].set_value(
+        datetime(2024, 3, 1, 16, 40)
+    ).run()  # 60,000 s: host 1 in repair, host 2 diagnosing
     assert not at.exception
     assert at.query_params["t"] == "60000"
     assert down_table(at)["host"].to_list() == ["h0001", "h0002"]
     at.slider[0].set_value(datetime(2024, 3, 1, 0, 0)).run()
-    assert [s.value for s in at.success] == ["All 4 hosts are healthy, running or spare at 2024-03-01 00:00 UTC "
-                                             "(day 1 00:00)."]
+    assert [s.value for s in at.success] == [
+        "All 4 hosts are healthy, running or spare at 2024-03-01 00:00 UTC (day 1 00:00)."
+    ]
 
 
 def test_a_malformed_time_in_the_url_means_the_end_of_the_run(store_dir):
@@ -116,14 +123,21 @@ def test_ingested_run_without_summary_or_host_states(store_dir):
     at = overview()
     assert not at.exception
     # no summary: the figures are counted in the tables the run has
-    assert metrics(at) == {"Telemetry samples": ("96", None), "XID events": ("4", None), "GPUs with XIDs": ("3", None)}
+    assert metrics(at) == {
+        "Telemetry samples": ("96", None),
+        "XID events": ("4", None),
+        "GPUs with XIDs": ("3", None),
+    }
     infos = [i.value for i in at.info]
     assert any("has no flagship training job" in i for i in infos)
     assert any("records no host states" in i for i in infos)
     [xids] = at.dataframe
     assert xids.value[["xid", "name", "fatal", "events", "gpus"]].values.tolist() == [
-        [13, "GR_EXCEPTION", False, 1, 1], [48, "GPU_ECC_DBE", True, 1, 1], [63, "DRAM_RETIREMENT_EVENT", False, 1, 1],
-        [79, "GPU_HAS_FALLEN_OFF_THE_BUS", True, 1, 1]]
+        [13, "GR_EXCEPTION", False, 1, 1],
+        [48, "GPU_ECC_DBE", True, 1, 1],
+        [63, "DRAM_RETIREMENT_EVENT", False, 1, 1],
+        [79, "GPU_HAS_FALLEN_OFF_THE_BUS", True, 1, 1],
+    ]
 
 
 def test_summary_with_only_some_keys(store_dir):
@@ -134,7 +148,9 @@ def test_summary_with_only_some_keys(store_dir):
     assert not at.exception
     assert metrics(at) == {"ETTR (goodput)": ("50.0%", None), "Interruptions": ("7", None)}
     # no counts by cause in the summary: the incidents table is counted instead
-    assert "**5 interruptions recorded in the run.** The most frequent causes:" in [m.value for m in at.markdown]
+    assert "**5 interruptions recorded in the run.** The most frequent causes:" in [
+        m.value for m in at.markdown
+    ]
 
 
 def test_ettr_is_computed_from_attempts_when_the_summary_has_none(store_dir):
@@ -146,7 +162,7 @@ def test_ettr_is_computed_from_attempts_when_the_summary_has_none(store_dir):
     assert metrics(at) == {"ETTR (from attempts)": ("88.2%", None)}
 
 
-# ----- queries -------------------------------------------------------------------------------------------------
+# ----- queries ----------------------------------------------------------------------------------------------
 
 
 @pytest.fixture
@@ -154,17 +170,20 @@ def run_store(store_dir):
     return make_store(store_dir, small_run())
 
 
-@pytest.mark.parametrize(("t_s", "down"), [
-    (0.0, []),
-    (36000.0, [(1, "down", 36000.0, 1)]),
-    (60500.0, [(1, "repair", 36000.0, 1), (2, "diagnosing", 60000.0, 2)]),
-    (110000.0, [(1, "burn_in", 36000.0, 1)]),
-    (121000.0, []),  # host 1 is a spare again
-    (150000.0, [(2, "down", 150000.0, 4), (3, "down", 150000.0, 4)]),
-    (166000.0, []),
-    (DURATION_S, [(3, "repair", 168000.0, 5)]),
-    (10 * DURATION_S, [(3, "repair", 168000.0, 5)]),  # past the end reads the end
-])
+@pytest.mark.parametrize(
+    ("t_s", "down"),
+    [
+        (0.0, []),
+        (36000.0, [(1, "down", 36000.0, 1)]),
+        (60500.0, [(1, "repair", 36000.0, 1), (2, "diagnosing", 60000.0, 2)]),
+        (110000.0, [(1, "burn_in", 36000.0, 1)]),
+        (121000.0, []),  # host 1 is a spare again
+        (150000.0, [(2, "down", 150000.0, 4), (3, "down", 150000.0, 4)]),
+        (166000.0, []),
+        (DURATION_S, [(3, "repair", 168000.0, 5)]),
+        (10 * DURATION_S, [(3, "repair", 168000.0, 5)]),  # past the end reads the end
+    ],
+)
 def test_down_at(run_store, t_s, down):
     frame = q.down_at(RUN, t_s, DURATION_S)
     assert frame.select("host_id", "state", "down_since_s", "incident_id").rows() == down
@@ -174,13 +193,15 @@ def test_a_rack_wide_incident_recorded_on_one_host_explains_its_neighbour(store_
     """The simulator records a rack switch's cable fault on one host of the rack; both hosts go down."""
     run = small_run()
     run.tables["incidents"] = incidents().with_columns(
-        host_id=pl.when(pl.col("incident_id") == 4).then(3).otherwise(pl.col("host_id")).cast(pl.Int32))
+        host_id=pl.when(pl.col("incident_id") == 4).then(3).otherwise(pl.col("host_id")).cast(pl.Int32)
+    )
     make_store(store_dir, run)
     assert q.down_at(RUN, 155000.0, DURATION_S).select("host_id", "incident_id").rows() == [(2, 4), (3, 4)]
     # an incident of a host in another rack explains nothing here
     run = small_run(run_id="sim-20240301-000000-ffffff")
     run.tables["incidents"] = incidents().with_columns(
-        host_id=pl.when(pl.col("incident_id") == 4).then(0).otherwise(pl.col("host_id")).cast(pl.Int32))
+        host_id=pl.when(pl.col("incident_id") == 4).then(0).otherwise(pl.col("host_id")).cast(pl.Int32)
+    )
     make_store(store_dir, run)
     assert q.down_at(run.run_id, 155000.0, DURATION_S)["incident_id"].to_list() == [None, None]
 
@@ -188,7 +209,13 @@ def test_a_rack_wide_incident_recorded_on_one_host_explains_its_neighbour(store_
 def test_down_at_names_the_cause_and_how_long(run_store):
     row = q.down_at(RUN, 100000.0, DURATION_S).row(0, named=True)
     assert (row["hostname"], row["rack_id"], row["cause"], row["category"], row["gpu_id"], row["xid"]) == (
-        "h0001", 0, "faulty_gpu", "GPU", 11, 79)
+        "h0001",
+        0,
+        "faulty_gpu",
+        "GPU",
+        11,
+        79,
+    )
     assert row["state_since_s"] == 100000.0 and row["down_for_s"] == 64000.0
 
 
@@ -196,9 +223,17 @@ def test_state_counts_and_sizes(run_store):
     counts = q.state_counts_at(RUN, 155000.0, DURATION_S)
     assert dict(counts.iter_rows()) == {"repair": 2, "running": 2}
     assert q.host_count(RUN) == {"hosts": 4, "gpus": 32}
-    assert q.flagship_job(RUN) == {"job_id": "flagship", "name": "tiny-pretrain", "gpus": 16.0, "start_s": 0.0}
+    assert q.flagship_job(RUN) == {
+        "job_id": "flagship",
+        "name": "tiny-pretrain",
+        "gpus": 16.0,
+        "start_s": 0.0,
+    }
     assert q.interruptions(RUN, "flagship").rows() == [
-        (36000.0, "faulty_gpu"), (96000.0, "planned_maintenance"), (150000.0, "network_switch_cable")]
+        (36000.0, "faulty_gpu"),
+        (96000.0, "planned_maintenance"),
+        (150000.0, "network_switch_cable"),
+    ]
     assert q.has_host_states(RUN)
 
 
@@ -210,8 +245,14 @@ def test_instant_reads_the_last_moment_inside_the_run():
 
 def test_headline_from_a_full_and_an_empty_summary():
     full = q.headline(expected_summary())
-    assert [h.label for h in full] == ["ETTR (goodput)", "Job MTTF", "Interruptions", "Goodput lost",
-                                       "Cluster utilisation", "GPU-hours down"]
+    assert [h.label for h in full] == [
+        "ETTR (goodput)",
+        "Job MTTF",
+        "Interruptions",
+        "Goodput lost",
+        "Cluster utilisation",
+        "GPU-hours down",
+    ]
     assert all(h.help for h in full)
     assert q.headline({}) == []
     assert q.headline({"job": {"ettr": "n/a", "mttf_hours": True}}) == []  # not numbers: not shown
@@ -222,14 +263,17 @@ def test_headline_from_a_full_and_an_empty_summary():
 def test_causes_from_summary():
     counts = q.causes_from_summary(expected_summary())
     assert dict(counts.filter(pl.col("count") > 0).iter_rows()) == {
-        "faulty_gpu": 1, "network_switch_cable": 1, "planned_maintenance": 1}
+        "faulty_gpu": 1,
+        "network_switch_cable": 1,
+        "planned_maintenance": 1,
+    }
     # a summary that already counts planned maintenance by cause is not counted twice
     twice = q.causes_from_summary({"interruptions": {"planned": 2, "by_cause": {"planned_maintenance": 2}}})
     assert twice.rows() == [("planned_maintenance", 2)]
     assert q.causes_from_summary({"interruptions": {"total": 3}}) is None
 
 
-# ----- charts --------------------------------------------------------------------------------------------------
+# ----- charts -----------------------------------------------------------------------------------------------
 
 
 def test_waterfall_steps_from_wall_clock_to_productive():
@@ -240,7 +284,11 @@ def test_waterfall_steps_from_wall_clock_to_productive():
     assert list(bar.x) == ["Wall-clock", "Lost work", "Restarts", "Checkpoints", "Productive"]
     assert list(bar.y) == pytest.approx([768.0, 38.6667, 24.0, 28.0, 677.3333], abs=1e-3)
     assert list(bar.base) == pytest.approx([0.0, 729.3333, 705.3333, 677.3333, 0.0], abs=1e-3)
-    assert list(bar.marker.color)[1:4] == [LOSS_COLORS["lost_work"], LOSS_COLORS["restart"], LOSS_COLORS["checkpoint"]]
+    assert list(bar.marker.color)[1:4] == [
+        LOSS_COLORS["lost_work"],
+        LOSS_COLORS["restart"],
+        LOSS_COLORS["checkpoint"],
+    ]
     assert "38.7 GPU-h<br>5.0%" in bar.text[1]
     # losses are 12% of the wall-clock: the axis starts above zero, and the title says where
     assert fig.layout.yaxis.range[0] == 490.0 and "starts at 490 GPU-h" in fig.layout.title.text
@@ -277,7 +325,9 @@ def test_ettr_over_time_figure():
 
 
 def test_interruptions_by_cause_figure():
-    counts = pl.DataFrame({"cause": ["faulty_gpu", "gpu_hbm3", "network_switch_cable", "ssd"], "count": [3, 1, 2, 0]})
+    counts = pl.DataFrame(
+        {"cause": ["faulty_gpu", "gpu_hbm3", "network_switch_cable", "ssd"], "count": [3, 1, 2, 0]}
+    )
     fig = charts.interruptions_by_cause(counts)
     assert [t.name for t in fig.data] == ["GPU", "Network"]  # ssd has no interruption: no bar
     gpu = fig.data[0]
@@ -290,21 +340,33 @@ def test_interruptions_by_cause_figure():
 def test_hosts_by_state_figure():
     fig = charts.hosts_by_state(pl.DataFrame({"state": ["running", "repair"], "hosts": [3, 1]}))
     assert [(t.name, t.x[0], t.marker.color) for t in fig.data] == [
-        ("running", 3, state_color("running")), ("repair", 1, state_color("repair"))]
+        ("running", 3, state_color("running")),
+        ("repair", 1, state_color("repair")),
+    ]
 
 
-@pytest.mark.parametrize(("days", "bucket"), [(0.05, 300.0), (2, 1800.0), (7, 2 * 3600.0), (54, 12 * 3600.0),
-                                            (365, 7 * 86400.0)])
+@pytest.mark.parametrize(
+    ("days", "bucket"), [(0.05, 300.0), (2, 1800.0), (7, 2 * 3600.0), (54, 12 * 3600.0), (365, 7 * 86400.0)]
+)
 def test_timeline_bucket_keeps_the_bars_readable(days, bucket):
     assert q.timeline_bucket(days * 86400) == bucket
 
 
 def test_headline_of_replay_and_ingest_summaries():
-    replay = {"jobs": 500, "gpus": 128, "days": 4.43, "pending": 3, "utilization": 0.302, "wait_mean_s": 5400.0,
-              "wait_p95_s": 86400.0}
+    replay = {
+        "jobs": 500,
+        "gpus": 128,
+        "days": 4.43,
+        "pending": 3,
+        "utilization": 0.302,
+        "wait_mean_s": 5400.0,
+        "wait_p95_s": 86400.0,
+    }
     assert [(h.label, h.value, h.delta) for h in q.headline(replay)] == [
-        ("Jobs", "500", "3 never started"), ("Cluster utilisation", "30.2%", None),
-        ("Mean queue wait", "1 h 30 min", "p95 1 d")]
+        ("Jobs", "500", "3 never started"),
+        ("Cluster utilisation", "30.2%", None),
+        ("Mean queue wait", "1 h 30 min", "p95 1 d"),
+    ]
     ingest = {"hosts": 1, "gpus": 1, "samples": 23, "xid_events": 0}
     assert [(h.label, h.value) for h in q.headline(ingest)] == [("Metric values read", "23")]
 
@@ -317,8 +379,13 @@ def test_a_trace_without_flagship_job_has_no_ettr(store_dir):
     assert q.flagship_job(run.run_id) is None
     at = overview()
     assert not at.exception
-    assert metrics(at) == {"Jobs": ("3", None), "Incidents": ("5", None), "Telemetry samples": ("96", None),
-                           "XID events": ("4", None), "GPUs with XIDs": ("3", None)}
+    assert metrics(at) == {
+        "Jobs": ("3", None),
+        "Incidents": ("5", None),
+        "Telemetry samples": ("96", None),
+        "XID events": ("4", None),
+        "GPUs with XIDs": ("3", None),
+    }
     assert any("has no flagship training job" in i.value for i in at.info)
     assert "Where the flagship job's time went" not in [h.value for h in at.subheader]
 
@@ -326,8 +393,10 @@ def test_a_trace_without_flagship_job_has_no_ettr(store_dir):
 def test_a_run_spanning_no_time(store_dir):
     run = bare_run(run_id="ing-20240301-000000-hhhhhh")
     run.duration_s = 0.0
-    run.tables["host_states"] = pl.DataFrame({"host_id": [0], "state": ["healthy"], "start_s": [0.0],
-                                              "end_s": [0.0]}, schema_overrides={"host_id": pl.Int32})
+    run.tables["host_states"] = pl.DataFrame(
+        {"host_id": [0], "state": ["healthy"], "start_s": [0.0], "end_s": [0.0]},
+        schema_overrides={"host_id": pl.Int32},
+    )
     make_store(store_dir, run)
     at = overview()
     assert not at.exception

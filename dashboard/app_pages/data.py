@@ -28,17 +28,20 @@ def gpus_of(info) -> int | None:
 
 def runs_table(runs) -> pl.DataFrame:
     s = state.store()
-    return pl.DataFrame({
-        "run_id": [r.run_id for r in runs],
-        "kind": [r.kind for r in runs],
-        "name": [r.name for r in runs],
-        "created": [r.created_at.replace(tzinfo=None) for r in runs],
-        "started": [r.started_at.replace(tzinfo=None) for r in runs],
-        "days": [r.duration_s / 86400 for r in runs],
-        "GPUs": [gpus_of(r) for r in runs],
-        "seed": [r.seed for r in runs],
-        "size_mb": [s.path_of(r.run_id).stat().st_size / 1e6 for r in runs],
-    }, schema_overrides={"GPUs": pl.Int64, "seed": pl.Int64})
+    return pl.DataFrame(
+        {
+            "run_id": [r.run_id for r in runs],
+            "kind": [r.kind for r in runs],
+            "name": [r.name for r in runs],
+            "created": [r.created_at.replace(tzinfo=None) for r in runs],
+            "started": [r.started_at.replace(tzinfo=None) for r in runs],
+            "days": [r.duration_s / 86400 for r in runs],
+            "GPUs": [gpus_of(r) for r in runs],
+            "seed": [r.seed for r in runs],
+            "size_mb": [s.path_of(r.run_id).stat().st_size / 1e6 for r in runs],
+        },
+        schema_overrides={"GPUs": pl.Int64, "seed": pl.Int64},
+    )
 
 
 def ask_to_delete() -> None:
@@ -68,26 +71,35 @@ done = st.session_state.pop(DONE_KEY, None)
 if done:
     (st.success if done[0] == "success" else st.error)(done[1])
 
-# ----- the runs in the store ----------------------------------------------------------------------------------
+# ----- the runs in the store --------------------------------------------------------------------------------
 st.subheader("Runs in the store")
-st.caption(f"Store: `{store.root}` · {fmt_int(len(runs))} run(s), newest first. Every run is one DuckDB file; "
-           "the dashboard reads it while the command line writes new ones.")
+st.caption(
+    f"Store: `{store.root}` · {fmt_int(len(runs))} run(s), newest first. Every run is one DuckDB file; "
+    "the dashboard reads it while the command line writes new ones."
+)
 if runs:
-    st.dataframe(runs_table(runs), hide_index=True, key="runs_table", column_config={
-        "run_id": st.column_config.TextColumn("run id"),
-        "created": st.column_config.DatetimeColumn("created (UTC)", format="YYYY-MM-DD HH:mm"),
-        "started": st.column_config.DatetimeColumn("run starts (UTC)", format="YYYY-MM-DD HH:mm"),
-        "days": st.column_config.NumberColumn("days", format="%.1f"),
-        "GPUs": st.column_config.NumberColumn("GPUs", format="%d"),
-        "size_mb": st.column_config.NumberColumn("size (MB)", format="%.1f"),
-    })
+    st.dataframe(
+        runs_table(runs),
+        hide_index=True,
+        key="runs_table",
+        column_config={
+            "run_id": st.column_config.TextColumn("run id"),
+            "created": st.column_config.DatetimeColumn("created (UTC)", format="YYYY-MM-DD HH:mm"),
+            "started": st.column_config.DatetimeColumn("run starts (UTC)", format="YYYY-MM-DD HH:mm"),
+            "days": st.column_config.NumberColumn("days", format="%.1f"),
+            "GPUs": st.column_config.NumberColumn("GPUs", format="%d"),
+            "size_mb": st.column_config.NumberColumn("size (MB)", format="%.1f"),
+        },
+    )
 else:
     st.info(f"No runs in `{store.root}` yet: make one with the commands below.")
 for bad in unreadable:
-    st.error(f"Run file `{bad.run_id}` cannot be read: {bad.error}. Delete it below, or re-create the run.",
-             icon=":material/error:")
+    st.error(
+        f"Run file `{bad.run_id}` cannot be read: {bad.error}. Delete it below, or re-create the run.",
+        icon=":material/error:",
+    )
 
-# ----- delete, in two steps -----------------------------------------------------------------------------------
+# ----- delete, in two steps ---------------------------------------------------------------------------------
 deletable = [r.run_id for r in runs] + [b.run_id for b in unreadable]
 if deletable:
     st.subheader("Delete a run")
@@ -96,38 +108,61 @@ if deletable:
         pending = None
         st.session_state.pop(CONFIRM_KEY, None)
     names = {r.run_id: f"{r.name} · {r.kind} · {r.run_id}" for r in runs} | {
-        b.run_id: f"(unreadable) {b.run_id}" for b in unreadable}
+        b.run_id: f"(unreadable) {b.run_id}" for b in unreadable
+    }
     if st.session_state.get(VICTIM_KEY) not in deletable:  # first visit, or the last pick was deleted
         selected = st.query_params.get(state.RUN_PARAM)
         st.session_state[VICTIM_KEY] = selected if selected in deletable else deletable[0]
     left, right = st.columns([3, 1], vertical_alignment="bottom")
-    left.selectbox("Run to delete", deletable, format_func=names.get, key=VICTIM_KEY, disabled=pending is not None)
-    right.button("Delete…", icon=":material/delete:", key="data_delete", disabled=pending is not None,
-                 on_click=ask_to_delete)
+    left.selectbox(
+        "Run to delete", deletable, format_func=names.get, key=VICTIM_KEY, disabled=pending is not None
+    )
+    right.button(
+        "Delete…",
+        icon=":material/delete:",
+        key="data_delete",
+        disabled=pending is not None,
+        on_click=ask_to_delete,
+    )
     if pending:
-        st.warning(f"Delete **{names[pending]}**? Its file is removed from the store; this cannot be undone.",
-                   icon=":material/warning:")
+        st.warning(
+            f"Delete **{names[pending]}**? Its file is removed from the store; this cannot be undone.",
+            icon=":material/warning:",
+        )
         yes, no, _ = st.columns([1, 1, 4])
         yes.button("Delete permanently", type="primary", key="data_confirm", on_click=delete, args=(pending,))
         no.button("Cancel", key="data_cancel", on_click=cancel_delete)
 
-# ----- adding runs --------------------------------------------------------------------------------------------
+# ----- adding runs ------------------------------------------------------------------------------------------
 st.subheader("Add runs")
 where = shlex.quote(str(store.root))
-st.markdown("Runs are made and imported from the command line; each command writes one new run into this "
-            "store, and it appears here on the next refresh.")
-st.markdown("**Simulate** a cluster from a preset (`demo`, `llama3-405b`, `meta-24k-ib`, `rsc1`, `future-131k`) "
-            "or a scenario file:")
-st.code(f"goodput simulate --preset demo --store {where}\n"
-        f"goodput simulate --preset llama3-405b --set spares.hosts=96 --name more-spares --store {where}\n"
-        f"goodput simulate --scenario my-cluster.toml --store {where}", language="bash")
+st.markdown(
+    "Runs are made and imported from the command line; each command writes one new run into this "
+    "store, and it appears here on the next refresh."
+)
+st.markdown(
+    "**Simulate** a cluster from a preset (`demo`, `llama3-405b`, `meta-24k-ib`, `rsc1`, `future-131k`) "
+    "or a scenario file:"
+)
+st.code(
+    f"goodput simulate --preset demo --store {where}\n"
+    f"goodput simulate --preset llama3-405b --set spares.hosts=96 --name more-spares --store {where}\n"
+    f"goodput simulate --scenario my-cluster.toml --store {where}",
+    language="bash",
+)
 st.markdown("**Replay** a job trace (goodput CSV, Slurm `sacct`, SWF, Alibaba openb, incident lists):")
-st.code(f"goodput replay jobs.csv --format auto --store {where}\n"
-        f"goodput replay workload.swf --format swf --store {where}\n"
-        f"goodput replay openb_pod_list_default.csv --format openb --store {where}", language="bash")
+st.code(
+    f"goodput replay jobs.csv --format auto --store {where}\n"
+    f"goodput replay workload.swf --format swf --store {where}\n"
+    f"goodput replay openb_pod_list_default.csv --format openb --store {where}",
+    language="bash",
+)
 st.markdown("**Ingest** telemetry: DCGM exporter scrapes and kernel logs with NVIDIA XIDs:")
-st.code(f"goodput ingest dcgm scrape-*.prom --store {where}\n"
-        f"goodput ingest dcgm --scrape http://gpu-host:9400/metrics --every 30s --store {where}\n"
-        f"goodput ingest kernel-log /var/log/kern.log --store {where}", language="bash")
+st.code(
+    f"goodput ingest dcgm scrape-*.prom --store {where}\n"
+    f"goodput ingest dcgm --scrape http://gpu-host:9400/metrics --every 30s --store {where}\n"
+    f"goodput ingest kernel-log /var/log/kern.log --store {where}",
+    language="bash",
+)
 st.markdown("**List or delete** runs from a terminal:")
 st.code(f"goodput runs --store {where}\ngoodput runs --delete RUN_ID --store {where}", language="bash")

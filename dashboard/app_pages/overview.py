@@ -43,34 +43,54 @@ st.caption(
     + (f" · flagship job **{flagship['name']}** on {fmt_int(flagship['gpus'])} GPUs" if flagship else "")
 )
 
-# ----- headline figures ---------------------------------------------------------------------------------------
+# ----- headline figures -------------------------------------------------------------------------------------
 timeline = None
 if flagship:
     attempts, checkpoints = q.attempts_and_checkpoints(run.run_id, flagship["job_id"])
     if attempts.height:
-        timeline = ettr_timeline(attempts, checkpoints, flagship["job_id"], q.timeline_bucket(run.duration_s),
-                                 run.duration_s)
+        timeline = ettr_timeline(
+            attempts, checkpoints, flagship["job_id"], q.timeline_bucket(run.duration_s), run.duration_s
+        )
 figures = q.headline(summary)
-if q.number(summary, "job.ettr") is None and timeline is not None and timeline["ettr_cumulative"].drop_nulls().len():
+if (
+    q.number(summary, "job.ettr") is None
+    and timeline is not None
+    and timeline["ettr_cumulative"].drop_nulls().len()
+):
     ettr = timeline["ettr_cumulative"].drop_nulls()[-1]
-    figures.insert(0, q.Headline("ETTR (from attempts)", fmt_pct(ettr),
-                                 help="Productive share of the flagship job's wall-clock time, computed from its "
-                                      "attempts and checkpoints (this run has no simulator summary)."))
+    figures.insert(
+        0,
+        q.Headline(
+            "ETTR (from attempts)",
+            fmt_pct(ettr),
+            help="Productive share of the flagship job's wall-clock time, computed from its "
+            "attempts and checkpoints (this run has no simulator summary).",
+        ),
+    )
 if q.number(summary, "job.ettr") is None and timeline is None:
-    st.info(f"This {run.kind} run has no flagship training job, so there is no ETTR to show; "
-            "here is what it holds.")
+    st.info(
+        f"This {run.kind} run has no flagship training job, so there is no ETTR to show; "
+        "here is what it holds."
+    )
 if not figures:
     figures = q.table_headline(run.run_id)
 
 PER_ROW = 3  # wide enough cards that "1.6k GPU-h" and its note never get cut off
 for first in range(0, len(figures), PER_ROW):
-    row = figures[first:first + PER_ROW]
+    row = figures[first : first + PER_ROW]
     for column, figure in zip(st.columns(PER_ROW), row, strict=False):
-        column.metric(figure.label, figure.value, figure.delta, help=figure.help, border=True,
-                      delta_color="normal" if figure.trend else "off", delta_arrow="auto" if figure.trend else "off")
+        column.metric(
+            figure.label,
+            figure.value,
+            figure.delta,
+            help=figure.help,
+            border=True,
+            delta_color="normal" if figure.trend else "off",
+            delta_arrow="auto" if figure.trend else "off",
+        )
 
 
-# ----- goodput and its losses ---------------------------------------------------------------------------------
+# ----- goodput and its losses -------------------------------------------------------------------------------
 losses = q.losses_from_summary(summary)
 if losses or timeline is not None:
     st.subheader("Where the flagship job's time went")
@@ -81,21 +101,30 @@ if losses or timeline is not None:
         if losses and job_gpus:
             start_s = flagship["start_s"] if flagship and flagship["start_s"] is not None else 0.0
             wall = job_gpus * (run.duration_s - start_s) / 3600
-            st.plotly_chart(charts.goodput_waterfall(wall, losses, wall * ettr if ettr is not None else None),
-                            key="waterfall")
+            st.plotly_chart(
+                charts.goodput_waterfall(wall, losses, wall * ettr if ettr is not None else None),
+                key="waterfall",
+            )
         else:
             st.info("The summary of this run has no loss breakdown.")
     with right:
         if timeline is not None:
             marks = q.interruptions(run.run_id, flagship["job_id"])
-            st.plotly_chart(charts.ettr_over_time(timeline, run.started_at, marks,
-                                                  q.number(summary, "job.closed_form_ettr")), key="ettr_time")
-            st.caption(f"Bars: ETTR in each {fmt_duration(q.timeline_bucket(run.duration_s))} bucket; line: ETTR from "
-                       "the job's start; triangles: interruptions, coloured by category.")
+            st.plotly_chart(
+                charts.ettr_over_time(
+                    timeline, run.started_at, marks, q.number(summary, "job.closed_form_ettr")
+                ),
+                key="ettr_time",
+            )
+            st.caption(
+                f"Bars: ETTR in each {fmt_duration(q.timeline_bucket(run.duration_s))} bucket; "
+                "line: ETTR from "
+                "the job's start; triangles: interruptions, coloured by category."
+            )
         else:
             st.info("This run has no attempts of a flagship job to draw ETTR over time from.")
 
-# ----- interruptions by cause ---------------------------------------------------------------------------------
+# ----- interruptions by cause -------------------------------------------------------------------------------
 counts = q.causes_from_summary(summary)
 scope = "of the flagship job"
 if counts is None or counts["count"].sum() == 0:
@@ -111,28 +140,40 @@ if counts.height and counts["count"].sum() > 0:
         st.markdown(f"**{total:,} interruptions {scope}.** The most frequent causes:")
         for row in top.iter_rows(named=True):
             if row["count"]:
-                st.markdown(f"- {cause_label(row['cause'])}: {row['count']:,} ({fmt_pct(row['count'] / total)})")
+                st.markdown(
+                    f"- {cause_label(row['cause'])}: {row['count']:,} ({fmt_pct(row['count'] / total)})"
+                )
         mttf = q.number(summary, "job.mttf_hours")
         if mttf is not None:
             st.markdown(f"One unexpected interruption every **{mttf:.1f} hours** on average (job MTTF).")
 
-# ----- XIDs, where no incident explains them (ingested telemetry) ---------------------------------------------
+# ----- XIDs, where no incident explains them (ingested telemetry) -------------------------------------------
 if counts.height == 0 or counts["count"].sum() == 0:
     xids = q.xid_counts(run.run_id)
     if xids.height:
         st.subheader("What the GPUs reported")
         names = {x.xid: x for x in XIDS}
-        st.dataframe(xids.select(
-            "xid", name=xids["xid"].replace_strict({k: v.mnemonic for k, v in names.items()}, default="(unknown)",
-                                                   return_dtype=pl.String),
-            meaning=xids["xid"].replace_strict({k: v.meaning for k, v in names.items()}, default="",
-                                               return_dtype=pl.String),
-            fatal=xids["xid"].replace_strict({k: v.fatal for k, v in names.items()}, default=None,
-                                             return_dtype=pl.Boolean),
-            events="events", gpus="gpus",
-        ), hide_index=True, key="xid_table", column_config={"xid": "XID", "gpus": "GPUs"})
+        st.dataframe(
+            xids.select(
+                "xid",
+                name=xids["xid"].replace_strict(
+                    {k: v.mnemonic for k, v in names.items()}, default="(unknown)", return_dtype=pl.String
+                ),
+                meaning=xids["xid"].replace_strict(
+                    {k: v.meaning for k, v in names.items()}, default="", return_dtype=pl.String
+                ),
+                fatal=xids["xid"].replace_strict(
+                    {k: v.fatal for k, v in names.items()}, default=None, return_dtype=pl.Boolean
+                ),
+                events="events",
+                gpus="gpus",
+            ),
+            hide_index=True,
+            key="xid_table",
+            column_config={"xid": "XID", "gpus": "GPUs"},
+        )
 
-# ----- what is down -------------------------------------------------------------------------------------------
+# ----- what is down -----------------------------------------------------------------------------------------
 st.subheader("What is down")
 if not q.has_host_states(run.run_id):
     st.info(f"This {run.kind} run records no host states, so it cannot tell which hosts were out of service.")
@@ -150,10 +191,19 @@ if key not in st.session_state:
     st.session_state[key] = start + timedelta(seconds=min(max(asked, 0.0), run.duration_s))
 # fine enough to reach any state change of a short run, coarse enough to drag through 54 days
 step = timedelta(seconds=1 if run.duration_s <= 3600 else 60 if run.duration_s <= 2 * 86400 else 900)
-at = st.slider("Time (UTC)", min_value=start, max_value=finish, step=step, format="YYYY-MM-DD HH:mm:ss" if run.duration_s <= 3600 else "YYYY-MM-DD HH:mm", key=key,
-               help="Hosts out of service at this moment (UTC). Kept in the URL as ?t= (seconds from the start).")
+at = st.slider(
+    "Time (UTC)",
+    min_value=start,
+    max_value=finish,
+    step=step,
+    format="YYYY-MM-DD HH:mm:ss" if run.duration_s <= 3600 else "YYYY-MM-DD HH:mm",
+    key=key,
+    help="Hosts out of service at this moment (UTC). Kept in the URL as ?t= (seconds from the start).",
+)
 t_s = (at - start).total_seconds()
-if t_s > run.duration_s - step.total_seconds():  # the last step reaches the end even when it is not on the grid
+if (
+    t_s > run.duration_s - step.total_seconds()
+):  # the last step reaches the end even when it is not on the grid
     t_s = run.duration_s
 if t_s >= run.duration_s:
     st.query_params.pop(TIME_PARAM, None)  # the default, end of run: a clean URL
@@ -168,17 +218,34 @@ if down.height == 0:
     st.success(f"All {fmt_int(sizes['hosts'])} hosts are healthy, running or spare {when}.")
 else:
     gpus_down = round(down.height * per_host)
-    st.markdown(f"**{down.height:,} of {fmt_int(sizes['hosts'])} hosts** ({gpus_down:,} GPU{'s' * (gpus_down != 1)}) "
-                f"are out of service {when}.")
+    st.markdown(
+        f"**{down.height:,} of {fmt_int(sizes['hosts'])} hosts** ({gpus_down:,} GPU{'s' * (gpus_down != 1)}) "
+        f"are out of service {when}."
+    )
     table = down.select(
-        host=down["hostname"], rack=down["rack_id"], state=down["state"],
+        host=down["hostname"],
+        rack=down["rack_id"],
+        state=down["state"],
         down_since=down["down_since_s"].map_elements(lambda s: fmt_time(run.started_at, s), return_dtype=str),
         down_for=down["down_for_s"].map_elements(fmt_duration, return_dtype=str),
         cause=down["cause"].map_elements(cause_label, return_dtype=str),
-        category=down["category"], incident=down["incident_id"], gpu=down["gpu_id"], xid=down["xid"],
+        category=down["category"],
+        incident=down["incident_id"],
+        gpu=down["gpu_id"],
+        xid=down["xid"],
     )
-    st.dataframe(table, hide_index=True, key="down_table", column_config={
-        "down_since": "down since (UTC)", "down_for": "down for", "incident": "incident #", "gpu": "GPU id", "xid": "XID"})
+    st.dataframe(
+        table,
+        hide_index=True,
+        key="down_table",
+        column_config={
+            "down_since": "down since (UTC)",
+            "down_for": "down for",
+            "incident": "incident #",
+            "gpu": "GPU id",
+            "xid": "XID",
+        },
+    )
 states = q.state_counts_at(run.run_id, t_s, run.duration_s)
 if states.height:
     st.plotly_chart(charts.hosts_by_state(states), key="states_at")

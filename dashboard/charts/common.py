@@ -1,4 +1,4 @@
-"""What every chart and page shares: colours for host states, failure categories and causes, and number formats.
+"""What every chart and page shares: colours for host states, failure categories and causes; number formats.
 
 One palette for the whole dashboard, so a colour means the same thing on every page: red is down, blue is
 training, and each failure category keeps its colour from the Overview's bars to the Incidents timeline.
@@ -12,7 +12,7 @@ from datetime import datetime, timedelta
 from engine.reference import CAUSE_BY_KEY, CAUSES, PLANNED_CAUSE
 from engine.schema import HOST_STATES
 
-# ----- colours ------------------------------------------------------------------------------------------------
+# ----- colours ----------------------------------------------------------------------------------------------
 
 # Host states (engine.schema.HOST_STATES): available hosts in calm colours, unavailable ones in warm ones,
 # from "just failed" (red) through repair (purple) to "almost back" (amber).
@@ -63,7 +63,7 @@ LOSS_LABELS: dict[str, str] = {
 
 
 def category_of(cause: str) -> str:
-    """The category of a cause key ("Planned" for planned maintenance, "Unknown" for causes the table lacks)."""
+    """The category of a cause key ("Planned" for planned maintenance, "Unknown" for unknown causes)."""
     if cause == PLANNED_CAUSE.cause:
         return PLANNED_CAUSE.category
     known = CAUSE_BY_KEY.get(cause)
@@ -87,7 +87,7 @@ def state_color(state: str) -> str:
     return HOST_STATE_COLORS.get(state, OTHER_COLOR)
 
 
-# ----- numbers with units -------------------------------------------------------------------------------------
+# ----- numbers with units -----------------------------------------------------------------------------------
 
 DASH = "–"  # what a missing value shows: never "nan" or "None"
 

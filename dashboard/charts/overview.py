@@ -1,4 +1,4 @@
-"""Overview figures: where the flagship job's time went, ETTR over time, interruptions by cause, hosts by state.
+"""Overview figures: where the flagship job's time went, ETTR over time, interruptions by cause, host states.
 
 Pure functions, frames and numbers in, Plotly figures out, so they can be tested without Streamlit.
 """
@@ -26,16 +26,21 @@ RESIDUAL_SHARE = 0.005
 _MARGIN = {"l": 10, "r": 10, "t": 40, "b": 10}
 
 
-SHORT_LOSS_LABELS = {"lost_work": "Lost work", "restart": "Restarts", "checkpoint": "Checkpoints",
-                     "waiting_for_spares": "Waiting for spares"}
+SHORT_LOSS_LABELS = {
+    "lost_work": "Lost work",
+    "restart": "Restarts",
+    "checkpoint": "Checkpoints",
+    "waiting_for_spares": "Waiting for spares",
+}
 
 
-def goodput_waterfall(wall_gpu_hours: float, losses: dict[str, float], productive_gpu_hours: float | None = None
-                      ) -> go.Figure:
+def goodput_waterfall(
+    wall_gpu_hours: float, losses: dict[str, float], productive_gpu_hours: float | None = None
+) -> go.Figure:
     """Wall-clock GPU-hours of the job, each loss taken away in turn, ending at productive GPU-hours.
 
-    `losses` maps loss categories (engine.analytics.LOSS_CATEGORIES) to GPU-hours. When the productive figure is
-    given (ETTR x wall-clock) and the losses do not account for the whole difference, an "Other" step shows
+    `losses` maps loss categories (engine.analytics.LOSS_CATEGORIES) to GPU-hours. When the productive figure
+    is given (ETTR x wall-clock) and the losses do not account for the whole difference, an "Other" step shows
     the rest instead of hiding it. Losses are often a few percent of the wall-clock, so the value axis starts
     above zero (the title says where) to keep them visible.
     """
@@ -46,8 +51,11 @@ def goodput_waterfall(wall_gpu_hours: float, losses: dict[str, float], productiv
     if abs(residual) > RESIDUAL_SHARE * wall_gpu_hours:
         steps.append(("other", "Other", -residual))
     labels = ["Wall-clock", *(s[1] for s in steps), "Productive"]
-    hover = ["Wall-clock time of the job x its GPUs", *(LOSS_LABELS.get(s[0], "Not broken down") for s in steps),
-             "Productive training (ETTR x wall-clock)"]
+    hover = [
+        "Wall-clock time of the job x its GPUs",
+        *(LOSS_LABELS.get(s[0], "Not broken down") for s in steps),
+        "Productive training (ETTR x wall-clock)",
+    ]
     # Drawn as floating bars (each with its own base) rather than go.Waterfall, which colours bars only by
     # direction: here every loss keeps the colour it has everywhere else in the dashboard.
     level, bases, heights = wall_gpu_hours, [0.0], [wall_gpu_hours]
@@ -60,16 +68,27 @@ def goodput_waterfall(wall_gpu_hours: float, losses: dict[str, float], productiv
     share = [h / wall_gpu_hours if wall_gpu_hours else 0.0 for h in heights]
     text = [f"{fmt_gpu_hours(h)}<br>{fmt_pct(p)}" for h, p in zip(heights, share, strict=True)]
     colors = ["#4c78a8", *(LOSS_COLORS.get(s[0], OTHER_COLOR) for s in steps), LOSS_COLORS["productive"]]
-    fig = go.Figure(go.Bar(x=labels, y=heights, base=bases, marker={"color": colors}, text=text,
-                           textposition="outside", cliponaxis=False, customdata=hover,
-                           hovertemplate="%{customdata}: %{y:,.1f} GPU-h<extra></extra>"))
+    fig = go.Figure(
+        go.Bar(
+            x=labels,
+            y=heights,
+            base=bases,
+            marker={"color": colors},
+            text=text,
+            textposition="outside",
+            cliponaxis=False,
+            customdata=hover,
+            hovertemplate="%{customdata}: %{y:,.1f} GPU-h<extra></extra>",
+        )
+    )
     lost = wall_gpu_hours - min(productive, wall_gpu_hours)
     floor = axis_floor(productive, lost)
     title = "Flagship job: wall-clock to productive GPU-hours"
     if floor > 0:
         title += f"<br><sup>value axis starts at {fmt_gpu_hours(floor)} so the losses show</sup>"
-    fig.update_layout(title=title, yaxis_title="GPU-hours", showlegend=False, margin={**_MARGIN, "t": 60},
-                      height=400)
+    fig.update_layout(
+        title=title, yaxis_title="GPU-hours", showlegend=False, margin={**_MARGIN, "t": 60}, height=400
+    )
     fig.update_yaxes(range=[floor, max(wall_gpu_hours, productive) + 0.35 * max(lost, 0.02 * wall_gpu_hours)])
     return fig
 
@@ -83,8 +102,12 @@ def axis_floor(productive: float, lost: float) -> float:
     return float(floor // magnitude * magnitude)
 
 
-def ettr_over_time(timeline: pl.DataFrame, started_at: datetime, interruptions: pl.DataFrame | None = None,
-                   closed_form: float | None = None) -> go.Figure:
+def ettr_over_time(
+    timeline: pl.DataFrame,
+    started_at: datetime,
+    interruptions: pl.DataFrame | None = None,
+    closed_form: float | None = None,
+) -> go.Figure:
     """ETTR per time bucket (bars) and cumulative from the job's start (line), with interruptions marked.
 
     `timeline` is engine.analytics.ettr_timeline's frame (t_s, ettr, ettr_cumulative); `interruptions` has
@@ -94,46 +117,94 @@ def ettr_over_time(timeline: pl.DataFrame, started_at: datetime, interruptions: 
     when = [start + timedelta(seconds=float(t)) for t in timeline["t_s"]]
     width_ms = (float(timeline["t_s"][1] - timeline["t_s"][0]) * 1000) if timeline.height > 1 else None
     fig = go.Figure()
-    fig.add_trace(go.Bar(x=when, y=timeline["ettr"].to_list(), name="ETTR in the bucket", width=width_ms,
-                         offset=0, marker={"color": "#9ecae1"},
-                         hovertemplate="%{x|%Y-%m-%d %H:%M}: %{y:.1%}<extra>bucket</extra>"))
-    fig.add_trace(go.Scatter(x=when, y=timeline["ettr_cumulative"].to_list(), name="ETTR since the job started",
-                             mode="lines", line={"color": "#08519c", "width": 2.5}, line_shape="hv",
-                             hovertemplate="%{x|%Y-%m-%d %H:%M}: %{y:.1%}<extra>cumulative</extra>"))
+    fig.add_trace(
+        go.Bar(
+            x=when,
+            y=timeline["ettr"].to_list(),
+            name="ETTR in the bucket",
+            width=width_ms,
+            offset=0,
+            marker={"color": "#9ecae1"},
+            hovertemplate="%{x|%Y-%m-%d %H:%M}: %{y:.1%}<extra>bucket</extra>",
+        )
+    )
+    fig.add_trace(
+        go.Scatter(
+            x=when,
+            y=timeline["ettr_cumulative"].to_list(),
+            name="ETTR since the job started",
+            mode="lines",
+            line={"color": "#08519c", "width": 2.5},
+            line_shape="hv",
+            hovertemplate="%{x|%Y-%m-%d %H:%M}: %{y:.1%}<extra>cumulative</extra>",
+        )
+    )
     if closed_form is not None:
-        fig.add_hline(y=closed_form, line={"dash": "dash", "color": "#555"},
-                      annotation_text=f"closed form {fmt_pct(closed_form)}", annotation_position="bottom right")
+        fig.add_hline(
+            y=closed_form,
+            line={"dash": "dash", "color": "#555"},
+            annotation_text=f"closed form {fmt_pct(closed_form)}",
+            annotation_position="bottom right",
+        )
     if interruptions is not None and interruptions.height:
         causes = interruptions["cause"].to_list()
-        fig.add_trace(go.Scatter(
-            x=[start + timedelta(seconds=float(t)) for t in interruptions["t_s"]], y=[1.04] * len(causes),
-            mode="markers", name="interruption", marker={"symbol": "triangle-down", "size": 9 if len(causes) < 60 else 6,
-                                                          "color": [cause_color(c) for c in causes]},
-            text=[cause_label(c) for c in causes], hovertemplate="%{x|%Y-%m-%d %H:%M}: %{text}<extra></extra>",
-        ))
+        fig.add_trace(
+            go.Scatter(
+                x=[start + timedelta(seconds=float(t)) for t in interruptions["t_s"]],
+                y=[1.04] * len(causes),
+                mode="markers",
+                name="interruption",
+                marker={
+                    "symbol": "triangle-down",
+                    "size": 9 if len(causes) < 60 else 6,
+                    "color": [cause_color(c) for c in causes],
+                },
+                text=[cause_label(c) for c in causes],
+                hovertemplate="%{x|%Y-%m-%d %H:%M}: %{text}<extra></extra>",
+            )
+        )
     lowest = min([v for v in timeline["ettr"].to_list() if v is not None] + [closed_form or 1.0, 1.0])
     bottom = max(0.0, (int(lowest * 10) - 1) / 10)  # a tenth below the worst bucket, never below 0
-    fig.update_layout(title="ETTR over time", yaxis={"title": "ETTR", "tickformat": ".0%", "range": [bottom, 1.08]},
-                      legend={"orientation": "h", "y": -0.15}, margin=_MARGIN, height=380, bargap=0.05)
+    fig.update_layout(
+        title="ETTR over time",
+        yaxis={"title": "ETTR", "tickformat": ".0%", "range": [bottom, 1.08]},
+        legend={"orientation": "h", "y": -0.15},
+        margin=_MARGIN,
+        height=380,
+        bargap=0.05,
+    )
     return fig
 
 
 def interruptions_by_cause(counts: pl.DataFrame) -> go.Figure:
-    """Horizontal bars of interruptions per cause (columns cause, count), one colour and legend entry a category."""
+    """Horizontal bars of interruptions per cause (columns cause, count), coloured by category."""
     frame = counts.filter(pl.col("count") > 0).sort("count")
     fig = go.Figure()
     categories = [category_of(c) for c in frame["cause"]]
     for category in dict.fromkeys(reversed(categories)):  # legend in order of the biggest bar first
         rows = frame.filter(pl.Series(categories) == category)
-        fig.add_trace(go.Bar(
-            y=[cause_label(c) for c in rows["cause"]], x=rows["count"].to_list(), orientation="h", name=category,
-            marker={"color": CATEGORY_COLORS.get(category, OTHER_COLOR)}, text=rows["count"].to_list(),
-            textposition="outside", cliponaxis=False, hovertemplate="%{y}: %{x} interruptions<extra>%{fullData.name}</extra>",
-        ))
-    fig.update_layout(title="Interruptions by cause", xaxis_title="interruptions", barmode="stack",
-                      yaxis={"categoryorder": "array", "categoryarray": [cause_label(c) for c in frame["cause"]]},
-                      legend={"title": "category", "traceorder": "normal"}, margin=_MARGIN,
-                      height=max(260, 60 + 26 * frame.height))
+        fig.add_trace(
+            go.Bar(
+                y=[cause_label(c) for c in rows["cause"]],
+                x=rows["count"].to_list(),
+                orientation="h",
+                name=category,
+                marker={"color": CATEGORY_COLORS.get(category, OTHER_COLOR)},
+                text=rows["count"].to_list(),
+                textposition="outside",
+                cliponaxis=False,
+                hovertemplate="%{y}: %{x} interruptions<extra>%{fullData.name}</extra>",
+            )
+        )
+    fig.update_layout(
+        title="Interruptions by cause",
+        xaxis_title="interruptions",
+        barmode="stack",
+        yaxis={"categoryorder": "array", "categoryarray": [cause_label(c) for c in frame["cause"]]},
+        legend={"title": "category", "traceorder": "normal"},
+        margin=_MARGIN,
+        height=max(260, 60 + 26 * frame.height),
+    )
     largest = frame["count"].max() or 0
     _whole_number_ticks(fig.layout.xaxis, largest)
     fig.update_xaxes(range=[0, largest * 1.12 + 0.5])  # room for the count printed after the longest bar
@@ -144,11 +215,26 @@ def hosts_by_state(counts: pl.DataFrame) -> go.Figure:
     """One stacked horizontal bar: how many hosts are in each state (columns state, hosts)."""
     fig = go.Figure()
     for row in counts.iter_rows(named=True):  # a handful of states, not table rows
-        fig.add_trace(go.Bar(x=[row["hosts"]], y=["hosts"], orientation="h", name=row["state"],
-                             marker={"color": state_color(row["state"])}, text=[f"{row['state']} {row['hosts']:,}"],
-                             textposition="inside", hovertemplate=f"{row['state']}: %{{x:,}} hosts<extra></extra>"))
-    fig.update_layout(barmode="stack", height=150, margin={"l": 10, "r": 10, "t": 10, "b": 10},
-                      xaxis_title="hosts", yaxis={"visible": False}, legend={"orientation": "h", "y": -0.6})
+        fig.add_trace(
+            go.Bar(
+                x=[row["hosts"]],
+                y=["hosts"],
+                orientation="h",
+                name=row["state"],
+                marker={"color": state_color(row["state"])},
+                text=[f"{row['state']} {row['hosts']:,}"],
+                textposition="inside",
+                hovertemplate=f"{row['state']}: %{{x:,}} hosts<extra></extra>",
+            )
+        )
+    fig.update_layout(
+        barmode="stack",
+        height=150,
+        margin={"l": 10, "r": 10, "t": 10, "b": 10},
+        xaxis_title="hosts",
+        yaxis={"visible": False},
+        legend={"orientation": "h", "y": -0.6},
+    )
     _whole_number_ticks(fig.layout.xaxis, counts["hosts"].sum() if counts.height else 0)
     return fig
 

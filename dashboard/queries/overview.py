@@ -1,4 +1,4 @@
-"""Overview page queries: the flagship job's attempts and checkpoints, interruptions, and what is down at time t.
+"""Overview page queries: the flagship job's attempts and checkpoints, interruptions, what is down at time t.
 
 Every function takes the run id and goes through `state.query` (bound parameters, cached per run), so the
 page stays a description of the page and the SQL can be tested on a store made by tests/runs.py.
@@ -31,7 +31,8 @@ _UNAVAILABLE = ", ".join(f"'{s}'" for s in UNAVAILABLE_STATES)
 
 # Only a job marked flagship: the largest job of a replayed trace is no training run whose ETTR means much.
 FLAGSHIP_JOB = """
-SELECT job_id, name, gpus, start_s FROM jobs WHERE kind = 'flagship' ORDER BY gpus DESC NULLS LAST, job_id LIMIT 1
+SELECT job_id, name, gpus, start_s FROM jobs WHERE kind = 'flagship'
+ORDER BY gpus DESC NULLS LAST, job_id LIMIT 1
 """
 
 # $1: the instant read; $2, $3: the slacks above; $4: t as asked (for "down for"). The state lists are
@@ -53,10 +54,12 @@ WITH now AS (
               AND (i.repaired_s IS NULL OR i.repaired_s >= s.down_since_s)
               AND (i.host_id = s.host_id
                    OR ((i.host_id IS NULL OR ih.rack_id = sh.rack_id) AND i.t_s >= s.down_since_s - $3))
-            ORDER BY i.t_s DESC, (i.host_id = s.host_id) DESC NULLS LAST, i.incident_id LIMIT 1) AS incident_id
+            ORDER BY i.t_s DESC, (i.host_id = s.host_id) DESC NULLS LAST, i.incident_id
+            LIMIT 1) AS incident_id
     FROM streak s LEFT JOIN hosts sh ON sh.host_id = s.host_id
 )
-SELECT m.host_id, h.hostname, h.rack_id, m.state, m.state_since_s, m.down_since_s, $4 - m.down_since_s AS down_for_s,
+SELECT m.host_id, h.hostname, h.rack_id, m.state, m.state_since_s, m.down_since_s,
+       $4 - m.down_since_s AS down_for_s,
        m.incident_id, i.cause, i.category, i.gpu_id, i.xid
 FROM matched m
 LEFT JOIN hosts h USING (host_id)
@@ -72,7 +75,9 @@ GROUP BY state ORDER BY hosts DESC, state
 
 HOST_COUNT = "SELECT count(*) AS hosts, (SELECT count(*) FROM gpus) AS gpus FROM hosts"
 
-ATTEMPTS = "SELECT job_id, attempt, start_s, end_s, end_reason, lost_work_s FROM job_attempts WHERE job_id = ?"
+ATTEMPTS = (
+    "SELECT job_id, attempt, start_s, end_s, end_reason, lost_work_s FROM job_attempts WHERE job_id = ?"
+)
 CHECKPOINTS = "SELECT job_id, start_s, end_s FROM checkpoints WHERE job_id = ?"
 
 # Interruptions of a job: attempts that ended for a reason other than finishing or the run's end.
@@ -93,7 +98,9 @@ MAX_BUCKETS = 120  # enough bars to see a trend, few enough to tell each apart
 
 def timeline_bucket(duration_s: float) -> float:
     """The finest bucket of ETTR over time that keeps the chart under MAX_BUCKETS bars."""
-    return float(next((b for b in TIMELINE_BUCKETS_S if duration_s / b <= MAX_BUCKETS), TIMELINE_BUCKETS_S[-1]))
+    return float(
+        next((b for b in TIMELINE_BUCKETS_S if duration_s / b <= MAX_BUCKETS), TIMELINE_BUCKETS_S[-1])
+    )
 
 
 def instant(t_s: float, duration_s: float) -> float:
@@ -111,9 +118,11 @@ def flagship_job(run_id: str) -> dict | None:
 
 
 def down_at(run_id: str, t_s: float, duration_s: float) -> pl.DataFrame:
-    """Hosts unavailable at `t_s` with their state, since when and the incident (and cause) that took them down."""
+    """Hosts unavailable at `t_s`: their state, since when, and the incident that took them down."""
     asked = min(max(t_s, 0.0), duration_s)
-    return state.query(run_id, DOWN_AT, (instant(t_s, duration_s), DETECTION_SLACK_S, HOSTLESS_WINDOW_S, asked))
+    return state.query(
+        run_id, DOWN_AT, (instant(t_s, duration_s), DETECTION_SLACK_S, HOSTLESS_WINDOW_S, asked)
+    )
 
 
 def state_counts_at(run_id: str, t_s: float, duration_s: float) -> pl.DataFrame:
@@ -141,7 +150,7 @@ def incidents_by_cause(run_id: str) -> pl.DataFrame:
     return state.query(run_id, INCIDENTS_BY_CAUSE)
 
 
-# ----- the run's summary (the JSON `goodput simulate --json` prints; replayed or ingested runs may lack keys) ----
+# ----- the run's summary (the JSON `goodput simulate --json` prints; replayed or ingested runs may lack keys)
 
 
 def pick(summary: dict, dotted: str) -> object | None:
@@ -168,8 +177,10 @@ def causes_from_summary(summary: dict) -> pl.DataFrame | None:
     planned = number(summary, "interruptions.planned")
     if planned and "planned_maintenance" not in counts:
         counts["planned_maintenance"] = int(planned)
-    return pl.DataFrame({"cause": list(counts), "count": list(counts.values())},
-                        schema={"cause": pl.String, "count": pl.Int64})
+    return pl.DataFrame(
+        {"cause": list(counts), "count": list(counts.values())},
+        schema={"cause": pl.String, "count": pl.Int64},
+    )
 
 
 def losses_from_summary(summary: dict) -> dict[str, float] | None:
@@ -196,40 +207,89 @@ def headline(summary: dict) -> list[Headline]:
     out: list[Headline] = []
     ettr, closed = number(summary, "job.ettr"), number(summary, "job.closed_form_ettr")
     if ettr is not None:
-        delta = f"{(ettr - closed) * 100:+.1f} pp vs closed form {fmt_pct(closed)}" if closed is not None else None
-        out.append(Headline("ETTR (goodput)", fmt_pct(ettr), delta, trend=delta is not None,
-                            help="Effective training time ratio: the share of the flagship job's wall-clock time "
-                                 "that became training progress (Kokolis et al., HPCA 2025). The closed form is "
-                                 "their first-order estimate from the same settings."))
+        delta = (
+            f"{(ettr - closed) * 100:+.1f} pp vs closed form {fmt_pct(closed)}"
+            if closed is not None
+            else None
+        )
+        out.append(
+            Headline(
+                "ETTR (goodput)",
+                fmt_pct(ettr),
+                delta,
+                trend=delta is not None,
+                help="Effective training time ratio: the share of the flagship job's wall-clock time "
+                "that became training progress (Kokolis et al., HPCA 2025). The closed form is "
+                "their first-order estimate from the same settings.",
+            )
+        )
     mttf = number(summary, "job.mttf_hours")
     if mttf is not None:
-        out.append(Headline("Job MTTF", fmt_hours(mttf),
-                            help="Mean time between unexpected interruptions of the flagship job."))
+        out.append(
+            Headline(
+                "Job MTTF",
+                fmt_hours(mttf),
+                help="Mean time between unexpected interruptions of the flagship job.",
+            )
+        )
     total = number(summary, "interruptions.total")
     if total is not None:
-        unexpected, planned = number(summary, "interruptions.unexpected"), number(summary, "interruptions.planned")
-        note = (f"{fmt_int(unexpected)} unexpected · {fmt_int(planned)} planned"
-                if unexpected is not None and planned is not None else None)
-        out.append(Headline("Interruptions", fmt_int(total), note,
-                            help="Interruptions of the flagship job, counted the way the Llama 3 paper counts "
-                                 "them (466 in 54 days: 419 unexpected, 47 planned)."))
+        unexpected, planned = (
+            number(summary, "interruptions.unexpected"),
+            number(summary, "interruptions.planned"),
+        )
+        note = (
+            f"{fmt_int(unexpected)} unexpected · {fmt_int(planned)} planned"
+            if unexpected is not None and planned is not None
+            else None
+        )
+        out.append(
+            Headline(
+                "Interruptions",
+                fmt_int(total),
+                note,
+                help="Interruptions of the flagship job, counted the way the Llama 3 paper counts "
+                "them (466 in 54 days: 419 unexpected, 47 planned).",
+            )
+        )
     losses = losses_from_summary(summary)
     lost = sum(losses.values()) if losses else number(summary, "job.lost_gpu_hours")
     if lost is not None:
         usd = pick(summary, "job.losses_usd")
-        cost = sum(v for v in usd.values() if isinstance(v, int | float)) if isinstance(usd, dict) and usd else None
-        out.append(Headline("Goodput lost", fmt_gpu_hours(lost), fmt_usd(cost) if cost is not None else None,
-                            help="GPU-hours of the flagship job that made no progress: lost work, restarts, "
-                                 "checkpoint writes and waiting for spares (in money at the scenario's price)."))
+        cost = (
+            sum(v for v in usd.values() if isinstance(v, int | float))
+            if isinstance(usd, dict) and usd
+            else None
+        )
+        out.append(
+            Headline(
+                "Goodput lost",
+                fmt_gpu_hours(lost),
+                fmt_usd(cost) if cost is not None else None,
+                help="GPU-hours of the flagship job that made no progress: lost work, restarts, "
+                "checkpoint writes and waiting for spares (in money at the scenario's price).",
+            )
+        )
     utilization = number(summary, "cluster.utilization")
     if utilization is not None:
-        out.append(Headline("Cluster utilisation", fmt_pct(utilization),
-                            help="Share of all GPU-hours of the cluster spent running jobs."))
+        out.append(
+            Headline(
+                "Cluster utilisation",
+                fmt_pct(utilization),
+                help="Share of all GPU-hours of the cluster spent running jobs.",
+            )
+        )
     down, cluster_hours = number(summary, "cluster.gpu_hours_down"), number(summary, "cluster.gpu_hours")
     if down is not None:
         share = f"{fmt_pct(down / cluster_hours)} of the cluster" if cluster_hours else None
-        out.append(Headline("GPU-hours down", fmt_gpu_hours(down), share,
-                            help="GPU-hours of hosts out of service: down, diagnosing, in repair or burn-in."))
+        out.append(
+            Headline(
+                "GPU-hours down",
+                fmt_gpu_hours(down),
+                share,
+                help="GPU-hours of hosts out of service: down, diagnosing, in repair or burn-in.",
+            )
+        )
     return out + _replay_and_ingest_headline(summary, have_utilization=utilization is not None)
 
 
@@ -239,26 +299,47 @@ def _replay_and_ingest_headline(summary: dict, *, have_utilization: bool) -> lis
     jobs = number(summary, "jobs")
     if jobs is not None:
         pending = number(summary, "pending")
-        out.append(Headline("Jobs", fmt_int(jobs), f"{fmt_int(pending)} never started" if pending else None,
-                            help="Jobs of the replayed trace."))
+        out.append(
+            Headline(
+                "Jobs",
+                fmt_int(jobs),
+                f"{fmt_int(pending)} never started" if pending else None,
+                help="Jobs of the replayed trace.",
+            )
+        )
     utilization = number(summary, "utilization")
     if utilization is not None and not have_utilization:
-        out.append(Headline("Cluster utilisation", fmt_pct(utilization),
-                            help="Share of the cluster's GPU-hours the replayed jobs used."))
+        out.append(
+            Headline(
+                "Cluster utilisation",
+                fmt_pct(utilization),
+                help="Share of the cluster's GPU-hours the replayed jobs used.",
+            )
+        )
     wait, p95 = number(summary, "wait_mean_s"), number(summary, "wait_p95_s")
     if wait is not None:
-        out.append(Headline("Mean queue wait", fmt_duration(wait), f"p95 {fmt_duration(p95)}" if p95 is not None else None,
-                            help="Time from a job's submission to its start."))
+        out.append(
+            Headline(
+                "Mean queue wait",
+                fmt_duration(wait),
+                f"p95 {fmt_duration(p95)}" if p95 is not None else None,
+                help="Time from a job's submission to its start.",
+            )
+        )
     samples = number(summary, "samples")
     if samples:
-        out.append(Headline("Metric values read", fmt_int(samples), help="Telemetry values ingested (DCGM fields)."))
+        out.append(
+            Headline("Metric values read", fmt_int(samples), help="Telemetry values ingested (DCGM fields).")
+        )
     xids = number(summary, "xid_events")
     if xids:
-        out.append(Headline("XID events", fmt_int(xids), help="NVIDIA driver errors (XIDs) read from the input."))
+        out.append(
+            Headline("XID events", fmt_int(xids), help="NVIDIA driver errors (XIDs) read from the input.")
+        )
     return out
 
 
-# ----- runs without a simulator summary (ingested telemetry, replayed traces): what their tables hold ----------
+# ----- runs without a simulator summary (ingested telemetry, replayed traces): what their tables hold -------
 
 TABLE_COUNTS = """
 SELECT (SELECT count(*) FROM jobs) AS jobs, (SELECT count(*) FROM incidents) AS incidents,
@@ -273,7 +354,7 @@ FROM xid_events GROUP BY xid ORDER BY events DESC, xid
 
 
 def table_headline(run_id: str) -> list[Headline]:
-    """Headline figures counted in the run's tables, for runs whose summary has none (zero counts left out)."""
+    """Headline figures counted in the run's tables, for runs whose summary has none (zeros left out)."""
     counts = state.query(run_id, TABLE_COUNTS).row(0, named=True)
     figures = [
         ("jobs", "Jobs", "Jobs in the run (a replayed trace's jobs)."),
