@@ -76,6 +76,6 @@ def attempts_gantt(attempts: pl.DataFrame, started_at: datetime, row_order: list
         barmode="overlay", height=max(260, 22 * len(row_order) + 120), margin={"l": 10, "r": 10, "t": 30, "b": 10},
         legend={"orientation": "h", "y": 1.02, "yanchor": "bottom"},
     )
-    fig.update_xaxes(type="date")
+    fig.update_xaxes(type="date", side="top")  # a Gantt of hundreds of rows: dates where the reading starts
     fig.update_yaxes(categoryorder="array", categoryarray=list(reversed(row_order)), range=[-0.6, len(row_order) - 0.4])
     return fig
