@@ -125,12 +125,13 @@ def _split_fast(source: Source, host: str) -> tuple[pl.DataFrame, pl.DataFrame, 
     except pl.exceptions.ComputeError as err:
         decode(source, strict=True)  # names the line of a bad byte
         raise GoodputError(f"{source.name}: cannot read as text ({err})") from err
-    raw = raw.lazy().with_row_index("line", offset=1)
-    comment = pl.col("key").str.starts_with("#")
+    raw = raw.with_row_index("line", offset=1)
     # An empty line and a line of only `}` both read as nulls here; the exact reader tells them apart.
-    blank = pl.col("key").is_null()
+    if raw["key"].null_count():
+        return None
+    comment = raw["key"].str.starts_with("#")
     parts = pl.col("tail").str.split_exact(" ", 3)
-    samples = raw.filter(~blank & ~comment).select(
+    samples = raw.filter(~comment).select(
         "line", "key", pl.col("key").hash().alias("key_hash"),
         parts.struct.field("field_1").cast(pl.Float64, strict=False).alias("value"),
         parts.struct.field("field_2").alias("ts_text"),
@@ -140,16 +141,11 @@ def _split_fast(source: Source, host: str) -> tuple[pl.DataFrame, pl.DataFrame, 
     # Anything unusual (tabs, double spaces, a `}` in a label value, no value) fails here and goes the exact way.
     fine = pl.col("shape_ok") & pl.col("value").is_not_null() & (pl.col("ts_text").is_null()
                                                                   | pl.col("t_ms").is_not_null())
-    samples = samples.with_columns(fine=fine.fill_null(False))
-    rows, keys, comments, doubts = pl.collect_all([
-        samples.select(*_ROWS),
-        samples.group_by("key_hash").agg(pl.col("key").first(), pl.col("line").min()),
-        raw.filter(comment).select("line", pl.col("key").alias("text")),
-        pl.concat([raw.select(blank.sum().cast(pl.UInt64).alias("n")),
-                   samples.select((~pl.col("fine")).sum().cast(pl.UInt64).alias("n"))]).sum(),
-    ])
-    if doubts.item():
+    if not samples.select(fine.fill_null(False).all()).item():
         return None
+    comments = raw.filter(comment).select("line", pl.col("key").alias("text"))
+    keys = samples.group_by("key_hash").agg(pl.col("key").first(), pl.col("line").min())
+    rows = samples.select(*_ROWS)
     keys = _parse_keys(source, keys.sort("line"), host, braced=True)
     return (rows.cast(_ROWS), keys, comments) if keys is not None else None
 
