@@ -7,7 +7,6 @@ Runs without a simulator summary (replayed or ingested) show what their tables a
 
 from datetime import timedelta
 
-import polars as pl
 import streamlit as st
 
 from dashboard import state
@@ -22,7 +21,6 @@ from dashboard.charts.common import (
 )
 from dashboard.queries import overview as q
 from engine.analytics import ettr_timeline
-from engine.reference import XIDS
 
 TIME_PARAM = "t"
 
@@ -152,22 +150,8 @@ if counts.height == 0 or counts["count"].sum() == 0:
     xids = q.xid_counts(run.run_id)
     if xids.height:
         st.subheader("What the GPUs reported")
-        names = {x.xid: x for x in XIDS}
         st.dataframe(
-            xids.select(
-                "xid",
-                name=xids["xid"].replace_strict(
-                    {k: v.mnemonic for k, v in names.items()}, default="(unknown)", return_dtype=pl.String
-                ),
-                meaning=xids["xid"].replace_strict(
-                    {k: v.meaning for k, v in names.items()}, default="", return_dtype=pl.String
-                ),
-                fatal=xids["xid"].replace_strict(
-                    {k: v.fatal for k, v in names.items()}, default=None, return_dtype=pl.Boolean
-                ),
-                events="events",
-                gpus="gpus",
-            ),
+            q.with_xid_names(xids),
             hide_index=True,
             key="xid_table",
             column_config={"xid": "XID", "gpus": "GPUs"},
@@ -201,9 +185,8 @@ at = st.slider(
     help="Hosts out of service at this moment (UTC). Kept in the URL as ?t= (seconds from the start).",
 )
 t_s = (at - start).total_seconds()
-if (
-    t_s > run.duration_s - step.total_seconds()
-):  # the last step reaches the end even when it is not on the grid
+# the slider's last step reaches the end of the run even where the end is not on the step grid
+if t_s > run.duration_s - step.total_seconds():
     t_s = run.duration_s
 if t_s >= run.duration_s:
     st.query_params.pop(TIME_PARAM, None)  # the default, end of run: a clean URL
@@ -222,20 +205,8 @@ else:
         f"**{down.height:,} of {fmt_int(sizes['hosts'])} hosts** ({gpus_down:,} GPU{'s' * (gpus_down != 1)}) "
         f"are out of service {when}."
     )
-    table = down.select(
-        host=down["hostname"],
-        rack=down["rack_id"],
-        state=down["state"],
-        down_since=down["down_since_s"].map_elements(lambda s: fmt_time(run.started_at, s), return_dtype=str),
-        down_for=down["down_for_s"].map_elements(fmt_duration, return_dtype=str),
-        cause=down["cause"].map_elements(cause_label, return_dtype=str),
-        category=down["category"],
-        incident=down["incident_id"],
-        gpu=down["gpu_id"],
-        xid=down["xid"],
-    )
     st.dataframe(
-        table,
+        q.down_table(down, run.started_at),
         hide_index=True,
         key="down_table",
         column_config={

@@ -5,6 +5,7 @@ page stays a description of the page and the SQL can be tested on a store made b
 """
 
 from dataclasses import dataclass
+from datetime import datetime
 
 import polars as pl
 
@@ -12,13 +13,16 @@ from dashboard import state
 from dashboard.charts.common import (
     AVAILABLE_STATES,
     UNAVAILABLE_STATES,
+    cause_label,
     fmt_duration,
     fmt_gpu_hours,
     fmt_hours,
     fmt_int,
     fmt_pct,
+    fmt_time,
     fmt_usd,
 )
+from engine.reference import XIDS
 
 # How far a host's first unavailable state may lag its incident (detection, then drain), and how far an
 # incident that names no host, or another host of the same rack (a rack switch or its cable takes the whole
@@ -368,3 +372,36 @@ def table_headline(run_id: str) -> list[Headline]:
 
 def xid_counts(run_id: str) -> pl.DataFrame:
     return state.query(run_id, XID_COUNTS)
+
+
+def with_xid_names(xids: pl.DataFrame) -> pl.DataFrame:
+    """XID counts with each code's name, meaning and whether it is fatal (engine.reference.XIDS)."""
+    catalogue = pl.DataFrame(
+        {
+            "xid": [x.xid for x in XIDS],
+            "name": [x.mnemonic for x in XIDS],
+            "meaning": [x.meaning for x in XIDS],
+            "fatal": [x.fatal for x in XIDS],
+        },
+        schema_overrides={"xid": xids.schema["xid"]},
+    )
+    named = xids.join(catalogue, on="xid", how="left", maintain_order="left")
+    return named.select("xid", pl.col("name").fill_null("(unknown)"), "meaning", "fatal", "events", "gpus")
+
+
+def down_table(down: pl.DataFrame, started_at: datetime) -> pl.DataFrame:
+    """`down_at`'s frame as the page shows it: names, dates and durations in words (one row per host down)."""
+    return down.select(
+        host=pl.col("hostname"),
+        rack=pl.col("rack_id"),
+        state=pl.col("state"),
+        down_since=pl.col("down_since_s").map_elements(
+            lambda s: fmt_time(started_at, s), return_dtype=pl.String
+        ),
+        down_for=pl.col("down_for_s").map_elements(fmt_duration, return_dtype=pl.String),
+        cause=pl.col("cause").map_elements(cause_label, return_dtype=pl.String),
+        category=pl.col("category"),
+        incident=pl.col("incident_id"),
+        gpu=pl.col("gpu_id"),
+        xid=pl.col("xid"),
+    )
