@@ -73,8 +73,8 @@ def attempts_gantt(attempts: pl.DataFrame, started_at: datetime, row_order: list
         hovertemplate="%{y}<br>%{x}<br>%{text}<extra>failure</extra>",
     ))
     fig.update_layout(
-        barmode="overlay", height=max(260, 22 * len(row_order) + 120), margin={"l": 10, "r": 10, "t": 30, "b": 10},
-        legend={"orientation": "h", "y": 1.02, "yanchor": "bottom"},
+        barmode="overlay", height=max(260, 22 * len(row_order) + 140), margin={"l": 10, "r": 10, "t": 80, "b": 10},
+        legend={"orientation": "h", "y": 1.0, "yanchor": "top", "yref": "container"},  # above the top axis
     )
     fig.update_xaxes(type="date", side="top")  # a Gantt of hundreds of rows: dates where the reading starts
     fig.update_yaxes(categoryorder="array", categoryarray=list(reversed(row_order)), range=[-0.6, len(row_order) - 0.4])
