@@ -26,6 +26,14 @@ def research_job_id(index: int) -> str:
     return f"research-{index:05d}"
 
 
+def _host_lists(arrays: list[np.ndarray]) -> pl.Series:
+    """A List(Int32) column from equal-length arrays in one block (an attempt always holds the full job: 12,288
+    hosts an attempt for future-131k), or one by one if lengths differ."""
+    if arrays and len({a.size for a in arrays}) == 1:
+        return pl.Series("hosts", np.stack(arrays)).cast(pl.List(pl.Int32))
+    return pl.Series("hosts", [a.tolist() for a in arrays], dtype=pl.List(pl.Int32))
+
+
 def job_frames(sim) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
     s, horizon = sim.scenario, sim.horizon
     per_host = s["cluster.gpus_per_host"]
@@ -61,10 +69,11 @@ def job_frames(sim) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
             "priority": [FLAGSHIP_PRIORITY], "submit_s": [0.0], "start_s": [0.0], "end_s": [horizon],
             "state": ["running"], "user": ["pretraining"], "kind": ["flagship"], "wait_reason": [None],
         }, schema=schema_of("jobs", JOB_COLUMNS)))
-        frames_attempts.append(pl.DataFrame(ledger.attempts, schema=["attempt", "start_s", "end_s", "end_reason",
-                                                                     "lost_work_s", "hosts"], orient="row")
-                               .with_columns(job_id=pl.lit(sim.job_id)).select(ATTEMPT_COLUMNS)
-                               .cast(schema_of("job_attempts", ATTEMPT_COLUMNS)))
+        rows = ledger.attempts
+        scalars = pl.DataFrame([r[:5] for r in rows], schema=["attempt", "start_s", "end_s", "end_reason",
+                                                              "lost_work_s"], orient="row")
+        frames_attempts.append(scalars.with_columns(job_id=pl.lit(sim.job_id), hosts=_host_lists([r[5] for r in rows]))
+                               .select(ATTEMPT_COLUMNS).cast(schema_of("job_attempts", ATTEMPT_COLUMNS)))
         starts = np.concatenate(ledger.checkpoint_starts) if ledger.checkpoint_starts else np.zeros(0)
         checkpoints = pl.DataFrame({"job_id": [sim.job_id] * starts.size, "start_s": starts,
                                     "end_s": starts + sim.job.w}, schema=schema_of("checkpoints"))

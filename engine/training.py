@@ -31,7 +31,8 @@ RUNNING, RESTARTING, WAITING = "running", "restarting", "waiting"
 class JobLedger:
     """What the job did, in flat records."""
 
-    attempts: list[tuple] = field(default_factory=list)  # (attempt, start, end, reason, lost_work_s, hosts)
+    # (attempt, start, end, reason, lost_work_s, hosts as an int32 array)
+    attempts: list[tuple] = field(default_factory=list)
     checkpoint_starts: list[np.ndarray] = field(default_factory=list)
     restart_s: float = 0.0
     waiting_s: float = 0.0
@@ -47,7 +48,11 @@ class FlagshipJob:
                  take_spare: Callable[[], int | None], on_hosts_changed: Callable[[list[int], list[int]], None]
                  ) -> None:
         self.env, self.job_id = env, job_id
-        self.hosts = list(hosts)
+        # The job's host slots (a rank's place): a replacement takes the failed host's slot. An array, so an
+        # attempt's host list is one copy even for a 12,288-host job; -1 marks a slot waiting for a host.
+        self.slots = np.array(hosts, dtype=np.int32)
+        self.slot_of = {h: i for i, h in enumerate(hosts)}
+        self.free_slots: list[int] = []
         self.dt, self.w, self.u0 = checkpoint_interval_s, checkpoint_write_s, restart_overhead_s
         self.take_spare, self.on_hosts_changed = take_spare, on_hosts_changed
         self.ledger = JobLedger()
@@ -69,7 +74,7 @@ class FlagshipJob:
             self._close_attempt(now, reason, lost_from)
         elif self.phase == RESTARTING:
             self.ledger.restart_s += now - self.phase_since
-        mine = [h for h in failed_hosts if h in self.hosts]
+        mine = [h for h in failed_hosts if h in self.slot_of]
         if mine:
             self._swap(mine)
         if self.phase == WAITING:
@@ -84,7 +89,7 @@ class FlagshipJob:
         """A repaired host; taken (True) if the job is waiting for hosts."""
         if self.missing == 0:
             return False
-        self.hosts.append(host)
+        self._seat(host, self.free_slots.pop())
         self.on_hosts_changed([host], [])
         self.missing -= 1
         if self.missing == 0 and self.phase == WAITING:
@@ -120,19 +125,28 @@ class FlagshipJob:
         self.ledger.lost_work_s += lost
         self.ledger.checkpoint_s += good * self.w
         self.ledger.productive_s += (end - s) - lost - good * self.w
-        self.ledger.attempts.append((self.attempt, s, end, reason, lost, list(self.hosts)))
+        self.ledger.attempts.append((self.attempt, s, end, reason, lost, self.slots.copy()))
         self.attempt += 1
 
+    @property
+    def hosts(self) -> list[int]:
+        return [int(h) for h in self.slots if h >= 0]
+
+    def _seat(self, host: int, slot: int) -> None:
+        self.slots[slot] = host
+        self.slot_of[host] = slot
+
     def _swap(self, failed: list[int]) -> None:
-        for host in failed:
-            self.hosts.remove(host)
         added = []
-        for _ in failed:
+        for host in failed:
+            slot = self.slot_of.pop(host)
             spare = self.take_spare()
             if spare is None:
+                self.slots[slot] = -1
+                self.free_slots.append(slot)
                 self.missing += 1
             else:
-                self.hosts.append(spare)
+                self._seat(spare, slot)
                 added.append(spare)
         self.on_hosts_changed(added, failed)
 

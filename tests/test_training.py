@@ -42,7 +42,8 @@ def test_failure_late_detection_planned_stop_and_end_of_run_exact_trace():
         (3, 550, 600, "planned_maintenance", 0.0),
         (4, 650, 700, "end_of_run", 0.0),
     ]
-    assert job.ledger.attempts[0][5] == [0, 1, 2] and job.ledger.attempts[1][5] == [0, 2, 3]
+    # the spare takes the failed host's slot (its ranks)
+    assert job.ledger.attempts[0][5].tolist() == [0, 1, 2] and job.ledger.attempts[1][5].tolist() == [0, 3, 2]
     assert changes == [(235, [3], [1])]
     starts = [list(c) for c in job.ledger.checkpoint_starts]
     assert starts == [[100.0, 210.0], [385.0]]
