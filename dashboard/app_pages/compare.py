@@ -49,21 +49,24 @@ else:
     st.caption(f"{diff.height} keys differ.")
     st.dataframe(diff, hide_index=True, width="stretch")
 
-st.subheader("Incidents by cause")
+st.subheader("Interruptions by cause")
+st.caption("Of each run's flagship job, as the headline figures count them; every incident where a run has no "
+           "flagship job.")
 if "compare_per" not in st.session_state:
     st.session_state["compare_per"] = st.query_params.get("per") == "host-days"
 per_exposure = st.toggle("Per 1,000 host-days", key="compare_per",
-                         help="divide by each run's hosts x days, so clusters and spans of other sizes compare")
+                         help="divide by the hosts counted (the flagship job's, else the cluster's) x days, so "
+                              "runs of other sizes and spans compare")
 if per_exposure:
     st.query_params["per"] = "host-days"
 else:
     st.query_params.pop("per", None)
-counts = queries.incidents_by_cause(infos, per_1000_host_days=per_exposure)
+counts = queries.interruptions_by_cause(infos, per_1000_host_days=per_exposure)
 if counts.is_empty():
-    st.info("None of these runs has incidents.")
+    st.info("None of these runs has interruptions.")
 else:
     st.plotly_chart(charts.causes_side_by_side(
-        counts, "incidents per 1,000 host-days" if per_exposure else "incidents", labels), width="stretch")
+        counts, "interruptions per 1,000 host-days" if per_exposure else "interruptions", labels), width="stretch")
     table = counts.pivot("run", index="cause", values="interruptions").fill_null(0)
     table = table.with_columns(pl.lit(0.0).alias(label) for label in labels if label not in table.columns)
     table = table.select("cause", *labels)

@@ -1,5 +1,6 @@
 """Compare page: headline figures of runs side by side, what differs in their scenarios, incidents by cause."""
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -84,23 +85,39 @@ def scenario_diff(infos: list[RunInfo]) -> pl.DataFrame:
         run_label(info): pl.String for info in infos})
 
 
-def host_days(info: RunInfo) -> float:
-    """Hosts x days of a run: the exposure that makes failure counts of different clusters comparable."""
-    hosts = info.summary.get("hosts") or state.query(info.run_id, "SELECT count(*) AS n FROM hosts")["n"][0]
-    return float(hosts) * info.duration_s / 86400.0
+# The flagship job's interruptions, as `interruptions` in the summary counts them (the Llama 3 way); a run
+# without a flagship job (a replayed trace, an ingest) counts every incident.
+INTERRUPTIONS_BY_CAUSE = """
+WITH flagship AS (
+    SELECT job_id, gpus FROM jobs WHERE kind = 'flagship' ORDER BY submit_s LIMIT 1
+)
+SELECT cause, count(*) AS interruptions FROM incidents
+WHERE NOT EXISTS (SELECT 1 FROM flagship) OR list_contains(job_ids, (SELECT job_id FROM flagship))
+GROUP BY cause ORDER BY cause
+"""
 
 
-def incidents_by_cause(infos: list[RunInfo], per_1000_host_days: bool = False) -> pl.DataFrame:
-    """Every incident of each run counted by cause (columns run, cause, interruptions), or as a rate per
-    1,000 host-days (the unit of failures.rate_per_1000_node_days) so clusters of other sizes compare."""
+def exposure_hosts(info: RunInfo) -> float:
+    """The hosts whose failures the counts cover: the flagship job's, else the cluster's."""
+    shape = state.query(info.run_id, """
+        SELECT (SELECT count(*) FROM hosts) AS hosts, (SELECT count(*) FROM gpus) AS gpus,
+               (SELECT gpus FROM jobs WHERE kind = 'flagship' ORDER BY submit_s LIMIT 1) AS job_gpus""").row(0)
+    hosts, gpus, job_gpus = shape
+    if job_gpus and hosts and gpus:
+        return math.ceil(job_gpus / (gpus / hosts))
+    return float(hosts)
+
+
+def interruptions_by_cause(infos: list[RunInfo], per_1000_host_days: bool = False) -> pl.DataFrame:
+    """Each run's interruptions by cause (columns run, cause, interruptions), or as a rate per 1,000 host-days
+    of the hosts they cover (the unit of failures.rate_per_1000_node_days) so runs of other sizes compare."""
     frames = []
     for info in infos:
-        counts = state.query(info.run_id, "SELECT cause, count(*) AS interruptions FROM incidents GROUP BY cause"
-                                          " ORDER BY cause")
+        counts = state.query(info.run_id, INTERRUPTIONS_BY_CAUSE)
         value = pl.col("interruptions").cast(pl.Float64)
         if per_1000_host_days:
-            exposure = host_days(info)
-            value = (value * 1000.0 / exposure).round(3) if exposure > 0 else pl.lit(None, pl.Float64)
+            host_days = exposure_hosts(info) * info.duration_s / 86400.0
+            value = (value * 1000.0 / host_days).round(3) if host_days > 0 else pl.lit(None, pl.Float64)
         frames.append(counts.select(pl.lit(run_label(info)).alias("run"), "cause", value.alias("interruptions")))
     return pl.concat(frames) if frames else pl.DataFrame(
         schema={"run": pl.String, "cause": pl.String, "interruptions": pl.Float64})
