@@ -60,11 +60,15 @@ class Lines:
     """A trace file as text lines, with the 1-based number each had in the file."""
 
     source: str
-    text: pl.Series  # String
+    text: pl.Series | None  # String; None when read by the fast path (then `full` holds the file's text)
     number: pl.Series  # UInt32, 1-based line numbers
+    full: str | None = None
 
     def fail(self, index: int, what: str) -> TraceError:
-        line = self.text[index]
+        if self.text is not None:
+            line = self.text[index]
+        else:  # only on error: find the line in the whole text
+            line = self.full.split("\n")[self.number[index] - 1]
         shown = line if len(line) <= 80 else line[:77] + "..."
         return TraceError(f"{self.source}, line {self.number[index]}: {what}: {shown!r}")
 

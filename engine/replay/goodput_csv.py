@@ -15,15 +15,14 @@ from pathlib import Path
 import polars as pl
 
 from engine.replay import columns as col
-from engine.replay.delimited import column, require, split_table
-from engine.replay.formats import Trace, check, finish, split_lines
+from engine.replay.delimited import column, read_table, require
+from engine.replay.formats import Trace, check, finish
 
 REQUIRED = ["job_id", "submit", "gpus", "duration"]
 
 
 def parse(source: str, text: str, beside: Path | None = None) -> Trace:
-    lines = split_lines(source, text, comment="#")
-    parts, names = split_table(lines, ",", "goodput CSV")
+    parts, names, lines = read_table(source, text, ",", "goodput CSV", comment="#")
     require(lines, parts, names, REQUIRED, "goodput CSV")
 
     def get(name: str) -> pl.Series | None:

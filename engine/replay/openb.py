@@ -17,7 +17,7 @@ from pathlib import Path
 import polars as pl
 
 from engine.replay import columns as col
-from engine.replay.delimited import column, require, split_table
+from engine.replay.delimited import column, read_table, require, split_table
 from engine.replay.formats import Trace, TraceError, check, finish, split_lines
 
 NODE_LIST = "openb_node_list_gpu_node.csv"
@@ -28,8 +28,7 @@ PHASE_STATE = {"Succeeded": "completed", "Failed": "failed", "Running": "running
 
 
 def parse(source: str, text: str, beside: Path | None = None) -> Trace:
-    lines = split_lines(source, text)
-    parts, names = split_table(lines, ",", "openb pod list")
+    parts, names, lines = read_table(source, text, ",", "openb pod list")
     require(lines, parts, names, REQUIRED, "openb pod list")
 
     def number(name: str, optional: bool = False) -> pl.Series:

@@ -20,8 +20,8 @@ from pathlib import Path
 import polars as pl
 
 from engine.replay import columns as col
-from engine.replay.delimited import column, require, split_table
-from engine.replay.formats import Trace, TraceError, check, finish, rebase, split_lines
+from engine.replay.delimited import column, read_table, require
+from engine.replay.formats import Lines, Trace, TraceError, check, finish, rebase
 
 REQUIRED = ["JobID", "Submit", "Start", "End", "State", "AllocTRES"]
 _GPU_UNTYPED = r"(?:^|,)gres/gpu=(\d+)"
@@ -31,9 +31,8 @@ _UNKNOWN_TIME = ["Unknown", "None", ""]
 
 
 def parse(source: str, text: str, beside: Path | None = None) -> Trace:
-    lines = split_lines(source, text)
-    trailing = len(lines.text) > 0 and lines.text[0].endswith("|")
-    parts, names = split_table(lines, "|", "sacct --parsable2", trailing_sep=trailing)
+    first = text.lstrip().split("\n", 1)[0].rstrip()
+    parts, names, lines = read_table(source, text, "|", "sacct --parsable2", trailing_sep=first.endswith("|"))
     require(lines, parts, names, REQUIRED, "sacct --parsable2")
     job_id = column(parts, names, "JobID")
     is_job = ~job_id.str.contains(".", literal=True)
@@ -44,7 +43,8 @@ def parse(source: str, text: str, beside: Path | None = None) -> Trace:
     steps = len(job_id) - len(keep)
     parts = parts[keep]
     numbers = lines.number.slice(1).gather(keep)
-    sub = type(lines)(lines.source, lines.text.slice(1).gather(keep), numbers)
+    sub = Lines(lines.source, None if lines.text is None else lines.text.slice(1).gather(keep), numbers,
+                full=lines.full)
 
     def get(name: str) -> pl.Series | None:
         return column(parts, names, name)
