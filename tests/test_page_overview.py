@@ -10,6 +10,7 @@ from streamlit.testing.v1 import AppTest
 from dashboard.charts import overview as charts
 from dashboard.charts.common import CATEGORY_COLORS, LOSS_COLORS, state_color
 from dashboard.queries import overview as q
+from dashboard.queries import summary as summaries
 from engine.analytics import ettr_timeline
 from tests.runs import (
     DURATION_S,
@@ -244,7 +245,7 @@ def test_instant_reads_the_last_moment_inside_the_run():
 
 
 def test_headline_from_a_full_and_an_empty_summary():
-    full = q.headline(expected_summary())
+    full = summaries.headline(expected_summary())
     assert [h.label for h in full] == [
         "ETTR (goodput)",
         "Job MTTF",
@@ -254,23 +255,25 @@ def test_headline_from_a_full_and_an_empty_summary():
         "GPU-hours down",
     ]
     assert all(h.help for h in full)
-    assert q.headline({}) == []
-    assert q.headline({"job": {"ettr": "n/a", "mttf_hours": True}}) == []  # not numbers: not shown
-    [only] = q.headline({"job": {"lost_gpu_hours": 12345.0}})
+    assert summaries.headline({}) == []
+    assert summaries.headline({"job": {"ettr": "n/a", "mttf_hours": True}}) == []  # not numbers: not shown
+    [only] = summaries.headline({"job": {"lost_gpu_hours": 12345.0}})
     assert (only.label, only.value, only.delta) == ("Goodput lost", "12.3k GPU-h", None)
 
 
 def test_causes_from_summary():
-    counts = q.causes_from_summary(expected_summary())
+    counts = summaries.causes_from_summary(expected_summary())
     assert dict(counts.filter(pl.col("count") > 0).iter_rows()) == {
         "faulty_gpu": 1,
         "network_switch_cable": 1,
         "planned_maintenance": 1,
     }
     # a summary that already counts planned maintenance by cause is not counted twice
-    twice = q.causes_from_summary({"interruptions": {"planned": 2, "by_cause": {"planned_maintenance": 2}}})
+    twice = summaries.causes_from_summary(
+        {"interruptions": {"planned": 2, "by_cause": {"planned_maintenance": 2}}}
+    )
     assert twice.rows() == [("planned_maintenance", 2)]
-    assert q.causes_from_summary({"interruptions": {"total": 3}}) is None
+    assert summaries.causes_from_summary({"interruptions": {"total": 3}}) is None
 
 
 # ----- charts -----------------------------------------------------------------------------------------------
@@ -362,13 +365,13 @@ def test_headline_of_replay_and_ingest_summaries():
         "wait_mean_s": 5400.0,
         "wait_p95_s": 86400.0,
     }
-    assert [(h.label, h.value, h.delta) for h in q.headline(replay)] == [
+    assert [(h.label, h.value, h.delta) for h in summaries.headline(replay)] == [
         ("Jobs", "500", "3 never started"),
         ("Cluster utilisation", "30.2%", None),
         ("Mean queue wait", "1 h 30 min", "p95 1 d"),
     ]
     ingest = {"hosts": 1, "gpus": 1, "samples": 23, "xid_events": 0}
-    assert [(h.label, h.value) for h in q.headline(ingest)] == [("Metric values read", "23")]
+    assert [(h.label, h.value) for h in summaries.headline(ingest)] == [("Metric values read", "23")]
 
 
 def test_a_trace_without_flagship_job_has_no_ettr(store_dir):

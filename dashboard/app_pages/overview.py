@@ -20,6 +20,7 @@ from dashboard.charts.common import (
     fmt_time,
 )
 from dashboard.queries import overview as q
+from dashboard.queries import summary as summaries
 from engine.analytics import ettr_timeline
 
 TIME_PARAM = "t"
@@ -49,23 +50,23 @@ if flagship:
         timeline = ettr_timeline(
             attempts, checkpoints, flagship["job_id"], q.timeline_bucket(run.duration_s), run.duration_s
         )
-figures = q.headline(summary)
+figures = summaries.headline(summary)
 if (
-    q.number(summary, "job.ettr") is None
+    summaries.number(summary, "job.ettr") is None
     and timeline is not None
     and timeline["ettr_cumulative"].drop_nulls().len()
 ):
     ettr = timeline["ettr_cumulative"].drop_nulls()[-1]
     figures.insert(
         0,
-        q.Headline(
+        summaries.Headline(
             "ETTR (from attempts)",
             fmt_pct(ettr),
             help="Productive share of the flagship job's wall-clock time, computed from its "
             "attempts and checkpoints (this run has no simulator summary).",
         ),
     )
-if q.number(summary, "job.ettr") is None and timeline is None:
+if summaries.number(summary, "job.ettr") is None and timeline is None:
     st.info(
         f"This {run.kind} run has no flagship training job, so there is no ETTR to show; "
         "here is what it holds."
@@ -89,13 +90,13 @@ for first in range(0, len(figures), PER_ROW):
 
 
 # ----- goodput and its losses -------------------------------------------------------------------------------
-losses = q.losses_from_summary(summary)
+losses = summaries.losses_from_summary(summary)
 if losses or timeline is not None:
     st.subheader("Where the flagship job's time went")
     left, right = st.columns(2)
     with left:
-        ettr = q.number(summary, "job.ettr")
-        job_gpus = q.number(summary, "job.gpus") or (flagship["gpus"] if flagship else None)
+        ettr = summaries.number(summary, "job.ettr")
+        job_gpus = summaries.number(summary, "job.gpus") or (flagship["gpus"] if flagship else None)
         if losses and job_gpus:
             start_s = flagship["start_s"] if flagship and flagship["start_s"] is not None else 0.0
             wall = job_gpus * (run.duration_s - start_s) / 3600
@@ -110,7 +111,7 @@ if losses or timeline is not None:
             marks = q.interruptions(run.run_id, flagship["job_id"])
             st.plotly_chart(
                 charts.ettr_over_time(
-                    timeline, run.started_at, marks, q.number(summary, "job.closed_form_ettr")
+                    timeline, run.started_at, marks, summaries.number(summary, "job.closed_form_ettr")
                 ),
                 key="ettr_time",
             )
@@ -123,7 +124,7 @@ if losses or timeline is not None:
             st.info("This run has no attempts of a flagship job to draw ETTR over time from.")
 
 # ----- interruptions by cause -------------------------------------------------------------------------------
-counts = q.causes_from_summary(summary)
+counts = summaries.causes_from_summary(summary)
 scope = "of the flagship job"
 if counts is None or counts["count"].sum() == 0:
     counts, scope = q.incidents_by_cause(run.run_id).select("cause", "count"), "recorded in the run"
@@ -141,7 +142,7 @@ if counts.height and counts["count"].sum() > 0:
                 st.markdown(
                     f"- {cause_label(row['cause'])}: {row['count']:,} ({fmt_pct(row['count'] / total)})"
                 )
-        mttf = q.number(summary, "job.mttf_hours")
+        mttf = summaries.number(summary, "job.mttf_hours")
         if mttf is not None:
             st.markdown(f"One unexpected interruption every **{mttf:.1f} hours** on average (job MTTF).")
 

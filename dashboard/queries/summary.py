@@ -1,0 +1,197 @@
+"""What a run's summary says: the JSON `goodput simulate --json` prints, stored in `runs.summary`.
+
+Replayed and ingested runs write other keys (DESIGN "Command line"), and older runs may lack some, so every
+reader here takes what exists and leaves out the rest, never raising on a missing or non-numeric value.
+"""
+
+from dataclasses import dataclass
+
+import polars as pl
+
+from dashboard.charts.common import fmt_duration, fmt_gpu_hours, fmt_hours, fmt_int, fmt_pct, fmt_usd
+
+
+def pick(summary: dict, dotted: str) -> object | None:
+    """`summary["job"]["ettr"]` for "job.ettr", or None wherever a key is missing or not a mapping."""
+    node: object = summary
+    for part in dotted.split("."):
+        if not isinstance(node, dict) or part not in node:
+            return None
+        node = node[part]
+    return node
+
+
+def number(summary: dict, dotted: str) -> float | None:
+    value = pick(summary, dotted)
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def causes_from_summary(summary: dict) -> pl.DataFrame | None:
+    """The flagship job's interruptions by cause (planned ones as planned_maintenance), or None if absent."""
+    by_cause = pick(summary, "interruptions.by_cause")
+    if not isinstance(by_cause, dict):
+        return None
+    counts = {str(k): int(v) for k, v in by_cause.items() if isinstance(v, int | float)}
+    planned = number(summary, "interruptions.planned")
+    if planned and "planned_maintenance" not in counts:
+        counts["planned_maintenance"] = int(planned)
+    return pl.DataFrame(
+        {"cause": list(counts), "count": list(counts.values())},
+        schema={"cause": pl.String, "count": pl.Int64},
+    )
+
+
+def losses_from_summary(summary: dict) -> dict[str, float] | None:
+    """GPU-hours lost by category (engine.analytics.LOSS_CATEGORIES), or None if the summary has none."""
+    losses = pick(summary, "job.losses_gpu_hours")
+    if not isinstance(losses, dict) or not losses:
+        return None
+    return {str(k): float(v) for k, v in losses.items() if isinstance(v, int | float)}
+
+
+@dataclass(frozen=True)
+class Headline:
+    """One headline figure: st.metric's label, value and (grey, arrowless unless `trend`) delta."""
+
+    label: str
+    value: str
+    delta: str | None = None
+    help: str = ""
+    trend: bool = False  # the delta is a comparison (green up, red down) rather than a note
+
+
+def headline(summary: dict) -> list[Headline]:
+    """The Overview's headline figures, each only where the summary has what it needs."""
+    out: list[Headline] = []
+    ettr, closed = number(summary, "job.ettr"), number(summary, "job.closed_form_ettr")
+    if ettr is not None:
+        delta = (
+            f"{(ettr - closed) * 100:+.1f} pp vs closed form {fmt_pct(closed)}"
+            if closed is not None
+            else None
+        )
+        out.append(
+            Headline(
+                "ETTR (goodput)",
+                fmt_pct(ettr),
+                delta,
+                trend=delta is not None,
+                help="Effective training time ratio: the share of the flagship job's wall-clock time "
+                "that became training progress (Kokolis et al., HPCA 2025). The closed form is "
+                "their first-order estimate from the same settings.",
+            )
+        )
+    mttf = number(summary, "job.mttf_hours")
+    if mttf is not None:
+        out.append(
+            Headline(
+                "Job MTTF",
+                fmt_hours(mttf),
+                help="Mean time between unexpected interruptions of the flagship job.",
+            )
+        )
+    total = number(summary, "interruptions.total")
+    if total is not None:
+        unexpected, planned = (
+            number(summary, "interruptions.unexpected"),
+            number(summary, "interruptions.planned"),
+        )
+        note = (
+            f"{fmt_int(unexpected)} unexpected · {fmt_int(planned)} planned"
+            if unexpected is not None and planned is not None
+            else None
+        )
+        out.append(
+            Headline(
+                "Interruptions",
+                fmt_int(total),
+                note,
+                help="Interruptions of the flagship job, counted the way the Llama 3 paper counts "
+                "them (466 in 54 days: 419 unexpected, 47 planned).",
+            )
+        )
+    losses = losses_from_summary(summary)
+    lost = sum(losses.values()) if losses else number(summary, "job.lost_gpu_hours")
+    if lost is not None:
+        usd = pick(summary, "job.losses_usd")
+        cost = (
+            sum(v for v in usd.values() if isinstance(v, int | float))
+            if isinstance(usd, dict) and usd
+            else None
+        )
+        out.append(
+            Headline(
+                "Goodput lost",
+                fmt_gpu_hours(lost),
+                fmt_usd(cost) if cost is not None else None,
+                help="GPU-hours of the flagship job that made no progress: lost work, restarts, "
+                "checkpoint writes and waiting for spares (in money at the scenario's price).",
+            )
+        )
+    utilization = number(summary, "cluster.utilization")
+    if utilization is not None:
+        out.append(
+            Headline(
+                "Cluster utilisation",
+                fmt_pct(utilization),
+                help="Share of all GPU-hours of the cluster spent running jobs.",
+            )
+        )
+    down, cluster_hours = number(summary, "cluster.gpu_hours_down"), number(summary, "cluster.gpu_hours")
+    if down is not None:
+        share = f"{fmt_pct(down / cluster_hours)} of the cluster" if cluster_hours else None
+        out.append(
+            Headline(
+                "GPU-hours down",
+                fmt_gpu_hours(down),
+                share,
+                help="GPU-hours of hosts out of service: down, diagnosing, in repair or burn-in.",
+            )
+        )
+    return out + _replay_and_ingest_headline(summary, have_utilization=utilization is not None)
+
+
+def _replay_and_ingest_headline(summary: dict, *, have_utilization: bool) -> list[Headline]:
+    """What `goodput replay --json` and `goodput ingest --json` report (DESIGN "Command line")."""
+    out: list[Headline] = []
+    jobs = number(summary, "jobs")
+    if jobs is not None:
+        pending = number(summary, "pending")
+        out.append(
+            Headline(
+                "Jobs",
+                fmt_int(jobs),
+                f"{fmt_int(pending)} never started" if pending else None,
+                help="Jobs of the replayed trace.",
+            )
+        )
+    utilization = number(summary, "utilization")
+    if utilization is not None and not have_utilization:
+        out.append(
+            Headline(
+                "Cluster utilisation",
+                fmt_pct(utilization),
+                help="Share of the cluster's GPU-hours the replayed jobs used.",
+            )
+        )
+    wait, p95 = number(summary, "wait_mean_s"), number(summary, "wait_p95_s")
+    if wait is not None:
+        out.append(
+            Headline(
+                "Mean queue wait",
+                fmt_duration(wait),
+                f"p95 {fmt_duration(p95)}" if p95 is not None else None,
+                help="Time from a job's submission to its start.",
+            )
+        )
+    samples = number(summary, "samples")
+    if samples:
+        out.append(
+            Headline("Metric values read", fmt_int(samples), help="Telemetry values ingested (DCGM fields).")
+        )
+    xids = number(summary, "xid_events")
+    if xids:
+        out.append(
+            Headline("XID events", fmt_int(xids), help="NVIDIA driver errors (XIDs) read from the input.")
+        )
+    return out
