@@ -22,6 +22,7 @@ from dashboard.charts.common import (
 from dashboard.queries import overview as q
 from dashboard.queries import summary as summaries
 from engine.analytics import ettr_timeline
+from engine.store import RunInfo
 
 TIME_PARAM = "t"
 
@@ -159,65 +160,76 @@ if counts.height == 0 or counts["count"].sum() == 0:
         )
 
 # ----- what is down -----------------------------------------------------------------------------------------
-st.subheader("What is down")
-if not q.has_host_states(run.run_id):
-    st.info(f"This {run.kind} run records no host states, so it cannot tell which hosts were out of service.")
-    st.stop()
-if run.duration_s <= 0:
-    st.info("This run spans no time (a single scrape), so there is no moment to choose.")
-    st.stop()
-key = f"overview_t_{run.run_id}"
-start, finish = run.started_at.replace(tzinfo=None), end.replace(tzinfo=None)
-if key not in st.session_state:
-    try:
-        asked = float(st.query_params.get(TIME_PARAM, run.duration_s))
-    except ValueError:
-        asked = run.duration_s
-    st.session_state[key] = start + timedelta(seconds=min(max(asked, 0.0), run.duration_s))
-# fine enough to reach any state change of a short run, coarse enough to drag through 54 days
-step = timedelta(seconds=1 if run.duration_s <= 3600 else 60 if run.duration_s <= 2 * 86400 else 900)
-at = st.slider(
-    "Time (UTC)",
-    min_value=start,
-    max_value=finish,
-    step=step,
-    format="YYYY-MM-DD HH:mm:ss" if run.duration_s <= 3600 else "YYYY-MM-DD HH:mm",
-    key=key,
-    help="Hosts out of service at this moment (UTC). Kept in the URL as ?t= (seconds from the start).",
-)
-t_s = (at - start).total_seconds()
-# the slider's last step reaches the end of the run even where the end is not on the step grid
-if t_s > run.duration_s - step.total_seconds():
-    t_s = run.duration_s
-if t_s >= run.duration_s:
-    st.query_params.pop(TIME_PARAM, None)  # the default, end of run: a clean URL
-else:
-    st.query_params[TIME_PARAM] = str(round(t_s))
+# A fragment: moving the time slider reruns this section only, not the charts above (seconds on a big run).
 
-down = q.down_at(run.run_id, t_s, run.duration_s)
-at_end = t_s >= run.duration_s
-when = "at the end of the run" if at_end else f"at {fmt_time(run.started_at, t_s)} ({fmt_run_time(t_s)})"
-per_host = sizes["gpus"] / sizes["hosts"] if sizes["hosts"] else 0
-if down.height == 0:
-    st.success(f"All {fmt_int(sizes['hosts'])} hosts are healthy, running or spare {when}.")
-else:
-    gpus_down = round(down.height * per_host)
-    st.markdown(
-        f"**{down.height:,} of {fmt_int(sizes['hosts'])} hosts** ({gpus_down:,} GPU{'s' * (gpus_down != 1)}) "
-        f"are out of service {when}."
+
+@st.fragment
+def what_is_down(run: RunInfo, sizes: dict) -> None:
+    st.subheader("What is down")
+    if not q.has_host_states(run.run_id):
+        st.info(
+            f"This {run.kind} run records no host states, so it cannot tell which hosts were out of service."
+        )
+        return
+    if run.duration_s <= 0:
+        st.info("This run spans no time (a single scrape), so there is no moment to choose.")
+        return
+    key = f"overview_t_{run.run_id}"
+    start = run.started_at.replace(tzinfo=None)
+    finish = start + timedelta(seconds=run.duration_s)
+    if key not in st.session_state:
+        try:
+            asked = float(st.query_params.get(TIME_PARAM, run.duration_s))
+        except ValueError:
+            asked = run.duration_s
+        st.session_state[key] = start + timedelta(seconds=min(max(asked, 0.0), run.duration_s))
+    # fine enough to reach any state change of a short run, coarse enough to drag through 54 days
+    step = timedelta(seconds=1 if run.duration_s <= 3600 else 60 if run.duration_s <= 2 * 86400 else 900)
+    at = st.slider(
+        "Time (UTC)",
+        min_value=start,
+        max_value=finish,
+        step=step,
+        format="YYYY-MM-DD HH:mm:ss" if run.duration_s <= 3600 else "YYYY-MM-DD HH:mm",
+        key=key,
+        help="Hosts out of service at this moment (UTC). Kept in the URL as ?t= (seconds from the start).",
     )
-    st.dataframe(
-        q.down_table(down, run.started_at),
-        hide_index=True,
-        key="down_table",
-        column_config={
-            "down_since": "down since (UTC)",
-            "down_for": "down for",
-            "incident": "incident #",
-            "gpu": "GPU id",
-            "xid": "XID",
-        },
-    )
-states = q.state_counts_at(run.run_id, t_s, run.duration_s)
-if states.height:
-    st.plotly_chart(charts.hosts_by_state(states), key="states_at")
+    t_s = (at - start).total_seconds()
+    # the slider's last step reaches the end of the run even where the end is not on the step grid
+    if t_s > run.duration_s - step.total_seconds():
+        t_s = run.duration_s
+    if t_s >= run.duration_s:
+        st.query_params.pop(TIME_PARAM, None)  # the default, end of run: a clean URL
+    else:
+        st.query_params[TIME_PARAM] = str(round(t_s))
+
+    down = q.down_at(run.run_id, t_s, run.duration_s)
+    at_end = t_s >= run.duration_s
+    when = "at the end of the run" if at_end else f"at {fmt_time(run.started_at, t_s)} ({fmt_run_time(t_s)})"
+    per_host = sizes["gpus"] / sizes["hosts"] if sizes["hosts"] else 0
+    if down.height == 0:
+        st.success(f"All {fmt_int(sizes['hosts'])} hosts are healthy, running or spare {when}.")
+    else:
+        gpus_down = round(down.height * per_host)
+        st.markdown(
+            f"**{down.height:,} of {fmt_int(sizes['hosts'])} hosts** ({gpus_down:,} GPU{'s' * (gpus_down != 1)}) "
+            f"are out of service {when}."
+        )
+        st.dataframe(
+            q.down_table(down, run.started_at),
+            hide_index=True,
+            key="down_table",
+            column_config={
+                "down_since": "down since (UTC)",
+                "down_for": "down for",
+                "incident": "incident #",
+                "gpu": "GPU id",
+                "xid": "XID",
+            },
+        )
+    states = q.state_counts_at(run.run_id, t_s, run.duration_s)
+    if states.height:
+        st.plotly_chart(charts.hosts_by_state(states), key="states_at")
+
+
+what_is_down(run, sizes)
