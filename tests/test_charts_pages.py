@@ -181,7 +181,12 @@ def test_floor_plan_places_each_host_in_its_rack_cell_with_its_state_colour():
     scale = {round(stop, 6): colour for stop, colour in heat.colorscale}
     n = len(order)
     assert scale[round(order.index("repair") / n, 6)] == racks.STATE_COLOURS["repair"]
-    assert {t.name for t in fig.data[1:]} == {"running", "repair", "unknown"}
+    assert {t.name for t in fig.data[1:-1]} == {"running", "repair", "unknown"}
+    # the rack handles: one clickable dot in the middle of each rack, its hover naming the rack's hosts
+    handles = fig.data[-1]
+    assert handles.name == racks.RACK_HANDLES
+    assert list(handles.customdata) == [0, 3] and list(handles.x) == [0, 1] and list(handles.y) == [0.5, 3.5]
+    assert handles.text[0] == "<b>rack 0</b> (click to open)<br>b: repair<br>a: running"  # top slot first
 
 
 def test_floor_plan_of_gpus_puts_a_hosts_gpus_side_by_side():
@@ -196,6 +201,17 @@ def test_floor_plan_of_gpus_puts_a_hosts_gpus_side_by_side():
                                         order.index("spare"), order.index("spare"), np.nan], nan_ok=True)
     assert fig.data[0].text[0][1] == "a · rack 0 · GPU 1 · failed"
     assert list(fig.layout.xaxis.tickvals) == [0.5, 3.5]  # each rack's label under the middle of its GPUs
+    assert list(fig.data[-1].x) == [0.5, 3.5] and list(fig.data[-1].customdata) == [0, 1]
+    assert fig.data[-1].text[0].endswith("<br>a: running, 1 GPU failed")
+
+
+def test_clicked_rack_reads_a_plotly_selection():
+    assert racks.clicked_rack(None) is None
+    assert racks.clicked_rack({"points": []}) is None
+    point = {"curve_number": 5, "point_index": 1, "x": 1.0, "y": 3.5, "customdata": 3}
+    assert racks.clicked_rack({"points": [point]}) == 3
+    assert racks.clicked_rack({"points": [{"curve_number": 0, "x": 2, "y": 1}, point]}) == 3  # a heatmap cell
+    assert racks.clicked_rack(type("Selection", (), {"points": [point]})()) == 3  # attribute access too
 
 
 def test_state_history_draws_one_bar_per_interval_in_state_colours():
@@ -385,7 +401,9 @@ def test_floor_plan_of_a_llama3_sized_cluster_is_one_light_trace():
     hosts = pl.DataFrame({"hostname": [f"h{h}" for h in host], "rack_id": rack, "row": rack // 16,
                           "position": rack % 16, "slot": host % 2, "state": ["running"] * 3072})
     fig = racks.floor_plan(hosts)
-    assert sum(isinstance(t, go.Heatmap) for t in fig.data) == 1 and len(fig.data) == 2  # + the legend entry
+    # one heatmap, the legend entry and one trace of 1,536 rack handles
+    assert sum(isinstance(t, go.Heatmap) for t in fig.data) == 1 and len(fig.data) == 3
+    assert len(fig.data[-1].x) == 1536
     assert np.count_nonzero(~np.isnan(np.asarray(fig.data[0].z))) == 3072
     assert len(fig.to_json()) < 1_000_000
     gpus_frame = pl.concat([hosts.with_columns(pl.lit(i).alias("gpu_index")) for i in range(8)])

@@ -63,9 +63,10 @@ if gpus == 0:
 st.query_params["cells"] = cells
 if cells == "gpus":
     st.caption("A GPU shows its host's state, or *failed* from its own incident until its repair.")
-    st.plotly_chart(charts.floor_plan(queries.gpus_at(run.run_id, t_s)), width="stretch")
-else:
-    st.plotly_chart(charts.floor_plan(hosts), width="stretch")
+figure = charts.floor_plan(queries.gpus_at(run.run_id, t_s) if cells == "gpus" else hosts)
+clicked = st.plotly_chart(figure, width="stretch", on_select="rerun", selection_mode="points",
+                          key=f"racks_floor:{run.run_id}")
+st.caption("Click a rack's dot to open it below.")
 if unknown == hosts.height:
     st.caption("This run records no host states at t, so every host shows as unknown.")
 
@@ -77,6 +78,10 @@ try:
 except ValueError:
     wanted = None
 rack_key = seed(f"racks_rack:{run.run_id}", wanted if wanted in rack_ids else None)
+click = charts.clicked_rack(clicked.selection if clicked else None)
+if click is not None and click != st.session_state.get("racks_last_click") and click in rack_ids:
+    st.session_state[rack_key] = click  # a new click on the floor opens that rack; the selectbox can move on
+st.session_state["racks_last_click"] = click
 rack = st.selectbox("Rack", rack_ids, key=rack_key, placeholder="Choose a rack to see its hosts, history and incidents")
 if rack is None:
     st.query_params.pop("rack", None)

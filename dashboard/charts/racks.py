@@ -64,10 +64,13 @@ def floor_plan(cells: pl.DataFrame, title: str = "") -> go.Figure:
     for state in [s for s in STATE_ORDER if s in set(states.to_list())]:
         fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=state, showlegend=True,
                                  marker={"symbol": "square", "size": 12, "color": STATE_COLOURS[state]}))
+    fig.add_trace(_rack_handles(cells, states, slots, per_rack))
     row_ticks = np.arange(rows) * (slots + 1) + (slots - 1) / 2
     fig.update_layout(
         title=title, height=min(1600, max(240, 9 * z.shape[0] + 120)), margin={"l": 10, "r": 10, "t": 40, "b": 10},
         plot_bgcolor="white", legend={"orientation": "h", "y": 1.0, "yanchor": "bottom"},
+        # a rack's handle takes the hover (and the click) only under the pointer; elsewhere the cells answer
+        hoverdistance=1, clickmode="event+select",
     )
     rack_ticks = np.arange(positions) * per_rack + (per_rack - 2) / 2 if per_rack > 1 else np.arange(positions)
     fig.update_xaxes(title="position in row", showgrid=False, zeroline=False, tickvals=rack_ticks,
@@ -75,6 +78,45 @@ def floor_plan(cells: pl.DataFrame, title: str = "") -> go.Figure:
     fig.update_yaxes(tickvals=row_ticks, ticktext=[f"row {r}" for r in range(rows)], showgrid=False,
                      zeroline=False, autorange="reversed")
     return fig
+
+
+RACK_HANDLES = "racks"  # the name of the trace whose points select a rack (customdata: rack_id)
+
+
+def _rack_handles(cells: pl.DataFrame, states: pl.Series, slots: int, per_rack: int) -> go.Scatter:
+    """A small dot in the middle of each rack: one scatter trace a page can listen to for clicks (a heatmap
+    cell sends no selection event), its hover summing up the rack's hosts."""
+    failed = pl.col("state") == "failed"
+    hosts = (cells.with_columns(states.alias("state"))
+             .group_by("rack_id", "hostname", maintain_order=True)
+             .agg(pl.col("row").first(), pl.col("position").first(), pl.col("slot").first(),
+                  pl.col("state").filter(~failed).first().fill_null("failed").alias("state"),
+                  failed.sum().alias("failed_gpus"))
+             .with_columns((pl.col("hostname") + ": " + pl.col("state") + pl.when(pl.col("failed_gpus") > 0)
+                            .then(pl.format(", {} GPU failed", pl.col("failed_gpus"))).otherwise(pl.lit("")))
+                           .alias("line")))
+    racks = (hosts.sort("slot", descending=True, maintain_order=True)  # the top host first, as in the rack
+             .group_by("rack_id", maintain_order=True)
+             .agg(pl.col("row").first(), pl.col("position").first(), pl.col("line").str.join("<br>").alias("hosts"))
+             .sort("rack_id"))
+    centre_x = racks["position"].to_numpy() * per_rack + ((per_rack - 2) / 2 if per_rack > 1 else 0.0)
+    centre_y = racks["row"].to_numpy() * (slots + 1) + (slots - 1) / 2
+    return go.Scatter(
+        x=centre_x, y=centre_y, customdata=racks["rack_id"].to_numpy(), mode="markers", name=RACK_HANDLES,
+        showlegend=False, text=("<b>rack " + racks["rack_id"].cast(pl.String) + "</b> (click to open)<br>"
+                                + racks["hosts"]).to_list(),
+        hovertemplate="%{text}<extra></extra>",
+        marker={"symbol": "circle-open", "size": 7, "color": "rgba(255, 255, 255, 0.8)", "line": {"width": 1.5}},
+    )
+
+
+def clicked_rack(selection) -> int | None:
+    """The rack of the first selected rack handle in a `st.plotly_chart` selection (None: no rack clicked)."""
+    points = (selection or {}).get("points", []) if isinstance(selection, dict) else getattr(selection, "points", [])
+    for point in points or []:
+        if point.get("customdata") is not None and "curve_number" in point:
+            return int(point["customdata"])
+    return None
 
 
 def state_history(intervals: pl.DataFrame, started_at: datetime) -> go.Figure:
