@@ -1,5 +1,10 @@
 """Racks page: the floor at time t from the URL, the counts of hosts up and out, a rack's hosts and incidents."""
 
+import os
+import signal
+import subprocess
+
+import pytest
 from test_charts_pages import open_page, sparse_run, stored_run
 
 PAGE = "app_pages/racks.py"
@@ -83,3 +88,47 @@ def test_every_move_of_the_slider_counts(store_dir):
     at.selectbox[0].set_value(1).run()
     at.selectbox[0].set_value(2).run()
     assert at.query_params["rack"] == "2" and at.query_params["t"] == "43200"
+
+
+@pytest.mark.browser
+def test_clicking_a_rack_on_the_floor_plan_opens_it(store_dir, tmp_path):
+    """AppTest cannot click a Plotly figure: a real Chromium clicks rack 3's dot and the page opens rack 3."""
+    from tests.test_browser import CHROMIUM, CHROMIUM_ARGS, GOODPUT, free_port, wait_healthy
+
+    if not CHROMIUM.exists():
+        pytest.skip(f"{CHROMIUM} is missing: install Debian's chromium (apt-get install -y chromium)")
+    from playwright.sync_api import sync_playwright
+
+    run_id = stored_run(store_dir)
+    port, log = free_port(), tmp_path / "dashboard.log"
+    with log.open("w") as out:
+        server = subprocess.Popen([str(GOODPUT), "dashboard", "--store", str(store_dir), "--port", str(port)],
+                                  stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_healthy(url, server, log)
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+            try:
+                page = browser.new_page(viewport={"width": 1400, "height": 1200})
+                page.goto(f"{url}/racks?run={run_id}&t=30000&cells=hosts")
+                page.wait_for_function(HANDLES_DRAWN, timeout=60_000)
+                x, y = page.evaluate(HANDLE_POSITION, 3)
+                page.mouse.click(x, y)
+                page.wait_for_function("() => location.search.includes('rack=3')", timeout=30_000)
+                page.get_by_text("Rack 3:").wait_for(timeout=30_000)
+                assert "host-007" in page.inner_text("body") and "host-000" not in page.inner_text("body")
+            finally:
+                browser.close()
+    finally:
+        os.killpg(server.pid, signal.SIGTERM)
+        server.wait(timeout=10)
+
+
+HANDLES_DRAWN = """() => { const gd = document.querySelector('.js-plotly-plot');
+    return gd && gd._fullData && gd._fullData.some(t => t.name === 'racks'); }"""
+# Where rack `i`'s dot is on the screen, from the figure's own axes.
+HANDLE_POSITION = """(rack) => { const gd = document.querySelector('.js-plotly-plot');
+    const t = gd._fullData.find(t => t.name === 'racks'); const i = Array.from(t.customdata).indexOf(rack);
+    const xa = gd._fullLayout.xaxis, ya = gd._fullLayout.yaxis, box = gd.getBoundingClientRect();
+    return [box.left + xa._offset + xa.l2p(t.x[i]), box.top + ya._offset + ya.l2p(t.y[i])]; }"""
