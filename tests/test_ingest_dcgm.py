@@ -192,6 +192,13 @@ def test_bad_bytes_name_their_line():
         ingest_dcgm([("bytes.prom", data)])
 
 
+def test_bad_bytes_in_a_file_name_their_line(tmp_path):
+    path = tmp_path / "b[1].prom"  # brackets: a file name, not a pattern
+    path.write_bytes(b'DCGM_FI_DEV_GPU_TEMP{gpu="0"} 40 1\n\nDCGM_FI_DEV_GPU_TEMP{gpu="1",x="\xc3"} 40 1\n')
+    with pytest.raises(GoodputError, match=r"b\[1\]\.prom, line 3: not UTF-8"):
+        ingest_dcgm([path])
+
+
 def test_the_same_scrape_given_twice_is_refused():
     data = small_file().encode()
     with pytest.raises(GoodputError, match=r"two\.prom, line 3: a second value"):

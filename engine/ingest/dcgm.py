@@ -118,13 +118,15 @@ def _split_fast(source: Source, host: str) -> tuple[pl.DataFrame, pl.DataFrame, 
     long label text is only hashed here; it is read once per distinct series, in `_parse_keys`.
     """
     try:
-        raw = pl.read_csv(source.data, has_header=False, separator="}", quote_char=None, infer_schema=False,
+        raw = pl.read_csv(source.readable, has_header=False, separator="}", quote_char=None, infer_schema=False,
                           schema={"key": pl.String, "tail": pl.String, "extra": pl.String},
                           truncate_ragged_lines=True, raise_if_empty=False, missing_columns="insert",
-                          extra_columns="ignore")
+                          extra_columns="ignore", glob=False)
     except pl.exceptions.ComputeError as err:
         decode(source, strict=True)  # names the line of a bad byte
         raise GoodputError(f"{source.name}: cannot read as text ({err})") from err
+    except OSError as err:
+        raise GoodputError(f"{source.name}: cannot read ({err})") from err
     raw = raw.with_row_index("line", offset=1)
     # An empty line and a line of only `}` both read as nulls here; the exact reader tells them apart.
     if raw["key"].null_count():
@@ -244,13 +246,11 @@ def _parse_keys(source: Source, keys: pl.DataFrame, default_host: str, *, braced
 
 def _refuse_duplicates(parsed: DcgmSamples) -> None:
     """Two values of one series at one time: Prometheus refuses that scrape, and so do we (say where)."""
-    # One u64 fingerprint a sample makes the common case (no duplicates) one cheap pass; candidates are
-    # then confirmed on the exact (time, series) pair, so a hash collision is never reported as a duplicate.
-    fingerprint = pl.col("ident").xor(pl.col("t_ms").hash())
-    dup = parsed.samples.filter(fingerprint.is_duplicated())
-    if dup.height:
-        dup = dup.filter(~pl.struct("t_ms", "ident").is_first_distinct())
-    if dup.height:
+    # Series are few and values many: counting distinct times per series is one cheap pass, and only when a
+    # series has fewer distinct times than values are the offending rows looked for.
+    per_series = parsed.samples.group_by("ident").agg(pl.col("t_ms").n_unique().alias("times"), pl.len())
+    if per_series.filter(pl.col("times") < pl.col("len")).height:
+        dup = parsed.samples.filter(~pl.struct("t_ms", "ident").is_first_distinct())
         first = dup.sort("source", "line").row(0, named=True)
         raise GoodputError(
             f"{parsed.sources[first['source']]}, line {first['line']}: a second value of {first['metric']} for the"

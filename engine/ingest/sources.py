@@ -8,14 +8,30 @@ from pathlib import Path
 from engine.errors import GoodputError
 
 
-@dataclass(frozen=True)
+@dataclass
 class Source:
-    """One input: its name (for errors and as a fallback host name), its bytes, and when it was written."""
+    """One input: its name (for errors and as a fallback host name), its bytes, and when it was written.
+
+    A file's bytes are read only when asked for: the fast DCGM reader hands Polars the path (memory-mapped),
+    so a large scrape file is not copied into Python first.
+    """
 
     name: str
-    data: bytes
+    raw: bytes | None = None
     mtime: float | None = None  # seconds since the epoch; None for uploads and scrapes without a file
     host: str | None = None  # the host it came from, where known (a scraped endpoint)
+    path: Path | None = None
+
+    @property
+    def data(self) -> bytes:
+        if self.raw is None:
+            self.raw = _read(self.path) if self.path is not None else b""
+        return self.raw
+
+    @property
+    def readable(self) -> bytes | Path:
+        """What a Polars reader takes: the path when the bytes are not in memory yet."""
+        return self.raw if self.raw is not None or self.path is None else self.path
 
     @property
     def stem(self) -> str:
@@ -27,7 +43,7 @@ SourceLike = str | os.PathLike | tuple[str, bytes] | Source
 
 
 def as_sources(items: Iterable[SourceLike]) -> list[Source]:
-    """Read paths (keeping their modification time) and wrap (name, bytes) pairs."""
+    """Check paths (keeping their modification time) and wrap (name, bytes) pairs."""
     sources = []
     for item in items:
         if isinstance(item, Source):
@@ -39,17 +55,25 @@ def as_sources(items: Iterable[SourceLike]) -> list[Source]:
             sources.append(Source(str(name), bytes(data)))
         else:
             path = Path(item)
+            if path.is_dir():
+                raise GoodputError(f"{path}: is a folder, not a file")
             try:
-                data = path.read_bytes()
                 mtime = path.stat().st_mtime
-            except IsADirectoryError as err:
-                raise GoodputError(f"{path}: is a folder, not a file") from err
+                with path.open("rb"):  # readable now, so a missing permission is reported before any work
+                    pass
             except OSError as err:
                 raise GoodputError(f"{path}: cannot read ({err.strerror or err})") from err
-            sources.append(Source(str(path), data, mtime))
+            sources.append(Source(str(path), mtime=mtime, path=path))
     if not sources:
         raise GoodputError("no input files given")
     return sources
+
+
+def _read(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError as err:
+        raise GoodputError(f"{path}: cannot read ({err.strerror or err})") from err
 
 
 def decode(source: Source, *, strict: bool) -> str:
