@@ -112,6 +112,21 @@ def test_preemption_evicts_lower_priority_jobs_newest_first():
     assert lost == [10.0]
 
 
+def test_preemption_picks_the_host_where_least_work_is_lost():
+    # host 0: one old 8-GPU job (100 s x 8 GPUs run); host 1: two newer 4-GPU jobs (50 s and 40 s x 4 GPUs)
+    rows = [(0, 1000, 8, 0), (50, 1000, 4, 0), (60, 1000, 4, 0), (100, 10, 8, 5)]
+    result = schedule(cluster(hosts=2, per_rack=1, per_pod=1), workload(rows), Policy(preemption=True))
+    assert trace_of(result) == [
+        (0, 1, 0.0, 1000.0, "completed", [0]),
+        (1, 1, 50.0, 100.0, "preempted", [1]),
+        (1, 2, 110.0, 1110.0, "completed", [1]),
+        (2, 1, 60.0, 100.0, "preempted", [1]),
+        (2, 2, 110.0, 1110.0, "completed", [1]),
+        (3, 1, 100.0, 110.0, "completed", [1]),
+    ]
+    assert result.attempts["lost_work_s"].to_list() == [0.0, 50.0, 0.0, 40.0, 0.0, 0.0]
+
+
 def test_without_preemption_the_high_priority_job_waits():
     rows = [(0, 100, 16, 0), (10, 100, 16, 0), (20, 30, 16, 5)]
     result = schedule(cluster(), workload(rows), Policy(preemption=False))

@@ -268,7 +268,7 @@ def _recorded(trace, cluster, workload, settings, hosts):
         .when(pl.col("state") == "running").then(pl.lit("end_of_run")).otherwise(pl.col("state")),
         lost_work_s=pl.lit(0.0),
         hosts=pl.Series([placed[j] for j in ran["j"].to_list()], dtype=pl.List(pl.Int32)))
-    frame = jobs.select("job_id", "name", "gpus", pl.col("priority").cast(pl.Int32), "submit_s", "start_s", "end_s",
+    frame = jobs.select("job_id", "name", "gpus", pl.col("priority").clip(-(2**31), 2**31 - 1).cast(pl.Int32), "submit_s", "start_s", "end_s",
                         "state", "user", kind=pl.lit("trace"), wait_reason=pl.lit(None, dtype=pl.String))
     waits = pl.DataFrame(schema={"job_id": pl.String, "start_s": pl.Float64, "end_s": pl.Float64,
                                  "reason": pl.String})
@@ -290,7 +290,7 @@ def _rescheduled(trace, cluster, workload, settings, failures):
         end_s=pl.Series(result.last_end).fill_nan(None),
         state=pl.Series(result.state, dtype=pl.String),
     ).join(reasons, on="job", how="left", maintain_order="left")
-    frame = frame.select("job_id", "name", "gpus", pl.col("priority").cast(pl.Int32), "submit_s", "start_s",
+    frame = frame.select("job_id", "name", "gpus", pl.col("priority").clip(-(2**31), 2**31 - 1).cast(pl.Int32), "submit_s", "start_s",
                          "end_s", "state", "user", kind=pl.lit("trace"), wait_reason=pl.col("wait_reason"))
     outages = result.outages
     return frame, attempts, waits, outages
