@@ -85,7 +85,15 @@ def _parse_one(source: Source, index: int, *, year: int | None) -> tuple[pl.Data
     if year is None:
         stamp = source.mtime if source.mtime is not None else time.time()
         year = datetime.fromtimestamp(stamp, UTC).year
-    lines = _split_stamps(lines, year)
+    # Only lines that may be XID or UUID lines need their stamps read; since-boot times count from the file's
+    # first since-boot stamp, whatever that line says.
+    since_boot = pl.col("text").str.contains(_DMESG) | pl.col("text").str.contains(_KMSG)
+    first_boot = _split_stamps(lines.filter(since_boot).head(1), year, 0.0)["boot_s"]
+    origin = first_boot[0] if first_boot.len() else 0.0
+    total = lines.height
+    wanted = pl.col("text").str.contains("Xid", literal=True) | pl.col("text").str.contains("GPU at PCI:",
+                                                                                            literal=True)
+    lines = _split_stamps(lines.filter(wanted), year, origin)
 
     is_xid = pl.col("body").str.contains("NVRM: Xid", literal=True)
     is_sxid = pl.col("body").str.contains(": SXid (", literal=True) | pl.col("body").str.contains("SXid (PCI",
@@ -116,10 +124,10 @@ def _parse_one(source: Source, index: int, *, year: int | None) -> tuple[pl.Data
         "source", "host", pl.col("body").str.extract_groups(_GPU_AT).alias("m")
     ).select("source", "host", normalise_pci(pl.col("m").struct.field("1")).alias("pci"),
              pl.col("m").struct.field("2").alias("uuid")).drop_nulls(["pci", "uuid"])
-    return events.drop("text").with_columns(pl.col("message").fill_null("")), uuids, lines.height - events.height
+    return events.drop("text").with_columns(pl.col("message").fill_null("")), uuids, total - events.height
 
 
-def _split_stamps(lines: pl.DataFrame, year: int) -> pl.DataFrame:
+def _split_stamps(lines: pl.DataFrame, year: int, origin: float) -> pl.DataFrame:
     """Add host, body, t_abs_us (wall clock) and t_rel_s (since the file's first since-boot stamp)."""
     text = pl.col("text")
     dmesg, dmesg_t = text.str.extract_groups(_DMESG), text.str.extract_groups(_DMESG_T)
@@ -140,8 +148,6 @@ def _split_stamps(lines: pl.DataFrame, year: int) -> pl.DataFrame:
                        syslog.struct.field("2"), kmsg.struct.field("2"), text)
     lines = lines.with_columns(boot_s=boot_s, t_abs_us=wall.dt.epoch("us"), rest=rest)
     host_kernel = pl.col("rest").str.extract_groups(_HOST_KERNEL)
-    first_boot = lines["boot_s"].drop_nulls()
-    origin = first_boot[0] if first_boot.len() else 0.0
     return lines.with_columns(
         host=host_kernel.struct.field("1"),
         body=pl.coalesce(host_kernel.struct.field("2"), pl.col("rest")),
