@@ -287,6 +287,15 @@ def test_incident_timeline_sizes_by_cost_and_colours_by_category():
     assert gpu.marker.size[1] == pytest.approx(incidents.MIN_SIZE)
 
 
+def test_clicked_incident_reads_a_plotly_selection():
+    assert incidents.clicked_incident(None) is None and incidents.clicked_incident({"points": []}) is None
+    point = {"curve_number": 0, "point_index": 1, "customdata": 4}
+    assert incidents.clicked_incident({"points": [point]}) == 4
+    fig = incidents.timeline(_incidents(), STARTED)  # the markers carry what the click reads
+    gpu = next(t for t in fig.data if t.name == "GPU")
+    assert list(gpu.customdata) == [1, 4] and list(gpu.text) == ["3.6", "0.0"]
+
+
 def test_marker_sizes_scale_area_with_cost():
     sizes = incidents.marker_sizes(np.array([0.0, 25.0, 100.0, np.nan]))
     assert list(sizes) == pytest.approx([6.0, 6.0 + 24.0 * 0.5, 30.0, 6.0])

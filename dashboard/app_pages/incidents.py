@@ -99,11 +99,14 @@ if categories:
     shown = shown.filter(pl.col("category").is_in(categories))
 if planned_key != "all":
     shown = shown.filter(pl.col("planned") == (planned_key == "planned"))
+clicked = None
 if shown.is_empty():
     st.info("No incident matches the filters.")
 else:
-    st.caption(f"{shown.height:,} incidents; marker area follows the GPU-hours each cost.")
-    st.plotly_chart(charts.timeline(shown, run.started_at), width="stretch")
+    st.caption(f"{shown.height:,} incidents; marker area follows the GPU-hours each cost. Click one to open it "
+               "below.")
+    clicked = st.plotly_chart(charts.timeline(shown, run.started_at), width="stretch", on_select="rerun",
+                              selection_mode="points", key=f"incidents_timeline:{run.run_id}")
     st.markdown(f"**Incidents by cost** ({shown.height:,})")
     st.dataframe(
         shown.sort("gpu_hours_lost", descending=True, nulls_last=True).with_columns(
@@ -118,6 +121,10 @@ else:
 st.subheader("One incident")
 ids = shown.sort("gpu_hours_lost", descending=True, nulls_last=True)["incident_id"].to_list()
 incident_key = f"incidents_incident:{run.run_id}"
+click = charts.clicked_incident(clicked.selection if clicked else None)
+if click is not None and click != st.session_state.get("incidents_last_click"):
+    st.session_state[incident_key] = click  # a new click on the timeline opens that incident
+st.session_state["incidents_last_click"] = click
 try:
     wanted = st.session_state[incident_key] if incident_key in st.session_state else int(
         st.query_params.get("incident", ""))

@@ -35,9 +35,10 @@ def timeline(incidents: pl.DataFrame, started_at: datetime) -> go.Figure:
             x=as_time(started_at, part["t_s"].to_numpy()), y=part["cause"].to_list(), mode="markers",
             name=category, marker={"size": part["size"].to_numpy(), "color": CATEGORY_COLOURS.get(category,
                                    OTHER_COLOUR), "opacity": 0.75, "line": {"width": 0.5, "color": "white"}},
-            customdata=np.column_stack([part["incident_id"].to_numpy(), part["gpu_hours_lost"].fill_null(0)
-                                        .to_numpy()]),
-            hovertemplate="incident %{customdata[0]}<br>%{y}<br>%{x}<br>%{customdata[1]:,.1f} GPU-hours lost"
+            customdata=part["incident_id"].to_numpy(),  # what a click on the marker hands the page
+            text=part["gpu_hours_lost"].fill_null(0).map_elements(lambda v: f"{v:,.1f}", return_dtype=pl.String)
+            .to_list(),
+            hovertemplate="incident %{customdata}<br>%{y}<br>%{x}<br>%{text} GPU-hours lost"
                           "<extra>%{fullData.name}</extra>",
         ))
     causes = incidents["cause"].unique().len()
@@ -45,6 +46,15 @@ def timeline(incidents: pl.DataFrame, started_at: datetime) -> go.Figure:
                       legend={"orientation": "h", "y": 1.02, "yanchor": "bottom"})
     fig.update_yaxes(categoryorder="total ascending")
     return fig
+
+
+def clicked_incident(selection) -> int | None:
+    """The incident id (customdata) of the first selected timeline marker, else None."""
+    points = (selection or {}).get("points", []) if isinstance(selection, dict) else getattr(selection, "points", [])
+    for point in points or []:
+        if point.get("customdata") is not None:
+            return int(point["customdata"])
+    return None
 
 
 def by_cause(counts: pl.DataFrame) -> go.Figure:
