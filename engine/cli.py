@@ -50,12 +50,10 @@ def cmd_simulate(args: argparse.Namespace) -> int:
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
-    from engine.replay import parse_trace
-    from engine.replay.run import replay, settings_from
+    from engine.replay.run import replay_file
 
-    settings = settings_from(list(args.set or []), mode=args.mode, placement=args.policy)
-    trace = parse_trace(args.file, fmt=args.format)
-    run = replay(trace, settings, name=args.name)
+    run = replay_file(args.file, fmt=args.format, sets=list(args.set or []), mode=args.mode,
+                      placement=args.policy, name=args.name)
     run_id = Store(args.store).write_run(run)
     _report({"run_id": run_id, **run.summary}, args.json, _replay_text)
     return 0

@@ -275,6 +275,7 @@ class Scheduler:
         self.rows_attempts: list[tuple] = []
         self.rows_spells: list[tuple[int, int, float, float]] = []  # job, class, from, to
         self.rows_outages: list[tuple[int, float, float]] = []
+        self.rows_never: list[tuple[int, float, float, str]] = []
         self.first_start = np.full(workload.n, np.nan)
         self.last_end = np.full(workload.n, np.nan)
 
@@ -629,15 +630,26 @@ class Scheduler:
 
     # ----- results -----------------------------------------------------------------------------------------
 
+    def _never_fits(self) -> None:
+        """Jobs bigger than the cluster wait for capacity for the whole run: one no_capacity wait each."""
+        horizon = float(np.nanmax(self.last_end)) if np.isfinite(self.last_end).any() else 0.0
+        for j in np.flatnonzero(np.isfinite(self.w.work) & ~self.fits_at_all):
+            until = max(horizon, float(self.w.submit[j]))
+            if until > self.w.submit[j]:
+                self.rows_never.append((int(j), float(self.w.submit[j]), until, "no_capacity"))
+
     def _result(self) -> Schedule:
+        self._never_fits()
         attempts = pl.DataFrame(self.rows_attempts, schema={
             "job": pl.Int64, "attempt": pl.Int32, "start_s": pl.Float64, "end_s": pl.Float64,
             "end_reason": pl.String, "lost_work_s": pl.Float64, "hosts": pl.List(pl.Int32)}, orient="row")
         outages = pl.DataFrame(self.rows_outages, schema={"host": pl.Int64, "start_s": pl.Float64,
                                                           "end_s": pl.Float64}, orient="row")
         state = np.where(np.isnan(self.last_end), "pending", "completed")
-        return Schedule(attempts.sort("job", "attempt"), self._waits(), outages, self.first_start, self.last_end,
-                        state)
+        never = pl.DataFrame(self.rows_never, schema={"job": pl.Int64, "start_s": pl.Float64, "end_s": pl.Float64,
+                                                      "reason": pl.String}, orient="row")
+        waits = pl.concat([self._waits(), never]).sort("job", "start_s")
+        return Schedule(attempts.sort("job", "attempt"), waits, outages, self.first_start, self.last_end, state)
 
     def _waits(self) -> pl.DataFrame:
         """Each wait spell cut by its class's reason timeline (vectorised with searchsorted)."""

@@ -5,10 +5,13 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from engine.cli import main
+from engine.errors import GoodputError
 from engine.replay import parse_trace
-from engine.replay.run import host_states, replay, settings_from
+from engine.replay.run import host_states, read_failures, replay, replay_file, settings_from
 from engine.store import Store
 
 FIXTURES = Path(__file__).parent / "fixtures" / "replay"
@@ -165,3 +168,27 @@ def test_host_states_merge_overlapping_jobs():
     assert states.rows() == [(0, "running", 0.0, 15.0, None), (0, "healthy", 15.0, 20.0, None),
                              (0, "running", 20.0, 30.0, "z"), (0, "healthy", 30.0, 40.0, None),
                              (1, "healthy", 0.0, 40.0, None)]
+
+
+def test_replay_file_takes_an_upload_and_names_it_in_errors():
+    data = (FIXTURES / "small.csv").read_bytes()
+    run = replay_file(data, sets=["replay.hosts=3"], name="upload.csv")
+    assert run.name == "upload.csv" and run.kind == "replay" and run.tables["jobs"].height == 4
+    with pytest.raises(GoodputError, match=r"^upload.csv, line 2: gpus"):
+        replay_file(b"job_id,submit,gpus,duration\na,0,x,1h\n", name="upload.csv")
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.lists(st.sampled_from(["", "0", "5m", "-1", "x", "2", "node-0001", "99", "1h", "faulty_gpu"]),
+                         min_size=3, max_size=5), max_size=5))
+def test_failure_lists_give_failures_or_a_clear_error(tmp_path_factory, rows):
+    path = tmp_path_factory.mktemp("f") / "failures.csv"
+    path.write_text("t,host,down_for,cause\n" + "\n".join(",".join(r) for r in rows) + "\n")
+    hosts = pl.Series(["node-0000", "node-0001", "node-0002"])
+    try:
+        failures = read_failures(str(path), hosts)
+    except GoodputError as err:
+        assert str(err).startswith(str(path))
+    else:
+        assert len(failures.t) == len(rows) and ((failures.host >= 0) & (failures.host < 3)).all()
+        assert (failures.t >= 0).all() and (failures.down_for >= 0).all()

@@ -203,6 +203,7 @@ def test_jobs_that_can_never_fit_or_have_no_length_stay_pending():
     result = schedule(cluster(), w, Policy())
     assert list(result.state) == ["pending", "pending", "completed"]
     assert trace_of(result) == [(2, 1, 0.0, 10.0, "completed", [])]  # a GPU-less job needs no host
+    assert waits_of(result) == [(0, 0.0, 10.0, "no_capacity")]  # too big: it waits the whole run
 
 
 def test_policy_is_checked():
@@ -221,20 +222,34 @@ def test_recorded_placement_uses_given_nodes_or_the_policy():
 @settings(max_examples=40, deadline=None)
 @given(st.lists(st.tuples(st.integers(0, 50), st.integers(1, 40), st.sampled_from([0.25, 0.5, 1, 2, 4, 8, 16, 24]),
                           st.integers(0, 2)), min_size=1, max_size=25),
-       st.booleans(), st.booleans(), st.sampled_from(["pack", "spread"]))
-def test_no_gpu_is_ever_overcommitted_and_every_job_finishes(rows, backfill, preemption, placement):
+       st.booleans(), st.booleans(), st.sampled_from(["pack", "spread"]),
+       st.lists(st.tuples(st.integers(0, 100), st.integers(0, 3), st.integers(1, 30)), max_size=4))
+def test_no_gpu_is_ever_overcommitted_and_every_job_finishes(rows, backfill, preemption, placement, outages):
     c = cluster(hosts=4, gpus=8)
     gpus = np.array([r[2] for r in rows], dtype=float)
     share = np.where(gpus < 1, gpus * 1000, 1000).astype(np.int64)
     w = Workload(np.array([r[0] for r in rows], float), np.array([r[1] for r in rows], float), gpus,
                  np.array([r[3] for r in rows]), share=share)
-    result = schedule(c, w, Policy(placement=placement, backfill=backfill, preemption=preemption))
+    failures = Failures(np.array([o[0] for o in outages], float), np.array([o[1] for o in outages]),
+                        np.array([o[2] for o in outages], float))
+    restart = np.arange(len(rows)) % 2 == 0
+    w.restart = restart
+    result = schedule(c, w, Policy(placement=placement, backfill=backfill, preemption=preemption,
+                                   checkpoint_interval_s=7), failures)
     assert (result.state == "completed").all()
     att = result.attempts
     assert (att["start_s"].to_numpy() >= w.submit[att["job"].to_numpy()]).all()
     done = att.filter(pl.col("end_reason") == "completed")
     assert sorted(done["job"].to_list()) == list(range(len(rows)))
-    np.testing.assert_allclose((done["end_s"] - done["start_s"]).to_numpy(), w.work[done["job"].to_numpy()])
+    # work done = the job's length: the completed attempt plus what earlier attempts saved (restart policy)
+    saved = att.group_by("job").agg(((pl.col("end_s") - pl.col("start_s")) - pl.col("lost_work_s")).sum())
+    saved = dict(saved.rows())
+    for job in range(len(rows)):
+        assert saved[job] == pytest.approx(w.work[job])
+    # no attempt runs on a host while it is down
+    for host, down_from, down_to in result.outages.rows():
+        on_host = att.filter(pl.col("hosts").list.contains(host))
+        assert not ((on_host["start_s"] < down_to) & (on_host["end_s"] > down_from)).any()
     # at every start instant, the GPUs held on each host fit in the host
     for t in att["start_s"].unique().to_list():
         live = att.filter((pl.col("start_s") <= t) & (pl.col("end_s") > t))

@@ -21,7 +21,7 @@ def split_table(lines: Lines, sep: str, what: str, trailing_sep: bool = False) -
         raise lines.fail(0, f"the {what} header has an empty or repeated column name")
     body = lines.text.slice(1)
     if not len(body):
-        raise lines.fail(0, f"the {what} has a header but no jobs")
+        raise lines.fail(0, f"the {what} has a header but no lines after it")
     if trailing_sep:
         body = pl.Series(body.name, body).str.strip_suffix(sep)
     counts = body.str.count_matches(sep, literal=True)

@@ -29,7 +29,7 @@ from engine.durations import parse_duration
 from engine.errors import GoodputError
 from engine.replay import columns as col
 from engine.replay.delimited import column, require, split_table
-from engine.replay.formats import Trace, check, read_text, split_lines
+from engine.replay.formats import Trace, check, parse_trace, read_text, split_lines
 from engine.run import Run
 from engine.scheduler import Cluster, Failures, Policy, Workload, dominant_reason, place_recorded, schedule
 
@@ -214,6 +214,16 @@ def read_failures(path: str, hostnames: pl.Series) -> Failures:
 
 
 # ----- the run -----------------------------------------------------------------------------------------------
+
+
+def replay_file(path_or_bytes: str | Path | bytes, fmt: str = "auto", sets: list[str] | tuple = (),
+                mode: str | None = None, placement: str | None = None, name: str | None = None) -> Run:
+    """Parse a trace (a path, or an upload's bytes named by `name`) and replay it: what `goodput replay`
+    and the Data page's upload both do before writing the Run. Raises GoodputError on bad input."""
+    settings = settings_from(list(sets), mode=mode, placement=placement)
+    upload = isinstance(path_or_bytes, bytes | bytearray)
+    trace = parse_trace(path_or_bytes, fmt=fmt, name=name if upload else None)  # errors name the real file
+    return replay(trace, settings, name=name)
 
 
 def replay(trace: Trace, settings: ReplaySettings | None = None, failures: Failures | None = None,
