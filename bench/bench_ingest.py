@@ -6,6 +6,7 @@ pivot to gpu_samples, XID gauge changes, incidents, host states). The store writ
 covers the store). The machine is shared, so the best of three runs is the figure; every run is printed.
 """
 
+import os
 import sys
 import tempfile
 import time
@@ -28,11 +29,12 @@ def main() -> int:
         xid = {(h, h % 8, 50 + h): 79 for h in range(0, HOSTS, 7)}  # a few XIDs, so events and incidents exist
         path.write_text(scrape_text(HOSTS, GPUS, SCRAPES, xid=xid))
         size_mb = path.stat().st_size / 1e6
-        times = []
+        times, cpu = [], []
         for _ in range(RUNS):
-            started = time.perf_counter()
+            started, started_cpu = time.perf_counter(), time.process_time()
             run = ingest_dcgm([path])
             times.append(time.perf_counter() - started)
+            cpu.append(time.process_time() - started_cpu)
         samples = run.summary["samples"]
         started = time.perf_counter()
         Store(Path(tmp) / "store").write_run(run)
@@ -45,7 +47,9 @@ def main() -> int:
     print(f"{'gpu_samples rows':44} {run.tables['gpu_samples'].height:>14,}")
     print(f"{'xid events / incidents':44} {run.summary['xid_events']:>7} / {run.summary['incidents']}")
     print(f"{'ingest runs (s)':44} {', '.join(f'{t:.2f}' for t in times):>14}")
+    print(f"{'CPU seconds of each run (all threads)':44} {', '.join(f'{t:.2f}' for t in cpu):>14}")
     print(f"{'rate (best run)':44} {rate / 1e6:>10.2f} M/s  (target {TARGET_PER_S / 1e6:.1f} M/s)")
+    print(f"{'load average while measuring (1 min)':44} {os.getloadavg()[0]:>14.1f}")
     print(f"{'store write of the run (apart)':44} {write_s:>12.2f} s")
     return 0 if rate >= TARGET_PER_S else 1
 
