@@ -1,5 +1,6 @@
 """DCGM exporter scrapes -> observed runs: exact values on hand-made files, the real sample, bad input."""
 
+import io
 import json
 import os
 from datetime import UTC, datetime
@@ -214,6 +215,19 @@ def test_windows_line_ends_read_the_same():
     crlf = small_file().replace("\n", "\r\n").encode()
     assert ingest_dcgm([("w.prom", crlf)]).tables["gpu_samples"].equals(
         ingest_dcgm([("w.prom", small_file().encode())]).tables["gpu_samples"])
+
+
+def test_uploads_text_and_paths_give_the_same_run(tmp_path):
+    class Upload(io.BytesIO):  # what Streamlit's file_uploader hands the Data page
+        name = "up.prom"
+
+    path = tmp_path / "up.prom"
+    path.write_text(small_file())
+    runs = [ingest_dcgm([item]) for item in (path, ("up.prom", small_file()), ("up.prom", small_file().encode()),
+                                             Upload(small_file().encode()))]
+    for run in runs[1:]:
+        assert run.tables["gpu_samples"].equals(runs[0].tables["gpu_samples"])
+        assert run.summary == runs[0].summary and run.name == "dcgm: up.prom"
 
 
 def test_missing_file_is_a_clear_error(tmp_path):

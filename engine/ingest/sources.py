@@ -39,20 +39,24 @@ class Source:
         return self.host or Path(self.name).name.split(".")[0] or self.name
 
 
-SourceLike = str | os.PathLike | tuple[str, bytes] | Source
+SourceLike = str | os.PathLike | tuple[str, bytes | str] | Source  # or an upload: `.name` and `.getvalue()`
 
 
 def as_sources(items: Iterable[SourceLike]) -> list[Source]:
-    """Check paths (keeping their modification time) and wrap (name, bytes) pairs."""
+    """Check paths (keeping their modification time); wrap (name, bytes or text) pairs and uploads."""
     sources = []
     for item in items:
         if isinstance(item, Source):
             sources.append(item)
         elif isinstance(item, tuple):
             name, data = item
+            if isinstance(data, str):
+                data = data.encode("utf-8")
             if not isinstance(data, bytes | bytearray | memoryview):
-                raise GoodputError(f"{name}: expected bytes, got {type(data).__name__}")
+                raise GoodputError(f"{name}: expected bytes or text, got {type(data).__name__}")
             sources.append(Source(str(name), bytes(data)))
+        elif hasattr(item, "getvalue") and hasattr(item, "name"):  # an upload (Streamlit's UploadedFile)
+            sources.append(Source(str(item.name), bytes(item.getvalue())))
         else:
             path = Path(item)
             if path.is_dir():
