@@ -192,3 +192,14 @@ def test_failure_lists_give_failures_or_a_clear_error(tmp_path_factory, rows):
     else:
         assert len(failures.t) == len(rows) and ((failures.host >= 0) & (failures.host < 3)).all()
         assert (failures.t >= 0).all() and (failures.down_for >= 0).all()
+
+
+def test_the_run_keeps_its_settings_like_a_scenario():
+    run = replay_file(FIXTURES / "small.csv", sets=["replay.hosts=3", "cluster.hosts_per_rack=4",
+                                                    "scheduler.backfill=false"], placement="spread")
+    assert run.scenario == {
+        "replay": {"hosts": 3, "format": "goodput", "file": "small.csv", "mode": "rescheduled"},
+        "scheduler": {"backfill": False, "placement": "spread", "preemption": False, "backfill_depth": 500,
+                      "checkpoint_interval": "30m"},
+        "cluster": {"hosts_per_rack": 4}}
+    assert run.tables["hosts"]["rack_id"].to_list() == [0, 0, 0]

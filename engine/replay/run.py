@@ -48,6 +48,7 @@ class ReplaySettings:
     hosts: int | None = None
     scenario: scenario_mod.Scenario = field(default_factory=lambda: scenario_mod.build("llama3-405b"))
     raw: dict = field(default_factory=dict)
+    passed: tuple = ()  # scenario keys given with --set
 
 
 def settings_from(sets: list[str], mode: str | None = None, placement: str | None = None) -> ReplaySettings:
@@ -91,7 +92,8 @@ def settings_from(sets: list[str], mode: str | None = None, placement: str | Non
         mode=chosen_mode, policy=policy, failures_file=mine.get("replay.failures"),
         gpus_per_host=_int(mine, "replay.gpus_per_host", None, 1),
         hosts=_int(mine, "replay.hosts", None, 1),
-        scenario=scenario_mod.build("llama3-405b", sets=passed), raw=mine)
+        scenario=scenario_mod.build("llama3-405b", sets=passed), raw=mine,
+        passed=tuple(text.partition("=")[0].strip() for text in passed))
 
 
 def _bool(values: dict, key: str, default: bool) -> bool:
@@ -254,10 +256,29 @@ def replay(trace: Trace, settings: ReplaySettings | None = None, failures: Failu
     summary = _summary(trace, job_frame, attempts, gpu_total, cluster.n_hosts, horizon, settings)
     started = trace.started_at or settings.scenario["simulation.start"]
     return Run(kind="replay", name=name or trace.name, started_at=started, duration_s=horizon,
-               scenario={"replay": {"format": trace.fmt, "file": trace.name, **settings.raw}},
+               scenario=_scenario_record(trace, settings),
                seed=settings.scenario["simulation.seed"], summary=summary,
                tables={"hosts": hosts, "gpus": gpus, "jobs": job_frame, "job_attempts": attempts,
                        "job_waits": waits, "host_states": states})
+
+
+def _scenario_record(trace: Trace, settings: ReplaySettings) -> dict:
+    """The run's settings, nested like a scenario file: what was replayed, how, and the layout keys given."""
+    policy = settings.policy
+    flat = {**settings.raw, "replay.format": trace.fmt, "replay.file": trace.name, "replay.mode": settings.mode,
+            "scheduler.placement": policy.placement, "scheduler.backfill": policy.backfill,
+            "scheduler.preemption": policy.preemption, "scheduler.backfill_depth": policy.backfill_depth,
+            "scheduler.checkpoint_interval": settings.raw.get("scheduler.checkpoint_interval", "30m")}
+    if settings.hosts is not None:
+        flat["replay.hosts"] = settings.hosts
+    if settings.gpus_per_host is not None:
+        flat["replay.gpus_per_host"] = settings.gpus_per_host
+    flat.update({k: settings.scenario.raw[k] for k in SCENARIO_KEYS if k in settings.passed})
+    nested: dict = {}
+    for key, value in flat.items():
+        section, _, leaf = key.partition(".")
+        nested.setdefault(section, {})[leaf] = value
+    return nested
 
 
 def _recorded(trace, cluster, workload, settings, hosts):
