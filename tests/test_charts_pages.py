@@ -240,6 +240,9 @@ def test_gantt_colours_attempts_by_how_they_ended_and_marks_failures():
     assert list(marks.text) == ["faulty_gpu", "network_switch_cable"]
     assert list(fig.layout.yaxis.categoryarray) == ["j-r2", "j-r1", "j-flag"]  # the first row on top
     assert list(fig.layout.yaxis.range) == [-0.6, 2.6]  # no empty band above or below the rows
+    assert list(bars["failure"].customdata) == ["j-flag", "j-r2"] and list(marks.customdata) == ["j-flag", "j-r2"]
+    assert jobs.clicked_job({"points": [{"curve_number": 1, "customdata": "j-r2"}]}) == "j-r2"
+    assert jobs.clicked_job({"points": []}) is None and jobs.clicked_job(None) is None
 
 
 # ----- gpus ---------------------------------------------------------------------------------------------

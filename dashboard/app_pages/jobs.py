@@ -65,16 +65,18 @@ cols[3].metric("Flagship checkpoints", fmt_int(flagship["checkpoints"].sum()) if
 
 # ----- Gantt ----------------------------------------------------------------------------------------------
 st.subheader("Attempts over time")
+clicked = None
 started = jobs.filter(pl.col("attempts") > 0)
 drawn = started.head(int(rows))
 if drawn.is_empty():
     st.info("No job matching the filters has run yet." if jobs.height else "No job matches the filters.")
 else:
     st.caption(f"{drawn.height:,} of {started.height:,} jobs that ran (flagship first, then the most GPU-time); "
-               "bars are attempts coloured by how they ended, x marks a failure.")
+               "bars are attempts coloured by how they ended, x marks a failure. Click a bar to open its job.")
     frame = queries.attempts(run.run_id, drawn["job_id"].to_list()).join(
         drawn.select("job_id", "label"), on="job_id")
-    st.plotly_chart(charts.attempts_gantt(frame, run.started_at, drawn["label"].to_list()), width="stretch")
+    clicked = st.plotly_chart(charts.attempts_gantt(frame, run.started_at, drawn["label"].to_list()),
+                              width="stretch", on_select="rerun", selection_mode="points", key=f"jobs_gantt:{run.run_id}")
 
 # ----- table ----------------------------------------------------------------------------------------------
 st.subheader(f"Jobs ({jobs.height:,})")
@@ -88,6 +90,10 @@ st.dataframe(
 st.subheader("One job")
 ids = jobs["job_id"].to_list()
 job_key = f"jobs_job:{run.run_id}"
+click = charts.clicked_job(clicked.selection if clicked else None)
+if click is not None and click != st.session_state.get("jobs_last_click"):
+    st.session_state[job_key] = click  # a new click on the Gantt opens that job
+st.session_state["jobs_last_click"] = click
 wanted = st.session_state.get(job_key, st.query_params.get("job"))
 if wanted and wanted not in ids:  # the chosen job stays choosable when the filters leave it out
     ids = [wanted, *ids] if wanted in total["job_id"].to_list() else ids

@@ -37,10 +37,11 @@ def end_kind(reasons: pl.Series) -> pl.Series:
 
 
 def bars_over_time(frame: pl.DataFrame, *, started_at: datetime, row: str, colour_by: str,
-                   colours: dict[str, str], hover: str = "") -> list[go.Bar]:
+                   colours: dict[str, str], hover: str = "", key: str = "") -> list[go.Bar]:
     """Horizontal bars from start_s to end_s, one trace per colour class (so the legend names them).
 
-    `frame` has `row` (the y label), `start_s`, `end_s` and `colour_by`; `hover` names a text column.
+    `frame` has `row` (the y label), `start_s`, `end_s` and `colour_by`; `hover` names a text column and
+    `key` a column each bar carries as customdata (what a click on it hands the page).
     """
     traces = []
     for value in [v for v in colours if v in set(frame[colour_by].to_list())]:
@@ -50,14 +51,25 @@ def bars_over_time(frame: pl.DataFrame, *, started_at: datetime, row: str, colou
             base=as_time(started_at, part["start_s"].to_numpy()), x=width_ms, y=part[row].to_list(),
             orientation="h", name=value, marker_color=colours[value],
             hovertext=part[hover].to_list() if hover else None, hoverinfo="text+name" if hover else "all",
+            customdata=part[key].to_list() if key else None,
         ))
     return traces
+
+
+def clicked_job(selection) -> str | None:
+    """The job id (customdata) of the first selected bar or failure mark of the Gantt, else None."""
+    points = (selection or {}).get("points", []) if isinstance(selection, dict) else getattr(selection, "points", [])
+    for point in points or []:
+        if isinstance(point.get("customdata"), str):
+            return point["customdata"]
+    return None
 
 
 def attempts_gantt(attempts: pl.DataFrame, started_at: datetime, row_order: list[str]) -> go.Figure:
     """Gantt of attempts: a row per job (`label`), a bar per attempt coloured by how it ended, an x at each failure.
 
-    `attempts` has label, attempt, start_s, end_s, end_reason, lost_work_s; `row_order` lists labels top down.
+    `attempts` has job_id, label, attempt, start_s, end_s, end_reason, lost_work_s; `row_order` lists labels
+    top down. Bars and marks carry the job id as customdata.
     """
     frame = attempts.with_columns(
         end_kind(attempts["end_reason"]).alias("end_kind"),
@@ -65,11 +77,12 @@ def attempts_gantt(attempts: pl.DataFrame, started_at: datetime, row_order: list
                   (pl.col("lost_work_s") / 60).round(1)).alias("hover"),
     )
     fig = go.Figure(bars_over_time(frame, started_at=started_at, row="label", colour_by="end_kind",
-                                   colours=END_COLOURS, hover="hover"))
+                                   colours=END_COLOURS, hover="hover", key="job_id"))
     failed = frame.filter(pl.col("end_kind") == "failure")
     fig.add_trace(go.Scatter(
         x=as_time(started_at, failed["end_s"].to_numpy()), y=failed["label"].to_list(), mode="markers",
         marker={"symbol": "x", "size": 9, "color": "black"}, name="interrupted here", text=failed["end_reason"].to_list(),
+        customdata=failed["job_id"].to_list(),
         hovertemplate="%{y}<br>%{x}<br>%{text}<extra>failure</extra>",
     ))
     fig.update_layout(
