@@ -158,6 +158,7 @@ def cmd_dashboard(args: argparse.Namespace) -> int:
                "--server.address", args.host, "--server.headless", "true",
                "--browser.gatherUsageStats", "false"]
     print(f"Goodput dashboard on http://{args.host}:{args.port} (store {store.root})", file=sys.stderr)
+    os.chdir(app.parent.parent)  # Streamlit reads .streamlit/config.toml from its working directory
     os.execvpe(command[0], command, env)  # replaces this process: Ctrl-C stops Streamlit directly  # noqa: S606
 
 
