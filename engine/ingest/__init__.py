@@ -2,6 +2,7 @@
 
     ingest_dcgm(["scrapes/node017.prom", ("upload.prom", data)])        -> Run (kind "ingest")
     ingest_kernel_logs(["dmesg.log"], dcgm=["scrape.prom"])              -> Run, XIDs mapped to scraped GPUs
+    live.scrape_loop(["http://node017:9400/metrics"], 30.0, store)        -> a run that grows a scrape a commit
 
 Inputs are file paths or (name, bytes) pairs (the dashboard's uploads). Bad input raises GoodputError naming
 the file and line before anything is built; the caller writes the Run with `Store.write_run`.
@@ -50,13 +51,11 @@ def observed_run(dcgm: DcgmSamples | None, logs: KernelEvents | None, *, name: s
         skipped = "; ".join(f"{n} {why}" for why, n in batch.skipped.items() if n)
         raise GoodputError(f"{inputs}: nothing to ingest (no DCGM_FI_* value of a GPU, no XID line)"
                            + (f"; skipped {skipped}" if skipped else ""))
-    start = observer.start_s or 0.0
-    duration = max(observer.end_s - min(start, 0.0), 0.0)
     tables = dict(batch.tables)
     tables["host_states"] = observer.host_states(0.0, observer.end_s)
     scenario = {"source": "ingest", "inputs": [s.name for s in _sources_of(dcgm, logs)]}
     return Run(kind="ingest", name=name, started_at=datetime.fromtimestamp(observer.origin_us / 1e6, UTC),
-               duration_s=duration, scenario=scenario, summary=summary_of([batch], observer), tables=tables)
+               duration_s=observer.end_s, scenario=scenario, summary=summary_of([batch], observer), tables=tables)
 
 
 def summary_of(batches: list[Batch], observer: Observer, **extra) -> dict:

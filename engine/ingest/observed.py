@@ -60,7 +60,6 @@ class Observer:
         self.first_seen = pl.DataFrame(schema={"host_id": pl.Int32, "t_s": pl.Float64})
         self.down_since = pl.DataFrame(schema={"host_id": pl.Int32, "t_s": pl.Float64})
         self.next_incident = 0
-        self.start_s: float | None = None
         self.end_s = 0.0
 
     # ----- one batch ------------------------------------------------------------------------------------------
@@ -290,8 +289,6 @@ class Observer:
         self.first_seen = pl.concat([self.first_seen, seen.join(self.first_seen, on="host_id", how="anti")])
         if times.height:
             self.end_s = max(self.end_s, float(times["last"].max()))
-            low = float(times["first"].min())
-            self.start_s = low if self.start_s is None else min(self.start_s, low)
 
 
 def _origin_us(dcgm: DcgmSamples | None, logs: KernelEvents | None) -> int:
