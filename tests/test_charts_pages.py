@@ -274,6 +274,11 @@ def test_offender_history_one_trace_per_cause_in_category_colours():
                                                   CATEGORY_COLORS["Host"]]
     assert [t.marker.symbol for t in fig.data] == ["diamond", "circle", "diamond"]  # told apart inside GPU
     assert list(fig.layout.yaxis.categoryarray) == ["host-009", "host-001"]  # the first row on top
+    # with GPU ids, each marker carries its GPU for a click to open
+    fig = gpus.offender_history(frame.with_columns(pl.Series("gpu_id", [3, None, 18])), STARTED)
+    assert [list(t.customdata) for t in fig.data] == [[3], [None], [18]]
+    assert gpus.clicked_gpu({"points": [{"curve_number": 0, "customdata": 3}]}) == 3
+    assert gpus.clicked_gpu({"points": [{"curve_number": 1}]}) is None and gpus.clicked_gpu(None) is None
 
 
 # ----- incidents ----------------------------------------------------------------------------------------

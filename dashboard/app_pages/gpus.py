@@ -55,6 +55,7 @@ st.subheader("Repeat offenders")
 st.caption("Hosts and GPUs with two or more unplanned incidents: the lemon candidates to pull and send back.")
 lemon_hosts = queries.offenders(run.run_id, "host", minimum=2)
 lemon_gpus = queries.offenders(run.run_id, "gpu", minimum=2)
+clicked = None
 if lemon_hosts.is_empty() and lemon_gpus.is_empty():
     st.info("No host or GPU failed more than once in this run.")
 else:
@@ -73,7 +74,9 @@ else:
     right.dataframe(with_times(lemon_gpus), hide_index=True, width="stretch")
     history = queries.offender_incidents(run.run_id, minimum=2)
     if not history.is_empty():
-        st.plotly_chart(charts.offender_history(history, run.started_at), width="stretch")
+        st.caption("Each incident of the worst hosts; click one on a GPU to open that GPU below.")
+        clicked = st.plotly_chart(charts.offender_history(history, run.started_at), width="stretch",
+                                  on_select="rerun", selection_mode="points", key=f"gpus_offenders:{run.run_id}")
 
 with st.expander("Incidents per host and per GPU (top 50)"):
     left, right = st.columns(2)
@@ -100,10 +103,15 @@ try:
 except ValueError:
     wanted = None
 wanted = wanted if wanted is not None and first <= wanted <= last else None
+gpu_key = f"gpus_gpu:{run.run_id}"
+click = charts.clicked_gpu(clicked.selection if clicked else None)
+if click is not None and click != st.session_state.get("gpus_last_click") and first <= click <= last:
+    st.session_state[gpu_key] = click  # a new click on an offender's incident opens its GPU
+st.session_state["gpus_last_click"] = click
 if wanted is None and not lemon_gpus.is_empty():
     st.caption(f"The worst repeat offender is GPU {lemon_gpus['gpu_id'][0]}.")
 gpu = st.number_input("GPU id", min_value=int(first), max_value=int(last), step=1,
-                      key=seed(f"gpus_gpu:{run.run_id}", wanted),
+                      key=seed(gpu_key, wanted),
                       placeholder="Enter a GPU id to see its telemetry and events")
 if gpu is None:
     st.query_params.pop("gpu", None)

@@ -53,14 +53,27 @@ def offender_history(incidents: pl.DataFrame, started_at: datetime) -> go.Figure
         symbol = SYMBOLS[rank_in_category.get(category_of(cause), 0) % len(SYMBOLS)]
         rank_in_category[category_of(cause)] = rank_in_category.get(category_of(cause), 0) + 1
         part = incidents.filter(pl.col("cause") == cause)
+        gpu = part["gpu_id"].to_list() if "gpu_id" in part.columns else [None] * part.height
         fig.add_trace(go.Scatter(
             x=as_time(started_at, part["t_s"].to_numpy()), y=part["label"].to_list(), mode="markers",
             name=cause, marker={"size": 11, "symbol": symbol, "color": cause_color(cause)},
+            customdata=gpu,  # what a click hands the page: the GPU to open (None: a host-level incident)
+            text=[f"GPU {g}" if g is not None else "the host" for g in gpu],
+            hovertemplate="%{y}<br>%{x}<br>%{text}<extra>%{fullData.name}</extra>",
         ))
     labels = incidents["label"].unique(maintain_order=True).to_list()
     fig.update_layout(height=max(200, 28 * len(labels) + 100), margin={"l": 10, "r": 10, "t": 10, "b": 10})
     fig.update_yaxes(categoryorder="array", categoryarray=list(reversed(labels)))
     return fig
+
+
+def clicked_gpu(selection) -> int | None:
+    """The GPU id (customdata) of the first selected offender incident on a GPU, else None."""
+    points = (selection or {}).get("points", []) if isinstance(selection, dict) else getattr(selection, "points", [])
+    for point in points or []:
+        if isinstance(point.get("customdata"), int | float):
+            return int(point["customdata"])
+    return None
 
 
 TELEMETRY_PANELS = (("temp_c", "temperature (°C)"), ("power_w", "power (W)"), ("util_pct", "utilisation (%)"))
