@@ -25,9 +25,9 @@ import numpy as np
 import polars as pl
 
 from engine.errors import GoodputError
+from engine.gpu_capacity import FULL, Capacity, Cluster, Ledger, place, reservation
+from engine.wait_reasons import REASONS, cut_waits, dominant_reason
 
-REASONS = ("no_capacity", "fragmentation", "priority", "failed_hosts")
-FULL = 1000  # thousandths of a GPU
 # Slurm's backfill looks at no more than bf_max_job_test jobs a pass (slurm.conf(5): default 500)
 BACKFILL_DEPTH = 500
 _END, _RECOVER, _FAIL, _SUBMIT = 0, 1, 2, 3  # order of events at the same instant
@@ -46,17 +46,6 @@ class Policy:
             raise GoodputError(f"scheduler.placement: pack or spread, got {self.placement!r}")
         if self.checkpoint_interval_s <= 0:
             raise GoodputError("scheduler.checkpoint_interval: must be greater than 0")
-
-
-@dataclass
-class Cluster:
-    host_gpus: np.ndarray  # GPUs of each host
-    host_rack: np.ndarray
-    host_pod: np.ndarray
-
-    @property
-    def n_hosts(self) -> int:
-        return len(self.host_gpus)
 
 
 @dataclass
@@ -121,129 +110,6 @@ def demands(workload: Workload, cluster: Cluster) -> tuple[np.ndarray, np.ndarra
     return hosts, per_host, share, fits
 
 
-class _State:
-    """Free capacity: `free[h, g]` thousandths free on GPU g of host h (-1: no such GPU); `avail` is each
-    host's free values sorted high to low, all -1 while the host is down."""
-
-    def __init__(self, cluster: Cluster) -> None:
-        self.cluster = cluster
-        width = max(int(cluster.host_gpus.max()) if cluster.n_hosts else 1, 1)
-        slots = np.arange(width)[None, :] < cluster.host_gpus[:, None]
-        self.free = np.where(slots, FULL, -1).astype(np.int32)
-        self.avail = self.free.copy()
-        self.down = np.zeros(cluster.n_hosts, dtype=bool)
-        self.size = cluster.host_gpus.astype(np.int64)
-        self.host_free = (self.free.clip(min=0)).sum(axis=1).astype(np.int64)
-        # free thousandths per rack and pod, kept up to date host by host (placement ranks by them)
-        self.rack_free = np.bincount(cluster.host_rack, weights=self.host_free).astype(np.int64)
-        self.pod_free = np.bincount(cluster.host_pod, weights=self.host_free).astype(np.int64)
-        self.colmax = self.avail.max(axis=0) if cluster.n_hosts else np.zeros(1, dtype=np.int32)
-        self.idle = (self.host_free == self.size * FULL) & (self.size > 0)
-        self.dirty = False
-
-    def refresh(self) -> None:
-        """Recompute the best free value per rank only when a host that held it lost room."""
-        if self.dirty:
-            self.colmax = self.avail.max(axis=0)
-            self.dirty = False
-
-    def touch(self, host: int) -> None:
-        row = self.free[host]
-        total = int(row[row > 0].sum())
-        delta = total - int(self.host_free[host])
-        self.host_free[host] = total
-        self.rack_free[self.cluster.host_rack[host]] += delta
-        self.pod_free[self.cluster.host_pod[host]] += delta
-        old = self.avail[host].copy()
-        new = np.full_like(row, -1) if self.down[host] else -np.sort(-row)
-        self.avail[host] = new
-        self.idle[host] = (not self.down[host]) and total == self.size[host] * FULL and self.size[host] > 0
-        if np.any((old == self.colmax) & (new < old)):
-            self.dirty = True
-        else:
-            np.maximum(self.colmax, new, out=self.colmax)
-
-    def placement_key(self) -> np.ndarray:
-        """One int64 per host ordering by (free on the host, free in its rack, free in its pod): 17, 23 and
-        23 bits (racks and pods past 8,388 free GPUs tie, which only matters as a tie-break)."""
-        cap = (1 << 23) - 1
-        rack = np.minimum(self.rack_free[self.cluster.host_rack], cap)
-        pod = np.minimum(self.pod_free[self.cluster.host_pod], cap)
-        return (self.host_free << 46) | (rack << 23) | pod
-
-    def fits(self, h: int, n: int, m: int) -> bool:
-        if h == 0:
-            return True
-        if h == 1:
-            return n <= len(self.colmax) and self.colmax[n - 1] >= m
-        return int(np.count_nonzero(self.idle & (self.size >= n))) >= h
-
-
-_LEDGER_COLUMNS = ("slot", "milli", "end", "start", "job", "alive")
-
-
-class _Ledger:
-    """Every running job's GPU slots (host * width + GPU), thousandths held and expected end, as flat
-    arrays, so the backfill reservation reads them without a loop over jobs. Ended entries are marked dead
-    and swept out when they outnumber the living."""
-
-    def __init__(self) -> None:
-        self.slot = np.zeros(1024, dtype=np.int64)
-        self.milli = np.zeros(1024, dtype=np.int64)
-        self.end = np.zeros(1024)
-        self.start = np.zeros(1024)
-        self.job = np.zeros(1024, dtype=np.int64)
-        self.alive = np.zeros(1024, dtype=bool)
-        self.size = 0
-        self.dead = 0
-
-    def add(self, job: int, placement: list, width: int, start: float, end: float, running: dict) -> list[int]:
-        count = sum(len(gpu_idx) for _, gpu_idx, _ in placement)
-        if self.dead > max(1024, self.size - self.dead):
-            self._sweep(running)
-        if self.size + count > len(self.slot):
-            grow = max(2 * len(self.slot), self.size + count)
-            for name in _LEDGER_COLUMNS:
-                old = getattr(self, name)
-                new = np.zeros(grow, dtype=old.dtype)
-                new[: self.size] = old[: self.size]
-                setattr(self, name, new)
-        first = self.size
-        at = first
-        for host, gpu_idx, milli in placement:
-            k = len(gpu_idx)
-            self.slot[at: at + k] = host * width + gpu_idx
-            self.milli[at: at + k] = milli
-            at += k
-        self.end[first:at] = end
-        self.start[first:at] = start
-        self.job[first:at] = job
-        self.alive[first:at] = True
-        self.size = at
-        return [first, count]
-
-    def drop(self, entries: list[int]) -> None:
-        first, count = entries
-        self.alive[first: first + count] = False
-        self.dead += count
-
-    def _sweep(self, running: dict) -> None:
-        """Keep the living entries only; the running jobs' [first, count] lists are updated in place."""
-        keep = np.flatnonzero(self.alive[: self.size])
-        new_index = np.full(self.size, -1, dtype=np.int64)
-        new_index[keep] = np.arange(len(keep))
-        for name in _LEDGER_COLUMNS:
-            arr = getattr(self, name)
-            arr[: len(keep)] = arr[keep]
-        self.alive[len(keep): self.size] = False
-        for record in running.values():
-            entries = record[4]
-            if entries[1]:
-                entries[0] = int(new_index[entries[0]])
-        self.size = len(keep)
-        self.dead = 0
-
-
 class Scheduler:
     def __init__(self, cluster: Cluster, workload: Workload, policy: Policy = Policy(),
                  failures: Failures | None = None) -> None:
@@ -252,7 +118,7 @@ class Scheduler:
         self.h, self.n, self.m, self.fits_at_all = demands(workload, cluster)
         self.restart = np.zeros(workload.n, bool) if workload.restart is None else np.asarray(workload.restart)
         self.prio = np.asarray(workload.priority, dtype=np.int64)
-        self.s = _State(cluster)
+        self.s = Capacity(cluster)
         # demand classes: jobs with the same (hosts, per_host, share) share a fit and a wait reason
         keys = np.stack([self.h, self.n, self.m], axis=1)
         uniq, self.cls = np.unique(keys, axis=0, return_inverse=True)
@@ -261,11 +127,9 @@ class Scheduler:
         self.queue: list[list[tuple]] = [[] for _ in self.classes]
         self.reason_now: list[str | None] = [None] * len(self.classes)
         self.reason_log: list[tuple[int, float, str | None]] = []
-        racks, pods = cluster.host_rack, cluster.host_pod
-        self.rack_of, self.pod_of = racks, pods
         # job -> (placement, start, attempt, expected end, [first, count] of its entries in the ledger)
         self.running: dict[int, tuple] = {}
-        self.ledger = _Ledger()
+        self.ledger = Ledger()
         self.on_host: list[set[int]] = [set() for _ in range(cluster.n_hosts)]
         self.ends: list[tuple[float, int]] = []  # sorted (expected end, job) of running jobs
         self.progress = np.zeros(workload.n)  # work already saved (restart policy)
@@ -353,7 +217,7 @@ class Scheduler:
         if not fitting:
             return
         fitting.sort(key=lambda c: self.queue[c][0])
-        shadow, reserved = self._reservation(blocked, now)
+        shadow, reserved = reservation(self.s, self.ledger, *self.classes[self.cls[blocked]], now)
         budget = self.policy.backfill_depth
         for c in fitting:
             q = self.queue[c]
@@ -376,43 +240,6 @@ class Scheduler:
                 del q[bisect_left(q, key)]
             if budget <= 0:
                 break
-
-    def _reservation(self, j: int, now: float) -> tuple[float, np.ndarray]:
-        """(earliest start of job j if running jobs end as expected, hosts it would need then), vectorised:
-        every running job's GPU slots in end order, a running sum per slot of the thousandths freed, the time
-        each slot first has room, then per host the time it could take job j."""
-        h, n, m = self.classes[self.cls[j]]
-        s = self.s
-        width = s.free.shape[1]
-        flat = s.free.ravel()
-        need = m if h == 1 else FULL
-        ready = np.where(flat >= need, now, np.inf)
-        live = np.flatnonzero(self.ledger.alive[: self.ledger.size])
-        if len(live):
-            slots, milli, times = self.ledger.slot[live], self.ledger.milli[live], self.ledger.end[live]
-            by_slot = np.lexsort((times, slots))  # slot by slot, in end order inside a slot
-            slots, milli, times = slots[by_slot], milli[by_slot], times[by_slot]
-            total = np.cumsum(milli)
-            first = np.r_[0, np.flatnonzero(np.diff(slots)) + 1]
-            before = np.repeat(total[first] - milli[first], np.diff(np.r_[first, len(slots)]))
-            level = flat[slots] + total - before
-            room = level >= need
-            np.minimum.at(ready, slots[room], times[room])
-        ready = np.where(flat < 0, np.inf if h == 1 else -np.inf, ready).reshape(-1, width)
-        unusable = s.down | (s.size < n)
-        if h == 1:
-            host_ready = np.partition(ready, n - 1, axis=1)[:, n - 1]
-            host_ready[unusable] = np.inf
-            best = int(np.argmin(host_ready))
-            if not np.isfinite(host_ready[best]):
-                return np.inf, np.zeros(0, dtype=np.int64)
-            return float(host_ready[best]), np.array([best])
-        host_ready = ready.max(axis=1)
-        host_ready[unusable | (s.size == 0)] = np.inf
-        chosen = np.argsort(host_ready, kind="stable")[:h]
-        if len(chosen) < h or not np.isfinite(host_ready[chosen[-1]]):
-            return np.inf, np.zeros(0, dtype=np.int64)
-        return float(host_ready[chosen[-1]]), chosen
 
     def _preempt(self, j: int, now: float) -> bool:
         """Make room for job j by evicting jobs of lower priority, on the host(s) where that loses least work
@@ -461,7 +288,7 @@ class Scheduler:
 
     def _place_and_start(self, j: int, now: float, avoid: np.ndarray | None, dequeue: bool) -> bool:
         h, n, m = self.classes[self.cls[j]]
-        placement = self._place(h, n, m, avoid)
+        placement = place(self.s, h, n, m, avoid, self.policy.placement == "pack")
         if placement is None:
             return False
         s = self.s
@@ -484,55 +311,6 @@ class Scheduler:
             self.first_start[j] = now
         self._push(end, _END, j, int(self.attempt[j]))
         return True
-
-    def _place(self, h: int, n: int, m: int, avoid: np.ndarray | None) -> list | None:
-        s = self.s
-        if h == 0:
-            return []
-        pack = self.policy.placement == "pack"
-        if h == 1:
-            ok = s.avail[:, n - 1] >= m if n <= s.avail.shape[1] else np.zeros(len(s.size), bool)
-            if avoid is not None and len(avoid):
-                ok = ok.copy()
-                ok[avoid] = False
-            if not ok.any():
-                return None
-            key = s.placement_key()
-            # pack: best fit (the fullest host, rack, pod that fits); spread: the emptiest; ties: lowest host
-            host = int(np.argmin(np.where(ok, key, np.iinfo(np.int64).max)) if pack
-                       else np.argmax(np.where(ok, key, -1)))
-            row = s.free[host]
-            gpus = np.flatnonzero(row >= m)
-            # pack: the fullest GPUs that still fit (keeps whole GPUs whole); spread: the emptiest
-            gpus = gpus[np.argsort(row[gpus] if pack else -row[gpus], kind="stable")][:n]
-            return [(host, gpus, m)]
-        ok = s.idle & (s.size >= n)
-        if avoid is not None and len(avoid):
-            ok = ok.copy()
-            ok[avoid] = False
-        hosts = np.flatnonzero(ok)
-        if len(hosts) < h:
-            return None
-        pods = self.pod_of[hosts]
-        pod_count = np.bincount(pods, minlength=int(pods.max()) + 1)
-        rack_count = np.bincount(self.rack_of[hosts])
-        if pack:
-            # one pod when one can hold the job (the smallest that can), else the fullest pods first; inside,
-            # the racks with most idle hosts first, so the job touches few racks and stays off the ATSW layer
-            enough = np.flatnonzero(pod_count >= h)
-            if len(enough):
-                best = enough[np.argmin(pod_count[enough])]
-                hosts = hosts[pods == best]
-                pods = pods[pods == best]
-            order = np.lexsort((hosts, self.rack_of[hosts], -rack_count[self.rack_of[hosts]], -pod_count[pods]))
-        else:
-            # round-robin over pods: the i-th idle host of every pod before the (i+1)-th of any
-            rank = np.zeros(len(hosts), dtype=np.int64)
-            for p in np.unique(pods):
-                rank[pods == p] = np.arange(np.count_nonzero(pods == p))
-            order = np.lexsort((hosts, pods, rank))
-        chosen = hosts[order[:h]]
-        return [(int(host), np.arange(int(s.size[host])), FULL) for host in chosen]
 
     # ----- ends, failures ----------------------------------------------------------------------------------
 
@@ -648,66 +426,13 @@ class Scheduler:
         state = np.where(np.isnan(self.last_end), "pending", "completed")
         never = pl.DataFrame(self.rows_never, schema={"job": pl.Int64, "start_s": pl.Float64, "end_s": pl.Float64,
                                                       "reason": pl.String}, orient="row")
-        waits = pl.concat([self._waits(), never]).sort("job", "start_s")
+        waits = pl.concat([cut_waits(self.rows_spells, self.reason_log), never]).sort("job", "start_s")
         return Schedule(attempts.sort("job", "attempt"), waits, outages, self.first_start, self.last_end, state)
-
-    def _waits(self) -> pl.DataFrame:
-        """Each wait spell cut by its class's reason timeline (vectorised with searchsorted)."""
-        empty = pl.DataFrame(schema={"job": pl.Int64, "start_s": pl.Float64, "end_s": pl.Float64,
-                                     "reason": pl.String})
-        if not self.rows_spells:
-            return empty
-        spells = np.array([r[:2] for r in self.rows_spells], dtype=np.int64)
-        times = np.array([r[2:] for r in self.rows_spells], dtype=float)
-        log = pl.DataFrame(self.reason_log, schema={"c": pl.Int64, "t": pl.Float64, "reason": pl.String},
-                           orient="row").with_row_index("i").sort("c", "t", "i")
-        lc, lt = log["c"].to_numpy(), log["t"].to_numpy()
-        reasons = log["reason"].to_numpy()
-        # key (class, time) as one sortable number: time ranks within the class block
-        lo = np.searchsorted(lc, spells[:, 1], side="left")
-        hi = np.searchsorted(lc, spells[:, 1], side="right")
-        out_job, out_from, out_to, out_reason = [], [], [], []
-        for idx in range(len(spells)):
-            a, b = lo[idx], hi[idx]
-            t0, t1 = times[idx]
-            block_t = lt[a:b]
-            first = a + max(int(np.searchsorted(block_t, t0, side="right")) - 1, 0)
-            last = a + int(np.searchsorted(block_t, t1, side="left"))
-            edges = np.concatenate(([t0], lt[first + 1:last], [t1]))
-            out_job.append(np.full(len(edges) - 1, spells[idx, 0]))
-            out_from.append(edges[:-1])
-            out_to.append(edges[1:])
-            out_reason.append(reasons[first:last] if last > first else reasons[first:first + 1])
-        frame = pl.DataFrame({"job": np.concatenate(out_job), "start_s": np.concatenate(out_from),
-                              "end_s": np.concatenate(out_to),
-                              "reason": np.concatenate(out_reason).astype(str)})
-        frame = frame.filter((pl.col("end_s") > pl.col("start_s")) & (pl.col("reason") != "None"))
-        # merge neighbouring pieces of one job with the same reason
-        frame = frame.sort("job", "start_s").with_columns(
-            new=(pl.col("reason") != pl.col("reason").shift()).fill_null(True)
-            | (pl.col("job") != pl.col("job").shift()).fill_null(True)
-            | (pl.col("start_s") != pl.col("end_s").shift()).fill_null(True))
-        return (frame.with_columns(g=pl.col("new").cum_sum())
-                .group_by("g", maintain_order=True)
-                .agg(pl.col("job").first(), pl.col("start_s").first(), pl.col("end_s").last(),
-                     pl.col("reason").first())
-                .drop("g"))
-
 
 def schedule(cluster: Cluster, workload: Workload, policy: Policy = Policy(),
              failures: Failures | None = None) -> Schedule:
     """Re-schedule `workload` on `cluster` under `policy`, with host `failures` (requeue/restart by job)."""
     return Scheduler(cluster, workload, policy, failures).run()
-
-
-def dominant_reason(waits: pl.DataFrame) -> pl.DataFrame:
-    """(job, wait_reason): the reason each job waited longest for (ties: REASONS order)."""
-    rank = {r: i for i, r in enumerate(REASONS)}
-    return (waits.with_columns(d=pl.col("end_s") - pl.col("start_s"))
-            .group_by("job", "reason").agg(pl.col("d").sum())
-            .with_columns(r=pl.col("reason").replace_strict(rank, return_dtype=pl.Int64))
-            .sort("job", "d", "r", descending=[False, True, False])
-            .group_by("job", maintain_order=True).agg(pl.col("reason").first().alias("wait_reason")))
 
 
 def place_recorded(cluster: Cluster, workload: Workload, start: np.ndarray, end: np.ndarray,
@@ -743,10 +468,13 @@ def place_recorded(cluster: Cluster, workload: Workload, start: np.ndarray, end:
             hosts_of[j] = sorted(set(given))
         else:
             s.refresh()
-            placement = sched._place(h, n, m, None) or []
+            placement = place(s, h, n, m, None, policy.placement == "pack") or []
             hosts_of[j] = sorted({p[0] for p in placement})
         for host, gpu_idx, milli in placement:
             s.free[host, gpu_idx] -= milli
             s.touch(host)
         placed[j] = placement
     return hosts_of
+
+__all__ = ["FULL", "REASONS", "Cluster", "Failures", "Policy", "Schedule", "Scheduler", "Workload", "demands",
+           "dominant_reason", "place_recorded", "schedule"]
