@@ -184,3 +184,26 @@ def test_cli_garbled_kernel_log_exits_2_and_writes_nothing(tmp_path, store_dir, 
     err = capsys.readouterr().err
     assert f"{log}, line 2" in err and err.count("\n") == 1
     assert not list(store_dir.glob("runs/*"))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 3), st.integers(0, 5000), st.sampled_from([13, 43, 48, 79, 95, 119])),
+                min_size=1, max_size=40, unique_by=lambda e: (e[0], e[1])))
+def test_incidents_are_bursts_of_fatal_xids_per_gpu(events):
+    """Against a plain reference: per GPU, a fatal XID more than 300 s after the previous fatal one opens one."""
+    body = sorted((t, xid_body(g, x)) for g, t, x in events)
+    run = ingest_kernel_logs([("n.log", kernel_log("journal", body, host="n", noise=0).encode())])
+    t0 = min(t for _, t, _ in events)
+    present = sorted({g for g, _, _ in events})  # GPUs known only by bus id are numbered in bus order
+    expected = []
+    for g in present:
+        fatal = sorted(t for gg, t, x in events if gg == g and XID_BY_CODE[x].fatal)
+        expected += [(present.index(g), float(t - t0)) for i, t in enumerate(fatal)
+                     if i == 0 or t - fatal[i - 1] > 300]
+    got = run.tables["incidents"].join(run.tables["gpus"], on="gpu_id").select("index", "t_s").rows()
+    assert sorted(got) == sorted(expected)
+    assert run.tables["incidents"]["incident_id"].to_list() == list(range(len(expected)))
+    assert run.tables["incidents"]["t_s"].is_sorted()  # ids follow time
+    down = run.tables["host_states"].filter(pl.col("state") == "down")["start_s"].to_list()
+    first_down = min((t for _, t in expected), default=None)
+    assert down == ([first_down] if first_down is not None and first_down < run.duration_s else [])

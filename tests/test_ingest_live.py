@@ -212,3 +212,23 @@ def test_a_stamped_page_served_again_is_not_read_twice(store_dir):
     assert samples.select("t_s", "gpu_id", "temp_c").rows() == [(0.0, 0, 60.0), (0.0, 1, 60.0), (30.0, 0, 62.0),
                                                                  (30.0, 1, 62.0)]
     assert result["skipped"] == {"values already read in an earlier scrape": 4} and result["samples"] == 4
+
+
+def test_feeding_scrapes_one_by_one_gives_the_tables_of_one_file():
+    from engine.ingest import observed_run
+    from engine.ingest.dcgm import parse_dcgm
+    from engine.ingest.observed import Observer
+    from engine.ingest.sources import Source
+    from tests.fixtures.ingest.samples import scrape_text
+
+    # (host, gpu, scrape) -> XID; scrape n is built alone, its gauge showing the last XID up to n, its stamps moved
+    xid = {(1, 3, 2): 79, (1, 3, 3): 48, (2, 5, 6): 13, (0, 0, 4): 95}
+    scrapes = [scrape_text(3, 8, 1, xid={(h, g, 0): v for (h, g, s), v in xid.items() if s <= n})
+               .replace("1733133600000", str(1733133600000 + 30_000 * n)) for n in range(8)]
+    whole = observed_run(parse_dcgm([Source("all.prom", "".join(scrapes).encode())]), None, name="whole")
+    observer = Observer()
+    batches = [observer.add(parse_dcgm([Source(f"s{n}.prom", text.encode())])) for n, text in enumerate(scrapes)]
+    for table in ("hosts", "gpus", "gpu_samples", "xid_events", "incidents"):
+        pieces = pl.concat([b.tables[table] for b in batches], how="vertical_relaxed")
+        assert pieces.equals(whole.tables[table]), table
+    assert whole.tables["xid_events"]["xid"].to_list() == [79, 48, 95, 13]
