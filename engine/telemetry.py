@@ -137,7 +137,9 @@ def gpu_samples(scenario: Scenario, gpus: pl.DataFrame, host_states: pl.DataFram
         h1 = min(n_hosts, h0 + hosts_per_chunk)
         blocks = [_block(fleet, pre, key, b0, min(h1, b0 + hosts_per_block), t, resolution, tdp, diurnal)
                   for b0 in range(h0, h1, hosts_per_block)]
-        return blocks[0] if len(blocks) == 1 else pl.concat(blocks)
+        simulated = blocks[0] if len(blocks) == 1 else pl.concat(blocks)
+        return simulated.select(pl.col(name) if name in SIMULATED_COLUMNS else pl.lit(None, dtype).alias(name)
+                                for name, dtype in SAMPLE_SCHEMA.items())
 
     return _ahead(chunk, starts, workers) if workers > 1 else map(chunk, starts)
 
@@ -344,9 +346,6 @@ def _block(fleet: _Fleet, pre, key: int, h0: int, h1: int, t: np.ndarray, resolu
         "temp_c": temp.ravel(), "power_w": power.ravel(), "util_pct": util.ravel(), "mem_util_pct": mem.ravel(),
         "ecc_sbe": sbe.ravel(), "ecc_dbe": dbe.ravel(),
     }, schema={name: SAMPLE_SCHEMA[name] for name in SIMULATED_COLUMNS})
-    if not reports.all():
-        frame = frame.filter(pl.Series(reports.ravel()))
-    return frame.select(pl.col(name) if name in SIMULATED_COLUMNS else pl.lit(None, dtype).alias(name)
-                        for name, dtype in SAMPLE_SCHEMA.items())
+    return frame if reports.all() else frame.filter(pl.Series(reports.ravel()))
 
 
