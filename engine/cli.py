@@ -60,7 +60,9 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
 
 def _replay_text(r: dict) -> str:
-    reasons = ", ".join(f"{k} {v}" for k, v in r.get("wait_reasons", {}).items()) or "none"
+    reasons = ", ".join(f"{k} {v}" for k, v in r.get("wait_reasons", {}).items()) or "no job waited"
+    if r.get("mode") == "recorded":
+        reasons = "not in a recorded trace (replay with --mode rescheduled to see why)"
     return (f"run {r['run_id']}: {r['jobs']:,} jobs ({r['format']}, {r['mode']}, {r['policy']}) on"
             f" {r['gpus']:,} GPUs in {r['hosts']:,} hosts over {r['days']:.1f} days\n"
             f"  wait mean {r['wait_mean_s'] / 60:.1f} min, p95 {r['wait_p95_s'] / 60:.1f} min;"

@@ -81,6 +81,8 @@ def test_sacct_recorded_replay_uses_the_node_lists():
     run = replay(trace, settings_from([], mode="recorded"))
     hosts = run.tables["hosts"]["hostname"].to_list()
     assert hosts == ["cpu01", "gpu001", "gpu002", "gpu003", "gpu004"]
+    # GPU nodes get the trace's largest per-node count (16 GPUs on 2 nodes: 8); the CPU node none
+    assert run.tables["gpus"].group_by("host_id").len().sort("host_id").rows() == [(1, 8), (2, 8), (3, 8), (4, 8)]
     attempts = run.tables["job_attempts"]
     by_job = dict(zip(attempts["job_id"].to_list(), attempts["hosts"].to_list(), strict=True))
     assert by_job["1001"] == [1, 2] and by_job["1002"] == [3] and by_job["1005"] == [0]
@@ -203,3 +205,10 @@ def test_the_run_keeps_its_settings_like_a_scenario():
                       "checkpoint_interval": "30m"},
         "cluster": {"hosts_per_rack": 4}}
     assert run.tables["hosts"]["rack_id"].to_list() == [0, 0, 0]
+
+
+def test_failures_need_the_rescheduled_mode(tmp_path):
+    failures = tmp_path / "failures.csv"
+    failures.write_text("t,host,down_for\n0,0,1h\n")
+    with pytest.raises(GoodputError, match="need --mode rescheduled"):
+        replay_file(FIXTURES / "small.csv", sets=[f"replay.failures={failures}"], mode="recorded")

@@ -134,9 +134,12 @@ def cluster_frame(trace: Trace, settings: ReplaySettings) -> pl.DataFrame:
     if named.height and settings.hosts is None:
         per_node = named.select(pl.col("nodes"), per=(pl.col("gpus") / pl.col("nodes").list.len()).ceil())
         sizes = per_node.explode("nodes").group_by("nodes").agg(pl.col("per").max())
+        # a node that ran GPU jobs has the largest per-node GPU count of the trace (one GPU partition of
+        # like nodes, as Slurm clusters have them); a node that only ran CPU jobs has none
         gpus = settings.gpus_per_host or max(int(sizes["per"].max() or 0), 1)
-        names = sorted(sizes["nodes"].to_list())
-        return pl.DataFrame({"hostname": names, "gpus": [gpus] * len(names), "model": [model] * len(names)},
+        sizes = sizes.sort("nodes")
+        return pl.DataFrame({"hostname": sizes["nodes"], "gpus": (sizes["per"] > 0).cast(pl.Int32) * gpus,
+                             "model": [model] * sizes.height},
                             schema={"hostname": pl.String, "gpus": pl.Int32, "model": pl.String})
     hosts = settings.hosts or _inferred_hosts(trace, size)
     digits = max(len(str(hosts - 1)), 4)
@@ -236,6 +239,9 @@ def replay(trace: Trace, settings: ReplaySettings | None = None, failures: Failu
     hosts, gpus = layout(cluster_nodes, settings)
     if failures is None and settings.failures_file:
         failures = read_failures(settings.failures_file, cluster_nodes["hostname"])
+    if failures is not None and len(failures.t) and settings.mode == "recorded":
+        raise GoodputError("replay.failures: host failures need --mode rescheduled (a recorded replay keeps the"
+                           " trace's own start and end times)")
     cluster = Cluster(cluster_nodes["gpus"].to_numpy().astype(np.int64), hosts["rack_id"].to_numpy(),
                       hosts["pod_id"].to_numpy())
     jobs = trace.jobs
