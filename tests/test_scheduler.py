@@ -260,3 +260,16 @@ def test_no_gpu_is_ever_overcommitted_and_every_job_finishes(rows, backfill, pre
         assert (held <= 8 + 1e-9).all()
     # waits lie inside each job's time in the queue and use the four reasons only
     assert set(result.waits["reason"].unique().to_list()) <= set(REASONS)
+
+
+def test_wait_pieces_follow_the_class_timeline():
+    from engine.wait_reasons import cut_waits
+
+    log = [(0, 0.0, "priority"), (1, 0.0, "no_capacity"), (0, 10.0, "fragmentation"), (0, 20.0, "priority"),
+           (0, 30.0, None)]
+    spells = [(7, 0, 5.0, 25.0), (8, 1, 2.0, 4.0), (9, 0, 12.0, 18.0)]
+    assert cut_waits(spells, log).rows() == [
+        (7, 5.0, 10.0, "priority"), (7, 10.0, 20.0, "fragmentation"), (7, 20.0, 25.0, "priority"),
+        (8, 2.0, 4.0, "no_capacity"), (9, 12.0, 18.0, "fragmentation")]
+    longest = dominant_reason(cut_waits(spells, log)).sort("job").rows()
+    assert longest == [(7, "fragmentation"), (8, "no_capacity"), (9, "fragmentation")]
