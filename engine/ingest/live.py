@@ -18,6 +18,7 @@ import urllib.parse
 import urllib.request
 from collections import Counter
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 
 import polars as pl
@@ -31,6 +32,7 @@ from engine.run import Run
 from engine.store import Store
 
 FETCH_TIMEOUT_S = 10.0
+MAX_PARALLEL_FETCHES = 32
 MAX_BODY_BYTES = 256 * 1024 * 1024  # far above any real exporter page; stops a runaway endpoint
 
 
@@ -60,6 +62,13 @@ def fetch(url: str, timeout_s: float = FETCH_TIMEOUT_S) -> Source:
     return Source(url, data, mtime=time.time(), host=urllib.parse.urlparse(url).netloc)
 
 
+def _fetch_or_error(url: str) -> Source | GoodputError:
+    try:
+        return fetch(url)
+    except GoodputError as err:
+        return err
+
+
 def scrape_loop(urls: list[str], every_s: float, store: Store, *, scrapes: int | None = None,
                 name: str | None = None, log: Callable[[str], None] | None = None,
                 stop: threading.Event | None = None) -> dict:
@@ -73,18 +82,19 @@ def scrape_loop(urls: list[str], every_s: float, store: Store, *, scrapes: int |
     failures: Counter = Counter()
     run_id = ""
     seen = {"last": pl.DataFrame(schema={"ident": pl.UInt64, "last_ms": pl.Int64})}
-    with _stopped_by_signals(stop):
+    # Endpoints are scraped side by side: a slow or dead host costs one timeout, not one each.
+    with _stopped_by_signals(stop), ThreadPoolExecutor(max_workers=min(MAX_PARALLEL_FETCHES, len(urls))) as pool:
         for number, _due in enumerate(_schedule(every_s, scrapes, stop), start=1):
             previous_end = observer.end_s
             sources = []
-            for url in urls:
-                try:
-                    sources.append(fetch(url))
-                except GoodputError as err:
-                    if number == 1:
-                        raise
-                    failures[url] += 1
-                    log(f"scrape {number}: {err}")
+            for url, answer in zip(urls, pool.map(_fetch_or_error, urls), strict=True):
+                if isinstance(answer, Source):
+                    sources.append(answer)
+                    continue
+                if number == 1:
+                    raise answer
+                failures[url] += 1
+                log(f"scrape {number}: {answer}")
             try:
                 batch = observer.add(_only_new(parse_dcgm(sources), seen)) if sources else None
             except GoodputError as err:
