@@ -1,7 +1,8 @@
 """Kernel logs -> XID events: every timestamp format, mapping to GPUs, incidents, the real logs, bad input."""
 
 import json
-from datetime import timedelta
+import os
+from datetime import UTC, datetime, timedelta
 
 import polars as pl
 import pytest
@@ -207,3 +208,13 @@ def test_incidents_are_bursts_of_fatal_xids_per_gpu(events):
     down = run.tables["host_states"].filter(pl.col("state") == "down")["start_s"].to_list()
     first_down = min((t for _, t in expected), default=None)
     assert down == ([first_down] if first_down is not None and first_down < run.duration_s else [])
+
+
+def test_syslog_stamps_take_the_year_of_the_file(tmp_path):
+    path = tmp_path / "kern.log"
+    path.write_text(kernel_log("syslog", [(0, xid_body(0, 79))], host="gpu-a", noise=0))
+    os.utime(path, (datetime(2023, 12, 31, tzinfo=UTC).timestamp(),) * 2)
+    run = ingest_kernel_logs([path])
+    assert run.started_at == datetime(2023, 12, 2, 11, 0, tzinfo=UTC)  # the line says Dec  2 11:00:00
+    assert run.tables["hosts"]["hostname"].to_list() == ["gpu-a"]
+    assert ingest_kernel_logs([path], year=2024).started_at.year == 2024
