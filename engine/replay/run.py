@@ -36,7 +36,6 @@ from engine.scheduler import Cluster, Failures, Policy, Workload, dominant_reaso
 MODES = ("recorded", "rescheduled")
 SCENARIO_KEYS = ("cluster.hosts_per_rack", "cluster.racks_per_pod", "cluster.racks_per_row", "cluster.gpu_model",
                  "cluster.gpus_per_host", "simulation.start", "simulation.seed")
-RECORDED_END = {"completed": "completed", "running": "end_of_run", "pending": None}
 
 
 @dataclass

@@ -153,7 +153,3 @@ def _expand_nodelists(lines, node_list: pl.Series) -> pl.Series:
     table = pl.DataFrame({"key": list(expanded), "nodes": list(expanded.values())},
                          schema={"key": pl.String, "nodes": pl.List(pl.String)})
     return pl.DataFrame({"key": node_list}).join(table, on="key", how="left", maintain_order="left")["nodes"]
-
-
-class SacctError(TraceError):
-    pass
