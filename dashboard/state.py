@@ -183,3 +183,27 @@ def empty_state() -> None:
         icon=":material/info:",
     )
     st.page_link("app_pages/data.py", label="Go to Data", icon=":material/database:")
+
+
+# ----- widgets kept in the URL -------------------------------------------------------------------------------
+
+
+def seed(key: str, value) -> str:
+    """A widget's first value comes from the URL; after that its own state rules (a keyed widget keeps the
+    user's changes, where one re-created from the URL on every rerun would drop every other one)."""
+    if key not in st.session_state:
+        st.session_state[key] = value
+    return key
+
+
+def url_list(name: str, allowed: list[str]) -> list[str]:
+    """A comma-separated URL parameter, keeping only the values the page knows."""
+    return [v for v in st.query_params.get(name, "").split(",") if v in allowed]
+
+
+def set_url(name: str, value: str) -> None:
+    """Keep `value` in the URL as ?name=, or drop the parameter when it is empty."""
+    if value:
+        st.query_params[name] = value
+    else:
+        st.query_params.pop(name, None)

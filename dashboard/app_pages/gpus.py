@@ -14,13 +14,6 @@ from dashboard.queries.racks import parse_t, state_time
 
 TELEMETRY_POINTS = 500  # buckets drawn for one GPU, whatever the run's length
 
-def seed(key: str, value) -> str:
-    """A widget's first value comes from the URL; after that its own state rules (a keyed widget keeps the
-    user's changes, where one re-created from the URL on every rerun would drop every other one)."""
-    if key not in st.session_state:
-        st.session_state[key] = value
-    return key
-
 
 st.title("GPUs")
 run = state.selected_run()
@@ -31,7 +24,7 @@ if run is None:
 # ----- health at t ----------------------------------------------------------------------------------------
 st.subheader("Health")
 duration_h = max(run.duration_s / 3600.0, 1 / 60)
-t_key = seed(f"gpus_t:{run.run_id}", parse_t(st.query_params.get("t"), run.duration_s) / 3600.0)
+t_key = state.seed(f"gpus_t:{run.run_id}", parse_t(st.query_params.get("t"), run.duration_s) / 3600.0)
 t_h = st.slider("Time (hours since the run's start)", 0.0, duration_h, step=max(duration_h / 500, 1 / 60),
                 format="%.2f h", key=t_key)
 st.query_params["t"] = f"{t_h * 3600.0:.0f}"
@@ -111,7 +104,7 @@ st.session_state["gpus_last_click"] = click
 if wanted is None and not lemon_gpus.is_empty():
     st.caption(f"The worst repeat offender is GPU {lemon_gpus['gpu_id'][0]}.")
 gpu = st.number_input("GPU id", min_value=int(first), max_value=int(last), step=1,
-                      key=seed(gpu_key, wanted),
+                      key=state.seed(gpu_key, wanted),
                       placeholder="Enter a GPU id to see its telemetry and events")
 if gpu is None:
     st.query_params.pop("gpu", None)

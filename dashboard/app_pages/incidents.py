@@ -27,25 +27,6 @@ if everything.is_empty():
 days = run.duration_s / 86400.0
 
 
-def seed(key: str, value) -> str:
-    """A widget's first value comes from the URL; after that its own state rules (a keyed widget keeps the
-    user's changes, where one re-created from the URL on every rerun would drop every other one)."""
-    if key not in st.session_state:
-        st.session_state[key] = value
-    return key
-
-
-def url_list(name: str, allowed: list[str]) -> list[str]:
-    return [v for v in st.query_params.get(name, "").split(",") if v in allowed]
-
-
-def set_url(name: str, value: str) -> None:
-    if value:
-        st.query_params[name] = value
-    else:
-        st.query_params.pop(name, None)
-
-
 def with_time(column: str = "t_s", alias: str = "time") -> pl.Expr:
     return pl.col(column).map_elements(lambda t: fmt_time(run.started_at, t), return_dtype=pl.String).alias(alias)
 
@@ -82,16 +63,16 @@ all_causes = sorted(everything["cause"].drop_nulls().unique().to_list())
 all_categories = sorted(everything["category"].drop_nulls().unique().to_list())
 cols = st.columns([3, 3, 2])
 causes_chosen = cols[0].multiselect("Cause", all_causes, placeholder="every cause",
-                                    key=seed(f"incidents_causes:{run.run_id}", url_list("causes", all_causes)))
+                                    key=state.seed(f"incidents_causes:{run.run_id}", state.url_list("causes", all_causes)))
 categories = cols[1].multiselect("Category", all_categories, placeholder="every category",
-                                 key=seed(f"incidents_categories:{run.run_id}", url_list("categories", all_categories)))
+                                 key=state.seed(f"incidents_categories:{run.run_id}", state.url_list("categories", all_categories)))
 planned_key = st.query_params.get("planned", "all")
 planned_key = cols[2].radio("Planned", list(PLANNED_CHOICES), format_func=PLANNED_CHOICES.get,
-                            key=seed(f"incidents_planned:{run.run_id}",
+                            key=state.seed(f"incidents_planned:{run.run_id}",
                                      planned_key if planned_key in PLANNED_CHOICES else "all"))
-set_url("causes", ",".join(causes_chosen))
-set_url("categories", ",".join(categories))
-set_url("planned", "" if planned_key == "all" else planned_key)
+state.set_url("causes", ",".join(causes_chosen))
+state.set_url("categories", ",".join(categories))
+state.set_url("planned", "" if planned_key == "all" else planned_key)
 shown = everything
 if causes_chosen:
     shown = shown.filter(pl.col("cause").is_in(causes_chosen))
@@ -135,7 +116,7 @@ if wanted is not None and wanted not in ids and wanted in everything["incident_i
 if wanted not in ids:
     wanted = st.session_state[incident_key] = None
 by_id = {row["incident_id"]: row for row in everything.iter_rows(named=True)}
-chosen = st.selectbox("Incident (costliest first)", ids, key=seed(incident_key, wanted),
+chosen = st.selectbox("Incident (costliest first)", ids, key=state.seed(incident_key, wanted),
                       format_func=lambda i: f"{i} · {by_id[i]['cause']} · {fmt_time(run.started_at, by_id[i]['t_s'])}",
                       placeholder="Choose an incident to see its chain")
 if chosen is None:

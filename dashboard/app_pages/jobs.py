@@ -20,39 +20,20 @@ if run is None:
     st.stop()
 
 
-def seed(key: str, value) -> str:
-    """A widget's first value comes from the URL; after that its own state rules (a keyed widget keeps the
-    user's changes, where one re-created from the URL on every rerun would drop every other one)."""
-    if key not in st.session_state:
-        st.session_state[key] = value
-    return key
-
-
-def url_list(name: str, allowed: list[str]) -> list[str]:
-    return [v for v in st.query_params.get(name, "").split(",") if v in allowed]
-
-
-def set_url(name: str, value: str) -> None:
-    if value:
-        st.query_params[name] = value
-    else:
-        st.query_params.pop(name, None)
-
-
 # ----- filters --------------------------------------------------------------------------------------------
 present = queries.choices(run.run_id)
 all_states = [s for s in present["states"].to_list()[0] or [] if s is not None]
 all_kinds = [k for k in present["kinds"].to_list()[0] or [] if k is not None]
 cols = st.columns([2, 2, 2, 1])
-text = cols[0].text_input("Name or id contains", key=seed(f"jobs_q:{run.run_id}", st.query_params.get("q", "")))
-states = cols[1].multiselect("State", all_states, key=seed(f"jobs_states:{run.run_id}", url_list("states", all_states)),
+text = cols[0].text_input("Name or id contains", key=state.seed(f"jobs_q:{run.run_id}", st.query_params.get("q", "")))
+states = cols[1].multiselect("State", all_states, key=state.seed(f"jobs_states:{run.run_id}", state.url_list("states", all_states)),
                              placeholder="every state")
-kinds = cols[2].multiselect("Kind", all_kinds, key=seed(f"jobs_kinds:{run.run_id}", url_list("kinds", all_kinds)),
+kinds = cols[2].multiselect("Kind", all_kinds, key=state.seed(f"jobs_kinds:{run.run_id}", state.url_list("kinds", all_kinds)),
                             placeholder="every kind")
-rows = cols[3].number_input("Gantt rows", 1, MAX_GANTT_ROWS, step=50, key=seed("jobs_rows", 100))
-set_url("q", text.strip())
-set_url("states", ",".join(states))
-set_url("kinds", ",".join(kinds))
+rows = cols[3].number_input("Gantt rows", 1, MAX_GANTT_ROWS, step=50, key=state.seed("jobs_rows", 100))
+state.set_url("q", text.strip())
+state.set_url("states", ",".join(states))
+state.set_url("kinds", ",".join(kinds))
 jobs = queries.jobs(run.run_id, run.duration_s, queries.JobFilter(text.strip(), tuple(states), tuple(kinds)))
 
 total = queries.jobs(run.run_id, run.duration_s)
@@ -100,7 +81,7 @@ if wanted and wanted not in ids:  # the chosen job stays choosable when the filt
 if wanted not in ids:
     wanted = st.session_state[job_key] = None
 labels = dict(zip(total["job_id"].to_list(), total["label"].to_list(), strict=True))
-job_id = st.selectbox("Job", ids, key=seed(job_key, wanted), format_func=lambda j: labels.get(j, j),
+job_id = st.selectbox("Job", ids, key=state.seed(job_key, wanted), format_func=lambda j: labels.get(j, j),
                       placeholder="Choose a job to see its attempts")
 if job_id is None:
     st.query_params.pop("job", None)

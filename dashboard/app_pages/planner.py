@@ -26,13 +26,6 @@ from engine.scenario import PRESETS, build
 KNOBS = ("gpus", "rate", "interval", "write", "restart")
 MAX_PLANNER_SAMPLES = 5_000_000  # telemetry beyond this takes minutes and gigabytes: the command line's job
 
-def seed(key: str, value) -> str:
-    """A widget's first value comes from the URL; after that its own state rules (a keyed widget keeps the
-    user's changes, where one re-created from the URL on every rerun would drop every other one)."""
-    if key not in st.session_state:
-        st.session_state[key] = value
-    return key
-
 
 st.title("Planner")
 st.caption("The closed form is Kokolis et al.'s first-order estimate (HPCA 2025); the optimum interval is "
@@ -42,7 +35,7 @@ st.caption("The closed form is Kokolis et al.'s first-order estimate (HPCA 2025)
 presets = list(PRESETS)
 wanted = st.query_params.get("preset", "demo" if "demo" in presets else presets[0])
 preset = st.selectbox("Start from preset", presets,
-                      key=seed("planner_preset", wanted if wanted in presets else presets[0]))
+                      key=state.seed("planner_preset", wanted if wanted in presets else presets[0]))
 if preset != st.query_params.get("preset"):  # a new preset: its own defaults, not the old knobs
     for knob in KNOBS:
         st.query_params.pop(knob, None)
@@ -64,25 +57,25 @@ max_gpus = base["cluster.gpus"] - base["spares.hosts"] * per_host  # the job and
 cols = st.columns(5)
 gpus = cols[0].number_input(
     "Job GPUs", min_value=per_host, max_value=max_gpus, step=per_host,
-    key=seed(f"planner_gpus:{preset}",
+    key=state.seed(f"planner_gpus:{preset}",
              int(url_number("gpus", base["training.gpus"], per_host, max_gpus)) // per_host * per_host),
     help=f"whole hosts of {per_host} GPUs, up to the cluster less its {base['spares.hosts']} spare hosts")
 rate = cols[1].number_input(
     "Failures / 1,000 host-days", min_value=0.0, max_value=1000.0, step=0.1, format="%.2f",
-    key=seed(f"planner_rate:{preset}",
+    key=state.seed(f"planner_rate:{preset}",
              url_number("rate", base["failures.rate_per_1000_node_days"] * base["failures.scale"], 0.0, 1000.0)),
     help="unexpected interruptions per 1,000 host-days (Llama 3: 3.79; RSC-1: 6.5)")
 interval_min = cols[2].number_input(
     "Checkpoint interval (min)", min_value=0.1, max_value=24 * 60.0, step=1.0, format="%.1f",
-    key=seed(f"planner_interval:{preset}",
+    key=state.seed(f"planner_interval:{preset}",
              url_number("interval", base["training.checkpoint_interval"], 6.0, 86400.0) / 60.0))
 write_s = cols[3].number_input(
     "Checkpoint write (s)", min_value=0.0, max_value=3600.0, step=1.0, format="%.1f",
-    key=seed(f"planner_write:{preset}", url_number("write", base.checkpoint_write_s, 0.0, 3600.0)),
+    key=state.seed(f"planner_write:{preset}", url_number("write", base.checkpoint_write_s, 0.0, 3600.0)),
     help="how long a checkpoint blocks training")
 restart_min = cols[4].number_input(
     "Restart overhead (min)", min_value=0.0, max_value=24 * 60.0, step=1.0, format="%.1f",
-    key=seed(f"planner_restart:{preset}",
+    key=state.seed(f"planner_restart:{preset}",
              url_number("restart", base["training.restart_overhead"], 0.0, 86400.0) / 60.0),
     help="detection, rescheduling, initialisation and restore after an interruption")
 interval_s, restart_s = interval_min * 60.0, restart_min * 60.0

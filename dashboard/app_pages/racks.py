@@ -15,13 +15,6 @@ UP_STATES = ("running", "healthy", "spare")
 OUT_STATES = ("draining", "down", "diagnosing", "repair", "burn_in")
 GPU_CELLS_UP_TO = 4096  # clusters this small show a cell per GPU by default; larger ones a cell per host
 
-def seed(key: str, value) -> str:
-    """A widget's first value comes from the URL; after that its own state rules (a keyed widget keeps the
-    user's changes, where one re-created from the URL on every rerun would drop every other one)."""
-    if key not in st.session_state:
-        st.session_state[key] = value
-    return key
-
 
 st.title("Racks")
 run = state.selected_run()
@@ -31,7 +24,7 @@ if run is None:
 
 # ----- time t ---------------------------------------------------------------------------------------------
 duration_h = max(run.duration_s / 3600.0, 1 / 60)
-t_key = seed(f"racks_t:{run.run_id}", queries.parse_t(st.query_params.get("t"), run.duration_s) / 3600.0)
+t_key = state.seed(f"racks_t:{run.run_id}", queries.parse_t(st.query_params.get("t"), run.duration_s) / 3600.0)
 t_h = st.slider("Time (hours since the run's start)", 0.0, duration_h, step=max(duration_h / 500, 1 / 60),
                 format="%.2f h", key=t_key)
 st.query_params["t"] = f"{t_h * 3600.0:.0f}"
@@ -55,7 +48,7 @@ st.subheader("Floor plan")
 gpus = queries.gpu_count(run.run_id)
 default_cells = "gpus" if 0 < gpus <= GPU_CELLS_UP_TO else "hosts"
 wanted_cells = st.query_params.get("cells")
-cells_key = seed(f"racks_cells:{run.run_id}", wanted_cells if wanted_cells in ("hosts", "gpus") else default_cells)
+cells_key = state.seed(f"racks_cells:{run.run_id}", wanted_cells if wanted_cells in ("hosts", "gpus") else default_cells)
 cells = st.segmented_control("Cells", ["hosts", "gpus"], key=cells_key,
                              format_func={"hosts": "a cell a host", "gpus": "a cell a GPU"}.get) or default_cells
 if gpus == 0:
@@ -77,7 +70,7 @@ try:
     wanted = int(st.query_params.get("rack", ""))
 except ValueError:
     wanted = None
-rack_key = seed(f"racks_rack:{run.run_id}", wanted if wanted in rack_ids else None)
+rack_key = state.seed(f"racks_rack:{run.run_id}", wanted if wanted in rack_ids else None)
 click = charts.clicked_rack(clicked.selection if clicked else None)
 if click is not None and click != st.session_state.get("racks_last_click") and click in rack_ids:
     st.session_state[rack_key] = click  # a new click on the floor opens that rack; the selectbox can move on
