@@ -197,19 +197,27 @@ class Simulation:
 
 
 def simulate(scenario: Scenario, *, name: str | None = None, progress: Callable[[float], None] | None = None,
-             summary_only: bool = False) -> Run:
+             summary_only: bool = False, arrivals: Arrivals | None = None, planned_times: np.ndarray | None = None,
+             kind: str = "simulate") -> Run:
     """Run `scenario` and return its Run (kind simulate): metadata, summary and the store tables.
 
     `summary_only` (the planner's sliders): the same events and summary, but only the incidents table is built
     (no hosts, GPUs, links, jobs, host_states or telemetry), which keeps a llama3-405b run well under a second.
+    `arrivals` and `planned_times` (replay then fork, engine.replay_incidents): feed exactly these failures and
+    planned stops instead of drawing them; every other part still draws from its own child generator, so a
+    run's own failures fed back under the same scenario reproduce it.
     """
     children = np.random.SeedSequence(scenario["simulation.seed"]).spawn(6)
     rngs = {part: np.random.default_rng(seq) for part, seq in
             zip(("topology", "failures", "planned", "repair", "research", "telemetry"), children, strict=True)}
     topo = build_topology(scenario, rngs["topology"])
     sim = Simulation(scenario, topo, rngs)
-    sim.env.process(sim.failures(draw_arrivals(scenario, topo.n_hosts, rngs["failures"])))
-    sim.env.process(sim.planned(draw_planned(scenario, rngs["planned"])))
+    if arrivals is None:
+        arrivals = draw_arrivals(scenario, topo.n_hosts, rngs["failures"])
+    if planned_times is None:
+        planned_times = draw_planned(scenario, rngs["planned"])
+    sim.env.process(sim.failures(arrivals))
+    sim.env.process(sim.planned(np.sort(np.asarray(planned_times, dtype=float))))
     for step in range(1, PROGRESS_STEPS + 1):
         sim.env.run(until=sim.horizon * step / PROGRESS_STEPS)
         if progress is not None:
@@ -224,7 +232,7 @@ def simulate(scenario: Scenario, *, name: str | None = None, progress: Callable[
                        "job_attempts": attempts, "checkpoints": checkpoints, "host_states": sim.host_states()})
         if scenario["simulation.telemetry"]:
             tables.update(_telemetry(scenario, tables, rngs["telemetry"]))
-    return Run(kind="simulate", name=name or scenario.preset or "simulation",
+    return Run(kind=kind, name=name or scenario.preset or "simulation",
                started_at=scenario["simulation.start"], duration_s=sim.horizon, scenario=scenario.to_dict(),
                seed=scenario["simulation.seed"], summary=summary, tables=tables)
 
