@@ -99,7 +99,9 @@ class Ledger:
         self.size = 0
         self.dead = 0
 
-    def add(self, job: int, placement: list, width: int, start: float, end: float, running: dict) -> list[int]:
+    def add(
+        self, job: int, placement: list, width: int, start: float, end: float, running: dict
+    ) -> list[int]:
         count = sum(len(gpu_idx) for _, gpu_idx, _ in placement)
         if self.dead > max(1024, self.size - self.dead):
             self._sweep(running)
@@ -114,8 +116,8 @@ class Ledger:
         at = first
         for host, gpu_idx, milli in placement:
             k = len(gpu_idx)
-            self.slot[at: at + k] = host * width + gpu_idx
-            self.milli[at: at + k] = milli
+            self.slot[at : at + k] = host * width + gpu_idx
+            self.milli[at : at + k] = milli
             at += k
         self.end[first:at] = end
         self.start[first:at] = start
@@ -126,7 +128,7 @@ class Ledger:
 
     def drop(self, entries: list[int]) -> None:
         first, count = entries
-        self.alive[first: first + count] = False
+        self.alive[first : first + count] = False
         self.dead += count
 
     def _sweep(self, running: dict) -> None:
@@ -137,7 +139,7 @@ class Ledger:
         for name in _LEDGER_COLUMNS:
             arr = getattr(self, name)
             arr[: len(keep)] = arr[keep]
-        self.alive[len(keep): self.size] = False
+        self.alive[len(keep) : self.size] = False
         for record in running.values():
             entries = record[4]
             if entries[1]:
@@ -160,8 +162,9 @@ def place(s: Capacity, h: int, n: int, m: int, avoid: np.ndarray | None, pack: b
             return None
         key = s.placement_key()
         # pack: best fit (the fullest host, rack, pod that fits); spread: the emptiest; ties: lowest host
-        host = int(np.argmin(np.where(ok, key, np.iinfo(np.int64).max)) if pack
-                   else np.argmax(np.where(ok, key, -1)))
+        host = int(
+            np.argmin(np.where(ok, key, np.iinfo(np.int64).max)) if pack else np.argmax(np.where(ok, key, -1))
+        )
         row = s.free[host]
         gpus = np.flatnonzero(row >= m)
         # pack: the fullest GPUs that still fit (keeps whole GPUs whole); spread: the emptiest
@@ -185,7 +188,9 @@ def place(s: Capacity, h: int, n: int, m: int, avoid: np.ndarray | None, pack: b
             best = enough[np.argmin(pod_count[enough])]
             hosts = hosts[pods == best]
             pods = pods[pods == best]
-        order = np.lexsort((hosts, s.cluster.host_rack[hosts], -rack_count[s.cluster.host_rack[hosts]], -pod_count[pods]))
+        order = np.lexsort(
+            (hosts, s.cluster.host_rack[hosts], -rack_count[s.cluster.host_rack[hosts]], -pod_count[pods])
+        )
     else:
         # round-robin over pods: the i-th idle host of every pod before the (i+1)-th of any
         rank = np.zeros(len(hosts), dtype=np.int64)
@@ -197,7 +202,8 @@ def place(s: Capacity, h: int, n: int, m: int, avoid: np.ndarray | None, pack: b
 
 
 def reservation(s: Capacity, ledger: Ledger, h: int, n: int, m: int, now: float) -> tuple[float, np.ndarray]:
-    """(earliest start of a job of demand (h, n, m) if running jobs end as expected, hosts it would need then), vectorised:
+    """(earliest start of a job of demand (h, n, m) if running jobs end as expected, hosts it would need
+    then), vectorised:
     every running job's GPU slots in end order, a running sum per slot of the thousandths freed, the time
     each slot first has room, then per host the time it could take the job."""
     width = s.free.shape[1]

@@ -80,7 +80,8 @@ class Failures:
 @dataclass
 class Schedule:
     """What happened: attempts (job, attempt, start_s, end_s, end_reason, lost_work_s, hosts), waits (job,
-    start_s, end_s, reason), host outages (host, start_s, end_s), and per job its first start, last end, state."""
+    start_s, end_s, reason), host outages (host, start_s, end_s), and per job its first start, last end and
+    state."""
 
     attempts: pl.DataFrame
     waits: pl.DataFrame
@@ -93,7 +94,9 @@ class Schedule:
 def demands(workload: Workload, cluster: Cluster) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(hosts, GPUs per host, thousandths per GPU, fits-at-all) of every job, vectorised."""
     gpus = np.asarray(workload.gpus, dtype=float)
-    share = np.full(workload.n, FULL) if workload.share is None else np.asarray(workload.share, dtype=np.int64)
+    share = (
+        np.full(workload.n, FULL) if workload.share is None else np.asarray(workload.share, dtype=np.int64)
+    )
     share = np.where((share <= 0) | (share > FULL), FULL, share)
     largest = int(cluster.host_gpus.max()) if cluster.n_hosts else 0
     count = np.ceil(np.round(gpus * FULL / share, 6)).astype(np.int64)  # GPUs touched
@@ -111,12 +114,19 @@ def demands(workload: Workload, cluster: Cluster) -> tuple[np.ndarray, np.ndarra
 
 
 class Scheduler:
-    def __init__(self, cluster: Cluster, workload: Workload, policy: Policy = Policy(),
-                 failures: Failures | None = None) -> None:
+    def __init__(
+        self,
+        cluster: Cluster,
+        workload: Workload,
+        policy: Policy = Policy(),
+        failures: Failures | None = None,
+    ) -> None:
         self.cluster, self.w, self.policy = cluster, workload, policy
         self.failures = failures or Failures.none()
         self.h, self.n, self.m, self.fits_at_all = demands(workload, cluster)
-        self.restart = np.zeros(workload.n, bool) if workload.restart is None else np.asarray(workload.restart)
+        self.restart = (
+            np.zeros(workload.n, bool) if workload.restart is None else np.asarray(workload.restart)
+        )
         self.prio = np.asarray(workload.priority, dtype=np.int64)
         self.s = Capacity(cluster)
         # demand classes: jobs with the same (hosts, per_host, share) share a fit and a wait reason
@@ -143,7 +153,7 @@ class Scheduler:
         self.first_start = np.full(workload.n, np.nan)
         self.last_end = np.full(workload.n, np.nan)
 
-    # ----- the event loop ------------------------------------------------------------------------------------
+    # ----- the event loop -----------------------------------------------------------------------------------
 
     def run(self) -> Schedule:
         events: list[tuple] = []
@@ -186,7 +196,7 @@ class Scheduler:
         insort(self.queue[self.cls[j]], self._key(j))
         self.waiting_since[j] = now
 
-    # ----- one scheduling pass -------------------------------------------------------------------------------
+    # ----- one scheduling pass ------------------------------------------------------------------------------
 
     def _pass(self, now: float) -> None:
         head = None
@@ -212,8 +222,11 @@ class Scheduler:
     def _backfill(self, blocked: int, now: float) -> None:
         """EASY backfill behind the blocked head: classes in the order of their first job, jobs in queue
         order inside a class, at most backfill_depth jobs looked at (Slurm's bf_max_job_test)."""
-        fitting = [c for c, q in enumerate(self.queue)
-                   if q and c != self.cls[blocked] and self.s.fits(*self.classes[c])]
+        fitting = [
+            c
+            for c, q in enumerate(self.queue)
+            if q and c != self.cls[blocked] and self.s.fits(*self.classes[c])
+        ]
         if not fitting:
             return
         fitting.sort(key=lambda c: self.queue[c][0])
@@ -254,7 +267,9 @@ class Scheduler:
         width = s.free.shape[1]
         slots = led.slot[live]
         flat = s.free.ravel()
-        potential = (flat + np.bincount(slots, weights=led.milli[live], minlength=len(flat))).reshape(-1, width)
+        potential = (flat + np.bincount(slots, weights=led.milli[live], minlength=len(flat))).reshape(
+            -1, width
+        )
         potential = np.where(s.free < 0, -1, potential)
         hosts_of = slots // width
         lost = np.bincount(hosts_of, weights=(now - led.start[live]) * led.milli[live], minlength=len(s.size))
@@ -264,8 +279,10 @@ class Scheduler:
             if not ok.any():
                 return False
             host = int(np.argmin(np.where(ok, lost, np.inf)))
-            victims = sorted({int(k) for k in led.job[live[hosts_of == host]]},
-                             key=lambda k: (self.prio[k], -self.running[k][1], k))
+            victims = sorted(
+                {int(k) for k in led.job[live[hosts_of == host]]},
+                key=lambda k: (self.prio[k], -self.running[k][1], k),
+            )
             for k in victims:
                 self._stop(k, now, "preempted")
                 if -np.sort(-s.free[host])[n - 1] >= m:
@@ -361,7 +378,11 @@ class Scheduler:
             self.rows_outages.append((host, now, until))
         else:  # already down: the outage grows
             last = max(k for k, row in enumerate(self.rows_outages) if row[0] == host)
-            self.rows_outages[last] = (host, self.rows_outages[last][1], max(until, self.rows_outages[last][2]))
+            self.rows_outages[last] = (
+                host,
+                self.rows_outages[last][1],
+                max(until, self.rows_outages[last][2]),
+            )
         self.s.down[host] = True
         self.down_until[host] = max(self.down_until[host], until)
         self.s.touch(host)
@@ -418,25 +439,51 @@ class Scheduler:
 
     def _result(self) -> Schedule:
         self._never_fits()
-        attempts = pl.DataFrame(self.rows_attempts, schema={
-            "job": pl.Int64, "attempt": pl.Int32, "start_s": pl.Float64, "end_s": pl.Float64,
-            "end_reason": pl.String, "lost_work_s": pl.Float64, "hosts": pl.List(pl.Int32)}, orient="row")
-        outages = pl.DataFrame(self.rows_outages, schema={"host": pl.Int64, "start_s": pl.Float64,
-                                                          "end_s": pl.Float64}, orient="row")
+        attempts = pl.DataFrame(
+            self.rows_attempts,
+            schema={
+                "job": pl.Int64,
+                "attempt": pl.Int32,
+                "start_s": pl.Float64,
+                "end_s": pl.Float64,
+                "end_reason": pl.String,
+                "lost_work_s": pl.Float64,
+                "hosts": pl.List(pl.Int32),
+            },
+            orient="row",
+        )
+        outages = pl.DataFrame(
+            self.rows_outages,
+            schema={"host": pl.Int64, "start_s": pl.Float64, "end_s": pl.Float64},
+            orient="row",
+        )
         state = np.where(np.isnan(self.last_end), "pending", "completed")
-        never = pl.DataFrame(self.rows_never, schema={"job": pl.Int64, "start_s": pl.Float64, "end_s": pl.Float64,
-                                                      "reason": pl.String}, orient="row")
+        never = pl.DataFrame(
+            self.rows_never,
+            schema={"job": pl.Int64, "start_s": pl.Float64, "end_s": pl.Float64, "reason": pl.String},
+            orient="row",
+        )
         waits = pl.concat([cut_waits(self.rows_spells, self.reason_log), never]).sort("job", "start_s")
-        return Schedule(attempts.sort("job", "attempt"), waits, outages, self.first_start, self.last_end, state)
+        return Schedule(
+            attempts.sort("job", "attempt"), waits, outages, self.first_start, self.last_end, state
+        )
 
-def schedule(cluster: Cluster, workload: Workload, policy: Policy = Policy(),
-             failures: Failures | None = None) -> Schedule:
+
+def schedule(
+    cluster: Cluster, workload: Workload, policy: Policy = Policy(), failures: Failures | None = None
+) -> Schedule:
     """Re-schedule `workload` on `cluster` under `policy`, with host `failures` (requeue/restart by job)."""
     return Scheduler(cluster, workload, policy, failures).run()
 
 
-def place_recorded(cluster: Cluster, workload: Workload, start: np.ndarray, end: np.ndarray,
-                   policy: Policy = Policy(), nodes: list[list[int] | None] | None = None) -> list[list[int]]:
+def place_recorded(
+    cluster: Cluster,
+    workload: Workload,
+    start: np.ndarray,
+    end: np.ndarray,
+    policy: Policy = Policy(),
+    nodes: list[list[int] | None] | None = None,
+) -> list[list[int]]:
     """Hosts of each job replayed as recorded: at its recorded start it goes on its recorded nodes (sacct
     NodeList) or where `policy` would place it; a job with no room then (the trace ran on more than the
     cluster shows) keeps an empty host list. Ends free their GPUs before starts at the same instant."""
@@ -476,5 +523,18 @@ def place_recorded(cluster: Cluster, workload: Workload, start: np.ndarray, end:
         placed[j] = placement
     return hosts_of
 
-__all__ = ["FULL", "REASONS", "Cluster", "Failures", "Policy", "Schedule", "Scheduler", "Workload", "demands",
-           "dominant_reason", "place_recorded", "schedule"]
+
+__all__ = [
+    "FULL",
+    "REASONS",
+    "Cluster",
+    "Failures",
+    "Policy",
+    "Schedule",
+    "Scheduler",
+    "Workload",
+    "demands",
+    "dominant_reason",
+    "place_recorded",
+    "schedule",
+]

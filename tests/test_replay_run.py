@@ -26,15 +26,23 @@ def run_cli(capsys, *argv):
 def check_host_states(states: pl.DataFrame, n_hosts: int, horizon: float) -> None:
     """Every host covered from 0 to the horizon by back-to-back intervals."""
     assert states["host_id"].n_unique() == n_hosts
-    per_host = states.sort("host_id", "start_s").group_by("host_id", maintain_order=True).agg(
-        pl.col("start_s").first().alias("first"), pl.col("end_s").last().alias("last"),
-        ((pl.col("start_s").shift(-1) - pl.col("end_s")).abs().max()).alias("gap"))
+    per_host = (
+        states.sort("host_id", "start_s")
+        .group_by("host_id", maintain_order=True)
+        .agg(
+            pl.col("start_s").first().alias("first"),
+            pl.col("end_s").last().alias("last"),
+            ((pl.col("start_s").shift(-1) - pl.col("end_s")).abs().max()).alias("gap"),
+        )
+    )
     assert (per_host["first"] == 0).all() and (per_host["last"] == horizon).all()
     assert per_host["gap"].fill_null(0).max() < 1e-9
 
 
 def test_replay_json_and_the_tables_it_writes(capsys, store_dir):
-    code, out, err = run_cli(capsys, "replay", str(FIXTURES / "small.csv"), "--store", str(store_dir), "--json")
+    code, out, err = run_cli(
+        capsys, "replay", str(FIXTURES / "small.csv"), "--store", str(store_dir), "--json"
+    )
     assert code == 0, err
     result = json.loads(out)
     assert {"run_id", "jobs", "gpus", "days", "wait_mean_s", "wait_p95_s", "utilization"} <= set(result)
@@ -61,10 +69,16 @@ def test_rescheduled_small_trace_is_exact():
     jobs = run.tables["jobs"].select("job_id", "start_s", "end_s", "wait_reason").rows()
     # 3 hosts of 8: a (16 GPUs) takes hosts 0-1 at 0; b (8) the third host at 10 min; c (0.5 GPU) and d (4)
     # find no free GPU at all until b ends at 4200 s, then share host 2
-    assert jobs == [("a", 0.0, 7200.0, None), ("b", 600.0, 4200.0, None), ("c", 4200.0, 6900.0, "no_capacity"),
-                    ("d", 4200.0, 6000.0, "no_capacity")]
-    assert run.tables["job_waits"].rows() == [("c", 1800.0, 4200.0, "no_capacity"),
-                                              ("d", 3600.0, 4200.0, "no_capacity")]
+    assert jobs == [
+        ("a", 0.0, 7200.0, None),
+        ("b", 600.0, 4200.0, None),
+        ("c", 4200.0, 6900.0, "no_capacity"),
+        ("d", 4200.0, 6000.0, "no_capacity"),
+    ]
+    assert run.tables["job_waits"].rows() == [
+        ("c", 1800.0, 4200.0, "no_capacity"),
+        ("d", 3600.0, 4200.0, "no_capacity"),
+    ]
     assert run.tables["job_attempts"]["hosts"].to_list() == [[0, 1], [2], [2], [2]]
 
 
@@ -82,7 +96,12 @@ def test_sacct_recorded_replay_uses_the_node_lists():
     hosts = run.tables["hosts"]["hostname"].to_list()
     assert hosts == ["cpu01", "gpu001", "gpu002", "gpu003", "gpu004"]
     # GPU nodes get the trace's largest per-node count (16 GPUs on 2 nodes: 8); the CPU node none
-    assert run.tables["gpus"].group_by("host_id").len().sort("host_id").rows() == [(1, 8), (2, 8), (3, 8), (4, 8)]
+    assert run.tables["gpus"].group_by("host_id").len().sort("host_id").rows() == [
+        (1, 8),
+        (2, 8),
+        (3, 8),
+        (4, 8),
+    ]
     attempts = run.tables["job_attempts"]
     by_job = dict(zip(attempts["job_id"].to_list(), attempts["hosts"].to_list(), strict=True))
     assert by_job["1001"] == [1, 2] and by_job["1002"] == [3] and by_job["1005"] == [0]
@@ -101,7 +120,8 @@ def test_failures_requeue_jobs_and_show_as_down_hosts(tmp_path):
     assert hit["job_id"].to_list() == ["a"] and hit["lost_work_s"].to_list() == [600.0]
     states = run.tables["host_states"]
     assert states.filter(pl.col("state") == "down").select("host_id", "start_s", "end_s").rows() == [
-        (0, 600.0, 4200.0)]
+        (0, 600.0, 4200.0)
+    ]
     check_host_states(states, 3, run.duration_s)
 
 
@@ -133,13 +153,16 @@ def test_whole_alibaba_trace_as_recorded(shared_data):
     assert run.tables["job_attempts"].height == 8152 - 897
 
 
-@pytest.mark.parametrize(("argv", "message"), [
-    (["--set", "scheduler.placment=pack"], "unknown replay setting"),
-    (["--set", "training.gpus=8"], "not a replay setting"),
-    (["--set", "scheduler.backfill=maybe"], "scheduler.backfill: expected true or false"),
-    (["--format", "incidents"], "not built yet (issue 8"),
-    (["--format", "sacct"], "lacks column(s)"),
-])
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--set", "scheduler.placment=pack"], "unknown replay setting"),
+        (["--set", "training.gpus=8"], "not a replay setting"),
+        (["--set", "scheduler.backfill=maybe"], "scheduler.backfill: expected true or false"),
+        (["--format", "incidents"], "not built yet (issue 8"),
+        (["--format", "sacct"], "lacks column(s)"),
+    ],
+)
 def test_bad_replay_input_exits_2_and_writes_nothing(capsys, store_dir, argv, message):
     code, out, err = run_cli(capsys, "replay", str(FIXTURES / "small.csv"), *argv, "--store", str(store_dir))
     assert code == 2 and out == "" and message in err and err.count("\n") == 1
@@ -156,20 +179,32 @@ def test_a_malformed_line_names_file_and_line(capsys, store_dir, tmp_path):
 
 def test_text_output_and_policies(capsys, store_dir):
     for policy in ("pack", "spread"):
-        code, out, _ = run_cli(capsys, "replay", str(FIXTURES / "small.swf"), "--policy", policy,
-                               "--store", str(store_dir))
+        code, out, _ = run_cli(
+            capsys, "replay", str(FIXTURES / "small.swf"), "--policy", policy, "--store", str(store_dir)
+        )
         assert code == 0 and f"(swf, rescheduled, {policy})" in out and "utilisation" in out
     assert len(Store(store_dir).run_ids()) == 2
 
 
 def test_host_states_merge_overlapping_jobs():
-    attempts = pl.DataFrame({"job_id": ["x", "y", "z"], "start_s": [0.0, 5.0, 20.0], "end_s": [10.0, 15.0, 30.0],
-                             "hosts": [[0], [0], [0]]}, schema_overrides={"hosts": pl.List(pl.Int32)})
+    attempts = pl.DataFrame(
+        {
+            "job_id": ["x", "y", "z"],
+            "start_s": [0.0, 5.0, 20.0],
+            "end_s": [10.0, 15.0, 30.0],
+            "hosts": [[0], [0], [0]],
+        },
+        schema_overrides={"hosts": pl.List(pl.Int32)},
+    )
     outages = pl.DataFrame(schema={"host": pl.Int64, "start_s": pl.Float64, "end_s": pl.Float64})
     states = host_states(attempts, outages, 2, 40.0)
-    assert states.rows() == [(0, "running", 0.0, 15.0, None), (0, "healthy", 15.0, 20.0, None),
-                             (0, "running", 20.0, 30.0, "z"), (0, "healthy", 30.0, 40.0, None),
-                             (1, "healthy", 0.0, 40.0, None)]
+    assert states.rows() == [
+        (0, "running", 0.0, 15.0, None),
+        (0, "healthy", 15.0, 20.0, None),
+        (0, "running", 20.0, 30.0, "z"),
+        (0, "healthy", 30.0, 40.0, None),
+        (1, "healthy", 0.0, 40.0, None),
+    ]
 
 
 def test_replay_file_takes_an_upload_and_names_it_in_errors():
@@ -181,8 +216,16 @@ def test_replay_file_takes_an_upload_and_names_it_in_errors():
 
 
 @settings(max_examples=100, deadline=None)
-@given(st.lists(st.lists(st.sampled_from(["", "0", "5m", "-1", "x", "2", "node-0001", "99", "1h", "faulty_gpu"]),
-                         min_size=3, max_size=5), max_size=5))
+@given(
+    st.lists(
+        st.lists(
+            st.sampled_from(["", "0", "5m", "-1", "x", "2", "node-0001", "99", "1h", "faulty_gpu"]),
+            min_size=3,
+            max_size=5,
+        ),
+        max_size=5,
+    )
+)
 def test_failure_lists_give_failures_or_a_clear_error(tmp_path_factory, rows):
     path = tmp_path_factory.mktemp("f") / "failures.csv"
     path.write_text("t,host,down_for,cause\n" + "\n".join(",".join(r) for r in rows) + "\n")
@@ -197,13 +240,22 @@ def test_failure_lists_give_failures_or_a_clear_error(tmp_path_factory, rows):
 
 
 def test_the_run_keeps_its_settings_like_a_scenario():
-    run = replay_file(FIXTURES / "small.csv", sets=["replay.hosts=3", "cluster.hosts_per_rack=4",
-                                                    "scheduler.backfill=false"], placement="spread")
+    run = replay_file(
+        FIXTURES / "small.csv",
+        sets=["replay.hosts=3", "cluster.hosts_per_rack=4", "scheduler.backfill=false"],
+        placement="spread",
+    )
     assert run.scenario == {
         "replay": {"hosts": 3, "format": "goodput", "file": "small.csv", "mode": "rescheduled"},
-        "scheduler": {"backfill": False, "placement": "spread", "preemption": False, "backfill_depth": 500,
-                      "checkpoint_interval": "30m"},
-        "cluster": {"hosts_per_rack": 4}}
+        "scheduler": {
+            "backfill": False,
+            "placement": "spread",
+            "preemption": False,
+            "backfill_depth": 500,
+            "checkpoint_interval": "30m",
+        },
+        "cluster": {"hosts_per_rack": 4},
+    }
     assert run.tables["hosts"]["rack_id"].to_list() == [0, 0, 0]
 
 

@@ -28,14 +28,17 @@ def cluster(hosts: int = 4, gpus: int = 8, per_rack: int = 2, per_pod: int = 2) 
 def workload(rows: list[tuple], restart: list[bool] | None = None) -> Workload:
     """rows of (submit, work, gpus, priority)."""
     submit, work, gpus, priority = (np.array(c, dtype=float) for c in zip(*rows, strict=True))
-    return Workload(submit, work, gpus, priority.astype(np.int64),
-                    restart=None if restart is None else np.array(restart))
+    return Workload(
+        submit, work, gpus, priority.astype(np.int64), restart=None if restart is None else np.array(restart)
+    )
 
 
 def trace_of(result) -> list[tuple]:
     """(job, attempt, start, end, end_reason, hosts) of every attempt, in job order."""
-    return [(r["job"], r["attempt"], r["start_s"], r["end_s"], r["end_reason"], r["hosts"])
-            for r in result.attempts.iter_rows(named=True)]
+    return [
+        (r["job"], r["attempt"], r["start_s"], r["end_s"], r["end_reason"], r["hosts"])
+        for r in result.attempts.iter_rows(named=True)
+    ]
 
 
 def waits_of(result) -> list[tuple]:
@@ -174,8 +177,12 @@ def test_fractional_jobs_share_one_gpu_when_packed():
 def test_a_host_failure_requeues_or_restarts_its_jobs_and_blocks_the_host():
     rows = [(0, 5000, 8, 0), (0, 5000, 8, 0), (100, 10, 16, 0)]
     failures = Failures(np.array([3700.0]), np.array([0]), np.array([600.0]), ["faulty_gpu"])
-    result = schedule(cluster(hosts=2, per_rack=1, per_pod=1), workload(rows, restart=[True, False, False]),
-                      Policy(checkpoint_interval_s=1800), failures)
+    result = schedule(
+        cluster(hosts=2, per_rack=1, per_pod=1),
+        workload(rows, restart=[True, False, False]),
+        Policy(checkpoint_interval_s=1800),
+        failures,
+    )
     first = trace_of(result)[:2]
     # restart: resumes from its checkpoint at 3600 s (losing 100 s) when host 0 is back, 1400 s left; it keeps
     # its place in the queue, ahead of job 2 (submitted later)
@@ -192,14 +199,20 @@ def test_a_host_failure_requeues_or_restarts_its_jobs_and_blocks_the_host():
 def test_requeue_policy_starts_over():
     rows = [(0, 5000, 8, 0)]
     failures = Failures(np.array([1000.0]), np.array([0]), np.array([10.0]))
-    result = schedule(cluster(hosts=2, per_rack=1, per_pod=1), workload(rows, restart=[False]), Policy(),
-                      failures)
-    assert trace_of(result) == [(0, 1, 0.0, 1000.0, "host_failure", [0]), (0, 2, 1000.0, 6000.0, "completed", [1])]
+    result = schedule(
+        cluster(hosts=2, per_rack=1, per_pod=1), workload(rows, restart=[False]), Policy(), failures
+    )
+    assert trace_of(result) == [
+        (0, 1, 0.0, 1000.0, "host_failure", [0]),
+        (0, 2, 1000.0, 6000.0, "completed", [1]),
+    ]
     assert result.attempts["lost_work_s"].to_list() == [1000.0, 0.0]
 
 
 def test_jobs_that_can_never_fit_or_have_no_length_stay_pending():
-    w = Workload(np.zeros(3), np.array([10.0, np.nan, 10.0]), np.array([64.0, 8.0, 0.0]), np.zeros(3, np.int64))
+    w = Workload(
+        np.zeros(3), np.array([10.0, np.nan, 10.0]), np.array([64.0, 8.0, 0.0]), np.zeros(3, np.int64)
+    )
     result = schedule(cluster(), w, Policy())
     assert list(result.state) == ["pending", "pending", "completed"]
     assert trace_of(result) == [(2, 1, 0.0, 10.0, "completed", [])]  # a GPU-less job needs no host
@@ -220,22 +233,46 @@ def test_recorded_placement_uses_given_nodes_or_the_policy():
 
 
 @settings(max_examples=40, deadline=None)
-@given(st.lists(st.tuples(st.integers(0, 50), st.integers(1, 40), st.sampled_from([0.25, 0.5, 1, 2, 4, 8, 16, 24]),
-                          st.integers(0, 2)), min_size=1, max_size=25),
-       st.booleans(), st.booleans(), st.sampled_from(["pack", "spread"]),
-       st.lists(st.tuples(st.integers(0, 100), st.integers(0, 3), st.integers(1, 30)), max_size=4))
+@given(
+    st.lists(
+        st.tuples(
+            st.integers(0, 50),
+            st.integers(1, 40),
+            st.sampled_from([0.25, 0.5, 1, 2, 4, 8, 16, 24]),
+            st.integers(0, 2),
+        ),
+        min_size=1,
+        max_size=25,
+    ),
+    st.booleans(),
+    st.booleans(),
+    st.sampled_from(["pack", "spread"]),
+    st.lists(st.tuples(st.integers(0, 100), st.integers(0, 3), st.integers(1, 30)), max_size=4),
+)
 def test_no_gpu_is_ever_overcommitted_and_every_job_finishes(rows, backfill, preemption, placement, outages):
     c = cluster(hosts=4, gpus=8)
     gpus = np.array([r[2] for r in rows], dtype=float)
     share = np.where(gpus < 1, gpus * 1000, 1000).astype(np.int64)
-    w = Workload(np.array([r[0] for r in rows], float), np.array([r[1] for r in rows], float), gpus,
-                 np.array([r[3] for r in rows]), share=share)
-    failures = Failures(np.array([o[0] for o in outages], float), np.array([o[1] for o in outages]),
-                        np.array([o[2] for o in outages], float))
+    w = Workload(
+        np.array([r[0] for r in rows], float),
+        np.array([r[1] for r in rows], float),
+        gpus,
+        np.array([r[3] for r in rows]),
+        share=share,
+    )
+    failures = Failures(
+        np.array([o[0] for o in outages], float),
+        np.array([o[1] for o in outages]),
+        np.array([o[2] for o in outages], float),
+    )
     restart = np.arange(len(rows)) % 2 == 0
     w.restart = restart
-    result = schedule(c, w, Policy(placement=placement, backfill=backfill, preemption=preemption,
-                                   checkpoint_interval_s=7), failures)
+    result = schedule(
+        c,
+        w,
+        Policy(placement=placement, backfill=backfill, preemption=preemption, checkpoint_interval_s=7),
+        failures,
+    )
     assert (result.state == "completed").all()
     att = result.attempts
     assert (att["start_s"].to_numpy() >= w.submit[att["job"].to_numpy()]).all()
@@ -258,18 +295,37 @@ def test_no_gpu_is_ever_overcommitted_and_every_job_finishes(rows, backfill, pre
             for host in hosts:
                 held[host] += min(gpus[job], 8.0) if len(hosts) == 1 else 8.0
         assert (held <= 8 + 1e-9).all()
-    # waits lie inside each job's time in the queue and use the four reasons only
+    # waits use the four reasons only and cover exactly each job's time in the queue: from submission to its
+    # first start, and from each interrupted attempt's end to the next start
     assert set(result.waits["reason"].unique().to_list()) <= set(REASONS)
+    waited = dict(result.waits.group_by("job").agg((pl.col("end_s") - pl.col("start_s")).sum()).rows())
+    for job in range(len(rows)):
+        mine = att.filter(pl.col("job") == job).sort("attempt")
+        queued = (
+            mine["start_s"][0]
+            - w.submit[job]
+            + (mine["start_s"].slice(1) - mine["end_s"].slice(0, mine.height - 1)).sum()
+        )
+        assert waited.get(job, 0.0) == pytest.approx(queued)
 
 
 def test_wait_pieces_follow_the_class_timeline():
     from engine.wait_reasons import cut_waits
 
-    log = [(0, 0.0, "priority"), (1, 0.0, "no_capacity"), (0, 10.0, "fragmentation"), (0, 20.0, "priority"),
-           (0, 30.0, None)]
+    log = [
+        (0, 0.0, "priority"),
+        (1, 0.0, "no_capacity"),
+        (0, 10.0, "fragmentation"),
+        (0, 20.0, "priority"),
+        (0, 30.0, None),
+    ]
     spells = [(7, 0, 5.0, 25.0), (8, 1, 2.0, 4.0), (9, 0, 12.0, 18.0)]
     assert cut_waits(spells, log).rows() == [
-        (7, 5.0, 10.0, "priority"), (7, 10.0, 20.0, "fragmentation"), (7, 20.0, 25.0, "priority"),
-        (8, 2.0, 4.0, "no_capacity"), (9, 12.0, 18.0, "fragmentation")]
+        (7, 5.0, 10.0, "priority"),
+        (7, 10.0, 20.0, "fragmentation"),
+        (7, 20.0, 25.0, "priority"),
+        (8, 2.0, 4.0, "no_capacity"),
+        (9, 12.0, 18.0, "fragmentation"),
+    ]
     longest = dominant_reason(cut_waits(spells, log)).sort("job").rows()
     assert longest == [(7, "fragmentation"), (8, "no_capacity"), (9, "fragmentation")]

@@ -18,7 +18,9 @@ def durations(text: pl.Series) -> pl.Series:
         number=pl.col("t").str.extract(_DURATION, 1).cast(pl.Float64, strict=False),
         unit=pl.col("t").str.extract(_DURATION, 2).fill_null("s"),
     )
-    scale = frame["unit"].replace_strict(_UNITS["unit"], _UNITS["scale"], default=None, return_dtype=pl.Float64)
+    scale = frame["unit"].replace_strict(
+        _UNITS["unit"], _UNITS["scale"], default=None, return_dtype=pl.Float64
+    )
     return (frame["number"] * scale).rename(text.name)
 
 
@@ -37,21 +39,32 @@ def integers(text: pl.Series) -> pl.Series:
 
 def slurm_elapsed(text: pl.Series) -> pl.Series:
     """Slurm's `[D-]HH:MM:SS` / `MM:SS` / `MM:SS.mmm` as seconds; null where malformed."""
-    frame = pl.DataFrame({"t": text.str.strip_chars()}).with_columns(
-        days=pl.col("t").str.extract(r"^(\d+)-", 1).cast(pl.Float64).fill_null(0.0),
-        clock=pl.col("t").str.replace(r"^\d+-", ""),
-    ).with_columns(parts=pl.col("clock").str.split(":"))
+    frame = (
+        pl.DataFrame({"t": text.str.strip_chars()})
+        .with_columns(
+            days=pl.col("t").str.extract(r"^(\d+)-", 1).cast(pl.Float64).fill_null(0.0),
+            clock=pl.col("t").str.replace(r"^\d+-", ""),
+        )
+        .with_columns(parts=pl.col("clock").str.split(":"))
+    )
     frame = frame.with_columns(n=pl.col("parts").list.len())
     valid = pl.col("t").str.contains(r"^(\d+-)?(\d+:){1,2}\d+(\.\d+)?$")
     out = frame.select(
-        pl.when(valid & (pl.col("n") == 3)).then(
-            pl.col("days") * 86400 + pl.col("parts").list.get(0, null_on_oob=True).cast(pl.Float64) * 3600
+        pl.when(valid & (pl.col("n") == 3))
+        .then(
+            pl.col("days") * 86400
+            + pl.col("parts").list.get(0, null_on_oob=True).cast(pl.Float64) * 3600
             + pl.col("parts").list.get(1, null_on_oob=True).cast(pl.Float64) * 60
-            + pl.col("parts").list.get(2, null_on_oob=True).cast(pl.Float64))
-        .when(valid & (pl.col("n") == 2)).then(
-            pl.col("days") * 86400 + pl.col("parts").list.get(0, null_on_oob=True).cast(pl.Float64) * 60
-            + pl.col("parts").list.get(1, null_on_oob=True).cast(pl.Float64))
-        .otherwise(None).alias("s")
+            + pl.col("parts").list.get(2, null_on_oob=True).cast(pl.Float64)
+        )
+        .when(valid & (pl.col("n") == 2))
+        .then(
+            pl.col("days") * 86400
+            + pl.col("parts").list.get(0, null_on_oob=True).cast(pl.Float64) * 60
+            + pl.col("parts").list.get(1, null_on_oob=True).cast(pl.Float64)
+        )
+        .otherwise(None)
+        .alias("s")
     )["s"]
     return out.rename(text.name)
 

@@ -9,7 +9,9 @@ import polars as pl
 from engine.replay.formats import Lines, TraceError, check, split_lines
 
 
-def split_table(lines: Lines, sep: str, what: str, trailing_sep: bool = False) -> tuple[pl.DataFrame, list[str]]:
+def split_table(
+    lines: Lines, sep: str, what: str, trailing_sep: bool = False
+) -> tuple[pl.DataFrame, list[str]]:
     """(frame of String columns named by the header, lower-cased header names). The header is lines[0]."""
     if not len(lines.text):
         raise TraceError(f"{lines.source}: the trace is empty")
@@ -43,8 +45,9 @@ def require(lines: Lines, parts: pl.DataFrame, names: list[str], wanted: list[st
         raise lines.fail(0, f"the {what} header lacks column(s) {', '.join(missing)}")
 
 
-def read_table(source: str, text: str, sep: str, what: str, comment: str | None = None,
-               trailing_sep: bool = False) -> tuple[pl.DataFrame, list[str], Lines]:
+def read_table(
+    source: str, text: str, sep: str, what: str, comment: str | None = None, trailing_sep: bool = False
+) -> tuple[pl.DataFrame, list[str], Lines]:
     """`split_table` of the file's lines, by Polars' multi-threaded CSV reader when the file is plain (no
     blank or comment lines, no CR, every line the header's width), else line by line with checks."""
     fast = None if trailing_sep else _read_plain(source, text, sep, comment)
@@ -72,8 +75,16 @@ def _read_plain(source: str, text: str, sep: str, comment: str | None) -> tuple 
     if body.count(sep) != (rows + 1) * (len(names) - 1):
         return None
     try:
-        parts = pl.read_csv(body.encode(), separator=sep, quote_char=None, infer_schema=False, has_header=True,
-                            empty_string_is_null=False, new_columns=names, comment_prefix=None)
+        parts = pl.read_csv(
+            body.encode(),
+            separator=sep,
+            quote_char=None,
+            infer_schema=False,
+            has_header=True,
+            empty_string_is_null=False,
+            new_columns=names,
+            comment_prefix=None,
+        )
     except Exception:  # noqa: BLE001 - any complaint of the fast reader: the careful path names the line
         return None
     if parts.height != rows or parts.width != len(names):

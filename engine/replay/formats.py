@@ -140,7 +140,7 @@ def rebase(frame: pl.DataFrame, origin: float | None = None) -> tuple[pl.DataFra
     return frame.with_columns(pl.col(c) - shift for c in ("submit_s", "start_s", "end_s")), shift
 
 
-# ----- detection ---------------------------------------------------------------------------------------------
+# ----- detection --------------------------------------------------------------------------------------------
 
 _SWF_DATA = re.compile(r"^\s*-?\d+(\s+-?\d+(\.\d+)?){17}\s*$")
 
@@ -165,9 +165,11 @@ def detect_format(source: str, text: str) -> str:
         if {"incident_id", "t_s", "cause"} <= fields:
             return "incidents"
         raise TraceError(
-            f"{source}, line {number}: cannot tell the trace format from {stripped[:80]!r}; expected a goodput CSV"
+            f"{source}, line {number}: cannot tell the trace format from {stripped[:80]!r};"
+            " expected a goodput CSV"
             " header (job_id,submit,gpus,duration,...), sacct --parsable2 output (JobID|...), SWF 2.2 or an"
-            " Alibaba openb pod list; or pass --format")
+            " Alibaba openb pod list; or pass --format"
+        )
     raise TraceError(f"{source}: the trace is empty")
 
 

@@ -63,13 +63,23 @@ def parse(source: str, text: str, beside: Path | None = None) -> Trace:
     policy = get("on_failure")
     if policy is not None:
         policy = policy.set(policy == "", None)
-        check(lines, policy.is_not_null() & ~policy.is_in(["requeue", "restart"]),
-              "on_failure must be requeue or restart", 1)
+        check(
+            lines,
+            policy.is_not_null() & ~policy.is_in(["requeue", "restart"]),
+            "on_failure must be requeue or restart",
+            1,
+        )
         out["on_failure"] = policy
     frame = pl.DataFrame(out)
-    state = (pl.when(pl.col("end_s").is_not_null()).then(pl.lit("completed"))
-             .when(pl.col("start_s").is_not_null()).then(pl.lit("running")).otherwise(pl.lit("pending"))
-             if "start_s" in out else pl.lit("pending"))
+    state = (
+        pl.when(pl.col("end_s").is_not_null())
+        .then(pl.lit("completed"))
+        .when(pl.col("start_s").is_not_null())
+        .then(pl.lit("running"))
+        .otherwise(pl.lit("pending"))
+        if "start_s" in out
+        else pl.lit("pending")
+    )
     frame = frame.with_columns(state=state)
     return Trace(finish(frame), "goodput", source)
 

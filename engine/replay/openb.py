@@ -1,6 +1,7 @@
 """Alibaba's openb GPU pod lists (cluster-trace-gpu-v2023; Weng et al., "Beware of Fragmentation", ATC 2023).
 
-    name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time
+    name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,
+    scheduled_time  (one header line)
 
 One pod a line; times are seconds from the trace's start, scheduled_time empty for a pod never scheduled.
 A pod holds num_gpu GPUs, each to gpu_milli thousandths (1000 = a whole GPU; < 1000 = a shared GPU), so
@@ -21,8 +22,18 @@ from engine.replay.delimited import column, read_table, require, split_table
 from engine.replay.formats import Trace, TraceError, check, finish, split_lines
 
 NODE_LIST = "openb_node_list_gpu_node.csv"
-REQUIRED = ["name", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli", "qos", "pod_phase", "creation_time",
-            "deletion_time", "scheduled_time"]
+REQUIRED = [
+    "name",
+    "cpu_milli",
+    "memory_mib",
+    "num_gpu",
+    "gpu_milli",
+    "qos",
+    "pod_phase",
+    "creation_time",
+    "deletion_time",
+    "scheduled_time",
+]
 QOS_PRIORITY = {"Guaranteed": 3, "LS": 2, "Burstable": 1, "BE": 0}
 PHASE_STATE = {"Succeeded": "completed", "Failed": "failed", "Running": "running", "Pending": "pending"}
 
@@ -52,17 +63,25 @@ def parse(source: str, text: str, beside: Path | None = None) -> Trace:
     check(lines, ~qos.is_in(list(QOS_PRIORITY)), f"qos must be one of {', '.join(QOS_PRIORITY)}", 1)
     phase = column(parts, names, "pod_phase")
     check(lines, ~phase.is_in(list(PHASE_STATE)), f"pod_phase must be one of {', '.join(PHASE_STATE)}", 1)
-    frame = pl.DataFrame({
-        "job_id": pod, "gpus": num_gpu * milli / 1000.0,
-        "gpu_share": milli.set(num_gpu == 0, 1000.0).set(milli == 0, 1000.0).cast(pl.Int32),
-        "hosts": pl.Series([1] * len(pod), dtype=pl.Int32),
-        "priority": qos.replace_strict(QOS_PRIORITY, return_dtype=pl.Int64),
-        "submit_s": created, "start_s": scheduled, "end_s": deleted.set(scheduled.is_null(), None),
-        "duration_s": (deleted - scheduled).fill_null(deleted - created),
-        "state": phase.replace_strict(PHASE_STATE, return_dtype=pl.String),
-        "cpu": number("cpu_milli") / 1000.0, "memory_mb": number("memory_mib"),
-    })
-    cluster = read_node_list(beside / NODE_LIST) if beside is not None and (beside / NODE_LIST).is_file() else None
+    frame = pl.DataFrame(
+        {
+            "job_id": pod,
+            "gpus": num_gpu * milli / 1000.0,
+            "gpu_share": milli.set(num_gpu == 0, 1000.0).set(milli == 0, 1000.0).cast(pl.Int32),
+            "hosts": pl.Series([1] * len(pod), dtype=pl.Int32),
+            "priority": qos.replace_strict(QOS_PRIORITY, return_dtype=pl.Int64),
+            "submit_s": created,
+            "start_s": scheduled,
+            "end_s": deleted.set(scheduled.is_null(), None),
+            "duration_s": (deleted - scheduled).fill_null(deleted - created),
+            "state": phase.replace_strict(PHASE_STATE, return_dtype=pl.String),
+            "cpu": number("cpu_milli") / 1000.0,
+            "memory_mb": number("memory_mib"),
+        }
+    )
+    cluster = (
+        read_node_list(beside / NODE_LIST) if beside is not None and (beside / NODE_LIST).is_file() else None
+    )
     return Trace(finish(frame), "openb", source, cluster=cluster)
 
 

@@ -1,7 +1,8 @@
 """Slurm accounting: `sacct --parsable2` output (`|`-separated, a header line, no trailing `|`).
 
     sacct --allusers --parsable2 --starttime 2024-03-01 \
-      --format JobID,JobName,User,Submit,Start,End,State,AllocTRES,ReqTRES,NNodes,NodeList,Priority,Elapsed,Timelimit
+      --format JobID,JobName,User,Submit,Start,End,State,AllocTRES,ReqTRES,NNodes,NodeList,Priority,\
+               Elapsed,Timelimit
 
 Fields read (header names, any order, any case): JobID, Submit, Start, End, State, AllocTRES (required);
 JobName, User, NNodes, NodeList, Priority, Elapsed, ReqTRES, Timelimit (optional). Job steps (`123.batch`,
@@ -43,8 +44,12 @@ def parse(source: str, text: str, beside: Path | None = None) -> Trace:
     steps = len(job_id) - len(keep)
     parts = parts[keep]
     numbers = lines.number.slice(1).gather(keep)
-    sub = Lines(lines.source, None if lines.text is None else lines.text.slice(1).gather(keep), numbers,
-                full=lines.full)
+    sub = Lines(
+        lines.source,
+        None if lines.text is None else lines.text.slice(1).gather(keep),
+        numbers,
+        full=lines.full,
+    )
 
     def get(name: str) -> pl.Series | None:
         return column(parts, names, name)
@@ -70,8 +75,12 @@ def parse(source: str, text: str, beside: Path | None = None) -> Trace:
         tres = pl.Series("tres", tres).set(tres == "", None).fill_null(req)
     out["gpus"] = _gpus(tres)
     out["cpu"] = tres.str.extract(r"(?:^|,)cpu=(\d+)", 1).cast(pl.Float64)
-    mem = pl.DataFrame({"n": tres.str.extract(r"(?:^|,)mem=(\d+(?:\.\d+)?)", 1).cast(pl.Float64),
-                        "u": tres.str.extract(r"(?:^|,)mem=\d+(?:\.\d+)?([KMGT]?)", 1)})
+    mem = pl.DataFrame(
+        {
+            "n": tres.str.extract(r"(?:^|,)mem=(\d+(?:\.\d+)?)", 1).cast(pl.Float64),
+            "u": tres.str.extract(r"(?:^|,)mem=\d+(?:\.\d+)?([KMGT]?)", 1),
+        }
+    )
     out["memory_mb"] = mem["n"] * mem["u"].replace_strict(_MEM_SCALE, default=1.0, return_dtype=pl.Float64)
     for name, target in (("JobName", "name"), ("User", "user")):
         raw = get(name)
@@ -150,6 +159,8 @@ def _expand_nodelists(lines, node_list: pl.Series) -> pl.Series:
             raise lines.fail(index, f"NodeList is not Slurm hostlist syntax ({err})") from None
     if not expanded:
         return pl.Series("nodes", [None] * len(node_list), dtype=pl.List(pl.String))
-    table = pl.DataFrame({"key": list(expanded), "nodes": list(expanded.values())},
-                         schema={"key": pl.String, "nodes": pl.List(pl.String)})
+    table = pl.DataFrame(
+        {"key": list(expanded), "nodes": list(expanded.values())},
+        schema={"key": pl.String, "nodes": pl.List(pl.String)},
+    )
     return pl.DataFrame({"key": node_list}).join(table, on="key", how="left", maintain_order="left")["nodes"]

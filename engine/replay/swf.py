@@ -20,8 +20,26 @@ import polars as pl
 
 from engine.replay.formats import Trace, TraceError, check, finish, split_lines
 
-FIELDS = ["job", "submit", "wait", "run", "procs", "cpu", "mem", "req_procs", "req_time", "req_mem", "status",
-          "user", "group", "exe", "queue", "partition", "preceding", "think"]
+FIELDS = [
+    "job",
+    "submit",
+    "wait",
+    "run",
+    "procs",
+    "cpu",
+    "mem",
+    "req_procs",
+    "req_time",
+    "req_mem",
+    "status",
+    "user",
+    "group",
+    "exe",
+    "queue",
+    "partition",
+    "preceding",
+    "think",
+]
 STATUS = {1: "completed", 0: "failed", 5: "cancelled", 2: "partial", 3: "partial", 4: "partial"}
 
 
@@ -43,11 +61,16 @@ def parse(source: str, text: str, beside: Path | None = None) -> Trace:
     check(lines, frame["job"].is_duplicated(), "job number (field 1) appears more than once")
     known = pl.col
     frame = frame.with_columns(
-        gpus=pl.when(known("procs") >= 0).then(known("procs")).otherwise(known("req_procs")).clip(lower_bound=0),
+        gpus=pl.when(known("procs") >= 0)
+        .then(known("procs"))
+        .otherwise(known("req_procs"))
+        .clip(lower_bound=0),
         # an unknown wait with a known run time: the job ran, and such logs give start times as submit
         # times (the NASA iPSC header says so), so it started on submission
-        start_s=pl.when(known("wait") >= 0).then(known("submit") + known("wait"))
-        .when(known("run") >= 0).then(known("submit")),
+        start_s=pl.when(known("wait") >= 0)
+        .then(known("submit") + known("wait"))
+        .when(known("run") >= 0)
+        .then(known("submit")),
         run=pl.when(known("run") >= 0).then(known("run")),
     ).with_columns(
         end_s=known("start_s") + known("run"),
@@ -63,7 +86,9 @@ def parse(source: str, text: str, beside: Path | None = None) -> Trace:
         start_s=known("start_s"),
         end_s=known("end_s"),
         duration_s=known("duration_s"),
-        state=known("status").cast(pl.Int64).replace_strict(STATUS, default="unknown", return_dtype=pl.String),
+        state=known("status")
+        .cast(pl.Int64)
+        .replace_strict(STATUS, default="unknown", return_dtype=pl.String),
         memory_mb=pl.when(known("mem") >= 0).then(known("mem") * known("gpus") / 1024.0),  # SWF: KB per proc
     )
     start = header.get("UnixStartTime")
