@@ -11,7 +11,7 @@ burn-in and the host's return).
 """
 
 import contextlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 import duckdb
@@ -40,6 +40,11 @@ class IncidentError(GoodputError):
 
 
 Source = duckdb.DuckDBPyConnection | dict[str, pl.DataFrame]
+Rename = Callable[[str, str], str]
+
+
+def _same(kind: str, name: str) -> str:
+    return name
 
 
 @contextlib.contextmanager
@@ -114,25 +119,29 @@ class IncidentDetail:
         return float(self.cost["gpu_hours_lost"].sum())
 
 
-def incident_chain(source: Source, incident_id: int) -> pl.DataFrame:
+def incident_chain(source: Source, incident_id: int, *, rename: Rename | None = None) -> pl.DataFrame:
     """The chain of one incident, in time order: (step, t_s, what, detail)."""
-    return incident_detail(source, incident_id).chain
+    return incident_detail(source, incident_id, rename=rename).chain
 
 
-def incident_detail(source: Source, incident_id: int) -> IncidentDetail:
+def incident_detail(source: Source, incident_id: int, *, rename: Rename | None = None) -> IncidentDetail:
+    """The incident's chain, cost and blast radius. `rename(kind, name)` (kind host or job) rewrites every
+    hostname and job name the chain's sentences mention: an anonymised export passes its pseudonyms."""
+    rename = rename or _same
     with _connection(source) as con:
         rows = query_frame(con, "SELECT * FROM incidents WHERE incident_id = ?", [int(incident_id)])
         if rows.height == 0:
             raise IncidentError(f"no incident {incident_id} in this run")
         inc = rows.row(0, named=True)
         inc["job_ids"] = list(inc.get("job_ids") or [])
-        names = dict(query_frame(con, "SELECT host_id, hostname FROM hosts").iter_rows())
+        names = {h: rename("host", n) for h, n in query_frame(con, "SELECT host_id, hostname FROM hosts"
+                                                                   " WHERE hostname IS NOT NULL").iter_rows()}
         horizon = _horizon(con)
         steps: list[tuple[float, str, str]] = []
         where = _where(inc, names)
         steps.append((inc["t_s"], "occurred", f"{inc['cause']} ({inc['category']}){where}"))
         steps.append((inc["detected_s"], "detected", _how_detected(con, inc)))
-        cost = _jobs_hit(con, inc, horizon, steps)
+        cost = _jobs_hit(con, inc, horizon, steps, names, rename)
         hosts = _repair_steps(con, inc, names, steps)
         gpus = [inc["gpu_id"]] if inc["gpu_id"] is not None else _gpus_of(con, hosts)
     steps.sort(key=lambda s: (s[0], _ORDER[s[1].split(":")[0]]))
@@ -184,7 +193,7 @@ def _how_detected(con: duckdb.DuckDBPyConnection, inc: dict) -> str:
     return f"health check ({late:,.0f} s after the fault)"
 
 
-def _jobs_hit(con, inc: dict, horizon: float, steps: list) -> pl.DataFrame:
+def _jobs_hit(con, inc: dict, horizon: float, steps: list, names: dict, rename: Rename) -> pl.DataFrame:
     """Per job hit: the attempt it ended, lost work, restart time, GPU-hours; adds the job steps to `steps`.
 
     Downtime is charged to one incident at a time (as engine.tables does): from the interruption until the job
@@ -195,6 +204,7 @@ def _jobs_hit(con, inc: dict, horizon: float, steps: list) -> pl.DataFrame:
     for job in inc["job_ids"]:
         info = query_frame(con, "SELECT name, gpus, end_s FROM jobs WHERE job_id = ?", [job])
         name, gpus, job_end = info.row(0) if info.height else (job, 0.0, None)
+        name = rename("job", name or job)
         attempts = query_frame(con, "SELECT attempt, start_s, end_s, end_reason, lost_work_s, hosts"
                                     " FROM job_attempts WHERE job_id = ? ORDER BY attempt", [job])
         ended = attempts.filter((pl.col("end_reason") == reason) & (pl.col("end_s") >= inc["t_s"] - EPS)
@@ -209,7 +219,7 @@ def _jobs_hit(con, inc: dict, horizon: float, steps: list) -> pl.DataFrame:
             steps.append((at, "job interrupted", f"{name}: attempt {attempt} on {len(hit['hosts'] or [])} hosts"
                                                  f" ended, {lost:,.0f} s of work lost"))
             nxt = attempts.filter(pl.col("attempt") == attempt + 1)
-            _restart_steps(con, job, name, hit, nxt, inc, steps)
+            _restart_steps(con, job, name, hit, nxt, inc, steps, names)
         else:  # hit while it restarted: no attempt ended, no work lost, the restart began again
             at, lost, attempt = inc["detected_s"], 0.0, None
             steps.append((at, "job interrupted", f"{name}: hit while restarting; the restart began again"))
@@ -230,7 +240,8 @@ def _jobs_hit(con, inc: dict, horizon: float, steps: list) -> pl.DataFrame:
                                          "gpu_hours_lost": pl.Float64}, orient="row")
 
 
-def _restart_steps(con, job: str, name: str, hit: dict, nxt: pl.DataFrame, inc: dict, steps: list) -> None:
+def _restart_steps(con, job: str, name: str, hit: dict, nxt: pl.DataFrame, inc: dict, steps: list,
+                   names: dict) -> None:
     ckpt = con.execute("SELECT max(end_s) FROM checkpoints WHERE job_id = ? AND end_s <= ?",
                        [job, inc["t_s"]]).fetchall()[0][0]
     if ckpt is not None:
@@ -245,17 +256,12 @@ def _restart_steps(con, job: str, name: str, hit: dict, nxt: pl.DataFrame, inc: 
     if added:
         removed = sorted(old_hosts - set(new_hosts))
         steps.append((new["start_s"], "spares swapped in",
-                      f"{name}: hosts {_hostnames(con, added)} replace {_hostnames(con, removed)}"))
+                      f"{name}: hosts {_hostnames(names, added)} replace {_hostnames(names, removed)}"))
     steps.append((new["start_s"], "job running again", f"{name}: attempt {new['attempt']} on {len(new_hosts)} hosts"))
 
 
-def _hostnames(con, hosts: Iterable[int]) -> str:
-    hosts = [int(h) for h in hosts]
-    if not hosts:
-        return "none"
-    names = dict(query_frame(con, "SELECT host_id, hostname FROM hosts WHERE list_contains(?, host_id)",
-                             [hosts]).iter_rows())
-    return ", ".join(str(names.get(h, h)) for h in hosts)
+def _hostnames(names: dict, hosts: Iterable[int]) -> str:
+    return ", ".join(str(names.get(int(h), h)) for h in hosts) or "none"
 
 
 def _repair_steps(con, inc: dict, names: dict, steps: list) -> list[int]:

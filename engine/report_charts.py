@@ -1,0 +1,50 @@
+"""The two charts of the standalone HTML incident report (engine side: the engine never imports dashboard/).
+
+Pure functions, frames in and Plotly figures out: a timeline of incidents (time against cause, coloured by
+category, sized by GPU-hours lost) and interruptions by cause (stacked by category).
+"""
+
+import plotly.graph_objects as go
+import polars as pl
+
+# One colour per Llama 3 category, fixed so two reports read alike.
+CATEGORY_COLOURS = {"GPU": "#d62728", "Host": "#ff7f0e", "Network": "#1f77b4", "Dependency": "#9467bd",
+                    "Unplanned maintenance": "#8c564b", "Unknown": "#7f7f7f", "Planned": "#2ca02c"}
+OTHER_COLOUR = "#17becf"
+
+
+def _colour(category: str | None) -> str:
+    return CATEGORY_COLOURS.get(category or "", OTHER_COLOUR)
+
+
+def timeline_figure(frame: pl.DataFrame) -> go.Figure:
+    """Every incident at its time (UTC when known, else hours into the run) on its cause's row."""
+    use_time = "time_utc" in frame.columns and frame["time_utc"].null_count() < frame.height
+    fig = go.Figure()
+    largest = max(float(frame["gpu_hours_lost"].max() or 0.0), 1e-9) if frame.height else 1.0
+    for (category,), part in frame.group_by("category", maintain_order=True):
+        x = part["time_utc"].to_list() if use_time else (part["t_s"] / 3600).to_list()
+        size = (8 + 30 * (part["gpu_hours_lost"].fill_null(0.0) / largest).sqrt()).to_list()
+        text = [f"#{i} {c}<br>{g:,.1f} GPU-hours lost" for i, c, g in
+                zip(part["incident_id"], part["cause"], part["gpu_hours_lost"].fill_null(0.0), strict=True)]
+        fig.add_trace(go.Scatter(x=x, y=part["cause"].to_list(), mode="markers", name=category,
+                                 marker={"size": size, "color": _colour(category), "opacity": 0.75},
+                                 text=text, hoverinfo="text+x"))
+    fig.update_layout(title="Incidents over time (size: GPU-hours lost)", height=420,
+                      xaxis_title="time (UTC)" if use_time else "hours into the run", yaxis_title="cause",
+                      margin={"l": 160, "r": 20, "t": 50, "b": 50}, legend_title="category")
+    return fig
+
+
+def by_cause_figure(frame: pl.DataFrame) -> go.Figure:
+    """Interruptions by cause, one bar segment per category, most frequent cause on top."""
+    counts = frame.group_by("cause", "category").agg(n=pl.len())
+    order = counts.group_by("cause").agg(pl.col("n").sum()).sort(["n", "cause"], descending=[False, True])
+    fig = go.Figure()
+    for (category,), part in counts.group_by("category", maintain_order=True):
+        fig.add_trace(go.Bar(x=part["n"].to_list(), y=part["cause"].to_list(), orientation="h", name=category,
+                             marker_color=_colour(category)))
+    fig.update_layout(title="Interruptions by cause", barmode="stack", height=max(260, 28 * order.height + 100),
+                      xaxis_title="interruptions", margin={"l": 160, "r": 20, "t": 50, "b": 50},
+                      yaxis={"categoryorder": "array", "categoryarray": order["cause"].to_list()})
+    return fig
