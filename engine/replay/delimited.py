@@ -59,24 +59,27 @@ def read_table(
 
 
 def _read_plain(source: str, text: str, sep: str, comment: str | None) -> tuple | None:
-    body = text[:-1] if text.endswith("\n") else text
-    if not body or "\r" in body or "\n\n" in body or body.startswith("\n") or "\x00" in body:
+    # blank lines and stray whitespace-only lines show up below as a row count or field count that is off;
+    # NUL bytes were refused when the file was read
+    if not text.strip() or text.startswith("\n") or "\r" in text:
         return None
-    header = body[: body.find("\n")] if "\n" in body else body
+    cut = text.find("\n")
+    header = text if cut < 0 else text[:cut]
     names = [h.strip() for h in header.split(sep)]
-    if "" in names or len({n.lower() for n in names}) != len(names) or header.strip() != header.rstrip("\n"):
+    if "" in names or len({n.lower() for n in names}) != len(names) or header.strip() != header:
         return None
-    if comment is not None and (body.startswith(comment) or f"\n{comment}" in body):
+    if comment is not None and (text.startswith(comment) or f"\n{comment}" in text):
         return None
-    rows = body.count("\n")
+    lines = text.count("\n") + (0 if text.endswith("\n") else 1)  # header included
+    rows = lines - 1
     if rows == 0:
         return None
     # the reader rejects a line with too many fields; with the total count right, none has too few either
-    if body.count(sep) != (rows + 1) * (len(names) - 1):
+    if text.count(sep) != lines * (len(names) - 1):
         return None
     try:
         parts = pl.read_csv(
-            body.encode(),
+            text.encode(),
             separator=sep,
             quote_char=None,
             infer_schema=False,
