@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from engine import __version__
-from engine.errors import GoodputError, NotBuiltYet
+from engine.errors import GoodputError
 from engine.store import Store
 
 EXIT_BAD_INPUT = 2
@@ -144,7 +144,39 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
-    raise NotBuiltYet("sweeps are not built yet (issue 9: planner and comparison)")
+    from engine.scenario import build
+    from engine.sweep import bands, make_executor, parse_vary, sweep
+
+    scenario = build(args.preset, file=args.scenario, sets=list(args.set or []))
+    axes = [parse_vary(text) for text in args.vary]
+    executor = make_executor(args.executor, workers=args.workers, address=args.ray_address)
+    frame = sweep(scenario, axes, args.seeds, executor=executor, progress=_progress_printer(args.json))
+    keys = [a.key for a in axes]
+    if args.json:
+        print(json.dumps({"results": frame.drop("point").to_dicts()}))
+        return 0
+    print(_sweep_text(bands(frame, by=keys), keys, args.seeds))
+    return 0
+
+
+def _sweep_text(table, keys: list[str], seeds: int) -> str:
+    """Means and 5-95 % bands per grid point, one line each."""
+    def band(row: dict, metric: str, spec: str) -> str:
+        mean, lo, hi = (row[f"{metric}_{s}"] for s in ("mean", "p5", "p95"))
+        if mean is None:
+            return "-"
+        return f"{mean:{spec}} [{lo:{spec}}, {hi:{spec}}]"
+
+    columns = [("ETTR", "ettr", ".3f"), ("closed form", "closed_form_ettr", ".3f"),
+               ("MTTF h", "mttf_hours", ".2f"), ("interruptions", "interruptions", ".1f"),
+               ("lost GPU-h", "lost_gpu_hours", ",.0f")]
+    rows = [[str(r[k]) for k in keys] + [band(r, m, spec) for _, m, spec in columns] for r in table.to_dicts()]
+    header = keys + [title for title, _, _ in columns]
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
+    lines = [f"{len(rows)} grid points x {seeds} seeds: mean [5%, 95%]",
+             "  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)).rstrip()]
+    lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
+    return "\n".join(lines)
 
 
 def cmd_ettr(args: argparse.Namespace) -> int:
@@ -319,11 +351,18 @@ def build_parser() -> argparse.ArgumentParser:
     exp.add_argument("--until", metavar="D", help="only incidents before this time into the run, e.g. 3d12h")
     store_flag(exp)
 
-    swp = command("sweep", cmd_sweep, "run a grid of scenarios times seeds")
+    swp = command("sweep", cmd_sweep, "run a grid of scenarios times seeds (summary-only simulations)")
     scenario_flags(swp)
-    swp.add_argument("--vary", action="append", required=True, metavar="KEY=V1,V2,...")
-    swp.add_argument("--seeds", type=int, required=True, metavar="N")
-    swp.add_argument("--executor", default="local", choices=["local", "ray"])
+    swp.add_argument("--vary", action="append", required=True, metavar="KEY=V1,V2,...",
+                     help="a scenario key and its values, e.g. training.checkpoint_interval=5m,10m,30m (repeatable:"
+                          " the grid is every combination)")
+    swp.add_argument("--seeds", type=int, required=True, metavar="N",
+                     help="runs per grid point, with seeds simulation.seed, simulation.seed + 1, ...")
+    swp.add_argument("--executor", default="local", choices=["local", "ray"],
+                     help="local processes (default) or Ray (the optional extra goodput[ray])")
+    swp.add_argument("--workers", type=int, metavar="N", help="worker processes or Ray CPUs (default: all cores)")
+    swp.add_argument("--ray-address", metavar="ADDR",
+                     help="an existing Ray cluster, e.g. ray://head:10001 or auto (default: Ray on this machine)")
     json_flag(swp)
 
     ettr = command("ettr", cmd_ettr, "closed-form ETTR, job MTTF and the Young-Daly checkpoint interval")

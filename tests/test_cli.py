@@ -82,19 +82,6 @@ def test_usage_errors_exit_2():
     assert result.returncode == 2 and "invalid int value" in result.stderr
 
 
-# Commands whose engine part a later issue builds; each leaves this list (for its own tests) when it lands.
-NOT_BUILT_YET = [
-    ["sweep", "--vary", "training.checkpoint_interval=5m,10m", "--seeds", "2"],
-]
-
-
-@pytest.mark.parametrize("argv", NOT_BUILT_YET)
-def test_commands_not_built_yet_say_so_plainly(capsys, argv):
-    code, out, err = run_cli(capsys, *argv)
-    assert code == 2 and out == ""
-    assert err.startswith("goodput: error: ") and "not built yet" in err and "issue" in err
-
-
 def test_runs_lists_and_deletes(capsys, store_dir):
     store = Store(store_dir)
     first = store.write_run(small_run("first"))
