@@ -263,3 +263,24 @@ def test_any_bytes_in_auto_mode(blob):
         assert str(err).startswith("blob")
     else:
         check_frame(trace.jobs)
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    st.lists(
+        st.lists(st.sampled_from(["", "n1", "n2", "8", "2", "-1", "65", "x", "T4", "96000"]), min_size=4, max_size=6),
+        max_size=5,
+    )
+)
+def test_any_node_list_gives_a_cluster_or_a_clear_error(tmp_path_factory, rows):
+    from engine.replay.openb import NODE_LIST, read_node_list
+
+    path = tmp_path_factory.mktemp("nodes") / NODE_LIST
+    path.write_text("sn,cpu_milli,memory_mib,gpu,model\n" + "\n".join(",".join(r) for r in rows) + "\n")
+    try:
+        cluster = read_node_list(path)
+    except GoodputError as err:
+        assert str(err).startswith(str(path))
+    else:
+        assert cluster.height == len(rows) and cluster["gpus"].is_between(0, 64).all()
+        assert not cluster["hostname"].is_duplicated().any() and (cluster["hostname"] != "").all()

@@ -97,5 +97,6 @@ def read_node_list(path: Path) -> pl.DataFrame:
     gpus = col.integers(column(parts, names, "gpu"))
     check(lines, gpus.is_null() | (gpus < 0) | (gpus > 64), "gpu must be an integer from 0 to 64", 1)
     sn = column(parts, names, "sn")
+    check(lines, sn == "", "sn (the node name) is empty", 1)
     check(lines, sn.is_duplicated(), "sn appears more than once", 1)
     return pl.DataFrame({"hostname": sn, "gpus": gpus.cast(pl.Int32), "model": column(parts, names, "model")})
