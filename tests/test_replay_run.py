@@ -264,3 +264,38 @@ def test_failures_need_the_rescheduled_mode(tmp_path):
     failures.write_text("t,host,down_for\n0,0,1h\n")
     with pytest.raises(GoodputError, match="need --mode rescheduled"):
         replay_file(FIXTURES / "small.csv", sets=[f"replay.failures={failures}"], mode="recorded")
+
+
+@settings(max_examples=15, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.integers(0, 3600),
+            st.sampled_from([0, 0.25, 0.5, 1, 4, 8, 16, 24]),
+            st.integers(1, 7200),
+            st.integers(0, 3),
+            st.sampled_from(["requeue", "restart"]),
+        ),
+        min_size=1,
+        max_size=30,
+    ),
+    st.sampled_from(["pack", "spread"]),
+    st.booleans(),
+)
+def test_any_workload_replays_into_a_complete_run(tmp_path_factory, rows, placement, preemption):
+    text = "job_id,submit,gpus,duration,priority,on_failure\n" + "\n".join(
+        f"j{i},{s},{g},{d},{p},{f}" for i, (s, g, d, p, f) in enumerate(rows)
+    )
+    run = replay_file(
+        text.encode(),
+        sets=["replay.hosts=3", f"scheduler.preemption={str(preemption).lower()}"],
+        placement=placement,
+        name="w.csv",
+    )
+    jobs = run.tables["jobs"]
+    assert jobs.height == len(rows) and jobs["gpus"].sum() == pytest.approx(sum(r[1] for r in rows))
+    assert set(jobs["state"]) == {"completed"}  # nothing here is bigger than 3 hosts of 8
+    check_host_states(run.tables["host_states"], 3, run.duration_s)
+    store = Store(tmp_path_factory.mktemp("store"))
+    run_id = store.write_run(run)
+    assert store.table(run_id, "jobs").height == len(rows)
