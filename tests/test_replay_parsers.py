@@ -268,7 +268,11 @@ def test_any_bytes_in_auto_mode(blob):
 @settings(max_examples=80, deadline=None)
 @given(
     st.lists(
-        st.lists(st.sampled_from(["", "n1", "n2", "8", "2", "-1", "65", "x", "T4", "96000"]), min_size=4, max_size=6),
+        st.lists(
+            st.sampled_from(["", "n1", "n2", "8", "2", "-1", "65", "x", "T4", "96000"]),
+            min_size=4,
+            max_size=6,
+        ),
         max_size=5,
     )
 )
