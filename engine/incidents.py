@@ -55,12 +55,16 @@ def _connection(source: Source) -> Iterator[duckdb.DuckDBPyConnection]:
         return
     con = duckdb.connect()
     try:
-        for table in TABLES:
+        for table, types in TABLES.items():
+            con.execute(create_statement(table)).fetchall()
             frame = source.get(table)
-            if isinstance(frame, pl.DataFrame):
-                con.register(table, frame)
-            else:
-                con.execute(create_statement(table)).fetchall()
+            if isinstance(frame, pl.DataFrame) and frame.height:
+                # as the store writes a run: the schema's columns, any the frame lacks left null
+                given = frame.select(c for c in frame.columns if c in types)
+                con.register("_given", given)
+                columns = ", ".join(f'"{c}"' for c in given.columns)
+                con.execute(f'INSERT INTO "{table}" ({columns}) SELECT {columns} FROM _given').fetchall()  # noqa: S608 (names from the schema)
+                con.unregister("_given")
         yield con
     finally:
         con.close()
