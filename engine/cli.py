@@ -301,8 +301,9 @@ def build_parser() -> argparse.ArgumentParser:
     json_flag(sim)
 
     rep = command("replay", cmd_replay, "replay a job trace (or an incidents file) into a run")
-    rep.add_argument("file", metavar="FILE")
-    rep.add_argument("--format", default="auto", choices=["auto", "goodput", "sacct", "swf", "openb", "incidents"])
+    rep.add_argument("file", metavar="FILE", help="a job trace: goodput CSV, sacct --parsable2, SWF 2.2 or openb")
+    rep.add_argument("--format", default="auto", choices=["auto", "goodput", "sacct", "swf", "openb", "incidents"],
+                     help="trace format (default auto: told apart by the first lines)")
     rep.add_argument("--set", action="append", metavar="KEY=VALUE",
                      help="a replay setting (replay.*, scheduler.*) or a cluster layout key (repeatable)")
     rep.add_argument("--mode", choices=["recorded", "rescheduled"],
