@@ -200,11 +200,7 @@ def read_export(data: bytes, fmt: str, *, where: str = "export") -> tuple[pl.Dat
                                                                                            time_zone="UTC"))
             return frame.select(list(EXPORT_SCHEMA)), {k: v for k, v in document.items() if k != "incidents"}
         if fmt == "parquet":
-            import pyarrow.parquet as pq
-
-            source = io.BytesIO(data)
-            meta = pq.read_schema(source).metadata or {}
-            raw = meta.get(FORMAT_NAME.encode())
+            raw = pl.read_parquet_metadata(io.BytesIO(data)).get(FORMAT_NAME)
             return pl.read_parquet(io.BytesIO(data)), json.loads(raw) if raw else {}
     except ExportError:
         raise

@@ -1,0 +1,202 @@
+"""Exports: CSV, JSON and Parquet round-trip to the same frame; the HTML holds every incident and loads nothing
+from the network; anonymised exports hold no name; files are written whole or not at all; the CLI."""
+
+import json
+import os
+import re
+import stat
+
+import plotly.offline
+import polars as pl
+import pytest
+
+from engine.anonymise import KEY_FILE, pseudonym, store_key
+from engine.cli import main
+from engine.export import (
+    EXPORT_SCHEMA,
+    ExportError,
+    export_frame,
+    export_incidents,
+    export_run_incidents,
+    read_export,
+    write_export,
+)
+from engine.incidents import load_incidents
+from tests.runs import STARTED_AT, make_store, small_run
+
+RUN_ID = small_run().run_id
+# every name tests/runs.py gives a host, a job or a user
+NAMES = ("h0000", "h0001", "h0002", "h0003", "tiny-pretrain", "ablation-a", "research-1", "flagship", "alice",
+         '"pretrain"', ">pretrain<")
+
+
+@pytest.fixture(scope="module")
+def frame() -> pl.DataFrame:
+    return load_incidents(small_run().tables)
+
+
+@pytest.fixture
+def store(tmp_path):
+    return make_store(tmp_path / "store")
+
+
+@pytest.mark.parametrize("fmt", ["csv", "json", "parquet"])
+def test_round_trip_to_the_same_frame(frame, fmt):
+    data = export_incidents(frame, fmt, run_info={"run_id": RUN_ID, "started_at": STARTED_AT, "name": "tiny"})
+    back, meta = read_export(data, fmt)
+    expected = export_frame(frame, STARTED_AT)
+    assert back.schema == pl.Schema(EXPORT_SCHEMA)
+    assert back.equals(expected)
+    assert back["time_utc"][0].isoformat() == "2024-03-01T10:00:00+00:00"  # 36,000 s after the start
+    assert back["job_ids"].to_list()[3] == ["flagship", "research-1"]
+    if fmt != "csv":
+        assert meta["run"]["run_id"] == RUN_ID and meta["format"] == "goodput-incidents"
+
+
+def test_csv_list_cells_survive_quotes_and_commas():
+    tricky = pl.DataFrame({"incident_id": [0], "t_s": [1.0], "cause": ["ssd"], "category": ["Host"],
+                           "planned": [False], "job_ids": [['a "quoted", job', "back\\slash", ""]]})
+    back, _ = read_export(export_incidents(tricky, "csv"), "csv")
+    assert back["job_ids"].to_list() == [['a "quoted", job', "back\\slash", ""]]
+
+
+def test_json_carries_run_metadata_summary_and_records(store):
+    document = json.loads(export_run_incidents(store, RUN_ID, "json"))
+    assert document["run"]["name"] == "tiny" and document["run"]["scenario"]["training"]["name"] == "tiny-pretrain"
+    assert document["run"]["started_at"] == "2024-03-01T00:00:00+00:00"
+    assert document["summary"]["total"] == 5 and document["summary"]["unexpected"] == 4
+    assert [r["incident_id"] for r in document["incidents"]] == [1, 2, 3, 4, 5]
+
+
+def test_html_report_holds_every_incident_and_loads_nothing_from_the_network(store):
+    page = export_run_incidents(store, RUN_ID, "html").decode()
+    bundle = plotly.offline.get_plotlyjs()
+    # plotly.js is embedded inline exactly once; its own source holds URL strings (map tile servers, licences)
+    # that it only uses for map traces, which the report does not draw
+    assert page.count(bundle) == 1
+    rest = page.replace(bundle, "")
+    assert "http://" not in rest and "https://" not in rest and "//cdn" not in rest
+    tags = re.findall(r"<(?:script|link|img|iframe|source|embed|object)\b[^>]*>", page, flags=re.I)
+    assert tags and all(not re.search(r"\b(?:src|href|data)\s*=", tag, flags=re.I) for tag in tags)
+    assert "fetch(" not in rest and "XMLHttpRequest" not in rest and "import(" not in rest
+    assert rest.count('class="plotly-graph-div"') == 2  # the timeline and the by-cause chart
+    table = rest[rest.index('<table class="incidents">'):]
+    rows = re.findall(r"<tr><td>(\d+)</td>", table)
+    assert rows == ["1", "2", "3", "4", "5"]
+    assert "network_switch_cable" in table and "h0001" in table
+
+
+def test_html_of_one_incident_shows_its_chain(store):
+    page = export_run_incidents(store, RUN_ID, "html", incident_id=1, charts=False).decode()
+    assert "Chain of the incident" in page and "tiny-pretrain: hosts h0003 replace h0001" in page
+    assert re.findall(r"<tr><td>(\d+)</td>", page[page.index('<table class="incidents">'):]) == ["1"]
+    assert "plotly" not in page.lower()  # charts=False: a light report
+
+
+@pytest.mark.parametrize("fmt", ["csv", "json", "parquet", "html"])
+def test_anonymised_exports_name_no_host_job_or_user(store, fmt):
+    data = export_run_incidents(store, RUN_ID, fmt, anonymise=True, incident_id=4 if fmt == "html" else None,
+                                charts=False)
+    text = data.decode("latin-1")
+    for name in NAMES:
+        assert name not in text, name
+    key = store_key(store.root)
+    for name, kind in (("h0001", "host"), ("flagship", "job"), ("alice", "user")):
+        if fmt == "html" and name == "h0001":
+            name = "h0002"  # incident 4 names hosts 2 and 3 (and h0001 as the spare swapped in)
+        assert pseudonym(key, kind, name) in text
+
+
+def test_pseudonyms_are_stable_within_a_store_and_differ_across_stores(tmp_path, store):
+    first = read_export(export_run_incidents(store, RUN_ID, "csv", anonymise=True), "csv")[0]
+    again = read_export(export_run_incidents(store, RUN_ID, "csv", anonymise=True), "csv")[0]
+    assert first.equals(again)
+    assert first["hostname"][0] == first.filter(pl.col("incident_id") == 1)["hostname"][0]
+    # the flagship job's id is the same pseudonym in every row it appears in
+    ids = first.filter(pl.col("jobs_hit") > 0)["job_ids"].to_list()
+    assert ids[0][0] == ids[2][0] == ids[3][0] != ids[1][0]
+    key_path = store.root / KEY_FILE
+    assert stat.S_IMODE(key_path.stat().st_mode) == 0o600 and len(key_path.read_bytes()) == 32
+    other = make_store(tmp_path / "other")
+    elsewhere = read_export(export_run_incidents(other, RUN_ID, "csv", anonymise=True), "csv")[0]
+    assert elsewhere["hostname"][0] != first["hostname"][0]
+
+
+def test_anonymise_without_a_key_is_an_error(frame):
+    with pytest.raises(ExportError, match="no key"):
+        export_incidents(frame, "csv", anonymise=True)
+
+
+def test_write_export_never_leaves_a_partial_file(tmp_path, monkeypatch):
+    target = tmp_path / "out.csv"
+    write_export(target, b"old")
+
+    def broken_replace(src, dst):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(os, "replace", broken_replace)
+    with pytest.raises(OSError, match="disk full"):
+        write_export(target, b"new contents")
+    assert target.read_bytes() == b"old" and sorted(p.name for p in tmp_path.iterdir()) == ["out.csv"]
+    monkeypatch.undo()
+    write_export(target, b"new contents")
+    assert target.read_bytes() == b"new contents"
+
+
+def test_unknown_format_and_damaged_files_are_clear_errors(frame):
+    with pytest.raises(ExportError, match="unknown export format 'xlsx'"):
+        export_incidents(frame, "xlsx")
+    with pytest.raises(ExportError, match="not a Goodput incidents export"):
+        read_export(b'{"rows": []}', "json")
+    with pytest.raises(ExportError, match="cannot read as a parquet"):
+        read_export(b"not parquet", "parquet")
+
+
+# ----- the command line ---------------------------------------------------------------------------------
+
+
+def run_cli(capsys, *argv):
+    code = main(list(argv))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+@pytest.mark.parametrize("fmt", ["csv", "json", "parquet", "html"])
+def test_cli_writes_each_format(capsys, store, tmp_path, fmt):
+    out = tmp_path / f"incidents.{fmt}"
+    code, _, err = run_cli(capsys, "export", "incidents", "--run", RUN_ID, "--format", fmt, "--output", str(out),
+                           "--store", str(store.root))
+    assert code == 0 and out.stat().st_size > 0 and "wrote" in err
+    if fmt != "html":
+        assert read_export(out.read_bytes(), fmt)[0].height == 5
+
+
+def test_cli_filters_and_one_incident(capsys, store, tmp_path):
+    out = tmp_path / "some.json"
+    code, _, _ = run_cli(capsys, "export", "incidents", "--run", RUN_ID, "--format", "json", "--output", str(out),
+                         "--store", str(store.root), "--unexpected", "--since", "12h", "--until", "2d",
+                         "--category", "GPU", "--category", "Network")
+    assert code == 0
+    document = json.loads(out.read_text())
+    assert [r["incident_id"] for r in document["incidents"]] == [2, 4]
+    assert document["filters"] == {"since_s": 43200.0, "until_s": 172800.0, "categories": ["GPU", "Network"],
+                                   "planned": False}
+    code, _, _ = run_cli(capsys, "export", "incidents", "--run", RUN_ID, "--format", "json", "--output", str(out),
+                         "--store", str(store.root), "--incident", "4", "--anonymise")
+    document = json.loads(out.read_text())
+    assert code == 0 and [r["incident_id"] for r in document["incidents"]] == [4] and document["anonymised"]
+    assert [s["what"] for s in document["chain"]].count("job interrupted") == 2
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--run", "sim-nope"], "no run 'sim-nope'"),
+    (["--run", RUN_ID, "--cause", "gpu_on_fire"], "unknown cause gpu_on_fire"),
+    (["--run", RUN_ID, "--incident", "99"], "has no incident 99"),
+    (["--run", RUN_ID, "--since", "soon"], "--since"),
+])
+def test_cli_bad_input_exits_2_and_writes_nothing(capsys, store, tmp_path, argv, message):
+    out = tmp_path / "x.csv"
+    code, stdout, err = run_cli(capsys, "export", "incidents", "--format", "csv", "--output", str(out),
+                                "--store", str(store.root), *argv)
+    assert code == 2 and stdout == "" and err.startswith("goodput: error: ") and message in err
+    assert list(tmp_path.glob("*.csv")) == [] and not any(p.name.startswith(".x.csv") for p in tmp_path.iterdir())
