@@ -209,7 +209,7 @@ class LocalExecutor:
             raise GoodputError(f"--workers: must be at least 1, got {self.workers}")
 
     def run(self, tasks: list[Task], progress: Progress | None = None) -> list[dict]:
-        workers = min(self.workers or os.cpu_count() or 1, len(tasks))
+        workers = min(self.workers or usable_cores(), len(tasks))
         if workers <= 1:
             rows = []
             for task in tasks:
@@ -268,6 +268,13 @@ class RayExecutor:
         finally:
             if started:
                 ray.shutdown()
+
+
+def usable_cores() -> int:
+    """The cores this process may run on (a container's CPU set, not the host's count)."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0)) or 1
+    return os.cpu_count() or 1
 
 
 def make_executor(name: str = "local", *, workers: int | None = None, address: str | None = None) -> Executor:
