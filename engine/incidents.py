@@ -72,8 +72,9 @@ def _connection(source: Source) -> Iterator[duckdb.DuckDBPyConnection]:
 
 def load_incidents(source: Source) -> pl.DataFrame:
     """Every incident with what the page and the exports show beside it: hostname, rack, the GPU's index on
-    its host, whether a network fault took the whole rack (its link is a rack switch uplink), and the names
-    and users of the jobs it hit."""
+    its host (of the failed GPU, or of the GPU whose NIC cable failed), whether a network fault took the whole
+    rack (its link is a rack switch uplink, not a GPU's cable: tier gpu_rtsw or gpu_leaf), and the names and
+    users of the jobs it hit."""
     with _connection(source) as con:
         return query_frame(con, """
             WITH hit AS (
@@ -84,8 +85,9 @@ def load_incidents(source: Source) -> pl.DataFrame:
                 GROUP BY i.incident_id)
             SELECT i.incident_id, i.t_s, i.detected_s, i.mitigated_s, i.repaired_s, i.cause, i.category,
                    coalesce(i.planned, false) AS planned, i.xid, i.host_id, h.hostname, h.rack_id, i.gpu_id,
-                   CAST(g."index" AS INTEGER) AS gpu_index, i.link_id,
-                   coalesce(l.tier IS NOT NULL AND l.tier <> 'gpu_rtsw', false) AS rack_wide,
+                   coalesce(CAST(g."index" AS INTEGER),  -- a NIC cable names its GPU: "<hostname>:gpu<index>"
+                            TRY_CAST(nullif(regexp_extract(l.a, ':gpu([0-9]+)$', 1), '') AS INTEGER)) AS gpu_index,
+                   i.link_id, coalesce(l.tier IS NOT NULL AND NOT starts_with(l.tier, 'gpu_'), false) AS rack_wide,
                    i.jobs_hit, i.gpu_hours_lost, coalesce(i.job_ids, []) AS job_ids,
                    coalesce(hit.job_names, []) AS job_names, coalesce(hit.users, []) AS users
             FROM incidents i
