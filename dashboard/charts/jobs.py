@@ -1,4 +1,5 @@
-"""Jobs charts: a Gantt of job attempts with failure marks. Frames in, Plotly figures out.
+"""Jobs charts: a Gantt of job attempts with failure, restart and checkpoint marks; the queue, waits and why;
+utilisation and fragmentation over time. Frames in, Plotly figures out.
 
 Also home to the time helpers the other page charts share: run times are seconds since the run's start and
 pages show dates, so every chart turns `*_s` columns into UTC datetimes the same way.
@@ -9,6 +10,7 @@ from datetime import UTC, datetime
 import numpy as np
 import plotly.graph_objects as go
 import polars as pl
+from plotly.subplots import make_subplots
 
 # End reasons that are not failures (everything else in job_attempts.end_reason is a failure cause).
 CLEAN_ENDS = ("completed", "end_of_run", "preempted", "planned_maintenance", "running")
@@ -65,11 +67,14 @@ def clicked_job(selection) -> str | None:
     return None
 
 
-def attempts_gantt(attempts: pl.DataFrame, started_at: datetime, row_order: list[str]) -> go.Figure:
-    """Gantt of attempts: a row per job (`label`), a bar per attempt coloured by how it ended, an x at each failure.
+def attempts_gantt(attempts: pl.DataFrame, started_at: datetime, row_order: list[str],
+                   checkpoints: pl.DataFrame | None = None, window: tuple[float, float] | None = None) -> go.Figure:
+    """Gantt of attempts: a row per job (`label`), a bar per attempt coloured by how it ended, an x at each
+    failure, a triangle at each restart (an attempt after the first) and a tick at each checkpoint.
 
     `attempts` has job_id, label, attempt, start_s, end_s, end_reason, lost_work_s; `row_order` lists labels
-    top down. Bars and marks carry the job id as customdata.
+    top down; `checkpoints` (job_id, label, start_s) the checkpoints to mark; `window` (from, to) in run
+    seconds sets the x range. Bars and marks carry the job id as customdata.
     """
     frame = attempts.with_columns(
         end_kind(attempts["end_reason"]).alias("end_kind"),
@@ -85,10 +90,134 @@ def attempts_gantt(attempts: pl.DataFrame, started_at: datetime, row_order: list
         customdata=failed["job_id"].to_list(),
         hovertemplate="%{y}<br>%{x}<br>%{text}<extra>failure</extra>",
     ))
+    restarts = frame.filter(pl.col("attempt") > 1)
+    fig.add_trace(go.Scatter(
+        x=as_time(started_at, restarts["start_s"].to_numpy()), y=restarts["label"].to_list(), mode="markers",
+        marker={"symbol": "triangle-right", "size": 9, "color": "black"}, name="restart",
+        text=restarts["attempt"].to_list(), customdata=restarts["job_id"].to_list(),
+        hovertemplate="%{y}<br>%{x}<br>attempt %{text}<extra>restart</extra>",
+    ))
+    if checkpoints is not None and checkpoints.height:
+        fig.add_trace(go.Scatter(
+            x=as_time(started_at, checkpoints["start_s"].to_numpy()), y=checkpoints["label"].to_list(),
+            mode="markers", marker={"symbol": "line-ns-open", "size": 8, "color": "rgba(0,0,0,0.45)"},
+            name="checkpoint", customdata=checkpoints["job_id"].to_list(),
+            hovertemplate="%{y}<br>%{x}<extra>checkpoint</extra>",
+        ))
+    if window is not None:
+        fig.update_xaxes(range=list(as_time(started_at, list(window))))
     fig.update_layout(
         barmode="overlay", height=max(260, 22 * len(row_order) + 140), margin={"l": 10, "r": 10, "t": 80, "b": 10},
         legend={"orientation": "h", "y": 1.0, "yanchor": "top", "yref": "container"},  # above the top axis
     )
     fig.update_xaxes(type="date", side="top")  # a Gantt of hundreds of rows: dates where the reading starts
     fig.update_yaxes(categoryorder="array", categoryarray=list(reversed(row_order)), range=[-0.6, len(row_order) - 0.4])
+    return fig
+
+
+# ----- the queue, waits and why -----------------------------------------------------------------------------
+
+REASON_COLOURS = {  # engine.wait_reasons.REASONS
+    "no_capacity": "#1f77b4",
+    "fragmentation": "#ff7f0e",
+    "priority": "#9467bd",
+    "failed_hosts": "#d62728",
+}
+
+
+def queue_over_time(queue: pl.DataFrame, started_at: datetime) -> go.Figure:
+    """Queued jobs (left axis) and the GPUs they ask for (right axis) per bucket: `queue` has t_s (bucket
+    start), queued_jobs, queued_gpus; steps, since each value holds for its whole bucket."""
+    x = as_time(started_at, queue["t_s"].to_numpy())
+    fig = make_subplots(specs=[[{"secondary_y": True}]])
+    fig.add_trace(go.Scatter(x=x, y=queue["queued_jobs"].to_list(), name="queued jobs", line_shape="hv",
+                             line={"color": "#1f77b4"}), secondary_y=False)
+    fig.add_trace(go.Scatter(x=x, y=queue["queued_gpus"].to_list(), name="GPUs asked for", line_shape="hv",
+                             line={"color": "#ff7f0e", "dash": "dot"}), secondary_y=True)
+    fig.update_yaxes(title_text="jobs waiting (mean)", rangemode="tozero", secondary_y=False)
+    fig.update_yaxes(title_text="GPUs asked for", rangemode="tozero", secondary_y=True)
+    fig.update_layout(height=300, margin={"l": 10, "r": 10, "t": 30, "b": 10}, hovermode="x unified",
+                      legend={"orientation": "h", "y": 1.12})
+    return fig
+
+
+def wait_percentiles(waits_s: np.ndarray) -> tuple[float, float]:
+    """p50 and p95 of the waits in seconds (linear interpolation, like DuckDB's quantile_cont)."""
+    if len(waits_s) == 0:
+        return float("nan"), float("nan")
+    p50, p95 = np.percentile(np.asarray(waits_s, dtype=float), [50, 95])
+    return float(p50), float(p95)
+
+
+# Wait bins in minutes: "no wait" first, then powers of two from a minute to about two months, so a queue
+# of seconds and one of weeks both read on one axis.
+WAIT_EDGES_MIN = np.concatenate(([0.0, 1.0], 2.0 ** np.arange(1, 17)))
+
+
+def wait_histogram(waits_s: np.ndarray) -> go.Figure:
+    """Jobs per wait bin (WAIT_EDGES_MIN, the last bin open-ended) with the p50 and p95 named in the title."""
+    minutes = np.asarray(waits_s, dtype=float) / 60.0
+    edges = WAIT_EDGES_MIN
+    index = np.clip(np.searchsorted(edges, minutes, side="right") - 1, 0, len(edges) - 1)
+    counts = np.bincount(index, minlength=len(edges))
+    labels = ["< 1 min"] + [f"{_minutes(a)}–{_minutes(b)}" for a, b in zip(edges[1:-1], edges[2:], strict=True)]
+    labels.append(f"≥ {_minutes(edges[-1])}")
+    p50, p95 = wait_percentiles(waits_s)
+    fig = go.Figure(go.Bar(x=labels, y=counts.tolist(), marker_color="#1f77b4", name="jobs",
+                           hovertemplate="%{x}: %{y} jobs<extra></extra>"))
+    title = "no job started" if len(minutes) == 0 else (
+        f"{len(minutes):,} jobs started · p50 {_minutes(p50 / 60)} · p95 {_minutes(p95 / 60)}")
+    fig.update_layout(title={"text": title, "font": {"size": 13}}, height=300, bargap=0.05,
+                      margin={"l": 10, "r": 10, "t": 40, "b": 10}, xaxis_title="wait", yaxis_title="jobs")
+    return fig
+
+
+def _minutes(m: float) -> str:
+    """A wait in minutes, short: "30 s", "4 min", "2.1 h", "5.3 d"."""
+    if m < 1:
+        return f"{m * 60:.0f} s"
+    if m < 60:
+        return f"{m:.0f} min"
+    if m < 48 * 60:
+        return f"{m / 60:.3g} h"
+    return f"{m / 1440:.3g} d"
+
+
+def wait_reasons(reasons: pl.DataFrame) -> go.Figure:
+    """Share of waiting time by reason, largest on top: `reasons` has reason, waited_s, share, jobs."""
+    ordered = reasons.sort("waited_s")
+    fig = go.Figure(go.Bar(
+        x=(ordered["share"] * 100).to_list(), y=ordered["reason"].to_list(), orientation="h",
+        marker_color=[REASON_COLOURS.get(r, "#bbbbbb") for r in ordered["reason"].to_list()],
+        text=[f"{s:.0%}" for s in ordered["share"].to_list()], textposition="auto",
+        customdata=np.column_stack([(ordered["waited_s"] / 3600).to_numpy(), ordered["jobs"].to_numpy()]),
+        hovertemplate="%{y}: %{x:.1f}% of waiting time<br>%{customdata[0]:.1f} job-hours, "
+                      "%{customdata[1]} jobs<extra></extra>",
+    ))
+    fig.update_layout(height=60 + 40 * max(ordered.height, 1), margin={"l": 10, "r": 10, "t": 10, "b": 10},
+                      xaxis={"title": "share of waiting time (%)", "range": [0, 100]})
+    return fig
+
+
+# ----- utilisation and fragmentation ------------------------------------------------------------------------
+
+def utilisation_and_fragmentation(util: pl.DataFrame, frag: pl.DataFrame, started_at: datetime) -> go.Figure:
+    """Two panels sharing the time axis: busy and unavailable GPUs as % of all GPUs (`util`: t_s, busy_gpus,
+    unavailable_gpus, total_gpus), and fragmentation, the % of free GPUs stranded on partly used hosts
+    (`frag`: t_s, fragmentation)."""
+    fig = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.08, row_heights=[0.6, 0.4],
+                        subplot_titles=("GPUs busy and unavailable", "Fragmentation of free GPUs"))
+    total = util["total_gpus"].cast(pl.Float64).replace(0.0, None)
+    x = as_time(started_at, util["t_s"].to_numpy())
+    fig.add_trace(go.Scatter(x=x, y=(util["busy_gpus"] / total * 100).to_list(), name="busy", line_shape="hv",
+                             stackgroup="gpus", line={"color": "#1f77b4"}), row=1, col=1)
+    fig.add_trace(go.Scatter(x=x, y=(util["unavailable_gpus"] / total * 100).to_list(), name="unavailable",
+                             line_shape="hv", stackgroup="gpus", line={"color": "#d62728"}), row=1, col=1)
+    fig.add_trace(go.Scatter(x=as_time(started_at, frag["t_s"].to_numpy()),
+                             y=(frag["fragmentation"] * 100).to_list(), name="fragmentation", mode="lines",
+                             line={"color": "#ff7f0e"}, connectgaps=False), row=2, col=1)
+    fig.update_yaxes(title_text="% of GPUs", range=[0, 100], row=1, col=1)
+    fig.update_yaxes(title_text="% of free", range=[0, 100], row=2, col=1)
+    fig.update_layout(height=420, margin={"l": 10, "r": 10, "t": 40, "b": 10}, hovermode="x unified",
+                      legend={"orientation": "h", "y": 1.1})
     return fig
