@@ -100,22 +100,8 @@ class Store:
         final = self.path_of(run.run_id)
         if final.exists():
             raise StoreError(f"run {run.run_id!r} already exists in {self.root}")
-        partial = self.runs_dir / f"{PARTIAL_PREFIX}{run.run_id}.{os.getpid()}.duckdb"
-        try:
-            con = duckdb.connect(str(partial))
-            try:
-                _write_tables(con, run)
-            finally:
-                con.close()
-            _fsync(partial)
-            os.replace(partial, final)
-            _fsync(self.runs_dir)
-        except BaseException:
-            with contextlib.suppress(FileNotFoundError):
-                partial.unlink()
-            with contextlib.suppress(FileNotFoundError):
-                Path(str(partial) + ".wal").unlink()
-            raise
+        with self._replacing(final) as con:
+            _write_tables(con, run)
         return run.run_id
 
     def append_to_run(self, run_id: str, tables: dict[str, pl.DataFrame], *, duration_s: float | None = None,
@@ -126,31 +112,43 @@ class Store:
         see the new version whole. Cost grows with the run's size, which suits observed runs of modest size.
         """
         final = self._existing_path(run_id)
-        partial = self.runs_dir / f"{PARTIAL_PREFIX}{run_id}.{os.getpid()}.duckdb"
+        with self._replacing(final, copy_of=final) as con:
+            check_schema_version(con, final)
+            for table, frame in tables.items():
+                if table not in TABLES or table == "runs":
+                    raise StoreError(f"run {run_id}: cannot append to table {table!r}")
+                if frame.height:
+                    _insert_frame(con, table, frame)
+            if duration_s is not None:
+                con.execute("UPDATE runs SET duration_s = ?", [duration_s])
+            if summary is not None:
+                con.execute("UPDATE runs SET summary = ?", [json.dumps(summary, default=str)])
+        self._info_cache.pop(run_id, None)
+
+    @contextlib.contextmanager
+    def _replacing(self, final: Path, copy_of: Path | None = None) -> Iterator[duckdb.DuckDBPyConnection]:
+        """A connection to a partial file that becomes `final` by rename only if the block succeeds.
+
+        The partial file starts empty or as a copy of `copy_of`; it is fsynced before the rename and the
+        folder after it, so a crash leaves either the old file or the new one, never half of one.
+        """
+        partial = self.runs_dir / f"{PARTIAL_PREFIX}{final.stem}.{os.getpid()}.duckdb"
         try:
-            shutil.copyfile(final, partial)
+            if copy_of is not None:
+                shutil.copyfile(copy_of, partial)
             con = duckdb.connect(str(partial))
             try:
-                check_schema_version(con, final)
-                for table, frame in tables.items():
-                    if table not in TABLES or table == "runs":
-                        raise StoreError(f"run {run_id}: cannot append to table {table!r}")
-                    if frame.height:
-                        _insert_frame(con, table, frame)
-                if duration_s is not None:
-                    con.execute("UPDATE runs SET duration_s = ?", [duration_s])
-                if summary is not None:
-                    con.execute("UPDATE runs SET summary = ?", [json.dumps(summary, default=str)])
+                yield con
             finally:
                 con.close()
             _fsync(partial)
             os.replace(partial, final)
             _fsync(self.runs_dir)
         except BaseException:
-            with contextlib.suppress(FileNotFoundError):
-                partial.unlink()
+            for leftover in (partial, Path(f"{partial}.wal")):
+                with contextlib.suppress(FileNotFoundError):
+                    leftover.unlink()
             raise
-        self._info_cache.pop(run_id, None)
 
     def delete_run(self, run_id: str) -> None:
         path = self._existing_path(run_id)
