@@ -7,11 +7,15 @@ host, GPU, cause, XID, rack-wide or not) and planned stops to the simulator (eng
 scenario's seed as usual, so replaying a run's own export under its own scenario reproduces it, and changing
 `spares.hosts` or `training.checkpoint_interval` answers "what would that week have cost with ...".
 
+`replay_incidents_data` does the same for bytes (an upload) and `replay_stored_run(store, run_id, sets=...)`
+forks a stored run directly (the Incidents page's "replay with other settings").
+
 The JSON export carries the run's scenario; a CSV does not, so it needs a preset or `--set` keys. As in the
 simulator, a failure on a host that is being repaired is dropped (the host is not in service), and so is one
 detected after the end of the (possibly shorter) replayed run.
 """
 
+import io
 import json
 import os
 from pathlib import Path
@@ -40,55 +44,86 @@ def read_incidents_file(path: str | os.PathLike) -> tuple[pl.DataFrame, dict, st
     path = Path(path)
     if not path.is_file():
         raise IncidentsFileError(f"{path}: no such file")
-    suffix = path.suffix.lower()
-    if suffix == ".csv":
+    fmt = path.suffix.lower().lstrip(".")
+    if fmt not in ("csv", "json"):
+        raise IncidentsFileError(f"{path}: an incidents file is .csv or .json (what `goodput export incidents`"
+                                 " writes)")
+    return read_incidents_bytes(path.read_bytes(), fmt, where=str(path))
+
+
+def read_incidents_bytes(data: bytes, fmt: str, *, where: str = "incidents file") -> tuple[pl.DataFrame, dict, str]:
+    """As read_incidents_file, from bytes (an upload, or an export made in memory); `where` names them."""
+    if fmt == "csv":
         try:
-            frame = pl.read_csv(path, infer_schema=False)
+            frame = pl.read_csv(io.BytesIO(data), infer_schema=False)
         except Exception as err:  # polars raises several types for a malformed CSV
-            raise IncidentsFileError(f"{path}: not a readable CSV ({err})") from err
+            raise IncidentsFileError(f"{where}: not a readable CSV ({err})") from err
         return frame.with_row_index("line", offset=2), {}, "csv"
-    if suffix == ".json":
-        try:
-            document = json.loads(path.read_text())
-        except (json.JSONDecodeError, UnicodeDecodeError) as err:
-            raise IncidentsFileError(f"{path}: not valid JSON ({err})") from err
-        if not isinstance(document, dict) or not isinstance(document.get("incidents"), list):
-            raise IncidentsFileError(f"{path}: not a Goodput incidents export (no `incidents` list)")
-        records = document["incidents"]
-        for i, record in enumerate(records, start=1):
-            if not isinstance(record, dict):
-                raise IncidentsFileError(f"{path}: incident record {i} is not an object")
-        columns = sorted({k for r in records for k in r if k in NUMERIC or k in (*REQUIRED, "rack_wide")})
-        frame = pl.DataFrame({c: [None if r.get(c) is None else str(r[c]).lower() if isinstance(r.get(c), bool)
-                                  else str(r[c]) for r in records] for c in columns},
-                             schema=dict.fromkeys(columns, pl.String))
-        return frame.with_row_index("line", offset=1), {k: v for k, v in document.items() if k != "incidents"}, "json"
-    raise IncidentsFileError(f"{path}: an incidents file is .csv or .json (what `goodput export incidents` writes)")
+    if fmt != "json":
+        raise IncidentsFileError(f"{where}: an incidents file is CSV or JSON, not {fmt!r}")
+    try:
+        document = json.loads(data)
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        raise IncidentsFileError(f"{where}: not valid JSON ({err})") from err
+    if not isinstance(document, dict) or not isinstance(document.get("incidents"), list):
+        raise IncidentsFileError(f"{where}: not a Goodput incidents export (no `incidents` list)")
+    records = document["incidents"]
+    for i, record in enumerate(records, start=1):
+        if not isinstance(record, dict):
+            raise IncidentsFileError(f"{where}: incident record {i} is not an object")
+    columns = sorted({k for r in records for k in r if k in NUMERIC or k in (*REQUIRED, "rack_wide")})
+    frame = pl.DataFrame({c: [None if r.get(c) is None else str(r[c]).lower() if isinstance(r.get(c), bool)
+                              else str(r[c]) for r in records] for c in columns},
+                         schema=dict.fromkeys(columns, pl.String))
+    return frame.with_row_index("line", offset=1), {k: v for k, v in document.items() if k != "incidents"}, "json"
 
 
 def replay_incidents(path: str | os.PathLike, *, preset: str | None = None, sets=(), name: str | None = None
                      ) -> Run:
     """A Run (kind replay) of `path`'s failures under the file's scenario (JSON) or `preset`, with `sets`."""
+    raw, meta, fmt = read_incidents_file(path)
+    return _replay(raw, meta, fmt, str(path), preset, list(sets), name)
+
+
+def replay_incidents_data(data: bytes, fmt: str, *, where: str = "incidents file", preset: str | None = None,
+                          sets=(), name: str | None = None) -> Run:
+    """replay_incidents for bytes (the page's upload)."""
+    raw, meta, fmt = read_incidents_bytes(data, fmt, where=where)
+    return _replay(raw, meta, fmt, where, preset, list(sets), name)
+
+
+def replay_stored_run(store, run_id: str, *, sets=(), name: str | None = None) -> Run:
+    """Fork a stored run: its incidents (as the JSON export carries them, scenario included) replayed under
+    `sets` (the page's "replay with other settings")."""
+    from engine.export import export_run_incidents
+
+    data = export_run_incidents(store, run_id, "json", charts=False)
+    return replay_incidents_data(data, "json", where=f"run {run_id}", sets=sets, name=name)
+
+
+def _replay(raw: pl.DataFrame, meta: dict, fmt: str, where: str, preset: str | None, sets: list[str],
+            name: str | None) -> Run:
     from engine.simulate import simulate
 
-    path = Path(path)
-    raw, meta, fmt = read_incidents_file(path)
-    scenario = _scenario(path, meta, fmt, preset, list(sets))
-    rows = _parse(raw, path, fmt, scenario)
+    scenario = _scenario(where, meta, fmt, preset, sets)
+    rows = _parse(raw, where, fmt, scenario)
     planned = rows.filter(pl.col("planned"))
     failures = rows.filter(~pl.col("planned") & (pl.col("detected_s") < scenario.duration_s))
     arrivals = _arrivals(failures)
     planned_times = planned.filter(pl.col("t_s") < scenario.duration_s)["t_s"].to_numpy()
-    source = (meta.get("run") or {}).get("run_id") or path.name
+    source = (meta.get("run") or {}).get("run_id") or Path(where).name
     run = simulate(scenario, name=name or f"replay of {source}", arrivals=arrivals, planned_times=planned_times,
                    kind="replay")
-    run.summary["replayed"] = {"file": str(path), "format": fmt, "source_run": source, "failures": len(arrivals),
+    jobs = run.tables.get("jobs")
+    # `goodput replay --json` prints at least run_id, jobs, gpus and days (DESIGN "Command line")
+    run.summary.update(jobs=jobs.height if isinstance(jobs, pl.DataFrame) else 0, format="incidents")
+    run.summary["replayed"] = {"file": where, "format": fmt, "source_run": source, "failures": len(arrivals),
                                "planned": int(planned_times.size),
                                "beyond_the_run": rows.height - len(arrivals) - int(planned_times.size)}
     return run
 
 
-def _scenario(path: Path, meta: dict, fmt: str, preset: str | None, sets: list[str]) -> Scenario:
+def _scenario(path: str, meta: dict, fmt: str, preset: str | None, sets: list[str]) -> Scenario:
     stored = (meta.get("run") or {}).get("scenario")
     if preset is not None or not stored:
         if fmt == "csv" and preset is None and not sets:
@@ -99,7 +134,7 @@ def _scenario(path: Path, meta: dict, fmt: str, preset: str | None, sets: list[s
     return base.with_overrides(sets) if sets else base
 
 
-def _parse(raw: pl.DataFrame, path: Path, fmt: str, scenario: Scenario) -> pl.DataFrame:
+def _parse(raw: pl.DataFrame, path: str, fmt: str, scenario: Scenario) -> pl.DataFrame:
     """Typed columns, every value checked; the first bad one is an error naming its line and column."""
     where = "line" if fmt == "csv" else "incident record"
     missing = [c for c in REQUIRED if c not in raw.columns]

@@ -9,7 +9,12 @@ from hypothesis import strategies as st
 
 from engine.errors import GoodputError
 from engine.export import export_run_incidents, write_export
-from engine.replay_incidents import IncidentsFileError, replay_incidents
+from engine.replay_incidents import (
+    IncidentsFileError,
+    replay_incidents,
+    replay_incidents_data,
+    replay_stored_run,
+)
 from engine.scenario import build
 from engine.simulate import simulate
 from engine.store import Store
@@ -30,6 +35,20 @@ def exported(tmp_path_factory):
     for fmt in ("json", "csv"):
         write_export(folder / f"incidents.{fmt}", export_run_incidents(store, run_id, fmt))
     return run, folder
+
+
+def test_a_stored_run_forks_directly_and_an_upload_replays_from_bytes(exported):
+    run, folder = exported
+    store = Store(folder / "store")
+    same = replay_stored_run(store, run.run_id)
+    assert same.tables["incidents"].equals(run.tables["incidents"])
+    assert same.summary["jobs"] == run.tables["jobs"].height and same.summary["format"] == "incidents"
+    uploaded = replay_incidents_data((folder / "incidents.csv").read_bytes(), "csv", where="upload.csv",
+                                     preset="demo", sets=SETS)
+    assert uploaded.summary["interruptions"] == run.summary["interruptions"]
+    with pytest.raises(IncidentsFileError, match="^upload.csv: line 2: unknown cause"):
+        replay_incidents_data(HEADER.encode() + b"1,1,gpu_on_fire,false,1,,\n", "csv", where="upload.csv",
+                              preset="demo")
 
 
 def test_replaying_a_runs_own_json_export_reproduces_it(exported):
