@@ -94,6 +94,17 @@ KEYS: tuple[Key, ...] = (
     _k("failures.network_rack_share", "float", 0.2,
        "share of network faults that take a rack switch (every host of the rack) rather than one cable "
        "(Goodput's choice: Meta reports cables as the common case)", minimum=0, maximum=1),
+    # network: the fabric's traffic and its own faults (engine.network, engine.traffic)
+    _k("network.gbps_per_gpu", "float", 25.0,
+       "mean network demand of a GPU in a multi-host job, Gbps (Goodput's estimate for Llama 3 405B, whose "
+       "parallelism is in the paper's Table 4, not in ../shared/reference: TP 8 inside the host, PP 16, DP 128 "
+       "with FSDP; ~6.3 GB of bf16 gradients per GPU reduce-scattered in fp32 and all-gathered each ~6 s step "
+       "gives ~25 Gbps of the 400 Gbps NIC)", minimum=0),
+    _k("network.fabric_faults_per_day", "float", 0.5,
+       "faults a day of the fabric above the racks (rack-to-spine cables; 1 in 10 a whole spine switch) that "
+       "ECMP routes around without interrupting jobs (Goodput's assumption)", minimum=0),
+    _k("network.flap_window", "duration", "2h",
+       "how long a cable flaps (raising its error counters) before it fails (Goodput's assumption)"),
     # training: the flagship job
     _k("training.name", "str", "llama3-405b-pretrain", "name of the flagship job"),
     _k("training.gpus", "int", 16384, "GPUs of the flagship job (Llama 3 405B: 16,384)", minimum=0),

@@ -19,6 +19,13 @@ NIC_GBPS = 400.0  # per GPU NIC (Llama 3 paper; reference README §1)
 CTSW_PER_POD = 16  # spine switches per pod: Goodput's choice, so 16 x 400 Gbps uplinks match 16 GPUs a rack
 ATSW_COUNT = 16  # aggregation switches between pods: Goodput's choice
 ATSW_OVERSUBSCRIPTION = 7.0  # 1:7 at the aggregation layer (Llama 3 paper §3.3)
+# Tier names from the GPU up, per cluster.fabric. RoCE: Meta's RTSW/CTSW/ATSW (Llama 3 paper; SIGCOMM 2024).
+# InfiniBand (the twin cluster on NVIDIA Quantum-2, Meta blog 2024-03-12): the same three stages named
+# leaf/spine/core, and no oversubscription at the core (Goodput's choice: a non-blocking fat tree is how
+# Quantum-2 clusters are usually built). A row of `links` between switches stands for a bundle of 400G cables.
+FABRIC_TIERS = {"roce": ("gpu_rtsw", "rtsw_ctsw", "ctsw_atsw"), "infiniband": ("gpu_leaf", "leaf_spine", "spine_core")}
+SWITCH_PREFIX = {"roce": ("rtsw", "ctsw", "atsw"), "infiniband": ("leaf", "spine", "core")}
+CORE_OVERSUBSCRIPTION = {"roce": ATSW_OVERSUBSCRIPTION, "infiniband": 1.0}
 
 # who holds a host (Topology.role: at the start of a run; the simulation also marks hosts IN_REPAIR)
 FLAGSHIP, SPARE, RESEARCH, IN_REPAIR = 0, 1, 2, 3
@@ -75,7 +82,7 @@ def build_topology(scenario: Scenario, rng: np.random.Generator) -> Topology:
     ).select("host_id", "hostname", "rack_id", "pod_id", "row", "position", "slot")
 
     gpus = _gpus(n_hosts, per_host, scenario["cluster.gpu_model"], rng)
-    links, rack_link_base = _links(hosts, gpus, per_host * per_rack)
+    links, rack_link_base = _links(hosts, gpus, per_host * per_rack, scenario["cluster.fabric"])
 
     role = np.full(n_hosts, RESEARCH, dtype=np.int8)
     # The flagship job takes whole pods first, in host order, so its traffic stays off the oversubscribed
@@ -102,32 +109,37 @@ def _gpus(n_hosts: int, per_host: int, model: str, rng: np.random.Generator) -> 
     ).select("gpu_id", "host_id", "index", "uuid", "model")
 
 
-def _links(hosts: pl.DataFrame, gpus: pl.DataFrame, gpus_per_rack: int) -> tuple[pl.DataFrame, int]:
-    """Three tiers: a 400 Gbps cable per GPU NIC to its RTSW; each RTSW up to every CTSW of its pod (full
-    bisection inside the pod); each CTSW up to every ATSW with 1:7 oversubscription."""
+def _links(hosts: pl.DataFrame, gpus: pl.DataFrame, gpus_per_rack: int, fabric: str = "roce"
+           ) -> tuple[pl.DataFrame, int]:
+    """Three tiers: a 400 Gbps cable per GPU NIC to its rack switch; each rack switch up to every spine (CTSW)
+    of its pod (full bisection inside the pod); each spine up to every core switch (ATSW), with 1:7
+    oversubscription on RoCE and none on InfiniBand. Link ids: NIC cables in GPU order, then uplinks rack by
+    rack (spine k at rack_link_base + rack * CTSW_PER_POD + k), then core links (pod, spine, core) in order."""
+    nic_tier, up_tier, core_tier = FABRIC_TIERS[fabric]
+    leaf, spine_name, core = SWITCH_PREFIX[fabric]
     nic = gpus.join(hosts.select("host_id", "hostname", "rack_id"), on="host_id", how="left").select(
-        tier=pl.lit("gpu_rtsw"),
+        tier=pl.lit(nic_tier),
         a=pl.format("{}:gpu{}", pl.col("hostname"), pl.col("index")),
-        b=pl.format("rtsw-{}", pl.col("rack_id")),
+        b=pl.format(leaf + "-{}", pl.col("rack_id")),
         capacity_gbps=pl.lit(NIC_GBPS),
     )
     racks = hosts.group_by("rack_id").agg(pl.col("pod_id").first()).sort("rack_id")
     spine = np.arange(CTSW_PER_POD)
     uplink = racks.join(pl.DataFrame({"k": spine}), how="cross").select(
-        tier=pl.lit("rtsw_ctsw"),
-        a=pl.format("rtsw-{}", pl.col("rack_id")),
-        b=pl.format("ctsw-{}-{}", pl.col("pod_id"), pl.col("k")),
+        tier=pl.lit(up_tier),
+        a=pl.format(leaf + "-{}", pl.col("rack_id")),
+        b=pl.format(spine_name + "-{}-{}", pl.col("pod_id"), pl.col("k")),
         capacity_gbps=pl.lit(gpus_per_rack * NIC_GBPS / CTSW_PER_POD),
     )
     pods = racks.group_by("pod_id").agg(pl.len().alias("racks")).sort("pod_id")
     agg = pods.join(pl.DataFrame({"k": spine}), how="cross").join(
         pl.DataFrame({"atsw": np.arange(ATSW_COUNT)}), how="cross").select(
-        tier=pl.lit("ctsw_atsw"),
-        a=pl.format("ctsw-{}-{}", pl.col("pod_id"), pl.col("k")),
-        b=pl.format("atsw-{}", pl.col("atsw")),
-        # a CTSW carries its pod's racks' uplinks (racks x rack uplink); 1/7 of that leaves the pod
+        tier=pl.lit(core_tier),
+        a=pl.format(spine_name + "-{}-{}", pl.col("pod_id"), pl.col("k")),
+        b=pl.format(core + "-{}", pl.col("atsw")),
+        # a spine carries its pod's racks' uplinks (racks x rack uplink); 1/oversubscription of that leaves
         capacity_gbps=pl.col("racks").cast(pl.Float64) * (gpus_per_rack * NIC_GBPS / CTSW_PER_POD)
-        / ATSW_OVERSUBSCRIPTION / ATSW_COUNT,
+        / CORE_OVERSUBSCRIPTION[fabric] / ATSW_COUNT,
     )
     links = pl.concat([nic, uplink, agg])
     links = links.with_row_index("link_id").with_columns(pl.col("link_id").cast(pl.Int32))

@@ -1,0 +1,227 @@
+"""Collective traffic of each job, routed over the fabric: link_samples and a slowdown per job and time.
+
+Traffic model (flow level): a multi-host job runs its data-parallel AllReduce and its FSDP AllGather /
+ReduceScatter as NCCL rings. Rings are rail-aligned (GPU j of each host talks to GPU j of the next, as on
+Meta's rail-optimised hosts) and ranked in host order (the launcher ranks hosts topology-aware, so a ring
+leaves a rack, a pod, only where the job's hosts do). In a ring every GPU sends to its successor and receives
+from its predecessor at the job's per-GPU demand (`network.gbps_per_gpu`), so the flows of a job are the
+edges host -> next host of its ring, one rail a GPU. A one-host job talks over NVLink only.
+
+Vectorised: the placement (which job each host runs at each sample) is one (samples x hosts) array filled from
+host_states; a block of samples at once becomes its ring edges by one stable sort, and engine.network.route
+turns all their flows into link loads with bincounts (the job-to-link incidence times the demand). No Python
+loop runs per sample, host or flow; the loops are over blocks of samples and over link faults.
+
+Faults: a network_switch_cable incident takes its link down from the fault until the repair (a NIC cable, or
+for a rack switch every link of the rack); the fabric above the racks fails too, at
+`network.fabric_faults_per_day` (rack-to-spine cables, 1 in 10 a whole spine switch), without interrupting
+anyone: ECMP spreads the load over the sibling links. Cables flap before they fail: their error counters rise
+over `network.flap_window`. A link that is down has no utilisation reading (util_pct null).
+"""
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import numpy as np
+import polars as pl
+
+from engine.network import Fabric, route, slowdown
+from engine.scenario import Scenario
+
+NETWORK_CAUSE = "network_switch_cable"
+SPINE_SWITCH_SHARE = 0.1  # of fabric faults, a whole spine switch rather than one cable (Goodput's assumption)
+# symbol errors an hour a flapping cable logs just before it fails, rising linearly from 0 over the flap
+# window (Goodput's assumption; a healthy 400G link logs none at the counter's resolution)
+FLAP_PEAK_ERRORS_PER_HOUR = 600.0
+BLOCK_ROWS = 2_000_000  # link samples computed at once (~40 MB of working arrays)
+SAMPLE_SCHEMA = {"t_s": pl.Float64, "link_id": pl.Int32, "util_pct": pl.Float32, "errors": pl.Int32}
+
+
+@dataclass(frozen=True)
+class LinkFaults:
+    """Links out of service: fault f takes links link_ids[first[f]:first[f + 1]] down over [start, end)."""
+
+    start_s: np.ndarray
+    end_s: np.ndarray
+    kind: np.ndarray  # cable, rack_switch, spine_switch
+    first: np.ndarray
+    link_ids: np.ndarray
+
+    def links_of(self, f: int) -> np.ndarray:
+        return self.link_ids[self.first[f]: self.first[f + 1]]
+
+    def frame(self) -> pl.DataFrame:
+        counts = np.diff(self.first)
+        return pl.DataFrame({"link_id": self.link_ids.astype(np.int32),
+                             "start_s": np.repeat(self.start_s, counts), "end_s": np.repeat(self.end_s, counts),
+                             "kind": np.repeat(self.kind, counts).astype(str)})
+
+
+def link_faults(scenario: Scenario, fabric: Fabric, incidents: pl.DataFrame, horizon_s: float,
+                rng: np.random.Generator) -> LinkFaults:
+    """The network incidents' links and the fabric's own faults, drawn from `rng`."""
+    net = incidents.filter((pl.col("cause") == NETWORK_CAUSE) & pl.col("link_id").is_not_null())
+    link = net["link_id"].to_numpy().astype(np.int64)
+    start = net["t_s"].to_numpy().astype(float)
+    end = net["repaired_s"].fill_null(horizon_s).to_numpy().astype(float)
+    groups: list[np.ndarray] = []
+    kinds: list[str] = []
+    for lk in link.tolist():  # one entry per incident: a few dozen
+        if lk < fabric.rack_link_base:
+            groups.append(np.array([lk]))
+            kinds.append("cable")
+        else:  # a rack switch: the rack's NIC cables and its uplinks
+            rack = (lk - fabric.rack_link_base) // fabric.spines
+            hosts = np.flatnonzero(fabric.host_rack == rack)
+            nics = (hosts[:, None] * fabric.gpus_per_host + np.arange(fabric.gpus_per_host)).ravel()
+            groups.append(np.concatenate([nics, fabric.rack_link_base + rack * fabric.spines
+                                          + np.arange(fabric.spines)]))
+            kinds.append("rack_switch")
+    count = rng.poisson(scenario["network.fabric_faults_per_day"] * horizon_s / 86400.0)
+    f_start = np.sort(rng.uniform(0.0, horizon_s, count))
+    f_end = np.minimum(f_start + rng.exponential(scenario["repair.fix"], count), horizon_s)
+    spine_fault = rng.random(count) < SPINE_SWITCH_SHARE
+    racks = rng.integers(0, fabric.n_racks, count)
+    spines = rng.integers(0, fabric.spines, count)
+    for is_spine, rack, k in zip(spine_fault.tolist(), racks.tolist(), spines.tolist(), strict=True):
+        if is_spine:  # the spine switch of rack's pod: every rack's uplink to it, and its core links
+            pod = fabric.rack_pod[rack]
+            pod_racks = np.flatnonzero(fabric.rack_pod == pod)
+            core = fabric.core_link_base + (pod * fabric.spines + k) * fabric.cores + np.arange(fabric.cores)
+            groups.append(np.concatenate([fabric.rack_link_base + pod_racks * fabric.spines + k, core]))
+            kinds.append("spine_switch")
+        else:
+            groups.append(np.array([fabric.rack_link_base + rack * fabric.spines + k]))
+            kinds.append("cable")
+    sizes = np.array([len(g) for g in groups], dtype=np.int64)
+    return LinkFaults(np.concatenate([start, f_start]), np.concatenate([end, f_end]), np.array(kinds, dtype=object),
+                      np.concatenate([[0], np.cumsum(sizes)]),
+                      np.concatenate(groups).astype(np.int64) if groups else np.empty(0, np.int64))
+
+
+def placement(host_states: pl.DataFrame, times: np.ndarray, n_hosts: int) -> tuple[np.ndarray, list[str]]:
+    """(samples x hosts) index of the job each host runs at each sample time (-1: none), and the job ids."""
+    running = host_states.filter((pl.col("state") == "running") & pl.col("job_id").is_not_null())
+    job_ids = running["job_id"].unique().sort().to_list()
+    job = running["job_id"].cast(pl.Enum(job_ids)).to_physical().to_numpy().astype(np.int32)
+    host = running["host_id"].to_numpy().astype(np.int64)
+    first = np.searchsorted(times, running["start_s"].to_numpy(), side="left")
+    stop = np.searchsorted(times, running["end_s"].to_numpy(), side="left")
+    count = np.maximum(stop - first, 0)
+    grid = np.full((len(times), n_hosts), -1, dtype=np.int32)
+    total = int(count.sum())
+    offset = np.arange(total) - np.repeat(np.cumsum(count) - count, count)
+    grid[np.repeat(first, count) + offset, np.repeat(host, count)] = np.repeat(job, count)
+    return grid, job_ids
+
+
+def ring_flows(grid: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The ring edges of every multi-host job in a block of samples: (sample, src host, dst host, job)."""
+    n_jobs = int(grid.max()) + 1 if grid.size else 0
+    sample, host = np.nonzero(grid >= 0)  # row-major: hosts ascending within a sample
+    job = grid[sample, host].astype(np.int64)
+    order = np.argsort(sample * n_jobs + job, kind="stable")
+    sample, host, job = sample[order], host[order], job[order]
+    key = sample * n_jobs + job
+    new = np.ones(len(key), dtype=bool)
+    new[1:] = key[1:] != key[:-1]
+    starts = np.flatnonzero(new)
+    sizes = np.diff(np.append(starts, len(key)))
+    nxt = np.arange(1, len(key) + 1)
+    last = np.append(starts[1:], len(key)) - 1
+    nxt[last] = starts  # the last host of a ring sends to its first
+    keep = np.repeat(sizes, sizes) > 1
+    return sample[keep], host[keep], host[nxt][keep], job[keep]
+
+
+class NetworkTraffic:
+    """The traffic of one run on its fabric: link samples in blocks, and every job's slowdown."""
+
+    def __init__(self, scenario: Scenario, fabric: Fabric, host_states: pl.DataFrame, incidents: pl.DataFrame,
+                 times: np.ndarray, horizon_s: float, rng: np.random.Generator) -> None:
+        self.fabric, self.times = fabric, times
+        self.rail_gbps = scenario["network.gbps_per_gpu"]
+        self.grid, self.job_ids = placement(host_states, times, fabric.n_hosts)
+        self.faults = link_faults(scenario, fabric, incidents, horizon_s, rng)
+        self._errors = self._draw_errors(scenario["network.flap_window"], rng)
+        block = max(1, BLOCK_ROWS // max(fabric.n_links, 1))
+        self.blocks = [(s, min(s + block, len(times))) for s in range(0, len(times), block)]
+
+    def _fault_samples(self, f: int, s0: int, s1: int) -> tuple[int, int]:
+        """The samples of block [s0, s1) during which fault f holds its links down."""
+        a = int(np.searchsorted(self.times, self.faults.start_s[f], side="left"))
+        b = int(np.searchsorted(self.times, self.faults.end_s[f], side="left"))
+        return max(a, s0) - s0, min(b, s1) - s0
+
+    def _draw_errors(self, window_s: float, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(sample, link, errors) of cables flapping before they fail: Poisson counts whose rate rises linearly
+        to FLAP_PEAK_ERRORS_PER_HOUR at the fault, over `window_s`."""
+        cable = np.flatnonzero(self.faults.kind == "cable")
+        if not len(cable) or window_s <= 0 or len(self.times) < 2:
+            return np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0, np.int64)
+        resolution = float(self.times[1] - self.times[0])
+        start = self.faults.start_s[cable]
+        a = np.searchsorted(self.times, start - window_s, side="left")
+        b = np.searchsorted(self.times, start, side="left")
+        count = b - a
+        sample = np.repeat(a, count) + (np.arange(count.sum()) - np.repeat(np.cumsum(count) - count, count))
+        ramp = 1.0 - (np.repeat(start, count) - self.times[sample]) / window_s
+        link = self.faults.link_ids[self.faults.first[cable]]
+        errors = rng.poisson(FLAP_PEAK_ERRORS_PER_HOUR * resolution / 3600.0 * ramp)
+        return sample, np.repeat(link, count), errors
+
+    def _uplinks_up(self, s0: int, s1: int) -> np.ndarray:
+        fab = self.fabric
+        up = np.ones((s1 - s0, fab.n_racks * fab.spines), dtype=bool)
+        for f in range(len(self.faults.start_s)):
+            a, b = self._fault_samples(f, s0, s1)
+            if a < b:
+                links = self.faults.links_of(f)
+                links = links[(links >= fab.rack_link_base) & (links < fab.core_link_base)]
+                up[a:b, links - fab.rack_link_base] = False
+        return up.reshape(s1 - s0, fab.n_racks, fab.spines)
+
+    def _block_loads(self, s0: int, s1: int):
+        sample, src, dst, job = ring_flows(self.grid[s0:s1])
+        loads = route(self.fabric, sample, src, dst, self.rail_gbps, s1 - s0, self._uplinks_up(s0, s1))
+        return loads, sample, job
+
+    def slowdown(self) -> pl.DataFrame:
+        """t_s, job_id, slowdown (>= 1; inf: no path left) of every multi-host job at every sample."""
+        frames = []
+        n_jobs = max(len(self.job_ids), 1)
+        for s0, s1 in self.blocks:
+            loads, sample, job = self._block_loads(s0, s1)
+            if not len(sample):
+                continue
+            key = sample * n_jobs + job  # ring_flows returns flows sorted by (sample, job)
+            starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
+            frames.append(pl.DataFrame({"t_s": self.times[s0 + sample[starts]], "job": job[starts].astype(np.int32),
+                                        "slowdown": np.maximum.reduceat(slowdown(loads.bottleneck), starts)}))
+        frame = pl.concat(frames) if frames else pl.DataFrame(schema={"t_s": pl.Float64, "job": pl.Int32,
+                                                                      "slowdown": pl.Float64})
+        names = pl.Series(self.job_ids, dtype=pl.String)
+        return frame.select("t_s", job_id=pl.col("job").map_batches(lambda j: names.gather(j),
+                                                                    return_dtype=pl.String), slowdown="slowdown")
+
+    def samples(self) -> Iterator[pl.DataFrame]:
+        """The link_samples table in blocks of samples, rows ordered by (t_s, link_id)."""
+        fab = self.fabric
+        err_sample, err_link, err_count = self._errors
+        for s0, s1 in self.blocks:
+            loads, _, _ = self._block_loads(s0, s1)
+            util = np.minimum(loads.utilisation(fab) * 100.0, 100.0).astype(np.float32)
+            for f in range(len(self.faults.start_s)):
+                a, b = self._fault_samples(f, s0, s1)
+                if a < b:
+                    util[a:b, self.faults.links_of(f)] = np.nan
+            errors = np.zeros(util.shape, dtype=np.int32)
+            mine = (err_sample >= s0) & (err_sample < s1)
+            np.add.at(errors, (err_sample[mine] - s0, err_link[mine]), err_count[mine])
+            c = s1 - s0
+            yield pl.DataFrame({
+                "t_s": np.repeat(self.times[s0:s1], fab.n_links),
+                "link_id": np.tile(np.arange(fab.n_links, dtype=np.int32), c),
+                "util_pct": pl.Series(util.ravel(), nan_to_null=True),
+                "errors": errors.ravel(),
+            }, schema=SAMPLE_SCHEMA)
