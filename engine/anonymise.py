@@ -20,7 +20,7 @@ from engine.errors import GoodputError
 KEY_FILE = "anonymise.key"
 KEY_BYTES = 32
 DIGEST_CHARS = 10  # 40 bits: collisions stay unlikely below ~1 million distinct names of one kind
-PREFIX = {"host": "host-", "job": "job-", "user": "user-"}
+PREFIX = {"host": "host-", "job": "job-", "user": "user-", "run": "run-"}
 
 
 def store_key(store_root: str | os.PathLike) -> bytes:

@@ -73,7 +73,7 @@ def export_incidents(frame: pl.DataFrame, fmt: str, *, anonymise: bool = False, 
 
     `run_info` (the run's id, kind, name, started_at, duration_s, seed, scenario; engine.store.RunInfo fields)
     goes into the JSON's `run`, the Parquet file's metadata and the HTML header; `anonymise` replaces
-    hostnames, job names and ids and users with pseudonyms keyed by `key` (engine.anonymise.store_key);
+    hostnames, job names and ids, users and the run's name with pseudonyms keyed by `key` (engine.anonymise.store_key);
     `chain` (engine.incidents.incident_chain, built with the same pseudonyms when anonymised) adds one incident's chain to the JSON and the HTML.
     """
     if fmt not in FORMATS:
@@ -84,6 +84,8 @@ def export_incidents(frame: pl.DataFrame, fmt: str, *, anonymise: bool = False, 
         if key is None:
             raise ExportError("anonymise: no key given (engine.anonymise.store_key(store folder) makes one)")
         table = anonymise_frame(table, key)
+        if info.get("name"):  # a run's name may say whose it is ("alice-debug")
+            info["name"] = pseudonym(key, "run", str(info["name"]))
         if "scenario" in info:
             info["scenario"] = anonymise_scenario(info["scenario"], key)
     if fmt == "csv":

@@ -100,6 +100,9 @@ def test_anonymised_exports_name_no_host_job_or_user(store, fmt):
     text = data.decode("latin-1")
     for name in NAMES:
         assert name not in text, name
+    assert "tiny" not in text.replace("tiny-pretrain", "")  # the run's name
+    if fmt == "json":
+        assert json.loads(data)["run"]["name"] == pseudonym(store_key(store.root), "run", "tiny")
     key = store_key(store.root)
     for name, kind in (("h0001", "host"), ("flagship", "job"), ("alice", "user")):
         if fmt == "html" and name == "h0001":

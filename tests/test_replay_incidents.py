@@ -46,6 +46,12 @@ def test_a_stored_run_forks_directly_and_an_upload_replays_from_bytes(exported):
     uploaded = replay_incidents_data((folder / "incidents.csv").read_bytes(), "csv", where="upload.csv",
                                      preset="demo", sets=SETS)
     assert uploaded.summary["interruptions"] == run.summary["interruptions"]
+    # an anonymised export keeps host and GPU ids (positions, not names), so it replays to the same run; only
+    # the flagship job's name (the scenario's training.name) is now its pseudonym
+    anonymised = replay_incidents_data(export_run_incidents(store, run.run_id, "json", anonymise=True), "json")
+    assert anonymised.summary["interruptions"] == run.summary["interruptions"]
+    assert anonymised.tables["incidents"].drop("job_ids").equals(run.tables["incidents"].drop("job_ids"))
+    assert anonymised.summary["job"]["name"].startswith("job-")
     with pytest.raises(IncidentsFileError, match="^upload.csv: line 2: unknown cause"):
         replay_incidents_data(HEADER.encode() + b"1,1,gpu_on_fire,false,1,,\n", "csv", where="upload.csv",
                               preset="demo")
