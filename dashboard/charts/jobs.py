@@ -12,6 +12,8 @@ import plotly.graph_objects as go
 import polars as pl
 from plotly.subplots import make_subplots
 
+from dashboard.charts.common import fmt_duration
+
 # End reasons that are not failures (everything else in job_attempts.end_reason is a failure cause).
 CLEAN_ENDS = ("completed", "end_of_run", "preempted", "planned_maintenance", "running")
 END_COLOURS = {
@@ -149,13 +151,13 @@ def wait_percentiles(waits_s: np.ndarray) -> tuple[float, float]:
     return float(p50), float(p95)
 
 
-# Wait bins in minutes: "no wait" first, then powers of two from a minute to about two months, so a queue
-# of seconds and one of weeks both read on one axis.
-WAIT_EDGES_MIN = np.concatenate(([0.0, 1.0], 2.0 ** np.arange(1, 17)))
+# Wait bins in minutes, at the steps an operator thinks in: "no wait" (under a minute), then 1, 5, 15, 30 min,
+# 1, 2, 6, 12 h, 1, 2, 7, 30 days, the last bin open-ended: a queue of seconds and one of weeks on one axis.
+WAIT_EDGES_MIN = np.array([0.0, 1, 5, 15, 30, 60, 120, 360, 720, 1440, 2880, 10080, 43200])
 
 
 def wait_histogram(waits_s: np.ndarray) -> go.Figure:
-    """Jobs per wait bin (WAIT_EDGES_MIN, the last bin open-ended) with the p50 and p95 named in the title."""
+    """Jobs per wait bin (WAIT_EDGES_MIN) with the count, p50 and p95 in the title."""
     minutes = np.asarray(waits_s, dtype=float) / 60.0
     edges = WAIT_EDGES_MIN
     index = np.clip(np.searchsorted(edges, minutes, side="right") - 1, 0, len(edges) - 1)
@@ -166,21 +168,19 @@ def wait_histogram(waits_s: np.ndarray) -> go.Figure:
     fig = go.Figure(go.Bar(x=labels, y=counts.tolist(), marker_color="#1f77b4", name="jobs",
                            hovertemplate="%{x}: %{y} jobs<extra></extra>"))
     title = "no job started" if len(minutes) == 0 else (
-        f"{len(minutes):,} jobs started · p50 {_minutes(p50 / 60)} · p95 {_minutes(p95 / 60)}")
+        f"{len(minutes):,} jobs started · p50 {fmt_duration(p50)} · p95 {fmt_duration(p95)}")
     fig.update_layout(title={"text": title, "font": {"size": 13}}, height=300, bargap=0.05,
                       margin={"l": 10, "r": 10, "t": 40, "b": 10}, xaxis_title="wait", yaxis_title="jobs")
     return fig
 
 
 def _minutes(m: float) -> str:
-    """A wait in minutes, short: "30 s", "4 min", "2.1 h", "5.3 d"."""
-    if m < 1:
-        return f"{m * 60:.0f} s"
+    """A bin edge in minutes, short: "5 min", "6 h", "7 d"."""
     if m < 60:
-        return f"{m:.0f} min"
-    if m < 48 * 60:
-        return f"{m / 60:.3g} h"
-    return f"{m / 1440:.3g} d"
+        return f"{m:g} min"
+    if m < 1440:
+        return f"{m / 60:g} h"
+    return f"{m / 1440:g} d"
 
 
 def wait_reasons(reasons: pl.DataFrame) -> go.Figure:

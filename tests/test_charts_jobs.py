@@ -1,0 +1,229 @@
+"""The Jobs page's queries, charts and exports on `queue_run`, a hand-made replayed run whose queue,
+utilisation and fragmentation are worked out by hand below.
+
+The run: 1,000 s on 3 hosts (h0 and h1 of 4 GPUs, h2 of 2: 10 GPUs).
+    A  4 GPUs on h0   submitted 0, waits [0,100) priority, runs [100,600) completed
+    B  2 GPUs on h1   submitted 0, waits [0,300) no_capacity, runs [300,500) until h1 fails (faulty_gpu),
+                      h1 is down [500,700) and B waits [500,700) failed_hosts, runs again [700,1000)
+    C  8 GPUs         submitted 200, never starts: waits [200,600) no_capacity, [600,1000) fragmentation
+    D  0.5 GPU on h2  submitted 0, runs [0,1000) (a fractional GPU)
+Buckets of 250 s: [0,250) [250,500) [500,750) [750,1000).
+"""
+
+from datetime import UTC, datetime
+
+import numpy as np
+import polars as pl
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dashboard import exports
+from dashboard.charts import jobs as charts
+from dashboard.queries import jobs as queries
+from engine.run import Run
+from engine.store import Store
+
+STARTED = datetime(2024, 3, 1, tzinfo=UTC)
+
+
+def queue_run(name: str = "queue") -> Run:
+    hosts = pl.DataFrame({"host_id": [0, 1, 2], "hostname": ["h0", "h1", "h2"], "rack_id": [0, 0, 1],
+                          "pod_id": [0, 0, 0], "row": [0, 0, 0], "position": [0, 0, 1], "slot": [0, 1, 0]},
+                         schema_overrides=dict.fromkeys(("host_id", "rack_id", "pod_id", "row", "position", "slot"), pl.Int32))
+    host_of_gpu = [0] * 4 + [1] * 4 + [2] * 2
+    gpus = pl.DataFrame({"gpu_id": range(10), "host_id": host_of_gpu,
+                         "index": [0, 1, 2, 3, 0, 1, 2, 3, 0, 1], "uuid": [f"GPU-{g}" for g in range(10)],
+                         "model": ["P100"] * 10},
+                        schema_overrides={"gpu_id": pl.Int32, "host_id": pl.Int32, "index": pl.Int16})
+    jobs = pl.DataFrame({
+        "job_id": ["A", "B", "C", "D"], "name": ["train-a", "train-b", "big-c", "notebook-d"],
+        "gpus": [4.0, 2.0, 8.0, 0.5], "priority": [1, 2, 2, 2], "submit_s": [0.0, 0.0, 200.0, 0.0],
+        "start_s": [100.0, 300.0, None, 0.0], "end_s": [600.0, 1000.0, None, 1000.0],
+        "state": ["completed", "running", "pending", "running"], "user": ["ann", "bob", "cy", "dee"],
+        "kind": ["trace"] * 4, "wait_reason": ["priority", "no_capacity", "no_capacity", None]},
+        schema_overrides={"priority": pl.Int32})
+    attempts = pl.DataFrame({
+        "job_id": ["A", "B", "B", "D"], "attempt": [1, 1, 2, 1], "start_s": [100.0, 300.0, 700.0, 0.0],
+        "end_s": [600.0, 500.0, 1000.0, 1000.0], "end_reason": ["completed", "faulty_gpu", "end_of_run", "end_of_run"],
+        "lost_work_s": [0.0, 120.0, 0.0, 0.0], "hosts": [[0], [1], [1], [2]]},
+        schema_overrides={"attempt": pl.Int32, "hosts": pl.List(pl.Int32)})
+    waits = pl.DataFrame({"job_id": ["A", "B", "B", "C", "C"],
+                          "start_s": [0.0, 0.0, 500.0, 200.0, 600.0], "end_s": [100.0, 300.0, 700.0, 600.0, 1000.0],
+                          "reason": ["priority", "no_capacity", "failed_hosts", "no_capacity", "fragmentation"]})
+    states = pl.DataFrame({"host_id": [0, 0, 1, 1, 1, 1, 2],
+                           "state": ["running", "healthy", "running", "down", "healthy", "running", "running"],
+                           "start_s": [0.0, 600.0, 0.0, 500.0, 700.0, 700.0, 0.0],
+                           "end_s": [600.0, 1000.0, 500.0, 700.0, 700.0, 1000.0, 1000.0],
+                           "job_id": ["A", None, "B", None, None, "B", "D"]},
+                          schema_overrides={"host_id": pl.Int32})
+    checkpoints = pl.DataFrame({"job_id": ["B", "B"], "start_s": [350.0, 800.0], "end_s": [360.0, 810.0]})
+    return Run(kind="replay", name=name, started_at=STARTED, duration_s=1000.0,
+               tables={"hosts": hosts, "gpus": gpus, "jobs": jobs, "job_attempts": attempts, "job_waits": waits,
+                       "host_states": states, "checkpoints": checkpoints})
+
+
+@pytest.fixture
+def run_id(store_dir) -> str:
+    return Store(store_dir).write_run(queue_run())
+
+
+# ----- queries ------------------------------------------------------------------------------------------
+
+def test_queue_counts_first_waits_and_requeues_time_weighted(run_id):
+    q = queries.queue(run_id, 0.0, 250.0, 4, 1000.0)
+    assert q["t_s"].to_list() == [0.0, 250.0, 500.0, 750.0]
+    # bucket 0: A 100 s + B 250 s + C 50 s; bucket 2: B requeued [500,700) 200 s + C 250 s
+    assert q["queued_jobs"].to_list() == pytest.approx([1.6, 1.2, 1.8, 1.0])
+    assert q["queued_gpus"].to_list() == pytest.approx([5.2, 8.4, 9.6, 8.0])
+
+
+def test_queue_of_an_empty_bucket_is_zero(run_id):
+    # after the run: no interval meets it (DuckDB's least/greatest would otherwise count the bucket's width)
+    q = queries.queue(run_id, 1000.0, 100.0, 2, 1000.0)
+    assert q["queued_jobs"].to_list() == [0.0, 0.0] and q["queued_gpus"].to_list() == [0.0, 0.0]
+
+
+def test_utilisation_time_weighted_with_fractional_gpus_and_down_hosts(run_id):
+    u = queries.utilisation(run_id, 0.0, 250.0, 4)
+    assert u["busy_gpus"].to_list() == pytest.approx([2.9, 6.1, 2.5, 2.5])
+    assert u["utilisation"].to_list() == pytest.approx([0.29, 0.61, 0.25, 0.25])
+    assert u["unavailable_gpus"].to_list() == pytest.approx([0.0, 0.0, 3.2, 0.0])  # h1 down 200 s x 4 GPUs
+    assert u["total_gpus"].to_list() == [10] * 4
+
+
+def test_fragmentation_is_the_share_of_free_gpus_on_partly_used_hosts(run_id):
+    f = queries.fragmentation(run_id, 0.0, 250.0, 4)
+    assert f["t_s"].to_list() == [125.0, 375.0, 625.0, 875.0]
+    # t=125: h0 full, h2 holds 0.5 of 2: free 5.5, scattered 1.5; t=375: h1 2 of 4 and h2 scattered, h0 full;
+    # t=625: h1 down (not free), A gone; t=875: B back on h1
+    assert f["free_gpus"].to_list() == pytest.approx([5.5, 3.5, 5.5, 7.5])
+    assert f["scattered_gpus"].to_list() == pytest.approx([1.5, 3.5, 1.5, 3.5])
+    assert f["fragmentation"].to_list() == pytest.approx([1.5 / 5.5, 1.0, 1.5 / 5.5, 3.5 / 7.5])
+
+
+def test_wait_times_and_reasons_in_a_window(run_id):
+    assert queries.wait_times(run_id, 0.0, 1000.0)["wait_s"].to_list() == [0.0, 100.0, 300.0]
+    assert queries.wait_times(run_id, 200.0, 1000.0)["wait_s"].to_list() == [300.0]  # B started at 300
+    r = queries.wait_reasons(run_id, 0.0, 1000.0)
+    assert r["reason"].to_list() == ["no_capacity", "fragmentation", "failed_hosts", "priority"]
+    assert r["waited_s"].to_list() == [700.0, 400.0, 200.0, 100.0]
+    assert r["share"].to_list() == pytest.approx([0.5, 2 / 7, 1 / 7, 1 / 14])
+    assert r["jobs"].to_list() == [2, 1, 1, 1]
+    r = queries.wait_reasons(run_id, 250.0, 750.0)  # pieces clipped to the window
+    assert dict(zip(r["reason"], r["waited_s"], strict=True)) == {"no_capacity": 400.0, "failed_hosts": 200.0,
+                                                                   "fragmentation": 150.0}
+
+
+def test_jobs_in_a_window_and_a_jobs_hosts_and_waits(run_id):
+    everything = queries.jobs(run_id, 1000.0)
+    assert everything["job_id"].to_list() == ["A", "B", "D", "C"]  # GPU-time 2000, 1400, 500 s; C never ran
+    late = queries.jobs(run_id, 1000.0, queries.JobFilter(window=(650.0, 1000.0)))
+    assert sorted(late["job_id"].to_list()) == ["B", "C", "D"]  # A ended at 600
+    early = queries.jobs(run_id, 1000.0, queries.JobFilter(window=(0.0, 150.0)))
+    assert sorted(early["job_id"].to_list()) == ["A", "B", "D"]  # C submitted at 200
+    b = everything.filter(pl.col("job_id") == "B").row(0, named=True)
+    assert (b["attempts"], b["failures"], b["wait_s"], b["lost_gpu_hours"]) == (2, 1, 300.0, 2 * 120 / 3600)
+    assert queries.attempt_hosts(run_id, "B").rows() == [(1, ["h1"]), (2, ["h1"])]
+    assert queries.waits_of(run_id, "B").rows() == [(0.0, 300.0, 300.0, "no_capacity"),
+                                                    (500.0, 700.0, 200.0, "failed_hosts")]
+    assert queries.checkpoints(run_id, ["B"], 400.0, 1000.0)["start_s"].to_list() == [800.0]
+
+
+# ----- charts -------------------------------------------------------------------------------------------
+
+def test_gantt_marks_restarts_and_checkpoints_and_shows_the_window():
+    run = queue_run()
+    attempts = run.tables["job_attempts"].with_columns(pl.col("job_id").alias("label"))
+    marks = run.tables["checkpoints"].with_columns(pl.col("job_id").alias("label"))
+    fig = charts.attempts_gantt(attempts, STARTED, ["A", "B", "D"], marks, window=(250.0, 750.0))
+    by_name = {t.name: t for t in fig.data}
+    assert set(by_name) == {"completed", "end_of_run", "failure", "interrupted here", "restart", "checkpoint"}
+    assert list(by_name["failure"].y) == ["B"] and list(by_name["failure"].x) == [200_000.0]  # 200 s in ms
+    restart = by_name["restart"]
+    assert list(restart.y) == ["B"] and [str(x) for x in restart.x] == ["2024-03-01T00:11:40.000"]
+    assert list(restart.customdata) == ["B"] and list(restart.text) == ["2"]
+    assert [str(x) for x in by_name["checkpoint"].x] == ["2024-03-01T00:05:50.000", "2024-03-01T00:13:20.000"]
+    assert [str(x) for x in fig.layout.xaxis.range] == ["2024-03-01 00:04:10", "2024-03-01 00:12:30"]
+    # without checkpoints or window: no checkpoint trace, Plotly picks the range
+    fig = charts.attempts_gantt(attempts, STARTED, ["A", "B", "D"])
+    assert "checkpoint" not in {t.name for t in fig.data} and fig.layout.xaxis.range is None
+
+
+def test_queue_chart_puts_jobs_and_gpus_on_two_axes():
+    q = pl.DataFrame({"t_s": [0.0, 250.0], "queued_jobs": [1.6, 1.2], "queued_gpus": [5.2, 8.4]})
+    fig = charts.queue_over_time(q, STARTED)
+    jobs_trace, gpus_trace = fig.data
+    assert list(jobs_trace.y) == [1.6, 1.2] and list(gpus_trace.y) == [5.2, 8.4]
+    assert jobs_trace.yaxis == "y" and gpus_trace.yaxis == "y2" and jobs_trace.line.shape == "hv"
+    assert str(jobs_trace.x[1]) == "2024-03-01T00:04:10.000"
+
+
+def test_wait_percentiles_match_duckdb_quantile_cont():
+    assert charts.wait_percentiles(np.array([0.0, 100.0, 300.0])) == pytest.approx((100.0, 280.0))
+    p50, p95 = charts.wait_percentiles(np.array([]))
+    assert np.isnan(p50) and np.isnan(p95)
+
+
+def test_wait_histogram_bins_waits_at_operator_steps():
+    waits = np.array([0.0, 30.0, 60.0, 299.0, 300.0, 3 * 3600.0, 10 * 86400.0, 400 * 86400.0])
+    fig = charts.wait_histogram(waits)
+    bar = fig.data[0]
+    counts = dict(zip(bar.x, bar.y, strict=True))
+    assert list(bar.x) == ["< 1 min", "1 min–5 min", "5 min–15 min", "15 min–30 min", "30 min–1 h", "1 h–2 h",
+                           "2 h–6 h", "6 h–12 h", "12 h–1 d", "1 d–2 d", "2 d–7 d", "7 d–30 d", "≥ 30 d"]
+    assert sum(bar.y) == 8
+    assert (counts["< 1 min"], counts["1 min–5 min"], counts["5 min–15 min"]) == (2, 2, 1)  # 300 s: next bin
+    assert (counts["2 h–6 h"], counts["7 d–30 d"], counts["≥ 30 d"]) == (1, 1, 1)
+    # p50 of 8 waits: halfway between 299 s and 300 s; p95: 10 d + 0.65 x 390 d
+    assert fig.layout.title.text == "8 jobs started · p50 5 min · p95 263 d 12 h"
+    assert charts.wait_histogram(np.array([])).layout.title.text == "no job started"
+
+
+def test_wait_reasons_bars_largest_on_top_in_reason_colours():
+    r = pl.DataFrame({"reason": ["no_capacity", "fragmentation", "priority"], "waited_s": [700.0, 400.0, 100.0],
+                      "share": [0.5833, 0.3333, 0.0833], "jobs": [2, 1, 1]})
+    fig = charts.wait_reasons(r)
+    bar = fig.data[0]
+    assert list(bar.y) == ["priority", "fragmentation", "no_capacity"]  # Plotly draws the last on top
+    assert list(bar.x) == pytest.approx([8.33, 33.33, 58.33])
+    assert list(bar.marker.color) == [charts.REASON_COLOURS[r] for r in ("priority", "fragmentation", "no_capacity")]
+    assert list(bar.text) == ["8%", "33%", "58%"]
+
+
+def test_utilisation_and_fragmentation_panels():
+    util = pl.DataFrame({"t_s": [0.0, 250.0], "busy_gpus": [2.9, 6.1], "unavailable_gpus": [0.0, 3.2],
+                         "total_gpus": [10, 10]})
+    frag = pl.DataFrame({"t_s": [125.0, 375.0], "fragmentation": [0.25, None]})
+    fig = charts.utilisation_and_fragmentation(util, frag, STARTED)
+    busy, down, fragmented = fig.data
+    assert list(busy.y) == pytest.approx([29.0, 61.0]) and list(down.y) == pytest.approx([0.0, 32.0])
+    assert busy.stackgroup == down.stackgroup == "gpus"  # unavailable drawn on top of busy
+    assert list(fragmented.y)[0] == pytest.approx(25.0) and list(fragmented.y)[1] is None  # no free GPU: a gap
+    assert fragmented.yaxis == "y2" and str(fragmented.x[0]) == "2024-03-01T00:02:05.000"
+
+
+# ----- exports ------------------------------------------------------------------------------------------
+
+def test_csv_and_parquet_round_trip_to_the_same_frame():
+    frame = queue_run().tables["jobs"]
+    assert pl.read_parquet(exports.to_parquet(frame)).equals(frame)
+    back = pl.read_csv(exports.to_csv(frame), schema=frame.schema)
+    assert back.equals(frame)
+
+
+def test_csv_joins_list_columns():
+    frame = pl.DataFrame({"attempt": [1, 2], "hosts": [["h0", "h1"], []]})
+    assert exports.to_csv(frame).decode() == 'attempt,hosts\n1,h0;h1\n2,""\n'
+    assert pl.read_parquet(exports.to_parquet(frame)).equals(frame)
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.tuples(st.text(max_size=12), st.one_of(st.none(), st.floats(allow_nan=False)),
+                          st.one_of(st.none(), st.integers(-(2**40), 2**40))), max_size=30))
+def test_any_table_round_trips(rows):
+    frame = pl.DataFrame(rows, schema={"name": pl.String, "x": pl.Float64, "n": pl.Int64}, orient="row")
+    assert pl.read_parquet(exports.to_parquet(frame)).equals(frame)
+    back = pl.read_csv(exports.to_csv(frame), schema=frame.schema)
+    # CSV cannot tell an empty string from a missing one; everything else comes back as it was
+    assert back.with_columns(pl.col("name").fill_null("")).equals(frame.with_columns(pl.col("name").fill_null("")))
