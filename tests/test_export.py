@@ -203,3 +203,35 @@ def test_cli_bad_input_exits_2_and_writes_nothing(capsys, store, tmp_path, argv,
                                 "--store", str(store.root), *argv)
     assert code == 2 and stdout == "" and err.startswith("goodput: error: ") and message in err
     assert list(tmp_path.glob("*.csv")) == [] and not any(p.name.startswith(".x.csv") for p in tmp_path.iterdir())
+
+
+# ----- the report in a browser, offline ---------------------------------------------------------------------
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync", "--no-first-run", "--disable-quic"]
+
+
+@pytest.mark.browser
+def test_html_report_renders_offline_in_chromium(store, tmp_path):
+    if not os.path.exists(CHROMIUM):
+        pytest.skip(f"{CHROMIUM} is missing: install Debian's chromium (apt-get install -y chromium)")
+    sync_api = pytest.importorskip("playwright.sync_api")
+    report = tmp_path / "report.html"
+    write_export(report, export_run_incidents(store, RUN_ID, "html"))
+    requested = []
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            context = browser.new_context(offline=True)
+            page = context.new_page()
+            page.on("request", lambda r: requested.append(r.url))
+            page.goto(report.as_uri())
+            page.wait_for_selector(".plotly-graph-div .main-svg", timeout=20000)
+            charts = page.locator(".plotly-graph-div").count()
+            markers = page.locator(".plotly-graph-div .scatterlayer .point").count()
+            rows = page.locator("table.incidents tbody tr").count()
+        finally:
+            browser.close()
+    assert charts == 2 and markers == 5 and rows == 5  # every incident drawn on the timeline and listed
+    assert requested == [report.as_uri()]  # nothing but the file itself was loaded
