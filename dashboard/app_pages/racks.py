@@ -88,7 +88,8 @@ cols[0].metric("Racks", f"{hosts['rack_id'].n_unique():,}")
 cols[1].metric("Hosts up", f"{up:,}", help="running, healthy or spare at t")
 cols[2].metric("Hosts out of service", f"{out:,}", help="draining, down, diagnosing, in repair or burn-in at t")
 cols[3].metric("Hosts without a state", f"{unknown:,}", help="no host_states interval covers t")
-cols[4].metric("Cluster power", f"{power['rack_kw'].sum() / 1000:,.2f} MW",
+cluster_kw = float(power["rack_kw"].sum())
+cols[4].metric("Cluster power", f"{cluster_kw / 1000:,.2f} MW" if cluster_kw >= 1000 else f"{cluster_kw:,.1f} kW",
                help="the latest GPU readings at or before t, summed (GPUs only, not CPUs, fans or switches)")
 cols[5].metric("Racks over budget", f"{over.height:,}", help=f"drawing more than {budget_kw:g} kW "
                "(cluster.rack_power_budget_kw)")
