@@ -1,6 +1,12 @@
-"""Jobs page: counts, the capped Gantt, filters kept in the URL, one job's attempts from ?job=."""
+"""Jobs page: counts, the capped Gantt, filters and the time window kept in the URL, one job's attempts, hosts
+and waits from ?job=, the queue and utilisation of a window, the exports."""
 
+from datetime import timedelta
+
+from test_charts_jobs import STARTED, queue_run
 from test_charts_pages import open_page, sparse_run, stored_run
+
+from engine.store import Store
 
 PAGE = "app_pages/jobs.py"
 
@@ -72,3 +78,66 @@ def test_every_change_counts_and_the_chosen_job_survives_the_filters(store_dir):
         at.text_input[0].set_value(text).run()
         assert at.dataframe[0].value["job_id"].tolist() == expected
     assert at.selectbox[0].value == "j-flag" and at.selectbox[0].options[0] == "demo-pretrain · j-flag"
+
+
+# ----- the window, the queue, the drill-down's waits and hosts, the exports (tests/test_charts_jobs.queue_run)
+
+def test_window_from_the_url_narrows_waits_reasons_and_utilisation(store_dir):
+    run_id = Store(store_dir).write_run(queue_run())
+    at = open_page(PAGE, {"run": run_id, "from": "240", "to": "720"})
+    assert not at.exception
+    origin = STARTED.replace(tzinfo=None)
+    assert at.slider[0].value == (origin + timedelta(seconds=240), origin + timedelta(seconds=720))
+    m = metrics(at)
+    # started in [240, 720): B at 300 s after 300 s of waiting
+    assert (m["Jobs started"], m["Wait p50"], m["Wait p95"]) == ("1", "5 min", "5 min")
+    # busy GPU-s: A 360 x 4 + B 200 x 2 + B 20 x 2 + D 480 x 0.5 = 2,120 of 480 s x 10 GPUs; h1 down 200 s x 4
+    assert (m["Utilisation (mean)"], m["Unavailable (mean)"]) == ("44.2%", "16.7%")
+    assert any(c.value == "no_capacity: 56.8% (7 min job-time) · failed_hosts: 27.0% (3 min job-time) · "
+                          "fragmentation: 16.2% (2 min job-time)" for c in at.caption)
+    assert at.dataframe[0].value["job_id"].tolist() == ["A", "B", "D", "C"]
+    assert at.query_params["from"] == "240" and at.query_params["to"] == "720"
+    at.slider[0].set_value((origin, origin + timedelta(seconds=1000))).run()  # the whole run: a clean URL
+    assert not at.exception and "from" not in at.query_params and "to" not in at.query_params
+    assert metrics(at)["Jobs started"] == "3"
+
+
+def test_window_drops_jobs_that_ended_before_it(store_dir):
+    run_id = Store(store_dir).write_run(queue_run())
+    at = open_page(PAGE, {"run": run_id, "from": "660", "to": "1000"})
+    assert not at.exception
+    assert at.dataframe[0].value["job_id"].tolist() == ["B", "D", "C"]  # A ended at 600
+    assert any(c.value.startswith("2 of 2 jobs that ran in the window") for c in at.caption)
+
+
+def test_a_job_shows_its_hosts_and_why_it_waited(store_dir):
+    run_id = Store(store_dir).write_run(queue_run())
+    at = open_page(PAGE, {"run": run_id, "job": "B"})
+    assert not at.exception
+    attempts = at.dataframe[1].value
+    assert attempts["on_hosts"].tolist() == ["h1", "h1"] and attempts["end_reason"].tolist() == ["faulty_gpu",
+                                                                                                 "end_of_run"]
+    assert "**Why it waited**: no_capacity (5 min), failed_hosts (3 min)" in [x.value for x in at.markdown]
+    waits = at.dataframe[2].value
+    assert waits["reason"].tolist() == ["no_capacity", "failed_hosts"]
+    assert waits["from"].tolist() == ["2024-03-01 00:00 UTC", "2024-03-01 00:08 UTC"]
+    at.selectbox[0].set_value("D").run()
+    assert not at.exception and any(c.value == "It did not wait." for c in at.caption)
+
+
+def test_the_table_downloads_as_csv_and_parquet(store_dir):
+    run_id = Store(store_dir).write_run(queue_run())
+    at = open_page(PAGE, {"run": run_id, "q": "train"})
+    assert [b.label for b in at.download_button] == ["Download CSV", "Download Parquet"]
+    shown = at.dataframe[0].value
+    assert shown["job_id"].tolist() == ["A", "B"]
+    at.download_button[0].click().run()  # a download reruns the page and keeps the view
+    assert not at.exception and at.dataframe[0].value["job_id"].tolist() == ["A", "B"]
+
+
+def test_a_simulated_run_says_it_has_no_wait_reasons(store_dir):
+    run_id = stored_run(store_dir)
+    at = open_page(PAGE, {"run": run_id})
+    assert not at.exception
+    assert any(i.value.startswith("No wait reasons recorded in this window") for i in at.info)
+    assert metrics(at)["Jobs started"] == "3"  # j-r3 never started
