@@ -22,6 +22,7 @@ from engine.scenario import Scenario
 from engine.summary import summarize
 from engine.tables import incidents_frame, job_frames, research_job_id
 from engine.topology import CTSW_PER_POD, FLAGSHIP, IN_REPAIR, RESEARCH, SPARE, Topology, build_topology
+from engine.traffic import network_run
 from engine.training import FlagshipJob
 
 PROGRESS_STEPS = 20
@@ -232,6 +233,11 @@ def simulate(scenario: Scenario, *, name: str | None = None, progress: Callable[
                        "job_attempts": attempts, "checkpoints": checkpoints, "host_states": sim.host_states()})
         if scenario["simulation.telemetry"]:
             tables.update(_telemetry(scenario, tables, rngs["telemetry"]))
+            # network (engine.traffic): link_samples and summary["network"]; a seventh child of the seed, so
+            # the six above draw exactly what they drew before
+            network_rng = np.random.default_rng(np.random.SeedSequence(scenario["simulation.seed"]).spawn(7)[6])
+            tables["link_samples"], summary["network"] = network_run(
+                scenario, topo, tables["host_states"], incidents, sim.horizon, network_rng)
     return Run(kind=kind, name=name or scenario.preset or "simulation",
                started_at=scenario["simulation.start"], duration_s=sim.horizon, scenario=scenario.to_dict(),
                seed=scenario["simulation.seed"], summary=summary, tables=tables)

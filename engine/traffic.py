@@ -225,3 +225,42 @@ class NetworkTraffic:
                 "util_pct": pl.Series(util.ravel(), nan_to_null=True),
                 "errors": errors.ravel(),
             }, schema=SAMPLE_SCHEMA)
+
+
+def network_run(scenario: Scenario, topo, host_states: pl.DataFrame, incidents: pl.DataFrame, horizon_s: float,
+                rng: np.random.Generator) -> tuple[Iterator[pl.DataFrame], dict]:
+    """link_samples at the telemetry resolution (an iterator of blocks) and the run summary's `network` part:
+    the flagship job's mean and worst slowdown, the link faults and the episodes in which jobs ran slowed
+    (the Network page lists them: the store has no table of slowdowns)."""
+    from engine.telemetry import sample_times  # the GPU samples' grid, so both tables line up
+
+    fabric = Fabric.of(topo, scenario["cluster.fabric"])
+    times = sample_times(horizon_s, scenario["simulation.telemetry_resolution"])
+    traffic = NetworkTraffic(scenario, fabric, host_states, incidents, times, horizon_s, rng)
+    slow = traffic.slowdown()
+    flagship = slow.filter(pl.col("job_id") == scenario["training.name"])["slowdown"]
+    summary = {
+        "fabric": scenario["cluster.fabric"], "gbps_per_gpu": scenario["network.gbps_per_gpu"],
+        "link_faults": len(traffic.faults.start_s),
+        "flagship_slowdown_mean": _finite(flagship.mean()), "flagship_slowdown_max": _finite(flagship.max()),
+        "slowed": slowed_episodes(slow, float(times[1] - times[0]) if len(times) > 1 else horizon_s),
+    }
+    return traffic.samples(), summary
+
+
+def _finite(value) -> float | None:
+    return None if value is None or not np.isfinite(value) else round(float(value), 4)
+
+
+def slowed_episodes(slow: pl.DataFrame, resolution_s: float, limit: int = 200) -> list[dict]:
+    """Runs of consecutive samples in which a job was slowed (slowdown > 1): job_id, start_s, end_s, worst
+    (null: no path left), the `limit` worst first."""
+    hit = slow.filter(pl.col("slowdown") > 1.0).sort("job_id", "t_s")
+    if hit.is_empty():
+        return []
+    episodes = hit.with_columns(
+        episode=((pl.col("t_s").diff().over("job_id") != resolution_s).fill_null(True)).cum_sum()
+    ).group_by("job_id", "episode").agg(start_s=pl.col("t_s").min(), end_s=pl.col("t_s").max() + resolution_s,
+                                        worst=pl.col("slowdown").max())
+    episodes = episodes.sort("worst", "job_id", "start_s", descending=[True, False, False]).head(limit)
+    return [{**row, "worst": _finite(row["worst"])} for row in episodes.drop("episode").to_dicts()]
