@@ -74,10 +74,12 @@ def anonymise_frame(frame: pl.DataFrame, key: bytes, columns: dict[str, str] | N
         series = frame[column]
         if series.dtype == pl.List(pl.String):
             mapping = _mapping(key, kind, series.explode())
-            replaced.append(pl.col(column).list.eval(pl.element().replace_strict(mapping, default=None)))
+            replaced.append(pl.col(column).list.eval(
+                pl.element().replace_strict(mapping, default=None, return_dtype=pl.String)))
         else:
             mapping = _mapping(key, kind, series.cast(pl.String))
-            replaced.append(pl.col(column).cast(pl.String).replace_strict(mapping, default=None))
+            replaced.append(pl.col(column).cast(pl.String).replace_strict(mapping, default=None,
+                                                                          return_dtype=pl.String))
     return frame.with_columns(replaced) if replaced else frame
 
 

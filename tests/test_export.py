@@ -22,7 +22,7 @@ from engine.export import (
     write_export,
 )
 from engine.incidents import load_incidents
-from tests.runs import STARTED_AT, make_store, small_run
+from tests.runs import STARTED_AT, bare_run, make_store, small_run
 
 RUN_ID = small_run().run_id
 # every name tests/runs.py gives a host, a job or a user
@@ -123,6 +123,16 @@ def test_pseudonyms_are_stable_within_a_store_and_differ_across_stores(tmp_path,
     other = make_store(tmp_path / "other")
     elsewhere = read_export(export_run_incidents(other, RUN_ID, "csv", anonymise=True), "csv")[0]
     assert elsewhere["hostname"][0] != first["hostname"][0]
+
+
+@pytest.mark.parametrize("anonymise", [False, True])
+def test_a_run_without_incidents_exports_empty_files(tmp_path, anonymise):
+    store = make_store(tmp_path / "store", bare_run())
+    for fmt in ("csv", "json", "parquet"):
+        back, _ = read_export(export_run_incidents(store, bare_run().run_id, fmt, anonymise=anonymise), fmt)
+        assert back.height == 0 and back.schema == pl.Schema(EXPORT_SCHEMA)
+    page = export_run_incidents(store, bare_run().run_id, "html", anonymise=anonymise).decode()
+    assert "Incidents (0)" in page and "plotly" not in page.lower()
 
 
 def test_anonymise_without_a_key_is_an_error(frame):
