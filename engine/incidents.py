@@ -380,10 +380,13 @@ def filter_incidents(frame: pl.DataFrame, *, since_s: float | None = None, until
     return frame.filter(pl.all_horizontal(conditions).fill_null(False)) if conditions else frame
 
 
-def summary_counts(incidents: pl.DataFrame, days: float | None = None) -> dict:
+def summary_counts(incidents: pl.DataFrame, days: float | None = None, *, job: str | None = None) -> dict:
     """Counted as the Llama 3 paper counts them: total, planned, unexpected, by cause and by category (with
     share of the unexpected ones), the hardware share of the unexpected ones (HARDWARE_CATEGORIES) and
-    interruptions a day (over `days`, default the span up to the last incident's day)."""
+    interruptions a day (over `days`, default the span up to the last incident's day). `job`: only the
+    interruptions of that job (the paper counts those of its training job, as the run summary does)."""
+    if job is not None:
+        incidents = incidents.filter(pl.col("job_ids").list.contains(job))
     planned_mask = incidents["planned"].fill_null(False)
     unexpected = incidents.filter(~planned_mask)
     n_unexpected = unexpected.height

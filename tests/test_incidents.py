@@ -177,3 +177,15 @@ def test_counts_of_the_hand_made_run(tables):
     assert counts["per_day"] == 2.5
     assert counts["days"].rows() == [(0, 0, 2), (1, 1, 2)]
     assert counts["gpu_hours_lost"] == pytest.approx(float(tables["incidents"]["gpu_hours_lost"].sum()))
+
+
+def test_counts_of_the_flagship_job_match_the_run_summary():
+    run = simulate(build("demo", sets=["simulation.days=3", "failures.scale=4", "simulation.telemetry=false"]))
+    frame = load_incidents(run.tables)
+    counts = summary_counts(frame, 3, job=run.summary["job"]["name"])
+    expected = run.summary["interruptions"]
+    assert (counts["total"], counts["planned"], counts["unexpected"]) == (
+        expected["total"], expected["planned"], expected["unexpected"])
+    assert dict(counts["by_cause"].select("cause", "interruptions").iter_rows()) == {
+        cause: n for cause, n in expected["by_cause"].items() if n}
+    assert summary_counts(frame, 3)["total"] == frame.height > counts["total"]  # research jobs were hit too
