@@ -1,10 +1,13 @@
-"""Planner chart: closed-form ETTR against the checkpoint interval, with the Young-Daly optimum marked."""
+"""Planner charts: closed-form ETTR against the checkpoint interval (Young-Daly optimum marked), the goodput
+loss waterfall, the Monte-Carlo spread, and the sweep heat map and band."""
 
 import math
 
 import numpy as np
 import plotly.graph_objects as go
+import polars as pl
 
+from dashboard.charts.common import DASH, LOSS_LABELS, fmt_gpu_hours, fmt_usd
 from engine.analytics import closed_form_ettr, young_daly_interval
 
 
@@ -43,4 +46,103 @@ def ettr_curve(*, gpus: int, rate_per_1000_node_days: float, checkpoint_interval
     # Zoom on the curve (ETTR differences of a few points matter), never below 0 nor above 1.
     low = max(0.0, math.floor((min(fig.data[0].y) - 0.02) * 20) / 20)
     fig.update_yaxes(range=[low, 1.0])
+    return fig
+
+
+# ----- the goodput loss waterfall ---------------------------------------------------------------------------
+
+def loss_waterfall(losses: pl.DataFrame, job_gpu_hours: float) -> go.Figure:
+    """From the job's GPU-hours down to productive GPU-hours, a step per loss, simulated beside closed form.
+
+    `losses`: planner_model.loss_table (category, sim_gpu_hours, sim_usd, cf_gpu_hours, cf_usd). Each step's
+    text carries GPU-hours and money; the last bar is what is left (plotly sums the steps)."""
+    labels = ["Job GPU-hours", *(LOSS_LABELS[c] for c in losses["category"]), "Productive"]
+    fig = go.Figure()
+    for name, hours, usd, color in (("simulated", "sim_gpu_hours", "sim_usd", "#1971c2"),
+                                    ("closed form", "cf_gpu_hours", "cf_usd", "#adb5bd")):
+        steps = [-h for h in losses[hours].to_list()]
+        left = job_gpu_hours + sum(steps)
+        text = [fmt_gpu_hours(job_gpu_hours)] + [
+            f"{fmt_gpu_hours(h)} · {fmt_usd(u)}" for h, u in zip(losses[hours], losses[usd], strict=True)
+        ] + [fmt_gpu_hours(left)]
+        fig.add_trace(go.Waterfall(
+            name=name, x=labels, y=[job_gpu_hours, *steps, 0.0], text=text, textposition="outside",
+            measure=["absolute"] + ["relative"] * len(steps) + ["total"],
+            decreasing={"marker": {"color": "#e03131" if name == "simulated" else "#ffa8a8"}},
+            totals={"marker": {"color": color}}, increasing={"marker": {"color": color}}))
+    fig.update_layout(height=380, margin={"l": 10, "r": 10, "t": 10, "b": 10}, yaxis_title="GPU-hours",
+                      waterfallgroupgap=0.3, legend={"orientation": "h", "y": 1.02, "yanchor": "bottom"})
+    return fig
+
+
+# ----- Monte-Carlo and sweeps --------------------------------------------------------------------------------
+
+def monte_carlo_histogram(ettr: list[float], band: tuple[float, float, float]) -> go.Figure:
+    """ETTR of every seed as a histogram, with the mean and the 5-95 % band (mean, p5, p95) marked."""
+    mean, p5, p95 = band
+    fig = go.Figure(go.Histogram(x=ettr, name="runs", marker={"color": "#74c0fc"}, nbinsx=max(5, len(ettr) // 2)))
+    fig.add_vrect(x0=p5, x1=p95, fillcolor="#1971c2", opacity=0.12, line_width=0,
+                  annotation_text="5-95 %", annotation_position="top left")
+    fig.add_vline(x=mean, line={"color": "#1971c2", "width": 3}, annotation_text=f"mean {mean:.1%}")
+    fig.update_layout(height=300, margin={"l": 10, "r": 10, "t": 30, "b": 10}, bargap=0.05,
+                      xaxis_title="simulated ETTR", yaxis_title="runs", showlegend=False)
+    fig.update_xaxes(tickformat=".0%")
+    return fig
+
+
+def axis_scale(duration: bool) -> tuple[float, str]:
+    """Durations are shown in minutes."""
+    return (60.0, " (min)") if duration else (1.0, "")
+
+
+def sweep_heatmap(means: list[list[float | None]], x: list[float], y: list[float], *, x_title: str,
+                  y_title: str, x_duration: bool, y_duration: bool, young_daly_s: list[float] | None = None,
+                  metric: str = "mean ETTR") -> go.Figure:
+    """Mean ETTR over a two-parameter grid (means[i][j] at y[i], x[j]); where x is the checkpoint interval,
+    the Young-Daly interval of each row's settings is drawn over it (`young_daly_s`, seconds, one per y)."""
+    xs, x_unit = axis_scale(x_duration)
+    ys, y_unit = axis_scale(y_duration)
+    fig = go.Figure(go.Heatmap(
+        z=means, x=[v / xs for v in x], y=[v / ys for v in y], colorscale="Viridis", zmin=None,
+        colorbar={"title": metric, "tickformat": ".0%"}, hovertemplate="%{x:g}, %{y:g}: %{z:.1%}<extra></extra>",
+        text=[[DASH if v is None else f"{v:.1%}" for v in row] for row in means], texttemplate="%{text}"))
+    if young_daly_s is not None:
+        finite = [(t / xs, v / ys) for t, v in zip(young_daly_s, y, strict=True) if math.isfinite(t)]
+        if finite:
+            fig.add_trace(go.Scatter(x=[p[0] for p in finite], y=[p[1] for p in finite], mode="lines+markers",
+                                     name="Young-Daly interval", line={"color": "#ffffff", "dash": "dash",
+                                                                       "width": 3}))
+    fig.update_layout(height=420, margin={"l": 10, "r": 10, "t": 10, "b": 10},
+                      legend={"orientation": "h", "y": 1.02, "yanchor": "bottom"})
+    fig.update_xaxes(title=x_title + x_unit, range=_edges(x, xs))
+    fig.update_yaxes(title=y_title + y_unit, range=_edges(y, ys))
+    return fig
+
+
+def _edges(values: list[float], scale: float) -> list[float] | None:
+    """The heat map's outer cell edges, so an overlaid curve beyond the grid does not stretch the axes."""
+    v = sorted(x / scale for x in values)
+    if len(v) < 2:
+        return None
+    return [v[0] - (v[1] - v[0]) / 2, v[-1] + (v[-1] - v[-2]) / 2]
+
+
+def sweep_line(x: list[float], mean: list[float | None], p5: list[float | None], p95: list[float | None], *,
+               x_title: str, x_duration: bool, closed_form: list[float | None] | None = None) -> go.Figure:
+    """Mean ETTR against one parameter with its 5-95 % band, and the closed form as a dashed line."""
+    xs, unit = axis_scale(x_duration)
+    xv = [v / xs for v in x]
+    fig = go.Figure([
+        go.Scatter(x=xv, y=p95, mode="lines", line={"width": 0}, showlegend=False, hoverinfo="skip"),
+        go.Scatter(x=xv, y=p5, mode="lines", line={"width": 0}, fill="tonexty",
+                   fillcolor="rgba(25, 113, 194, 0.2)", name="5-95 % of seeds"),
+        go.Scatter(x=xv, y=mean, mode="lines+markers", name="mean ETTR", line={"color": "#1971c2"}),
+    ])
+    if closed_form is not None:
+        fig.add_trace(go.Scatter(x=xv, y=closed_form, mode="lines", name="closed form",
+                                 line={"color": "#868e96", "dash": "dash"}))
+    fig.update_layout(height=340, margin={"l": 10, "r": 10, "t": 10, "b": 10}, yaxis_title="ETTR",
+                      legend={"orientation": "h", "y": 1.02, "yanchor": "bottom"})
+    fig.update_xaxes(title=x_title + unit)
+    fig.update_yaxes(tickformat=".0%")
     return fig
