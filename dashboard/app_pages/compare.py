@@ -1,4 +1,5 @@
-"""Compare: two or more runs side by side: headline figures, what differs in their scenarios, incidents by cause.
+"""Compare: two or more runs side by side: headline figures, what differs in their scenarios, ETTR over time,
+incidents by cause.
 
 URL: ?runs=a,b (run ids) and ?per=host-days (rates instead of counts) reproduce the view.
 """
@@ -48,6 +49,16 @@ if diff.is_empty():
 else:
     st.caption(f"{diff.height} keys differ.")
     st.dataframe(diff, hide_index=True, width="stretch")
+
+st.subheader("ETTR over time")
+timeline = queries.ettr_over_time(infos)
+if timeline.is_empty():
+    st.caption("None of these runs has a flagship job to follow.")
+else:
+    missing = [label for label in labels if label not in set(timeline["run"].to_list())]
+    st.caption("The flagship job's productive share of the time since it started (Kokolis et al.'s ETTR)."
+               + (f" No flagship job in: {', '.join(missing)}." if missing else ""))
+    st.plotly_chart(charts.ettr_over_time(timeline, [lb for lb in labels if lb not in missing]), width="stretch")
 
 st.subheader("Interruptions by cause")
 st.caption("Of each run's flagship job, as the headline figures count them; every incident where a run has no "

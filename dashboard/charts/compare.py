@@ -1,4 +1,4 @@
-"""Compare chart: interruptions by cause, a bar group per cause and a bar per run."""
+"""Compare charts: interruptions by cause (a bar group per cause, a bar per run) and ETTR over time overlaid."""
 
 import plotly.graph_objects as go
 import polars as pl
@@ -18,4 +18,17 @@ def causes_side_by_side(counts: pl.DataFrame, y_title: str = "interruptions", ru
         fig.add_trace(go.Bar(x=order, y=[by_cause.get(c, 0) for c in order], name=run))
     fig.update_layout(barmode="group", height=340, margin={"l": 10, "r": 10, "t": 10, "b": 10},
                       yaxis_title=y_title, legend={"orientation": "h", "y": 1.02, "yanchor": "bottom"})
+    return fig
+
+
+def ettr_over_time(timeline: pl.DataFrame, runs: list[str] | None = None) -> go.Figure:
+    """Cumulative ETTR (columns run, day, ettr_cumulative) as one line per run, overlaid."""
+    fig = go.Figure()
+    for run in runs if runs is not None else timeline["run"].unique(maintain_order=True).to_list():
+        part = timeline.filter(pl.col("run") == run)
+        fig.add_trace(go.Scatter(x=part["day"].to_list(), y=part["ettr_cumulative"].to_list(), mode="lines",
+                                 name=run))
+    fig.update_layout(height=340, margin={"l": 10, "r": 10, "t": 10, "b": 10}, yaxis_title="ETTR since the start",
+                      xaxis_title="day", legend={"orientation": "h", "y": 1.02, "yanchor": "bottom"})
+    fig.update_yaxes(tickformat=".0%")
     return fig

@@ -8,6 +8,7 @@ import polars as pl
 
 from dashboard import state
 from dashboard.charts.common import DASH, fmt_gpu_hours, fmt_hours, fmt_int, fmt_pct
+from engine.analytics import ettr_timeline
 from engine.errors import GoodputError
 from engine.scenario import from_dict
 from engine.store import RunInfo
@@ -121,3 +122,36 @@ def interruptions_by_cause(infos: list[RunInfo], per_1000_host_days: bool = Fals
         frames.append(counts.select(pl.lit(run_label(info)).alias("run"), "cause", value.alias("interruptions")))
     return pl.concat(frames) if frames else pl.DataFrame(
         schema={"run": pl.String, "cause": pl.String, "interruptions": pl.Float64})
+
+
+FLAGSHIP_JOB = "SELECT job_id FROM jobs WHERE kind = 'flagship' ORDER BY submit_s LIMIT 1"
+JOB_ATTEMPTS = "SELECT job_id, start_s, end_s, lost_work_s FROM job_attempts WHERE job_id = ? ORDER BY start_s"
+JOB_CHECKPOINTS = "SELECT job_id, start_s, end_s FROM checkpoints WHERE job_id = ? ORDER BY start_s"
+BUCKETS_S = (3600.0, 2 * 3600.0, 6 * 3600.0, 12 * 3600.0, 86400.0, 7 * 86400.0)
+
+
+def timeline_bucket(duration_s: float, most: int = 200) -> float:
+    """The shortest of 1 h, 2 h, 6 h, 12 h, 1 d, 1 week that cuts the longest run into at most `most` points."""
+    return next((b for b in BUCKETS_S if duration_s / b <= most), BUCKETS_S[-1])
+
+
+def ettr_over_time(infos: list[RunInfo]) -> pl.DataFrame:
+    """Each run's flagship ETTR from the job's start to the end of every bucket (engine.analytics.ettr_timeline):
+    columns run, day (bucket end, days since the run's start), ettr_cumulative. Runs without a flagship job
+    (a replayed trace, an ingest) have no rows."""
+    bucket = timeline_bucket(max((info.duration_s for info in infos), default=0.0))
+    frames = []
+    for info in infos:
+        flagship = state.query(info.run_id, FLAGSHIP_JOB)
+        if flagship.is_empty():
+            continue
+        job_id = flagship["job_id"][0]
+        timeline = ettr_timeline(state.query(info.run_id, JOB_ATTEMPTS, (job_id,)),
+                                 state.query(info.run_id, JOB_CHECKPOINTS, (job_id,)), job_id, bucket,
+                                 info.duration_s)
+        frames.append(timeline.select(
+            pl.lit(run_label(info)).alias("run"),
+            (pl.min_horizontal(pl.col("t_s") + bucket, pl.lit(info.duration_s)) / 86400.0).alias("day"),
+            "ettr_cumulative"))
+    return pl.concat(frames) if frames else pl.DataFrame(
+        schema={"run": pl.String, "day": pl.Float64, "ettr_cumulative": pl.Float64})
