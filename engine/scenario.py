@@ -103,6 +103,10 @@ KEYS: tuple[Key, ...] = (
     _k("network.fabric_faults_per_day", "float", 0.5,
        "faults a day of the fabric above the racks (rack-to-spine cables; 1 in 10 a whole spine switch) that "
        "ECMP routes around without interrupting jobs (Goodput's assumption)", minimum=0),
+    _k("network.link_samples", "choice", "switches",
+       "which links get a utilisation sample at every telemetry step: all (every NIC cable too: 2.7x the rows "
+       "on llama3-405b), switches (the links between switches; a NIC cable only while it is down or logs "
+       "errors: its load is its GPU's job's demand), or off", choices=("switches", "all", "off")),
     _k("network.flap_window", "duration", "2h",
        "how long a cable flaps (raising its error counters) before it fails (Goodput's assumption)"),
     # training: the flagship job

@@ -204,9 +204,12 @@ class NetworkTraffic:
         return frame.select("t_s", job_id=pl.col("job").map_batches(lambda j: names.gather(j),
                                                                     return_dtype=pl.String), slowdown="slowdown")
 
-    def samples(self) -> Iterator[pl.DataFrame]:
-        """The link_samples table in blocks of samples, rows ordered by (t_s, link_id)."""
+    def samples(self, links: str = "all") -> Iterator[pl.DataFrame]:
+        """The link_samples table in blocks of samples. `links` (network.link_samples): all, every link at
+        every sample, rows ordered by (t_s, link_id); switches, the links between switches at every sample
+        after the NIC cables' rows at the samples where they are down or log errors."""
         fab = self.fabric
+        first = 0 if links == "all" else fab.rack_link_base
         err_sample, err_link, err_count = self._errors
         for s0, s1 in self.blocks:
             loads, _, _ = self._block_loads(s0, s1)
@@ -219,11 +222,16 @@ class NetworkTraffic:
             mine = (err_sample >= s0) & (err_sample < s1)
             np.add.at(errors, (err_sample[mine] - s0, err_link[mine]), err_count[mine])
             c = s1 - s0
+            if first:
+                row, nic = np.nonzero(np.isnan(util[:, :first]) | (errors[:, :first] > 0))
+                yield pl.DataFrame({"t_s": self.times[s0 + row], "link_id": nic.astype(np.int32),
+                                    "util_pct": pl.Series(util[row, nic], nan_to_null=True),
+                                    "errors": errors[row, nic]}, schema=SAMPLE_SCHEMA)
             yield pl.DataFrame({
-                "t_s": np.repeat(self.times[s0:s1], fab.n_links),
-                "link_id": np.tile(np.arange(fab.n_links, dtype=np.int32), c),
-                "util_pct": pl.Series(util.ravel(), nan_to_null=True),
-                "errors": errors.ravel(),
+                "t_s": np.repeat(self.times[s0:s1], fab.n_links - first),
+                "link_id": np.tile(np.arange(first, fab.n_links, dtype=np.int32), c),
+                "util_pct": pl.Series(util[:, first:].ravel(), nan_to_null=True),
+                "errors": errors[:, first:].ravel(),
             }, schema=SAMPLE_SCHEMA)
 
 
@@ -245,7 +253,8 @@ def network_run(scenario: Scenario, topo, host_states: pl.DataFrame, incidents: 
         "flagship_slowdown_mean": _finite(flagship.mean()), "flagship_slowdown_max": _finite(flagship.max()),
         "slowed": slowed_episodes(slow, float(times[1] - times[0]) if len(times) > 1 else horizon_s),
     }
-    return traffic.samples(), summary
+    mode = scenario["network.link_samples"]
+    return (iter(()) if mode == "off" else traffic.samples(mode)), summary
 
 
 def _finite(value) -> float | None:

@@ -119,3 +119,17 @@ def test_fabric_faults_are_drawn_from_the_seed():
     assert one.equals(faults(3)) and not one.equals(faults(4))
     assert set(one["kind"]) <= {"cable", "spine_switch"} and one.height > 0
     assert one["link_id"].min() >= fab.rack_link_base  # the fabric above the racks only
+
+
+def test_switches_mode_keeps_nic_cables_only_while_down_or_erroring():
+    scenario, fab = setup()
+    traffic = NetworkTraffic(scenario, fab, HOST_STATES, incidents([(4 * HOUR, 5 * HOUR, "network_switch_cable", 2)]),
+                             TIMES, 6 * HOUR, np.random.default_rng(1))
+    every = pl.concat(traffic.samples("all"))
+    some = pl.concat(traffic.samples("switches"))
+    nic = some.filter(pl.col("link_id") < fab.rack_link_base)
+    assert nic["link_id"].unique().to_list() == [2]
+    assert nic.sort("t_s").equals(every.filter((pl.col("link_id") == 2) & (pl.col("util_pct").is_null()
+                                                                         | (pl.col("errors") > 0))).sort("t_s"))
+    above = every.filter(pl.col("link_id") >= fab.rack_link_base)
+    assert some.filter(pl.col("link_id") >= fab.rack_link_base).sort("t_s", "link_id").equals(above.sort("t_s", "link_id"))
