@@ -102,8 +102,9 @@ def from_params(params: Mapping[str, str]) -> Knobs:
 def to_params(knobs: Knobs) -> dict[str, str]:
     """The URL parameters that reproduce `knobs` (multipliers only where they are not x1)."""
     params = {"preset": knobs.preset, "ckpt": knobs.write_mode}
-    for name, url, _, _ in NUMERIC:
-        params[url] = f"{getattr(knobs, name):g}"
+    for name, url, _, _ in NUMERIC:  # ten digits: exact for whole numbers, no float noise ("0.0768")
+        value = getattr(knobs, name)
+        params[url] = str(value) if name in INTEGER_FIELDS else f"{value:.10g}"
     for cat, url in CATEGORIES.items():
         if knobs.multipliers.get(cat, 1.0) != 1.0:
             params[url] = f"{knobs.multipliers[cat]:g}"
@@ -261,13 +262,23 @@ def default_values(s: Scenario, key: str, n: int = 4) -> str:
     factors = [2.0 ** (i - (n - 1) / 2.0) for i in range(n)]  # 4: 0.35, 0.71, 1.41, 2.83
     param = SWEEP_BY_KEY[key]
     if param.duration:
-        return ",".join(f"{max(1.0, round(centre * f)):g}s" for f in factors)
+        centre = centre if centre > 0 else 60.0  # nothing to spread around (no write time): from a minute
+        return ",".join(dict.fromkeys(f"{_plain(centre * f)}s" for f in factors))
     if key in ("spares.hosts", "repair.technicians", "training.gpus"):
         step = s["cluster.gpus_per_host"] if key == "training.gpus" else 1
         low = 0 if key == "spares.hosts" else step
-        values = sorted({max(low, round(centre * f / step) * step) for f in factors})
+        centre = centre if centre > 0 else 2 * step
+        high = {"spares.hosts": s.hosts - s.job_hosts,  # what still fits beside the job (or its spares)
+                "training.gpus": s["cluster.gpus"] - s["spares.hosts"] * step}.get(key, math.inf)
+        values = sorted({min(max(low, round(centre * f / step) * step), high) for f in factors})
         return ",".join(str(int(v)) for v in values)
-    return ",".join(f"{centre * f:.3g}" for f in factors)
+    centre = centre if centre > 0 else 1.0
+    return ",".join(dict.fromkeys(_plain(centre * f) for f in factors))
+
+
+def _plain(x: float) -> str:
+    """Three significant digits without an exponent ("1410", "0.0272"): durations do not parse "1.41e+03s"."""
+    return f"{float(f'{x:.3g}'):f}".rstrip("0").rstrip(".")
 
 
 def parse_values(s: Scenario, key: str, text: str) -> tuple[Axis, list[float]]:
