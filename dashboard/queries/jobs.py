@@ -174,34 +174,39 @@ def utilisation(run_id: str, t0: float, width: float, n: int) -> pl.DataFrame:
     return state.query(run_id, UTILISATION, (*_buckets(t0, width, n), width, width, list(UNAVAILABLE_STATES)))
 
 
-# A snapshot at each bucket's middle: which hosts run what. A host's share of a job is the job's GPUs over
-# its hosts. Free GPUs are those of available hosts that no attempt holds; free GPUs on partly used hosts
-# are scattered: a gang that needs whole hosts cannot use them. Fragmentation = scattered free / all free.
+# A snapshot at each bucket's middle: which attempts run, on which hosts. Free GPUs are those of available
+# hosts that no attempt holds; free GPUs on partly used hosts are scattered: a gang that needs whole hosts
+# cannot use them. Fragmentation = scattered free / all free. A host's share of a job is the job's GPUs over
+# its hosts; only attempts holding less than the largest host per host are split host by host (a flagship
+# on 2,048 whole hosts fills them and needs no such split, which keeps the query quick at scale).
 FRAGMENTATION = """
-WITH b AS (SELECT i, b0 + (b1 - b0) / 2 AS t FROM (SELECT i, ? + i * ? AS b0, ? + (i + 1) * ? AS b1 FROM range(?) r(i))),
+WITH b AS (SELECT i, b0 + (b1 - b0) / 2 AS t
+           FROM (SELECT i, ? + i * ? AS b0, ? + (i + 1) * ? AS b1 FROM range(?) r(i))),
 cap AS (SELECT host_id, count(*) AS gpus FROM gpus GROUP BY host_id),
-held AS (
-    SELECT a.start_s, a.end_s, unnest(a.hosts) AS host_id, j.gpus / nullif(len(a.hosts), 0) AS gpus
-    FROM job_attempts a JOIN jobs j USING (job_id)
+running AS (
+    SELECT b.i, a.hosts, j.gpus, j.gpus / nullif(len(a.hosts), 0) AS per_host
+    FROM b JOIN job_attempts a ON a.start_s <= b.t AND a.end_s > b.t JOIN jobs j USING (job_id)
 ),
 down AS (
-    SELECT DISTINCT b.i, s.host_id FROM b JOIN host_states s ON s.start_s <= b.t AND s.end_s > b.t
-    WHERE list_contains(?, s.state)
+    SELECT DISTINCT b.i, s.host_id
+    FROM b JOIN (SELECT * FROM host_states WHERE list_contains(?, state)) s ON s.start_s <= b.t AND s.end_s > b.t
 ),
-used AS (
-    SELECT b.i, h.host_id, least(sum(h.gpus), any_value(c.gpus)) AS busy, any_value(c.gpus) AS gpus
-    FROM b JOIN held h ON h.start_s <= b.t AND h.end_s > b.t JOIN cap c USING (host_id)
-    GROUP BY b.i, h.host_id
+split AS (
+    SELECT i, unnest(hosts) AS host_id, per_host FROM running
+    WHERE per_host < (SELECT max(gpus) FROM cap)
 ),
+partly AS (
+    SELECT p.i, sum(greatest(c.gpus - p.busy, 0)) AS gpus
+    FROM (SELECT i, host_id, sum(per_host) AS busy FROM split GROUP BY i, host_id HAVING sum(per_host) > 0) p
+    JOIN cap c USING (host_id) ANTI JOIN down d ON d.i = p.i AND d.host_id = p.host_id
+    GROUP BY p.i
+),
+held AS (SELECT i, sum(gpus) AS gpus FROM running GROUP BY i),
 unavailable AS (SELECT d.i, sum(c.gpus) AS gpus FROM down d JOIN cap c USING (host_id) GROUP BY d.i),
-available AS (
-    SELECT u.i, sum(u.busy) AS busy, coalesce(sum(u.gpus - u.busy) FILTER (WHERE u.busy > 0), 0) AS scattered
-    FROM used u ANTI JOIN down d USING (i, host_id) GROUP BY u.i
-),
 per AS (
-    SELECT b.i, b.t, (SELECT coalesce(sum(gpus), 0) FROM cap) - coalesce(n.gpus, 0) - coalesce(a.busy, 0) AS free,
-           coalesce(a.scattered, 0) AS scattered
-    FROM b LEFT JOIN unavailable n USING (i) LEFT JOIN available a USING (i)
+    SELECT b.i, b.t, coalesce(p.gpus, 0) AS scattered,
+           greatest((SELECT coalesce(sum(gpus), 0) FROM cap) - coalesce(n.gpus, 0) - coalesce(h.gpus, 0), 0) AS free
+    FROM b LEFT JOIN unavailable n USING (i) LEFT JOIN held h USING (i) LEFT JOIN partly p USING (i)
 )
 SELECT i, t AS t_s, free AS free_gpus, scattered AS scattered_gpus, scattered / nullif(free, 0) AS fragmentation
 FROM per ORDER BY i
