@@ -53,9 +53,10 @@ def cmd_replay(args: argparse.Namespace) -> int:
     from engine.replay.run import replay_file
 
     run = replay_file(args.file, fmt=args.format, sets=list(args.set or []), mode=args.mode,
-                      placement=args.policy, name=args.name)
+                      placement=args.policy, name=args.name, preset=args.preset)
     run_id = Store(args.store).write_run(run)
-    _report({"run_id": run_id, **run.summary}, args.json, _replay_text)
+    text = _simulate_text if run.summary.get("format") == "incidents" else _replay_text
+    _report({"run_id": run_id, **run.summary}, args.json, text)
     return 0
 
 
@@ -301,11 +302,16 @@ def build_parser() -> argparse.ArgumentParser:
     json_flag(sim)
 
     rep = command("replay", cmd_replay, "replay a job trace (or an incidents file) into a run")
-    rep.add_argument("file", metavar="FILE", help="a job trace: goodput CSV, sacct --parsable2, SWF 2.2 or openb")
+    rep.add_argument("file", metavar="FILE", help="a job trace (goodput CSV, sacct --parsable2, SWF 2.2, openb) or"
+                     " an incidents file written by `goodput export incidents` (CSV or JSON)")
     rep.add_argument("--format", default="auto", choices=["auto", "goodput", "sacct", "swf", "openb", "incidents"],
                      help="trace format (default auto: told apart by the first lines)")
     rep.add_argument("--set", action="append", metavar="KEY=VALUE",
-                     help="a replay setting (replay.*, scheduler.*) or a cluster layout key (repeatable)")
+                     help="a replay setting (replay.*, scheduler.*) or a cluster layout key; for an incidents file"
+                     " a scenario key such as spares.hosts=96 (repeatable)")
+    rep.add_argument("--preset", metavar="NAME",
+                     help="incidents file: the scenario to replay its failures under (a JSON export carries its"
+                     " own; a CSV needs one)")
     rep.add_argument("--mode", choices=["recorded", "rescheduled"],
                      help="start times as recorded, or re-scheduled from submit times (default rescheduled)")
     rep.add_argument("--policy", choices=["pack", "spread"], help="placement policy (default pack)")

@@ -57,7 +57,8 @@ def read_incidents_bytes(data: bytes, fmt: str, *, where: str = "incidents file"
         try:
             frame = pl.read_csv(io.BytesIO(data), infer_schema=False)
         except Exception as err:  # polars raises several types for a malformed CSV
-            raise IncidentsFileError(f"{where}: not a readable CSV ({err})") from err
+            first_line = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+            raise IncidentsFileError(f"{where}: not a readable incidents CSV ({first_line})") from err
         return frame.with_row_index("line", offset=2), {}, "csv"
     if fmt != "json":
         raise IncidentsFileError(f"{where}: an incidents file is CSV or JSON, not {fmt!r}")

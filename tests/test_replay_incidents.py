@@ -164,3 +164,31 @@ def test_any_row_either_replays_or_is_a_clear_error(tmp_path_factory, cells):
     else:
         assert run.summary["replayed"]["failures"] + run.summary["replayed"]["planned"] + \
             run.summary["replayed"]["beyond_the_run"] == 1
+
+
+def test_the_replay_command_forks_an_export_under_other_settings(exported, tmp_path, capsys):
+    """`goodput export incidents` then `goodput replay FILE --set ...`: the same failures, other spares."""
+    from engine.cli import main
+
+    run, folder = exported
+    store, run_id = Store(folder / "store"), run.run_id
+    json_path, csv_path = folder / "incidents.json", folder / "incidents.csv"
+    assert main(["replay", str(json_path), "--set", "spares.hosts=8", "--store", str(store.root), "--json"]) == 0
+    forked = json.loads(capsys.readouterr().out)
+    original = store.info(run_id).summary
+
+    def failures(of: str) -> set:
+        return set(store.table(of, "incidents").select("t_s", "cause", "host_id").iter_rows())
+
+    # the fork draws no failure of its own: each is one of the original's (a host already in repair under
+    # the other settings is spared a second one), and the settings changed as asked
+    assert failures(forked["run_id"]) <= failures(run_id) and len(failures(forked["run_id"])) > 10
+    assert store.info(forked["run_id"]).scenario["spares"]["hosts"] == 8
+    assert store.info(run_id).scenario["spares"]["hosts"] == 4
+    # a CSV export carries no scenario: it needs --preset (told plainly), then replays like the JSON
+    assert main(["replay", str(csv_path), "--store", str(store.root)]) == 2
+    assert "preset" in capsys.readouterr().err
+    sets = [arg for key_value in SETS for arg in ("--set", key_value)]
+    assert main(["replay", str(csv_path), "--format", "incidents", "--preset", "demo", *sets, "--store",
+                 str(store.root), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["interruptions"]["total"] == original["interruptions"]["total"]

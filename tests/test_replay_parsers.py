@@ -8,7 +8,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from engine.errors import GoodputError, NotBuiltYet
+from engine.errors import GoodputError
 from engine.replay import parse_trace
 from engine.replay.formats import JOB_COLUMNS, detect_format
 from engine.replay.sacct import expand_hostlist
@@ -142,11 +142,11 @@ def test_auto_detection(name, fmt):
     assert parse_trace((FIXTURES / name).read_bytes(), name=name).fmt == fmt
 
 
-def test_incidents_format_is_not_built_yet():
-    with pytest.raises(NotBuiltYet, match="issue 8"):
+def test_an_incidents_file_is_not_a_job_trace():
+    # incidents exports are detected, but replayed through the simulator (replay_file), not parsed as jobs
+    assert detect_format("x.csv", "incident_id,t_s,cause\n1,0,faulty_gpu\n") == "incidents"
+    with pytest.raises(GoodputError, match="replayed by engine.replay.run.replay_file"):
         parse_trace(b"incident_id,t_s,cause\n1,0,faulty_gpu\n", fmt="incidents")
-    with pytest.raises(NotBuiltYet, match="issue 8"):
-        parse_trace(b"incident_id,t_s,cause\n1,0,faulty_gpu\n")
 
 
 def test_hostlists():

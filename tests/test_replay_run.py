@@ -159,7 +159,8 @@ def test_whole_alibaba_trace_as_recorded(shared_data):
         (["--set", "scheduler.placment=pack"], "unknown replay setting"),
         (["--set", "training.gpus=8"], "not a replay setting"),
         (["--set", "scheduler.backfill=maybe"], "scheduler.backfill: expected true or false"),
-        (["--format", "incidents"], "not built yet (issue 8"),
+        (["--format", "incidents"], "not a readable incidents CSV"),
+        (["--preset", "demo"], "only an incidents file is replayed under a preset"),
         (["--format", "sacct"], "lacks column(s)"),
     ],
 )

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import polars as pl
 
-from engine.errors import GoodputError, NotBuiltYet
+from engine.errors import GoodputError
 
 FORMATS = ("goodput", "sacct", "swf", "openb", "incidents")
 
@@ -181,7 +181,8 @@ def parse_trace(path_or_bytes: str | Path | bytes, fmt: str = "auto", name: str 
     if fmt == "auto":
         fmt = detect_format(source, text)
     if fmt == "incidents":
-        raise NotBuiltYet("replay of an incidents file is not built yet (issue 8: incidents)")
+        raise GoodputError(f"{source}: an incidents file is replayed by engine.replay.run.replay_file, "
+                           "not parsed as a job trace")
     parsers = {"goodput": goodput_csv.parse, "sacct": sacct.parse, "swf": swf.parse, "openb": openb.parse}
     if fmt not in parsers:
         raise GoodputError(f"--format: unknown trace format {fmt!r}; one of auto, {', '.join(FORMATS)}")

@@ -29,13 +29,58 @@ def replay_file(
     mode: str | None = None,
     placement: str | None = None,
     name: str | None = None,
+    preset: str | None = None,
 ) -> Run:
     """Parse a trace (a path, or an upload's bytes named by `name`) and replay it: what `goodput replay`
-    and the Data page's upload both do before writing the Run. Raises GoodputError on bad input."""
+    and the Data page's upload both do before writing the Run. Raises GoodputError on bad input.
+
+    An incidents file (the CSV or JSON `goodput export incidents` writes) is replayed instead as a failure
+    sequence through the simulator (engine.replay_incidents), `sets` then being scenario keys and `preset`
+    the scenario a CSV export needs (a JSON export carries its own)."""
+    incidents_format = _incidents_format(path_or_bytes, fmt, name)
+    if incidents_format:
+        from engine.replay_incidents import replay_incidents_data
+
+        where, data = _read_bytes(path_or_bytes, name)
+        return replay_incidents_data(data, incidents_format, where=where, preset=preset, sets=list(sets),
+                                     name=name)
+    if preset:
+        raise GoodputError("--preset: only an incidents file is replayed under a preset; a job trace takes "
+                           "replay.* and scheduler.* settings with --set")
     settings = settings_from(list(sets), mode=mode, placement=placement)
     upload = isinstance(path_or_bytes, bytes | bytearray)
     trace = parse_trace(path_or_bytes, fmt=fmt, name=name if upload else None)  # errors name the real file
     return replay(trace, settings, name=name)
+
+
+def _read_bytes(path_or_bytes: str | Path | bytes, name: str | None) -> tuple[str, bytes]:
+    if isinstance(path_or_bytes, bytes | bytearray):
+        return name or "<upload>", bytes(path_or_bytes)
+    try:
+        return name or str(path_or_bytes), Path(path_or_bytes).read_bytes()
+    except OSError as err:
+        raise GoodputError(f"{path_or_bytes}: cannot read the file: {err.strerror or err}") from None
+
+
+def _incidents_format(path_or_bytes: str | Path | bytes, fmt: str, name: str | None) -> str | None:
+    """"csv" or "json" when the input is an incidents export (by --format or by its first bytes), else None."""
+    if fmt not in ("auto", "incidents"):
+        return None
+    if isinstance(path_or_bytes, bytes | bytearray):
+        head = bytes(path_or_bytes[:65536])
+    else:
+        try:
+            with open(path_or_bytes, "rb") as f:
+                head = f.read(65536)
+        except OSError:
+            return None  # parse_trace reports the unreadable file
+    text = head.decode("utf-8-sig", errors="replace").lstrip()
+    if text[:1] in ("{", "["):
+        return "json"  # no job trace format is JSON; the incidents export is
+    if fmt == "incidents":
+        return "csv"
+    first = next((line for line in text.splitlines() if line.strip() and not line.startswith("#")), "")
+    return "csv" if {"incident_id", "t_s", "cause"} <= {f.strip().lower() for f in first.split(",")} else None
 
 
 def replay(
