@@ -45,6 +45,7 @@ POWER_STOPS = ((0.0, "#f7fcf5"), (0.4, "#a1d99b"), (0.6, "#41ab5d"), (0.72, "#fe
 FAILURE_BANDS = (("no failure", "#e9ecef"), ("1 failure", "#fdae61"), ("2 failures", "#f46d43"),
                  ("3+ failures", "#a50026"))
 FLAGSHIP_COLOUR = "#1f77b4"
+BIG_FLOOR_COLUMNS = 60  # wider than this many cells, cells touch (no gap) and rack handles are faint
 JOB_PALETTE = ("#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#bcbd22", "#17becf", "#393b79",
                "#637939", "#8c6d31", "#843c39", "#7b4173")
 OTHER_JOBS, NO_JOB = "#adb5bd", "#f1f3f5"
@@ -151,13 +152,15 @@ def floor_plan(cells: pl.DataFrame, measure: str = "state", *, title: str = "", 
         x = cells["position"].to_numpy()
     z = np.full((rows * (slots + 1), positions * per_rack), np.nan)
     z[y, x] = codes
+    big = z.shape[1] > BIG_FLOOR_COLUMNS
     text = np.full(z.shape, "", dtype=object)
     hover = label + " · " + values
     if measure != "state":
         hover = hover + " (" + states + ")"
     text[y, x] = hover.to_numpy()
     fig = go.Figure(go.Heatmap(
-        z=z, text=text, hoverinfo="text", zmin=zmin, zmax=zmax, xgap=1 if per_rack > 1 else 2, ygap=1,
+        # a big floor packs its cells (a gap a cell would be half the picture); racks stay apart by a blank column
+        z=z, text=text, hoverinfo="text", zmin=zmin, zmax=zmax, xgap=(0 if big else 1) if per_rack > 1 else 2, ygap=1,
         colorscale=colourscale, showscale=colourbar is not None, colorbar=colourbar,
     ))
     # The legend: one invisible marker trace per colour present, so the colours are named.
@@ -167,10 +170,10 @@ def floor_plan(cells: pl.DataFrame, measure: str = "state", *, title: str = "", 
     over = _over_budget(cells, slots, per_rack)
     if over is not None:
         fig.add_trace(over)
-    fig.add_trace(_rack_handles(cells, states, slots, per_rack))
+    fig.add_trace(_rack_handles(cells, states, slots, per_rack, faint=big))
     row_ticks = np.arange(rows) * (slots + 1) + (slots - 1) / 2
     fig.update_layout(
-        title=title, height=min(1600, max(240, 9 * z.shape[0] + 120)), margin={"l": 10, "r": 10, "t": 40, "b": 10},
+        title=title, height=min(2400, max(240, 9 * z.shape[0] + 120)), margin={"l": 10, "r": 10, "t": 40, "b": 10},
         plot_bgcolor="white", legend={"orientation": "h", "y": 1.0, "yanchor": "bottom"},
         # a rack's handle takes the hover (and the click) only under the pointer; elsewhere the cells answer
         hoverdistance=1, clickmode="event+select",
@@ -206,7 +209,8 @@ def _over_budget(cells: pl.DataFrame, slots: int, per_rack: int) -> go.Scatter |
     )
 
 
-def _rack_handles(cells: pl.DataFrame, states: pl.Series, slots: int, per_rack: int) -> go.Scatter:
+def _rack_handles(cells: pl.DataFrame, states: pl.Series, slots: int, per_rack: int, faint: bool = False
+                  ) -> go.Scatter:
     """A small dot in the middle of each rack: one scatter trace a page can listen to for clicks (a heatmap
     cell sends no selection event), its hover summing up the rack's hosts."""
     failed = pl.col("state") == "failed"
@@ -237,7 +241,9 @@ def _rack_handles(cells: pl.DataFrame, states: pl.Series, slots: int, per_rack: 
         x=centre_x, y=centre_y, customdata=racks["rack_id"].to_numpy(), mode="markers", name=RACK_HANDLES,
         showlegend=False, text=(head + "<br>" + racks["hosts"]).to_list(),
         hovertemplate="%{text}<extra></extra>",
-        marker={"symbol": "circle-open", "size": 7, "color": "rgba(255, 255, 255, 0.8)", "line": {"width": 1.5}},
+        # on a big floor a small faint dot, so the handles do not hide the cells they sit on
+        marker={"symbol": "circle", "size": 4, "color": "rgba(255, 255, 255, 0.6)", "line": {"width": 0}} if faint
+        else {"symbol": "circle-open", "size": 7, "color": "rgba(255, 255, 255, 0.8)", "line": {"width": 1.5}},
     )
 
 
@@ -329,7 +335,7 @@ def elevation(gpus: pl.DataFrame, links: pl.DataFrame, rack_id: int) -> go.Figur
                                                       *([pl.col("host_kw").first()] if "host_kw" in gpus.columns
                                                         else [])).iter_rows(named=True):
         kw = f" · {host['host_kw']:.1f} kW" if host.get("host_kw") is not None else ""
-        fig.add_annotation(x=-0.7, y=host["slot"], xanchor="right", showarrow=False,
+        fig.add_annotation(x=-0.01, xref="paper", y=host["slot"], xanchor="right", showarrow=False, align="right",
                            text=f"<b>{host['hostname']}</b><br>{host['state'] or 'unknown'} · "
                                 f"{host['job_id'] or 'no job'}{kw}")
     fig.update_layout(height=120 + 70 * (slots + 1), margin={"l": 220, "r": 10, "t": 30, "b": 10},
