@@ -1,12 +1,18 @@
-"""Planner page: knobs start from a preset, the closed form follows them at once, the URL keeps them, and the
-simulator runs with a progress bar and is stored only on "Keep as run"."""
+"""Planner page: knobs start from a preset, the closed form follows them at once, the URL keeps them; Run
+simulates with the losses beside the closed form, Keep as run stores the full run, the TOML downloads and
+reloads; Monte-Carlo shows a band and a tiny sweep its heat map."""
+
+import json
 
 import pytest
+from streamlit.runtime.memory_media_file_storage import MemoryMediaFileStorage
+from streamlit.testing.v1 import app_test
 from test_charts_pages import open_page
 
+from dashboard import planner_model as model
 from dashboard.charts.common import fmt_pct
 from engine.analytics import closed_form_ettr
-from engine.scenario import build
+from engine.scenario import build, load
 from engine.store import Store
 
 PAGE = "app_pages/planner.py"
@@ -16,8 +22,20 @@ def metrics(at) -> dict[str, str]:
     return {m.label: m.value for m in at.metric}
 
 
+def deltas(at) -> dict[str, str]:
+    return {m.label: m.delta for m in at.metric}
+
+
 def knob(at, label):
     return next(n for n in at.number_input if n.label == label)
+
+
+def button(at, label):
+    return next(b for b in at.button if b.label == label)
+
+
+def charts(at) -> list[dict]:
+    return [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
 
 
 def test_starts_from_the_demo_preset_and_shows_its_closed_form(store_dir):
@@ -25,25 +43,19 @@ def test_starts_from_the_demo_preset_and_shows_its_closed_form(store_dir):
     assert not at.exception
     demo = build("demo")
     assert at.selectbox[0].value == "demo"
-    assert knob(at, "Job GPUs").value == 384
-    assert knob(at, "Checkpoint interval (min)").value == 20.0
+    assert knob(at, "Job GPUs").value == 384 and knob(at, "Cluster GPUs").value == 512
+    assert knob(at, "Checkpoint interval (min)").value == 20.0 and knob(at, "Technicians").value == 2
     expected = closed_form_ettr(gpus=384, rate_per_1000_node_days=40.0, checkpoint_interval_s=1200.0,
                                 checkpoint_write_s=demo.checkpoint_write_s,
                                 restart_overhead_s=demo["training.restart_overhead"])
     assert metrics(at)["ETTR"] == fmt_pct(expected.ettr)
     assert at.query_params["preset"] == "demo" and at.query_params["gpus"] == "384"
-
-
-def test_telemetry_is_offered_only_where_it_stays_small(store_dir):
-    at = open_page(PAGE, {"preset": "demo"})  # 512 GPUs x 7 days at 15 min: 344,064 samples
-    assert not at.checkbox[0].disabled
-    at.selectbox[0].set_value("llama3-405b").run()  # 24,576 GPUs x 54 days at 1 h: 31.9 million
-    assert at.checkbox[0].disabled
+    assert at.query_params["ckpt"] == "storage" and at.query_params["fix"] == "14400"
 
 
 def test_a_knob_moves_the_closed_form_and_the_url(store_dir):
-    at = open_page(PAGE, {"preset": "llama3-405b", "interval": "1800", "write": "60", "restart": "600",
-                          "rate": "3.79", "gpus": "16384"})
+    at = open_page(PAGE, {"preset": "llama3-405b", "interval": "1800", "ckpt": "time", "write": "60",
+                          "restart": "600", "rate": "3.79", "gpus": "16384"})
     assert not at.exception
     expected = closed_form_ettr(gpus=16384, rate_per_1000_node_days=3.79, checkpoint_interval_s=1800.0,
                                 checkpoint_write_s=60.0, restart_overhead_s=600.0)
@@ -54,6 +66,30 @@ def test_a_knob_moves_the_closed_form_and_the_url(store_dir):
     doubled = closed_form_ettr(gpus=16384, rate_per_1000_node_days=7.58, checkpoint_interval_s=1800.0,
                                checkpoint_write_s=60.0, restart_overhead_s=600.0)
     assert metrics(at)["ETTR"] == fmt_pct(doubled.ettr) and metrics(at)["Job MTTF"] == "1.5 h"
+
+
+def test_a_category_multiplier_moves_the_closed_form(store_dir):
+    at = open_page(PAGE, {"preset": "llama3-405b"})
+    before = metrics(at)["Job MTTF"]
+    at.slider(key="planner_m_gpu:llama3-405b").set_value(2.0).run()
+    assert not at.exception and at.query_params["m_gpu"] == "2"
+    knobs = model.from_params({"preset": "llama3-405b", "m_gpu": "2"})
+    assert metrics(at)["ETTR"] == fmt_pct(model.closed_form(knobs).ettr)
+    assert metrics(at)["Job MTTF"] != before
+
+
+def test_checkpoint_write_as_a_time_or_size_and_bandwidth(store_dir):
+    at = open_page(PAGE, {"preset": "demo"})
+    assert {"Checkpoint size per GPU (GB)", "Storage bandwidth (GB/s)"} <= {n.label for n in at.number_input}
+    knob(at, "Checkpoint size per GPU (GB)").set_value(20.0).run()  # 20 GB x 384 GPUs / 2,000 GB/s = 3.84 s
+    assert at.query_params["gb"] == "20" and any("3 s" in c.value or "4 s" in c.value for c in at.caption)
+    at.radio(key="planner_ckpt:demo").set_value("time").run()
+    assert not at.exception and at.query_params["ckpt"] == "time"
+    assert "Checkpoint write (s)" in {n.label for n in at.number_input}
+    knob(at, "Checkpoint write (s)").set_value(90.0).run()
+    assert at.query_params["write"] == "90"
+    knobs = model.from_params(dict(at.query_params))
+    assert metrics(at)["ETTR"] == fmt_pct(model.closed_form(knobs).ettr) and model.write_seconds(knobs) == 90.0
 
 
 def test_changing_the_preset_resets_the_knobs(store_dir):
@@ -71,27 +107,101 @@ def test_a_bad_knob_in_the_url_falls_back_or_clamps(store_dir, value):
     assert knob(at, "Failures / 1,000 host-days").value == (40.0 if value == "lots" else 0.0)
 
 
-def test_run_simulation_then_keep_as_run(store_dir):
+def test_settings_that_do_not_fit_say_why(store_dir):
+    at = open_page(PAGE, {"preset": "demo", "gpus": "1024"})
+    assert not at.exception and "ETTR" in metrics(at)  # the closed form still answers
+    assert any("training.gpus" in e.value for e in at.error)
+    assert not any(b.label == "Run" for b in at.button)
+
+
+def test_telemetry_is_offered_only_where_it_stays_small(store_dir):
+    at = open_page(PAGE, {"preset": "demo"})  # 512 GPUs x 7 days at 15 min: 344,064 samples
+    assert not at.checkbox[0].disabled
+    at.selectbox[0].set_value("llama3-405b").run()  # 24,576 GPUs x 54 days at 1 h: 31.9 million
+    assert at.checkbox[0].disabled
+
+
+def test_run_then_keep_as_run(store_dir):
     at = open_page(PAGE, {"preset": "demo"})
-    run_button = next(b for b in at.button if b.label == "Run simulation")
-    run_button.click().run()
+    button(at, "Run").click().run()
     assert not at.exception
-    m = metrics(at)
-    assert m["Simulated ETTR"].endswith("%") and "vs closed form" in str(at.metric[-4].delta)
+    m, d = metrics(at), deltas(at)
+    assert m["Simulated ETTR"].endswith("%") and "vs closed form" in d["Simulated ETTR"]
+    assert d["Simulated MTTF"].startswith("closed form") and d["Lost money"].startswith("closed form $")
     assert Store(store_dir).list_runs() == []  # nothing stored yet
+    waterfall = next(c for c in charts(at) if c["data"][0]["type"] == "waterfall")
+    assert [t["name"] for t in waterfall["data"]] == ["simulated", "closed form"]
     losses = next(d.value for d in at.dataframe if "loss" in d.value.columns)
-    assert "Restart overhead" in losses["loss"].tolist()
-    next(b for b in at.button if b.label == "Keep as run").click().run()
+    assert losses["loss"].tolist()[1] == "Restart overhead" and "closed-form cost" in losses.columns
+    button(at, "Keep as run").click().run()
     assert not at.exception
     [kept] = Store(store_dir).list_runs()
-    assert kept.name == "planner · demo" and kept.summary["job"]["ettr"] is not None
+    assert kept.name == "planner · demo" and kept.summary["job"]["ettr"] == pytest.approx(
+        float(m["Simulated ETTR"].rstrip("%")) / 100, abs=0.0006)  # the full run is the same run
     assert any(s.value.startswith(f"Kept as run {kept.run_id}") for s in at.success)
+    tables = Store(store_dir).open(kept.run_id).execute("SELECT count(*) FROM host_states").fetchall()
+    assert tables[0][0] > 0  # the kept run has every table, not just the summary
 
 
-def test_every_change_of_a_knob_counts(store_dir):
+def test_the_downloaded_toml_reloads_to_the_same_scenario(store_dir, tmp_path, monkeypatch):
+    kept: list[MemoryMediaFileStorage] = []
+
+    class Keeping(MemoryMediaFileStorage):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            kept.append(self)
+
+    monkeypatch.setattr(app_test, "MemoryMediaFileStorage", Keeping)
+    params = {"preset": "rsc1", "m_network": "3", "ckpt": "time", "write": "25", "spares": "10", "price": "3.1"}
+    at = open_page(PAGE, params)
+    [download] = [b for b in at.download_button if b.proto.label == "Download scenario"]
+    file_id = download.proto.url.rsplit("/", 1)[1]
+    path = tmp_path / "planner-rsc1.toml"
+    path.write_bytes(kept[-1]._files_by_id[file_id.split(".")[0]].content)
+    assert load(path).values == model.scenario(model.from_params(dict(at.query_params))).values
+    assert load(path)["spares.hosts"] == 10 and load(path).checkpoint_write_s == 25.0
+
+
+def test_monte_carlo_shows_a_band(store_dir):
     at = open_page(PAGE, {"preset": "demo"})
-    for gpus in (64, 128, 256):
-        knob(at, "Job GPUs").set_value(gpus).run()
-        assert at.query_params["gpus"] == str(gpus)
-    knob(at, "Restart overhead (min)").set_value(5.0).run()
-    assert at.query_params["restart"] == "300" and at.query_params["gpus"] == "256"
+    at.slider(key="planner_mc_seeds").set_value(3).run()  # 3 runs: in this process
+    button(at, "Run Monte-Carlo").click().run()
+    assert not at.exception
+    assert metrics(at)["Mean ETTR"].endswith("%") and deltas(at)["Mean ETTR"].startswith("5-95 %: ")
+    histogram = next(c for c in charts(at) if c["data"][0]["type"] == "histogram")
+    assert len(histogram["layout"]["shapes"]) == 2  # the band and the mean
+    assert any(c.value.startswith("3 runs") for c in at.caption)
+
+
+def test_a_tiny_sweep_shows_its_heat_map(store_dir):
+    at = open_page(PAGE, {"preset": "demo"})
+    at.slider(key="planner_sweep_seeds").set_value(1).run()
+    at.text_input(key="planner_sweep_values:training.checkpoint_interval:demo").set_value("10m,20m").run()
+    at.text_input(key="planner_sweep_values:training.restart_overhead:demo").set_value("5m,10m").run()
+    assert any("2 x 2 points x 1 seeds = 4 runs" in c.value for c in at.caption)
+    button(at, "Run sweep").click().run()
+    assert not at.exception
+    heat = next(c for c in charts(at) if c["data"][0]["type"] == "heatmap")
+    assert heat["data"][0]["x"] == [10.0, 20.0] and heat["data"][0]["y"] == [5.0, 10.0]
+    assert heat["data"][1]["name"] == "Young-Daly interval"
+    table = at.dataframe[-1].value
+    assert table["training.checkpoint_interval"].tolist() == ["10m", "10m", "20m", "20m"]
+    assert table["runs"].tolist() == [1, 1, 1, 1]
+
+
+def test_a_one_setting_sweep_shows_a_line_with_its_band(store_dir):
+    at = open_page(PAGE, {"preset": "demo"})
+    at.selectbox(key="planner_sweep_y").set_value("").run()
+    at.slider(key="planner_sweep_seeds").set_value(2).run()
+    at.text_input(key="planner_sweep_values:training.checkpoint_interval:demo").set_value("10m,40m").run()
+    button(at, "Run sweep").click().run()
+    assert not at.exception
+    line = next(c for c in charts(at) if c["data"][-1].get("name") == "closed form")
+    assert [t.get("name") for t in line["data"][1:]] == ["5-95 % of seeds", "mean ETTR", "closed form"]
+    assert at.dataframe[-1].value["runs"].tolist() == [2, 2]
+
+
+def test_a_bad_sweep_value_is_an_error_not_a_crash(store_dir):
+    at = open_page(PAGE, {"preset": "demo"})
+    at.text_input(key="planner_sweep_values:training.checkpoint_interval:demo").set_value("10m,soon").run()
+    assert not at.exception and any("training.checkpoint_interval" in e.value for e in at.error)
