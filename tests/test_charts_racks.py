@@ -293,9 +293,9 @@ def test_elevation_shows_hosts_bottom_up_with_nics_and_the_switch(run_id):
     assert any(a.text == "rtsw-2 · 1 link(s) down" for a in fig.layout.annotations)
 
 
-def test_floor_plan_of_24576_gpus_in_under_a_second_and_5_mb():
-    """The llama3-405b shape (1,536 racks of 2 hosts of 8 GPUs, rows of 16), every measure."""
-    import time
+def test_floor_plan_of_24576_gpus_stays_under_5_mb():
+    """The llama3-405b shape (1,536 racks of 2 hosts of 8 GPUs, rows of 16), every measure (its build time is
+    measured in bench/bench_racks.py, not here)."""
     host = np.repeat(np.arange(3072), 8)
     rack = host // 2
     cells = pl.DataFrame({"host_id": host, "hostname": [f"gt-p{h // 384:02d}-r{h // 2:05d}-h{h % 2}" for h in host],
@@ -308,9 +308,7 @@ def test_floor_plan_of_24576_gpus_in_under_a_second_and_5_mb():
                                (pl.col("power_w").sum().over("rack_id") / 1000).alias("rack_kw"),
                                pl.lit(24.0).alias("budget_kw"))
     for measure in charts.MEASURES:
-        start = time.perf_counter()
         fig = charts.floor_plan(cells, measure)
         size = len(fig.to_json())
-        assert time.perf_counter() - start < 2.0, measure  # 1 s budget, with slack for a loaded test machine
         assert size < 5_000_000, (measure, size)
         assert np.count_nonzero(~np.isnan(z_of(fig))) == 24576
