@@ -1,12 +1,29 @@
-"""Network page: links by tier, the note when a run has no link telemetry, utilisation when it has, cable failures."""
+"""Network page: links by tier, the note when a run has no link telemetry, utilisation, hottest links, the fabric
+diagram, failed and flapping links, cable failures, and a RoCE run beside an InfiniBand one (?vs=)."""
 
+import polars as pl
+import pytest
 from test_charts_pages import open_page, pages_run, sparse_run, stored_run
 
+from dashboard.charts import network as charts
+from engine.scenario import build
+from engine.simulate import simulate
+from engine.store import Store
+
 PAGE = "app_pages/network.py"
+# demo with pods of one rack at 200 Gbps a GPU: a ring edge leaving a pod (1,600 Gbps) overloads the pod's
+# 6.4 Tbps / 7 of core, so the flagship is slowed 1.75x (more while an uplink of its racks is down); the fabric
+# fails a few times a day of its own
+DEMO_SETS = ["network.gbps_per_gpu=200", "cluster.racks_per_pod=1", "network.fabric_faults_per_day=3",
+             "simulation.days=2"]
 
 
 def metrics(at) -> dict[str, str]:
     return {m.label: m.value for m in at.metric}
+
+
+def frames_with(at, column: str) -> list:
+    return [d.value for d in at.dataframe if column in d.value.columns]
 
 
 def test_empty_store(store_dir):
@@ -21,7 +38,7 @@ def test_tiers_no_telemetry_note_and_cable_failures(store_dir):
     assert not at.exception
     m = metrics(at)
     # 16 x 400 + 4 x 3,200 + 2 x 1,600 Gbps = 22.4 Tbps
-    assert (m["Links"], m["Tiers"], m["Capacity"]) == ("22", "3", "22.4 Tbps")
+    assert (m["Links"], m["Tiers"], m["Capacity"], m["Fabric"]) == ("22", "3", "22.4 Tbps", "RoCE")
     assert any("no link telemetry" in i.value for i in at.info)
     assert (m["Network incidents"], m["Jobs interrupted"], m["GPU-hours lost"]) == ("1", "1", "1.2 GPU-h")
     failures = at.dataframe[1].value
@@ -40,12 +57,80 @@ def test_utilisation_when_the_run_has_link_samples(store_dir):
     hottest = at.dataframe[1].value
     # util = 10 + link_id: link 21 (ctsw_atsw) is the hottest at 31%
     assert hottest["link_id"].tolist()[:2] == [21, 20] and hottest["mean_util"].tolist()[0] == 31.0
+    # its switches are not named as the engine names them: no diagram; nothing went down
+    assert any("cannot be drawn" in i.value for i in at.info)
+    assert any(i.value == "No link went down in this run." for i in at.info)
+    assert metrics(at)["Link outages"] == "0"
 
 
 def test_a_run_without_links(store_dir):
     run_id = stored_run(store_dir, sparse_run())
     at = open_page(PAGE, {"run": run_id})
     assert not at.exception
-    assert [i.value.split(":")[0] for i in at.info] == ["This run has no links table",
-                                                        "This run has no link telemetry (its link_samples table is empty), so there is no utilisation to show. Link loads come with the fabric model of the network issue (issue 6).",
-                                                        "No switch or cable failure in this run."]
+    assert [i.value.split(":")[0] for i in at.info] == [
+        "This run has no links table",
+        "This run has no link telemetry (its link_samples table is empty), so there is no utilisation to show",
+        "No switch or cable failure in this run.",
+        "Another run with a modelled fabric is needed to compare (for example `goodput simulate --preset "
+        "meta-24k-ib` beside `--preset llama3-405b`)."]
+
+
+@pytest.fixture
+def demo_runs():  # fresh each test: link_samples is a generator, drawn once as the store writes it
+    return simulate(build("demo", sets=DEMO_SETS)), simulate(build("demo", sets=[*DEMO_SETS,
+                                                                                    "cluster.fabric=infiniband"]))
+
+
+def test_a_simulated_run_shows_its_fabric_failures_and_slowed_jobs(store_dir, demo_runs):
+    roce, _ = demo_runs
+    run_id = stored_run(store_dir, roce)
+    at = open_page(PAGE, {"run": run_id, "colour": "peak"})
+    assert not at.exception
+    m = metrics(at)
+    summary = roce.summary["network"]
+    assert m["Demand a GPU"] == "200 Gbps" and summary["flagship_slowdown_max"] >= 1.75
+    assert m["Worst flagship slowdown"] == f"{summary['flagship_slowdown_max']:.3f}x"
+    assert 1.75 <= summary["flagship_slowdown_mean"] < 1.8
+    assert m["Jobs slowed"] == str(len({e["job_id"] for e in summary["slowed"]})) and m["Jobs slowed"] != "0"
+    slowed = frames_with(at, "worst_slowdown")[0]
+    flagship = slowed[slowed["job_id"] == "demo-pretrain"]
+    assert flagship["worst_slowdown"].max() == pytest.approx(summary["flagship_slowdown_max"])
+    # outages: one row per group of links down together, as many as the store's islands of null samples
+    samples = Store(store_dir).table(run_id, "link_samples")
+    down_links = samples.filter(pl.col("util_pct").is_null())["link_id"].n_unique()
+    outages = frames_with(at, "down_for")[0]
+    assert int(m["Link outages"]) == outages.shape[0] > 0 and outages["links"].sum() >= down_links
+    assert at.radio[0].value == "peak" and any(c.value.startswith("32 racks, 512 spines and 16 core")
+                                                for c in at.caption)  # demo: 32 racks, each its own pod
+    assert frames_with(at, "errors")  # flapping cables before they failed
+
+
+def test_roce_beside_infiniband(store_dir, demo_runs):
+    roce, ib = demo_runs
+    roce_id, ib_id = stored_run(store_dir, roce), stored_run(store_dir, ib)
+    at = open_page(PAGE, {"run": roce_id, "vs": ib_id})
+    assert not at.exception, at.exception
+    assert at.selectbox(key="net_vs").value == ib_id
+    stats = frames_with(at, "p99_util")[0]
+    assert set(stats["tier"]) == {"rtsw_ctsw", "ctsw_atsw", "leaf_spine", "spine_core"} | (
+        set(stats["tier"]) & {"gpu_rtsw", "gpu_leaf"})
+    slow = frames_with(at, "flagship_slowdown_max")[0]
+    worst = slow["flagship_slowdown_max"].tolist()
+    assert worst[0] >= 1.75 and worst[1] < 1.75  # the IB core is non-blocking
+
+
+def test_diagram_nodes_place_every_switch():
+    loads = pl.DataFrame({
+        "tier": ["rtsw_ctsw"] * 4 + ["ctsw_atsw"] * 4, "side": ["up", "up", "down", "down", "up", "up", "down", "down"],
+        "node": ["rtsw-0", "rtsw-1", "ctsw-0-0", "ctsw-0-1", "ctsw-0-0", "ctsw-0-1", "atsw-0", "atsw-1"],
+        "mean_util": [10.0, 30.0, 20.0, 20.0, 40.0, 0.0, 5.0, 15.0], "peak_util": [50.0] * 8,
+        "down_samples": [0, 2, 0, 0, 0, 0, 0, 0], "links": [2, 2, 2, 2, 2, 2, 2, 2]})
+    nodes = charts.diagram_nodes(loads, pl.DataFrame({"rack_id": [0, 1], "pod_id": [0, 0]},
+                                                     schema={"rack_id": pl.Int32, "pod_id": pl.Int32}),
+                                 ("gpu_rtsw", "rtsw_ctsw", "ctsw_atsw"))
+    by_name = {r["name"]: r for r in nodes.to_dicts()}
+    assert [by_name[n]["level"] for n in ("rtsw-0", "ctsw-0-1", "atsw-1")] == [0, 1, 2]
+    assert by_name["ctsw-0-0"]["mean_util"] == 30.0  # its rack links (20) and core links (40) together
+    assert by_name["rtsw-1"]["down_samples"] == 2 and by_name["rtsw-0"]["x"] < by_name["rtsw-1"]["x"]
+    fig = charts.fabric_diagram(nodes)
+    assert len(fig.data) == 4  # lines, racks, spines, core

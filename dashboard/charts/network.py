@@ -8,9 +8,12 @@ from plotly.subplots import make_subplots
 
 from dashboard.charts.jobs import as_time
 
-# Tiers from the bottom of the fabric up (DESIGN: gpu_rtsw, rtsw_ctsw, ctsw_atsw, ...); others follow.
-TIER_ORDER = ("gpu_rtsw", "rtsw_ctsw", "ctsw_atsw")
-TIER_COLOURS = {"gpu_rtsw": "#2b8a3e", "rtsw_ctsw": "#1971c2", "ctsw_atsw": "#c2255c"}
+# Tiers from the bottom of the fabric up, RoCE then InfiniBand (engine.topology.FABRIC_TIERS); others follow.
+TIER_ORDER = ("gpu_rtsw", "gpu_leaf", "rtsw_ctsw", "leaf_spine", "ctsw_atsw", "spine_core")
+TIER_COLOURS = {"gpu_rtsw": "#2b8a3e", "rtsw_ctsw": "#1971c2", "ctsw_atsw": "#c2255c",
+                "gpu_leaf": "#2b8a3e", "leaf_spine": "#1971c2", "spine_core": "#c2255c"}
+LEVEL_NAMES = ("NIC cables", "rack uplinks", "core links")
+LOAD_SCALE = "YlOrRd"
 OTHER_COLOUR = "#868e96"
 
 
@@ -44,4 +47,108 @@ def utilisation(samples: pl.DataFrame, started_at: datetime) -> go.Figure:
         fig.add_trace(go.Scatter(x=x, y=part["max_util"].to_numpy(), mode="lines", name=f"{tier} hottest",
                                  line={"color": colour, "dash": "dot"}))
     fig.update_layout(height=320, margin={"l": 10, "r": 10, "t": 10, "b": 10}, yaxis_title="utilisation (%)")
+    return fig
+
+
+def hot_links(frame: pl.DataFrame, started_at: datetime) -> go.Figure:
+    """Heat map of the hottest links over time (columns label, mean_util, t_s, util), hottest on top."""
+    order = frame.sort("mean_util", descending=True)["label"].unique(maintain_order=True).to_list()
+    times = sorted(frame["t_s"].unique().to_list())
+    grid = frame.pivot(on="t_s", index="label", values="util", aggregate_function="mean")
+    grid = pl.DataFrame({"label": order}).join(grid, on="label", how="left")
+    z = grid.select([str(t) if str(t) in grid.columns else pl.lit(None).alias(str(t)) for t in times]).to_numpy()
+    fig = go.Figure(go.Heatmap(z=z, x=as_time(started_at, times), y=order, colorscale=LOAD_SCALE, zmin=0, zmax=100,
+                               colorbar={"title": "util %"}, hovertemplate="%{y}<br>%{x}<br>%{z:.1f}%<extra></extra>"))
+    fig.update_layout(height=max(260, 18 * len(order) + 80), margin={"l": 10, "r": 10, "t": 10, "b": 10},
+                      yaxis={"autorange": "reversed"})
+    return fig
+
+
+def diagram_nodes(loads: pl.DataFrame, rack_pods: pl.DataFrame, tiers: tuple[str, str, str]) -> pl.DataFrame:
+    """Switches placed for `fabric_diagram` from the per-switch loads (dashboard.queries.network.switch_loads)
+    of a fabric whose tiers are `tiers` (NIC, uplink, core) and whose switches are named as engine.topology
+    names them (`rtsw-R`, `ctsw-P-K`, `atsw-A`, or leaf/spine/core): racks in pod order with a gap between
+    pods, each pod's spines spread over its racks, the core over the whole width. Empty when names differ."""
+    _, up_tier, core_tier = tiers
+    stats = [pl.col("mean_util"), pl.col("peak_util"), pl.col("down_samples")]
+    racks = loads.filter((pl.col("tier") == up_tier) & (pl.col("side") == "up")).with_columns(
+        rack_id=pl.col("node").str.extract(r"^[a-z]+-(\d+)$").cast(pl.Int32, strict=False)
+    ).drop_nulls("rack_id").join(rack_pods, on="rack_id").sort("rack_id")
+    if racks.is_empty():
+        return pl.DataFrame(schema={"level": pl.Int8, "pod": pl.Int32, "x": pl.Float64, "name": pl.String,
+                                    "mean_util": pl.Float64, "peak_util": pl.Float64, "down_samples": pl.Int64})
+    gap = max(2.0, racks.height / 40)
+    racks = racks.with_columns(x=pl.int_range(pl.len()).cast(pl.Float64) + pl.col("pod_id") * gap)
+    span = racks.group_by("pod_id").agg(lo=pl.col("x").min(), hi=pl.col("x").max())
+    spines = loads.filter(((pl.col("tier") == up_tier) & (pl.col("side") == "down"))
+                          | ((pl.col("tier") == core_tier) & (pl.col("side") == "up"))).with_columns(
+        pod_id=pl.col("node").str.extract(r"-(\d+)-\d+$").cast(pl.Int32, strict=False),
+        k=pl.col("node").str.extract(r"-(\d+)$").cast(pl.Int32, strict=False),
+    ).drop_nulls(["pod_id", "k"]).group_by("node", "pod_id", "k").agg(
+        mean_util=(pl.col("mean_util") * pl.col("links")).sum() / pl.col("links").sum(),
+        peak_util=pl.col("peak_util").max(), down_samples=pl.col("down_samples").sum())
+    spines = spines.join(span, on="pod_id").with_columns(
+        x=pl.col("lo") + (pl.col("hi") - pl.col("lo")) * (pl.col("k") + 0.5) / (pl.col("k").max().over("pod_id") + 1))
+    cores = loads.filter((pl.col("tier") == core_tier) & (pl.col("side") == "down")).with_columns(
+        a=pl.col("node").str.extract(r"-(\d+)$").cast(pl.Int32, strict=False)).drop_nulls("a").sort("a")
+    lo, hi = float(racks["x"].min()), float(racks["x"].max())
+    cores = cores.with_columns(x=lo + (hi - lo) * (pl.col("a") + 0.5) / max(cores.height, 1), pod_id=pl.lit(None,
+                                                                                                         pl.Int32))
+    return pl.concat([part.select(pl.lit(level, pl.Int8).alias("level"), pl.col("pod_id").cast(pl.Int32).alias("pod"),
+                                  pl.col("x").cast(pl.Float64), pl.col("node").alias("name"),
+                                  *[c.cast(pl.Float64 if i < 2 else pl.Int64) for i, c in enumerate(stats)])
+                      for level, part in ((0, racks), (1, spines), (2, cores))])
+
+
+def fabric_diagram(nodes: pl.DataFrame, colour_by: str = "mean_util") -> go.Figure:
+    """The fabric as three rows: core switches on top, each pod's spines, each pod's racks at the bottom, one
+    marker a switch coloured by the load of its links (`colour_by`: mean_util or peak_util); grey lines join
+    each pod's spines to the core. Columns: level (0 racks, 1 spines, 2 cores), pod, x, name, mean_util,
+    peak_util, down_samples."""
+    fig = go.Figure()
+    pods = nodes.filter(pl.col("level") == 1).group_by("pod").agg(pl.col("x").mean()).sort("pod")
+    cores = nodes.filter(pl.col("level") == 2)
+    xs, ys = [], []
+    for px in pods["x"].to_list():
+        for cx in cores["x"].to_list():
+            xs += [px, cx, None]
+            ys += [1, 2, None]
+    fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines", line={"color": "#ced4da", "width": 0.5}, hoverinfo="skip",
+                             showlegend=False))
+    sizes = {0: 6, 1: 9, 2: 12}
+    for level, name in ((0, "racks"), (1, "spines"), (2, "core")):
+        part = nodes.filter(pl.col("level") == level)
+        if part.is_empty():
+            continue
+        down = part["down_samples"].fill_null(0) > 0
+        fig.add_trace(go.Scattergl(
+            x=part["x"].to_list(), y=[level] * part.height, mode="markers", name=name,
+            marker={"size": sizes[level], "symbol": "square", "color": part[colour_by].fill_null(0).to_list(),
+                    "colorscale": LOAD_SCALE, "cmin": 0, "cmax": max(1.0, float(nodes[colour_by].max() or 0)),
+                    "line": {"color": ["#000000" if d else "rgba(0,0,0,0)" for d in down.to_list()], "width": 1.5},
+                    "colorbar": {"title": "util %"} if level == 0 else None, "showscale": level == 0},
+            text=[f"{n} (pod {p})<br>mean {m:.1f}% · peak {k:.1f}%" + (" · was down" if d else "")
+                  for n, p, m, k, d in zip(part["name"], part["pod"], part["mean_util"].fill_null(0),
+                                           part["peak_util"].fill_null(0), down, strict=True)],
+            hoverinfo="text", showlegend=False))
+    for pod, px in zip(pods["pod"].to_list(), pods["x"].to_list(), strict=True):
+        fig.add_annotation(x=px, y=-0.45, text=f"pod {pod}", showarrow=False)
+    fig.update_layout(height=360, margin={"l": 10, "r": 10, "t": 10, "b": 10},
+                      xaxis={"visible": False}, yaxis={"tickvals": [0, 1, 2], "ticktext": ["racks", "spines", "core"], "range": [-0.7, 2.4]})
+    return fig
+
+
+def compare_levels(frames: dict[str, pl.DataFrame]) -> go.Figure:
+    """Mean utilisation per fabric level over time for each run (frames: label -> level, t_s, mean_util);
+    one dash style a run, one colour a level."""
+    fig = go.Figure()
+    colours = ("#2b8a3e", "#1971c2", "#c2255c")
+    for dash, (label, frame) in zip(("solid", "dash", "dot"), frames.items(), strict=False):
+        for level in sorted(frame["level"].unique().to_list()):
+            part = frame.filter(pl.col("level") == level).sort("t_s")
+            fig.add_trace(go.Scatter(x=(part["t_s"] / 86400).to_list(), y=part["mean_util"].to_list(), mode="lines",
+                                     name=f"{label}: {LEVEL_NAMES[level]}",
+                                     line={"color": colours[level % 3], "dash": dash}))
+    fig.update_layout(height=320, margin={"l": 10, "r": 10, "t": 10, "b": 10}, xaxis_title="day of the run",
+                      yaxis_title="mean utilisation (%)")
     return fig

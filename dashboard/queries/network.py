@@ -55,3 +55,109 @@ def jobs_hit(run_id: str) -> pl.DataFrame:
                sum(hits.gpu_hours_lost) AS incident_gpu_hours_lost
         FROM hits LEFT JOIN jobs j USING (job_id)
         GROUP BY ALL ORDER BY network_incidents DESC, hits.job_id""", (NETWORK_CAUSE,))
+
+
+# ----- the fabric model's samples (engine.traffic): heat map, diagram, outages, flapping links, comparison -------
+
+
+def hot_link_heatmap(run_id: str, fabric_tiers: tuple[str, ...], limit: int, points: int) -> pl.DataFrame:
+    """Mean utilisation of the `limit` hottest links above the NICs (tiers `fabric_tiers`) in about `points`
+    time buckets: link_id, label, t_s, util."""
+    marks = ", ".join("?" for _ in fabric_tiers)
+    return state.query(run_id, f"""
+        WITH hot AS (
+            SELECT s.link_id, any_value(l.tier) AS tier, any_value(l.a) AS a, any_value(l.b) AS b,
+                   avg(s.util_pct) AS mean_util
+            FROM link_samples s JOIN links l USING (link_id)
+            WHERE l.tier IN ({marks}) GROUP BY s.link_id ORDER BY mean_util DESC, s.link_id LIMIT ?),
+        span AS (SELECT greatest((max(t_s) - min(t_s)) / ?, 1.0) AS bucket_s FROM link_samples)
+        SELECT hot.link_id, hot.a || ' → ' || hot.b AS label, hot.tier, hot.mean_util,
+               floor(s.t_s / span.bucket_s) * span.bucket_s AS t_s, avg(s.util_pct) AS util
+        FROM link_samples s JOIN hot USING (link_id), span
+        GROUP BY ALL ORDER BY hot.mean_util DESC, hot.link_id, t_s""",  # noqa: S608 (only ? marks are formatted in)
+        (*fabric_tiers, limit, points))
+
+
+def switch_loads(run_id: str) -> pl.DataFrame:
+    """Mean and peak utilisation of each switch's links, for the diagram: node (`kind-number` or
+    `kind-pod-number` as in the links table), tier of the links, pod (racks: from hosts; spines: from the name)."""
+    return state.query(run_id, """
+        WITH per_link AS (
+            SELECT link_id, avg(util_pct) AS mean_util, max(util_pct) AS peak_util,
+                   count(*) FILTER (WHERE util_pct IS NULL) AS down_samples
+            FROM link_samples GROUP BY link_id),
+        ends AS (
+            SELECT l.tier, l.a AS node, p.mean_util, p.peak_util, p.down_samples, 'up' AS side
+            FROM links l JOIN per_link p USING (link_id)
+            UNION ALL
+            SELECT l.tier, l.b AS node, p.mean_util, p.peak_util, p.down_samples, 'down' AS side
+            FROM links l JOIN per_link p USING (link_id))
+        SELECT tier, side, node, avg(mean_util) AS mean_util, max(peak_util) AS peak_util,
+               sum(down_samples) AS down_samples, count(*) AS links
+        FROM ends WHERE node NOT LIKE '%:gpu%' GROUP BY ALL ORDER BY tier, side, node""")
+
+
+def rack_pods(run_id: str) -> pl.DataFrame:
+    return state.query(run_id, "SELECT DISTINCT rack_id, pod_id FROM hosts ORDER BY rack_id")
+
+
+def outages(run_id: str) -> pl.DataFrame:
+    """Links out of service (no utilisation reading), one row per outage: the links that went down and came
+    back together (a cable: one; a rack switch: its NIC cables and uplinks; a spine: its uplinks and core
+    links), with the network incidents that started then and the jobs they stopped."""
+    return state.query(run_id, """
+        WITH grid AS (SELECT min(t_s) AS t0, greatest(min(d), 1.0) AS res FROM (
+                          SELECT t_s, t_s - lag(t_s) OVER (ORDER BY t_s) AS d FROM (SELECT DISTINCT t_s FROM link_samples))),
+        down AS (
+            SELECT s.link_id, round((s.t_s - grid.t0) / grid.res) AS k, grid.res
+            FROM link_samples s, grid WHERE s.util_pct IS NULL),
+        runs AS (
+            SELECT link_id, min(k) AS k0, max(k) AS k1, any_value(res) AS res
+            FROM (SELECT *, k - row_number() OVER (PARTITION BY link_id ORDER BY k) AS island FROM down)
+            GROUP BY link_id, island),
+        outage AS (
+            SELECT r.k0 * r.res + grid.t0 AS from_s, (r.k1 + 1) * r.res + grid.t0 AS until_s,
+                   count(*) AS links, string_agg(DISTINCT l.tier, ', ' ORDER BY l.tier) AS tiers,
+                   min(r.link_id) AS first_link, list(r.link_id) AS link_ids, any_value(r.res) AS res
+            FROM runs r JOIN links l USING (link_id), grid GROUP BY 1, 2)
+        SELECT o.from_s, o.until_s, o.links, o.tiers, l.a, l.b,
+               (SELECT list(DISTINCT j ORDER BY j) FROM (
+                    SELECT unnest(i.job_ids) AS j FROM incidents i
+                    WHERE i.cause = ? AND list_contains(o.link_ids, i.link_id)
+                      AND i.t_s > o.from_s - o.res AND i.t_s <= o.from_s)) AS jobs_stopped,
+               o.first_link
+        FROM outage o JOIN links l ON l.link_id = o.first_link
+        ORDER BY o.from_s, o.first_link""", (NETWORK_CAUSE,))
+
+
+def flapping_links(run_id: str, limit: int = 50) -> pl.DataFrame:
+    """Links that logged errors, with when they started and whether the link went down afterwards."""
+    return state.query(run_id, """
+        WITH err AS (SELECT link_id, min(t_s) AS first_error_s, sum(errors) AS errors
+                     FROM link_samples WHERE errors > 0 GROUP BY link_id)
+        SELECT e.link_id, l.tier, l.a, l.b, e.first_error_s, e.errors,
+               (SELECT min(s.t_s) FROM link_samples s
+                WHERE s.link_id = e.link_id AND s.util_pct IS NULL AND s.t_s > e.first_error_s) AS failed_s
+        FROM err e JOIN links l USING (link_id) ORDER BY e.errors DESC, e.link_id LIMIT ?""", (limit,))
+
+
+def utilisation_by_level(run_id: str, tier_level: dict[str, int], points: int) -> pl.DataFrame:
+    """Mean utilisation per fabric level (0: NIC cables, 1: rack uplinks, 2: core) in about `points` buckets,
+    so runs with different tier names (RoCE, InfiniBand) line up: level, t_s, mean_util, max_util."""
+    levels = pl.DataFrame({"tier": list(tier_level), "level": list(tier_level.values())})
+    frame = utilisation_by_tier(run_id, points)
+    return frame.join(levels, on="tier").select("level", "t_s", "mean_util", "max_util").sort("level", "t_s")
+
+
+def level_stats(run_id: str, tier_level: dict[str, int]) -> pl.DataFrame:
+    """Per fabric level: links, mean and 99th-percentile utilisation, share of link-samples down."""
+    tiers = list(tier_level)
+    marks = ", ".join("?" for _ in tiers)
+    frame = state.query(run_id, f"""
+        SELECT l.tier, count(DISTINCT s.link_id) AS links, avg(s.util_pct) AS mean_util,
+               quantile_cont(s.util_pct, 0.99) AS p99_util, max(s.util_pct) AS max_util,
+               avg(CASE WHEN s.util_pct IS NULL THEN 1.0 ELSE 0.0 END) AS down_share
+        FROM link_samples s JOIN links l USING (link_id) WHERE l.tier IN ({marks})
+        GROUP BY l.tier""", tuple(tiers))  # noqa: S608 (only ? marks are formatted in)
+    levels = pl.DataFrame({"tier": tiers, "level": list(tier_level.values())})
+    return frame.join(levels, on="tier").sort("level")
