@@ -1,4 +1,5 @@
-"""Incidents charts: the timeline (time x cause, coloured by category, sized by cost), counts, a day's count."""
+"""Incidents charts: the timeline (time x cause, coloured by category, sized by cost), counts, a day's count,
+and one incident's chain as a Gantt of its steps in hours from the fault."""
 
 from datetime import datetime
 
@@ -6,7 +7,7 @@ import numpy as np
 import plotly.graph_objects as go
 import polars as pl
 
-from dashboard.charts.common import CATEGORY_COLORS, OTHER_COLOR
+from dashboard.charts.common import CATEGORY_COLORS, OTHER_COLOR, category_of
 from dashboard.charts.jobs import as_time
 
 # The shared palette: a category keeps its colour on every page.
@@ -58,8 +59,13 @@ def clicked_incident(selection) -> int | None:
 
 
 def by_cause(counts: pl.DataFrame) -> go.Figure:
-    """Interruptions by cause (cause, category, interruptions), largest at the top, coloured by category."""
-    frame = counts.sort("interruptions")
+    """Interruptions by cause (cause, interruptions; category optional, else the cause's own), largest at the
+    top, coloured by category."""
+    # bottom to top: plotly draws the first bar lowest, so the table's order (most first, then by name) reads down
+    frame = counts.sort(["interruptions", "cause"], descending=[False, True])
+    if "category" not in frame.columns:
+        frame = frame.with_columns(pl.col("cause").map_elements(category_of, return_dtype=pl.String)
+                                   .alias("category"))
     fig = go.Figure(go.Bar(
         x=frame["interruptions"].to_list(), y=frame["cause"].to_list(), orientation="h",
         text=frame["interruptions"].to_list(),
@@ -79,4 +85,50 @@ def per_day(days: pl.DataFrame, started_at: datetime) -> go.Figure:
     ])
     fig.update_layout(barmode="stack", height=260, margin={"l": 10, "r": 10, "t": 10, "b": 10},
                       yaxis_title="interruptions a day", legend={"orientation": "h"})
+    return fig
+
+
+# Phases of a chain and their colours: the time from one step to the next is coloured by the step it starts.
+CHAIN_COLOURS = {
+    "checkpoint": "#1f77b4", "occurred": "#d62728", "detected": "#ff7f0e", "job interrupted": "#e03131",
+    "hosts drained": "#ff7f0e", "spares swapped in": "#17becf", "job running again": "#2ca02c",
+    "repair": "#9467bd", "host returned": "#2ca02c",
+}
+
+
+def chain_bars(chain: pl.DataFrame) -> pl.DataFrame:
+    """The chain (step, t_s, what, detail) as Gantt bars in hours from the fault (the `occurred` step, else the
+    first): each step starts at its own time and lasts until the next step's (the last one has no length).
+    Columns: label ("3 · job interrupted"), what, detail, start_h, hours."""
+    t = chain["t_s"].to_numpy().astype(float)
+    occurred = chain.filter(pl.col("what") == "occurred")["t_s"]
+    origin = float(occurred[0]) if occurred.len() else (float(t.min()) if t.size else 0.0)
+    ends = np.append(t[1:], t[-1:]) if t.size else t
+    return pl.DataFrame({
+        "label": [f"{s} · {w}" for s, w in zip(chain["step"].to_list(), chain["what"].to_list(), strict=True)],
+        "what": chain["what"], "detail": chain["detail"],
+        "start_h": (t - origin) / 3600.0, "hours": (ends - t) / 3600.0,
+    }, schema={"label": pl.String, "what": pl.String, "detail": pl.String, "start_h": pl.Float64,
+               "hours": pl.Float64})
+
+
+def chain_figure(chain: pl.DataFrame) -> go.Figure:
+    """One incident's chain as a Gantt: a row per step (in story order, top down), a bar from the step to the
+    next, a marker at the step itself so instantaneous steps show too."""
+    bars = chain_bars(chain)
+    colours = [CHAIN_COLOURS.get(w.split(":")[0], OTHER_COLOUR) for w in bars["what"].to_list()]
+    fig = go.Figure([
+        go.Bar(x=bars["hours"].to_list(), base=bars["start_h"].to_list(), y=bars["label"].to_list(),
+               orientation="h", marker_color=colours, opacity=0.55, name="until the next step",
+               customdata=bars["detail"].to_list(),
+               hovertemplate="%{y}<br>%{base:.2f} h after the fault, lasts %{x:.2f} h<br>%{customdata}"
+                             "<extra></extra>"),
+        go.Scatter(x=bars["start_h"].to_list(), y=bars["label"].to_list(), mode="markers", name="step",
+                   marker={"color": colours, "size": 10, "symbol": "diamond"}, customdata=bars["detail"].to_list(),
+                   hovertemplate="%{y}<br>%{x:.2f} h after the fault<br>%{customdata}<extra></extra>"),
+    ])
+    fig.update_layout(height=max(220, 28 * bars.height + 90), margin={"l": 10, "r": 10, "t": 10, "b": 10},
+                      showlegend=False, xaxis_title="hours after the fault")
+    fig.update_yaxes(autorange="reversed", categoryorder="array", categoryarray=bars["label"].to_list())
+    fig.add_vline(x=0, line_dash="dot", line_color="#d62728")
     return fig
