@@ -1,8 +1,14 @@
-"""Compare page: runs from ?runs=, headline figures side by side, the scenario keys that differ, causes."""
+"""Compare page: runs from ?runs=, headline figures side by side, the scenario keys that differ, ETTR over time,\ncauses."""
 
+import base64
+import json
+
+import numpy as np
+import pytest
 from test_charts_pages import open_page, pages_run, sparse_run, stored_run
 
-from dashboard.queries.compare import scenario_diff
+from dashboard.queries.compare import scenario_diff, timeline_bucket
+from engine.analytics import ettr_timeline
 from engine.store import Store
 
 PAGE = "app_pages/compare.py"
@@ -60,3 +66,37 @@ def test_an_ingested_run_beside_a_simulated_one(store_dir):
     assert "preset" in diff["key"].tolist()  # the ingested run has no scenario at all
     causes = at.dataframe[2].value  # the ingested run has neither a flagship job nor incidents
     assert causes[f"observed ({b})"].sum() == 0 and causes[f"sim ({a})"].sum() == 2
+
+
+def test_three_runs_with_their_ettr_over_time(store_dir):
+    a = stored_run(store_dir, pages_run("base"))
+    b = stored_run(store_dir, pages_run("ckpt", preset_sets=("training.checkpoint_interval=30m",)))
+    c = stored_run(store_dir, sparse_run("observed"))
+    at = open_page(PAGE, {"runs": f"{a},{b},{c}"})
+    assert not at.exception and at.multiselect[0].value == [a, b, c]
+    assert list(at.dataframe[0].value.columns) == ["figure", f"base ({a})", f"ckpt ({b})", f"observed ({c})"]
+    diff = at.dataframe[1].value.set_index("key")  # the ingested run has no scenario at all
+    assert diff.loc["training.checkpoint_interval"].tolist() == ["20m", "30m", "–"]
+    assert diff.loc["preset"].tolist() == ["demo", "demo", "–"]
+    [chart] = [json.loads(ch.proto.spec) for ch in at.get("plotly_chart")
+               if json.loads(ch.proto.spec)["layout"]["yaxis"]["title"]["text"] == "ETTR since the start"]
+    assert [t["name"] for t in chart["data"]] == [f"base ({a})", f"ckpt ({b})"]
+    assert any(f"No flagship job in: observed ({c})" in cap.value for cap in at.caption)
+    run = pages_run()
+    expected = ettr_timeline(run.tables["job_attempts"], run.tables["checkpoints"], "j-flag", 3600.0, 86400.0)
+    line = chart["data"][0]
+    assert decoded(line["x"]) == pytest.approx([(t + 3600.0) / 86400.0 for t in expected["t_s"]])
+    assert decoded(line["y"]) == pytest.approx(expected["ettr_cumulative"].fill_null(float("nan")).to_list(),
+                                               nan_ok=True)
+
+
+def test_timeline_bucket():
+    assert timeline_bucket(86400.0) == 3600.0 and timeline_bucket(54 * 86400.0) == 12 * 3600.0  # 6 h: 216 points
+    assert timeline_bucket(3650 * 86400.0) == 7 * 86400.0
+
+
+def decoded(values) -> list[float]:
+    """Plotly's JSON spells number arrays as base64 ({"dtype", "bdata"}) or as plain lists."""
+    if isinstance(values, dict):
+        return np.frombuffer(base64.b64decode(values["bdata"]), dtype=values["dtype"]).tolist()
+    return [float("nan") if v is None else v for v in values]

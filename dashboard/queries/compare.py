@@ -58,7 +58,11 @@ def headlines(infos: list[RunInfo]) -> pl.DataFrame:
 
 
 def flat_scenario(nested: Mapping[str, Any]) -> dict[str, Any]:
-    """Every key of a run's scenario: the full validated scenario where it builds, else the stored keys as given."""
+    """Every key of a run's scenario: the full validated scenario where it builds, else the stored keys as given.
+
+    A run without a scenario (an ingest) has no keys at all, not the defaults a build of nothing would give."""
+    if not nested:
+        return {}
     try:
         return dict(from_dict(nested).raw) | {"preset": nested.get("preset")}
     except GoodputError:
