@@ -66,3 +66,12 @@ def test_demo_cluster_is_small_and_consistent():
     topo = build_topology(build("demo"), np.random.default_rng(0))
     assert topo.hosts.height == 64 and topo.host_pod.max() == 3  # 8 racks of 2 hosts a pod
     assert list(topo.rack_hosts(5)) == [10, 11]
+
+
+def test_infiniband_twin_has_leaf_spine_core_and_a_non_blocking_core():
+    ib = build_topology(build("meta-24k-ib"), np.random.default_rng(3)).links
+    assert ib["tier"].unique(maintain_order=True).to_list() == ["gpu_leaf", "leaf_spine", "spine_core"]
+    assert ib["b"][0] == "leaf-0" and ib.filter(pl.col("tier") == "spine_core")["b"][0] == "core-0"
+    pod_down = 192 * 16 * 400.0
+    pod_up = ib.filter((pl.col("tier") == "spine_core") & pl.col("a").str.starts_with("spine-0-"))["capacity_gbps"]
+    assert pod_up.sum() == pytest.approx(pod_down)  # 1:1, where RoCE's ATSW layer is 1:7
