@@ -251,6 +251,10 @@ def network_run(scenario: Scenario, topo, host_states: pl.DataFrame, incidents: 
         "fabric": scenario["cluster.fabric"], "gbps_per_gpu": scenario["network.gbps_per_gpu"],
         "link_faults": len(traffic.faults.start_s),
         "flagship_slowdown_mean": _finite(flagship.mean()), "flagship_slowdown_max": _finite(flagship.max()),
+        # training progress a running hour makes, given the network (1: never slowed): the job's ETTR times this
+        # is its ETTR with the network's slowdowns; the simulated ETTR itself leaves them out (calibrated to
+        # the Llama 3 run, whose flagship sat on whole pods)
+        "flagship_progress_rate": _finite((1.0 / flagship).mean()) if len(flagship) else None,
         "slowed": slowed_episodes(slow, float(times[1] - times[0]) if len(times) > 1 else horizon_s),
     }
     mode = scenario["network.link_samples"]
@@ -261,7 +265,7 @@ def _finite(value) -> float | None:
     return None if value is None or not np.isfinite(value) else round(float(value), 4)
 
 
-def slowed_episodes(slow: pl.DataFrame, resolution_s: float, limit: int = 200) -> list[dict]:
+def slowed_episodes(slow: pl.DataFrame, resolution_s: float, limit: int = 50) -> list[dict]:
     """Runs of consecutive samples in which a job was slowed (slowdown > 1): job_id, start_s, end_s, worst
     (null: no path left), the `limit` worst first."""
     hit = slow.filter(pl.col("slowdown") > 1.0).sort("job_id", "t_s")

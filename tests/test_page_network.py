@@ -117,6 +117,9 @@ def test_roce_beside_infiniband(store_dir, demo_runs):
     slow = frames_with(at, "flagship_slowdown_max")[0]
     worst = slow["flagship_slowdown_max"].tolist()
     assert worst[0] >= 1.75 and worst[1] < 1.75  # the IB core is non-blocking
+    rate = slow["flagship_progress_rate"].tolist()
+    assert rate[0] == pytest.approx(roce.summary["network"]["flagship_progress_rate"]) and rate[0] <= 1 / 1.75
+    assert rate[1] > rate[0]
 
 
 def test_diagram_nodes_place_every_switch():

@@ -202,10 +202,12 @@ st.dataframe(stats.with_columns(pl.col("level").map_elements(lambda v: charts.LE
 summaries = {run.run_id: network_summary, choice: (by_id[choice].summary or {}).get("network") or {}}
 st.dataframe(pl.DataFrame([{"run": labels[r], "flagship_slowdown_mean": s.get("flagship_slowdown_mean"),
                             "flagship_slowdown_max": s.get("flagship_slowdown_max"),
+                            "flagship_progress_rate": s.get("flagship_progress_rate"),
                             "jobs_slowed": len({e["job_id"] for e in s.get("slowed") or []}),
                             "link_faults": s.get("link_faults")} for r, s in summaries.items()],
                           schema={"run": pl.String, "flagship_slowdown_mean": pl.Float64,
-                                  "flagship_slowdown_max": pl.Float64, "jobs_slowed": pl.Int64,
+                                  "flagship_slowdown_max": pl.Float64, "flagship_progress_rate": pl.Float64,
+                                  "jobs_slowed": pl.Int64,
                                   "link_faults": pl.Int64}), hide_index=True, width="stretch")
 st.plotly_chart(charts.compare_levels({labels[r]: queries.utilisation_by_level(r, level_map(f), UTILISATION_POINTS)
                                        for r, f in ((run.run_id, fabric), (choice, other_fabric))}), width="stretch")
