@@ -157,10 +157,17 @@ def test_floor_cells_at_30000_read_states_power_and_silence(run_id):
     assert power["over"].to_list() == [False, True, False, False]
 
 
-def test_a_reading_goes_stale_after_one_and_a_half_intervals(run_id):
-    # host 1's last sample is at 18,000 s: at 20,500 s it still counts, at 23,500 s (> 18,000 + 5,400) not
-    assert cells_at(run_id, 20500.0).filter(pl.col("gpu_id") == 2)["power_w"][0] == 650.0
-    assert cells_at(run_id, 23500.0).filter(pl.col("gpu_id") == 2)["power_w"][0] is None
+def test_a_reading_is_the_sample_of_the_last_grid_point(run_id):
+    # host 1's last sample is at 18,000 s: it counts until the next grid point, 21,600 s, finds it silent
+    assert cells_at(run_id, 21599.0).filter(pl.col("gpu_id") == 2)["power_w"][0] == 650.0
+    assert cells_at(run_id, 21600.0).filter(pl.col("gpu_id") == 2)["power_w"][0] is None
+    assert queries.readings_at(run_id, 21599.0, HOURLY).equals(queries.readings_at(run_id, 18000.0, HOURLY))
+
+
+def test_without_a_grid_a_reading_goes_stale_after_one_and_a_half_hours(run_id):
+    # an ingested run has no scenario: a sample counts for 5,400 s
+    assert queries.readings_at(run_id, 23000.0, None).filter(pl.col("gpu_id") == 2)["power_w"][0] == 650.0
+    assert queries.readings_at(run_id, 23500.0, None).filter(pl.col("gpu_id") == 2).is_empty()
 
 
 def test_failures_in_a_window_land_on_the_gpus_behind_the_part(run_id):

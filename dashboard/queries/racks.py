@@ -13,9 +13,10 @@ from engine.topology import CTSW_PER_POD
 
 DEFAULT_TDP_W = 700.0  # H100 SXM with its TDP raised to 700 W (reference README §1; Llama 3 paper §3.3)
 DEFAULT_RACK_BUDGET_KW = 24.0  # engine.scenario's default cluster.rack_power_budget_kw
-# A reading older than this many sample intervals is stale (the host went silent: down, diagnosed, repaired).
+# Without a sample grid (ingested runs), a reading older than this many DEFAULT_SAMPLE_S is stale (the host went
+# silent: down, diagnosed, repaired); DCGM scrapes come far more often than hourly.
 STALE_SAMPLES = 1.5
-DEFAULT_SAMPLE_S = 3600.0  # ingested runs carry no scenario: assume hourly readings at most (DCGM scrapes are faster)
+DEFAULT_SAMPLE_S = 3600.0
 
 HOST_STATE_AT = """
     SELECT host_id, arg_max(state, start_s) AS state, arg_max(job_id, start_s) AS job_id
@@ -73,16 +74,24 @@ FROM gpu_samples WHERE t_s <= ? AND t_s > ? GROUP BY gpu_id
 """
 
 
-def sample_interval_s(scenario: dict) -> float:
-    """The run's telemetry interval (simulation.telemetry_resolution), or DEFAULT_SAMPLE_S without one."""
+def sample_interval_s(scenario: dict) -> float | None:
+    """The run's telemetry interval (simulation.telemetry_resolution); None for a run without a scenario's grid
+    (ingested scrapes come when they come)."""
     value = (scenario or {}).get("simulation", {}).get("telemetry_resolution")
-    return parse_duration(value, "simulation.telemetry_resolution") if value else DEFAULT_SAMPLE_S
+    return parse_duration(value, "simulation.telemetry_resolution") if value else None
 
 
-def readings_at(run_id: str, t_s: float, interval_s: float) -> pl.DataFrame:
-    """Each GPU's latest sample at or before `t_s` (gpu_id, temp_c, power_w, util_pct, sample_t_s); a GPU whose
-    latest sample is older than STALE_SAMPLES intervals has none (its host is silent: down or on the bench)."""
-    return state.query(run_id, READINGS_AT, (t_s, t_s - STALE_SAMPLES * interval_s))
+def readings_at(run_id: str, t_s: float, interval_s: float | None) -> pl.DataFrame:
+    """Each GPU's latest sample at or before `t_s` (gpu_id, temp_c, power_w, util_pct, sample_t_s).
+
+    On a simulated run's regular grid (`interval_s`) that is the sample of the last grid point at or before t:
+    a GPU that missed it has no reading (its host is silent: down or on the bench), and every t between two grid
+    points asks the same cached question (play and the slider stay quick: one scan of a 31.9 M-sample table
+    costs about a second). Without a grid, a sample older than STALE_SAMPLES x DEFAULT_SAMPLE_S is stale."""
+    if interval_s:
+        grid_t = (t_s // interval_s) * interval_s
+        return state.query(run_id, READINGS_AT, (grid_t, grid_t - interval_s / 2))
+    return state.query(run_id, READINGS_AT, (t_s, t_s - STALE_SAMPLES * DEFAULT_SAMPLE_S))
 
 
 def power_limits(scenario: dict) -> tuple[float, float]:
