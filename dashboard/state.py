@@ -8,6 +8,7 @@ the caches. A run file that cannot be read is reported by `scan_runs`, never all
 
 import os
 import shlex
+import time
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -15,7 +16,7 @@ import duckdb
 import polars as pl
 import streamlit as st
 
-from engine.store import DEFAULT_STORE, RunInfo, Store, StoreError, query_frame
+from engine.store import DEFAULT_STORE, RunInfo, Store, StoreError, check_schema_version, query_frame
 
 RUN_PARAM = "run"
 SELECTOR_KEY = "run_selector"
@@ -32,7 +33,32 @@ def store() -> Store:
 
 @st.cache_resource(max_entries=32)
 def _connection(root: str, run_id: str, version: int) -> duckdb.DuckDBPyConnection:
-    return Store(root).open(run_id)
+    """A read-only connection to one version of a run's file: an in-memory database with the file ATTACHed.
+
+    Not `duckdb.connect(path)`: DuckDB keeps one database instance per path in a process, so while such a
+    connection is cached, every later connect to the path (Store.info's too) answers from the version first
+    opened, even after live ingestion replaced the file. An attached file belongs to its own connection only.
+    """
+    path = Store(root).path_of(run_id)
+    con = duckdb.connect()
+    try:
+        con.execute("ATTACH ? AS run (READ_ONLY)", [str(path)]).fetchall()
+        con.execute("USE run").fetchall()
+        check_schema_version(con, path)
+    except duckdb.Error as err:
+        con.close()
+        raise StoreError(f"{path}: cannot open as a Goodput run ({err})") from err
+    except BaseException:
+        con.close()
+        raise
+    return con
+
+
+def _cursor(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
+    """A cursor (this thread's own connection) that reads the attached run (`USE` is per connection)."""
+    cur = con.cursor()
+    cur.execute("USE run").fetchall()
+    return cur
 
 
 def _version(s: Store, run_id: str) -> int:
@@ -47,7 +73,7 @@ def _version(s: Store, run_id: str) -> int:
 def cursor(run_id: str) -> duckdb.DuckDBPyConnection:
     """A cursor of the run's shared read-only connection, for this thread only."""
     s = store()
-    return _connection(str(s.root), run_id, _version(s, run_id)).cursor()
+    return _cursor(_connection(str(s.root), run_id, _version(s, run_id)))
 
 
 def query(run_id: str, sql: str, params: tuple = ()) -> pl.DataFrame:
@@ -62,7 +88,7 @@ def query(run_id: str, sql: str, params: tuple = ()) -> pl.DataFrame:
 
 @st.cache_data(max_entries=512, ttl=timedelta(hours=1), show_spinner=False)
 def _query(root: str, run_id: str, version: int, sql: str, params: tuple) -> pl.DataFrame:
-    con = _connection(root, run_id, version).cursor()
+    con = _cursor(_connection(root, run_id, version))
     try:
         return query_frame(con, sql, list(params))
     finally:
@@ -207,3 +233,30 @@ def set_url(name: str, value: str) -> None:
         st.query_params[name] = value
     else:
         st.query_params.pop(name, None)
+
+
+# ----- live-ingest runs ----------------------------------------------------------------------------------
+
+LIVE_STALE_S = 600.0  # a scraped run whose file has not changed for 10 minutes is no longer being scraped
+LIVE_REFRESH_MIN_S, LIVE_REFRESH_MAX_S = 5.0, 60.0
+
+
+def live_refresh_s(info: RunInfo, now: float | None = None) -> float | None:
+    """How often a page should rerun while `info` is a live-ingest run (`goodput ingest dcgm --scrape`, which
+    commits every scrape by replacing the run's file: engine.ingest.live); None for any other run.
+
+    Live: kind "ingest", scraped (scenario source "scrape", which engine.ingest.live writes), and its file
+    replaced within LIVE_STALE_S. The interval follows the scrapes (the run's span over its scrapes), kept
+    between 5 s and a minute.
+    """
+    if info.kind != "ingest" or not isinstance(info.scenario, dict) or info.scenario.get("source") != "scrape":
+        return None
+    try:
+        modified = store().path_of(info.run_id).stat().st_mtime
+    except FileNotFoundError:
+        return None
+    if (now if now is not None else time.time()) - modified > LIVE_STALE_S:
+        return None
+    scrapes = info.summary.get("scrapes") if isinstance(info.summary, dict) else None
+    every = info.duration_s / (scrapes - 1) if isinstance(scrapes, int) and scrapes > 1 else LIVE_REFRESH_MAX_S / 2
+    return min(max(every, LIVE_REFRESH_MIN_S), LIVE_REFRESH_MAX_S)

@@ -1,6 +1,21 @@
-"""GPUs page: health at t, the repeat offenders, XIDs by code, one GPU from ?gpu= with its events and telemetry."""
+"""GPUs page: the health grid at ?t= with its filters (?state=, ?cause=, ?xid=), XIDs over time, ECC trends,
+lemons and repeat offenders, one GPU from ?gpu=, and the live refresh of a run still being scraped (the GPUs
+and Overview pages)."""
 
-from test_charts_pages import open_page, sparse_run, stored_run
+import os
+import time
+
+import numpy as np
+import plotly.graph_objects as go
+import polars as pl
+import pytest
+from test_charts_pages import DAY, STARTED, open_page, pages_run, sparse_run, stored_run
+
+from dashboard import state
+from dashboard.charts import gpus as charts
+from dashboard.queries import gpus as queries
+from engine.run import Run
+from engine.store import Store
 
 PAGE = "app_pages/gpus.py"
 
@@ -9,42 +24,171 @@ def metrics(at) -> dict[str, str]:
     return {m.label: m.value for m in at.metric}
 
 
+def matched(at) -> list[int]:
+    """The GPU ids in the table of GPUs that pass the filters (the first dataframe when filters are set)."""
+    return at.dataframe[0].value["gpu_id"].tolist()
+
+
 def test_empty_store(store_dir):
     at = open_page(PAGE)
     assert not at.exception and [t.value for t in at.title] == ["GPUs"]
     assert any("no runs yet" in i.value for i in at.info)
 
 
-def test_health_offenders_xids_and_a_gpu_from_the_url(store_dir):
-    run_id = stored_run(store_dir)
+def test_health_lemons_xids_and_a_gpu_from_the_url(store_dir):
+    run_id = stored_run(store_dir, pages_run(preset_sets=("repair.lemon_failures=2",)))
     # t = 30,000 s: GPU 3 failed at 20,000 s and is repaired at 40,000 s; the flagship's 8 GPUs train on
     # hosts 0, 2, 3 and 7 (the spare took host 1's place), a research job on hosts 4 and 5; host 6's job was
     # just stopped by a cable failure (it restarts at 31,000 s)
     at = open_page(PAGE, {"run": run_id, "t": "30000", "gpu": "3"})
     assert not at.exception
     assert metrics(at) == {"GPUs": "16", "Failed GPUs": "1", "GPUs training": "12"}
-    assert [s.value for s in at.subheader] == ["Health", "Repeat offenders", "XID events by code", "One GPU"]
+    assert [s.value for s in at.subheader] == ["Health", "XID events by code", "ECC errors",
+                                               "Lemons and repeat offenders", "One GPU"]
     markdown = [m.value for m in at.markdown]
-    assert "**Hosts** (1)" in markdown and "**GPUs** (1)" in markdown
-    lemon_hosts = at.dataframe[0].value
-    assert lemon_hosts["hostname"].tolist() == ["host-001"] and lemon_hosts["incidents"].tolist() == [2]
-    assert lemon_hosts["causes"].tolist() == ["faulty_gpu, gpu_hbm3"]
+    captions = [c.value for c in at.caption]
+    # host 1 failed twice (faulty_gpu at 20,000 s, gpu_hbm3 at 70,000 s): with repair.lemon_failures = 2 in
+    # 14 days it is a lemon from its second failure on
+    assert "**Lemons** (1)" in markdown
+    lemons = at.dataframe[0].value
+    assert lemons["hostname"].tolist() == ["host-001"] and lemons["failures"].tolist() == [2]
+    assert lemons["flagged"].tolist() == ["2024-03-01 19:26 UTC"]
+    assert any("A lemon has 2 hardware failures within 14 d" in c for c in captions)
+    assert "**Hosts** (1) with two or more unplanned incidents" in markdown
+    offenders = at.dataframe[1].value
+    assert offenders["hostname"].tolist() == ["host-001"] and offenders["causes"].tolist() == ["faulty_gpu, gpu_hbm3"]
+    # the XIDs counted per 1 h window (a day's run); no ECC error in this run
+    assert any(c.startswith("Every XID event counted per 1 h window") for c in captions)
+    assert "No GPU of this run reported an ECC error." in [i.value for i in at.info]
+    # the drill-down
     assert at.number_input[0].value == 3
     assert any(m.startswith("**GPU 3**: index 1 of host host-001 (rack 0)") for m in markdown)
     assert "**Events** (5)" in markdown  # 2 incidents + 3 XID events
     # 96 samples over 85,500 s, in buckets of 85,500 / 500 = 171 s
-    assert "96 samples averaged over 2 min buckets." in [c.value for c in at.caption]
+    assert "96 samples averaged over 2 min buckets." in captions
 
 
-def test_choosing_a_gpu_writes_it_to_the_url(store_dir):
+def test_filters_from_the_url_pick_gpus_out_of_the_grid(store_dir):
+    run_id = stored_run(store_dir)
+    at = open_page(PAGE, {"run": run_id, "t": "30000", "state": "failed"})
+    assert not at.exception
+    assert any("**1 of 16 GPUs match the filters.**" in c.value for c in at.caption)
+    assert matched(at) == [3]
+    # a cable failure has no GPU: it counts for both GPUs of its host (6)
+    at = open_page(PAGE, {"run": run_id, "t": "40000", "cause": "network_switch_cable"})
+    assert matched(at) == [12, 13]
+    # XIDs count up to t: GPU 3's XID 63 comes at 69,000 s
+    at = open_page(PAGE, {"run": run_id, "t": "30000", "xid": "63"})
+    assert any("**0 of 16 GPUs match the filters.**" in c.value for c in at.caption)
+    at = open_page(PAGE, {"run": run_id, "t": "80000", "xid": "63,79"})
+    assert matched(at) == [3]
+    assert any("only XID 63, 79, as filtered above" in c.value for c in at.caption)
+    # filters combine with AND; values the run does not know are dropped from the URL
+    at = open_page(PAGE, {"run": run_id, "t": "30000", "state": "running,failed", "cause": "faulty_gpu,bogus"})
+    assert matched(at) == [3] and at.query_params["cause"] == "faulty_gpu"
+
+
+def test_choosing_filters_and_a_gpu_writes_them_to_the_url(store_dir):
     run_id = stored_run(store_dir)
     at = open_page(PAGE, {"run": run_id})
-    assert not at.exception and "gpu" not in at.query_params
+    assert not at.exception and "gpu" not in at.query_params and "state" not in at.query_params
     assert any("worst repeat offender is GPU 3" in c.value for c in at.caption)
+    # at the run's end host 1 is in repair again; its GPU 3 shows `failed` (its HBM incident is not repaired)
+    at.multiselect[0].set_value(["repair"]).run()
+    assert at.query_params["state"] == "repair" and matched(at) == [2]
     at.number_input[0].set_value(0).run()
     assert not at.exception and at.query_params["gpu"] == "0"
     assert any("index 0 of host host-000" in m.value for m in at.markdown)
     assert any("No incident or XID event on this GPU." == c.value for c in at.caption)
+
+
+def test_grid_rows_state_samples_xids_and_causes(store_dir):
+    run = pages_run()
+    run_id = stored_run(store_dir, run)
+    grid = queries.grid_at(run_id, 30000.0)
+    assert grid.height == 16 and grid["gpu_id"].to_list() == list(range(16))
+    row = grid.filter(pl.col("gpu_id") == 3).row(0, named=True)
+    assert (row["state"], row["xid_events"], row["last_xid"], row["causes"]) == ("failed", 1, 79, ["faulty_gpu"])
+    assert grid.filter(pl.col("gpu_id") == 13)["causes"].to_list() == [["network_switch_cable"]]
+    assert grid.filter(pl.col("gpu_id") == 8)["state"].to_list() == ["running"]
+    # a simulated run's samples sit on its 15 min grid: t = 30,000 s reads the samples of 29,700 s
+    assert queries.sample_resolution("simulate", run.scenario) == 900.0
+    samples = queries.last_samples(run_id, 30000.0, 900.0).sort("gpu_id")
+    expected = run.tables["gpu_samples"].filter(pl.col("t_s") == 29700.0).sort("gpu_id")
+    assert samples["gpu_id"].to_list() == [0, 3]
+    assert samples["temp_c"].to_list() == expected["temp_c"].to_list() == [70.0, 35.0]
+    # other runs: the newest value within the hour before t (samples every 900 s: the one at 29,700 s)
+    assert queries.sample_resolution("ingest", run.scenario) is None
+    assert queries.last_samples(run_id, 30000.0, None).sort("gpu_id")["power_w"].to_list() == [650.0, 90.0]
+    assert queries.last_samples(run_id, DAY + 7200.0, None).is_empty()
+
+
+def test_health_grid_lays_out_racks_hosts_and_gpus_in_one_trace():
+    cells = pl.DataFrame({
+        "gpu_id": [0, 1, 2, 3], "hostname": ["a", "a", "b", "b"], "rack_id": [0, 0, 1, 1], "row": [0, 0, 1, 1],
+        "position": [0, 0, 0, 0], "slot": [0, 0, 0, 0], "gpu_index": [0, 1, 0, 1],
+        "state": ["running", "failed", "repair", None], "temp_c": [70.4, None, 30.0, None],
+        "power_w": [650.0, None, 90.0, None], "xid_events": [0, 2, 0, 0], "last_xid": [None, 79, None, None],
+        "causes": [[], ["faulty_gpu"], [], []]})
+    fig = charts.health_grid(cells)
+    assert isinstance(fig.data[0], go.Heatmap) and sum(isinstance(t, go.Heatmap) for t in fig.data) == 1
+    z = np.asarray(fig.data[0].z, dtype=float)
+    code = {s: i for i, s in enumerate(charts.GRID_ORDER)}
+    assert z.shape == (4, 3)  # 2 rows x (1 slot + a blank line); 2 GPUs + a blank column
+    assert z[0, :2].tolist() == [code["running"], code["failed"]] and z[2, :2].tolist() == [code["repair"],
+                                                                                           code["unknown"]]
+    assert np.isnan(z[1]).all() and np.isnan(z[:, 2]).all()
+    text = fig.data[0].text
+    assert text[0][0] == "GPU 0 | a #0, rack 0 | running | 70 C, 650 W | XIDs 0"
+    assert text[0][1] == "GPU 1 | a #1, rack 0 | failed | n/a C, n/a W | XIDs 2 (last 79) | incidents: faulty_gpu"
+    assert all(t.isascii() and "<" not in t for row in text for t in row)  # no escaping bloats the JSON
+    assert {t.name for t in fig.data[1:]} == {"running", "failed", "repair", "unknown"}
+    # filtered: the other GPUs are drawn pale, in place
+    fig = charts.health_grid(cells, pl.Series([False, True, False, False]))
+    z = np.asarray(fig.data[0].z, dtype=float)
+    assert z[0, :2].tolist() == [code[charts.FILTERED_OUT], code["failed"]]
+    assert {t.name for t in fig.data[1:]} == {"failed", charts.FILTERED_OUT}
+
+
+def test_xids_are_counted_per_window_and_code(store_dir):
+    run_id = stored_run(store_dir)
+    assert queries.xid_window(DAY) == 3600.0 and queries.xid_window(54 * DAY) == 86400.0
+    assert queries.xid_window(600.0) == 60.0
+    counts = queries.xid_timeline(run_id, 3600.0)
+    assert counts.rows() == [(18000.0, 79, 1), (68400.0, 48, 1), (68400.0, 63, 1)]
+    assert queries.xid_timeline(run_id, 3600.0, [63]).rows() == [(68400.0, 63, 1)]
+    fig = charts.xid_timeline(counts, STARTED, 3600.0)
+    assert [t.name.split()[0] for t in fig.data] == ["48", "63", "79"]  # most events first, then by code
+    assert [list(t.y) for t in fig.data] == [[1], [1], [1]]
+    assert fig.layout.barmode == "stack"
+
+
+def ecc_run() -> Run:
+    """pages_run with GPU 3's single-bit count rising by one a sample until its double-bit error at 70,000 s,
+    and GPU 0 with one single-bit error from 50,000 s."""
+    run = pages_run()
+    samples = run.tables["gpu_samples"].with_columns(
+        ecc_sbe=pl.when(pl.col("gpu_id") == 3).then((pl.col("t_s") // 900).cast(pl.Int32))
+        .when(pl.col("t_s") >= 50000).then(1).otherwise(0),
+        ecc_dbe=pl.when((pl.col("gpu_id") == 3) & (pl.col("t_s") >= 70000)).then(1).otherwise(0))
+    run.tables["gpu_samples"] = samples.cast({"ecc_sbe": pl.Int32, "ecc_dbe": pl.Int32})
+    return run
+
+
+def test_ecc_trends_of_the_gpus_with_errors(store_dir):
+    run_id = stored_run(store_dir, ecc_run())
+    top = queries.ecc_top(run_id, 10)
+    assert top.select("gpu_id", "ecc_dbe", "ecc_sbe", "first_s", "gpus_with_ecc").rows() == [
+        (3, 1, 95, 900.0, 2), (0, 0, 1, 50400.0, 2)]
+    trend = queries.ecc_trend(run_id, [3], 43200.0)
+    assert trend.rows() == [(3, 0.0, 47, 0), (3, 43200.0, 95, 1)]  # the largest count in each half day
+    at = open_page(PAGE, {"run": run_id})
+    assert not at.exception
+    assert any(c.value.startswith("2 GPUs reported ECC errors; the 2 with the most") for c in at.caption)
+    ecc_table = next(d.value for d in at.dataframe if "ecc_dbe" in d.value.columns)
+    assert ecc_table["gpu_id"].tolist() == [3, 0]
+    fig = charts.ecc_trend(trend, {3: "GPU 3"}, STARTED)
+    assert [t.yaxis for t in fig.data] == ["y", "y2"] and list(fig.data[0].y) == [47, 95]
 
 
 def test_an_ingested_run_without_incidents_or_states(store_dir):
@@ -53,4 +197,76 @@ def test_an_ingested_run_without_incidents_or_states(store_dir):
     assert not at.exception
     assert metrics(at)["Failed GPUs"] == "0"
     assert any("No host or GPU failed more than once" in i.value for i in at.info)
+    assert "**Lemons** (0)" in [m.value for m in at.markdown]
     assert "**Events** (3)" in [m.value for m in at.markdown]  # its three XID events
+    assert not any("Live" in c.value for c in at.caption)  # an ingested file, not a live scrape
+
+
+# ----- live refresh ------------------------------------------------------------------------------------------
+
+def live_run(samples_until: float) -> Run:
+    """A run as `goodput ingest dcgm --scrape` writes it (engine.ingest.live): kind ingest, scenario source
+    "scrape", a summary counting scrapes; samples every 30 s of GPU 0 and 1."""
+    full = sparse_run("live")
+    tables = {k: full.tables[k] for k in ("hosts", "gpus")}
+    tables["gpu_samples"] = scrape_samples(0.0, samples_until)
+    scrapes = int(samples_until // 30) + 1
+    return Run(kind="ingest", name="live: http://node:9400/metrics", started_at=STARTED, duration_s=samples_until,
+               scenario={"source": "scrape", "endpoints": ["http://node:9400/metrics"]},
+               summary={"samples": tables["gpu_samples"].height, "scrapes": scrapes}, tables=tables)
+
+
+def scrape_samples(start: float, end: float) -> pl.DataFrame:
+    t = np.repeat(np.arange(start, end + 1, 30.0), 2)
+    gpu = np.tile(np.array([0, 1], dtype=np.int32), t.size // 2)
+    return pl.DataFrame({"t_s": t, "gpu_id": gpu, "temp_c": np.full(t.size, 60.0, np.float32),
+                         "power_w": np.full(t.size, 500.0, np.float32)})
+
+
+def test_a_live_run_refreshes_itself_and_shows_each_new_scrape(store_dir):
+    run_id = stored_run(store_dir, live_run(270.0))  # 10 scrapes, 20 samples
+    store = Store(store_dir)
+    info = store.info(run_id)
+    assert state.live_refresh_s(info) == 30.0  # the scrape interval: 270 s over 9 gaps
+    assert state.live_refresh_s(info, now=time.time() + state.LIVE_STALE_S + 1) is None  # scraping stopped
+    at = open_page(PAGE, {"run": run_id, "gpu": "0"})
+    assert not at.exception
+    assert any(c.value.startswith(":material/sensors: Live: this run is still being scraped (10 scrapes, 20 "
+                                  "samples so far); the page refreshes every 30 s") for c in at.caption)
+    assert "10 samples averaged over" in " ".join(c.value for c in at.caption)
+    # the next scrape lands (copy, append, rename: a new file version) between two reruns
+    store.append_to_run(run_id, {"gpu_samples": scrape_samples(300.0, 300.0)}, duration_s=300.0,
+                        summary={"samples": 22, "scrapes": 11})
+    os.utime(store.path_of(run_id))  # a new mtime even on a coarse clock
+    at.run()
+    assert not at.exception
+    assert any("(11 scrapes, 22 samples so far)" in c.value for c in at.caption)
+    assert "11 samples averaged over" in " ".join(c.value for c in at.caption)
+
+
+def test_overview_of_a_live_run_refreshes_with_the_newest_file(store_dir):
+    run_id = stored_run(store_dir, live_run(270.0))
+    at = open_page("app_pages/overview.py", {"run": run_id})
+    assert not at.exception
+    assert any("Live: this run is still being scraped (20 samples so far)" in c.value for c in at.caption)
+    store = Store(store_dir)
+    store.append_to_run(run_id, {"gpu_samples": scrape_samples(300.0, 330.0)}, duration_s=330.0,
+                        summary={"samples": 24, "scrapes": 12})
+    os.utime(store.path_of(run_id))
+    at.run()
+    assert any("(24 samples so far)" in c.value for c in at.caption)
+
+
+def test_a_simulated_or_finished_run_is_not_live(store_dir):
+    run_id = stored_run(store_dir)
+    assert state.live_refresh_s(Store(store_dir).info(run_id)) is None
+    at = open_page(PAGE, {"run": run_id})
+    assert not any("Live" in c.value for c in at.caption)
+
+
+@pytest.mark.parametrize("scrapes, duration, every", [(1, 0.0, 30.0), (3, 4.0, 5.0), (2, 3600.0, 60.0)])
+def test_the_refresh_follows_the_scrape_interval_within_bounds(store_dir, scrapes, duration, every):
+    run = live_run(60.0)
+    run_id = stored_run(store_dir, Run(kind=run.kind, name=run.name, started_at=STARTED, duration_s=duration,
+                                       scenario=run.scenario, summary={"scrapes": scrapes}, tables=run.tables))
+    assert state.live_refresh_s(Store(store_dir).info(run_id)) == every

@@ -26,138 +26,144 @@ from engine.store import RunInfo
 
 TIME_PARAM = "t"
 
-st.title("Overview")
-run = state.selected_run()
-if run is None:
-    state.empty_state()
-    st.stop()
 
-summary = run.summary
-sizes = q.host_count(run.run_id)
-flagship = q.flagship_job(run.run_id)
-end = run.started_at + timedelta(seconds=run.duration_s)
-st.caption(
-    f"**{run.name}** · {run.kind} · {run.started_at:%Y-%m-%d %H:%M} → {end:%Y-%m-%d %H:%M} UTC "
-    f"({run.duration_s / 86400:.1f} days) · {fmt_int(sizes['gpus'])} GPUs on {fmt_int(sizes['hosts'])} hosts"
-    + (f" · seed {run.seed}" if run.seed is not None else "")
-    + (f" · flagship job **{flagship['name']}** on {fmt_int(flagship['gpus'])} GPUs" if flagship else "")
-)
-
-# ----- headline figures -------------------------------------------------------------------------------------
-timeline = None
-if flagship:
-    attempts, checkpoints = q.attempts_and_checkpoints(run.run_id, flagship["job_id"])
-    if attempts.height:
-        timeline = ettr_timeline(
-            attempts, checkpoints, flagship["job_id"], q.timeline_bucket(run.duration_s), run.duration_s
+def overview(run_id: str) -> None:
+    """Every section of the page. Reads the run again on each call: a live-ingest run grows between reruns."""
+    run = state.store().info(run_id)
+    every = state.live_refresh_s(run)
+    if every:
+        st.caption(
+            f":material/sensors: Live: this run is still being scraped ({fmt_int(run.summary.get('samples'))} "
+            f"samples so far); the page refreshes every {fmt_duration(every)}."
         )
-figures = summaries.headline(summary)
-if (
-    summaries.number(summary, "job.ettr") is None
-    and timeline is not None
-    and timeline["ettr_cumulative"].drop_nulls().len()
-):
-    ettr = timeline["ettr_cumulative"].drop_nulls()[-1]
-    figures.insert(
-        0,
-        summaries.Headline(
-            "ETTR (from attempts)",
-            fmt_pct(ettr),
-            help="Productive share of the flagship job's wall-clock time, computed from its "
-            "attempts and checkpoints (this run has no simulator summary).",
-        ),
+    summary = run.summary
+    sizes = q.host_count(run.run_id)
+    flagship = q.flagship_job(run.run_id)
+    end = run.started_at + timedelta(seconds=run.duration_s)
+    st.caption(
+        f"**{run.name}** · {run.kind} · {run.started_at:%Y-%m-%d %H:%M} → {end:%Y-%m-%d %H:%M} UTC "
+        f"({run.duration_s / 86400:.1f} days) · {fmt_int(sizes['gpus'])} GPUs on {fmt_int(sizes['hosts'])} hosts"
+        + (f" · seed {run.seed}" if run.seed is not None else "")
+        + (f" · flagship job **{flagship['name']}** on {fmt_int(flagship['gpus'])} GPUs" if flagship else "")
     )
-if summaries.number(summary, "job.ettr") is None and timeline is None:
-    st.info(
-        f"This {run.kind} run has no flagship training job, so there is no ETTR to show; "
-        "here is what it holds."
-    )
-if not figures:
-    figures = q.table_headline(run.run_id)
 
-PER_ROW = 3  # wide enough cards that "1.6k GPU-h" and its note never get cut off
-for first in range(0, len(figures), PER_ROW):
-    row = figures[first : first + PER_ROW]
-    for column, figure in zip(st.columns(PER_ROW), row, strict=False):
-        column.metric(
-            figure.label,
-            figure.value,
-            figure.delta,
-            help=figure.help,
-            border=True,
-            delta_color="normal" if figure.trend else "off",
-            delta_arrow="auto" if figure.trend else "off",
+    # ----- headline figures -------------------------------------------------------------------------------------
+    timeline = None
+    if flagship:
+        attempts, checkpoints = q.attempts_and_checkpoints(run.run_id, flagship["job_id"])
+        if attempts.height:
+            timeline = ettr_timeline(
+                attempts, checkpoints, flagship["job_id"], q.timeline_bucket(run.duration_s), run.duration_s
+            )
+    figures = summaries.headline(summary)
+    if (
+        summaries.number(summary, "job.ettr") is None
+        and timeline is not None
+        and timeline["ettr_cumulative"].drop_nulls().len()
+    ):
+        ettr = timeline["ettr_cumulative"].drop_nulls()[-1]
+        figures.insert(
+            0,
+            summaries.Headline(
+                "ETTR (from attempts)",
+                fmt_pct(ettr),
+                help="Productive share of the flagship job's wall-clock time, computed from its "
+                "attempts and checkpoints (this run has no simulator summary).",
+            ),
         )
+    if summaries.number(summary, "job.ettr") is None and timeline is None:
+        st.info(
+            f"This {run.kind} run has no flagship training job, so there is no ETTR to show; "
+            "here is what it holds."
+        )
+    if not figures:
+        figures = q.table_headline(run.run_id)
 
+    PER_ROW = 3  # wide enough cards that "1.6k GPU-h" and its note never get cut off
+    for first in range(0, len(figures), PER_ROW):
+        row = figures[first : first + PER_ROW]
+        for column, figure in zip(st.columns(PER_ROW), row, strict=False):
+            column.metric(
+                figure.label,
+                figure.value,
+                figure.delta,
+                help=figure.help,
+                border=True,
+                delta_color="normal" if figure.trend else "off",
+                delta_arrow="auto" if figure.trend else "off",
+            )
 
-# ----- goodput and its losses -------------------------------------------------------------------------------
-losses = summaries.losses_from_summary(summary)
-if losses or timeline is not None:
-    st.subheader("Where the flagship job's time went")
-    left, right = st.columns(2)
-    with left:
-        ettr = summaries.number(summary, "job.ettr")
-        job_gpus = summaries.number(summary, "job.gpus") or (flagship["gpus"] if flagship else None)
-        if losses and job_gpus:
-            start_s = flagship["start_s"] if flagship and flagship["start_s"] is not None else 0.0
-            wall = job_gpus * (run.duration_s - start_s) / 3600
-            st.plotly_chart(
-                charts.goodput_waterfall(wall, losses, wall * ettr if ettr is not None else None),
-                key="waterfall",
-            )
-        else:
-            st.info("The summary of this run has no loss breakdown.")
-    with right:
-        if timeline is not None:
-            marks = q.interruptions(run.run_id, flagship["job_id"])
-            st.plotly_chart(
-                charts.ettr_over_time(
-                    timeline, run.started_at, marks, summaries.number(summary, "job.closed_form_ettr")
-                ),
-                key="ettr_time",
-            )
-            st.caption(
-                f"Bars: ETTR in each {fmt_duration(q.timeline_bucket(run.duration_s))} bucket; "
-                "line: ETTR from "
-                "the job's start; triangles: interruptions, coloured by category."
-            )
-        else:
-            st.info("This run has no attempts of a flagship job to draw ETTR over time from.")
-
-# ----- interruptions by cause -------------------------------------------------------------------------------
-counts = summaries.causes_from_summary(summary)
-scope = "of the flagship job"
-if counts is None or counts["count"].sum() == 0:
-    counts, scope = q.incidents_by_cause(run.run_id).select("cause", "count"), "recorded in the run"
-if counts.height and counts["count"].sum() > 0:
-    st.subheader("What interrupted it")
-    left, right = st.columns([2, 1])
-    with left:
-        st.plotly_chart(charts.interruptions_by_cause(counts), key="causes")
-    with right:
-        top = counts.sort("count", descending=True).head(3)
-        total = int(counts["count"].sum())
-        st.markdown(f"**{total:,} interruptions {scope}.** The most frequent causes:")
-        for row in top.iter_rows(named=True):
-            if row["count"]:
-                st.markdown(
-                    f"- {cause_label(row['cause'])}: {row['count']:,} ({fmt_pct(row['count'] / total)})"
+    # ----- goodput and its losses -------------------------------------------------------------------------------
+    losses = summaries.losses_from_summary(summary)
+    if losses or timeline is not None:
+        st.subheader("Where the flagship job's time went")
+        left, right = st.columns(2)
+        with left:
+            ettr = summaries.number(summary, "job.ettr")
+            job_gpus = summaries.number(summary, "job.gpus") or (flagship["gpus"] if flagship else None)
+            if losses and job_gpus:
+                start_s = flagship["start_s"] if flagship and flagship["start_s"] is not None else 0.0
+                wall = job_gpus * (run.duration_s - start_s) / 3600
+                st.plotly_chart(
+                    charts.goodput_waterfall(wall, losses, wall * ettr if ettr is not None else None),
+                    key="waterfall",
                 )
-        mttf = summaries.number(summary, "job.mttf_hours")
-        if mttf is not None:
-            st.markdown(f"One unexpected interruption every **{mttf:.1f} hours** on average (job MTTF).")
+            else:
+                st.info("The summary of this run has no loss breakdown.")
+        with right:
+            if timeline is not None:
+                marks = q.interruptions(run.run_id, flagship["job_id"])
+                st.plotly_chart(
+                    charts.ettr_over_time(
+                        timeline, run.started_at, marks, summaries.number(summary, "job.closed_form_ettr")
+                    ),
+                    key="ettr_time",
+                )
+                st.caption(
+                    f"Bars: ETTR in each {fmt_duration(q.timeline_bucket(run.duration_s))} bucket; "
+                    "line: ETTR from "
+                    "the job's start; triangles: interruptions, coloured by category."
+                )
+            else:
+                st.info("This run has no attempts of a flagship job to draw ETTR over time from.")
 
-# ----- XIDs, where no incident explains them (ingested telemetry) -------------------------------------------
-if counts.height == 0 or counts["count"].sum() == 0:
-    xids = q.xid_counts(run.run_id)
-    if xids.height:
-        st.subheader("What the GPUs reported")
-        st.dataframe(
-            q.with_xid_names(xids),
-            hide_index=True,
-            key="xid_table",
-            column_config={"xid": "XID", "gpus": "GPUs"},
-        )
+    # ----- interruptions by cause -------------------------------------------------------------------------------
+    counts = summaries.causes_from_summary(summary)
+    scope = "of the flagship job"
+    if counts is None or counts["count"].sum() == 0:
+        counts, scope = q.incidents_by_cause(run.run_id).select("cause", "count"), "recorded in the run"
+    if counts.height and counts["count"].sum() > 0:
+        st.subheader("What interrupted it")
+        left, right = st.columns([2, 1])
+        with left:
+            st.plotly_chart(charts.interruptions_by_cause(counts), key="causes")
+        with right:
+            top = counts.sort("count", descending=True).head(3)
+            total = int(counts["count"].sum())
+            st.markdown(f"**{total:,} interruptions {scope}.** The most frequent causes:")
+            for row in top.iter_rows(named=True):
+                if row["count"]:
+                    st.markdown(
+                        f"- {cause_label(row['cause'])}: {row['count']:,} ({fmt_pct(row['count'] / total)})"
+                    )
+            mttf = summaries.number(summary, "job.mttf_hours")
+            if mttf is not None:
+                st.markdown(f"One unexpected interruption every **{mttf:.1f} hours** on average (job MTTF).")
+
+    # ----- XIDs, where no incident explains them (ingested telemetry) -------------------------------------------
+    if counts.height == 0 or counts["count"].sum() == 0:
+        xids = q.xid_counts(run.run_id)
+        if xids.height:
+            st.subheader("What the GPUs reported")
+            st.dataframe(
+                q.with_xid_names(xids),
+                hide_index=True,
+                key="xid_table",
+                column_config={"xid": "XID", "gpus": "GPUs"},
+            )
+
+    what_is_down(run, sizes)
+
 
 # ----- what is down -----------------------------------------------------------------------------------------
 # A fragment: moving the time slider reruns this section only, not the charts above (seconds on a big run).
@@ -232,4 +238,15 @@ def what_is_down(run: RunInfo, sizes: dict) -> None:
         st.plotly_chart(charts.hosts_by_state(states), key="states_at")
 
 
-what_is_down(run, sizes)
+st.title("Overview")
+selected = state.selected_run()
+if selected is None:
+    state.empty_state()
+    st.stop()
+# While a live-ingest run is selected the whole page is a fragment that reruns itself as scrapes arrive
+# (state.query answers each new file version afresh); otherwise it runs once, as any page.
+live_every = state.live_refresh_s(selected)
+if live_every:
+    st.fragment(overview, run_every=live_every)(selected.run_id)
+else:
+    overview(selected.run_id)

@@ -1,8 +1,16 @@
-"""GPUs page queries: GPU health at time t, incidents per GPU and host, repeat offenders, XIDs, one GPU's telemetry."""
+"""GPUs page queries: the health grid at time t, incidents per GPU and host, repeat offenders and lemons, XIDs
+over time, ECC trends, one GPU's telemetry. Everything aggregates in SQL: a llama3-405b run holds ~31 M samples.
+"""
+
+import re
 
 import polars as pl
 
 from dashboard import state
+from engine.durations import parse_duration
+from engine.errors import GoodputError
+from engine.failures import SCOPE
+from engine.telemetry_xid import xid_counts as count_per_window
 
 # A GPU is `failed` from its incident until the incident's repair; otherwise it takes its host's state.
 HEALTH_AT = """
@@ -22,6 +30,119 @@ GROUP BY 1 ORDER BY gpus DESC, state
 
 def health_at(run_id: str, t_s: float) -> pl.DataFrame:
     return state.query(run_id, HEALTH_AT, (t_s, t_s, t_s, t_s))
+
+
+# Every GPU at t: its place, its state (as in HEALTH_AT), its XID events and incident causes up to t. Small
+# tables only; the last temperature and power come from `last_samples` (the one scan of the samples).
+GRID_AT = """
+WITH host_state AS (
+    SELECT host_id, arg_max(state, start_s) AS state FROM host_states
+    WHERE start_s <= $t AND end_s > $t GROUP BY host_id
+), failed AS (
+    SELECT DISTINCT gpu_id FROM incidents
+    WHERE gpu_id IS NOT NULL AND t_s <= $t AND coalesce(repaired_s, 'infinity'::DOUBLE) > $t
+), xids AS (
+    SELECT gpu_id, count(*) AS xid_events, arg_max(xid, t_s) AS last_xid,
+           list(DISTINCT xid ORDER BY xid) AS xid_codes
+    FROM xid_events WHERE t_s <= $t AND gpu_id IS NOT NULL GROUP BY gpu_id
+), unplanned AS (
+    SELECT gpu_id, host_id, cause FROM incidents
+    WHERE t_s <= $t AND NOT coalesce(planned, false) AND host_id IS NOT NULL
+), incident_gpus AS (  -- an incident without a GPU (a host's part) counts for every GPU of its host
+    SELECT gpu_id, cause FROM unplanned WHERE gpu_id IS NOT NULL
+    UNION ALL
+    SELECT g.gpu_id, u.cause FROM unplanned u JOIN gpus g USING (host_id) WHERE u.gpu_id IS NULL
+), causes AS (
+    SELECT gpu_id, count(*) AS incidents, list(DISTINCT cause ORDER BY cause) AS causes
+    FROM incident_gpus WHERE gpu_id IS NOT NULL GROUP BY gpu_id
+)
+SELECT g.gpu_id, g.host_id, h.hostname, h.rack_id, coalesce(h."row", 0) AS "row",
+       coalesce(h.position, h.rack_id, 0) AS position, coalesce(h.slot, 0) AS slot, g."index" AS gpu_index,
+       CASE WHEN f.gpu_id IS NOT NULL THEN 'failed' ELSE coalesce(s.state, 'unknown') END AS state,
+       coalesce(x.xid_events, 0) AS xid_events, x.last_xid,
+       coalesce(x.xid_codes, []::INTEGER[]) AS xid_codes, coalesce(c.incidents, 0) AS incidents,
+       coalesce(c.causes, []::VARCHAR[]) AS causes
+FROM gpus g JOIN hosts h USING (host_id) LEFT JOIN host_state s USING (host_id) LEFT JOIN failed f USING (gpu_id)
+LEFT JOIN xids x USING (gpu_id) LEFT JOIN causes c USING (gpu_id)
+ORDER BY g.gpu_id
+"""
+
+DEFAULT_LOOKBACK_S = 3600.0  # an ingested run's last value counts if it is at most an hour old
+LEMON_FAILURES, LEMON_WINDOW = 3, "14d"  # the defaults of repair.lemon_failures / repair.lemon_window (engine.scenario)
+
+
+def grid_at(run_id: str, t_s: float) -> pl.DataFrame:
+    """One row per GPU at `t_s`: place, state, XIDs and incident causes so far (no samples: `last_samples`)."""
+    return state.query(run_id, *_positional(GRID_AT, t=t_s))
+
+
+def _positional(sql: str, **values) -> tuple[str, tuple]:
+    """`sql` written with $name placeholders as `?` ones and their values in order (state.query's cache key
+    takes a tuple of values)."""
+    return re.sub(r"\$\w+", "?", sql), tuple(values[name] for name in re.findall(r"\$(\w+)", sql))
+
+
+def last_samples(run_id: str, t_s: float, resolution_s: float | None) -> pl.DataFrame:
+    """Each GPU's temperature and power at `t_s` (columns gpu_id, temp_c, power_w): the scan of ~31 M samples
+    on a llama3-405b run, so it reads as little as it can.
+
+    A simulated run samples on a grid (engine.telemetry.sample_times: 0, r, 2r, ...): the grid time at or
+    before t is one equality filter, and a GPU without a sample then (failed, in repair) reports nothing, as
+    it would. Other runs (scrapes at their own times): the newest value within DEFAULT_LOOKBACK_S before t.
+    """
+    if resolution_s:
+        grid_t = (t_s // resolution_s) * resolution_s
+        return state.query(run_id, "SELECT gpu_id, temp_c, power_w FROM gpu_samples WHERE t_s = ?", (grid_t,))
+    return state.query(run_id, """
+        SELECT gpu_id, arg_max(temp_c, t_s) FILTER (WHERE temp_c IS NOT NULL) AS temp_c,
+               arg_max(power_w, t_s) FILTER (WHERE power_w IS NOT NULL) AS power_w
+        FROM gpu_samples WHERE t_s <= ? AND t_s > ? GROUP BY gpu_id""", (t_s, t_s - DEFAULT_LOOKBACK_S))
+
+
+def sample_resolution(kind: str, scenario: dict) -> float | None:
+    """A simulated run's telemetry step (its sample grid), else None (samples at the times they were read)."""
+    simulation = scenario.get("simulation", {}) if isinstance(scenario, dict) else {}
+    if kind != "simulate" or not isinstance(simulation, dict):
+        return None
+    try:
+        resolution = parse_duration(simulation.get("telemetry_resolution"), "simulation.telemetry_resolution")
+    except (GoodputError, TypeError, AttributeError):
+        return None
+    return resolution if resolution > 0 else None
+
+
+def repair_rule(scenario: dict) -> tuple[int, float]:
+    """The run's lemon rule (repair.lemon_failures within repair.lemon_window), the scenario defaults otherwise."""
+    repair = scenario.get("repair", {}) if isinstance(scenario, dict) else {}
+    failures = repair.get("lemon_failures", LEMON_FAILURES) if isinstance(repair, dict) else LEMON_FAILURES
+    try:
+        window = parse_duration(repair.get("lemon_window", LEMON_WINDOW), "repair.lemon_window")
+    except (GoodputError, TypeError, AttributeError):
+        window = parse_duration(LEMON_WINDOW)
+    return int(failures), window
+
+
+def matching(grid: pl.DataFrame, states: list[str], causes: list[str], xids: list[int]) -> pl.Series:
+    """Which GPUs of `grid` pass the page's filters (an empty filter passes everything; filters combine
+    with AND, the values inside one filter with OR)."""
+    keep = pl.lit(True)
+    if states:
+        keep &= pl.col("state").is_in(states)
+    if causes:
+        keep &= pl.col("causes").list.eval(pl.element().is_in(causes)).list.any()
+    if xids:
+        keep &= pl.col("xid_codes").list.eval(pl.element().is_in(xids)).list.any()
+    return grid.select(keep.alias("match"))["match"]
+
+
+def causes_in_run(run_id: str) -> list[str]:
+    frame = state.query(run_id, "SELECT DISTINCT cause FROM incidents WHERE NOT coalesce(planned, false)"
+                                " AND host_id IS NOT NULL ORDER BY cause")
+    return frame["cause"].to_list()
+
+
+def xids_in_run(run_id: str) -> list[int]:
+    return state.query(run_id, "SELECT DISTINCT xid FROM xid_events ORDER BY xid")["xid"].to_list()
 
 
 def offenders(run_id: str, by: str, minimum: int = 1, limit: int = 50) -> pl.DataFrame:
@@ -49,6 +170,31 @@ def offenders(run_id: str, by: str, minimum: int = 1, limit: int = 50) -> pl.Dat
     return state.query(run_id, sql, (minimum, limit))
 
 
+# Causes that send a host to repair in the simulator (engine.simulate: every scope but "job" calls
+# Repairs.start); only those count towards a lemon (engine.repair.Repairs._is_lemon).
+REPAIR_CAUSES = sorted(cause for cause, scope in SCOPE.items() if scope != "job")
+
+
+def lemons(run_id: str, failures: int, window_s: float, limit: int = 50) -> pl.DataFrame:
+    """Hosts that had `failures` repair-sending incidents within `window_s`: the simulator's lemon rule
+    (repair.lemon_failures within repair.lemon_window). `flagged_s` is the first incident that completed such
+    a run of failures; `most_in_window` the largest count seen in one window. The simulator also restarts its
+    count once a host is flagged; this reading does not, so it can only name more flags, never fewer hosts."""
+    return state.query(run_id, """
+        WITH hw AS (
+            SELECT host_id, t_s, cause, count(*) OVER (PARTITION BY host_id ORDER BY t_s
+                       RANGE BETWEEN ? PRECEDING AND CURRENT ROW) AS in_window
+            FROM incidents
+            WHERE NOT coalesce(planned, false) AND host_id IS NOT NULL AND list_contains(?, cause)
+        )
+        SELECT hw.host_id, h.hostname, h.rack_id, count(*) AS failures, max(in_window) AS most_in_window,
+               min(t_s) FILTER (WHERE in_window >= ?) AS flagged_s,
+               string_agg(DISTINCT cause, ', ' ORDER BY cause) AS causes
+        FROM hw JOIN hosts h USING (host_id)
+        GROUP BY ALL HAVING max(in_window) >= ?
+        ORDER BY flagged_s, hw.host_id LIMIT ?""", (window_s, REPAIR_CAUSES, failures, failures, limit))
+
+
 def offender_incidents(run_id: str, minimum: int = 2, hosts: int = 25) -> pl.DataFrame:
     """Every unplanned incident of the (at most `hosts`) hosts with at least `minimum` of them, the worst first
     (label = hostname)."""
@@ -64,6 +210,47 @@ def offender_incidents(run_id: str, minimum: int = 2, hosts: int = 25) -> pl.Dat
 def xid_counts(run_id: str) -> pl.DataFrame:
     return state.query(run_id, "SELECT xid, count(*) AS events, count(DISTINCT gpu_id) AS gpus FROM xid_events"
                                " GROUP BY xid ORDER BY events DESC, xid")
+
+
+def xid_timeline(run_id: str, window_s: float, xids: list[int] | None = None) -> pl.DataFrame:
+    """XID events counted per window and code (engine.telemetry_xid.xid_counts: every event, not the last value
+    of the exporter's gauge); `xids` keeps only those codes. The events table is small (one row an XID line)."""
+    events = state.query(run_id, "SELECT t_s, xid FROM xid_events WHERE xid IS NOT NULL")
+    if xids:
+        events = events.filter(pl.col("xid").is_in(xids))
+    return count_per_window(events, window_s)
+
+
+def xid_window(duration_s: float) -> float:
+    """A window that gives about 60 bars over the run: an hour, 6 hours or a day on the usual lengths."""
+    for window in (60.0, 300.0, 900.0, 3600.0, 6 * 3600.0, 86400.0):
+        if duration_s / window <= 80:
+            return window
+    return 7 * 86400.0
+
+
+def ecc_top(run_id: str, n: int = 10) -> pl.DataFrame:
+    """The `n` GPUs with the most ECC errors (double-bit first: uncorrectable), among those that have any;
+    `gpus_with_ecc` counts all of those. Aggregated before the joins: only GPUs with errors reach them."""
+    return state.query(run_id, """
+        WITH ecc AS (
+            SELECT gpu_id, max(ecc_dbe) AS ecc_dbe, max(ecc_sbe) AS ecc_sbe, min(t_s) AS first_s,
+                   count(*) OVER () AS gpus_with_ecc
+            FROM gpu_samples WHERE ecc_sbe > 0 OR ecc_dbe > 0 GROUP BY gpu_id
+            ORDER BY ecc_dbe DESC, ecc_sbe DESC, gpu_id LIMIT ?
+        )
+        SELECT e.gpu_id, h.hostname, g."index" AS gpu_index, e.ecc_dbe, e.ecc_sbe, e.first_s, e.gpus_with_ecc
+        FROM ecc e JOIN gpus g USING (gpu_id) JOIN hosts h ON h.host_id = g.host_id
+        ORDER BY e.ecc_dbe DESC, e.ecc_sbe DESC, e.gpu_id""", (n,))
+
+
+def ecc_trend(run_id: str, gpu_ids: list[int], bucket_s: float) -> pl.DataFrame:
+    """Single- and double-bit counts of `gpu_ids` over time, the largest value in each `bucket_s` (samples
+    are stored GPU by GPU, so a few GPUs read a few row groups)."""
+    return state.query(run_id, """
+        SELECT gpu_id, floor(t_s / ?) * ? AS t_s, max(ecc_sbe) AS ecc_sbe, max(ecc_dbe) AS ecc_dbe
+        FROM gpu_samples WHERE list_contains(?, gpu_id) GROUP BY ALL ORDER BY gpu_id, t_s""",
+                       (bucket_s, bucket_s, [int(g) for g in gpu_ids]))
 
 
 def gpu_ids(run_id: str) -> pl.DataFrame:
