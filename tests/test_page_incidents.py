@@ -1,40 +1,81 @@
-"""Incidents page: the Llama 3 way of counting (flagship interruptions), filters in the URL, the cost table,
-one incident's chain from ?incident=; and the counting functions on a hand-made frame."""
+"""Incidents page: Llama 3 counting of the filtered set (engine.incidents.summary_counts), filters that combine
+and live in the URL (engine.incidents.filter_incidents, as the exports filter), the cost table, one incident's
+chain and blast radius from ?incident=, download buttons and their file names, and "replay with other
+settings" writing a second run beside the first."""
 
-import math
+import dataclasses
+import json
 
 import polars as pl
 import pytest
-from test_charts_pages import _incidents, open_page, sparse_run, stored_run
+from test_charts_pages import DAY, open_page, pages_run, sparse_run, stored_run
 
-from dashboard.queries import incidents as counting
+from dashboard.queries import incidents as queries
+from engine.export import export_run_incidents, read_export
+from engine.scenario import build
+from engine.simulate import simulate
+from engine.store import RunInfo, Store
 
 PAGE = "app_pages/incidents.py"
+FORMATS = ["CSV", "JSON", "Parquet", "HTML report"]
 
 
 def metrics(at) -> dict[str, str]:
     return {m.label: m.value for m in at.metric}
 
 
-def test_counting_as_the_llama3_paper():
-    frame = _incidents().with_columns(pl.col("planned").fill_null(False))
-    flagship = counting.of_job(frame, "j-flag")
-    assert flagship["incident_id"].to_list() == [1, 3]
-    figures = counting.headline(flagship, days=1.0)
-    assert figures == {"total": 2, "planned": 1, "unexpected": 1, "hardware_share": 1.0, "per_day": 2.0}
-    everything = counting.headline(frame, days=2.0)
-    assert everything["unexpected"] == 3 and everything["hardware_share"] == 1.0 and everything["per_day"] == 2.0
-    assert math.isnan(counting.headline(frame.filter(pl.col("planned")), 1.0)["hardware_share"])
-    causes = counting.by_cause(frame)
-    assert causes["cause"].to_list() == ["faulty_gpu", "gpu_hbm3", "network_switch_cable", "planned_maintenance"]
-    assert causes["pct_of_unexpected"].to_list() == [33.3, 33.3, 33.3, None]
-    categories = counting.by_category(frame)
-    assert dict(zip(categories["category"], categories["interruptions"], strict=True)) == {
-        "GPU": 2, "Network": 1, "Planned": 1}
-    days = counting.per_day(frame.with_columns(pl.col("t_s") + pl.Series([0.0, 0.0, 86400.0, 2 * 86400.0])), 3.0)
-    assert days.rows() == [(0, 0, 2), (1, 1, 0), (2, 0, 1)]
-    assert counting.per_day(frame, 2.5)["day"].to_list() == [0, 1, 2]  # a part day counts as a day
+def cost_table(at):
+    return next(d.value for d in at.dataframe if "jobs_hit" in d.value.columns)
 
+
+def chain_table(at):
+    return next(d.value for d in at.dataframe if "what" in d.value.columns)
+
+
+def charts(at) -> list[dict]:
+    return [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+
+
+# ----- pure helpers ---------------------------------------------------------------------------------------
+
+def test_an_empty_choice_filters_nothing_and_planned_maps_to_a_bool():
+    assert queries.filter_keywords(since_s=None, until_s=None, causes=[], categories=[], racks=[], jobs=[],
+                                   planned="all") == {}
+    assert queries.filter_keywords(since_s=10.0, until_s=None, causes=["ssd"], categories=[], racks=[0, 3],
+                                   jobs=["j"], planned="unexpected") == {
+        "since_s": 10.0, "causes": ["ssd"], "racks": [0, 3], "jobs": ["j"], "planned": False}
+    assert queries.filter_keywords(since_s=None, until_s=5.0, causes=[], categories=["GPU"], racks=[], jobs=[],
+                                   planned="planned") == {"until_s": 5.0, "categories": ["GPU"], "planned": True}
+
+
+@pytest.mark.parametrize(("text", "expected"), [("3600", 3600.0), ("-5", 0.0), ("1e9", DAY), ("x", None),
+                                                ("", None), (None, None), ("nan", None), ("inf", None)])
+def test_url_seconds_are_clipped_to_the_run(text, expected):
+    assert queries.url_seconds(text, 0.0, DAY) == expected
+
+
+def test_export_file_names():
+    assert queries.export_file_name("sim-1", "csv") == "incidents-sim-1.csv"
+    assert queries.export_file_name("sim-1", "html", incident_id=7, anonymise=True) == "incident-7-sim-1-anon.html"
+
+
+def test_side_by_side_figures_and_cost():
+    def info(run_id, summary):
+        return RunInfo(run_id=run_id, kind="simulate", name="n", seed=1, started_at=None, duration_s=DAY,
+                       created_at=None, engine_version="x", scenario={}, summary=summary)
+
+    a = info("a", {"job": {"ettr": 0.9, "lost_gpu_hours": 1234.0, "losses_usd": {"lost_work": 100.0,
+                                                                                  "restart": 50.0}},
+                   "interruptions": {"total": 12, "unexpected": 10}})
+    b = info("b", {})
+    table = queries.side_by_side(a, b)
+    assert table["figure"].to_list() == ["ETTR", "interruptions", "unexpected", "lost GPU-hours",
+                                         "cost of the losses"]
+    assert table["n (a)"].to_list() == ["90.0%", "12", "10", "1.2k GPU-h", "$150"]
+    assert table["n (b)"].to_list() == ["–"] * 5
+
+
+# ----- the page -------------------------------------------------------------------------------------------
 
 def test_empty_store(store_dir):
     at = open_page(PAGE)
@@ -47,32 +88,100 @@ def test_counts_table_and_an_incident_from_the_url(store_dir):
     at = open_page(PAGE, {"run": run_id, "incident": "2"})
     assert not at.exception
     m = metrics(at)
-    assert (m["Interruptions"], m["Unexpected"], m["Planned"], m["Hardware share"], m["Interruptions a day"]) == (
-        "2", "1", "1", "100%", "2.0")
-    assert any("flagship job `j-flag`" in c.value and "4 incidents in all" in c.value for c in at.caption)
-    table = next(d.value for d in at.dataframe if "job_ids" in d.value.columns)
-    assert table["incident_id"].tolist() == [1, 3, 2, 4]  # costliest first
+    # the flagship's interruptions (incidents 1 and 3) of the 4, over the run's 1 day
+    assert (m["Interruptions"], m["Unexpected"], m["Planned"], m["Hardware share"], m["Interruptions a day"],
+            m["GPU-hours lost"]) == ("2", "1", "1", "100%", "2.0", "5.8 GPU-h")
+    assert any("flagship job `j-flag`" in c.value and "4 incidents the filters keep (4 in the run)" in c.value
+               for c in at.caption)
+    assert cost_table(at)["incident_id"].tolist() == [1, 3, 2, 4]  # costliest first
+    assert cost_table(at)["jobs"].tolist() == ["demo-pretrain", "demo-pretrain", "eval-b", ""]
     # the drill-down: the cable failure on host 6's rack uplink, detected 10 minutes after it occurred
     assert at.selectbox[0].value == 2
-    assert (m["Cause"], m["Category"], m["Jobs hit"]) == ("network_switch_cable", "Network", "1")
-    chain = next(d.value for d in at.dataframe if "step" in d.value.columns)
-    assert chain["after"].tolist() == ["0 s", "10 min", "16 min", "15 min"]
-    assert any(x.value.startswith("**Where**: host host-006 (rack 3), link 18") for x in at.markdown)
+    assert (m["Cause"], m["Category"], m["Detected after"], m["Cost"]) == (
+        "network_switch_cable", "Network", "10 min", "1.2 GPU-h")
+    assert chain_table(at)["what"].tolist() == ["checkpoint", "occurred", "job interrupted", "detected",
+                                                "job running again"]
+    # eval-b had no checkpoint: it restarts from its start at 5,000 s, 25,000 s before the fault
+    assert chain_table(at)["after"].tolist() == ["6 h 56 min before", "0 s", "0 s", "10 min", "16 min"]
+    assert any(x.value.startswith("**Where**: host host-006 (rack 3), link 18 (the rack switch's uplink: the whole"
+                                  " rack)") for x in at.markdown)
+    assert (m["GPUs hit"], m["Hosts out of service"], m["Jobs hit"]) == ("0", "0", "1")
+    cost = next(d.value for d in at.dataframe if "restart_s" in d.value.columns)
+    assert cost[["job_id", "lost_work_s", "restart_s"]].values.tolist() == [["j-r2", 1200.0, 1000.0]]
 
 
-def test_filters_go_to_the_url(store_dir):
+def test_the_chain_of_a_hardware_failure_and_its_blast_radius(store_dir):
     run_id = stored_run(store_dir)
-    at = open_page(PAGE, {"run": run_id, "planned": "unexpected", "categories": "GPU"})
+    at = open_page(PAGE, {"run": run_id, "incident": "1"})
     assert not at.exception
-    assert at.radio[0].value == "unexpected"
-    table = next(d.value for d in at.dataframe if "job_ids" in d.value.columns)
-    assert table["incident_id"].tolist() == [1, 4]
-    at.multiselect[1].set_value([]).run()
-    at.radio[0].set_value("planned").run()
+    assert chain_table(at)["what"].tolist() == [
+        "checkpoint", "occurred", "job interrupted", "hosts drained", "detected", "repair: diagnosing",
+        "spares swapped in", "job running again", "repair: repair", "repair: burn_in", "host returned"]
+    assert "host-007 replace host-001" in chain_table(at)["detail"][6]
+    m = metrics(at)
+    assert (m["GPUs hit"], m["Hosts out of service"], m["Jobs hit"], m["Lost work + restart"]) == (
+        "1", "1", "1", "26 min")
+    assert any(c.value == "Hosts taken out of service: host-001" for c in at.caption)
+    [gantt] = [c for c in charts(at) if c["data"][0].get("base") is not None]
+    bar = gantt["data"][0]
+    assert bar["y"][0] == "1 · checkpoint" and bar["y"][-1] == "11 · host returned"
+    assert bar["base"][1] == 0.0 and bar["base"][-1] == pytest.approx(20000 / 3600)
+
+
+def test_filters_combine_and_go_to_the_url(store_dir):
+    run_id = stored_run(store_dir)
+    at = open_page(PAGE, {"run": run_id, "since": "25000", "until": "80000", "racks": "0,3",
+                          "planned": "unexpected"})
     assert not at.exception
-    assert at.query_params["planned"] == "planned" and "categories" not in at.query_params
-    table = next(d.value for d in at.dataframe if "job_ids" in d.value.columns)
-    assert table["cause"].tolist() == ["planned_maintenance"]
+    assert at.slider[0].value == pytest.approx((25000 / 3600, 80000 / 3600))
+    # in [25000, 80000): 2, 3, 4; on rack 0 or 3: 2, 4 (3 has no host); unexpected: 2, 4
+    assert cost_table(at)["incident_id"].tolist() == [2, 4]
+    keywords = queries.filter_keywords(since_s=25000.0, until_s=80000.0, causes=[], categories=[], racks=[0, 3],
+                                       jobs=[], planned="unexpected")
+    exported, _ = read_export(export_run_incidents(Store(store_dir), run_id, "csv", **keywords), "csv")
+    assert sorted(exported["incident_id"].to_list()) == [2, 4]  # the export filters alike
+    next(s for s in at.multiselect if s.label == "Job hit").set_value(["j-r2"]).run()
+    assert cost_table(at)["incident_id"].tolist() == [2]
+    assert at.query_params["jobs"] == "j-r2" and at.query_params["racks"] == "0,3"
+    # no flagship interruption is left: the figures say so instead of counting the research job's
+    assert metrics(at)["Interruptions"] == "0"
+    at.radio[0].set_value("all").run()
+    next(s for s in at.multiselect if s.label == "Job hit").set_value([]).run()
+    at.slider[0].set_value((0.0, 24.0)).run()
+    assert not at.exception
+    assert cost_table(at)["incident_id"].tolist() == [1, 2, 4]  # racks 0 and 3 only
+    assert "planned" not in at.query_params and "since" not in at.query_params and "until" not in at.query_params
+
+
+def test_category_and_cause_filters(store_dir):
+    run_id = stored_run(store_dir)
+    at = open_page(PAGE, {"run": run_id, "categories": "GPU,Network", "causes": "faulty_gpu,gpu_hbm3,nope"})
+    assert not at.exception
+    assert at.multiselect[0].value == ["faulty_gpu", "gpu_hbm3"]
+    assert cost_table(at)["incident_id"].tolist() == [1, 4]
+    at.multiselect[0].set_value([]).run()
+    assert cost_table(at)["incident_id"].tolist() == [1, 2, 4] and "causes" not in at.query_params
+
+
+def test_download_buttons_for_the_set_and_for_one_incident(store_dir):
+    run_id = stored_run(store_dir)
+    at = open_page(PAGE, {"run": run_id})
+    assert [b.label for b in at.download_button] == FORMATS  # no incident chosen: the filtered set only
+    assert [b.help for b in at.download_button] == [f"saves incidents-{run_id}.{f}" for f in
+                                                    ("csv", "json", "parquet", "html")]
+    at.selectbox[0].set_value(3).run()
+    assert [b.label for b in at.download_button] == FORMATS * 2
+    assert at.download_button[4].help == f"saves incident-3-{run_id}.csv"
+    at.toggle[0].set_value(True).run()
+    assert not at.exception and at.query_params["anon"] == "1"
+    assert at.download_button[7].help == f"saves incident-3-{run_id}-anon.html"
+    at.download_button[0].click().run()  # a download keeps the view
+    assert not at.exception and at.selectbox[0].value == 3
+    # the buttons' bytes: engine.export's, for the chosen incident with its chain, anonymised
+    document = json.loads(queries.export_bytes(run_id, "json", anonymise=True, incident_id=3))
+    assert document["anonymised"] and [i["incident_id"] for i in document["incidents"]] == [3]
+    assert [s["what"] for s in document["chain"]][:2] == ["checkpoint", "occurred"]
+    assert "demo-pretrain" not in json.dumps(document)
 
 
 @pytest.mark.parametrize("incident", ["x", "99"])
@@ -89,12 +198,13 @@ def test_a_run_without_incidents(store_dir):
     assert any("no incidents" in i.value for i in at.info)
 
 
-def test_an_incident_never_repaired(store_dir):
-    run_id = stored_run(store_dir)
+def test_an_incident_never_repaired_and_a_run_without_a_scenario(store_dir):
+    run_id = stored_run(store_dir, dataclasses.replace(pages_run(), scenario={}))
     at = open_page(PAGE, {"run": run_id, "incident": "4"})
     assert not at.exception
-    chain = next(d.value for d in at.dataframe if "step" in d.value.columns)
-    assert chain["after"].tolist() == ["0 s", "10 s", "1 min", "not by the run's end"]
+    assert chain_table(at)["detail"].tolist()[-1] == "host-001 still out of service at the end of the run"
+    assert any("no scenario to replay under" in i.value for i in at.info)
+    assert not [b for b in at.button if b.label.startswith("Replay")]
 
 
 def test_every_change_counts(store_dir):
@@ -106,3 +216,49 @@ def test_every_change_counts(store_dir):
     at.radio[0].set_value("planned").run()
     at.radio[0].set_value("unexpected").run()
     assert at.query_params["planned"] == "unexpected" and at.query_params["incident"] == "4"
+
+
+def test_replay_with_other_settings_writes_a_second_run(store_dir):
+    store = Store(store_dir)
+    run_id = store.write_run(simulate(build("demo", sets=["simulation.days=1", "simulation.telemetry=false",
+                                                           "failures.scale=4", "simulation.seed=5"])))
+    at = open_page(PAGE, {"run": run_id})
+    assert not at.exception
+
+    def replay() -> str:
+        next(b for b in at.button if b.label == "Replay with these settings").click()
+        at.run()
+        assert not at.exception
+        [status] = at.status
+        assert status.state == "complete" and status.label.startswith("Replayed ")
+        return at.query_params["replay"]
+
+    # under its own settings the replay reproduces the run: the two columns read the same
+    same_id = replay()
+    table = next(d.value for d in at.dataframe if "figure" in d.value.columns)
+    assert table.columns[2] == f"{store.info(same_id).name} ({same_id})" and "same settings" in table.columns[2]
+    assert table.iloc[:, 1].tolist() == table.iloc[:, 2].tolist()
+
+    spares = next(n for n in at.number_input if n.label.startswith("spares.hosts"))
+    assert spares.value == 4  # the demo preset's
+    spares.set_value(8)
+    next(n for n in at.number_input if n.label.startswith("training.checkpoint_interval")).set_value(10.0)
+    forked_id = replay()
+    assert sorted(store.run_ids()) == sorted([run_id, same_id, forked_id])
+    forked = store.info(forked_id)
+    assert forked.kind == "replay" and forked.name.endswith(
+        "replay (spares.hosts=8, training.checkpoint_interval=600s)")
+    assert forked.scenario["spares"]["hosts"] == 8 and forked.scenario["training"]["checkpoint_interval"] == "600s"
+    failures = "SELECT t_s, cause FROM incidents WHERE NOT coalesce(planned, false) ORDER BY t_s"
+    with store.connect(run_id) as con:
+        before = pl.DataFrame(con.execute(failures).fetchall(), orient="row")
+    with store.connect(forked_id) as con:
+        after = pl.DataFrame(con.execute(failures).fetchall(), orient="row")
+    assert before.height > 0 and before.equals(after)  # the same failures, under other settings
+    table = next(d.value for d in at.dataframe if "figure" in d.value.columns)
+    assert table["figure"].tolist() == ["ETTR", "interruptions", "unexpected", "lost GPU-hours",
+                                        "cost of the losses"]
+    assert table.iloc[:, 1].tolist() != table.iloc[:, 2].tolist()
+    links = {p.proto.label: (p.proto.page, p.proto.query_string) for p in at.get("page_link")}
+    assert links["Compare the two runs"] == ("compare", f"runs={run_id}%2C{forked_id}&run={run_id}")
+    assert links["Open the replay's incidents"] == ("incidents", f"run={forked_id}")

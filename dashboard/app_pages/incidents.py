@@ -1,7 +1,13 @@
-"""Incidents: counts by cause and category as the Llama 3 paper counts them, a timeline sized by cost, a table
-sortable by cost with filters, one incident's chain.
+"""Incidents: a review tool for a run's failures and planned stops.
 
-URL: ?incident= (id), ?causes=, ?categories=, ?planned= (planned, unexpected) reproduce the view.
+Filters (time window, cause, category, rack, job, planned or unexpected) narrow every part of the page through
+engine.incidents.filter_incidents, the function the exports use; the figures are counted as the Llama 3 paper
+counts them (engine.incidents.summary_counts); a timeline sized by cost and a table sortable by cost; one
+incident's chain as a Gantt with its blast radius; downloads from engine.export.export_run_incidents (the code
+path of `goodput export incidents`); and "replay with other settings", which forks the run on the same failures.
+
+URL: ?since=&until= (seconds from the run's start), ?causes=, ?categories=, ?racks=, ?jobs= (comma-separated),
+?planned= (planned, unexpected), ?incident= (id), ?anon=1 and ?replay= (the forked run) reproduce the view.
 """
 
 import polars as pl
@@ -11,8 +17,13 @@ from dashboard import state
 from dashboard.charts import incidents as charts
 from dashboard.charts.common import fmt_duration, fmt_gpu_hours, fmt_int, fmt_pct, fmt_time
 from dashboard.queries import incidents as queries
+from engine.errors import GoodputError
+from engine.incidents import filter_incidents, summary_counts
+from engine.replay_incidents import replay_stored_run
+from engine.scenario import from_dict
 
 PLANNED_CHOICES = {"all": "planned and unexpected", "planned": "planned only", "unexpected": "unexpected only"}
+FORMATS = {"csv": "CSV", "json": "JSON", "parquet": "Parquet", "html": "HTML report"}
 
 st.title("Incidents")
 run = state.selected_run()
@@ -24,62 +35,85 @@ everything = queries.incidents(run.run_id)
 if everything.is_empty():
     st.info("This run has no incidents: nothing failed and nothing was planned.")
     st.stop()
-days = run.duration_s / 86400.0
+hours = run.duration_s / 3600.0
 
 
 def with_time(column: str = "t_s", alias: str = "time") -> pl.Expr:
     return pl.col(column).map_elements(lambda t: fmt_time(run.started_at, t), return_dtype=pl.String).alias(alias)
 
 
+# ----- filters --------------------------------------------------------------------------------------------
+st.subheader("Filters")
+since = queries.url_seconds(st.query_params.get("since"), 0.0, run.duration_s)
+until = queries.url_seconds(st.query_params.get("until"), 0.0, run.duration_s)
+window_h = st.slider("Time window (hours from the run's start)", 0.0, hours,
+                     key=state.seed(f"incidents_window:{run.run_id}",
+                                    ((since or 0.0) / 3600.0, (until if until is not None else run.duration_s) / 3600.0)),
+                     step=max(round(hours / 400.0, 2), 0.01))
+since_s = window_h[0] * 3600.0 if window_h[0] > 0 else None
+until_s = window_h[1] * 3600.0 if window_h[1] < hours else None
+state.set_url("since", "" if since_s is None else f"{since_s:g}")
+state.set_url("until", "" if until_s is None else f"{until_s:g}")
+
+all_causes = sorted(everything["cause"].drop_nulls().unique().to_list())
+all_categories = sorted(everything["category"].drop_nulls().unique().to_list())
+all_racks = [str(r) for r in sorted(everything["rack_id"].drop_nulls().unique().to_list())]
+hit = everything.select(pl.col("job_ids").explode(), pl.col("job_names").explode()).drop_nulls().unique("job_ids")
+job_names = dict(zip(hit["job_ids"].to_list(), hit["job_names"].to_list(), strict=True))
+all_jobs = sorted(job_names)
+cols = st.columns(3)
+causes = cols[0].multiselect("Cause", all_causes, placeholder="every cause",
+                             key=state.seed(f"incidents_causes:{run.run_id}", state.url_list("causes", all_causes)))
+categories = cols[1].multiselect("Category", all_categories, placeholder="every category",
+                                 key=state.seed(f"incidents_categories:{run.run_id}",
+                                                state.url_list("categories", all_categories)))
+planned_key = st.query_params.get("planned", "all")
+planned_key = cols[2].radio("Planned", list(PLANNED_CHOICES), format_func=PLANNED_CHOICES.get, horizontal=True,
+                            key=state.seed(f"incidents_planned:{run.run_id}",
+                                           planned_key if planned_key in PLANNED_CHOICES else "all"))
+cols = st.columns(3)
+racks = cols[0].multiselect("Rack", all_racks, placeholder="every rack",
+                            key=state.seed(f"incidents_racks:{run.run_id}", state.url_list("racks", all_racks)))
+jobs = cols[1].multiselect("Job hit", all_jobs, placeholder="any job or none",
+                           format_func=lambda j: j if job_names.get(j) in (None, j) else f"{job_names[j]} ({j})",
+                           key=state.seed(f"incidents_jobs:{run.run_id}", state.url_list("jobs", all_jobs)))
+state.set_url("causes", ",".join(causes))
+state.set_url("categories", ",".join(categories))
+state.set_url("racks", ",".join(racks))
+state.set_url("jobs", ",".join(jobs))
+state.set_url("planned", "" if planned_key == "all" else planned_key)
+filters = queries.filter_keywords(since_s=since_s, until_s=until_s, causes=causes, categories=categories,
+                                  racks=[int(r) for r in racks], jobs=jobs, planned=planned_key)
+shown = filter_incidents(everything, **filters)
+
 # ----- counted as the Llama 3 paper counts them -----------------------------------------------------------
 st.subheader("Interruptions")
 flagship = queries.flagship(run.run_id)
-counted = queries.of_job(everything, flagship) if flagship else everything
-if flagship:
-    st.caption(f"Interruptions of the flagship job `{flagship}`, counted as the Llama 3 paper counts its 466 "
-               f"(this run has {everything.height:,} incidents in all).")
-else:
-    st.caption("This run has no flagship job: every incident is counted.")
-figures = queries.headline(counted, days)
-cols = st.columns(5)
+days = ((until_s if until_s is not None else run.duration_s) - (since_s or 0.0)) / 86400.0
+figures = summary_counts(shown, days, job=flagship)
+what = f"interruptions of the flagship job `{flagship}`" if flagship else "every incident (no flagship job)"
+st.caption(f"Counted as the Llama 3 paper counts its 466: {what}, among the {shown.height:,} incidents the "
+           f"filters keep ({everything.height:,} in the run), over {days:,.1f} days.")
+cols = st.columns(6)
 cols[0].metric("Interruptions", fmt_int(figures["total"]))
 cols[1].metric("Unexpected", fmt_int(figures["unexpected"]))
 cols[2].metric("Planned", fmt_int(figures["planned"]))
 cols[3].metric("Hardware share", fmt_pct(figures["hardware_share"], 0),
                help="unexpected interruptions of GPU, host or network cause (Llama 3: about 78%)")
-cols[4].metric("Interruptions a day", f"{figures['per_day']:.1f}")
-if counted.height:
+cols[4].metric("Interruptions a day", "–" if figures["per_day"] is None else f"{figures['per_day']:.1f}")
+cols[5].metric("GPU-hours lost", fmt_gpu_hours(figures["gpu_hours_lost"]))
+if figures["total"]:
     left, right = st.columns([3, 2])
-    causes = queries.by_cause(counted)
-    left.plotly_chart(charts.by_cause(causes), width="stretch")
-    gpu_hours = {"gpu_hours_lost": st.column_config.NumberColumn("GPU-h lost", format="%.1f")}
-    right.dataframe(queries.by_category(counted), hide_index=True, width="stretch", column_config=gpu_hours)
-    right.dataframe(causes.drop("planned"), hide_index=True, width="stretch", column_config=gpu_hours)
-    st.plotly_chart(charts.per_day(queries.per_day(counted, days), run.started_at), width="stretch")
+    left.plotly_chart(charts.by_cause(figures["by_cause"]), width="stretch")
+    gpu_hours = {"gpu_hours_lost": st.column_config.NumberColumn("GPU-h lost", format="%.1f"),
+                 "pct_of_unexpected": st.column_config.NumberColumn("% of unexpected", format="%.1f")}
+    right.dataframe(figures["by_category"], hide_index=True, width="stretch", column_config=gpu_hours)
+    right.dataframe(figures["by_cause"], hide_index=True, width="stretch", column_config=gpu_hours)
+    per_day = figures["days"].with_columns(pl.col("day") + int((since_s or 0.0) // 86400))
+    st.plotly_chart(charts.per_day(per_day, run.started_at), width="stretch")
 
-# ----- filters, timeline and table ------------------------------------------------------------------------
+# ----- timeline and table ---------------------------------------------------------------------------------
 st.subheader("Timeline")
-all_causes = sorted(everything["cause"].drop_nulls().unique().to_list())
-all_categories = sorted(everything["category"].drop_nulls().unique().to_list())
-cols = st.columns([3, 3, 2])
-causes_chosen = cols[0].multiselect("Cause", all_causes, placeholder="every cause",
-                                    key=state.seed(f"incidents_causes:{run.run_id}", state.url_list("causes", all_causes)))
-categories = cols[1].multiselect("Category", all_categories, placeholder="every category",
-                                 key=state.seed(f"incidents_categories:{run.run_id}", state.url_list("categories", all_categories)))
-planned_key = st.query_params.get("planned", "all")
-planned_key = cols[2].radio("Planned", list(PLANNED_CHOICES), format_func=PLANNED_CHOICES.get,
-                            key=state.seed(f"incidents_planned:{run.run_id}",
-                                     planned_key if planned_key in PLANNED_CHOICES else "all"))
-state.set_url("causes", ",".join(causes_chosen))
-state.set_url("categories", ",".join(categories))
-state.set_url("planned", "" if planned_key == "all" else planned_key)
-shown = everything
-if causes_chosen:
-    shown = shown.filter(pl.col("cause").is_in(causes_chosen))
-if categories:
-    shown = shown.filter(pl.col("category").is_in(categories))
-if planned_key != "all":
-    shown = shown.filter(pl.col("planned") == (planned_key == "planned"))
 clicked = None
 if shown.is_empty():
     st.info("No incident matches the filters.")
@@ -88,15 +122,37 @@ else:
                "below.")
     clicked = st.plotly_chart(charts.timeline(shown, run.started_at), width="stretch", on_select="rerun",
                               selection_mode="points", key=f"incidents_timeline:{run.run_id}")
-    st.markdown(f"**Incidents by cost** ({shown.height:,})")
+    st.markdown(f"**Incidents by cost** ({shown.height:,}; click a column's header to sort by it)")
     st.dataframe(
         shown.sort("gpu_hours_lost", descending=True, nulls_last=True).with_columns(
-            with_time(), pl.col("job_ids").list.join(", "))
-        .select("incident_id", "time", "cause", "category", "planned", "gpu_hours_lost", "jobs_hit", "job_ids",
-                "hostname", "gpu_id", "link_id", "xid"),
+            with_time(), pl.col("job_names").list.join(", ").alias("jobs"))
+        .select("incident_id", "time", "cause", "category", "planned", "gpu_hours_lost", "jobs_hit", "jobs",
+                "hostname", "rack_id", "gpu_id", "link_id", "xid"),
         hide_index=True, width="stretch",
         column_config={"gpu_hours_lost": st.column_config.NumberColumn("GPU-h lost", format="%.1f")},
     )
+
+# ----- exports --------------------------------------------------------------------------------------------
+st.subheader("Export")
+anonymise = st.toggle("Anonymise (hostnames, job names and users become stable pseudonyms)",
+                      key=state.seed(f"incidents_anon:{run.run_id}", st.query_params.get("anon") == "1"))
+state.set_url("anon", "1" if anonymise else "")
+
+
+def download_row(label: str, incident_id: int | None) -> None:
+    """One button per format; the bytes are made when clicked (an HTML report embeds plotly.js)."""
+    st.markdown(label)
+    cols = st.columns(len(FORMATS))
+    for col, (fmt, name) in zip(cols, FORMATS.items(), strict=True):
+        file_name = queries.export_file_name(run.run_id, fmt, incident_id=incident_id, anonymise=anonymise)
+        col.download_button(
+            name, lambda fmt=fmt: queries.export_bytes(run.run_id, fmt, anonymise=anonymise,
+                                                       incident_id=incident_id, filters=filters),
+            file_name=file_name, mime=queries.MIME[fmt], help=f"saves {file_name}", on_click="ignore",
+            key=f"incidents_download:{fmt}:{incident_id}", icon=":material/download:")
+
+
+download_row(f"The filtered set ({shown.height:,} incidents), as `goodput export incidents` writes it", None)
 
 # ----- one incident ---------------------------------------------------------------------------------------
 st.subheader("One incident")
@@ -119,34 +175,118 @@ by_id = {row["incident_id"]: row for row in everything.iter_rows(named=True)}
 chosen = st.selectbox("Incident (costliest first)", ids, key=state.seed(incident_key, wanted),
                       format_func=lambda i: f"{i} · {by_id[i]['cause']} · {fmt_time(run.started_at, by_id[i]['t_s'])}",
                       placeholder="Choose an incident to see its chain")
-if chosen is None:
-    st.query_params.pop("incident", None)
-    st.stop()
-st.query_params["incident"] = str(chosen)
-row = by_id[chosen]
-cols = st.columns(4)
-cols[0].metric("Cause", row["cause"])
-cols[1].metric("Category", row["category"] or "–")
-cols[2].metric("Cost", fmt_gpu_hours(row["gpu_hours_lost"]))
-cols[3].metric("Jobs hit", fmt_int(row["jobs_hit"]))
-chain = pl.DataFrame({
-    "step": ["occurred", "detected", "mitigated", "repaired"],
-    "t_s": [row["t_s"], row["detected_s"], row["mitigated_s"], row["repaired_s"]],
-}, schema={"step": pl.String, "t_s": pl.Float64})
-st.dataframe(chain.with_columns(
-    with_time(),
-    (pl.col("t_s") - row["t_s"]).map_elements(fmt_duration, return_dtype=pl.String).alias("after"),
-).drop("t_s").fill_null("not by the run's end"), hide_index=True, width="stretch")
-where = [f"host {row['hostname']} (rack {row['rack_id']})" if row["hostname"] else None,
-         f"GPU {row['gpu_id']}" if row["gpu_id"] is not None else None,
-         f"link {row['link_id']}" if row["link_id"] is not None else None,
-         f"XID {row['xid']}" if row["xid"] is not None else None]
-st.markdown(f"**Where**: {', '.join(w for w in where if w) or 'no single host (planned or job-wide)'}; "
-            f"{'planned' if row['planned'] else 'unexpected'}.")
-if row["job_ids"]:
-    st.markdown("**Jobs it interrupted**")
-    st.dataframe(queries.jobs_named(run.run_id, list(row["job_ids"])), hide_index=True, width="stretch")
-xids = queries.xid_events(run.run_id, chosen)
-if not xids.is_empty():
-    st.markdown("**XID events**")
-    st.dataframe(xids.with_columns(with_time()).drop("t_s"), hide_index=True, width="stretch")
+state.set_url("incident", "" if chosen is None else str(chosen))
+
+
+def after_fault(seconds: float) -> str:
+    """How long after the fault a step came; the checkpoint a job restarts from came before it."""
+    return fmt_duration(seconds) if seconds >= 0 else f"{fmt_duration(-seconds)} before"
+
+
+def drill_down(incident_id: int) -> None:
+    row = by_id[incident_id]
+    detail = queries.detail(run.run_id, incident_id)
+    cols = st.columns(4)
+    cols[0].metric("Cause", row["cause"])
+    cols[1].metric("Category", row["category"] or "–")
+    cols[2].metric("Cost", fmt_gpu_hours(detail.gpu_hours_lost),
+                   help="GPU-hours of lost work and restart time across every job it hit")
+    cols[3].metric("Detected after", fmt_duration(row["detected_s"] - row["t_s"]))
+    where = [f"host {row['hostname']} (rack {row['rack_id']})" if row["hostname"] else None,
+             f"GPU {row['gpu_id']}" if row["gpu_id"] is not None else None,
+             f"link {row['link_id']}" + (" (the rack switch's uplink: the whole rack)" if row["rack_wide"] else "")
+             if row["link_id"] is not None else None,
+             f"XID {row['xid']}" if row["xid"] is not None else None]
+    st.markdown(f"**Where**: {', '.join(w for w in where if w) or 'no single host (planned or job-wide)'}; "
+                f"{'planned' if row['planned'] else 'unexpected'}; at {fmt_time(run.started_at, row['t_s'])}.")
+    st.markdown("**Its chain**, in hours from the fault (a bar lasts until the next step)")
+    st.plotly_chart(charts.chain_figure(detail.chain), width="stretch", key=f"incidents_chain:{incident_id}")
+    st.dataframe(detail.chain.with_columns(
+        with_time(), (pl.col("t_s") - row["t_s"]).map_elements(after_fault, return_dtype=pl.String).alias("after")
+    ).select("step", "time", "after", "what", "detail"), hide_index=True, width="stretch")
+
+    st.markdown("**Blast radius**")
+    cols = st.columns(4)
+    cols[0].metric("GPUs hit", fmt_int(len(detail.gpus)))
+    cols[1].metric("Hosts out of service", fmt_int(len(detail.hosts)))
+    cols[2].metric("Jobs hit", fmt_int(len(detail.jobs)))
+    cols[3].metric("Lost work + restart", fmt_duration(detail.lost_work_s + detail.restart_s),
+                   help="summed over the jobs hit; times each job's GPUs, it is the cost in GPU-hours")
+    if detail.hosts:
+        st.caption("Hosts taken out of service: " + ", ".join(queries.hostnames(run.run_id, detail.hosts)))
+    if detail.cost.height:
+        st.dataframe(detail.cost.sort("gpu_hours_lost", descending=True), hide_index=True, width="stretch",
+                     column_config={"gpu_hours_lost": st.column_config.NumberColumn("GPU-h lost", format="%.2f"),
+                                    "lost_work_s": st.column_config.NumberColumn("lost work (s)", format="%.0f"),
+                                    "restart_s": st.column_config.NumberColumn("restart (s)", format="%.0f")})
+    xids = queries.xid_events(run.run_id, incident_id)
+    if not xids.is_empty():
+        st.markdown("**XID events**")
+        st.dataframe(xids.with_columns(with_time()).drop("t_s"), hide_index=True, width="stretch")
+    download_row(f"Incident {incident_id} with its chain", incident_id)
+
+
+if chosen is not None:
+    drill_down(chosen)
+
+# ----- replay with other settings -------------------------------------------------------------------------
+st.subheader("Replay with other settings")
+
+
+def replay_section() -> None:
+    try:
+        scenario = from_dict(run.scenario) if isinstance(run.scenario, dict) and run.scenario else None
+    except GoodputError:
+        scenario = None
+    if scenario is None or not flagship:
+        st.info("This run has no scenario to replay under (an observed or hand-made run). Export its incidents "
+                "and replay the file with `goodput replay FILE --preset ... --set ...`.")
+        return
+    st.caption("The same failures at the same times on the same hosts, under other settings: what would this "
+               "run have cost with more spares, another checkpoint interval or faster restarts?")
+    spare_room = max(scenario.hosts - scenario.job_hosts, 0)
+    cols = st.columns(3)
+    spares = cols[0].number_input("spares.hosts (hot spare hosts)", 0, spare_room,
+                                  min(int(scenario["spares.hosts"]), spare_room), key=f"incidents_spares:{run.run_id}")
+    interval = cols[1].number_input("training.checkpoint_interval (minutes)", 0.05, 24 * 60.0,
+                                    scenario["training.checkpoint_interval"] / 60.0,
+                                    key=f"incidents_interval:{run.run_id}")
+    restart = cols[2].number_input("training.restart_overhead (minutes)", 0.0, 24 * 60.0,
+                                   scenario["training.restart_overhead"] / 60.0,
+                                   key=f"incidents_restart:{run.run_id}")
+    sets = [f"spares.hosts={int(spares)}", f"training.checkpoint_interval={interval * 60:g}s",
+            f"training.restart_overhead={restart * 60:g}s"]
+    # the new run's name says what changed (the settings left as they were add nothing to read)
+    changed = [s for s, old in zip(sets, (scenario["spares.hosts"], scenario["training.checkpoint_interval"],
+                                          scenario["training.restart_overhead"]), strict=True)
+               if float(s.split("=")[1].rstrip("s")) != float(old)]
+    if st.button("Replay with these settings", icon=":material/replay:", key=f"incidents_replay:{run.run_id}"):
+        with st.status("Replaying the run's failures under " + ", ".join(sets) + " …", expanded=False) as status:
+            try:
+                forked = replay_stored_run(state.store(), run.run_id, sets=sets,
+                                           name=f"{run.name} · replay ({', '.join(changed) or 'same settings'})")
+                state.set_url("replay", state.store().write_run(forked))
+                status.update(label=f"Replayed {forked.summary['replayed']['failures']:,} failures and "
+                                    f"{forked.summary['replayed']['planned']:,} planned stops", state="complete")
+            except GoodputError as err:
+                status.update(label="The replay failed", state="error")
+                st.error(str(err))
+                return
+    new_id = st.query_params.get("replay")
+    if not new_id or new_id == run.run_id:
+        return
+    try:
+        forked_info = state.store().info(new_id)
+    except (GoodputError, OSError):
+        st.warning(f"Run `{new_id}` (the replay) is not in the store any more.")
+        return
+    st.markdown("**The two runs side by side** (the flagship job's figures; cost: its losses at the run's price)")
+    st.dataframe(queries.side_by_side(run, forked_info), hide_index=True, width="stretch")
+    cols = st.columns(2)
+    cols[0].page_link("app_pages/compare.py", label="Compare the two runs", icon=":material/compare_arrows:",
+                      query_params={"runs": f"{run.run_id},{new_id}", "run": run.run_id})
+    cols[1].page_link("app_pages/incidents.py", label="Open the replay's incidents", icon=":material/open_in_new:",
+                      query_params={"run": new_id})
+
+
+replay_section()

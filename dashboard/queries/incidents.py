@@ -1,21 +1,43 @@
-"""Incidents page queries and the Llama 3 way of counting them (pure functions on the incidents frame)."""
+"""Incidents page queries: the run's incidents and one incident's detail from engine.incidents (the code the
+exports use), the URL's filters as engine.incidents.filter_incidents keywords, export bytes and file names,
+and the figures of two runs side by side after "replay with other settings"."""
+
+import math
+from datetime import timedelta
 
 import polars as pl
+import streamlit as st
 
 from dashboard import state
-
-# Categories counted as "confirmed or suspected hardware" (Llama 3 paper §3.3.4: ~78% of the 419 unexpected
-# interruptions; GPU 268 + Host 21 + Network 35 = 324 of 419 = 77% in reference/llama3_interruptions.csv).
-HARDWARE_CATEGORIES = ("GPU", "Host", "Network")
+from dashboard.charts.common import DASH, fmt_gpu_hours, fmt_int, fmt_pct, fmt_usd
+from engine.export import export_run_incidents
+from engine.incidents import IncidentDetail, incident_detail, load_incidents
+from engine.store import RunInfo
 
 
 def incidents(run_id: str) -> pl.DataFrame:
-    """Every incident with its host and how long it kept its hardware out (a few thousand rows at most)."""
-    return state.query(run_id, """
-        SELECT i.incident_id, i.t_s, i.cause, i.category, coalesce(i.planned, false) AS planned, i.xid,
-               h.hostname, h.rack_id, i.gpu_id, i.link_id, i.jobs_hit, i.gpu_hours_lost, i.job_ids,
-               i.detected_s, i.mitigated_s, i.repaired_s, i.host_id
-        FROM incidents i LEFT JOIN hosts h USING (host_id) ORDER BY i.t_s, i.incident_id""")
+    """engine.incidents.load_incidents of the run (hostname, rack, jobs hit and their names), cached per file
+    version like every other query."""
+    s = state.store()
+    return _incidents(str(s.root), run_id, state._version(s, run_id))
+
+
+@st.cache_data(max_entries=64, ttl=timedelta(hours=1), show_spinner=False)
+def _incidents(root: str, run_id: str, version: int) -> pl.DataFrame:
+    con = state.cursor(run_id)
+    try:
+        return load_incidents(con)
+    finally:
+        con.close()
+
+
+def detail(run_id: str, incident_id: int) -> IncidentDetail:
+    """The incident's chain, per-job cost and blast radius (engine.incidents.incident_detail)."""
+    con = state.cursor(run_id)
+    try:
+        return incident_detail(con, incident_id)
+    finally:
+        con.close()
 
 
 def flagship(run_id: str) -> str | None:
@@ -28,52 +50,91 @@ def xid_events(run_id: str, incident_id: int) -> pl.DataFrame:
                                " ORDER BY t_s", (incident_id,))
 
 
-def jobs_named(run_id: str, job_ids: list[str]) -> pl.DataFrame:
-    return state.query(run_id, "SELECT job_id, name, kind, gpus FROM jobs WHERE list_contains(?, job_id)"
-                               " ORDER BY gpus DESC", (job_ids,))
+def hostnames(run_id: str, host_ids: list[int]) -> list[str]:
+    names = state.query(run_id, "SELECT host_id, coalesce(hostname, CAST(host_id AS VARCHAR)) AS name FROM hosts"
+                                " WHERE list_contains(?, host_id) ORDER BY host_id", ([int(h) for h in host_ids],))
+    return names["name"].to_list()
 
 
-# ----- counting -------------------------------------------------------------------------------------------
+# ----- filters --------------------------------------------------------------------------------------------
 
-def of_job(frame: pl.DataFrame, job_id: str) -> pl.DataFrame:
-    """The incidents that interrupted `job_id` (the Llama 3 paper counts interruptions of its training job)."""
-    return frame.filter(pl.col("job_ids").list.contains(job_id))
+PLANNED = {"planned": True, "unexpected": False}
 
 
-def by_cause(frame: pl.DataFrame) -> pl.DataFrame:
-    """Interruptions by cause with category and share of the unexpected ones, as the paper's Table 5."""
-    unexpected = max(frame.filter(~pl.col("planned")).height, 1)
-    return (frame.group_by("cause", "category").agg(pl.len().alias("interruptions"),
-                                                    pl.col("planned").first().alias("planned"),
-                                                    pl.col("gpu_hours_lost").sum().alias("gpu_hours_lost"))
-            .with_columns(pl.when(pl.col("planned")).then(None)
-                          .otherwise((pl.col("interruptions") / unexpected * 100).round(1)).alias("pct_of_unexpected"))
-            .sort(["interruptions", "cause"], descending=[True, False]))
+def filter_keywords(*, since_s: float | None, until_s: float | None, causes: list[str], categories: list[str],
+                    racks: list[int], jobs: list[str], planned: str) -> dict:
+    """The page's choices as engine.incidents.filter_incidents keywords: an empty choice filters nothing (the
+    page says "every cause"), so it is left out rather than passed as an empty list (which matches nothing)."""
+    keywords: dict = {"since_s": since_s, "until_s": until_s, "planned": PLANNED.get(planned)}
+    for name, values in (("causes", causes), ("categories", categories), ("racks", racks), ("jobs", jobs)):
+        if values:
+            keywords[name] = list(values)
+    return {k: v for k, v in keywords.items() if v is not None}
 
 
-def by_category(frame: pl.DataFrame) -> pl.DataFrame:
-    return (frame.group_by("category").agg(pl.len().alias("interruptions"),
-                                           pl.col("gpu_hours_lost").sum().alias("gpu_hours_lost"))
-            .sort(["interruptions", "category"], descending=[True, False]))
+def url_seconds(text: str | None, low: float, high: float) -> float | None:
+    """?since= or ?until= as seconds from the run's start, clipped to [low, high]; anything else None."""
+    try:
+        value = float(text) if text not in (None, "") else None
+    except ValueError:
+        return None
+    if value is None or not math.isfinite(value):
+        return None
+    return min(max(value, low), high)
 
 
-def headline(frame: pl.DataFrame, days: float) -> dict[str, float]:
-    """Total, planned, unexpected, the hardware share of the unexpected ones and interruptions a day."""
-    unexpected = frame.filter(~pl.col("planned"))
-    hardware = unexpected.filter(pl.col("category").is_in(HARDWARE_CATEGORIES)).height
-    return {
-        "total": frame.height,
-        "planned": frame.height - unexpected.height,
-        "unexpected": unexpected.height,
-        "hardware_share": hardware / unexpected.height if unexpected.height else float("nan"),
-        "per_day": frame.height / days if days > 0 else float("nan"),
-    }
+# ----- exports --------------------------------------------------------------------------------------------
+
+MIME = {"csv": "text/csv", "json": "application/json", "parquet": "application/vnd.apache.parquet",
+        "html": "text/html"}
 
 
-def per_day(frame: pl.DataFrame, days: float) -> pl.DataFrame:
-    """Planned and unexpected interruptions for every day of the run (days without any included, as zeros)."""
-    all_days = pl.DataFrame({"day": pl.int_range(0, max(int(-(-days // 1)), 1), eager=True)})
-    counts = (frame.with_columns((pl.col("t_s") // 86400).cast(pl.Int64).alias("day"))
-              .group_by("day").agg(pl.col("planned").sum().cast(pl.Int64).alias("planned"),
-                                   (~pl.col("planned")).sum().cast(pl.Int64).alias("unexpected")))
-    return all_days.join(counts, on="day", how="left").fill_null(0).sort("day")
+def export_file_name(run_id: str, fmt: str, *, incident_id: int | None = None, anonymise: bool = False) -> str:
+    """incidents-<run>.csv for the filtered set, incident-<id>-<run>.csv for one; "-anon" when anonymised."""
+    what = f"incident-{incident_id}" if incident_id is not None else "incidents"
+    return f"{what}-{run_id}{'-anon' if anonymise else ''}.{fmt}"
+
+
+def export_bytes(run_id: str, fmt: str, *, anonymise: bool = False, incident_id: int | None = None,
+                 filters: dict | None = None) -> bytes:
+    """The export's bytes from engine.export.export_run_incidents: the same code path as
+    `goodput export incidents`."""
+    return export_run_incidents(state.store(), run_id, fmt, anonymise=anonymise, incident_id=incident_id,
+                                **(filters or {}))
+
+
+# ----- replay with other settings -------------------------------------------------------------------------
+
+
+def run_cost_usd(summary: dict) -> float | None:
+    """The flagship job's losses in dollars (the summary's losses_usd: lost work, restarts, checkpoints,
+    waiting for spares), None when the run has no such figures."""
+    losses = (summary.get("job") or {}).get("losses_usd") if isinstance(summary, dict) else None
+    return float(sum(losses.values())) if isinstance(losses, dict) and losses else None
+
+
+def _get(summary: dict, *path: str):
+    node = summary
+    for part in path:
+        node = node.get(part) if isinstance(node, dict) else None
+    return node
+
+
+SIDE_BY_SIDE = (
+    ("ETTR", ("job", "ettr"), fmt_pct),
+    ("interruptions", ("interruptions", "total"), fmt_int),
+    ("unexpected", ("interruptions", "unexpected"), fmt_int),
+    ("lost GPU-hours", ("job", "lost_gpu_hours"), fmt_gpu_hours),
+)
+
+
+def side_by_side(before: RunInfo, after: RunInfo) -> pl.DataFrame:
+    """ETTR, interruptions, lost GPU-hours and the cost of the losses of two runs, formatted, one column each."""
+    columns: dict[str, list[str]] = {"figure": [label for label, _, _ in SIDE_BY_SIDE] + ["cost of the losses"]}
+    for info in (before, after):
+        values = [DASH if _get(info.summary, *path) is None else fmt(_get(info.summary, *path))
+                  for _, path, fmt in SIDE_BY_SIDE]
+        cost = run_cost_usd(info.summary)
+        values.append(fmt_usd(cost))
+        columns[f"{info.name} ({info.run_id})"] = values
+    return pl.DataFrame(columns)
