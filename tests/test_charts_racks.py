@@ -319,3 +319,16 @@ def test_floor_plan_of_24576_gpus_stays_under_5_mb():
         size = len(fig.to_json())
         assert size < 5_000_000, (measure, size)
         assert np.count_nonzero(~np.isnan(z_of(fig))) == 24576
+
+
+def test_blast_measure_marks_the_failed_part_and_the_jobs_that_stop(run_id):
+    hosts = queries.hosts_at(run_id, 30000.0)
+    hit_hosts, spanning = queries.blast_hosts(hosts, "rack", "1")
+    hit = queries.blast_radius(hosts, 2, queries.jobs(run_id), hit_hosts, spanning)
+    fig = charts.floor_plan(queries.blast_cells(cells_at(run_id, 30000.0), hit_hosts, hit), "blast")
+    z = z_of(fig)
+    colours = dict(charts.BLAST_BANDS)
+    assert [colour_of(fig, z[place(g)]) for g in (4, 7)] == [colours["behind the failed part"]] * 2  # rack 1
+    assert [colour_of(fig, z[place(g)]) for g in (0, 14)] == [colours["in a job that stops"]] * 2  # flag elsewhere
+    assert [colour_of(fig, z[place(g)]) for g in (2, 8, 12)] == [colours["unaffected"]] * 3  # host 1, r1, idle
+    assert fig.data[0].text[place(0)[0]][place(0)[1]] == "gt-p00-r00000-h0 · rack 0 · GPU 0 · in a job that stops (running)"

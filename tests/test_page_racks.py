@@ -109,6 +109,13 @@ def test_blast_radius_of_a_switch_chosen_on_the_page_and_from_the_url(run_id):
     assert metrics(at)["Jobs hit"] == "0" and any("No job runs behind it" in c.value for c in at.caption)
 
 
+def test_the_blast_radius_on_the_floor_on_demand(run_id):
+    at = open_page(PAGE, {"run": run_id, "t": "30000", "blast": "rack:1"})
+    charts_before = len(at.get("plotly_chart"))
+    at.toggle(key="racks_blast_floor").set_value(True).run()
+    assert not at.exception and len(at.get("plotly_chart")) == charts_before + 1
+
+
 def test_play_switches_on_and_off(run_id):
     at = open_page(PAGE, {"run": run_id, "t": "3600"})
     at.toggle[0].set_value(True).run()

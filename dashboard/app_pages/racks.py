@@ -222,3 +222,6 @@ if hit.is_empty():
     st.caption("No job runs behind it at t" + (" across racks" if spanning else "") + ".")
 else:
     st.dataframe(hit, hide_index=True, width="stretch")
+if st.toggle("Show it on the floor", key="racks_blast_floor", help="the floor plan again, the blast radius in red"):
+    st.plotly_chart(charts.floor_plan(queries.blast_cells(cells_frame, hit_hosts, hit), "blast"), width="stretch",
+                    key=f"racks_blast_floor:{run.run_id}")

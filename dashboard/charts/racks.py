@@ -44,6 +44,8 @@ POWER_STOPS = ((0.0, "#f7fcf5"), (0.4, "#a1d99b"), (0.6, "#41ab5d"), (0.72, "#fe
                (0.8, "#d73027"), (1.0, "#67001f"))  # over budget: a hard step to red
 FAILURE_BANDS = (("no failure", "#e9ecef"), ("1 failure", "#fdae61"), ("2 failures", "#f46d43"),
                  ("3+ failures", "#a50026"))
+# the blast radius drawn on the floor (measure "blast", read from a `blast` column: 0, 1 or 2)
+BLAST_BANDS = (("unaffected", "#e9ecef"), ("in a job that stops", "#fd8d3c"), ("behind the failed part", "#bd0026"))
 FLAGSHIP_COLOUR = "#1f77b4"
 BIG_FLOOR_COLUMNS = 60  # wider than this many cells, cells touch (no gap) and rack handles are faint
 JOB_PALETTE = ("#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#bcbd22", "#17becf", "#393b79",
@@ -99,6 +101,14 @@ def _colouring(cells: pl.DataFrame, measure: str, states: pl.Series, tdp_w: floa
         text = count.cast(pl.String) + f" failure(s) in the last {window}"
         return (codes, _discrete_colourscale([c for _, c in FAILURE_BANDS]), -0.5, len(FAILURE_BANDS) - 0.5,
                 text, legend, None)
+    if measure == "blast":
+        codes = cells["blast"].fill_null(0).to_numpy().astype(float)
+        present = set(codes.astype(int).tolist())
+        legend = [(n, c) for i, (n, c) in enumerate(BLAST_BANDS) if i in present]
+        text = cells["blast"].fill_null(0).replace_strict(dict(enumerate(n for n, _ in BLAST_BANDS)),
+                                                          return_dtype=pl.String)
+        return (codes, _discrete_colourscale([c for _, c in BLAST_BANDS]), -0.5, len(BLAST_BANDS) - 0.5, text,
+                legend, None)
     if measure == "temp":
         temp = cells["temp_c"].cast(pl.Float64).to_numpy()
         low, high = TEMP_RANGE_C

@@ -248,6 +248,12 @@ def blast_radius(hosts: pl.DataFrame, gpus_per_host: int, job_table: pl.DataFram
         ["job_gpus", "job_id"], descending=[True, False])
 
 
+def blast_cells(cells: pl.DataFrame, hit_hosts: pl.Series, hit: pl.DataFrame) -> pl.DataFrame:
+    """`cells` (floor_cells) with `blast`: 2 behind the failed part, 1 in a job that stops, 0 unaffected."""
+    return cells.with_columns(blast=pl.when(pl.col("host_id").is_in(hit_hosts.implode())).then(2)
+                              .when(pl.col("job_id").is_in(hit["job_id"].implode())).then(1).otherwise(0))
+
+
 def parse_t(value: str | None, duration_s: float) -> float:
     """?t= (seconds since the run's start) clamped to the run; missing or malformed: the run's end."""
     try:
