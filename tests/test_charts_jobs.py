@@ -130,6 +130,17 @@ def test_jobs_in_a_window_and_a_jobs_hosts_and_waits(run_id):
     assert queries.checkpoints(run_id, ["B"], 400.0, 1000.0)["start_s"].to_list() == [800.0]
 
 
+def test_gantt_orders(run_id):
+    frame = queries.jobs(run_id, 1000.0)
+    assert queries.gantt_order(frame, "GPU-time")["job_id"].to_list() == ["A", "B", "D", "C"]
+    assert queries.gantt_order(frame, "started")["job_id"].to_list() == ["D", "A", "B", "C"]  # C never started
+    assert queries.gantt_order(frame, "waited")["job_id"].to_list() == ["B", "A", "D", "C"]
+    assert queries.gantt_order(frame, "failures")["job_id"].to_list() == ["B", "A", "C", "D"]  # ties by id
+    flagship = frame.with_columns(pl.when(pl.col("job_id") == "D").then(pl.lit("flagship")).otherwise("kind")
+                                  .alias("kind"))
+    assert queries.gantt_order(flagship, "waited")["job_id"].to_list() == ["D", "B", "A", "C"]
+
+
 # ----- charts -------------------------------------------------------------------------------------------
 
 def test_gantt_marks_restarts_and_checkpoints_and_shows_the_window():

@@ -1,14 +1,27 @@
 """Jobs page: counts, the capped Gantt, filters and the time window kept in the URL, one job's attempts, hosts
 and waits from ?job=, the queue and utilisation of a window, the exports."""
 
+import json
+import os
+import signal
+import subprocess
 from datetime import timedelta
+from pathlib import Path
 
+import polars as pl
+import pytest
 from test_charts_jobs import STARTED, queue_run
 from test_charts_pages import open_page, sparse_run, stored_run
 
+from engine.replay import parse_trace
+from engine.replay.run import replay, settings_from
 from engine.store import Store
 
 PAGE = "app_pages/jobs.py"
+
+
+def job_box(at):
+    return next(b for b in at.selectbox if b.label == "Job")
 
 
 def metrics(at) -> dict[str, str]:
@@ -31,7 +44,7 @@ def test_counts_gantt_table_and_a_job_from_the_url(store_dir):
     table = at.dataframe[0].value
     assert table["job_id"].tolist() == ["j-flag", "j-r1", "j-r2", "j-r3"]  # flagship, then GPU-time
     assert table.set_index("job_id").loc["j-flag", "lost_gpu_hours"] == 8 * 600 / 3600
-    assert at.selectbox[0].value == "j-r2"
+    assert job_box(at).value == "j-r2"
     assert (m["GPUs"], m["Attempts"], m["Waited"]) == ("2", "2", "16 min")
     attempts = at.dataframe[1].value
     assert attempts["end_reason"].tolist() == ["network_switch_cable", "completed"]
@@ -59,25 +72,37 @@ def test_gantt_is_capped(store_dir):
     assert any(c.value.startswith("1 of 3 jobs that ran") for c in at.caption)
 
 
+def test_gantt_order_from_the_url(store_dir):
+    run_id = Store(store_dir).write_run(queue_run())
+    at = open_page(PAGE, {"run": run_id, "order": "waited"})
+    assert not at.exception
+    order = next(b for b in at.selectbox if b.label == "Gantt order")
+    assert order.value == "waited"
+    assert any(c.value.startswith("3 of 3 jobs that ran in the window (flagship first, then the longest waits)")
+               for c in at.caption)
+    order.set_value("GPU-time").run()
+    assert "order" not in at.query_params
+
+
 def test_a_run_without_jobs(store_dir):
     run_id = stored_run(store_dir, sparse_run())
     at = open_page(PAGE, {"run": run_id, "job": "nope"})
     assert not at.exception
     assert metrics(at)["Jobs"] == "0" and metrics(at)["Flagship checkpoints"] == "–"
     assert any(i.value == "No job matches the filters." for i in at.info)
-    assert at.selectbox[0].value is None
+    assert job_box(at).value is None
 
 
 def test_every_change_counts_and_the_chosen_job_survives_the_filters(store_dir):
     run_id = stored_run(store_dir)
     at = open_page(PAGE, {"run": run_id})
-    at.selectbox[0].set_value("j-r1").run()
-    at.selectbox[0].set_value("j-flag").run()
+    job_box(at).set_value("j-r1").run()
+    job_box(at).set_value("j-flag").run()
     assert at.query_params["job"] == "j-flag"
     for text, expected in (("sweep", ["j-r1"]), ("eval", ["j-r2"]), ("queued", ["j-r3"])):
         at.text_input[0].set_value(text).run()
         assert at.dataframe[0].value["job_id"].tolist() == expected
-    assert at.selectbox[0].value == "j-flag" and at.selectbox[0].options[0] == "demo-pretrain · j-flag"
+    assert job_box(at).value == "j-flag" and job_box(at).options[0] == "demo-pretrain · j-flag"
 
 
 # ----- the window, the queue, the drill-down's waits and hosts, the exports (tests/test_charts_jobs.queue_run)
@@ -121,7 +146,7 @@ def test_a_job_shows_its_hosts_and_why_it_waited(store_dir):
     waits = at.dataframe[2].value
     assert waits["reason"].tolist() == ["no_capacity", "failed_hosts"]
     assert waits["from"].tolist() == ["2024-03-01 00:00 UTC", "2024-03-01 00:08 UTC"]
-    at.selectbox[0].set_value("D").run()
+    job_box(at).set_value("D").run()
     assert not at.exception and any(c.value == "It did not wait." for c in at.caption)
 
 
@@ -141,3 +166,78 @@ def test_a_simulated_run_says_it_has_no_wait_reasons(store_dir):
     assert not at.exception
     assert any(i.value.startswith("No wait reasons recorded in this window") for i in at.info)
     assert metrics(at)["Jobs started"] == "3"  # j-r3 never started
+
+
+# ----- in a real browser: a replayed Alibaba run and a simulated run ---------------------------------------
+
+def queued_alibaba(shared_data: Path):
+    """The Alibaba openb pods all submitted at t = 0 on 300 hosts: a replay with a long queue to look at."""
+    trace = parse_trace(shared_data / "alibaba-openb" / "openb_pod_list_default.csv")
+    trace.jobs = trace.jobs.with_columns(pl.lit(0.0).alias("submit_s"), pl.lit(None, dtype=pl.Float64).alias("start_s"),
+                                         pl.lit(None, dtype=pl.Float64).alias("end_s"))
+    return replay(trace, settings_from(["replay.hosts=300"]), name="alibaba-openb-queued")
+
+
+@pytest.mark.browser
+def test_jobs_page_in_chromium(tmp_path, shared_data):
+    """Screenshots (GOODPUT_JOBS_SCREENSHOTS=DIR keeps them) of the first day of the queued Alibaba replay
+    and of a demo simulation: every chart drawn, no exception, the view in the URL."""
+    from playwright.sync_api import expect, sync_playwright
+    from test_browser import (
+        CHROMIUM,
+        CHROMIUM_ARGS,
+        GOODPUT,
+        RENDER_TIMEOUT_MS,
+        ROOT,
+        free_port,
+        wait_healthy,
+    )
+
+    if not CHROMIUM.exists():
+        pytest.skip(f"{CHROMIUM} is missing: install Debian's chromium (apt-get install -y chromium)")
+    store = tmp_path / "store"
+    alibaba = queued_alibaba(shared_data)
+    replayed = Store(store).write_run(alibaba)
+    waited = (alibaba.tables["jobs"].filter(pl.col("wait_reason").is_not_null() & (pl.col("start_s") < 86400))
+              .sort(pl.col("start_s") - pl.col("submit_s"), "job_id", descending=[True, False])["job_id"][0])
+    simulated = subprocess.run([str(GOODPUT), "simulate", "--preset", "demo", "--store", str(store), "--json"],
+                               capture_output=True, text=True, timeout=300, check=True, cwd=ROOT)
+    simulated = json.loads(simulated.stdout)["run_id"]
+    shots = Path(os.environ.get("GOODPUT_JOBS_SCREENSHOTS") or tmp_path)
+    shots.mkdir(parents=True, exist_ok=True)
+    port = free_port()
+    log = tmp_path / "dashboard.log"
+    with log.open("w") as out:
+        server = subprocess.Popen([str(GOODPUT), "dashboard", "--store", str(store), "--port", str(port)],
+                                  stdout=out, stderr=subprocess.STDOUT, cwd=ROOT, start_new_session=True)
+    url = f"http://127.0.0.1:{port}"
+    views = [  # (run, URL parameters, charts on the page, a text the page must show, file)
+        (replayed, f"from=0&to=86400&job={waited}", 5, "Why it waited", "jobs-alibaba.png"),
+        (simulated, "", 4, "No wait reasons recorded", "jobs-simulated.png"),
+    ]
+    try:
+        wait_healthy(url, server, log)
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+            try:
+                page = browser.new_page(viewport={"width": 1600, "height": 5200})  # Streamlit scrolls inside
+                for run_id, params, charts, text, name in views:
+                    page.goto(f"{url}/jobs?run={run_id}" + (f"&{params}" if params else ""))
+                    expect(page.get_by_role("heading", name="Jobs", exact=True)).to_be_visible(timeout=RENDER_TIMEOUT_MS)
+                    expect(page.locator(".js-plotly-plot")).to_have_count(charts, timeout=RENDER_TIMEOUT_MS)
+                    expect(page.get_by_text(text).first).to_be_visible(timeout=RENDER_TIMEOUT_MS)
+                    expect(page.get_by_test_id("stException")).to_have_count(0)
+                    for key in (params.split("&") if params else []):
+                        assert key in page.url
+                    page.wait_for_timeout(800)  # let Plotly finish its transitions
+                    page.screenshot(path=str(shots / name), full_page=True)
+                    assert (shots / name).stat().st_size > 50_000
+            finally:
+                browser.close()
+    finally:
+        os.killpg(server.pid, signal.SIGTERM)
+        try:
+            server.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            os.killpg(server.pid, signal.SIGKILL)
+            server.wait(timeout=10)

@@ -3,7 +3,7 @@ failures, restarts and checkpoints; the queue, waits and why; utilisation and fr
 table that downloads as CSV or Parquet; one job's attempts, hosts and waits.
 
 URL: ?from=&to= (seconds since the run's start) the window; ?job= (job id) the drill-down; ?q=, ?states=,
-?kinds= the filters.
+?kinds= the filters; ?order= the Gantt's order.
 """
 
 from datetime import UTC, timedelta
@@ -59,16 +59,19 @@ window = (t0, t1)
 present = queries.choices(run.run_id)
 all_states = [s for s in present["states"].to_list()[0] or [] if s is not None]
 all_kinds = [k for k in present["kinds"].to_list()[0] or [] if k is not None]
-cols = st.columns([2, 2, 2, 1])
+cols = st.columns([2, 2, 2, 2, 1])
 text = cols[0].text_input("Name or id contains", key=state.seed(f"jobs_q:{run.run_id}", st.query_params.get("q", "")))
 states = cols[1].multiselect("State", all_states, key=state.seed(f"jobs_states:{run.run_id}", state.url_list("states", all_states)),
                              placeholder="every state")
 kinds = cols[2].multiselect("Kind", all_kinds, key=state.seed(f"jobs_kinds:{run.run_id}", state.url_list("kinds", all_kinds)),
                             placeholder="every kind")
-rows = cols[3].number_input("Gantt rows", 1, MAX_GANTT_ROWS, step=50, key=state.seed("jobs_rows", 100))
+order = cols[3].selectbox("Gantt order", list(queries.ORDERS), key=state.seed(
+    f"jobs_order:{run.run_id}", st.query_params.get("order") if st.query_params.get("order") in queries.ORDERS else "GPU-time"))
+rows = cols[4].number_input("Gantt rows", 1, MAX_GANTT_ROWS, step=50, key=state.seed("jobs_rows", 100))
 state.set_url("q", text.strip())
 state.set_url("states", ",".join(states))
 state.set_url("kinds", ",".join(kinds))
+state.set_url("order", "" if order == "GPU-time" else order)
 jobs = queries.jobs(run.run_id, run.duration_s, queries.JobFilter(text.strip(), tuple(states), tuple(kinds), window))
 
 total = queries.jobs(run.run_id, run.duration_s)
@@ -83,6 +86,7 @@ cols[3].metric("Flagship checkpoints", fmt_int(flagship["checkpoints"].sum()) if
 st.subheader("Attempts over time")
 clicked = None
 started = jobs.filter(pl.col("attempts") > 0)
+started = queries.gantt_order(started, order)
 drawn = started.head(int(rows))
 if drawn.is_empty():
     st.info("No job matching the filters has run yet." if jobs.height else "No job matches the filters.")
@@ -94,8 +98,10 @@ else:
     thinned = marks.height > MAX_CHECKPOINT_MARKS
     if thinned:
         marks = marks.gather_every(-(-marks.height // MAX_CHECKPOINT_MARKS))
-    st.caption(f"{drawn.height:,} of {started.height:,} jobs that ran in the window (flagship first, then the "
-               "most GPU-time); bars are attempts coloured by how they ended, x marks a failure, ▸ a restart, "
+    then = {"GPU-time": "the most GPU-time", "started": "the earliest started", "waited": "the longest waits",
+            "failures": "the most failed attempts"}[order]
+    st.caption(f"{drawn.height:,} of {started.height:,} jobs that ran in the window (flagship first, then "
+               f"{then}); bars are attempts coloured by how they ended, x marks a failure, ▸ a restart, "
                f"| a checkpoint{' (every few drawn)' if thinned else ''}. Click a bar to open its job.")
     clicked = st.plotly_chart(charts.attempts_gantt(frame, run.started_at, drawn["label"].to_list(), marks, window),
                               width="stretch", on_select="rerun", selection_mode="points", key=f"jobs_gantt:{run.run_id}")

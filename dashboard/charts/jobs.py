@@ -102,7 +102,7 @@ def attempts_gantt(attempts: pl.DataFrame, started_at: datetime, row_order: list
     if checkpoints is not None and checkpoints.height:
         fig.add_trace(go.Scatter(
             x=as_time(started_at, checkpoints["start_s"].to_numpy()), y=checkpoints["label"].to_list(),
-            mode="markers", marker={"symbol": "line-ns-open", "size": 8, "color": "rgba(0,0,0,0.45)"},
+            mode="markers", marker={"symbol": "line-ns", "size": 11, "line": {"width": 1, "color": "rgba(0,0,0,0.55)"}},
             name="checkpoint", customdata=checkpoints["job_id"].to_list(),
             hovertemplate="%{y}<br>%{x}<extra>checkpoint</extra>",
         ))

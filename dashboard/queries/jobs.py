@@ -54,6 +54,22 @@ def jobs(run_id: str, duration_s: float, where: JobFilter = JobFilter()) -> pl.D
                                       kinds, kinds, t0, t1, duration_s, t0, duration_s))
 
 
+# Gantt orders (?order=): the query's own (flagship, then GPU-time) or a column and whether descending.
+ORDERS: dict[str, tuple[str, bool] | None] = {
+    "GPU-time": None, "started": ("start_s", False), "waited": ("wait_s", True), "failures": ("failures", True),
+}
+
+
+def gantt_order(jobs_frame: pl.DataFrame, order: str) -> pl.DataFrame:
+    """`jobs_frame` (from `jobs`) in the Gantt order named `order`: the flagship first, then by ORDERS[order]
+    (missing values last, the job id breaking ties); "GPU-time" keeps the query's order."""
+    if ORDERS[order] is None:
+        return jobs_frame
+    column, descending = ORDERS[order]
+    return jobs_frame.sort(pl.col("kind") == "flagship", column, "job_id", descending=[True, descending, False],
+                           nulls_last=True)
+
+
 def choices(run_id: str) -> pl.DataFrame:
     """The states and kinds present, for the filters."""
     return state.query(run_id, "SELECT list(DISTINCT state ORDER BY state) AS states,"
