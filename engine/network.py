@@ -113,7 +113,9 @@ def route(fabric: Fabric, sample: np.ndarray, src: np.ndarray, dst: np.ndarray, 
     n_h, n_r, n_p = fab.n_hosts, fab.n_racks, fab.n_pods
     if uplink_up is None:
         uplink_up = np.ones((n_samples, n_r, k_count), dtype=bool)
-    rack_whole = uplink_up.all(axis=2)  # (C, racks)
+    rack_whole = np.ones((n_samples, n_r), dtype=bool)  # every uplink up (a nonzero scan beats all(axis=2))
+    dead_c, dead_r, _ = np.nonzero(~uplink_up)
+    rack_whole[dead_c, dead_r] = False
     rs, rd = fab.host_rack[src], fab.host_rack[dst]
     ps, pd = fab.rack_pod[rs], fab.rack_pod[rd]
     inter = rs != rd
@@ -140,13 +142,14 @@ def route(fabric: Fabric, sample: np.ndarray, src: np.ndarray, dst: np.ndarray, 
     cross_even = even & (ps != pd)
     cross_uneven = (ps != pd)[uneven]
     shape_r, shape_p = (n_samples, n_r, k_count), (n_samples, n_p, k_count)
+    even_up = per(sample[even] * n_r + rs[even], flow[even] / k_count, n_r).reshape(n_samples, n_r)
+    even_down = per(sample[even] * n_r + rd[even], flow[even] / k_count, n_r).reshape(n_samples, n_r)
     loads = Loads(
         per(sample * n_h + src, rail_live, n_h).reshape(n_samples, n_h),
         per(sample * n_h + dst, rail_live, n_h).reshape(n_samples, n_h),
-        (per(sample[even] * n_r + rs[even], flow[even] / k_count, n_r).reshape(n_samples, n_r, 1)
-         + per((us * n_r + ur)[:, None] * k_count + spine, share_up, n_r * k_count).reshape(shape_r)),
-        (per(sample[even] * n_r + rd[even], flow[even] / k_count, n_r).reshape(n_samples, n_r, 1)
-         + per((us * n_r + vr)[:, None] * k_count + spine, share_down, n_r * k_count).reshape(shape_r)),
+        even_up[:, :, None] + per((us * n_r + ur)[:, None] * k_count + spine, share_up, n_r * k_count).reshape(shape_r),
+        even_down[:, :, None] + per((us * n_r + vr)[:, None] * k_count + spine, share_down,
+                                    n_r * k_count).reshape(shape_r),
         (per(sample[cross_even] * n_p + ps[cross_even], flow[cross_even] / k_count, n_p).reshape(n_samples, n_p, 1)
          + per(((us * n_p + ps[uneven])[:, None] * k_count + spine)[cross_uneven], share_up[cross_uneven],
                n_p * k_count).reshape(shape_p)),
@@ -154,13 +157,24 @@ def route(fabric: Fabric, sample: np.ndarray, src: np.ndarray, dst: np.ndarray, 
          + per(((us * n_p + pd[uneven])[:, None] * k_count + spine)[cross_uneven], share_down[cross_uneven],
                n_p * k_count).reshape(shape_p)),
         np.empty(0))
+
+    def busiest_spine(full: np.ndarray, even_part: np.ndarray, touched: np.ndarray) -> np.ndarray:
+        """max over spines of `full`: its even part where no uneven flow added to the rack (a row of equal
+        values), the row's maximum where one did (a reduction over every row would cost more than routing)."""
+        out = even_part.ravel().copy()
+        touched = np.unique(touched)
+        out[touched] = full.reshape(-1, k_count)[touched].max(axis=1)
+        return out.reshape(even_part.shape)
+
     worst = np.maximum(loads.nic_up[sample, src], loads.nic_down[sample, dst]) / fab.nic_gbps
     # even flows cross every spine of their racks: the busiest one is theirs
     core_cap = fab.core_gbps[None, :] * fab.cores
+    rack_up_max = busiest_spine(loads.rack_up, even_up, us * n_r + ur)
+    rack_down_max = busiest_spine(loads.rack_down, even_down, us * n_r + vr)
     worst = np.maximum.reduce([
         worst,
-        np.where(even, loads.rack_up.max(axis=2)[sample, rs] / fab.uplink_gbps, 0.0),
-        np.where(even, loads.rack_down.max(axis=2)[sample, rd] / fab.uplink_gbps, 0.0),
+        np.where(even, rack_up_max[sample, rs] / fab.uplink_gbps, 0.0),
+        np.where(even, rack_down_max[sample, rd] / fab.uplink_gbps, 0.0),
         np.where(cross_even, (loads.core_up.max(axis=2) / core_cap)[sample, ps], 0.0),
         np.where(cross_even, (loads.core_down.max(axis=2) / core_cap)[sample, pd], 0.0)])
     if len(uneven):

@@ -121,3 +121,27 @@ def test_crossing_pods_loads_the_oversubscribed_core_and_sets_the_slowdown(fab):
     # on InfiniBand the same placement is non-blocking
     ib = small_fabric("infiniband")
     assert slowdown(route(ib, [0] * 4, [0, 1, 4, 5], [1, 4, 5, 0], 300.0, 1).bottleneck).max() == 1.0
+
+
+def test_bottleneck_is_the_busiest_link_on_each_flows_path(fab):
+    """Against a flow-by-flow reading of the loads: the links each flow's traffic crosses, in its direction."""
+    rng = np.random.default_rng(11)
+    n = 300
+    src, dst = rng.integers(0, 16, n), rng.integers(0, 16, n)
+    keep = src != dst
+    src, dst, sample = src[keep], dst[keep], rng.integers(0, 2, n)[keep]
+    up = rng.random((2, fab.n_racks, fab.spines)) > 0.1
+    loads = route(fab, sample, src, dst, rng.uniform(1, 80, n)[keep], 2, up)
+    for i in range(len(src)):  # a loop over a few hundred flows: the reference, not the model
+        c, rs, rd = sample[i], fab.host_rack[src[i]], fab.host_rack[dst[i]]
+        ps, pd = fab.rack_pod[rs], fab.rack_pod[rd]
+        ratios = [loads.nic_up[c, src[i]] / fab.nic_gbps, loads.nic_down[c, dst[i]] / fab.nic_gbps]
+        if rs != rd:
+            m_up = up[c, rs] & up[c, rd] if ps == pd else up[c, rs]
+            m_down = up[c, rs] & up[c, rd] if ps == pd else up[c, rd]
+            ratios += list(loads.rack_up[c, rs][m_up] / fab.uplink_gbps)
+            ratios += list(loads.rack_down[c, rd][m_down] / fab.uplink_gbps)
+            if ps != pd:
+                ratios += list(loads.core_up[c, ps][m_up] / fab.cores / fab.core_gbps[ps])
+                ratios += list(loads.core_down[c, pd][m_down] / fab.cores / fab.core_gbps[pd])
+        assert loads.bottleneck[i] == pytest.approx(max(ratios)), i
