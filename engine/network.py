@@ -88,13 +88,19 @@ class Loads:
     core_down: np.ndarray  # (C, pods, spines)
     bottleneck: np.ndarray  # per flow: the highest offered/capacity ratio on its path (inf: no path)
 
-    def utilisation(self, fabric: Fabric) -> np.ndarray:
-        """(C, links) busier-direction load over capacity, in link_id order (NIC links in GPU order)."""
-        c = self.nic_up.shape[0]
-        nic = np.repeat(np.maximum(self.nic_up, self.nic_down) / fabric.nic_gbps, fabric.gpus_per_host, axis=1)
-        rack = (np.maximum(self.rack_up, self.rack_down) / fabric.uplink_gbps).reshape(c, -1)
-        core = np.maximum(self.core_up, self.core_down) / fabric.cores / fabric.core_gbps[None, :, None]
-        return np.concatenate([nic, rack, np.repeat(core.reshape(c, -1), fabric.cores, axis=1)], axis=1)
+    def utilisation(self, fabric: Fabric, out: np.ndarray | None = None) -> np.ndarray:
+        """(C, links) busier-direction load over capacity, in link_id order (NIC links in GPU order), written
+        into `out` (float32) when given."""
+        c, fab = self.nic_up.shape[0], fabric
+        if out is None:
+            out = np.empty((c, fab.n_links), dtype=np.float32)
+        nic = (np.maximum(self.nic_up, self.nic_down) / fab.nic_gbps).astype(np.float32)
+        out[:, : fab.rack_link_base].reshape(c, -1, fab.gpus_per_host)[:] = nic[:, :, None]
+        np.divide(np.maximum(self.rack_up, self.rack_down).reshape(c, -1), fab.uplink_gbps,
+                  out=out[:, fab.rack_link_base: fab.core_link_base], casting="unsafe")
+        core = np.maximum(self.core_up, self.core_down) / fab.cores / fab.core_gbps[None, :, None]
+        out[:, fab.core_link_base:].reshape(c, -1, fab.cores)[:] = core.reshape(c, -1, 1)
+        return out
 
 
 def route(fabric: Fabric, sample: np.ndarray, src: np.ndarray, dst: np.ndarray, rail_gbps: np.ndarray | float,

@@ -213,7 +213,9 @@ class NetworkTraffic:
         err_sample, err_link, err_count = self._errors
         for s0, s1 in self.blocks:
             loads, _, _ = self._block_loads(s0, s1)
-            util = np.minimum(loads.utilisation(fab) * 100.0, 100.0).astype(np.float32)
+            util = loads.utilisation(fab)
+            np.multiply(util, 100.0, out=util)
+            np.minimum(util, 100.0, out=util)  # what a link carries: offered load beyond capacity waits
             for f in range(len(self.faults.start_s)):
                 a, b = self._fault_samples(f, s0, s1)
                 if a < b:
