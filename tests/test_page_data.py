@@ -1,14 +1,20 @@
-"""Data page: the runs of the store, deleting in two steps, unreadable files, the commands that add runs."""
+"""Data page: the runs of the store, deleting in two steps, unreadable files, imports by upload (telemetry
+ingested, traces replayed, bad files named with their line), the commands that add runs."""
 
 from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from engine.store import Store
+from tests.fixtures.ingest.samples import kernel_log, scrape_text, xid_body
 from tests.runs import bare_run, make_store, small_run
 
 APP = str(Path(__file__).resolve().parent.parent / "dashboard" / "streamlit_app.py")
 SIM, ING = "sim-20240301-000000-aaaaaa", "ing-20240301-000000-bbbbbb"
+SCRAPES = scrape_text(2, 8, 3).encode()  # 2 hosts x 8 GPUs x 3 scrapes x 11 metrics
+LOG = kernel_log("dmesg-T", [(10.0, xid_body(3, 79))], host="node001").encode()
+TRACE = (Path(__file__).resolve().parent / "fixtures" / "replay" / "small.csv").read_bytes()
 
 
 def data_page(**params) -> AppTest:
@@ -107,7 +113,8 @@ def test_empty_store_shows_the_commands(store_dir):
     assert not at.exception
     assert not at.dataframe
     assert any("No runs in" in i.value for i in at.info)
-    assert not at.button  # nothing to delete
+    # nothing to delete: the only buttons are the imports', disabled until a file is chosen
+    assert [(b.key, b.disabled) for b in at.button] == [("upload_ingest", True), ("upload_replay", True)]
     commands = "\n".join(c.value for c in at.code)
     for command in (
         "goodput simulate --preset demo",
@@ -118,4 +125,64 @@ def test_empty_store_shows_the_commands(store_dir):
     ):
         assert command in commands
     assert f"--store {store_dir}" in commands
-    assert not at.get("file_uploader")  # imports run from the command line: no placeholder upload widgets
+    assert [u.key for u in at.file_uploader] == ["upload_dcgm", "upload_logs", "upload_trace"]
+    assert any("Up to 200 MB in all per import" in c.value for c in at.caption)
+
+
+# ----- uploads ---------------------------------------------------------------------------------------------
+
+def page_links(at: AppTest) -> list[tuple[str, str]]:
+    return [(link.proto.label, link.proto.query_string) for link in at.get("page_link")]
+
+
+def test_uploaded_scrapes_and_logs_become_a_run_with_a_link(store_dir):
+    at = data_page()
+    at.file_uploader(key="upload_dcgm").set_value([("node000-001.prom", SCRAPES, "text/plain")])
+    at.file_uploader(key="upload_logs").set_value([("node001.log", LOG, "text/plain")])
+    at.text_input(key="upload_telemetry_name").input("rack 7 scrapes")
+    at.run()
+    at.button(key="upload_ingest").click().run()
+    assert not at.exception and not at.error
+    store = Store(store_dir)
+    [run_id] = store.run_ids()
+    assert [s.value for s in at.success] == [
+        f"Imported **rack 7 scrapes** as run `{run_id}` (ingest: 2 hosts, 16 GPUs, 528 samples, 1 XID events)."]
+    assert page_links(at) == [(f"Open run {run_id}", f"run={run_id}")]
+    assert [r[0] for r in runs_listed(at)] == [run_id]  # the list above shows it at once
+    assert store.info(run_id).kind == "ingest"
+
+
+def test_a_garbled_upload_shows_file_and_line_and_writes_nothing(store_dir):
+    at = data_page()
+    bad = SCRAPES.replace(b"DCGM_FI_DEV_GPU_TEMP{", b"DCGM_FI_DEV_GPU_TEMP{{", 1)
+    at.file_uploader(key="upload_dcgm").set_value([("bad.prom", bad, "text/plain")]).run()
+    at.button(key="upload_ingest").click().run()
+    assert not at.exception and not at.success
+    [error] = at.error
+    assert error.value.startswith("Nothing was imported: bad.prom, line 39: garbled metric name")
+    assert Store(store_dir).run_ids() == []
+
+
+def test_an_uploaded_trace_is_replayed_in_the_chosen_mode(store_dir):
+    at = data_page()
+    at.file_uploader(key="upload_trace").set_value(("small.csv", TRACE, "text/csv"))
+    at.selectbox(key="upload_format").select("goodput")
+    at.radio(key="upload_mode").set_value("recorded")
+    at.run()
+    at.button(key="upload_replay").click().run()
+    assert not at.exception and not at.error
+    [run_id] = Store(store_dir).run_ids()
+    info = Store(store_dir).info(run_id)
+    assert (info.kind, info.name, info.summary["mode"], info.summary["jobs"]) == ("replay", "small.csv",
+                                                                                  "recorded", 4)
+    assert page_links(at) == [(f"Open run {run_id}", f"run={run_id}")]
+
+
+def test_a_bad_trace_upload_names_the_line(store_dir):
+    at = data_page()
+    at.file_uploader(key="upload_trace").set_value(("small.csv", TRACE.replace(b"a,0,16,2h", b"a,0,x16,2h"),
+                                                    "text/csv")).run()
+    at.button(key="upload_replay").click().run()
+    [error] = at.error
+    assert error.value.startswith("Nothing was imported: small.csv, line 3: gpus must be a number")
+    assert Store(store_dir).run_ids() == []

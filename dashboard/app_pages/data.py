@@ -1,7 +1,8 @@
-"""Data: the runs in the store (list, delete with a confirmation) and the commands that add runs to it.
+"""Data: the runs in the store (list, delete with a confirmation), imports by upload (DCGM scrapes and kernel
+logs ingested, job traces replayed, each into a new run), and the commands that add runs from a terminal.
 
-Imports of job traces and telemetry run from the command line (`goodput replay`, `goodput ingest`): the page
-shows those commands, already pointed at this store, rather than upload widgets.
+The uploads' work is in dashboard/uploads.py (plain functions); this page only collects the files and says what
+happened: the new run with a link to it, or the file and line that stopped the import (nothing written).
 """
 
 import shlex
@@ -9,12 +10,15 @@ import shlex
 import polars as pl
 import streamlit as st
 
-from dashboard import state
+from dashboard import state, uploads
 from dashboard.charts.common import fmt_int
+from engine.errors import GoodputError
+from engine.replay.settings import MODES
 
 CONFIRM_KEY = "data_confirm_delete"  # the run id awaiting confirmation
 DONE_KEY = "data_deleted"  # what the last delete did, shown once after the rerun
 VICTIM_KEY = "data_victim"
+IMPORTED_KEY = "data_imported"  # the run the last import made, shown (with its link) after the rerun
 
 
 def gpus_of(info) -> int | None:
@@ -52,6 +56,19 @@ def ask_to_delete() -> None:
 
 def cancel_delete() -> None:
     st.session_state.pop(CONFIRM_KEY, None)
+
+
+def run_import(what: str, work) -> None:
+    """Run an import; on success remember the new run and rerun (the list above then shows it), on bad input
+    show the parser's words (they name the file and line) where the button was."""
+    try:
+        with st.spinner(f"{what}…"):
+            imported = work()
+    except GoodputError as err:
+        st.error(f"Nothing was imported: {err}", icon=":material/error:")
+        return
+    st.session_state[IMPORTED_KEY] = imported
+    st.rerun()
 
 
 def delete(run_id: str) -> None:
@@ -133,12 +150,53 @@ if deletable:
         yes.button("Delete permanently", type="primary", key="data_confirm", on_click=delete, args=(pending,))
         no.button("Cancel", key="data_cancel", on_click=cancel_delete)
 
+# ----- imports by upload ------------------------------------------------------------------------------------
+st.subheader("Import files")
+imported = st.session_state.pop(IMPORTED_KEY, None)
+if imported is not None:
+    counted = {"jobs": "jobs", "hosts": "hosts", "gpus": "GPUs", "samples": "samples", "xid_events": "XID events"}
+    counts = ", ".join(f"{imported.summary[k]:,} {label}" for k, label in counted.items()
+                       if isinstance(imported.summary.get(k), int))
+    st.success(f"Imported **{imported.name}** as run `{imported.run_id}` ({imported.kind}"
+               + (f": {counts}" if counts else "") + ").", icon=":material/check_circle:")
+    st.page_link("app_pages/overview.py", label=f"Open run {imported.run_id}", icon=":material/open_in_new:",
+                  query_params={state.RUN_PARAM: imported.run_id})
+st.caption(f"Up to {uploads.MAX_UPLOAD_MB} MB in all per import. Files are checked whole before anything is "
+           "written: a file that does not parse is named with its line, and no run is made. Larger files: "
+           "the commands below.")
+telemetry_tab, trace_tab = st.tabs(["Telemetry: DCGM scrapes and kernel logs", "Job trace"])
+with telemetry_tab:
+    scrapes = st.file_uploader("DCGM exporter scrapes (Prometheus text, e.g. `curl host:9400/metrics`)",
+                               accept_multiple_files=True, key="upload_dcgm",
+                               max_upload_size=uploads.MAX_UPLOAD_MB)
+    logs = st.file_uploader("Kernel logs with NVIDIA XIDs (dmesg, dmesg -T, journalctl -k, /dev/kmsg, syslog)",
+                            accept_multiple_files=True, key="upload_logs",
+                            max_upload_size=uploads.MAX_UPLOAD_MB)
+    telemetry_name = st.text_input("Run name (optional)", key="upload_telemetry_name")
+    if st.button("Ingest into a new run", key="upload_ingest", icon=":material/upload:",
+                 disabled=not (scrapes or logs)):
+        run_import("Ingesting", lambda: uploads.import_telemetry(store, scrapes or [], logs or [],
+                                                                 name=telemetry_name.strip() or None))
+with trace_tab:
+    trace = st.file_uploader("Job trace: goodput CSV, Slurm `sacct --parsable2`, SWF, Alibaba openb pod list",
+                             key="upload_trace", max_upload_size=uploads.MAX_UPLOAD_MB)
+    left, right = st.columns(2)
+    trace_format = left.selectbox("Format", uploads.TRACE_FORMATS, key="upload_format",
+                                  help="auto tells the formats apart by their header and columns")
+    mode = right.radio("Replay", MODES, index=MODES.index("rescheduled"), horizontal=True, key="upload_mode",
+                       help="recorded: start times from the trace; rescheduled: submit times only, under this "
+                            "engine's scheduler")
+    trace_name = st.text_input("Run name (optional)", key="upload_trace_name")
+    if st.button("Replay into a new run", key="upload_replay", icon=":material/upload:", disabled=trace is None):
+        run_import("Replaying", lambda: uploads.import_trace(store, trace, fmt=trace_format, mode=mode,
+                                                             name=trace_name.strip() or None))
+
 # ----- adding runs ------------------------------------------------------------------------------------------
-st.subheader("Add runs")
+st.subheader("Add runs from a terminal")
 where = shlex.quote(str(store.root))
 st.markdown(
-    "Runs are made and imported from the command line; each command writes one new run into this "
-    "store, and it appears here on the next refresh."
+    "Simulations, and imports of any size, run from the command line; each command writes one new run "
+    "into this store, and it appears here on the next refresh."
 )
 st.markdown(
     "**Simulate** a cluster from a preset (`demo`, `llama3-405b`, `meta-24k-ib`, `rsc1`, `future-131k`) "

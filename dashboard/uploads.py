@@ -1,0 +1,99 @@
+"""The Data page's imports as plain functions: uploaded files (name and bytes) in, a new run in the store out.
+
+    import_telemetry(store, dcgm=[("node017.prom", data)], kernel_logs=[...])  -> Imported (kind ingest)
+    import_trace(store, ("jobs.csv", data), fmt="auto", mode="rescheduled")    -> Imported (kind replay)
+
+Everything is parsed and built before anything is written, and the run is written atomically
+(Store.write_run), so a file that fails to parse leaves the store as it was; the error names the file and line
+(the parsers' GoodputError). Uploads are capped in total (MAX_UPLOAD_BYTES) before any parsing starts.
+"""
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from engine.errors import GoodputError
+from engine.ingest import ingest_dcgm, ingest_kernel_logs
+from engine.replay.formats import FORMATS
+from engine.replay.run import replay_file
+from engine.replay.settings import MODES
+from engine.run import Run
+from engine.store import Store
+
+MAX_UPLOAD_MB = 200  # what the page states; Streamlit's own per-file limit (server.maxUploadSize) is 200 MB too
+MAX_UPLOAD_BYTES = MAX_UPLOAD_MB * 1024 * 1024
+TRACE_FORMATS = ("auto", *FORMATS)
+
+
+class UploadError(GoodputError):
+    """Uploaded files that cannot become a run (too large, none given, a wrong kind)."""
+
+
+@dataclass(frozen=True)
+class Imported:
+    run_id: str
+    kind: str
+    name: str
+    summary: dict
+
+
+def named_bytes(files: Sequence) -> list[tuple[str, bytes]]:
+    """(name, bytes) pairs from Streamlit uploads (`.name`, `.getvalue()`) or (name, bytes) pairs."""
+    pairs = []
+    for item in files:
+        if isinstance(item, tuple):
+            name, data = item
+        elif hasattr(item, "name") and hasattr(item, "getvalue"):
+            name, data = item.name, item.getvalue()
+        else:
+            raise UploadError(f"not an uploaded file: {type(item).__name__}")
+        if isinstance(data, str):
+            data = data.encode("utf-8")
+        pairs.append((str(name), bytes(data)))
+    return pairs
+
+
+def check_size(files: Sequence[tuple[str, bytes]], limit: int = MAX_UPLOAD_BYTES) -> int:
+    """The total size of `files`; an UploadError naming the largest file when it is over `limit`."""
+    total = sum(len(data) for _, data in files)
+    if total > limit:
+        largest = max(files, key=lambda f: len(f[1]))
+        raise UploadError(f"the uploads hold {total / 1e6:,.1f} MB, over the {limit / 1e6:,.0f} MB limit"
+                          f" (the largest is {largest[0]}, {len(largest[1]) / 1e6:,.1f} MB); import larger"
+                          " files with the command line")
+    return total
+
+
+def import_telemetry(store: Store, dcgm: Sequence = (), kernel_logs: Sequence = (), *, name: str | None = None,
+                     limit: int = MAX_UPLOAD_BYTES) -> Imported:
+    """DCGM exporter scrapes and/or kernel logs (XIDs mapped to the scraped GPUs) as a new observed run."""
+    scrapes, logs = named_bytes(dcgm), named_bytes(kernel_logs)
+    if not scrapes and not logs:
+        raise UploadError("no file to ingest: add DCGM scrapes or kernel logs")
+    check_size(scrapes + logs, limit)
+    if scrapes:
+        run = ingest_dcgm(scrapes, kernel_logs=logs, name=name or None)
+    else:
+        run = ingest_kernel_logs(logs, name=name or None)
+    return _write(store, run)
+
+
+def import_trace(store: Store, trace, *, fmt: str = "auto", mode: str = "rescheduled", name: str | None = None,
+                 limit: int = MAX_UPLOAD_BYTES) -> Imported:
+    """A job trace (goodput CSV, Slurm sacct, SWF, Alibaba openb) replayed into a new run."""
+    if fmt not in TRACE_FORMATS:
+        raise UploadError(f"unknown trace format {fmt!r}; one of {', '.join(TRACE_FORMATS)}")
+    if mode not in MODES:
+        raise UploadError(f"unknown replay mode {mode!r}; one of {', '.join(MODES)}")
+    [(file_name, data)] = named_bytes([trace])
+    check_size([(file_name, data)], limit)
+    if not data.strip():
+        raise UploadError(f"{file_name}: the file is empty")
+    run = replay_file(data, fmt=fmt, mode=mode, name=file_name)
+    if name:
+        run.name = name
+    return _write(store, run)
+
+
+def _write(store: Store, run: Run) -> Imported:
+    run_id = store.write_run(run)
+    return Imported(run_id=run_id, kind=run.kind, name=run.name, summary=dict(run.summary or {}))
