@@ -147,9 +147,15 @@ def test_gantt_marks_restarts_and_checkpoints_and_shows_the_window():
     run = queue_run()
     attempts = run.tables["job_attempts"].with_columns(pl.col("job_id").alias("label"))
     marks = run.tables["checkpoints"].with_columns(pl.col("job_id").alias("label"))
-    fig = charts.attempts_gantt(attempts, STARTED, ["A", "B", "D"], marks, window=(250.0, 750.0))
+    waiting = run.tables["jobs"].with_columns(pl.col("job_id").alias("label")).filter(pl.col("job_id") != "C")
+    fig = charts.attempts_gantt(attempts, STARTED, ["A", "B", "D"], marks, window=(250.0, 750.0), waiting=waiting)
     by_name = {t.name: t for t in fig.data}
-    assert set(by_name) == {"completed", "end_of_run", "failure", "interrupted here", "restart", "checkpoint"}
+    assert set(by_name) == {"waiting", "completed", "end_of_run", "failure", "interrupted here", "restart",
+                            "checkpoint"}
+    assert fig.data[0].name == "waiting"  # drawn first: behind the attempts
+    assert list(by_name["waiting"].y) == ["A", "B"] and list(by_name["waiting"].x) == [100_000.0, 300_000.0]
+    assert [str(x) for x in by_name["waiting"].base] == ["2024-03-01T00:00:00.000"] * 2
+    assert list(by_name["waiting"].hovertext) == ["waited 1.7 min", "waited 5.0 min"]
     assert list(by_name["failure"].y) == ["B"] and list(by_name["failure"].x) == [200_000.0]  # 200 s in ms
     restart = by_name["restart"]
     assert list(restart.y) == ["B"] and [str(x) for x in restart.x] == ["2024-03-01T00:11:40.000"]

@@ -212,7 +212,7 @@ def test_jobs_page_in_chromium(tmp_path, shared_data):
                                   stdout=out, stderr=subprocess.STDOUT, cwd=ROOT, start_new_session=True)
     url = f"http://127.0.0.1:{port}"
     views = [  # (run, URL parameters, charts on the page, a text the page must show, file)
-        (replayed, f"from=0&to=86400&job={waited}", 5, "Why it waited", "jobs-alibaba.png"),
+        (replayed, f"from=0&to=86400&order=waited&job={waited}", 5, "Why it waited", "jobs-alibaba.png"),
         (simulated, "", 4, "No wait reasons recorded", "jobs-simulated.png"),
     ]
     try:

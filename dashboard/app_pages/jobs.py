@@ -101,9 +101,11 @@ else:
     then = {"GPU-time": "the most GPU-time", "started": "the earliest started", "waited": "the longest waits",
             "failures": "the most failed attempts"}[order]
     st.caption(f"{drawn.height:,} of {started.height:,} jobs that ran in the window (flagship first, then "
-               f"{then}); bars are attempts coloured by how they ended, x marks a failure, ▸ a restart, "
+               f"{then}); grey is the wait before a first start, bars are attempts coloured by how they ended, x marks a failure, "
+               "▸ a restart, "
                f"| a checkpoint{' (every few drawn)' if thinned else ''}. Click a bar to open its job.")
-    clicked = st.plotly_chart(charts.attempts_gantt(frame, run.started_at, drawn["label"].to_list(), marks, window),
+    clicked = st.plotly_chart(charts.attempts_gantt(frame, run.started_at, drawn["label"].to_list(), marks, window,
+                                                    drawn.select("job_id", "label", "submit_s", "start_s")),
                               width="stretch", on_select="rerun", selection_mode="points", key=f"jobs_gantt:{run.run_id}")
 
 # ----- queue and waits ------------------------------------------------------------------------------------

@@ -69,22 +69,35 @@ def clicked_job(selection) -> str | None:
     return None
 
 
+WAITING_COLOUR = "#d9d9d9"  # the wait before a first start: light, behind the attempts
+
+
 def attempts_gantt(attempts: pl.DataFrame, started_at: datetime, row_order: list[str],
-                   checkpoints: pl.DataFrame | None = None, window: tuple[float, float] | None = None) -> go.Figure:
+                   checkpoints: pl.DataFrame | None = None, window: tuple[float, float] | None = None,
+                   waiting: pl.DataFrame | None = None) -> go.Figure:
     """Gantt of attempts: a row per job (`label`), a bar per attempt coloured by how it ended, an x at each
     failure, a triangle at each restart (an attempt after the first) and a tick at each checkpoint.
 
     `attempts` has job_id, label, attempt, start_s, end_s, end_reason, lost_work_s; `row_order` lists labels
-    top down; `checkpoints` (job_id, label, start_s) the checkpoints to mark; `window` (from, to) in run
-    seconds sets the x range. Bars and marks carry the job id as customdata.
+    top down; `checkpoints` (job_id, label, start_s) the checkpoints to mark; `waiting` (job_id, label,
+    submit_s, start_s) a light bar from submission to first start; `window` (from, to) in run seconds sets
+    the x range. Bars and marks carry the job id as customdata.
     """
     frame = attempts.with_columns(
         end_kind(attempts["end_reason"]).alias("end_kind"),
         pl.format("attempt {}: {} ({} min lost)", pl.col("attempt"), pl.col("end_reason"),
                   (pl.col("lost_work_s") / 60).round(1)).alias("hover"),
     )
-    fig = go.Figure(bars_over_time(frame, started_at=started_at, row="label", colour_by="end_kind",
-                                   colours=END_COLOURS, hover="hover", key="job_id"))
+    fig = go.Figure()
+    if waiting is not None:
+        waits = waiting.filter(pl.col("start_s") > pl.col("submit_s")).select(
+            "job_id", "label", pl.col("submit_s").alias("start_s"), pl.col("start_s").alias("end_s"),
+            pl.lit("waiting").alias("kind"),
+            pl.format("waited {} min", ((pl.col("start_s") - pl.col("submit_s")) / 60).round(1)).alias("hover"))
+        fig.add_traces(bars_over_time(waits, started_at=started_at, row="label", colour_by="kind",
+                                      colours={"waiting": WAITING_COLOUR}, hover="hover", key="job_id"))
+    fig.add_traces(bars_over_time(frame, started_at=started_at, row="label", colour_by="end_kind",
+                                  colours=END_COLOURS, hover="hover", key="job_id"))
     failed = frame.filter(pl.col("end_kind") == "failure")
     fig.add_trace(go.Scatter(
         x=as_time(started_at, failed["end_s"].to_numpy()), y=failed["label"].to_list(), mode="markers",
