@@ -270,3 +270,10 @@ def test_the_refresh_follows_the_scrape_interval_within_bounds(store_dir, scrape
     run_id = stored_run(store_dir, Run(kind=run.kind, name=run.name, started_at=STARTED, duration_s=duration,
                                        scenario=run.scenario, summary={"scrapes": scrapes}, tables=run.tables))
     assert state.live_refresh_s(Store(store_dir).info(run_id)) == every
+
+
+def test_state_counts_from_the_grid_equal_the_health_query(store_dir):
+    run_id = stored_run(store_dir)
+    for t_s in (0.0, 20500.0, 30000.0, 71000.0, DAY - 1):
+        from_grid = queries.state_counts(queries.grid_at(run_id, t_s))
+        assert from_grid.rows() == queries.health_at(run_id, t_s).rows()

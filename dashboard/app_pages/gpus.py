@@ -49,7 +49,11 @@ def health(run: RunInfo) -> Callable[[], None] | None:
                     format="%.2f h", key=t_key)
     st.query_params["t"] = f"{t_h * 3600.0:.0f}"
     t_s = state_time(t_h * 3600.0, run.duration_s)
-    counts = queries.health_at(run.run_id, t_s)
+    # The samples' scan (the page's one slow query) runs while the rest of the page is drawn; the grid and its
+    # table fill their place here once it is done.
+    samples = in_background(queries.last_samples, run.run_id, t_s, queries.sample_resolution(run.kind, run.scenario))
+    grid = queries.grid_at(run.run_id, t_s)
+    counts = queries.state_counts(grid)
     if counts.is_empty():
         st.info("This run has no GPUs table.")
         return None
@@ -71,10 +75,6 @@ def health(run: RunInfo) -> Callable[[], None] | None:
     state.set_url("cause", ",".join(chosen_causes))
     state.set_url("xid", ",".join(str(x) for x in chosen_xids))
 
-    # The samples' scan (the page's one slow query) runs while the sections below are drawn; the grid and its
-    # table fill their place here once it is done.
-    samples = in_background(queries.last_samples, run.run_id, t_s, queries.sample_resolution(run.kind, run.scenario))
-    grid = queries.grid_at(run.run_id, t_s)
     filtered = bool(chosen_states or chosen_causes or chosen_xids)
     match = queries.matching(grid, chosen_states, chosen_causes, chosen_xids) if filtered else None
     st.caption(f"Every GPU at {fmt_time(run.started_at, t_s)}: a rack is a column of hosts, a host a line of its "

@@ -76,6 +76,12 @@ def grid_at(run_id: str, t_s: float) -> pl.DataFrame:
     return state.query(run_id, *_positional(GRID_AT, t=t_s))
 
 
+def state_counts(grid: pl.DataFrame) -> pl.DataFrame:
+    """GPUs by state (columns state, gpus) from `grid_at`'s rows, most first: HEALTH_AT without a second query."""
+    return (grid.group_by("state").agg(pl.len().cast(pl.Int64).alias("gpus"))
+            .sort(["gpus", "state"], descending=[True, False]))
+
+
 def _positional(sql: str, **values) -> tuple[str, tuple]:
     """`sql` written with $name placeholders as `?` ones and their values in order (state.query's cache key
     takes a tuple of values)."""
