@@ -101,7 +101,8 @@ cols[2].metric("Planned", fmt_int(figures["planned"]))
 cols[3].metric("Hardware share", fmt_pct(figures["hardware_share"], 0),
                help="unexpected interruptions of GPU, host or network cause (Llama 3: about 78%)")
 cols[4].metric("Interruptions a day", "–" if figures["per_day"] is None else f"{figures['per_day']:.1f}")
-cols[5].metric("GPU-hours lost", fmt_gpu_hours(figures["gpu_hours_lost"]))
+lost = figures["gpu_hours_lost"]  # the unit is in the label: "13.2k GPU-h" does not fit a sixth of the page
+cols[5].metric("GPU-hours lost", f"{lost:,.0f}" if lost >= 100 else f"{lost:.1f}")
 if figures["total"]:
     left, right = st.columns([3, 2])
     left.plotly_chart(charts.by_cause(figures["by_cause"]), width="stretch")
