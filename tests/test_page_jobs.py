@@ -3,6 +3,7 @@ and waits from ?job=, the queue and utilisation of a window, the exports."""
 
 import json
 import os
+import re
 import signal
 import subprocess
 from datetime import timedelta
@@ -232,6 +233,14 @@ def test_jobs_page_in_chromium(tmp_path, shared_data):
                     page.wait_for_timeout(800)  # let Plotly finish its transitions
                     page.screenshot(path=str(shots / name), full_page=True)
                     assert (shots / name).stat().st_size > 50_000
+                    # the downloads carry the whole filtered table ("Jobs (N)")
+                    heading = page.get_by_role("heading", name=re.compile(r"^Jobs \(")).inner_text()
+                    shown = int(re.sub(r"\D", "", heading))
+                    for label, read in (("Download CSV", pl.read_csv), ("Download Parquet", pl.read_parquet)):
+                        with page.expect_download(timeout=RENDER_TIMEOUT_MS) as download:
+                            page.get_by_role("button", name=label).click()
+                        table = read(download.value.path())
+                        assert table.height == shown and table.columns[:3] == ["job_id", "name", "kind"]
             finally:
                 browser.close()
     finally:

@@ -159,9 +159,11 @@ st.dataframe(table, hide_index=True, width="stretch",
              column_config={"lost_gpu_hours": st.column_config.NumberColumn("lost GPU-h", format="%.1f")})
 cols = st.columns([1, 1, 4])
 stem = f"jobs-{run.run_id}"
-cols[0].download_button("Download CSV", exports.to_csv(table), f"{stem}.csv", "text/csv", key="jobs_csv")
-cols[1].download_button("Download Parquet", exports.to_parquet(table), f"{stem}.parquet",
-                        "application/vnd.apache.parquet", key="jobs_parquet")
+# the bytes are built when a button is clicked (a callable), not on every rerun; a download needs no rerun
+cols[0].download_button("Download CSV", lambda: exports.to_csv(table), f"{stem}.csv", "text/csv", key="jobs_csv",
+                        on_click="ignore")
+cols[1].download_button("Download Parquet", lambda: exports.to_parquet(table), f"{stem}.parquet",
+                        "application/vnd.apache.parquet", key="jobs_parquet", on_click="ignore")
 cols[2].caption("The table as filtered, every row.")
 
 # ----- one job --------------------------------------------------------------------------------------------
