@@ -221,7 +221,7 @@ def test_jobs_page_in_chromium(tmp_path, shared_data):
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
             try:
-                page = browser.new_page(viewport={"width": 1600, "height": 5200})  # Streamlit scrolls inside
+                page = browser.new_page(viewport={"width": 1600, "height": 6400})  # Streamlit scrolls inside
                 for run_id, params, charts, text, name in views:
                     page.goto(f"{url}/jobs?run={run_id}" + (f"&{params}" if params else ""))
                     expect(page.get_by_role("heading", name="Jobs", exact=True)).to_be_visible(timeout=RENDER_TIMEOUT_MS)

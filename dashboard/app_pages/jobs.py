@@ -191,7 +191,8 @@ cols = st.columns(5)
 cols[0].metric("GPUs", f"{job['gpus']:,g}")
 cols[1].metric("State", job["state"] or "–")
 cols[2].metric("Waited", fmt_duration(job["wait_s"]) if job["wait_s"] is not None else "not started")
-cols[3].metric("Attempts", fmt_int(job["attempts"]), f"{job['failures']} failed", delta_color="inverse")
+cols[3].metric("Attempts", fmt_int(job["attempts"]), f"{job['failures']} failed" if job["failures"] else None,
+               delta_color="inverse")  # no red arrow for "0 failed"
 cols[4].metric("Lost work", fmt_gpu_hours(job["lost_gpu_hours"]))
 st.caption(f"{job['kind'] or 'job'} of {job['user'] or 'unknown user'}, priority {job['priority']}, submitted "
            f"{fmt_time(run.started_at, job['submit_s'])}, {fmt_int(job['checkpoints'])} checkpoints")
