@@ -111,7 +111,7 @@ def test_roce_beside_infiniband(store_dir, demo_runs):
     at = open_page(PAGE, {"run": roce_id, "vs": ib_id})
     assert not at.exception, at.exception
     assert at.selectbox(key="net_vs").value == ib_id
-    stats = frames_with(at, "p99_util")[0]
+    stats = frames_with(at, "hottest_link_mean")[0]
     assert set(stats["tier"]) == {"rtsw_ctsw", "ctsw_atsw", "leaf_spine", "spine_core"} | (
         set(stats["tier"]) & {"gpu_rtsw", "gpu_leaf"})
     slow = frames_with(at, "flagship_slowdown_max")[0]

@@ -197,7 +197,7 @@ labels = {run.run_id: f"{run.name} ({fabric})", choice: f"{by_id[choice].name} (
 stats = pl.concat([queries.level_stats(r, level_map(f)).with_columns(run=pl.lit(labels[r]))
                    for r, f in ((run.run_id, fabric), (choice, other_fabric))])
 st.dataframe(stats.with_columns(pl.col("level").map_elements(lambda v: charts.LEVEL_NAMES[v], return_dtype=pl.String))
-             .select("level", "run", "tier", "links", "mean_util", "p99_util", "max_util", "down_share"),
+             .select("level", "run", "tier", "links", "mean_util", "hottest_link_mean", "max_util", "down_share"),
              hide_index=True, width="stretch")
 summaries = {run.run_id: network_summary, choice: (by_id[choice].summary or {}).get("network") or {}}
 st.dataframe(pl.DataFrame([{"run": labels[r], "flagship_slowdown_mean": s.get("flagship_slowdown_mean"),
