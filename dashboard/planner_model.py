@@ -8,6 +8,7 @@ failures.rate_per_1000_node_days = rate, failures.scale = sum(w x m) / sum(w), f
 """
 
 import math
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
@@ -17,7 +18,7 @@ from engine.analytics import LOSS_CATEGORIES, ClosedForm, closed_form_ettr, youn
 from engine.errors import GoodputError
 from engine.reference import CAUSES
 from engine.scenario import MIX_PREFIX, PRESETS, Scenario, build
-from engine.sweep import Axis, LocalExecutor
+from engine.sweep import Axis, LocalExecutor, usable_cores
 
 # The failure categories of the Llama 3 table (engine.reference.CAUSES) and their URL names.
 CATEGORIES: dict[str, str] = {"GPU": "m_gpu", "Host": "m_host", "Network": "m_network",
@@ -26,7 +27,8 @@ CATEGORIES: dict[str, str] = {"GPU": "m_gpu", "Host": "m_host", "Network": "m_ne
 assert {c.category for c in CAUSES} == set(CATEGORIES), "every reference category needs a multiplier"
 WRITE_MODES = ("time", "storage")  # checkpoint write given as a time, or as size per GPU / bandwidth
 MAX_MULTIPLIER = 100.0
-IN_PROCESS_RUNS = 4  # up to this many runs stay in this process: starting worker processes costs ~1 s each
+IN_PROCESS_RUNS = 4  # up to this many runs always stay in this process
+POOL_WORTH_S = 15.0  # less work than this stays in this process: starting a pool costs seconds
 
 
 @dataclass(frozen=True)
@@ -221,9 +223,24 @@ def loss_table(summary: dict, s: Scenario) -> pl.DataFrame:
 # ----- Monte-Carlo and sweeps ---------------------------------------------------------------------------------
 
 
-def executor_for(runs: int) -> LocalExecutor:
-    """In this process for a handful of runs (no start-up; AppTest-safe), else a process per core."""
-    return LocalExecutor(1) if runs <= IN_PROCESS_RUNS else LocalExecutor()
+def executor_for(runs: int, seconds_per_run: float | None = None) -> LocalExecutor:
+    """In this process (no start-up; AppTest-safe) for a handful of runs, or where all of them take less than
+    POOL_WORTH_S here; else a process per core. Measured on 2 busy cores: 48 demo runs take 1.0 s here and
+    9.9 s in a pool, 16 llama3-405b runs 6.6 s here and 12.5 s in a pool (spawn re-imports the engine)."""
+    if runs <= IN_PROCESS_RUNS or usable_cores() < 2:
+        return LocalExecutor(1)
+    if seconds_per_run is not None and runs * seconds_per_run <= POOL_WORTH_S:
+        return LocalExecutor(1)
+    return LocalExecutor()
+
+
+def seconds_per_run(s: Scenario) -> float:
+    """One summary-only run of `s`, timed: what decides whether a pool of processes pays off."""
+    from engine.simulate import simulate  # the engine's heavy part, only when something is to run
+
+    started = time.perf_counter()
+    simulate(s, summary_only=True)
+    return time.perf_counter() - started
 
 
 @dataclass(frozen=True)

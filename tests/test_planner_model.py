@@ -178,8 +178,17 @@ def test_young_daly_curve_follows_the_row_settings():
     assert model.young_daly_curve(s, "failures.rate_per_1000_node_days", ("0",)) == [math.inf]
 
 
-def test_few_runs_stay_in_this_process():
+def test_processes_only_where_they_pay_off(monkeypatch):
+    monkeypatch.setattr(model, "usable_cores", lambda: 8)
     assert model.executor_for(3).workers == 1 and model.executor_for(40).workers is None
+    assert model.executor_for(100, 0.02).workers == 1  # 2 s of work: a pool would take longer to start
+    assert model.executor_for(100, 1.0).workers is None
+    monkeypatch.setattr(model, "usable_cores", lambda: 1)
+    assert model.executor_for(100, 1.0).workers == 1
+
+
+def test_seconds_per_run_times_one_run():
+    assert 0.0 < model.seconds_per_run(build("demo")) < 30.0
 
 
 def test_a_131k_cluster_and_a_100k_job_finish():

@@ -145,6 +145,16 @@ st.download_button("Download scenario", scenario.to_toml(), file_name=f"planner-
 run_tab, mc_tab, sweep_tab = st.tabs(["Simulate", "Monte-Carlo", "Sweep"])
 sets = tuple(model.scenario_sets(knobs))
 
+
+def executor(runs: int):
+    """Processes only where the runs are worth them: one run of these settings, timed once, tells."""
+    timed = st.session_state.get("planner_seconds_per_run")
+    if runs > model.IN_PROCESS_RUNS and (timed is None or timed[0] != (preset, sets)):
+        timed = ((preset, sets), model.seconds_per_run(scenario))
+        st.session_state["planner_seconds_per_run"] = timed
+    return model.executor_for(runs, timed[1] if timed else None)
+
+
 # ----- one simulation -------------------------------------------------------------------------------------------
 with run_tab:
     cols = st.columns([2, 2, 1, 1])
@@ -221,7 +231,7 @@ with mc_tab:
     n_seeds = st.slider("Seeds", 2, 200, key=state.seed("planner_mc_seeds", 10))
     if st.button("Run Monte-Carlo", type="primary"):
         bar = st.progress(0.0, text=f"{n_seeds} runs…")
-        frame = monte_carlo(scenario, n_seeds, executor=model.executor_for(n_seeds),
+        frame = monte_carlo(scenario, n_seeds, executor=executor(n_seeds),
                             progress=lambda done: bar.progress(done, text=f"{n_seeds} runs… {done:.0%}"))
         bar.empty()
         st.session_state["planner_mc"] = (preset, sets, frame)
@@ -277,7 +287,7 @@ with sweep_tab:
         st.caption(f"{' x '.join(str(len(a.values)) for a in axes)} points x {sweep_seeds} seeds = {total} runs.")
         if st.button("Run sweep", type="primary"):
             bar = st.progress(0.0, text=f"{total} runs…")
-            frame = sweep(scenario, axes, sweep_seeds, executor=model.executor_for(total),
+            frame = sweep(scenario, axes, sweep_seeds, executor=executor(total),
                           progress=lambda done: bar.progress(done, text=f"{total} runs… {done:.0%}"))
             bar.empty()
             st.session_state["planner_sweep"] = (preset, sets, axes, x_numbers, y_numbers, frame)

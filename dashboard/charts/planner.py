@@ -4,6 +4,10 @@ loss waterfall, the Monte-Carlo spread, and the sweep heat map and band."""
 import math
 
 import numpy as np
+
+# plotly peeks at sys.modules['pandas']: load it whole before the first figure, or a rerun racing the previous
+# run's first import of pandas finds it half-initialised (seen in the browser: "no attribute 'Series'")
+import pandas  # noqa: F401
 import plotly.graph_objects as go
 import polars as pl
 
