@@ -75,6 +75,18 @@ def test_side_by_side_figures_and_cost():
     assert table["n (b)"].to_list() == ["–"] * 5
 
 
+def test_days_in_the_window_count_from_the_runs_start():
+    frame = pl.DataFrame({"t_s": [3600.0, 2 * DAY + 10.0, 2 * DAY + 20.0, 3 * DAY + 5.0, 4 * DAY],
+                          "planned": [False, False, True, False, False], "gpu_hours_lost": [1.0] * 5,
+                          "cause": ["ssd"] * 5, "category": ["Host"] * 5,
+                          "job_ids": [["a"], ["a"], ["a"], ["b"], ["a"]]})
+    inside = frame.filter((pl.col("t_s") >= 1.5 * DAY) & (pl.col("t_s") < 4 * DAY))
+    days = queries.days_in_window(inside, 1.5 * DAY, 4 * DAY)
+    assert days.rows() == [(1, 0, 0), (2, 1, 1), (3, 0, 1)]  # (day, planned, unexpected)
+    assert queries.days_in_window(inside, 1.5 * DAY, 4 * DAY, job="a").rows() == [(1, 0, 0), (2, 1, 1), (3, 0, 0)]
+    assert queries.days_in_window(frame, None, 5 * DAY)["day"].to_list() == [0, 1, 2, 3, 4]
+
+
 # ----- the page -------------------------------------------------------------------------------------------
 
 def test_empty_store(store_dir):

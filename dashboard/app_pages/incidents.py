@@ -110,7 +110,8 @@ if figures["total"]:
                  "pct_of_unexpected": st.column_config.NumberColumn("% of unexpected", format="%.1f")}
     right.dataframe(figures["by_category"], hide_index=True, width="stretch", column_config=gpu_hours)
     right.dataframe(figures["by_cause"], hide_index=True, width="stretch", column_config=gpu_hours)
-    per_day = figures["days"].with_columns(pl.col("day") + int((since_s or 0.0) // 86400))
+    per_day = queries.days_in_window(shown, since_s, until_s if until_s is not None else run.duration_s,
+                                     job=flagship)
     st.plotly_chart(charts.per_day(per_day, run.started_at), width="stretch")
 
 # ----- timeline and table ---------------------------------------------------------------------------------
@@ -249,12 +250,13 @@ def replay_section() -> None:
     cols = st.columns(3)
     spares = cols[0].number_input("spares.hosts (hot spare hosts)", 0, spare_room,
                                   min(int(scenario["spares.hosts"]), spare_room), key=f"incidents_spares:{run.run_id}")
-    interval = cols[1].number_input("training.checkpoint_interval (minutes)", 0.05, 24 * 60.0,
-                                    scenario["training.checkpoint_interval"] / 60.0,
-                                    key=f"incidents_interval:{run.run_id}")
-    restart = cols[2].number_input("training.restart_overhead (minutes)", 0.0, 24 * 60.0,
-                                   scenario["training.restart_overhead"] / 60.0,
-                                   key=f"incidents_restart:{run.run_id}")
+    interval_min, restart_min = (scenario["training.checkpoint_interval"] / 60.0,
+                                 scenario["training.restart_overhead"] / 60.0)
+    # bounds: the scenario key's minimum (1 s) and a day, or the run's own value where it is longer
+    interval = cols[1].number_input("training.checkpoint_interval (minutes)", 1 / 60, max(24 * 60.0, interval_min),
+                                    interval_min, key=f"incidents_interval:{run.run_id}")
+    restart = cols[2].number_input("training.restart_overhead (minutes)", 0.0, max(24 * 60.0, restart_min),
+                                   restart_min, key=f"incidents_restart:{run.run_id}")
     sets = [f"spares.hosts={int(spares)}", f"training.checkpoint_interval={interval * 60:g}s",
             f"training.restart_overhead={restart * 60:g}s"]
     # the new run's name says what changed (the settings left as they were add nothing to read)

@@ -11,7 +11,7 @@ import streamlit as st
 from dashboard import state
 from dashboard.charts.common import DASH, fmt_gpu_hours, fmt_int, fmt_pct, fmt_usd
 from engine.export import export_run_incidents
-from engine.incidents import IncidentDetail, incident_detail, load_incidents
+from engine.incidents import IncidentDetail, incident_detail, load_incidents, summary_counts
 from engine.store import RunInfo
 
 
@@ -81,6 +81,17 @@ def url_seconds(text: str | None, low: float, high: float) -> float | None:
     if value is None or not math.isfinite(value):
         return None
     return min(max(value, low), high)
+
+
+def days_in_window(frame: pl.DataFrame, since_s: float | None, until_s: float, *, job: str | None = None
+                   ) -> pl.DataFrame:
+    """Planned and unexpected interruptions (of `job`, if given) for every day of the run that the window
+    [since_s, until_s) touches, days counted from the run's start (engine.incidents.summary_counts's bins, which
+    start at day 0, shifted to the window's first day)."""
+    first = int((since_s or 0.0) // 86400)
+    shifted = frame.with_columns(pl.col("t_s") - first * 86400.0)
+    days = summary_counts(shifted, (until_s - first * 86400.0) / 86400.0, job=job)["days"]
+    return days.with_columns(pl.col("day") + first)
 
 
 # ----- exports --------------------------------------------------------------------------------------------
