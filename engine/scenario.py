@@ -104,7 +104,7 @@ KEYS: tuple[Key, ...] = (
        "faults a day of the fabric above the racks (rack-to-spine cables; 1 in 10 a whole spine switch) that "
        "ECMP routes around without interrupting jobs (Goodput's assumption)", minimum=0),
     _k("network.link_samples", "choice", "switches",
-       "which links get a utilisation sample at every telemetry step: all (every NIC cable too: 2.7x the rows "
+       "which links get a utilisation sample at every telemetry step: all (every NIC cable too: 1.9x the rows "
        "on llama3-405b), switches (the links between switches; a NIC cable only while it is down or logs "
        "errors: its load is its GPU's job's demand), or off", choices=("switches", "all", "off")),
     _k("network.flap_window", "duration", "2h",
