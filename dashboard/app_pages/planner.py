@@ -113,6 +113,15 @@ for name in model.URL_NAMES:
     else:
         st.query_params.pop(name, None)
 
+def short_duration(seconds: float) -> str:
+    """Checkpoint writes and optimum intervals are often seconds: keep three digits there ("0.0768 s")."""
+    if seconds < 60:
+        return f"{seconds:.3g} s"
+    if seconds < 3600:
+        return f"{seconds / 60:.3g} min"
+    return fmt_duration(seconds)
+
+
 # ----- the closed form ------------------------------------------------------------------------------------------
 estimate = model.closed_form(knobs)
 write_now = model.write_seconds(knobs)
@@ -126,12 +135,12 @@ st.subheader("Closed form")
 cols = st.columns(4)
 cols[0].metric("ETTR", fmt_pct(estimate.ettr))
 cols[1].metric("Job MTTF", fmt_hours(estimate.mttf_s / 3600.0), help="1 / (hosts x failure rate)")
-cols[2].metric("Young-Daly interval", fmt_duration(optimum_s) if math.isfinite(optimum_s) else "none",
+cols[2].metric("Young-Daly interval", short_duration(optimum_s) if math.isfinite(optimum_s) else "none",
                help="no failures: no optimum, checkpoint as rarely as you like")
 cols[3].metric("ETTR at that interval", fmt_pct(at_optimum) if at_optimum is not None else "–",
                f"{(at_optimum - estimate.ettr) * 100:+.1f} pts" if at_optimum is not None else None)
 st.caption(f"Failure rate with the multipliers: {curve_args['rate_per_1000_node_days']:.3g} per 1,000 host-days; "
-           f"checkpoint write {fmt_duration(write_now)}.")
+           f"checkpoint write {short_duration(write_now)}.")
 st.plotly_chart(charts.ettr_curve(**curve_args), width="stretch")
 
 try:
@@ -189,18 +198,21 @@ with run_tab:
         expected_failures = ran_estimate.failures_per_s * ran.duration_s
         cols = st.columns(5)
         simulated = job.get("ettr")
+        beside = {"delta_color": "off", "delta_arrow": "off"}  # a comparison, not a change for the better
         cols[0].metric("Simulated ETTR", fmt_pct(simulated),
-                       f"{(simulated - ran_estimate.ettr) * 100:+.1f} pts vs closed form "
-                       f"{fmt_pct(ran_estimate.ettr)}" if simulated is not None else None, delta_color="off")
+                       f"{(simulated - ran_estimate.ettr) * 100:+.1f} pts vs closed form"
+                       if simulated is not None else None, help=f"closed form {fmt_pct(ran_estimate.ettr)}",
+                       **beside)
         cols[1].metric("Simulated MTTF", fmt_hours(job.get("mttf_hours")),
-                       f"closed form {fmt_hours(ran_estimate.mttf_s / 3600.0)}", delta_color="off")
+                       f"closed form {fmt_hours(ran_estimate.mttf_s / 3600.0)}", **beside)
         cols[2].metric("Interruptions", fmt_int(inter.get("total")),
-                       f"{inter.get('unexpected', 0)} unexpected (closed form {expected_failures:,.1f}), "
-                       f"{inter.get('planned', 0)} planned", delta_color="off")
+                       f"{inter.get('unexpected', 0)} unexpected, {inter.get('planned', 0)} planned", **beside)
         cols[3].metric("Lost GPU-hours", fmt_gpu_hours(losses["sim_gpu_hours"].sum()),
-                       f"closed form {fmt_gpu_hours(losses['cf_gpu_hours'].sum())}", delta_color="off")
+                       f"closed form {fmt_gpu_hours(losses['cf_gpu_hours'].sum())}", **beside)
         cols[4].metric("Lost money", fmt_usd(losses["sim_usd"].sum()),
-                       f"closed form {fmt_usd(losses['cf_usd'].sum())}", delta_color="off")
+                       f"closed form {fmt_usd(losses['cf_usd'].sum())}", **beside)
+        st.caption(f"The closed form expects {expected_failures:,.1f} unexpected interruptions in "
+                   f"{ran['simulation.days']:g} days; it counts no planned ones.")
         st.markdown("**Where the flagship's time went**: simulated beside the closed form")
         st.plotly_chart(charts.loss_waterfall(losses, ran["training.gpus"] * ran.duration_s / 3600.0),
                         width="stretch")
