@@ -61,7 +61,7 @@ def _cursor(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
     return cur
 
 
-def _version(s: Store, run_id: str) -> int:
+def file_version(s: Store, run_id: str) -> int:
     """The file's modification time in ns: live ingestion replaces a run's file (copy, append, rename), and a
     new version must not be answered from the old one's cache."""
     try:
@@ -73,7 +73,7 @@ def _version(s: Store, run_id: str) -> int:
 def cursor(run_id: str) -> duckdb.DuckDBPyConnection:
     """A cursor of the run's shared read-only connection, for this thread only."""
     s = store()
-    return _cursor(_connection(str(s.root), run_id, _version(s, run_id)))
+    return _cursor(_connection(str(s.root), run_id, file_version(s, run_id)))
 
 
 def query(run_id: str, sql: str, params: tuple = ()) -> pl.DataFrame:
@@ -83,7 +83,7 @@ def query(run_id: str, sql: str, params: tuple = ()) -> pl.DataFrame:
     ids (tests, a moved store) and a run extended by live ingestion never see each other's results.
     """
     s = store()
-    return _query(str(s.root), run_id, _version(s, run_id), sql, tuple(params))
+    return _query(str(s.root), run_id, file_version(s, run_id), sql, tuple(params))
 
 
 @st.cache_data(max_entries=512, ttl=timedelta(hours=1), show_spinner=False)

@@ -19,7 +19,7 @@ def incidents(run_id: str) -> pl.DataFrame:
     """engine.incidents.load_incidents of the run (hostname, rack, jobs hit and their names), cached per file
     version like every other query."""
     s = state.store()
-    return _incidents(str(s.root), run_id, state._version(s, run_id))
+    return _incidents(str(s.root), run_id, state.file_version(s, run_id))
 
 
 @st.cache_data(max_entries=64, ttl=timedelta(hours=1), show_spinner=False)
