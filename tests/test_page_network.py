@@ -94,6 +94,7 @@ def test_a_simulated_run_shows_its_fabric_failures_and_slowed_jobs(store_dir, de
     assert m["Jobs slowed"] == str(len({e["job_id"] for e in summary["slowed"]})) and m["Jobs slowed"] != "0"
     slowed = frames_with(at, "worst_slowdown")[0]
     flagship = slowed[slowed["job_id"] == "demo-pretrain"]
+    assert (slowed["outages_meanwhile"] >= 0).all()
     assert flagship["worst_slowdown"].max() == pytest.approx(summary["flagship_slowdown_max"])
     # outages: one row per group of links down together, as many as the store's islands of null samples
     samples = Store(store_dir).table(run_id, "link_samples")
@@ -120,6 +121,13 @@ def test_roce_beside_infiniband(store_dir, demo_runs):
     rate = slow["flagship_progress_rate"].tolist()
     assert rate[0] == pytest.approx(roce.summary["network"]["flagship_progress_rate"]) and rate[0] <= 1 / 1.75
     assert rate[1] > rate[0]
+
+
+def test_outages_meanwhile_counts_overlaps_only():
+    slowed = pl.DataFrame({"job_id": ["a", "b"], "start_s": [0.0, 100.0], "end_s": [50.0, 200.0]})
+    outages = pl.DataFrame({"from_s": [40.0, 50.0, 150.0], "until_s": [60.0, 120.0, 400.0]})
+    assert charts.with_outages_meanwhile(slowed, outages)["outages_meanwhile"].to_list() == [1, 2]
+    assert charts.with_outages_meanwhile(slowed, outages.head(0))["outages_meanwhile"].to_list() == [0, 0]
 
 
 def test_diagram_nodes_place_every_switch():

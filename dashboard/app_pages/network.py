@@ -129,10 +129,12 @@ def show_failed_links() -> None:
         ).select("down_at", "down_for", "links", "tiers", "a", "b", "jobs_stopped"), hide_index=True,
             width="stretch")
     if not slowed.is_empty():
-        st.markdown("**Jobs slowed by the network** (their busiest link over capacity)")
-        st.dataframe(slowed.with_columns(time_text("start_s").alias("from"), time_text("end_s").alias("until"),
-                                         pl.col("worst").fill_null(float("inf")).alias("worst_slowdown"))
-                     .select("job_id", "from", "until", "worst_slowdown"), hide_index=True, width="stretch")
+        st.markdown("**Jobs slowed by the network** (their busiest link over capacity; outages meanwhile: "
+                    "links down while they ran slowed, whose load the siblings took)")
+        st.dataframe(charts.with_outages_meanwhile(slowed, outages).with_columns(
+            time_text("start_s").alias("from"), time_text("end_s").alias("until"),
+            pl.col("worst").fill_null(float("inf")).alias("worst_slowdown"),
+        ).select("job_id", "from", "until", "worst_slowdown", "outages_meanwhile"), hide_index=True, width="stretch")
     flapping = queries.flapping_links(run.run_id)
     if not flapping.is_empty():
         st.markdown("**Flapping links** (error counters rising, usually before the link fails)")

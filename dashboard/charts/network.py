@@ -50,6 +50,18 @@ def utilisation(samples: pl.DataFrame, started_at: datetime) -> go.Figure:
     return fig
 
 
+def with_outages_meanwhile(slowed: pl.DataFrame, outages: pl.DataFrame) -> pl.DataFrame:
+    """Each slowed episode (job_id, start_s, end_s, ...) with the number of link outages (from_s, until_s)
+    that overlap it."""
+    if slowed.is_empty() or outages.is_empty():
+        return slowed.with_columns(outages_meanwhile=pl.lit(0, pl.UInt32))
+    pairs = slowed.with_row_index("episode").join(outages.select("from_s", "until_s"), how="cross").filter(
+        (pl.col("from_s") < pl.col("end_s")) & (pl.col("until_s") > pl.col("start_s")))
+    counts = pairs.group_by("episode").agg(outages_meanwhile=pl.len())
+    return slowed.with_row_index("episode").join(counts, on="episode", how="left").with_columns(
+        pl.col("outages_meanwhile").fill_null(0)).drop("episode")
+
+
 def hot_links(frame: pl.DataFrame, started_at: datetime) -> go.Figure:
     """Heat map of the hottest links over time (columns label, mean_util, t_s, util), hottest on top."""
     order = frame.sort("mean_util", descending=True)["label"].unique(maintain_order=True).to_list()
