@@ -30,17 +30,23 @@ def make_run(store: Path) -> str:
     return json.loads(out.stdout)["run_id"]
 
 
-def render(params: dict[str, str]) -> tuple[AppTest, float]:
+def timed(at: AppTest) -> tuple[float, float]:
+    """Wall seconds of one run of the page, and the CPU seconds the process spent meanwhile (all threads,
+    DuckDB's included): on a shared machine the wall time swings with the load, the CPU time much less."""
+    started, started_cpu = time.perf_counter(), time.process_time()
+    at.run()
+    elapsed, cpu = time.perf_counter() - started, time.process_time() - started_cpu
+    if at.exception:
+        raise SystemExit(f"the page failed: {at.exception[0].value}")
+    return elapsed, cpu
+
+
+def render(params: dict[str, str]) -> tuple[AppTest, float, float]:
     at = AppTest.from_file(ROUTER, default_timeout=120)
     for key, value in params.items():
         at.query_params[key] = value
     at.switch_page("app_pages/gpus.py")
-    started = time.perf_counter()
-    at.run()
-    elapsed = time.perf_counter() - started
-    if at.exception:
-        raise SystemExit(f"the page failed: {at.exception[0].value}")
-    return at, elapsed
+    return at, *timed(at)
 
 
 def main() -> int:
@@ -64,18 +70,18 @@ def main() -> int:
         import dashboard.charts.gpus  # noqa: F401
         import dashboard.queries.gpus  # noqa: F401
 
-        at, first = render({"run": run_id})
+        load_before = os.getloadavg()[0]
+        at, first, first_cpu = render({"run": run_id})
         at.switch_page("app_pages/gpus.py")
-        started = time.perf_counter()
-        at.run()
-        rerun = time.perf_counter() - started
-        _, later_t = render({"run": run_id, "t": "2000000", "state": "failed,repair", "gpu": "21764"})
-    print(f"{'what':48} {'seconds':>8}")
+        rerun, rerun_cpu = timed(at)
+        _, later_t, later_cpu = render({"run": run_id, "t": "2000000", "state": "failed,repair", "gpu": "21764"})
+    print(f"{'what':48} {'wall s':>8} {'CPU s':>8}")
     print(f"{'llama3-405b run (made or found)':48} {made_s:>8.2f}")
-    print(f"{'first render (cold caches)':48} {first:>8.2f}")
-    print(f"{'rerun (cached queries)':48} {rerun:>8.2f}")
-    print(f"{'another t, filters and a GPU drill-down (cold)':48} {later_t:>8.2f}")
-    print(f"{'target':48} {TARGET_S:>8.2f}")
+    print(f"{'first render (cold caches)':48} {first:>8.2f} {first_cpu:>8.2f}")
+    print(f"{'rerun (cached queries)':48} {rerun:>8.2f} {rerun_cpu:>8.2f}")
+    print(f"{'another t, filters and a GPU drill-down (cold)':48} {later_t:>8.2f} {later_cpu:>8.2f}")
+    print(f"{'target (wall)':48} {TARGET_S:>8.2f}")
+    print(f"{'cores / load average before measuring (1 min)':48} {os.cpu_count():>8} {load_before:>8.1f}")
     print(f"{'load average while measuring (1 min)':48} {os.getloadavg()[0]:>8.1f}")
     return 0 if max(first, rerun, later_t) <= TARGET_S else 1
 

@@ -139,9 +139,9 @@ def xid_section(run: RunInfo) -> None:
     st.plotly_chart(charts.xid_counts(totals), width="stretch")
 
 
-def ecc_section(run: RunInfo) -> None:
+def ecc_section(run: RunInfo, ecc_top: Callable[[], pl.DataFrame]) -> None:
     st.subheader("ECC errors")
-    top = queries.ecc_top(run.run_id, ECC_GPUS)
+    top = ecc_top()
     if top.is_empty():
         st.info("No GPU of this run reported an ECC error.")
         return
@@ -240,13 +240,17 @@ def one_gpu(run: RunInfo, click: int | None) -> None:
 
 def page(run_id: str) -> None:
     run = state.store().info(run_id)  # read again on every rerun: a live run grows between them
-    if every:
+    live_every = state.live_refresh_s(run)
+    if live_every:
         st.caption(f":material/sensors: Live: this run is still being scraped ({run.summary.get('scrapes', '?')} "
                    f"scrapes, {run.summary.get('samples', 0):,} samples so far); the page refreshes every "
-                   f"{fmt_duration(every)}.")
+                   f"{fmt_duration(live_every)}.")
+    # the two scans of the samples (ECC here, the grid's temperatures in `health`) start first and run while
+    # the rest of the page is drawn
+    ecc_top = in_background(queries.ecc_top, run.run_id, ECC_GPUS)
     draw_grid = health(run)
     xid_section(run)
-    ecc_section(run)
+    ecc_section(run, ecc_top)
     click = lemon_section(run)
     one_gpu(run, click)
     if draw_grid is not None:
