@@ -119,6 +119,8 @@ def ring_flows(grid: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np
     """The ring edges of every multi-host job in a block of samples: (sample, src host, dst host, job)."""
     n_jobs = int(grid.max()) + 1 if grid.size else 0
     sample, host = np.nonzero(grid >= 0)  # row-major: hosts ascending within a sample
+    if not len(sample):
+        return sample, host, host, host.copy()
     job = grid[sample, host].astype(np.int64)
     order = np.argsort(sample * n_jobs + job, kind="stable")
     sample, host, job = sample[order], host[order], job[order]

@@ -49,6 +49,14 @@ def test_placement_and_ring_edges_are_exact():
         (1, 0, 1, 0), (1, 1, 2, 0), (1, 2, 3, 0), (1, 3, 0, 0), (1, 4, 8, 1), (1, 8, 4, 1)]
 
 
+def test_an_idle_block_has_no_flows_and_no_load():
+    scenario, fab = setup()
+    assert all(len(x) == 0 for x in ring_flows(np.full((3, 16), -1, dtype=np.int32)))
+    idle = states([(5, "healthy", 0.0, 6 * HOUR, None)])
+    traffic = NetworkTraffic(scenario, fab, idle, incidents(), TIMES, 6 * HOUR, np.random.default_rng(1))
+    assert pl.concat(traffic.samples())["util_pct"].sum() == 0.0 and traffic.slowdown().is_empty()
+
+
 def test_link_samples_have_every_link_at_every_sample_with_exact_utilisation():
     scenario, fab = setup()
     traffic = NetworkTraffic(scenario, fab, HOST_STATES, incidents(), TIMES, 6 * HOUR, np.random.default_rng(1))
