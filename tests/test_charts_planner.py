@@ -13,17 +13,16 @@ LOSSES = pl.DataFrame({"category": ["lost_work", "restart", "checkpoint", "waiti
                        "cf_gpu_hours": [12.0, 18.0, 1.5, 0.0], "cf_usd": [30.0, 45.0, 3.75, 0.0]})
 
 
-def test_waterfall_steps_from_the_job_down_to_productive():
-    fig = planner.loss_waterfall(LOSSES, 1000.0)
+def test_waterfall_steps_up_to_the_total_lost():
+    fig = planner.loss_waterfall(LOSSES)
     sim, cf = fig.data
     assert (sim.name, cf.name) == ("simulated", "closed form")
-    assert list(sim.x) == ["Job GPU-hours", "Lost work (since last checkpoint)", "Restart overhead",
-                           "Checkpoint writes", "Waiting for spare hosts", "Productive"]
-    assert list(sim.y) == [1000.0, -10.0, -20.0, -1.0, -5.0, 0.0]
-    assert list(sim.measure) == ["absolute", "relative", "relative", "relative", "relative", "total"]
-    assert list(cf.y) == [1000.0, -12.0, -18.0, -1.5, -0.0, 0.0]
-    assert sim.text[0] == "1.0k GPU-h" and sim.text[1] == "10 GPU-h · $25" and sim.text[-1] == "964 GPU-h"
-    assert cf.text[3] == "1.5 GPU-h · $3.8" and cf.text[-1] == "968 GPU-h"  # 1000 - 31.5
+    assert list(sim.x) == ["Lost work (since last checkpoint)", "Restart overhead", "Checkpoint writes",
+                           "Waiting for spare hosts", "Total lost"]
+    assert list(sim.y) == [10.0, 20.0, 1.0, 5.0, 0.0] and list(cf.y) == [12.0, 18.0, 1.5, 0.0, 0.0]
+    assert list(sim.measure) == ["relative"] * 4 + ["total"]
+    assert sim.text[0] == "10 GPU-h · $25" and sim.text[-1] == "36 GPU-h · $90"
+    assert cf.text[2] == "1.5 GPU-h · $3.8" and cf.text[-1] == "31.5 GPU-h · $78.8"
 
 
 def test_monte_carlo_histogram_marks_mean_and_band():

@@ -214,8 +214,7 @@ with run_tab:
         st.caption(f"The closed form expects {expected_failures:,.1f} unexpected interruptions in "
                    f"{ran['simulation.days']:g} days; it counts no planned ones.")
         st.markdown("**Where the flagship's time went**: simulated beside the closed form")
-        st.plotly_chart(charts.loss_waterfall(losses, ran["training.gpus"] * ran.duration_s / 3600.0),
-                        width="stretch")
+        st.plotly_chart(charts.loss_waterfall(losses), width="stretch")
         st.dataframe([{"loss": LOSS_LABELS[r["category"]],
                        "simulated": fmt_gpu_hours(r["sim_gpu_hours"]), "simulated cost": fmt_usd(r["sim_usd"]),
                        "closed form": fmt_gpu_hours(r["cf_gpu_hours"]), "closed-form cost": fmt_usd(r["cf_usd"])}

@@ -55,26 +55,26 @@ def ettr_curve(*, gpus: int, rate_per_1000_node_days: float, checkpoint_interval
 
 # ----- the goodput loss waterfall ---------------------------------------------------------------------------
 
-def loss_waterfall(losses: pl.DataFrame, job_gpu_hours: float) -> go.Figure:
-    """From the job's GPU-hours down to productive GPU-hours, a step per loss, simulated beside closed form.
+def loss_waterfall(losses: pl.DataFrame) -> go.Figure:
+    """The goodput losses stacked step by step up to their total, simulated beside the closed form.
 
     `losses`: planner_model.loss_table (category, sim_gpu_hours, sim_usd, cf_gpu_hours, cf_usd). Each step's
-    text carries GPU-hours and money; the last bar is what is left (plotly sums the steps)."""
-    labels = ["Job GPU-hours", *(LOSS_LABELS[c] for c in losses["category"]), "Productive"]
+    text carries GPU-hours and money. The steps start from zero, not from the job's GPU-hours: beside those,
+    losses of a few per cent would not show."""
+    labels = [*(LOSS_LABELS[c] for c in losses["category"]), "Total lost"]
     fig = go.Figure()
-    for name, hours, usd, color in (("simulated", "sim_gpu_hours", "sim_usd", "#1971c2"),
-                                    ("closed form", "cf_gpu_hours", "cf_usd", "#adb5bd")):
-        steps = [-h for h in losses[hours].to_list()]
-        left = job_gpu_hours + sum(steps)
-        text = [fmt_gpu_hours(job_gpu_hours)] + [
-            f"{fmt_gpu_hours(h)} · {fmt_usd(u)}" for h, u in zip(losses[hours], losses[usd], strict=True)
-        ] + [fmt_gpu_hours(left)]
+    for name, hours, usd, color, step_color in (("simulated", "sim_gpu_hours", "sim_usd", "#c92a2a", "#ff6b6b"),
+                                                ("closed form", "cf_gpu_hours", "cf_usd", "#495057", "#adb5bd")):
+        steps = losses[hours].to_list()
+        money = losses[usd].to_list()
+        text = [f"{fmt_gpu_hours(h)} · {fmt_usd(u)}" for h, u in zip(steps, money, strict=True)]
+        text.append(f"{fmt_gpu_hours(sum(steps))} · {fmt_usd(sum(money))}")
         fig.add_trace(go.Waterfall(
-            name=name, x=labels, y=[job_gpu_hours, *steps, 0.0], text=text, textposition="outside",
-            measure=["absolute"] + ["relative"] * len(steps) + ["total"],
-            decreasing={"marker": {"color": "#e03131" if name == "simulated" else "#ffa8a8"}},
-            totals={"marker": {"color": color}}, increasing={"marker": {"color": color}}))
-    fig.update_layout(height=380, margin={"l": 10, "r": 10, "t": 10, "b": 10}, yaxis_title="GPU-hours",
+            name=name, x=labels, y=[*steps, 0.0], text=text, textposition="outside",
+            measure=["relative"] * len(steps) + ["total"], connector={"line": {"color": "#dee2e6"}},
+            increasing={"marker": {"color": step_color}}, decreasing={"marker": {"color": step_color}},
+            totals={"marker": {"color": color}}))
+    fig.update_layout(height=380, margin={"l": 10, "r": 10, "t": 30, "b": 10}, yaxis_title="GPU-hours lost",
                       waterfallgroupgap=0.3, legend={"orientation": "h", "y": 1.02, "yanchor": "bottom"})
     return fig
 
