@@ -55,7 +55,10 @@ def test_health_lemons_xids_and_a_gpu_from_the_url(store_dir):
     assert lemons["flagged"].tolist() == ["2024-03-01 19:26 UTC"]
     assert any("A lemon has 2 hardware failures within 14 d" in c for c in captions)
     assert "**Hosts** (1) with two or more unplanned incidents" in markdown
-    offenders = at.dataframe[1].value
+    every_host, every_gpu = at.dataframe[1].value, at.dataframe[2].value  # the expander: incidents per host, GPU
+    assert every_host[["hostname", "incidents"]].values.tolist() == [["host-001", 2], ["host-006", 1]]
+    assert every_gpu[["gpu_id", "incidents"]].values.tolist() == [[3, 2]]
+    offenders = at.dataframe[3].value
     assert offenders["hostname"].tolist() == ["host-001"] and offenders["causes"].tolist() == ["faulty_gpu, gpu_hbm3"]
     # the XIDs counted per 1 h window (a day's run); no ECC error in this run
     assert any(c.startswith("Every XID event counted per 1 h window") for c in captions)

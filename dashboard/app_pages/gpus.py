@@ -171,6 +171,12 @@ def lemon_section(run: RunInfo) -> int | None:
         st.dataframe(times(lemons, run, "flagged_s"), hide_index=True, width="stretch")
     lemon_hosts = queries.offenders(run.run_id, "host", minimum=2)
     lemon_gpus = queries.offenders(run.run_id, "gpu", minimum=2)
+    with st.expander("Incidents per host and per GPU (top 50)"):
+        left, right = st.columns(2)
+        left.dataframe(times(queries.offenders(run.run_id, "host"), run, "first_s", "last_s"), hide_index=True,
+                       width="stretch")
+        right.dataframe(times(queries.offenders(run.run_id, "gpu"), run, "first_s", "last_s"), hide_index=True,
+                        width="stretch")
     if lemon_hosts.is_empty() and lemon_gpus.is_empty():
         st.info("No host or GPU failed more than once in this run.")
         return None
