@@ -26,6 +26,7 @@ from engine.errors import GoodputError
 from engine.scenario import PRESETS, build
 from engine.sweep import bands, monte_carlo, sweep
 
+BESIDE = {"delta_color": "off", "delta_arrow": "off"}  # a metric's delta here is a comparison, not a change
 MAX_PLANNER_SAMPLES = 5_000_000  # telemetry beyond this takes minutes and gigabytes: the command line's job
 
 st.title("Planner")
@@ -198,19 +199,18 @@ with run_tab:
         expected_failures = ran_estimate.failures_per_s * ran.duration_s
         cols = st.columns(5)
         simulated = job.get("ettr")
-        beside = {"delta_color": "off", "delta_arrow": "off"}  # a comparison, not a change for the better
         cols[0].metric("Simulated ETTR", fmt_pct(simulated),
                        f"{(simulated - ran_estimate.ettr) * 100:+.1f} pts vs closed form"
                        if simulated is not None else None, help=f"closed form {fmt_pct(ran_estimate.ettr)}",
-                       **beside)
+                       **BESIDE)
         cols[1].metric("Simulated MTTF", fmt_hours(job.get("mttf_hours")),
-                       f"closed form {fmt_hours(ran_estimate.mttf_s / 3600.0)}", **beside)
+                       f"closed form {fmt_hours(ran_estimate.mttf_s / 3600.0)}", **BESIDE)
         cols[2].metric("Interruptions", fmt_int(inter.get("total")),
-                       f"{inter.get('unexpected', 0)} unexpected, {inter.get('planned', 0)} planned", **beside)
+                       f"{inter.get('unexpected', 0)} unexpected, {inter.get('planned', 0)} planned", **BESIDE)
         cols[3].metric("Lost GPU-hours", fmt_gpu_hours(losses["sim_gpu_hours"].sum()),
-                       f"closed form {fmt_gpu_hours(losses['cf_gpu_hours'].sum())}", **beside)
+                       f"closed form {fmt_gpu_hours(losses['cf_gpu_hours'].sum())}", **BESIDE)
         cols[4].metric("Lost money", fmt_usd(losses["sim_usd"].sum()),
-                       f"closed form {fmt_usd(losses['cf_usd'].sum())}", **beside)
+                       f"closed form {fmt_usd(losses['cf_usd'].sum())}", **BESIDE)
         st.caption(f"The closed form expects {expected_failures:,.1f} unexpected interruptions in "
                    f"{ran['simulation.days']:g} days; it counts no planned ones.")
         st.markdown("**Where the flagship's time went**: simulated beside the closed form")
@@ -254,16 +254,16 @@ with mc_tab:
         band = bands(frame).row(0, named=True)
         cols = st.columns(4)
         cols[0].metric("Mean ETTR", fmt_pct(band["ettr_mean"]),
-                       f"5-95 %: {fmt_pct(band['ettr_p5'])} – {fmt_pct(band['ettr_p95'])}", delta_color="off")
+                       f"5-95 %: {fmt_pct(band['ettr_p5'])} – {fmt_pct(band['ettr_p95'])}", **BESIDE)
         cols[1].metric("Mean MTTF", fmt_hours(band["mttf_hours_mean"]),
                        f"5-95 %: {fmt_hours(band['mttf_hours_p5'])} – {fmt_hours(band['mttf_hours_p95'])}",
-                       delta_color="off")
+                       **BESIDE)
         cols[2].metric("Mean interruptions", f"{band['interruptions_mean']:,.1f}",
                        f"5-95 %: {band['interruptions_p5']:,.1f} – {band['interruptions_p95']:,.1f}",
-                       delta_color="off")
+                       **BESIDE)
         cols[3].metric("Mean lost money", fmt_usd(band["lost_usd_mean"]),
                        f"5-95 %: {fmt_usd(band['lost_usd_p5'])} – {fmt_usd(band['lost_usd_p95'])}",
-                       delta_color="off")
+                       **BESIDE)
         st.plotly_chart(charts.monte_carlo_histogram(
             frame["ettr"].to_list(), (band["ettr_mean"], band["ettr_p5"], band["ettr_p95"])), width="stretch")
         st.caption(f"{band['runs']} runs; closed form {fmt_pct(band['closed_form_ettr_mean'])}.")

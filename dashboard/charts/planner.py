@@ -90,7 +90,7 @@ def monte_carlo_histogram(ettr: list[float], band: tuple[float, float, float]) -
     fig.add_vline(x=mean, line={"color": "#1971c2", "width": 3}, annotation_text=f"mean {mean:.1%}")
     fig.update_layout(height=300, margin={"l": 10, "r": 10, "t": 30, "b": 10}, bargap=0.05,
                       xaxis_title="simulated ETTR", yaxis_title="runs", showlegend=False)
-    fig.update_xaxes(tickformat=".0%")
+    fig.update_xaxes(tickformat=".1%")
     return fig
 
 
