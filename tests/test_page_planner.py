@@ -7,6 +7,7 @@ import json
 import pytest
 from streamlit.runtime.memory_media_file_storage import MemoryMediaFileStorage
 from streamlit.testing.v1 import app_test
+from test_browser import dashboard  # noqa: F401 (the served dashboard, a fixture)
 from test_charts_pages import open_page
 
 from dashboard import planner_model as model
@@ -205,3 +206,35 @@ def test_a_bad_sweep_value_is_an_error_not_a_crash(store_dir):
     at = open_page(PAGE, {"preset": "demo"})
     at.text_input(key="planner_sweep_values:training.checkpoint_interval:demo").set_value("10m,soon").run()
     assert not at.exception and any("training.checkpoint_interval" in e.value for e in at.error)
+
+
+@pytest.mark.browser
+def test_planner_in_chromium(dashboard, tmp_path):  # noqa: F811 (the fixture imported above)
+    """The served page in a real browser: Run, Monte-Carlo and the default 4 x 4 x 3 sweep, no exception."""
+    from playwright.sync_api import expect, sync_playwright
+    from test_browser import CHROMIUM, CHROMIUM_ARGS, RENDER_TIMEOUT_MS
+
+    url, _ = dashboard
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1500, "height": 3600})
+            page.goto(f"{url}/planner?preset=demo&m_gpu=2")
+            expect(page.get_by_text("Closed form", exact=True)).to_be_visible(timeout=RENDER_TIMEOUT_MS)
+            run = page.get_by_role("button", name="Run", exact=True)
+            expect(run).to_be_enabled(timeout=RENDER_TIMEOUT_MS)
+            run.click()
+            expect(page.get_by_text("Simulated ETTR")).to_be_visible(timeout=RENDER_TIMEOUT_MS)
+            expect(page.locator(".js-plotly-plot .waterfalllayer")).to_have_count(1, timeout=RENDER_TIMEOUT_MS)
+            page.screenshot(path=str(tmp_path / "planner_run.png"))
+            page.get_by_role("tab", name="Monte-Carlo").click()
+            page.get_by_role("button", name="Run Monte-Carlo").click()
+            expect(page.get_by_text("Mean ETTR")).to_be_visible(timeout=RENDER_TIMEOUT_MS)
+            page.get_by_role("tab", name="Sweep").click()
+            page.get_by_role("button", name="Run sweep").click()
+            expect(page.locator(".js-plotly-plot .heatmaplayer")).to_have_count(1, timeout=RENDER_TIMEOUT_MS)
+            page.screenshot(path=str(tmp_path / "planner_sweep.png"))
+            expect(page.get_by_test_id("stException")).to_have_count(0)
+            assert "m_gpu=2" in page.url and "preset=demo" in page.url
+        finally:
+            browser.close()
