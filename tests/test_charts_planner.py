@@ -46,6 +46,14 @@ def test_heatmap_in_minutes_with_the_young_daly_curve():
     assert list(fig.layout.yaxis.range) == [2.5, 12.5]
 
 
+def test_heatmap_with_the_interval_on_y():
+    fig = planner.sweep_heatmap([[0.9, 0.8], [0.95, 0.85]], [1.0, 4.0], [600.0, 1200.0], x_title="Failures",
+                                y_title="Checkpoint interval", x_duration=False, y_duration=True,
+                                young_daly_s=[1200.0, 600.0], young_daly_on="y")
+    curve = fig.data[1]
+    assert list(curve.x) == [1.0, 4.0] and list(curve.y) == [20.0, 10.0]
+
+
 def test_heatmap_without_a_curve_and_plain_numbers():
     fig = planner.sweep_heatmap([[0.5, 0.6]], [1.0, 4.0], [2.0], x_title="Spares", y_title="Technicians",
                                 x_duration=False, y_duration=False)

@@ -190,6 +190,20 @@ def test_a_tiny_sweep_shows_its_heat_map(store_dir):
     assert table["runs"].tolist() == [1, 1, 1, 1]
 
 
+def test_the_young_daly_curve_follows_the_interval_on_either_axis(store_dir):
+    at = open_page(PAGE, {"preset": "demo"})
+    at.selectbox(key="planner_sweep_x").set_value("failures.rate_per_1000_node_days").run()
+    at.selectbox(key="planner_sweep_y").set_value("training.checkpoint_interval").run()
+    at.slider(key="planner_sweep_seeds").set_value(1).run()
+    at.text_input(key="planner_sweep_values:failures.rate_per_1000_node_days:demo").set_value("10,40").run()
+    at.text_input(key="planner_sweep_values:training.checkpoint_interval:demo").set_value("1m,4m").run()
+    button(at, "Run sweep").click().run()
+    assert not at.exception
+    heat = next(c for c in charts(at) if c["data"][0]["type"] == "heatmap")
+    curve = heat["data"][1]
+    assert curve["x"] == [10.0, 40.0] and curve["y"][0] == pytest.approx(2 * curve["y"][1])  # 4x rate: half
+
+
 def test_a_one_setting_sweep_shows_a_line_with_its_band(store_dir):
     at = open_page(PAGE, {"preset": "demo"})
     at.selectbox(key="planner_sweep_y").set_value("").run()

@@ -314,11 +314,13 @@ with sweep_tab:
             y_param = model.SWEEP_BY_KEY[s_axes[1].key]
             means = summary["ettr_mean"].to_list()  # grid order: x slowest, y fastest
             grid = [[means[i * len(ys) + j] for i in range(len(xs))] for j in range(len(ys))]
-            curve = (model.young_daly_curve(base, s_axes[1].key, s_axes[1].values)
-                     if x_param.key == "training.checkpoint_interval" else None)
+            interval = "training.checkpoint_interval"
+            on = "x" if x_param.key == interval else "y" if y_param.key == interval else None
+            other = s_axes[1] if on == "x" else s_axes[0]
+            curve = model.young_daly_curve(base, other.key, other.values) if on else None
             st.plotly_chart(charts.sweep_heatmap(grid, xs, ys, x_title=x_param.label, y_title=y_param.label,
                                                  x_duration=x_param.duration, y_duration=y_param.duration,
-                                                 young_daly_s=curve), width="stretch")
+                                                 young_daly_s=curve, young_daly_on=on or "x"), width="stretch")
         else:
             st.plotly_chart(charts.sweep_line(xs, summary["ettr_mean"].to_list(), summary["ettr_p5"].to_list(),
                                               summary["ettr_p95"].to_list(), x_title=x_param.label,

@@ -101,9 +101,10 @@ def axis_scale(duration: bool) -> tuple[float, str]:
 
 def sweep_heatmap(means: list[list[float | None]], x: list[float], y: list[float], *, x_title: str,
                   y_title: str, x_duration: bool, y_duration: bool, young_daly_s: list[float] | None = None,
-                  metric: str = "mean ETTR") -> go.Figure:
-    """Mean ETTR over a two-parameter grid (means[i][j] at y[i], x[j]); where x is the checkpoint interval,
-    the Young-Daly interval of each row's settings is drawn over it (`young_daly_s`, seconds, one per y)."""
+                  young_daly_on: str = "x", metric: str = "mean ETTR") -> go.Figure:
+    """Mean ETTR over a two-parameter grid (means[i][j] at y[i], x[j]). Where one axis is the checkpoint
+    interval (`young_daly_on`: "x" or "y"), the Young-Daly interval of the other axis's settings is drawn over
+    it (`young_daly_s`, seconds, one per value of the other axis)."""
     xs, x_unit = axis_scale(x_duration)
     ys, y_unit = axis_scale(y_duration)
     fig = go.Figure(go.Heatmap(
@@ -111,7 +112,10 @@ def sweep_heatmap(means: list[list[float | None]], x: list[float], y: list[float
         colorbar={"title": metric, "tickformat": ".0%"}, hovertemplate="%{x:g}, %{y:g}: %{z:.1%}<extra></extra>",
         text=[[DASH if v is None else f"{v:.1%}" for v in row] for row in means], texttemplate="%{text}"))
     if young_daly_s is not None:
-        finite = [(t / xs, v / ys) for t, v in zip(young_daly_s, y, strict=True) if math.isfinite(t)]
+        if young_daly_on == "x":
+            finite = [(t / xs, v / ys) for t, v in zip(young_daly_s, y, strict=True) if math.isfinite(t)]
+        else:
+            finite = [(v / xs, t / ys) for t, v in zip(young_daly_s, x, strict=True) if math.isfinite(t)]
         if finite:
             fig.add_trace(go.Scatter(x=[p[0] for p in finite], y=[p[1] for p in finite], mode="lines+markers",
                                      name="Young-Daly interval", line={"color": "#ffffff", "dash": "dash",
