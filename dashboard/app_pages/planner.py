@@ -330,4 +330,10 @@ with sweep_tab:
         shown = bands(frame, by=[a.key for a in s_axes]).select(
             *[a.key for a in s_axes], "runs", "ettr_mean", "ettr_p5", "ettr_p95", "closed_form_ettr_mean",
             "mttf_hours_mean", "lost_usd_mean")
-        st.dataframe(shown, hide_index=True, width="stretch")
+        number = st.column_config.NumberColumn
+        st.dataframe(shown, hide_index=True, width="stretch", column_config={
+            "ettr_mean": number("mean ETTR", format="percent"), "ettr_p5": number("ETTR p5", format="percent"),
+            "ettr_p95": number("ETTR p95", format="percent"),
+            "closed_form_ettr_mean": number("closed form", format="percent"),
+            "mttf_hours_mean": number("mean MTTF (h)", format="%.1f"),
+            "lost_usd_mean": number("mean lost (USD)", format="dollar")})
