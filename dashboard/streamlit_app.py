@@ -1,6 +1,7 @@
 """Goodput's dashboard: the router. Every page reads the run chosen in the sidebar (in the URL as ?run=)."""
 
 import duckdb
+import pandas  # noqa: F401  loaded whole before any page's rerun: Plotly probes a half-imported pandas otherwise
 import streamlit as st
 
 from dashboard import state

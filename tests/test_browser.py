@@ -92,12 +92,17 @@ def dashboard(tmp_path):
         wait_healthy(url, server, log)
         yield url, demo
     finally:
-        os.killpg(server.pid, signal.SIGTERM)
-        try:
-            server.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            os.killpg(server.pid, signal.SIGKILL)
-            server.wait(timeout=10)
+        stop_server(server)
+
+
+def stop_server(server: subprocess.Popen) -> None:
+    """Stop a `goodput dashboard` started in its own process group: politely, then for sure."""
+    os.killpg(server.pid, signal.SIGTERM)
+    try:
+        server.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        os.killpg(server.pid, signal.SIGKILL)
+        server.wait(timeout=10)
 
 
 def test_overview_and_data_in_chromium(dashboard, tmp_path):

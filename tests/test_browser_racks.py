@@ -7,7 +7,6 @@ Screenshots land in pytest's tmp_path; set GOODPUT_RACKS_SHOTS=DIR to keep copie
 
 import os
 import shutil
-import signal
 import subprocess
 from pathlib import Path
 
@@ -16,6 +15,7 @@ from test_charts_racks import racks_run
 
 from engine.store import Store
 from tests.test_browser import CHROMIUM, CHROMIUM_ARGS, GOODPUT, ROOT, free_port, wait_healthy
+from tests.test_browser import stop_server as stop
 
 pytestmark = pytest.mark.browser
 RENDER_TIMEOUT_MS = 90_000
@@ -44,15 +44,6 @@ def serve(store: Path, tmp_path: Path):
         stop(server)
         raise
     return url, server
-
-
-def stop(server: subprocess.Popen) -> None:
-    os.killpg(server.pid, signal.SIGTERM)
-    try:
-        server.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        os.killpg(server.pid, signal.SIGKILL)
-        server.wait(timeout=10)
 
 
 def keep(shot: Path) -> None:

@@ -4,7 +4,6 @@ and waits from ?job=, the queue and utilisation of a window, the exports."""
 import json
 import os
 import re
-import signal
 import subprocess
 from datetime import timedelta
 from pathlib import Path
@@ -191,6 +190,7 @@ def test_jobs_page_in_chromium(tmp_path, shared_data):
         RENDER_TIMEOUT_MS,
         ROOT,
         free_port,
+        stop_server,
         wait_healthy,
     )
 
@@ -244,9 +244,4 @@ def test_jobs_page_in_chromium(tmp_path, shared_data):
             finally:
                 browser.close()
     finally:
-        os.killpg(server.pid, signal.SIGTERM)
-        try:
-            server.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            os.killpg(server.pid, signal.SIGKILL)
-            server.wait(timeout=10)
+        stop_server(server)
