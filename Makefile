@@ -10,7 +10,7 @@ UV_VERSION := 0.13.8
 STORE ?= data/store
 PORT ?= 8501
 HOST ?= 127.0.0.1
-DEFAULT_PRESET ?= demo
+DEFAULT_PRESET ?= llama3-405b
 PYTEST_ARGS ?=
 
 export UV_PYTHON_DOWNLOADS := never

@@ -112,7 +112,8 @@ class _Fleet:
 def gpu_samples(scenario: Scenario, gpus: pl.DataFrame, host_states: pl.DataFrame, incidents: pl.DataFrame,
                 checkpoints: pl.DataFrame, rng: np.random.Generator, *,
                 chunk_rows: int = DEFAULT_CHUNK_ROWS, workers: int = DEFAULT_WORKERS) -> Iterator[pl.DataFrame]:
-    """The gpu_samples table as an iterator of chunks of whole hosts, rows ordered by (host, gpu_id, t_s).
+    """The gpu_samples table as an iterator of chunks of whole hosts, each chunk's rows ordered by
+    (t_s, host, gpu_id).
 
     Inputs are checked and every draw from `rng` is made here, before this returns; the chunks are computed as
     they are consumed, `workers` threads ahead of the consumer (NumPy releases the GIL in its loops, so a store
@@ -138,6 +139,9 @@ def gpu_samples(scenario: Scenario, gpus: pl.DataFrame, host_states: pl.DataFram
         blocks = [_block(fleet, pre, key, b0, min(h1, b0 + hosts_per_block), t, resolution, tdp, diurnal)
                   for b0 in range(h0, h1, hosts_per_block)]
         simulated = blocks[0] if len(blocks) == 1 else pl.concat(blocks)
+        # time-major inside the chunk: the store's row groups then each cover a slice of time, so reading every
+        # GPU at one moment (the GPUs and Racks pages) touches a row group a chunk instead of the whole table
+        simulated = simulated.sort("t_s", maintain_order=True, multithreaded=False)
         return simulated.select(pl.col(name) if name in SIMULATED_COLUMNS else pl.lit(None, dtype).alias(name)
                                 for name, dtype in SAMPLE_SCHEMA.items())
 
