@@ -39,19 +39,30 @@ def charts(at) -> list[dict]:
     return [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
 
 
-def test_starts_from_the_demo_preset_and_shows_its_closed_form(store_dir):
-    at = open_page(PAGE)  # works without any run in the store
+def test_starts_from_the_llama3_preset_and_shows_its_closed_form(store_dir):
+    at = open_page(PAGE)  # works without any run in the store: the Llama 3 cluster is where planning starts
     assert not at.exception
-    demo = build("demo")
-    assert at.selectbox[0].value == "demo"
-    assert knob(at, "Job GPUs").value == 384 and knob(at, "Cluster GPUs").value == 512
-    assert knob(at, "Checkpoint interval (min)").value == 20.0 and knob(at, "Technicians").value == 2
-    expected = closed_form_ettr(gpus=384, rate_per_1000_node_days=40.0, checkpoint_interval_s=1200.0,
-                                checkpoint_write_s=demo.checkpoint_write_s,
-                                restart_overhead_s=demo["training.restart_overhead"])
+    llama3 = build("llama3-405b")
+    assert at.selectbox[0].value == "llama3-405b"
+    assert knob(at, "Job GPUs").value == 16384 and knob(at, "Cluster GPUs").value == 24576
+    assert knob(at, "Checkpoint interval (min)").value == 5.0 and knob(at, "Technicians").value == 8
+    expected = closed_form_ettr(gpus=16384, rate_per_1000_node_days=llama3["failures.rate_per_1000_node_days"],
+                                checkpoint_interval_s=300.0, checkpoint_write_s=llama3.checkpoint_write_s,
+                                restart_overhead_s=llama3["training.restart_overhead"])
     assert metrics(at)["ETTR"] == fmt_pct(expected.ettr)
-    assert at.query_params["preset"] == "demo" and at.query_params["gpus"] == "384"
+    assert at.query_params["preset"] == "llama3-405b" and at.query_params["gpus"] == "16384"
     assert at.query_params["ckpt"] == "storage" and at.query_params["fix"] == "14400"
+
+
+def test_starts_from_the_selected_runs_preset(store_dir):
+    from engine.scenario import build as build_scenario
+    from engine.simulate import simulate
+    from engine.store import Store
+
+    run_id = Store(store_dir).write_run(simulate(build_scenario("demo", sets=["simulation.telemetry=false"])))
+    at = open_page(PAGE, {"run": run_id})
+    [preset] = [box for box in at.selectbox if box.label == "Start from preset"]
+    assert not at.exception and preset.value == "demo" and knob(at, "Job GPUs").value == 384
 
 
 def test_a_knob_moves_the_closed_form_and_the_url(store_dir):

@@ -35,9 +35,13 @@ st.caption("The closed form is Kokolis et al.'s first-order estimate (HPCA 2025)
 
 # ----- the preset and the knobs' first values (from the URL) ----------------------------------------------------
 presets = list(PRESETS)
-wanted = st.query_params.get("preset", "demo")
+# start from the selected run's own preset (plan from what you are looking at), else the Llama 3 cluster
+selected = state.selected_run()
+run_preset = selected.scenario.get("preset") if selected else None
+start = run_preset if run_preset in presets else "llama3-405b"
+wanted = st.query_params.get("preset", start)
 preset = st.selectbox("Start from preset", presets,
-                      key=state.seed("planner_preset", wanted if wanted in presets else "demo"))
+                      key=state.seed("planner_preset", wanted if wanted in presets else start))
 if preset != st.query_params.get("preset"):  # a new preset: its own defaults, not the old knobs
     for name in model.URL_NAMES:
         st.query_params.pop(name, None)
