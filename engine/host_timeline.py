@@ -1,8 +1,8 @@
 """host_states: contiguous intervals covering every host for the whole run, built by overlaying two layers.
 
 The base layer says who holds a host (the flagship job: running; the spare pool: spare; a research job:
-running; nobody: healthy). The repair layer (draining, diagnosing, down, repair, burn_in) wins wherever it
-covers the base. Elementary segments between all boundaries of a host are labelled with Polars as-of joins
+running; nobody: healthy). The overlay layer (draining, diagnosing, down, repair, burn_in, and research hosts
+lent to the flagship job: running) wins wherever it covers the base. Elementary segments between all boundaries of a host are labelled with Polars as-of joins
 and equal neighbours merged, so there is no Python loop over rows.
 """
 
@@ -36,7 +36,7 @@ def overlay(base: pl.DataFrame, repair: pl.DataFrame, n_hosts: int, horizon: flo
         ).select(
             "host_id", "start_s", "end_s",
             state=pl.when("in_repair").then("r_state").when("in_base").then("b_state").otherwise(pl.lit("healthy")),
-            job_id=pl.when("in_repair").then(pl.lit(None, pl.String)).when("in_base").then("b_job")
+            job_id=pl.when("in_repair").then("r_job").when("in_base").then("b_job")
             .otherwise(pl.lit(None, pl.String)),
         ).sort("host_id", "start_s")
     )

@@ -161,6 +161,7 @@ def _parse(raw: pl.DataFrame, path: str, fmt: str, scenario: Scenario) -> pl.Dat
         fail(text.is_not_null() & values.is_null(), f"{column} is not a number:", column)
         if dtype == pl.Int64:
             fail(values.is_not_null() & (values != values.round()), f"{column} is not a whole number:", column)
+            fail(values.is_not_null() & (values.abs() >= 2**31), f"{column} is out of range:", column)
         typed[column] = values.cast(dtype)
     planned_text = raw["planned"].str.strip_chars().str.to_lowercase().fill_null("")
     fail(~planned_text.is_in([*TRUE, *FALSE]), "planned is not true or false:", "planned")

@@ -168,7 +168,8 @@ class ResearchLanes:
     def _end(self, i: int, reason: str, failed: bool) -> None:
         lane, now = self.lanes[i], self.now
         job = self.jobs[lane.job]
-        job[3], job[4], job[5] = now, "failed" if failed else "completed", reason
+        state = "preempted" if reason == "preempted" else "failed" if failed else "completed"
+        job[3], job[4], job[5] = now, state, reason
         job[6] = now - job[2] if failed else 0.0
         self.intervals.append((i, "running", lane.since, now, lane.job))
         lane.phase, lane.since = "idle", now

@@ -108,6 +108,8 @@ KEYS: tuple[Key, ...] = (
        minimum=0, exclusive_minimum=True),
     # spares
     _k("spares.hosts", "int", 48, "hot spare hosts held back for the flagship job", minimum=0),
+    _k("spares.preempt_research", "bool", True,
+       "with no spare left, the flagship job takes a research job's host (preempting it) instead of waiting"),
     # repair: DCGM diagnostic levels (reference README §4)
     _k("repair.technicians", "int", 8, "technicians working on failed hosts at once", minimum=1),
     _k("repair.drain", "duration", "2m", "time to drain a failed host"),

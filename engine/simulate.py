@@ -46,6 +46,11 @@ class Simulation:
             self._open[h] = ("spare", 0.0)
         self.repairs = Repairs(self.env, scenario, rngs["repair"], self._returned)
         self.research = ResearchLanes(self.env, scenario, rngs["research"], topo.hosts_with(RESEARCH))
+        self.research_hosts = topo.hosts_with(RESEARCH).tolist()
+        # research hosts lent to the flagship when its spares ran out: host -> since; closed loans; their count
+        self.borrowed: dict[int, float] = {}
+        self.borrowed_intervals: list[tuple[int, str, float, float, str]] = []
+        self.preemptions = 0
         self.job = None
         if scenario.job_hosts and scenario["training.gpus"] > 0:
             self.job = FlagshipJob(
@@ -61,6 +66,12 @@ class Simulation:
     def _set(self, host: int, state: str | None) -> None:
         """Close the host's open base interval and open `state` (None: it leaves the base layer)."""
         now = self.env.now
+        if host in self.borrowed:  # a research host lent to the flagship: its own layer, closed when it leaves
+            if state is None:
+                since = self.borrowed.pop(host)
+                if now > since:
+                    self.borrowed_intervals.append((host, "running", since, now, self.job_id))
+            return
         if host in self._open:
             old, since = self._open.pop(host)
             if now > since:
@@ -69,10 +80,34 @@ class Simulation:
             self._open[host] = (state, now)
 
     def _take_spare(self) -> int | None:
-        if not self.spares:
+        if self.spares:
+            return self.spares.popleft()
+        return self._preempt_research() if self.scenario["spares.preempt_research"] else None
+
+    def _preempt_research(self) -> int | None:
+        """No spare left: take a research host for the flagship job, preempting the research job on it.
+
+        The host is taken from the smallest research lane, an idle one before a busy one, so the least research
+        work stops; that lane waits until the host comes back (after a failure and its repair, the host returns
+        to research, not to the flagship's spares). None when every research host is out of service."""
+        research = self.research
+        best, best_key = None, None
+        for host in self.research_hosts:
+            if self.holder[host] != RESEARCH:
+                continue
+            lane = research.lane_of.get(host)  # none when research.utilization is 0: the host idles
+            key = (0 if lane is None else research.lanes[lane].hosts.size, research.running_on(host))
+            if best_key is None or key < best_key:
+                best, best_key = host, key
+                if key[0] <= 1 and not key[1]:
+                    break
+        if best is None:
             return None
-        host = self.spares.popleft()
-        return host
+        research.failure(best, "preempted", takes_host=True)
+        self.holder[best] = FLAGSHIP
+        self.borrowed[best] = self.env.now
+        self.preemptions += 1
+        return best
 
     def _job_hosts_changed(self, added: list[int], removed: list[int]) -> None:
         for h in added:
@@ -171,7 +206,7 @@ class Simulation:
 
     # ----- the end ---------------------------------------------------------------------------------------
     def finish(self) -> None:
-        for h in list(self._open):
+        for h in list(self._open) + list(self.borrowed):
             self._set(h, None)
         if self.job is not None:
             self.job.finish(self.horizon)
@@ -192,8 +227,8 @@ class Simulation:
                 job_id=pl.when(pl.col("job") >= 0).then(pl.format("research-{}", pl.col("job").cast(pl.String)
                                                                   .str.zfill(5))))
             base = pl.concat([base, research])
-        repair = pl.DataFrame([(h, s, a, b, None) for h, s, a, b in self.repairs.intervals], schema=BASE_SCHEMA,
-                              orient="row")
+        repair = pl.DataFrame([(h, s, a, b, None) for h, s, a, b in self.repairs.intervals]
+                              + self.borrowed_intervals, schema=BASE_SCHEMA, orient="row")
         return overlay(base, repair, self.topo.n_hosts, self.horizon)
 
 

@@ -38,7 +38,9 @@ def summarize(scenario, sim, incidents: pl.DataFrame) -> dict:
                     "utilization": float(running_s) / host_seconds if host_seconds else 0.0,
                     # hosts pulled as lemons (repeat offenders sent to the vendor) and hosts still out at the end
                     "lemons": len(sim.repairs.lemon_incidents),
-                    "hosts_in_repair_at_end": int((sim.holder == IN_REPAIR).sum())},
+                    "hosts_in_repair_at_end": int((sim.holder == IN_REPAIR).sum()),
+                    # research jobs preempted because the flagship job had no spare left
+                    "research_preemptions": sim.preemptions},
     }
     return summary
 
@@ -50,6 +52,7 @@ def _host_seconds(sim) -> tuple[float, float]:
     repair = np.array([(a, b) for _, _, a, b in sim.repairs.intervals]).reshape(-1, 2)
     down = np.clip(repair[:, 1], None, horizon) - np.clip(repair[:, 0], None, horizon)
     flagship = sum(b - a for _, state, a, b, _ in sim.base if state == "running")
+    flagship += sum(b - a for _, _, a, b, _ in sim.borrowed_intervals)  # research hosts lent to the flagship
     lanes = sim.research
     sizes = np.array([ln.hosts.size for ln in lanes.lanes] or [0])
     busy = np.array([(lane, b - a) for lane, state, a, b, _ in lanes.intervals if state == "running"]).reshape(-1, 2)

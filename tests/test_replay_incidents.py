@@ -101,13 +101,19 @@ def test_more_spares_never_lower_ettr_on_the_same_failures(tmp_path):
     path.write_text(HEADER + "".join(",".join(map(str, r)) + "\n" for r in rows))
     ettr = []
     for spares in (0, 1, 2, 3, 6, 12):
+        # spares alone: without them the job waits for repairs instead of preempting research jobs
         run = replay_incidents(path, preset="demo", sets=["simulation.days=2", "simulation.telemetry=false",
-                                                           f"spares.hosts={spares}"])
+                                                           f"spares.hosts={spares}", "spares.preempt_research=false"])
         assert run.summary["interruptions"]["by_cause"]["faulty_gpu"] >= 1
         ettr.append(run.summary["job"]["ettr"])
     assert all(a <= b + 1e-12 for a, b in zip(ettr, ettr[1:], strict=False)), ettr
     assert ettr[0] < ettr[-1]  # without spares the job waited for repairs; with six or more it never did
     assert ettr[-2] == ettr[-1]  # six failures: the seventh to twelfth spares change nothing
+    # with preemption (the default) research hosts stand in for the missing spares: the job never waits
+    preempting = replay_incidents(path, preset="demo", sets=["simulation.days=2", "simulation.telemetry=false",
+                                                             "spares.hosts=0"])
+    assert preempting.summary["job"]["ettr"] == pytest.approx(ettr[-1], abs=1e-12)
+    assert preempting.summary["cluster"]["research_preemptions"] == 6
 
 
 @pytest.mark.parametrize("text, message", [

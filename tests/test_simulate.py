@@ -47,6 +47,25 @@ def test_host_states_cover_every_host_for_the_whole_run(demo):
     assert (flagship["end_s"] - flagship["start_s"]).sum() <= 48 * demo.duration_s + 1e-6
 
 
+def test_without_spares_the_flagship_preempts_research_jobs():
+    """spares.preempt_research (default on): a failed flagship host is replaced by a research host at once."""
+    sets = ["spares.hosts=0", "simulation.telemetry=false", "failures.scale=2"]
+    run = simulate(build("demo", sets=sets))
+    preempted = run.tables["jobs"].filter(pl.col("state") == "preempted")
+    assert preempted.height > 0 and (preempted["kind"] == "research").all()
+    assert run.summary["cluster"]["research_preemptions"] >= preempted.height  # idle research hosts too
+    assert run.summary["job"]["losses_gpu_hours"]["waiting_for_spares"] == 0.0
+    states = run.tables["host_states"].sort("host_id", "start_s")
+    gaps = states.group_by("host_id").agg(gap=(pl.col("start_s").shift(-1) - pl.col("end_s")).abs().max())
+    assert gaps["gap"].fill_null(0).max() < 1e-6  # still one contiguous cover a host, no overlaps
+    flagship_hosts = set(range(48))  # the demo job packs into the first 48 hosts; with no spares research follows
+    lent = states.filter((pl.col("job_id") == "demo-pretrain") & ~pl.col("host_id").is_in(list(flagship_hosts)))
+    assert lent.height > 0 and lent["host_id"].min() >= 48
+    waiting = simulate(build("demo", sets=[*sets, "spares.preempt_research=false"]))
+    assert waiting.summary["job"]["losses_gpu_hours"]["waiting_for_spares"] > 0
+    assert waiting.summary["job"]["ettr"] < run.summary["job"]["ettr"]
+
+
 def test_incidents_are_consistent(demo):
     inc = demo.tables["incidents"]
     assert set(inc["cause"].unique()) <= set(CAUSE_KEYS) | {"planned_maintenance"}
@@ -102,7 +121,7 @@ def test_research_jobs_fill_the_rest(demo):
     jobs = demo.tables["jobs"]
     research = jobs.filter(pl.col("kind") == "research")
     assert research.height > 10 and (research["gpus"] <= 4 * 8).all()
-    assert set(research["state"].unique()) <= {"completed", "failed", "running"}
+    assert set(research["state"].unique()) <= {"completed", "failed", "running", "preempted"}
     cluster = demo.summary["cluster"]
     assert 0.5 < cluster["utilization"] < 1.0
     assert cluster["gpu_hours"] == 512 * 7 * 24
