@@ -260,3 +260,13 @@ def live_refresh_s(info: RunInfo, now: float | None = None) -> float | None:
     scrapes = info.summary.get("scrapes") if isinstance(info.summary, dict) else None
     every = info.duration_s / (scrapes - 1) if isinstance(scrapes, int) and scrapes > 1 else LIVE_REFRESH_MAX_S / 2
     return min(max(every, LIVE_REFRESH_MIN_S), LIVE_REFRESH_MAX_S)
+
+
+def render_run_page(render, info: RunInfo) -> None:
+    """Draw a page's body for the selected run: once, or, while `info` is a live-ingest run, as a fragment that
+    reruns itself as scrapes arrive (`query` answers each new file version afresh)."""
+    every = live_refresh_s(info)
+    if every:
+        st.fragment(render, run_every=every)(info.run_id)
+    else:
+        render(info.run_id)

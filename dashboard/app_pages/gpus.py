@@ -268,8 +268,4 @@ selected = state.selected_run()
 if selected is None:
     state.empty_state()
     st.stop()
-every = state.live_refresh_s(selected)
-if every:
-    st.fragment(page, run_every=every)(selected.run_id)
-else:
-    page(selected.run_id)
+state.render_run_page(page, selected)

@@ -243,10 +243,5 @@ selected = state.selected_run()
 if selected is None:
     state.empty_state()
     st.stop()
-# While a live-ingest run is selected the whole page is a fragment that reruns itself as scrapes arrive
-# (state.query answers each new file version afresh); otherwise it runs once, as any page.
-live_every = state.live_refresh_s(selected)
-if live_every:
-    st.fragment(overview, run_every=live_every)(selected.run_id)
-else:
-    overview(selected.run_id)
+# While a live-ingest run is selected the whole page reruns itself as scrapes arrive.
+state.render_run_page(overview, selected)

@@ -200,23 +200,19 @@ def _recorded(trace, cluster, workload, settings, hosts):
         lost_work_s=pl.lit(0.0),
         hosts=pl.Series([placed[j] for j in ran["j"].to_list()], dtype=pl.List(pl.Int32)),
     )
-    frame = jobs.select(
-        "job_id",
-        "name",
-        "gpus",
-        pl.col("priority").clip(-(2**31), 2**31 - 1).cast(pl.Int32),
-        "submit_s",
-        "start_s",
-        "end_s",
-        "state",
-        "user",
-        kind=pl.lit("trace"),
-        wait_reason=pl.lit(None, dtype=pl.String),
-    )
+    frame = _jobs_table(jobs, wait_reason=pl.lit(None, dtype=pl.String))
     waits = pl.DataFrame(
         schema={"job_id": pl.String, "start_s": pl.Float64, "end_s": pl.Float64, "reason": pl.String}
     )
     return frame, attempts, waits
+
+
+def _jobs_table(jobs: pl.DataFrame, wait_reason: pl.Expr) -> pl.DataFrame:
+    """The store's jobs columns of a trace's jobs (priorities clipped to the column's 32 bits)."""
+    return jobs.select(
+        "job_id", "name", "gpus", pl.col("priority").clip(-(2**31), 2**31 - 1).cast(pl.Int32),
+        "submit_s", "start_s", "end_s", "state", "user", kind=pl.lit("trace"), wait_reason=wait_reason,
+    )
 
 
 def _rescheduled(trace, cluster, workload, settings, failures):
@@ -240,19 +236,7 @@ def _rescheduled(trace, cluster, workload, settings, failures):
         )
         .join(reasons, on="job", how="left", maintain_order="left")
     )
-    frame = frame.select(
-        "job_id",
-        "name",
-        "gpus",
-        pl.col("priority").clip(-(2**31), 2**31 - 1).cast(pl.Int32),
-        "submit_s",
-        "start_s",
-        "end_s",
-        "state",
-        "user",
-        kind=pl.lit("trace"),
-        wait_reason=pl.col("wait_reason"),
-    )
+    frame = _jobs_table(frame, wait_reason=pl.col("wait_reason"))
     outages = result.outages
     return frame, attempts, waits, outages
 
