@@ -270,3 +270,12 @@ def render_run_page(render, info: RunInfo) -> None:
         st.fragment(render, run_every=every)(info.run_id)
     else:
         render(info.run_id)
+
+
+def run_or_stop() -> RunInfo:
+    """The selected run; with none (an empty store) the page shows the empty state and stops here."""
+    info = selected_run()
+    if info is None:
+        empty_state()
+        st.stop()
+    return info

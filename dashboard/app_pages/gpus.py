@@ -264,8 +264,5 @@ def page(run_id: str) -> None:
 
 
 st.title("GPUs")
-selected = state.selected_run()
-if selected is None:
-    state.empty_state()
-    st.stop()
+selected = state.run_or_stop()
 state.render_run_page(page, selected)

@@ -26,10 +26,7 @@ PLANNED_CHOICES = {"all": "planned and unexpected", "planned": "planned only", "
 FORMATS = {"csv": "CSV", "json": "JSON", "parquet": "Parquet", "html": "HTML report"}
 
 st.title("Incidents")
-run = state.selected_run()
-if run is None:
-    state.empty_state()
-    st.stop()
+run = state.run_or_stop()
 
 everything = queries.incidents(run.run_id)
 if everything.is_empty():

@@ -21,10 +21,7 @@ MAX_CHECKPOINT_MARKS = 3000  # past this the ticks merge into a bar anyway; ever
 BUCKETS = 200  # points per time series, whatever the window: the cost stays flat with the run's length
 
 st.title("Jobs")
-run = state.selected_run()
-if run is None:
-    state.empty_state()
-    st.stop()
+run = state.run_or_stop()
 
 
 # ----- time window ----------------------------------------------------------------------------------------

@@ -17,10 +17,7 @@ HOT_LINKS = 25
 COLOUR_BY = {"mean": "mean_util", "peak": "peak_util"}
 
 st.title("Network")
-run = state.selected_run()
-if run is None:
-    state.empty_state()
-    st.stop()
+run = state.run_or_stop()
 
 
 def fabric_of(tier_names: list[str]) -> str | None:

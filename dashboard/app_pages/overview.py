@@ -239,9 +239,6 @@ def what_is_down(run: RunInfo, sizes: dict) -> None:
 
 
 st.title("Overview")
-selected = state.selected_run()
-if selected is None:
-    state.empty_state()
-    st.stop()
+selected = state.run_or_stop()
 # While a live-ingest run is selected the whole page reruns itself as scrapes arrive.
 state.render_run_page(overview, selected)

@@ -21,10 +21,7 @@ GPU_CELLS_UP_TO = 32768
 PLAY_EVERY_S = 2.0  # seconds between frames while playing: a full page rerun each, with fresh queries
 
 st.title("Racks")
-run = state.selected_run()
-if run is None:
-    state.empty_state()
-    st.stop()
+run = state.run_or_stop()
 
 # ----- time t, and play -------------------------------------------------------------------------------------
 duration_h = max(run.duration_s / 3600.0, 1 / 60)
