@@ -95,8 +95,10 @@ def test_each_scrape_is_committed_to_one_run(store_dir):
     assert len(lines) == 4 and lines[0].startswith("scrape 1 at") and "2/2 endpoints" in lines[3]
     samples = store.table(result["run_id"], "gpu_samples").sort("t_s", "gpu_id")
     assert samples.height == 4 * 4
-    times = samples.filter(pl.col("gpu_id") == 0)["t_s"]  # host 0's scrapes (each endpoint has its own time)
-    assert times[0] == 0.0 and (times.diff().drop_nulls() > 0).all()
+    # each endpoint has its own time: the run starts at the first answer, from either host
+    assert samples["t_s"].min() == 0.0
+    times = samples.filter(pl.col("gpu_id") == 0)["t_s"]  # host 0's scrapes
+    assert 0.0 <= times[0] < 0.05 and (times.diff().drop_nulls() > 0).all()
     temps = samples.filter(pl.col("gpu_id") == 1)["temp_c"].to_list()
     assert temps == [51.0, 52.0, 53.0, 54.0]  # request n serves 50 + n + gpu
     # the gauge turned 79 at the third scrape: one event, one incident, the host down from then
