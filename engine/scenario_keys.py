@@ -89,6 +89,11 @@ KEYS: tuple[Key, ...] = (
     # training: the flagship job
     _k("training.name", "str", "llama3-405b-pretrain", "name of the flagship job"),
     _k("training.gpus", "int", 16384, "GPUs of the flagship job (Llama 3 405B: 16,384)", minimum=0),
+    _k("training.placement", "choice", "pack",
+       "where the flagship job and its spares sit: pack (whole racks and pods in host order, ranked in that "
+       "order: Meta's topology-aware placement, Llama 3 paper §3.3) or spread (dealt round-robin over pods, one "
+       "host a rack first, ranked in that order: every rack-switch fault reaches the job and its rings cross "
+       "pods)", choices=("pack", "spread")),
     _k("training.checkpoint_interval", "duration", "5m",
        "time between checkpoints (Young-Daly sqrt(2 w MTTF) with w ~ 3.3 s and MTTF ~ 3.1 h gives ~4.5 min)",
        minimum=1),

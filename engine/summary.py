@@ -13,6 +13,7 @@ import polars as pl
 from engine.analytics import LOSS_CATEGORIES, closed_form_ettr, young_daly_interval
 from engine.failures import CAUSE_KEYS
 from engine.topology import IN_REPAIR
+from engine.traffic import placement_slowdown
 
 DOWN_STATES = ("draining", "down", "diagnosing", "repair", "burn_in")
 
@@ -75,8 +76,10 @@ def _job(scenario, sim, unexpected: int) -> dict:
         return {"name": sim.job_id, "gpus": 0, "ettr": 0.0, "mttf_hours": None, "checkpoints": 0,
                 "lost_gpu_hours": 0.0, "losses_gpu_hours": zero, "losses_usd": zero, "closed_form_ettr": None,
                 "young_daly_interval_s": None, "checkpoint_write_s": scenario.checkpoint_write_s,
-                "productive_hours": 0.0, "attempts": 0}
+                "productive_hours": 0.0, "attempts": 0, "placement": scenario["training.placement"],
+                "placement_slowdown": None, "ettr_with_network": 0.0}
     ledger = sim.job.ledger
+    slow = placement_slowdown(scenario, sim.topo)
     seconds = {"lost_work": ledger.lost_work_s, "restart": ledger.restart_s, "checkpoint": ledger.checkpoint_s,
                "waiting_for_spares": ledger.waiting_s}
     gpu_hours = {k: float(v) * job_gpus / 3600.0 for k, v in seconds.items()}
@@ -94,4 +97,9 @@ def _job(scenario, sim, unexpected: int) -> dict:
         "checkpoint_write_s": scenario.checkpoint_write_s,
         "productive_hours": float(ledger.productive_s) / 3600.0,
         "attempts": len(ledger.attempts),
+        # the network's cost of where the job sits (engine.traffic.placement_slowdown): ETTR counts time, not
+        # speed, so it stays as Meta measures it; ettr_with_network is the progress once slowed steps count
+        "placement": scenario["training.placement"],
+        "placement_slowdown": slow if math.isfinite(slow) else None,
+        "ettr_with_network": float(ledger.productive_s) / horizon / slow,
     }

@@ -45,6 +45,9 @@ class Topology:
     links: pl.DataFrame
     gpu_link_base: int  # link_id of GPU g's NIC cable is gpu_link_base + g
     rack_link_base: int  # link_id of rack r's first RTSW uplink is rack_link_base + r * CTSW_PER_POD
+    # The order a job's launcher ranks hosts in (a ring's neighbours are consecutive ranks): host h's key is
+    # rank_key[h]. pack: host order (topology-aware); spread: the order the hosts were dealt out.
+    rank_key: np.ndarray | None = None
 
     @property
     def n_hosts(self) -> int:
@@ -84,12 +87,32 @@ def build_topology(scenario: Scenario, rng: np.random.Generator) -> Topology:
     gpus = _gpus(n_hosts, per_host, scenario["cluster.gpu_model"], rng)
     links, rack_link_base = _links(hosts, gpus, per_host * per_rack, scenario["cluster.fabric"])
 
+    order = allocation_order(n_hosts, per_rack, racks_per_pod, scenario["training.placement"])
     role = np.full(n_hosts, RESEARCH, dtype=np.int8)
-    # The flagship job takes whole pods first, in host order, so its traffic stays off the oversubscribed
-    # aggregation layer as far as it can (Meta's placement, Llama 3 paper §3.3); the hot spares come next.
-    role[: scenario.job_hosts] = FLAGSHIP
-    role[scenario.job_hosts: scenario.job_hosts + scenario["spares.hosts"]] = SPARE
-    return Topology(per_host, per_rack, rack, pod, role, hosts, gpus, links, 0, rack_link_base)
+    role[order[: scenario.job_hosts]] = FLAGSHIP
+    role[order[scenario.job_hosts: scenario.job_hosts + scenario["spares.hosts"]]] = SPARE
+    rank_key = None
+    if scenario["training.placement"] == "spread":  # ranked in the order dealt out: rank_key[order[i]] = i
+        rank_key = np.empty(n_hosts, dtype=np.int64)
+        rank_key[order] = np.arange(n_hosts)
+    return Topology(per_host, per_rack, rack, pod, role, hosts, gpus, links, 0, rack_link_base, rank_key)
+
+
+def allocation_order(n_hosts: int, hosts_per_rack: int, racks_per_pod: int, placement: str) -> np.ndarray:
+    """The hosts in the order the flagship job, then its hot spares, take them (training.placement).
+
+    pack: host order, so the job fills whole racks and whole pods first and its traffic stays off the
+    oversubscribed aggregation layer as far as it can (Meta's placement, Llama 3 paper §3.3).
+    spread: dealt out round-robin over the pods, one host of every rack before a second host of any (a
+    scheduler that balances load and fault domains but is blind to the fabric): the job shares every rack,
+    so a rack-switch fault anywhere interrupts it, and its ring's neighbours sit in different pods.
+    """
+    host = np.arange(n_hosts)
+    if placement == "pack":
+        return host
+    rack = host // hosts_per_rack
+    pod, rack_in_pod = rack // racks_per_pod, rack % racks_per_pod
+    return np.lexsort((pod, rack_in_pod, host % hosts_per_rack))  # slot first, then rack within pod, then pod
 
 
 def _gpus(n_hosts: int, per_host: int, model: str, rng: np.random.Generator) -> pl.DataFrame:

@@ -27,6 +27,7 @@ import polars as pl
 
 from engine.network import Fabric, route, slowdown
 from engine.scenario import Scenario
+from engine.topology import FLAGSHIP, Topology
 
 NETWORK_CAUSE = "network_switch_cable"
 SPINE_SWITCH_SHARE = 0.1  # of fabric faults, a whole spine switch rather than one cable (Goodput's assumption)
@@ -115,8 +116,14 @@ def placement(host_states: pl.DataFrame, times: np.ndarray, n_hosts: int) -> tup
     return grid, job_ids
 
 
-def ring_flows(grid: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """The ring edges of every multi-host job in a block of samples: (sample, src host, dst host, job)."""
+def ring_flows(grid: np.ndarray, rank_order: np.ndarray | None = None
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The ring edges of every multi-host job in a block of samples: (sample, src host, dst host, job).
+
+    Hosts are ranked in host order, or in `rank_order` (every host once, first rank first) when given."""
+    if rank_order is not None:  # rank the columns, then name each column's host
+        sample, src, dst, job = ring_flows(grid[:, rank_order])
+        return sample, rank_order[src], rank_order[dst], job
     n_jobs = int(grid.max()) + 1 if grid.size else 0
     sample, host = np.nonzero(grid >= 0)  # row-major: hosts ascending within a sample
     if not len(sample):
@@ -140,8 +147,11 @@ class NetworkTraffic:
     """The traffic of one run on its fabric: link samples in blocks, and every job's slowdown."""
 
     def __init__(self, scenario: Scenario, fabric: Fabric, host_states: pl.DataFrame, incidents: pl.DataFrame,
-                 times: np.ndarray, horizon_s: float, rng: np.random.Generator) -> None:
+                 times: np.ndarray, horizon_s: float, rng: np.random.Generator,
+                 rank_key: np.ndarray | None = None) -> None:
+        """`rank_key` (Topology.rank_key): the order jobs rank their hosts in; None: host order."""
         self.fabric, self.times = fabric, times
+        self.rank_order = None if rank_key is None else np.argsort(rank_key, kind="stable")
         self.rail_gbps = scenario["network.gbps_per_gpu"]
         self.grid, self.job_ids = placement(host_states, times, fabric.n_hosts)
         self.faults = link_faults(scenario, fabric, incidents, horizon_s, rng)
@@ -184,7 +194,7 @@ class NetworkTraffic:
         return up.reshape(s1 - s0, fab.n_racks, fab.spines)
 
     def _block_loads(self, s0: int, s1: int):
-        sample, src, dst, job = ring_flows(self.grid[s0:s1])
+        sample, src, dst, job = ring_flows(self.grid[s0:s1], self.rank_order)
         loads = route(self.fabric, sample, src, dst, self.rail_gbps, s1 - s0, self._uplinks_up(s0, s1))
         return loads, sample, job
 
@@ -248,7 +258,7 @@ def network_run(scenario: Scenario, topo, host_states: pl.DataFrame, incidents: 
 
     fabric = Fabric.of(topo, scenario["cluster.fabric"])
     times = sample_times(horizon_s, scenario["simulation.telemetry_resolution"])
-    traffic = NetworkTraffic(scenario, fabric, host_states, incidents, times, horizon_s, rng)
+    traffic = NetworkTraffic(scenario, fabric, host_states, incidents, times, horizon_s, rng, topo.rank_key)
     slow = traffic.slowdown()
     flagship = slow.filter(pl.col("job_id") == scenario["training.name"])["slowdown"]
     summary = {
@@ -263,6 +273,22 @@ def network_run(scenario: Scenario, topo, host_states: pl.DataFrame, incidents: 
     }
     mode = scenario["network.link_samples"]
     return (iter(()) if mode == "off" else traffic.samples(mode)), summary
+
+
+def placement_slowdown(scenario: Scenario, topo: Topology) -> float:
+    """How many times slower the flagship job's collectives run on the hosts it starts on, alone on a fabric
+    with every link up: the cost of its placement (training.placement) before failures and other jobs.
+
+    One sample of engine.network.route over the job's ring; cheap enough for every summary-only run
+    (a 12,288-host job is 12,288 flows). 1.0 where the fabric keeps up; inf where no path is left."""
+    grid = np.where(topo.role == FLAGSHIP, 0, -1).astype(np.int32)[None, :]
+    rank_order = None if topo.rank_key is None else np.argsort(topo.rank_key, kind="stable")
+    sample, src, dst, _ = ring_flows(grid, rank_order)
+    if not len(sample):
+        return 1.0  # a one-host job talks over NVLink only
+    fabric = Fabric.of(topo, scenario["cluster.fabric"])
+    loads = route(fabric, sample, src, dst, scenario["network.gbps_per_gpu"], 1)
+    return float(slowdown(loads.bottleneck).max())
 
 
 def _finite(value) -> float | None:

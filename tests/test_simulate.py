@@ -252,3 +252,23 @@ def test_network_faults_name_a_cable_or_a_rack_switch_and_a_switch_takes_its_rac
         # every host of the rack that was in service went down with the switch
         assert row["host_id"] in drained["host_id"].to_list()
         assert set(drained["host_id"].to_list()) <= set(mates)
+
+
+@pytest.mark.parametrize(("placement", "hit"), [("pack", False), ("spread", True)])
+def test_spread_puts_the_job_in_reach_of_a_rack_switch_fault_of_a_research_host(placement, hit):
+    """One rack-switch fault at host 9 (rack 4: hosts 8 and 9). pack holds hosts 0-7, so only research stops;
+    spread holds one host of every rack (host 8 among them), so the flagship job is interrupted too."""
+    from engine.failures import NO_XID, Arrivals
+
+    sets = ["cluster.gpus=128", "cluster.racks_per_pod=2", "training.gpus=64", "spares.hosts=0",
+            "simulation.days=1", TELEMETRY_OFF, f"training.placement={placement}"]
+    one = Arrivals(fault_s=np.array([3600.0]), detected_s=np.array([3600.0]), host=np.array([9]),
+                   cause=np.array([CAUSE_KEYS.index("network_switch_cable")]), gpu_index=np.array([0]),
+                   xid=np.array([NO_XID]), rack_wide=np.array([True]))
+    run = simulate(build("demo", sets=sets), arrivals=one, planned_times=np.empty(0))
+    incident = run.tables["incidents"].row(0, named=True)
+    assert ("demo-pretrain" in incident["job_ids"]) is hit
+    assert run.summary["interruptions"]["unexpected"] == int(hit)
+    assert run.summary["job"]["placement"] == placement
+    assert run.summary["job"]["placement_slowdown"] == 1.0  # 25 Gbps a GPU: the core keeps up either way
+    assert run.summary["job"]["ettr_with_network"] == run.summary["job"]["ettr"]

@@ -141,3 +141,40 @@ def test_switches_mode_keeps_nic_cables_only_while_down_or_erroring():
                                                                          | (pl.col("errors") > 0))).sort("t_s"))
     above = every.filter(pl.col("link_id") >= fab.rack_link_base)
     assert some.filter(pl.col("link_id") >= fab.rack_link_base).sort("t_s", "link_id").equals(above.sort("t_s", "link_id"))
+
+
+def test_ring_flows_follow_a_rank_order():
+    grid = np.full((1, 16), -1, dtype=np.int32)
+    grid[0, [0, 4, 8, 12]] = 0
+    order = np.array([0, 8, 4, 12, *[h for h in range(16) if h % 4]])
+    sample, src, dst, job = ring_flows(grid, order)
+    assert list(zip(src.tolist(), dst.tolist(), strict=True)) == [(0, 8), (8, 4), (4, 12), (12, 0)]
+    assert sample.tolist() == [0] * 4 and job.tolist() == [0] * 4
+
+
+@pytest.mark.parametrize(("placement", "expected"), [("pack", 1.3125), ("spread", 2.625)])
+def test_placement_slowdown_is_the_rings_core_bottleneck(placement, expected):
+    """8 hosts at 300 Gbps a rail: 2,400 Gbps host to host, split over 16 spines (150 each), against a spine's
+    share of the 1:7 core, 2 racks x 400 / 7 = 114.3 Gbps. pack (hosts 0-7 in order) crosses pods twice, one
+    flow out of each of its two pods: 150 / 114.3 = 1.3125; spread ranks one host of each pod in turn, so every
+    hop crosses pods and each pod sends two flows: 2.625."""
+    from engine.traffic import placement_slowdown
+
+    scenario = build("demo", sets=[*SETS, f"training.placement={placement}"])
+    topo = build_topology(scenario, np.random.default_rng(0))
+    assert placement_slowdown(scenario, topo) == pytest.approx(expected)
+    # at the default demand (25 Gbps a GPU) neither saturates the core
+    light = build("demo", sets=[*SETS, f"training.placement={placement}", "network.gbps_per_gpu=25"])
+    assert placement_slowdown(light, topo) == 1.0
+
+
+def test_network_run_ranks_spread_jobs_in_their_dealt_order():
+    """The time series agrees with the placement's own estimate when nothing fails and nothing else runs."""
+    from engine.traffic import network_run, placement_slowdown
+
+    scenario = build("demo", sets=[*SETS, "training.placement=spread", "network.link_samples=off"])
+    topo = build_topology(scenario, np.random.default_rng(0))
+    flagship = states([(int(h), "running", 0.0, 6 * HOUR, scenario["training.name"])
+                       for h in topo.hosts_with(0)])
+    _, summary = network_run(scenario, topo, flagship, incidents(), 6 * HOUR, np.random.default_rng(1))
+    assert summary["flagship_slowdown_max"] == pytest.approx(placement_slowdown(scenario, topo)) == 2.625
