@@ -7,6 +7,7 @@ multiplier scales the weights of its causes (failures.mix.*) *and* the total rat
 failures.rate_per_1000_node_days = rate, failures.scale = sum(w x m) / sum(w), failures.mix.<cause> = w x m.
 """
 
+import functools
 import math
 import time
 from collections.abc import Mapping
@@ -18,6 +19,7 @@ from engine.analytics import LOSS_CATEGORIES, ClosedForm, closed_form_ettr, youn
 from engine.errors import GoodputError
 from engine.reference import CAUSES
 from engine.scenario import MIX_PREFIX, PRESETS, Scenario, build
+from engine.scenario_keys import KEY_BY_NAME
 from engine.sweep import Axis, LocalExecutor, usable_cores
 
 # The failure categories of the Llama 3 table (engine.reference.CAUSES) and their URL names.
@@ -51,6 +53,8 @@ class Knobs:
     gpu_hour_usd: float
     multipliers: dict[str, float] = field(default_factory=lambda: dict.fromkeys(CATEGORIES, 1.0))
     gpus_per_host: int = 8
+    placement: str = "pack"  # training.placement
+    gbps_per_gpu: float = 25.0  # network.gbps_per_gpu: what the job's collectives ask of each GPU's NIC
 
 
 def defaults(preset: str) -> Knobs:
@@ -64,7 +68,8 @@ def defaults(preset: str) -> Knobs:
         write_s=base.checkpoint_write_s, checkpoint_gb_per_gpu=base["storage.checkpoint_gb_per_gpu"],
         bandwidth_gb_per_s=base["storage.bandwidth_gb_per_s"], restart_s=base["training.restart_overhead"],
         spares=base["spares.hosts"], repair_fix_s=base["repair.fix"], technicians=base["repair.technicians"],
-        gpu_hour_usd=base["cost.gpu_hour_usd"], gpus_per_host=base["cluster.gpus_per_host"])
+        gpu_hour_usd=base["cost.gpu_hour_usd"], gpus_per_host=base["cluster.gpus_per_host"],
+        placement=base["training.placement"], gbps_per_gpu=base["network.gbps_per_gpu"])
 
 
 # (knob field, URL name, lowest, highest): numbers outside are clamped, text that is no number falls back.
@@ -73,9 +78,11 @@ NUMERIC: tuple[tuple[str, str, float, float], ...] = (
     ("interval_s", "interval", 1, 7 * 86400), ("write_s", "write", 0, 86400), ("checkpoint_gb_per_gpu", "gb", 0, 1e4),
     ("bandwidth_gb_per_s", "bw", 0.001, 1e7), ("restart_s", "restart", 0, 7 * 86400), ("spares", "spares", 0, 1e5),
     ("repair_fix_s", "fix", 0, 365 * 86400), ("technicians", "techs", 1, 10_000), ("gpu_hour_usd", "price", 0, 1e4),
+    ("gbps_per_gpu", "gbps", 0, 3200),
 )
+PLACEMENTS = KEY_BY_NAME["training.placement"].choices
 INTEGER_FIELDS = frozenset({"cluster_gpus", "job_gpus", "spares", "technicians"})
-URL_NAMES = ("preset", "ckpt", *(url for _, url, _, _ in NUMERIC), *CATEGORIES.values())
+URL_NAMES = ("preset", "ckpt", "place", *(url for _, url, _, _ in NUMERIC), *CATEGORIES.values())
 
 
 def _number(text: str | None, default: float, low: float, high: float) -> float:
@@ -96,6 +103,8 @@ def from_params(params: Mapping[str, str]) -> Knobs:
         changes[name] = int(value) if name in INTEGER_FIELDS else value
     if params.get("ckpt") in WRITE_MODES:
         changes["write_mode"] = params["ckpt"]
+    if params.get("place") in PLACEMENTS:
+        changes["placement"] = params["place"]
     changes["multipliers"] = {cat: _number(params.get(url), 1.0, 0.0, MAX_MULTIPLIER)
                               for cat, url in CATEGORIES.items()}
     return replace(knobs, **changes)
@@ -103,7 +112,7 @@ def from_params(params: Mapping[str, str]) -> Knobs:
 
 def to_params(knobs: Knobs) -> dict[str, str]:
     """The URL parameters that reproduce `knobs` (multipliers only where they are not x1)."""
-    params = {"preset": knobs.preset, "ckpt": knobs.write_mode}
+    params = {"preset": knobs.preset, "ckpt": knobs.write_mode, "place": knobs.placement}
     for name, url, _, _ in NUMERIC:  # ten digits: exact for whole numbers, no float noise ("0.0768")
         value = getattr(knobs, name)
         params[url] = str(value) if name in INTEGER_FIELDS else f"{value:.10g}"
@@ -150,7 +159,8 @@ def scenario_sets(knobs: Knobs) -> list[str]:
             f"failures.scale={failure_scale(weights, knobs.multipliers):.12g}",
             f"training.checkpoint_interval={knobs.interval_s:g}s", f"training.restart_overhead={knobs.restart_s:g}s",
             f"spares.hosts={knobs.spares}", f"repair.fix={knobs.repair_fix_s:g}s",
-            f"repair.technicians={knobs.technicians}", f"cost.gpu_hour_usd={knobs.gpu_hour_usd:g}"]
+            f"repair.technicians={knobs.technicians}", f"cost.gpu_hour_usd={knobs.gpu_hour_usd:g}",
+            f"training.placement={knobs.placement}", f"network.gbps_per_gpu={knobs.gbps_per_gpu:g}"]
     if knobs.write_mode == "time":
         sets.append(f'training.checkpoint_write="{knobs.write_s:g}s"')
     else:
@@ -184,14 +194,37 @@ def closed_form(knobs: Knobs) -> ClosedForm:
                             checkpoint_write_s=write_seconds(knobs), restart_overhead_s=knobs.restart_s)
 
 
+@functools.lru_cache(maxsize=64)
+def _placement_slowdown(shape: tuple) -> float:
+    import numpy as np
+
+    from engine.topology import build_topology
+    from engine.traffic import placement_slowdown
+
+    s = build(shape[0], sets=list(shape[1:]))
+    return placement_slowdown(s, build_topology(s, np.random.default_rng(0)))  # the rng only names GPUs
+
+
+def network_slowdown(s: Scenario) -> float:
+    """The flagship's slowdown from its placement alone (engine.traffic.placement_slowdown): a topology build
+    (~0.1 s on llama3-405b), cached on the keys it depends on so the knobs' other moves cost nothing."""
+    keys = ("cluster.gpus", "cluster.gpus_per_host", "cluster.hosts_per_rack", "cluster.racks_per_pod",
+            "cluster.fabric", "training.gpus", "spares.hosts", "training.placement", "network.gbps_per_gpu")
+    return _placement_slowdown((s.preset or "llama3-405b", *(f"{k}={s[k]}" for k in keys)))
+
+
+PLANNER_LOSSES = (*LOSS_CATEGORIES, "network_slowdown")  # the last: training time the network slowed
+
+
 def closed_form_losses(estimate: ClosedForm, *, gpus: int, interval_s: float, write_s: float, restart_s: float,
-                       duration_s: float, gpu_hour_usd: float) -> pl.DataFrame:
-    """The closed form's split of the job's wall-clock time (category, gpu_hours, usd; LOSS_CATEGORIES order).
+                       duration_s: float, gpu_hour_usd: float, slowdown: float = 1.0) -> pl.DataFrame:
+    """The closed form's split of the job's wall-clock time (category, gpu_hours, usd; PLANNER_LOSSES order).
 
     Per failure (rate lambda) half an interval of work is lost and a restart is paid: lambda (T/2 + R) of the
     time; the rest trains and checkpoints in the ratio T : w. The first-order model has no queue for spares,
     so waiting_for_spares is 0. Where failures outrun progress (lambda (T/2 + R) > 1) the two failure shares
-    are scaled to fill the time, as the clipped ETTR of 0 implies.
+    are scaled to fill the time, as the clipped ETTR of 0 implies. Of the training time left, a placement the
+    network slows `slowdown` times makes no progress for 1 - 1/slowdown of it (network_slowdown).
     """
     rate = estimate.failures_per_s
     lost, restart = rate * interval_s / 2.0, rate * restart_s
@@ -201,23 +234,38 @@ def closed_form_losses(estimate: ClosedForm, *, gpus: int, interval_s: float, wr
     rest = max(0.0, 1.0 - lost - restart)
     checkpoint = rest * (write_s / interval_s) / (1.0 + write_s / interval_s)
     job_gpu_hours = gpus * duration_s / 3600.0
-    hours = [lost * job_gpu_hours, restart * job_gpu_hours, checkpoint * job_gpu_hours, 0.0]
-    return pl.DataFrame({"category": list(LOSS_CATEGORIES), "gpu_hours": hours,
+    network = (rest - checkpoint) * slowed_share(slowdown)
+    hours = [lost * job_gpu_hours, restart * job_gpu_hours, checkpoint * job_gpu_hours, 0.0,
+             network * job_gpu_hours]
+    return pl.DataFrame({"category": list(PLANNER_LOSSES), "gpu_hours": hours,
                          "usd": [h * gpu_hour_usd for h in hours]})
 
 
 def loss_table(summary: dict, s: Scenario) -> pl.DataFrame:
     """Simulated losses beside the closed form's: category, sim_gpu_hours, sim_usd, cf_gpu_hours, cf_usd."""
     job = summary.get("job", {})
-    hours, usd = job.get("losses_gpu_hours") or {}, job.get("losses_usd") or {}
+    hours = dict(job.get("losses_gpu_hours") or {})
+    slowdown = job_slowdown(job)
+    hours["network_slowdown"] = job.get("productive_hours", 0.0) * job.get("gpus", 0) * slowed_share(slowdown)
+    price = s["cost.gpu_hour_usd"]
     cf = closed_form_losses(closed_form_of(s), gpus=s["training.gpus"], interval_s=s["training.checkpoint_interval"],
                             write_s=s.checkpoint_write_s, restart_s=s["training.restart_overhead"],
-                            duration_s=s.duration_s, gpu_hour_usd=s["cost.gpu_hour_usd"])
+                            duration_s=s.duration_s, gpu_hour_usd=price, slowdown=slowdown)
+    sim_hours = [float(hours.get(c, 0.0)) for c in PLANNER_LOSSES]
     return pl.DataFrame({
-        "category": list(LOSS_CATEGORIES),
-        "sim_gpu_hours": [float(hours.get(c, 0.0)) for c in LOSS_CATEGORIES],
-        "sim_usd": [float(usd.get(c, 0.0)) for c in LOSS_CATEGORIES],
+        "category": list(PLANNER_LOSSES), "sim_gpu_hours": sim_hours, "sim_usd": [h * price for h in sim_hours],
         "cf_gpu_hours": cf["gpu_hours"], "cf_usd": cf["usd"]})
+
+
+def job_slowdown(job: dict) -> float:
+    """The summary's placement_slowdown: 1 where absent (a run from before it), inf where null (no path)."""
+    value = job.get("placement_slowdown", 1.0)
+    return math.inf if value is None else float(value)
+
+
+def slowed_share(slowdown: float) -> float:
+    """Share of training time that makes no progress when steps take `slowdown` times as long."""
+    return 1.0 - 1.0 / slowdown if slowdown > 1.0 else 0.0
 
 
 # ----- Monte-Carlo and sweeps ---------------------------------------------------------------------------------

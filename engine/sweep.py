@@ -33,7 +33,7 @@ Progress = Callable[[float], None]
 METRICS: tuple[str, ...] = (
     "ettr", "mttf_hours", "interruptions", "unexpected", "planned", "closed_form_ettr", "lost_gpu_hours",
     "lost_work_gpu_hours", "restart_gpu_hours", "checkpoint_gpu_hours", "waiting_for_spares_gpu_hours",
-    "lost_usd",
+    "lost_usd", "ettr_with_network",
 )
 INT_METRICS = frozenset({"interruptions", "unexpected", "planned"})
 BAND_QUANTILES = (0.05, 0.95)  # the 5-95 % band of the issue
@@ -156,6 +156,7 @@ def result_row(summary: dict) -> dict:
         "closed_form_ettr": job["closed_form_ettr"], "lost_gpu_hours": job["lost_gpu_hours"],
         **{f"{k}_gpu_hours": losses[k] for k in ("lost_work", "restart", "checkpoint", "waiting_for_spares")},
         "lost_usd": math.fsum(job["losses_usd"].values()),
+        "ettr_with_network": job["ettr_with_network"],  # ETTR over the placement's network slowdown
     }
 
 

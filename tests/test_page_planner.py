@@ -90,6 +90,24 @@ def test_a_category_multiplier_moves_the_closed_form(store_dir):
     assert metrics(at)["Job MTTF"] != before
 
 
+def test_placement_and_network_demand_show_their_slowdown_and_reach_the_run(store_dir):
+    at = open_page(PAGE, {"preset": "demo"})
+    assert metrics(at)["Network slowdown"] == "none"  # the demo job packs into two pods at 25 Gbps a GPU
+    at.radio(key="planner_place:demo").set_value("spread").run()
+    knob(at, "Network demand per GPU (Gbps)").set_value(200.0).run()
+    assert not at.exception and (at.query_params["place"], at.query_params["gbps"]) == ("spread", "200")
+    knobs = model.from_params(dict(at.query_params))
+    slowdown = model.network_slowdown(model.scenario(knobs))
+    assert slowdown > 1.0 and metrics(at)["Network slowdown"] == f"{slowdown:.2f}x"
+    assert deltas(at)["Network slowdown"] == f"ETTR with it {fmt_pct(model.closed_form(knobs).ettr / slowdown)}"
+    button(at, "Run").click().run()
+    assert not at.exception
+    losses = next(d.value for d in at.dataframe if "loss" in d.value.columns)
+    slowed = losses[losses["loss"] == "Network slowdown (placement)"].iloc[0]
+    assert slowed["simulated"] != "0 GPU-h" and slowed["closed form"] != "0 GPU-h"
+    assert any(f"slows the job's collectives {slowdown:.2f}x" in c.value for c in at.caption)
+
+
 def test_checkpoint_write_as_a_time_or_size_and_bandwidth(store_dir):
     at = open_page(PAGE, {"preset": "demo"})
     assert {"Checkpoint size per GPU (GB)", "Storage bandwidth (GB/s)"} <= {n.label for n in at.number_input}

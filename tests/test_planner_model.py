@@ -123,7 +123,18 @@ def test_closed_form_losses_when_failures_outrun_progress():
     assert estimate.ettr == 0.0
     frame = model.closed_form_losses(estimate, gpus=8, interval_s=3600.0, write_s=36.0, restart_s=1800.0,
                                      duration_s=86400.0, gpu_hour_usd=1.0)
-    assert frame["gpu_hours"].to_list() == pytest.approx([96.0, 96.0, 0.0, 0.0])  # T/2 = R: half each
+    assert frame["gpu_hours"].to_list() == pytest.approx([96.0, 96.0, 0.0, 0.0, 0.0])  # T/2 = R: half each
+
+
+def test_closed_form_losses_take_the_placements_slowdown_from_training_time():
+    estimate = closed_form_ettr(gpus=8, rate_per_1000_node_days=1000.0, checkpoint_interval_s=3600.0,
+                                checkpoint_write_s=36.0, restart_overhead_s=1800.0)
+    frame = model.closed_form_losses(estimate, gpus=8, interval_s=3600.0, write_s=36.0, restart_s=1800.0,
+                                     duration_s=86400.0, gpu_hour_usd=2.0, slowdown=1.25)
+    hours = dict(zip(frame["category"], frame["gpu_hours"], strict=True))
+    # training time 192 x ETTR, of which 1 - 1/1.25 = 20 % makes no progress
+    assert hours["network_slowdown"] == pytest.approx(192.0 * estimate.ettr * 0.2)
+    assert 192.0 - sum(hours.values()) == pytest.approx(192.0 * estimate.ettr / 1.25)
 
 
 def test_loss_table_puts_the_simulation_beside_the_closed_form():
@@ -133,8 +144,13 @@ def test_loss_table_puts_the_simulation_beside_the_closed_form():
                        "losses_usd": {"lost_work": 25.0, "restart": 50.0, "checkpoint": 2.5,
                                       "waiting_for_spares": 12.5}}}
     table = model.loss_table(summary, s)
-    assert table["sim_gpu_hours"].to_list() == [10.0, 20.0, 1.0, 5.0]
-    assert table["sim_usd"].to_list() == [25.0, 50.0, 2.5, 12.5]
+    assert table["category"].to_list()[-1] == "network_slowdown"
+    assert table["sim_gpu_hours"].to_list() == [10.0, 20.0, 1.0, 5.0, 0.0]  # no placement_slowdown: none
+    assert table["sim_usd"].to_list() == [25.0, 50.0, 2.5, 12.5, 0.0]
+    slowed = {"job": {**summary["job"], "gpus": 384, "productive_hours": 10.0, "placement_slowdown": 1.25}}
+    table = model.loss_table(slowed, s)
+    assert table["sim_gpu_hours"][-1] == pytest.approx(10.0 * 384 * 0.2)  # a fifth of the training made nothing
+    assert table["sim_usd"][-1] == pytest.approx(10.0 * 384 * 0.2 * 2.5) and table["cf_gpu_hours"][-1] > 0
     rate = 48 * 40.0 / 1000 / 86400  # 48 hosts at 40 per 1,000 host-days
     assert table["cf_gpu_hours"][1] == pytest.approx(rate * 600 * 384 * 7 * 24)
 
@@ -203,3 +219,15 @@ def test_a_131k_cluster_and_a_100k_job_finish():
     assert run.summary["job"]["gpus"] == 100000 and 0.0 <= run.summary["job"]["ettr"] <= 1.0
     assert run.summary["interruptions"]["unexpected"] > 0
     assert elapsed < 30.0, f"summary-only run of 131,072 GPUs took {elapsed:.1f} s"  # ~1.2 s measured
+
+
+def test_placement_and_network_demand_reach_the_scenario_and_its_slowdown():
+    knobs = model.from_params({"preset": "llama3-405b", "place": "spread", "gbps": "100"})
+    assert (knobs.placement, knobs.gbps_per_gpu) == ("spread", 100.0)
+    assert model.from_params(model.to_params(knobs)) == knobs
+    s = model.scenario(knobs)
+    assert s["training.placement"] == "spread" and s["network.gbps_per_gpu"] == 100.0
+    # 256 job hosts a pod, every ring hop leaving its pod: 256 x 8 x 100 Gbps up against 192 x 16 x 400 / 7
+    assert model.network_slowdown(s) == pytest.approx(256 * 8 * 100 / (192 * 16 * 400 / 7))
+    assert model.network_slowdown(model.scenario(model.from_params({"preset": "llama3-405b", "gbps": "100"}))) == 1.0
+    assert model.from_params({"preset": "demo", "place": "scatter"}).placement == "pack"  # unknown: the preset's

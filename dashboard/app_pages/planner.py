@@ -65,6 +65,13 @@ with left:
                                key=key("gpus", first.job_gpus), help=f"whole hosts of {per_host} GPUs")
     spares = st.number_input("Hot spares (hosts)", min_value=0, max_value=100_000, step=1,
                              key=key("spares", first.spares), help="held back to replace a failed job host")
+    placement = st.radio("Placement", model.PLACEMENTS, horizontal=True, key=key("place", first.placement),
+                         help="pack: whole racks and pods in host order, ranked so (Meta's topology-aware "
+                              "placement). spread: dealt round-robin over the pods, one host a rack first, ranked "
+                              "in that order: every rack-switch fault reaches the job and its rings cross pods")
+    gbps = st.number_input("Network demand per GPU (Gbps)", min_value=0.0, max_value=3200.0, step=5.0,
+                           format="%.0f", key=key("gbps", first.gbps_per_gpu),
+                           help="what the job's collectives ask of each GPU's 400 Gbps NIC (Llama 3 405B: ~25)")
     price = st.number_input("GPU-hour price (USD)", min_value=0.0, max_value=10_000.0, step=0.1, format="%.2f",
                             key=key("price", first.gpu_hour_usd))
 with middle:
@@ -104,13 +111,13 @@ with right:
     restart_min = st.number_input("Restart overhead (min)", min_value=0.0, max_value=7 * 24 * 60.0, step=1.0,
                                   format="%.1f", key=key("restart", first.restart_s / 60.0),
                                   help="detection, rescheduling, initialisation and restore after an interruption")
-st.caption("Placement policy is not a scenario key of the engine yet: the flagship job takes the first hosts.")
 
 knobs = model.Knobs(
     preset=preset, cluster_gpus=int(cluster_gpus), job_gpus=int(job_gpus), rate=rate,
     interval_s=interval_min * 60.0, write_mode=write_mode, write_s=write_s, checkpoint_gb_per_gpu=gb,
     bandwidth_gb_per_s=bandwidth, restart_s=restart_min * 60.0, spares=int(spares), repair_fix_s=fix_h * 3600.0,
-    technicians=int(technicians), gpu_hour_usd=price, multipliers=multipliers, gpus_per_host=per_host)
+    technicians=int(technicians), gpu_hour_usd=price, multipliers=multipliers, gpus_per_host=per_host,
+    placement=placement, gbps_per_gpu=gbps)
 params = model.to_params(knobs)
 for name in model.URL_NAMES:
     if name in params:
@@ -136,22 +143,30 @@ curve_args = {"gpus": knobs.job_gpus, "rate_per_1000_node_days": model.effective
               "restart_overhead_s": knobs.restart_s, "gpus_per_host": per_host}
 at_optimum = (closed_form_ettr(**{**curve_args, "checkpoint_interval_s": optimum_s}).ettr
               if math.isfinite(optimum_s) and optimum_s > 0 else None)
+try:
+    scenario, invalid = model.scenario(knobs), None
+except GoodputError as err:
+    scenario, invalid = None, err
+slowdown = model.network_slowdown(scenario) if scenario is not None else None
 st.subheader("Closed form")
-cols = st.columns(4)
+cols = st.columns(5)
 cols[0].metric("ETTR", fmt_pct(estimate.ettr))
 cols[1].metric("Job MTTF", fmt_hours(estimate.mttf_s / 3600.0), help="1 / (hosts x failure rate)")
 cols[2].metric("Young-Daly interval", short_duration(optimum_s) if math.isfinite(optimum_s) else "none",
                help="no failures: no optimum, checkpoint as rarely as you like")
 cols[3].metric("ETTR at that interval", fmt_pct(at_optimum) if at_optimum is not None else "–",
                f"{(at_optimum - estimate.ettr) * 100:+.1f} pts" if at_optimum is not None else None)
+if slowdown is not None:
+    cols[4].metric("Network slowdown", "none" if slowdown <= 1.0 else f"{slowdown:.2f}x",
+                   f"ETTR with it {fmt_pct(estimate.ettr / slowdown)}", **BESIDE,
+                   help=f"{placement} placement at {gbps:g} Gbps a GPU: the flagship's ring alone on the fabric, every "
+                        "link up. ETTR counts time, not speed: with it, the share of the time that is progress")
 st.caption(f"Failure rate with the multipliers: {curve_args['rate_per_1000_node_days']:.3g} per 1,000 host-days; "
            f"checkpoint write {short_duration(write_now)}.")
 st.plotly_chart(charts.ettr_curve(**curve_args), width="stretch")
 
-try:
-    scenario = model.scenario(knobs)
-except GoodputError as err:
-    st.error(f"These settings do not make a valid scenario: {err}")
+if scenario is None:
+    st.error(f"These settings do not make a valid scenario: {invalid}")
     st.stop()
 st.download_button("Download scenario", scenario.to_toml(), file_name=f"planner-{preset}.toml",
                    mime="application/toml", on_click="ignore",
@@ -217,6 +232,11 @@ with run_tab:
                        f"closed form {fmt_usd(losses['cf_usd'].sum())}", **BESIDE)
         st.caption(f"The closed form expects {expected_failures:,.1f} unexpected interruptions in "
                    f"{ran['simulation.days']:g} days; it counts no planned ones.")
+        ran_slowdown = model.job_slowdown(job)
+        if ran_slowdown > 1.0:
+            st.caption(f"The {job.get('placement', 'pack')} placement slows the job's collectives "
+                       f"{ran_slowdown:.2f}x: with it the simulated run makes progress "
+                       f"{fmt_pct(job.get('ettr_with_network'))} of the time (the network slowdown step below).")
         st.markdown("**Where the flagship's time went**: simulated beside the closed form")
         st.plotly_chart(charts.loss_waterfall(losses), width="stretch")
         st.dataframe([{"loss": LOSS_LABELS[r["category"]],
@@ -333,11 +353,13 @@ with sweep_tab:
                             width="stretch")
         shown = bands(frame, by=[a.key for a in s_axes]).select(
             *[a.key for a in s_axes], "runs", "ettr_mean", "ettr_p5", "ettr_p95", "closed_form_ettr_mean",
-            "mttf_hours_mean", "lost_usd_mean")
+            "ettr_with_network_mean", "mttf_hours_mean", "lost_usd_mean")
         number = st.column_config.NumberColumn
         st.dataframe(shown, hide_index=True, width="stretch", column_config={
             "ettr_mean": number("mean ETTR", format="percent"), "ettr_p5": number("ETTR p5", format="percent"),
             "ettr_p95": number("ETTR p95", format="percent"),
             "closed_form_ettr_mean": number("closed form", format="percent"),
+            "ettr_with_network_mean": number("with network", format="percent",
+                                             help="mean ETTR over the placement's network slowdown"),
             "mttf_hours_mean": number("mean MTTF (h)", format="%.1f"),
             "lost_usd_mean": number("mean lost (USD)", format="dollar")})

@@ -59,6 +59,7 @@ LOSS_LABELS: dict[str, str] = {
     "restart": "Restart overhead",
     "checkpoint": "Checkpoint writes",
     "waiting_for_spares": "Waiting for spare hosts",
+    "network_slowdown": "Network slowdown (placement)",  # the planner's: training time the fabric slowed
 }
 
 
