@@ -171,6 +171,8 @@ def _sweep_text(table, keys: list[str], seeds: int) -> str:
     columns = [("ETTR", "ettr", ".3f"), ("closed form", "closed_form_ettr", ".3f"),
                ("MTTF h", "mttf_hours", ".2f"), ("interruptions", "interruptions", ".1f"),
                ("lost GPU-h", "lost_gpu_hours", ",.0f")]
+    if any(r["ettr_with_network_mean"] != r["ettr_mean"] for r in table.to_dicts()):  # a placement slows the job
+        columns.insert(1, ("with network", "ettr_with_network", ".3f"))
     rows = [[str(r[k]) for k in keys] + [band(r, m, spec) for _, m, spec in columns] for r in table.to_dicts()]
     header = keys + [title for title, _, _ in columns]
     widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]

@@ -229,6 +229,19 @@ def test_sweep_text_is_a_table_of_means_and_bands(capsys):
     assert all("[" in line and "]" in line for line in lines[2:])
 
 
+def test_sweep_text_shows_ettr_with_network_where_a_placement_slows_the_job(capsys):
+    code, out, _ = _cli(capsys, "sweep", "--preset", "demo", "--set", "training.placement=spread",
+                        "--vary", "network.gbps_per_gpu=25,200", "--seeds", "1", "--workers", "1")
+    lines = out.splitlines()
+    assert code == 0 and lines[1].split()[:4] == ["network.gbps_per_gpu", "ETTR", "with", "network"]
+    ettr = [float(line.split()[1]) for line in lines[2:]]
+    with_network = [float(line.split()[4]) for line in lines[2:]]  # after ETTR's mean and its [p5, p95]
+    assert ettr[0] == ettr[1] == with_network[0]  # the demand changes no failure; at 25 Gbps nothing slows
+    # the demo's 48 job hosts dealt over its 4 pods, 12 a pod, every ring hop leaving its pod:
+    # 12 x 8 x 200 Gbps out of a pod against its core share, 8 racks x 16 x 400 / 7 -> 2.625 times slower
+    assert with_network[1] == pytest.approx(ettr[1] / (12 * 8 * 200 / (8 * 16 * 400 / 7)), abs=0.001)
+
+
 def test_sweep_bad_value_exits_2_naming_key_and_value(capsys):
     code, out, err = _cli(capsys, "sweep", "--preset", "demo", "--vary", "training.checkpoint_interval=5m,-1m",
                           "--seeds", "2")
