@@ -45,9 +45,9 @@ class Topology:
     links: pl.DataFrame
     gpu_link_base: int  # link_id of GPU g's NIC cable is gpu_link_base + g
     rack_link_base: int  # link_id of rack r's first RTSW uplink is rack_link_base + r * CTSW_PER_POD
-    # The order a job's launcher ranks hosts in (a ring's neighbours are consecutive ranks): host h's key is
-    # rank_key[h]. pack: host order (topology-aware); spread: the order the hosts were dealt out.
-    rank_key: np.ndarray | None = None
+    # The hosts in the order a job's launcher ranks them (a ring's neighbours are consecutive ranks), first rank
+    # first. None (pack): host order, topology-aware; spread: the order the hosts were dealt out.
+    rank_order: np.ndarray | None = None
 
     @property
     def n_hosts(self) -> int:
@@ -91,11 +91,8 @@ def build_topology(scenario: Scenario, rng: np.random.Generator) -> Topology:
     role = np.full(n_hosts, RESEARCH, dtype=np.int8)
     role[order[: scenario.job_hosts]] = FLAGSHIP
     role[order[scenario.job_hosts: scenario.job_hosts + scenario["spares.hosts"]]] = SPARE
-    rank_key = None
-    if scenario["training.placement"] == "spread":  # ranked in the order dealt out: rank_key[order[i]] = i
-        rank_key = np.empty(n_hosts, dtype=np.int64)
-        rank_key[order] = np.arange(n_hosts)
-    return Topology(per_host, per_rack, rack, pod, role, hosts, gpus, links, 0, rack_link_base, rank_key)
+    rank_order = order if scenario["training.placement"] == "spread" else None
+    return Topology(per_host, per_rack, rack, pod, role, hosts, gpus, links, 0, rack_link_base, rank_order)
 
 
 def allocation_order(n_hosts: int, hosts_per_rack: int, racks_per_pod: int, placement: str) -> np.ndarray:

@@ -148,10 +148,10 @@ class NetworkTraffic:
 
     def __init__(self, scenario: Scenario, fabric: Fabric, host_states: pl.DataFrame, incidents: pl.DataFrame,
                  times: np.ndarray, horizon_s: float, rng: np.random.Generator,
-                 rank_key: np.ndarray | None = None) -> None:
-        """`rank_key` (Topology.rank_key): the order jobs rank their hosts in; None: host order."""
+                 rank_order: np.ndarray | None = None) -> None:
+        """`rank_order` (Topology.rank_order): the order jobs rank their hosts in; None: host order."""
         self.fabric, self.times = fabric, times
-        self.rank_order = None if rank_key is None else np.argsort(rank_key, kind="stable")
+        self.rank_order = rank_order
         self.rail_gbps = scenario["network.gbps_per_gpu"]
         self.grid, self.job_ids = placement(host_states, times, fabric.n_hosts)
         self.faults = link_faults(scenario, fabric, incidents, horizon_s, rng)
@@ -258,7 +258,7 @@ def network_run(scenario: Scenario, topo, host_states: pl.DataFrame, incidents: 
 
     fabric = Fabric.of(topo, scenario["cluster.fabric"])
     times = sample_times(horizon_s, scenario["simulation.telemetry_resolution"])
-    traffic = NetworkTraffic(scenario, fabric, host_states, incidents, times, horizon_s, rng, topo.rank_key)
+    traffic = NetworkTraffic(scenario, fabric, host_states, incidents, times, horizon_s, rng, topo.rank_order)
     slow = traffic.slowdown()
     flagship = slow.filter(pl.col("job_id") == scenario["training.name"])["slowdown"]
     summary = {
@@ -282,8 +282,7 @@ def placement_slowdown(scenario: Scenario, topo: Topology) -> float:
     One sample of engine.network.route over the job's ring; cheap enough for every summary-only run
     (a 12,288-host job is 12,288 flows). 1.0 where the fabric keeps up; inf where no path is left."""
     grid = np.where(topo.role == FLAGSHIP, 0, -1).astype(np.int32)[None, :]
-    rank_order = None if topo.rank_key is None else np.argsort(topo.rank_key, kind="stable")
-    sample, src, dst, _ = ring_flows(grid, rank_order)
+    sample, src, dst, _ = ring_flows(grid, topo.rank_order)
     if not len(sample):
         return 1.0  # a one-host job talks over NVLink only
     fabric = Fabric.of(topo, scenario["cluster.fabric"])

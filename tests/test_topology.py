@@ -84,13 +84,13 @@ SMALL = ["cluster.gpus=128", "cluster.racks_per_pod=2", "training.gpus=64", "spa
 def test_pack_takes_hosts_in_order_and_ranks_them_so():
     topo = build_topology(build("demo", sets=SMALL), np.random.default_rng(0))
     assert topo.hosts_with(FLAGSHIP).tolist() == list(range(8)) and topo.hosts_with(SPARE).tolist() == [8, 9]
-    assert topo.rank_key is None  # host order
+    assert topo.rank_order is None  # host order
 
 
 def test_spread_deals_one_host_a_rack_round_robin_over_the_pods():
     topo = build_topology(build("demo", sets=[*SMALL, "training.placement=spread"]), np.random.default_rng(0))
     # slot 0 of rack 0 of pods 0..3 (hosts 0, 4, 8, 12), then rack 1 of each pod, then the racks' second hosts
-    assert np.argsort(topo.rank_key).tolist() == [0, 4, 8, 12, 2, 6, 10, 14, 1, 5, 9, 13, 3, 7, 11, 15]
+    assert topo.rank_order.tolist() == [0, 4, 8, 12, 2, 6, 10, 14, 1, 5, 9, 13, 3, 7, 11, 15]
     assert topo.hosts_with(FLAGSHIP).tolist() == [0, 2, 4, 6, 8, 10, 12, 14]
     assert topo.hosts_with(SPARE).tolist() == [1, 5] and topo.hosts_with(RESEARCH).tolist() == [3, 7, 9, 11, 13, 15]
     # the same hosts, racks and links as pack: only who holds what changes
