@@ -1,5 +1,10 @@
 # Goodput dashboard image: slim Python, installed from uv.lock, run as a non-root user.
-# Build: docker build -t goodput .   Run: docker run -p 8501:8501 -v goodput-store:/data goodput
+# It serves on 0.0.0.0, so login is required: without the secrets file (README, "Login") mounted at
+# /run/secrets/goodput.toml the container exits at once with "goodput: error: ..." (status 2) instead of
+# serving an open dashboard.
+# Build: docker build -t goodput .
+# Run:   docker run -p 8501:8501 -v goodput-store:/data \
+#          -v "$PWD/secrets.toml:/run/secrets/goodput.toml:ro" goodput
 FROM python:3.11-slim
 
 ENV PYTHONDONTWRITEBYTECODE=1 \
@@ -28,4 +33,4 @@ VOLUME ["/data"]
 EXPOSE 8501
 HEALTHCHECK --interval=30s --timeout=5s --start-period=30s --retries=3 \
     CMD ["python", "-c", "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8501/_stcore/health', timeout=4)"]
-CMD ["goodput", "dashboard", "--host", "0.0.0.0", "--port", "8501"]
+CMD ["goodput", "dashboard", "--host", "0.0.0.0", "--port", "8501", "--secrets", "/run/secrets/goodput.toml"]

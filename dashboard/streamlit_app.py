@@ -1,10 +1,13 @@
 """Goodput's dashboard: the router. Every page reads the run chosen in the sidebar (in the URL as ?run=)."""
 
+from pathlib import Path
+
 import duckdb
 import pandas  # noqa: F401  loaded whole before any page's rerun: Plotly probes a half-imported pandas otherwise
 import streamlit as st
 
-from dashboard import state
+from dashboard import auth, state
+from dashboard.text import md
 from engine.errors import GoodputError
 
 st.set_page_config(page_title="Goodput", page_icon=":material/monitoring:", layout="wide")
@@ -27,13 +30,33 @@ PAGES = {
     ],
 }
 
+
+def public(err: BaseException) -> str:
+    """An error as a browser may see it: without the server's paths (the store's, the checkout's)."""
+    text = (err.strerror or type(err).__name__) if isinstance(err, OSError) else str(err)
+    places = ((state.store().root.resolve(), "the store"), (Path(__file__).resolve().parents[1], "…"))
+    for path, label in places:
+        text = text.replace(str(path), label)
+    return text
+
+
+access = auth.current()
+if access.login_required and not access.logged_in:
+    # a logged-out visitor gets the login screen whatever the URL asks for (every page's address answers with
+    # it, so a shared link does not say "page not found"): no run list, no sidebar, no data
+    screens = [st.Page(auth.login_screen, title="Log in", default=True)] + [
+        st.Page(auth.login_screen, title=p.title, url_path=p.url_path)
+        for group in PAGES.values() for p in group if p.url_path]
+    st.navigation(screens, position="hidden").run()
+    st.stop()
 page = st.navigation(PAGES)
 st.sidebar.markdown("**Goodput** · the share of a training job's time that becomes progress")
+auth.sidebar_user(access)
 state.sidebar_run_selector()
 try:
     page.run()
 except (GoodputError, duckdb.Error, OSError) as err:
     # A run file that vanished or cannot be read mid-session (deleted from a terminal, a disk error, a run
     # from an older Goodput): say so plainly instead of a traceback, and keep the other pages usable.
-    st.error(f"This page could not read the selected run: {err}", icon=":material/error:")
+    st.error(f"This page could not read the selected run: {md(public(err))}", icon=":material/error:")
     st.caption("Pick another run in the sidebar, or open the Data page to list and delete runs.")

@@ -1,0 +1,58 @@
+"""Starting and stopping real servers on 127.0.0.1 for tests: `goodput dashboard`, the launcher, an OpenID
+provider. Each runs in its own process group, so stopping it stops all it started."""
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+GOODPUT = Path(sys.executable).parent / "goodput"
+START_TIMEOUT_S = 60
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start(command: Sequence[str], log: Path, env: dict | None = None) -> subprocess.Popen:
+    with log.open("w") as out:
+        return subprocess.Popen(list(command), stdout=out, stderr=subprocess.STDOUT, cwd=ROOT,
+                                env={**os.environ, **(env or {})}, start_new_session=True)
+
+
+def wait_until(url: str, server: subprocess.Popen, log: Path, expect: bytes | None = None) -> None:
+    """Until `url` answers 200 (with `expect` in the body when given); fail with the log if it never does."""
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if server.poll() is not None:
+            pytest.fail(f"{server.args[:3]} exited with {server.returncode}:\n{log.read_text()[-3000:]}")
+        try:
+            with urllib.request.urlopen(url, timeout=2) as response:  # noqa: S310 (a local test server)
+                if expect is None or expect in response.read():
+                    return
+        except OSError:
+            pass
+        time.sleep(0.3)
+    pytest.fail(f"{url} did not answer within {START_TIMEOUT_S} s:\n{log.read_text()[-3000:]}")
+
+
+def stop(server: subprocess.Popen) -> None:
+    """Politely (SIGTERM to the group), then for sure."""
+    try:
+        os.killpg(server.pid, signal.SIGTERM)
+        server.wait(timeout=10)
+    except ProcessLookupError:
+        return
+    except subprocess.TimeoutExpired:
+        os.killpg(server.pid, signal.SIGKILL)
+        server.wait(timeout=10)
