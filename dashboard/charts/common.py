@@ -9,6 +9,7 @@ without its unit says nothing.
 import math
 from datetime import datetime, timedelta
 
+from engine.limits import MAX_RUN_DAYS
 from engine.reference import CAUSE_BY_KEY, CAUSES, PLANNED_CAUSE
 from engine.schema import HOST_STATES
 
@@ -76,7 +77,11 @@ def cause_label(cause: str) -> str:
     if cause == PLANNED_CAUSE.cause:
         return PLANNED_CAUSE.label
     known = CAUSE_BY_KEY.get(cause)
-    return known.label if known else cause.replace("_", " ").capitalize()
+    if known:
+        return known.label
+    # upper first letter, lower rest (not str.capitalize, whose title case Polars lacks): cause_label_text
+    readable = cause.replace("_", " ")
+    return readable[:1].upper() + readable[1:].lower()
 
 
 def cause_color(cause: str) -> str:
@@ -120,10 +125,18 @@ def fmt_hours(hours: float | None) -> str:
     return f"{hours:.1f} h"
 
 
+# Past 2^53 s (285 million years) a float no longer holds whole seconds: such a duration is shown as infinite.
+FOREVER_S = 2.0**53
+
+
 def fmt_duration(seconds: float | None) -> str:
-    """Seconds as the largest sensible units: 42 -> "42 s", 3720 -> "1 h 2 min", 200000 -> "2 d 7 h"."""
+    """Seconds as the largest sensible units: 42 -> "42 s", 3720 -> "1 h 2 min", 200000 -> "2 d 7 h".
+
+    dashboard.charts.text_exprs.duration_text is the same as a Polars expression."""
     if _missing(seconds):
         return DASH
+    if abs(seconds) >= FOREVER_S:
+        return "∞" if seconds > 0 else "-∞"
     s = round(seconds)
     if s < 60:
         return f"{s} s"
@@ -155,9 +168,16 @@ def fmt_usd(x: float | None) -> str:
     return DASH if _missing(x) else f"${_compact(x)}"
 
 
+# A time further than this from its run's start is not a date worth showing (ten times the longest run):
+# it is shown as a dash, where it would overflow a datetime or print a five-digit year.
+FARTHEST_TIME_S = 10 * MAX_RUN_DAYS * 86400.0
+
+
 def fmt_time(started_at: datetime, t_s: float | None) -> str:
-    """A run time (seconds since its start) as a wall-clock date, "2024-03-02 17:40 UTC"."""
-    if _missing(t_s):
+    """A run time (seconds since its start) as a wall-clock date, "2024-03-02 17:40 UTC".
+
+    dashboard.charts.text_exprs.time_text is the same as a Polars expression."""
+    if _missing(t_s) or not abs(t_s) <= FARTHEST_TIME_S:
         return DASH
     return f"{started_at + timedelta(seconds=float(t_s)):%Y-%m-%d %H:%M} UTC"
 

@@ -3,6 +3,8 @@
 import plotly.graph_objects as go
 import polars as pl
 
+from dashboard.text import plot, plot_all
+
 
 def causes_side_by_side(counts: pl.DataFrame, y_title: str = "interruptions", runs: list[str] | None = None
                         ) -> go.Figure:
@@ -15,7 +17,7 @@ def causes_side_by_side(counts: pl.DataFrame, y_title: str = "interruptions", ru
     for run in runs if runs is not None else counts["run"].unique(maintain_order=True).to_list():
         part = counts.filter(pl.col("run") == run)
         by_cause = dict(zip(part["cause"].to_list(), part["interruptions"].to_list(), strict=True))
-        fig.add_trace(go.Bar(x=order, y=[by_cause.get(c, 0) for c in order], name=run))
+        fig.add_trace(go.Bar(x=plot_all(order), y=[by_cause.get(c, 0) for c in order], name=plot(run)))
     fig.update_layout(barmode="group", height=340, margin={"l": 10, "r": 10, "t": 10, "b": 10},
                       yaxis_title=y_title, legend={"orientation": "h", "y": 1.02, "yanchor": "bottom"})
     return fig
@@ -27,7 +29,7 @@ def ettr_over_time(timeline: pl.DataFrame, runs: list[str] | None = None) -> go.
     for run in runs if runs is not None else timeline["run"].unique(maintain_order=True).to_list():
         part = timeline.filter(pl.col("run") == run)
         fig.add_trace(go.Scatter(x=part["day"].to_list(), y=part["ettr_cumulative"].to_list(), mode="lines",
-                                 name=run))
+                                 name=plot(run)))
     fig.update_layout(height=340, margin={"l": 10, "r": 10, "t": 10, "b": 10}, yaxis_title="ETTR since the start",
                       xaxis_title="day", legend={"orientation": "h", "y": 1.02, "yanchor": "bottom"})
     fig.update_yaxes(tickformat=".0%")

@@ -11,6 +11,7 @@ from plotly.subplots import make_subplots
 from dashboard.charts.common import category_of, cause_color
 from dashboard.charts.jobs import as_time
 from dashboard.charts.racks import STATE_COLOURS, STATE_ORDER, _discrete_colourscale
+from dashboard.text import plot, plot_expr
 from engine.reference import XIDS
 
 FAILED_COLOUR = "#c92a2a"
@@ -49,6 +50,7 @@ def offender_history(incidents: pl.DataFrame, started_at: datetime) -> go.Figure
     """Each incident of the repeat offenders (columns label, t_s, cause) as a marker on the offender's row,
     in the order the rows come. A cause takes its category's colour and a symbol of its own in that category."""
     fig = go.Figure()
+    incidents = incidents.with_columns(plot_expr("label"))  # hostnames: Plotly text only as entities
     causes = sorted(incidents["cause"].unique().to_list(), key=lambda c: (category_of(c), c))
     rank_in_category: dict[str, int] = {}
     for cause in causes:
@@ -58,7 +60,7 @@ def offender_history(incidents: pl.DataFrame, started_at: datetime) -> go.Figure
         gpu = part["gpu_id"].to_list() if "gpu_id" in part.columns else [None] * part.height
         fig.add_trace(go.Scatter(
             x=as_time(started_at, part["t_s"].to_numpy()), y=part["label"].to_list(), mode="markers",
-            name=cause, marker={"size": 11, "symbol": symbol, "color": cause_color(cause)},
+            name=plot(cause), marker={"size": 11, "symbol": symbol, "color": cause_color(cause)},
             customdata=gpu,  # what a click hands the page: the GPU to open (None: a host-level incident)
             text=[f"GPU {g}" if g is not None else "the host" for g in gpu],
             hovertemplate="%{y}<br>%{x}<br>%{text}<extra>%{fullData.name}</extra>",
@@ -111,10 +113,10 @@ def grid_hover(cells: pl.DataFrame) -> pl.Series:
     texts stay one line without markup (about 2 MB, 0.07 s on the page)."""
     return cells.select(pl.format(
         "GPU {} | {} #{}, rack {} | {} | {} C, {} W | XIDs {}{}{}",
-        "gpu_id", "hostname", "gpu_index", "rack_id", pl.col("state").fill_null("unknown"), _number("temp_c"),
+        "gpu_id", plot_expr("hostname"), "gpu_index", "rack_id", pl.col("state").fill_null("unknown"), _number("temp_c"),
         _number("power_w"), "xid_events",
         pl.when(pl.col("last_xid").is_not_null()).then(pl.format(" (last {})", "last_xid")).otherwise(pl.lit("")),
-        pl.when(pl.col("causes").list.len() > 0).then(pl.lit(" | incidents: ") + pl.col("causes").list.join(", "))
+        pl.when(pl.col("causes").list.len() > 0).then(pl.lit(" | incidents: ") + plot_expr(pl.col("causes").list.join(", ")))
         .otherwise(pl.lit("")),
     ).alias("hover"))["hover"]
 
@@ -198,7 +200,7 @@ def ecc_trend(trend: pl.DataFrame, labels: dict[int, str], started_at: datetime)
         part = trend.filter(pl.col("gpu_id") == gpu)
         x = as_time(started_at, part["t_s"].to_numpy())
         style = {"color": palette[i % len(palette)]}
-        name = labels.get(gpu, f"GPU {gpu}")
+        name = plot(labels.get(gpu, f"GPU {gpu}"))
         fig.add_trace(go.Scatter(x=x, y=part["ecc_sbe"].to_list(), mode="lines", name=name, legendgroup=name,
                                  line=style, yaxis="y"))
         fig.add_trace(go.Scatter(x=x, y=part["ecc_dbe"].to_list(), mode="lines", name=name, legendgroup=name,

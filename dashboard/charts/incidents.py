@@ -7,8 +7,10 @@ import numpy as np
 import plotly.graph_objects as go
 import polars as pl
 
-from dashboard.charts.common import CATEGORY_COLORS, OTHER_COLOR, category_of
+from dashboard.charts.common import CATEGORY_COLORS, OTHER_COLOR
 from dashboard.charts.jobs import as_time
+from dashboard.charts.text_exprs import category_text
+from dashboard.text import plot, plot_all
 
 # The shared palette: a category keeps its colour on every page.
 CATEGORY_COLOURS = CATEGORY_COLORS
@@ -33,12 +35,11 @@ def timeline(incidents: pl.DataFrame, started_at: datetime) -> go.Figure:
     for category in sorted(frame["category"].fill_null("Unknown").unique().to_list()):
         part = frame.filter(pl.col("category").fill_null("Unknown") == category)
         fig.add_trace(go.Scatter(
-            x=as_time(started_at, part["t_s"].to_numpy()), y=part["cause"].to_list(), mode="markers",
-            name=category, marker={"size": part["size"].to_numpy(), "color": CATEGORY_COLOURS.get(category,
+            x=as_time(started_at, part["t_s"].to_numpy()), y=plot_all(part["cause"].to_list()), mode="markers",
+            name=plot(category), marker={"size": part["size"].to_numpy(), "color": CATEGORY_COLOURS.get(category,
                                    OTHER_COLOUR), "opacity": 0.75, "line": {"width": 0.5, "color": "white"}},
             customdata=part["incident_id"].to_numpy(),  # what a click on the marker hands the page
-            text=part["gpu_hours_lost"].fill_null(0).map_elements(lambda v: f"{v:,.1f}", return_dtype=pl.String)
-            .to_list(),
+            text=[f"{v:,.1f}" for v in part["gpu_hours_lost"].fill_null(0).to_list()],  # Python after collect
             hovertemplate="incident %{customdata}<br>%{y}<br>%{x}<br>%{text} GPU-hours lost"
                           "<extra>%{fullData.name}</extra>",
         ))
@@ -64,10 +65,9 @@ def by_cause(counts: pl.DataFrame) -> go.Figure:
     # bottom to top: plotly draws the first bar lowest, so the table's order (most first, then by name) reads down
     frame = counts.sort(["interruptions", "cause"], descending=[False, True])
     if "category" not in frame.columns:
-        frame = frame.with_columns(pl.col("cause").map_elements(category_of, return_dtype=pl.String)
-                                   .alias("category"))
+        frame = frame.with_columns(category_text("cause").alias("category"))
     fig = go.Figure(go.Bar(
-        x=frame["interruptions"].to_list(), y=frame["cause"].to_list(), orientation="h",
+        x=frame["interruptions"].to_list(), y=plot_all(frame["cause"].to_list()), orientation="h",
         text=frame["interruptions"].to_list(),
         marker_color=[CATEGORY_COLOURS.get(c, OTHER_COLOUR) for c in frame["category"].fill_null("").to_list()],
     ))
@@ -105,8 +105,9 @@ def chain_bars(chain: pl.DataFrame) -> pl.DataFrame:
     origin = float(occurred[0]) if occurred.len() else (float(t.min()) if t.size else 0.0)
     ends = np.append(t[1:], t[-1:]) if t.size else t
     return pl.DataFrame({
-        "label": [f"{s} · {w}" for s, w in zip(chain["step"].to_list(), chain["what"].to_list(), strict=True)],
-        "what": chain["what"], "detail": chain["detail"],
+        # label and detail are Plotly text (a detail names hosts and jobs); `what` keeps the raw step name
+        "label": [plot(f"{s} · {w}") for s, w in zip(chain["step"].to_list(), chain["what"].to_list(), strict=True)],
+        "what": chain["what"], "detail": plot_all(chain["detail"].to_list()),
         "start_h": (t - origin) / 3600.0, "hours": (ends - t) / 3600.0,
     }, schema={"label": pl.String, "what": pl.String, "detail": pl.String, "start_h": pl.Float64,
                "hours": pl.Float64})

@@ -13,6 +13,7 @@ import polars as pl
 from plotly.subplots import make_subplots
 
 from dashboard.charts.common import fmt_duration
+from dashboard.text import plot_all, plot_expr
 
 # End reasons that are not failures (everything else in job_attempts.end_reason is a failure cause).
 CLEAN_ENDS = ("completed", "end_of_run", "preempted", "planned_maintenance", "running")
@@ -83,6 +84,11 @@ def attempts_gantt(attempts: pl.DataFrame, started_at: datetime, row_order: list
     submit_s, start_s) a light bar from submission to first start; `window` (from, to) in run seconds sets
     the x range. Bars and marks carry the job id as customdata.
     """
+    # job names and end reasons come from traces: Plotly text (labels, hover, the y axis) only as entities
+    row_order = plot_all(row_order)
+    attempts = attempts.with_columns(plot_expr("label"), plot_expr("end_reason"))
+    checkpoints = checkpoints.with_columns(plot_expr("label")) if checkpoints is not None else None
+    waiting = waiting.with_columns(plot_expr("label")) if waiting is not None else None
     frame = attempts.with_columns(
         end_kind(attempts["end_reason"]).alias("end_kind"),
         pl.format("attempt {}: {} ({} min lost)", pl.col("attempt"), pl.col("end_reason"),
@@ -200,7 +206,7 @@ def wait_reasons(reasons: pl.DataFrame) -> go.Figure:
     """Share of waiting time by reason, largest on top: `reasons` has reason, waited_s, share, jobs."""
     ordered = reasons.sort("waited_s")
     fig = go.Figure(go.Bar(
-        x=(ordered["share"] * 100).to_list(), y=ordered["reason"].to_list(), orientation="h",
+        x=(ordered["share"] * 100).to_list(), y=plot_all(ordered["reason"].to_list()), orientation="h",
         marker_color=[REASON_COLOURS.get(r, "#bbbbbb") for r in ordered["reason"].to_list()],
         text=[f"{s:.0%}" for s in ordered["share"].to_list()], textposition="auto",
         customdata=np.column_stack([(ordered["waited_s"] / 3600).to_numpy(), ordered["jobs"].to_numpy()]),

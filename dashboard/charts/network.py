@@ -7,6 +7,7 @@ import polars as pl
 from plotly.subplots import make_subplots
 
 from dashboard.charts.jobs import as_time
+from dashboard.text import plot, plot_all
 
 # Tiers from the bottom of the fabric up, RoCE then InfiniBand (engine.topology.FABRIC_TIERS); others follow.
 TIER_ORDER = ("gpu_rtsw", "gpu_leaf", "rtsw_ctsw", "leaf_spine", "ctsw_atsw", "spine_core")
@@ -27,10 +28,10 @@ def tiers(frame: pl.DataFrame) -> go.Figure:
     frame = frame.with_columns(pl.col("tier").cast(pl.Enum(order))).sort("tier")
     colours = [TIER_COLOURS.get(t, OTHER_COLOUR) for t in order]
     fig = make_subplots(rows=1, cols=2, subplot_titles=["links", "capacity (Tbps)"])
-    fig.add_trace(go.Bar(x=order, y=frame["links"].to_list(), marker_color=colours, text=frame["links"].to_list(),
+    fig.add_trace(go.Bar(x=plot_all(order), y=frame["links"].to_list(), marker_color=colours, text=frame["links"].to_list(),
                          showlegend=False), row=1, col=1)
     tbps = (frame["capacity_gbps"] / 1000).round(1).to_list()
-    fig.add_trace(go.Bar(x=order, y=tbps, marker_color=colours, text=tbps, showlegend=False), row=1, col=2)
+    fig.add_trace(go.Bar(x=plot_all(order), y=tbps, marker_color=colours, text=tbps, showlegend=False), row=1, col=2)
     fig.update_layout(height=300, margin={"l": 10, "r": 10, "t": 30, "b": 10})
     return fig
 
@@ -42,9 +43,9 @@ def utilisation(samples: pl.DataFrame, started_at: datetime) -> go.Figure:
         part = samples.filter(pl.col("tier") == tier).sort("t_s")
         x = as_time(started_at, part["t_s"].to_numpy())
         colour = TIER_COLOURS.get(tier, OTHER_COLOUR)
-        fig.add_trace(go.Scatter(x=x, y=part["mean_util"].to_numpy(), mode="lines", name=f"{tier} mean",
+        fig.add_trace(go.Scatter(x=x, y=part["mean_util"].to_numpy(), mode="lines", name=plot(f"{tier} mean"),
                                  line={"color": colour}))
-        fig.add_trace(go.Scatter(x=x, y=part["max_util"].to_numpy(), mode="lines", name=f"{tier} hottest",
+        fig.add_trace(go.Scatter(x=x, y=part["max_util"].to_numpy(), mode="lines", name=plot(f"{tier} hottest"),
                                  line={"color": colour, "dash": "dot"}))
     fig.update_layout(height=320, margin={"l": 10, "r": 10, "t": 10, "b": 10}, yaxis_title="utilisation (%)")
     return fig
@@ -69,7 +70,7 @@ def hot_links(frame: pl.DataFrame, started_at: datetime) -> go.Figure:
     grid = frame.pivot(on="t_s", index="label", values="util", aggregate_function="mean")
     grid = pl.DataFrame({"label": order}).join(grid, on="label", how="left")
     z = grid.select([str(t) if str(t) in grid.columns else pl.lit(None).alias(str(t)) for t in times]).to_numpy()
-    fig = go.Figure(go.Heatmap(z=z, x=as_time(started_at, times), y=order, colorscale=LOAD_SCALE, zmin=0, zmax=100,
+    fig = go.Figure(go.Heatmap(z=z, x=as_time(started_at, times), y=plot_all(order), colorscale=LOAD_SCALE, zmin=0, zmax=100,
                                colorbar={"title": "util %"}, hovertemplate="%{y}<br>%{x}<br>%{z:.1f}%<extra></extra>"))
     fig.update_layout(height=max(260, 18 * len(order) + 80), margin={"l": 10, "r": 10, "t": 10, "b": 10},
                       yaxis={"autorange": "reversed"})
@@ -139,7 +140,7 @@ def fabric_diagram(nodes: pl.DataFrame, colour_by: str = "mean_util") -> go.Figu
                     "colorscale": LOAD_SCALE, "cmin": 0, "cmax": max(1.0, float(nodes[colour_by].max() or 0)),
                     "line": {"color": ["#000000" if d else "rgba(0,0,0,0)" for d in down.to_list()], "width": 1.5},
                     "colorbar": {"title": "util %"} if level == 0 else None, "showscale": level == 0},
-            text=[f"{n} (pod {p})<br>mean {m:.1f}% · peak {k:.1f}%" + (" · was down" if d else "")
+            text=[f"{plot(n)} (pod {p})<br>mean {m:.1f}% · peak {k:.1f}%" + (" · was down" if d else "")
                   for n, p, m, k, d in zip(part["name"], part["pod"], part["mean_util"].fill_null(0),
                                            part["peak_util"].fill_null(0), down, strict=True)],
             hoverinfo="text", showlegend=False))
@@ -159,7 +160,7 @@ def compare_levels(frames: dict[str, pl.DataFrame]) -> go.Figure:
         for level in sorted(frame["level"].unique().to_list()):
             part = frame.filter(pl.col("level") == level).sort("t_s")
             fig.add_trace(go.Scatter(x=(part["t_s"] / 86400).to_list(), y=part["mean_util"].to_list(), mode="lines",
-                                     name=f"{label}: {LEVEL_NAMES[level]}",
+                                     name=plot(f"{label}: {LEVEL_NAMES[level]}"),
                                      line={"color": colours[level % 3], "dash": dash}))
     fig.update_layout(height=320, margin={"l": 10, "r": 10, "t": 10, "b": 10}, xaxis_title="day of the run",
                       yaxis_title="mean utilisation (%)")

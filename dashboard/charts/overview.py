@@ -20,6 +20,7 @@ from dashboard.charts.common import (
     fmt_pct,
     state_color,
 )
+from dashboard.text import plot
 
 # A residual smaller than this share of wall-clock time is rounding, not a loss worth a bar of its own.
 RESIDUAL_SHARE = 0.005
@@ -159,7 +160,7 @@ def ettr_over_time(
                     "size": 9 if len(causes) < 60 else 6,
                     "color": [cause_color(c) for c in causes],
                 },
-                text=[cause_label(c) for c in causes],
+                text=[plot(cause_label(c)) for c in causes],
                 hovertemplate="%{x|%Y-%m-%d %H:%M}: %{text}<extra></extra>",
             )
         )
@@ -185,7 +186,7 @@ def interruptions_by_cause(counts: pl.DataFrame) -> go.Figure:
         rows = frame.filter(pl.Series(categories) == category)
         fig.add_trace(
             go.Bar(
-                y=[cause_label(c) for c in rows["cause"]],
+                y=[plot(cause_label(c)) for c in rows["cause"]],
                 x=rows["count"].to_list(),
                 orientation="h",
                 name=category,
@@ -200,7 +201,7 @@ def interruptions_by_cause(counts: pl.DataFrame) -> go.Figure:
         title="Interruptions by cause",
         xaxis_title="interruptions",
         barmode="stack",
-        yaxis={"categoryorder": "array", "categoryarray": [cause_label(c) for c in frame["cause"]]},
+        yaxis={"categoryorder": "array", "categoryarray": [plot(cause_label(c)) for c in frame["cause"]]},
         legend={"title": "category", "traceorder": "normal"},
         margin=_MARGIN,
         height=max(260, 60 + 26 * frame.height),
@@ -220,11 +221,12 @@ def hosts_by_state(counts: pl.DataFrame) -> go.Figure:
                 x=[row["hosts"]],
                 y=["hosts"],
                 orientation="h",
-                name=row["state"],
+                name=plot(row["state"]),
                 marker={"color": state_color(row["state"])},
-                text=[f"{row['state']} {row['hosts']:,}"],
+                text=[f"{plot(row['state'])} {row['hosts']:,}"],
                 textposition="inside",
-                hovertemplate=f"{row['state']}: %{{x:,}} hosts<extra></extra>",
+                # the name, not the state pasted into the template: data there could hold `%{..}` placeholders
+                hovertemplate="%{fullData.name}: %{x:,} hosts<extra></extra>",
             )
         )
     fig.update_layout(

@@ -13,6 +13,7 @@ import polars as pl
 
 from dashboard.charts.common import HOST_STATE_COLORS
 from dashboard.charts.jobs import bars_over_time
+from dashboard.text import plot_expr
 from engine.schema import HOST_STATES
 
 # The shared palette, plus `failed` (a GPU with an unrepaired incident, in GPU cells) and `unknown` (no interval).
@@ -58,6 +59,12 @@ def _continuous(values: np.ndarray, low: float, high: float) -> np.ndarray:
     """Values mapped onto (_EDGE, 1]; missing ones to 0, the grey band."""
     code = _EDGE + (1 - _EDGE) * np.clip((values - low) / (high - low), 0.0, 1.0)
     return np.where(np.isnan(values), 0.0, code.round(3))  # 3 digits: enough for colour, short in JSON
+
+
+def _as_plot_text(frame: pl.DataFrame, *columns: str) -> pl.DataFrame:
+    """Names from the data (hostnames, job ids, link ends) as Plotly text, where `frame` has them: they reach
+    hover text, legend names and annotations. Every lookup inside a figure sees the same escaped values."""
+    return frame.with_columns(plot_expr(c) for c in columns if c in frame.columns)
 
 
 def _scale_with_grey(stops) -> list[list]:
@@ -145,6 +152,7 @@ def floor_plan(cells: pl.DataFrame, measure: str = "state", *, title: str = "", 
     `tdp_w` scales a GPU's power in the hover (700 W: the H100 of the reference); `window` names the failure
     window in the hover. Racks over their power budget (rack_kw > budget_kw) get a red cross for a handle.
     """
+    cells = _as_plot_text(cells, "hostname", "job_id")
     states = cells["state"].fill_null("unknown")
     codes, colourscale, zmin, zmax, values, legend, colourbar = _colouring(cells, measure, states, tdp_w, window)
     slots = int(cells["slot"].max()) + 1 if cells.height else 1
@@ -268,7 +276,7 @@ def clicked_rack(selection) -> int | None:
 
 def state_history(intervals: pl.DataFrame, started_at: datetime) -> go.Figure:
     """Host state intervals (hostname, state, start_s, end_s, job_id) as a bar per interval, a row per host."""
-    frame = intervals.with_columns(
+    frame = _as_plot_text(intervals, "hostname", "job_id").with_columns(
         pl.col("state").fill_null("unknown"),
         (pl.col("state").fill_null("unknown") + pl.lit(" ") + pl.col("job_id").fill_null("")).alias("hover"),
     )
@@ -293,6 +301,7 @@ def elevation(gpus: pl.DataFrame, links: pl.DataFrame, rack_id: int) -> go.Figur
     `gpus`: the rack's rows of queries.floor_cells (hostname, slot, gpu_index, state, job_id, temp_c, power_w,
     host_kw); `links`: queries.rack_links (tier, a, b, state, util_pct), possibly empty.
     """
+    gpus, links = _as_plot_text(gpus, "hostname", "job_id"), _as_plot_text(links, "a", "b")
     states = gpus["state"].fill_null("unknown")
     slots = int(gpus["slot"].max()) + 1 if gpus.height else 1
     width = int(gpus["gpu_index"].max()) + 1 if gpus.height else 8
