@@ -132,7 +132,7 @@ def test_no_timestamps_take_the_files_modification_time(tmp_path):
 
 
 def test_a_host_without_a_hostname_label_is_named_after_its_file():
-    text = 'DCGM_FI_DEV_GPU_TEMP{gpu="0",UUID="GPU-x"} 41 1000\nDCGM_FI_DEV_GPU_TEMP{gpu="1"} 42 1000\n'
+    text = f'DCGM_FI_DEV_GPU_TEMP{{gpu="0",UUID="GPU-x"}} 41 {T0_MS}\nDCGM_FI_DEV_GPU_TEMP{{gpu="1"}} 42 {T0_MS}\n'
     run = ingest_dcgm([("rack7-node3.prom", text.encode())])
     assert run.tables["hosts"]["hostname"].to_list() == ["rack7-node3"]
     assert run.tables["gpu_samples"]["temp_c"].to_list() == [41.0, 42.0]
@@ -144,10 +144,10 @@ def test_tolerated_oddities_are_counted_skips():
         "# EOF-ish note",
         "go_gc_duration_seconds 0.001",
         'dcgm_exporter_build_info{version="3.3"} 1',
-        line("DCGM_FI_DEV_GPU_TEMP", "h", 0, "NaN", 1000),
-        line("DCGM_FI_DEV_POWER_USAGE", "h", 0, "+Inf", 1000),
-        'DCGM_FI_DEV_NVSWITCH_TEMPERATURE{nvswitch="0",Hostname="h"} 40 1000',
-        line("DCGM_FI_DEV_GPU_UTIL", "h", 0, 97, 1000),
+        line("DCGM_FI_DEV_GPU_TEMP", "h", 0, "NaN", T0_MS),
+        line("DCGM_FI_DEV_POWER_USAGE", "h", 0, "+Inf", T0_MS),
+        f'DCGM_FI_DEV_NVSWITCH_TEMPERATURE{{nvswitch="0",Hostname="h"}} 40 {T0_MS}',
+        line("DCGM_FI_DEV_GPU_UTIL", "h", 0, 97, T0_MS),
         "",
     ])
     run = ingest_dcgm([("odd.prom", text.encode())])
@@ -176,7 +176,6 @@ def test_odd_but_valid_lines_take_the_exact_path_and_agree_with_the_fast_one():
     ('DCGM_FI_DEV_GPU_TEMP{gpu="0"} hot 1\n', 1, "'hot' is not a number"),
     ('DCGM_FI_DEV_GPU_TEMP{gpu="0"} 40 12:00\n', 1, "timestamp"),
     ('DCGM_FI_DEV_GPU_TEMP{gpu="0"} 40 1 2\n', 1, "not a Prometheus sample"),
-    ('DCGM_FI_DEV_GPU_TEMP{gpu="zero"} 40 1\n', 1, "not a GPU index"),
     ('# TYPE DCGM_FI_DEV_GPU_TEMP\nDCGM_FI_DEV_GPU_TEMP{gpu="0"} 40 1\n', 1, "malformed # TYPE"),
     ('DCGM_FI_DEV_GPU_TEMP{gpu="0"} 40\nDCGM_FI_DEV_GPU_TEMP{gpu="0"} 41\n', 2, "second value"),
     ('\n\nDCGM_FI_DEV_GPU_TEMP{gpu="0"} 40 1\n}\n', 4, ""),
@@ -257,7 +256,7 @@ def test_any_text_parses_or_fails_clearly(text):
 
 @settings(max_examples=60, deadline=None)
 @given(st.lists(st.tuples(st.integers(0, 3), st.integers(0, 7), st.floats(-1e6, 1e6, allow_nan=False),
-                          st.integers(0, 10**13)), min_size=1, max_size=30,
+                          st.integers(T0_MS, T0_MS + 10**10)), min_size=1, max_size=30,
                 unique_by=lambda r: (r[0], r[1], r[3])))
 def test_generated_scrapes_round_trip(rows):
     text = "\n".join(f"DCGM_FI_DEV_POWER_USAGE{{{labels(h, g)}}} {v!r} {t}" for h, g, v, t in rows)

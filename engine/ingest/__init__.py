@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 
 import polars as pl
 
+from engine import limits
 from engine.errors import GoodputError
 from engine.ingest.dcgm import DcgmSamples, parse_dcgm
 from engine.ingest.kernel_log import KernelEvents, parse_kernel_logs
@@ -51,6 +52,10 @@ def observed_run(dcgm: DcgmSamples | None, logs: KernelEvents | None, *, name: s
         skipped = "; ".join(f"{n} {why}" for why, n in batch.skipped.items() if n)
         raise GoodputError(f"{inputs}: nothing to ingest (no DCGM_FI_* value of a GPU, no XID line)"
                            + (f"; skipped {skipped}" if skipped else ""))
+    if observer.end_s > limits.MAX_RUN_DAYS * 86_400:  # each file was in bounds alone; together they may not be
+        inputs = ", ".join(s.name for s in _sources_of(dcgm, logs))
+        raise GoodputError(f"{inputs}: together they span {observer.end_s / 86_400:,.0f} days, over Goodput's limit"
+                           f" of {limits.MAX_RUN_DAYS:,} days a run (engine/limits.py MAX_RUN_DAYS)")
     tables = dict(batch.tables)
     tables["host_states"] = observer.host_states(0.0, observer.end_s)
     scenario = {"source": "ingest", "inputs": [s.name for s in _sources_of(dcgm, logs)]}

@@ -10,7 +10,9 @@ parsed once per distinct block.
 
 Where Prometheus itself tolerates something (an unknown comment, a metric it does not know, a NaN value) it is
 a counted skip; where it would refuse the scrape (a garbled or truncated line, a duplicate sample) it is a
-GoodputError naming the file and line, and nothing is written.
+GoodputError naming the file and line, and nothing is written. Sizes and ranges (line length, hosts, GPUs,
+clocks, values a column can hold) are checked in engine/ingest/bounds.py, which says which are errors and which
+skips; a live scrape passes `live_window`, and then every bad sample is a counted skip.
 """
 
 import time
@@ -20,6 +22,8 @@ from dataclasses import dataclass, field
 import polars as pl
 
 from engine.errors import GoodputError
+from engine.ingest import bounds
+from engine.ingest.bounds import Window
 from engine.ingest.sources import Source, decode
 
 # The DCGM fields that have a column in gpu_samples (engine/schema.py), and the column each one fills.
@@ -36,6 +40,8 @@ COLUMNS = {
 }
 # The last XID a GPU reported; it never resets, so only a change between scrapes is an event.
 XID_METRIC = "DCGM_FI_DEV_XID_ERRORS"
+# Metrics stored as Int32 (the ECC counts of gpu_samples, the XID of xid_events); the rest of COLUMNS is Float32.
+COUNT_METRICS = ["DCGM_FI_DEV_ECC_SBE_VOL_TOTAL", "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", XID_METRIC]
 # Series the exporter publishes per GPU start with this; other metrics (the exporter's own, go_*) are skipped.
 DCGM_PREFIX = "DCGM_FI_"
 
@@ -69,21 +75,35 @@ class DcgmSamples:
     sources: list[str] = field(default_factory=list)
 
 
-def parse_dcgm(sources: list[Source], *, now: float | None = None, default_host: str | None = None) -> DcgmSamples:
-    """Parse every source; scrapes without timestamps take the source's mtime, else `now` (else the clock)."""
-    parsed = [_parse_one(source, i, now=now, default_host=default_host) for i, source in enumerate(sources)]
+def parse_dcgm(sources: list[Source], *, now: float | None = None, default_host: str | None = None,
+               live_window: Window | None = None) -> DcgmSamples:
+    """Parse every source; scrapes without timestamps take the source's mtime, else `now` (else the clock).
+
+    Files: a timestamp outside engine/ingest/bounds.file_window, or a span over MAX_RUN_DAYS, is an error.
+    Live scrapes (`live_window` given): samples stamped outside it are skipped and counted instead.
+    """
+    window = live_window or bounds.file_window()
+    parsed = [_parse_one(source, i, now=now, default_host=default_host, window=window,
+                         skip_bad_times=live_window is not None) for i, source in enumerate(sources)]
     skipped: Counter = Counter()
     for one in parsed:
         skipped.update(one.skipped)
+    names = [s.name for s in sources]
     samples = pl.concat([p.samples for p in parsed], how="vertical")
-    series = pl.concat([p.series for p in parsed], how="vertical").unique("series", keep="first",
-                                                                          maintain_order=True)
-    result = DcgmSamples(samples, series, skipped, [s.name for s in sources])
+    if live_window is None:
+        bounds.check_span(names, samples)
+    series = pl.concat([p.series for p in parsed], how="vertical")
+    bounds.check_hosts_and_gpus(names, series.sort("source", "line").select(
+        "hostname", pl.coalesce(pl.col("uuid"), pl.lit("#") + pl.col("gpu").cast(pl.String)).alias("key"),
+        "source", "line"))
+    series = series.unique("series", keep="first", maintain_order=True).drop("source", "line")
+    result = DcgmSamples(samples, series, skipped, names)
     _refuse_duplicates(result)
     return result
 
 
-def _parse_one(source: Source, index: int, *, now: float | None, default_host: str | None) -> DcgmSamples:
+def _parse_one(source: Source, index: int, *, now: float | None, default_host: str | None, window: Window,
+               skip_bad_times: bool) -> DcgmSamples:
     host = default_host or source.stem
     split = _split_fast(source, host)
     if split is None:  # some line needs the exact reading (no labels, a `}` inside a value, odd spacing, garbage)
@@ -91,20 +111,49 @@ def _parse_one(source: Source, index: int, *, now: float | None, default_host: s
     rows, keys, comments = split
     skipped: Counter = Counter()
     _check_comments(source, comments, skipped)
-    fallback_ms = round(1000 * (source.mtime if source.mtime is not None else (now or time.time())))
-    rows = rows.with_columns(pl.col("t_ms").fill_null(fallback_ms)).join(
-        keys.select("key_hash", pl.col("metric").cast(pl.Categorical), "series", "ident", "dcgm", "per_gpu"),
+    rows = rows.with_columns(pl.col("t_ms").fill_null(_fallback_ms(source, now, window))).join(
+        keys.select("key_hash", pl.col("metric").cast(pl.Categorical), "series", "ident", "dcgm", "per_gpu",
+                    "gpu_ok"),
         on="key_hash", how="left")
+    dcgm, per_gpu, gpu_ok = pl.col("dcgm"), pl.col("per_gpu"), pl.col("gpu_ok")
     finite = pl.col("value").is_finite()
-    counts = rows.select((~pl.col("dcgm")).sum().alias("other"), (pl.col("dcgm") & ~finite).sum().alias("nan"),
-                         (pl.col("dcgm") & finite & ~pl.col("per_gpu")).sum().alias("no_gpu")).row(0, named=True)
+    fits = bounds.storable(pl.col("metric"), pl.col("value"), counts=COUNT_METRICS,
+                           floats=[m for m in COLUMNS if m not in COUNT_METRICS])
+    # Each skipped line is counted once, under the first reason that applies.
+    counts = rows.select(
+        (~dcgm).sum().alias("other"), (dcgm & ~gpu_ok).sum().alias("gpu"),
+        (dcgm & gpu_ok & ~finite).sum().alias("nan"), (dcgm & gpu_ok & finite & ~per_gpu).sum().alias("no_gpu"),
+        (dcgm & gpu_ok & finite & per_gpu & ~fits).sum().alias("range"),
+    ).row(0, named=True)
     skipped["metrics other than DCGM_FI_*"] += counts["other"]
+    skipped[bounds.SKIP_GPU_LABEL] += counts["gpu"]
     skipped["NaN or infinite values"] += counts["nan"]
     skipped["series without a gpu or UUID label"] += counts["no_gpu"]
-    samples = rows.filter(pl.col("dcgm") & finite & pl.col("per_gpu")).select(
-        "t_ms", "series", "metric", "value", "ident", pl.lit(index, pl.UInt32).alias("source"), "line")
-    series = keys.filter(pl.col("per_gpu")).select("series", *LABELS.values())
+    skipped[bounds.SKIP_VALUE] += counts["range"]
+    kept = rows.filter(dcgm & gpu_ok & finite & per_gpu & fits)
+    timely = bounds.in_window(pl.col("t_ms"), window)
+    if skip_bad_times:
+        skipped[bounds.SKIP_TIME] += kept.filter(~timely).height
+        kept = kept.filter(timely)
+    else:
+        late = kept.filter(~timely).sort("line")
+        if late.height:
+            raise bounds.time_error(source.name, late["line"][0], late["t_ms"][0], window)
+    samples = kept.select("t_ms", "series", "metric", "value", "ident", pl.lit(index, pl.UInt32).alias("source"),
+                          "line")
+    series = keys.filter(per_gpu & gpu_ok).select("series", *LABELS.values(), pl.lit(index, pl.UInt32).alias("source"),
+                                                  "line")
     return DcgmSamples(samples, series.unique("series", keep="first", maintain_order=True), skipped)
+
+
+def _fallback_ms(source: Source, now: float | None, window: Window) -> int:
+    """The time of lines without a timestamp: the file's mtime, else `now`, else the clock. An mtime outside
+    the window (0 after some archive tools, a clock reset) says nothing about the scrape: the clock is used."""
+    clock = round(1000 * (now or time.time()))
+    if source.mtime is None:
+        return clock
+    mtime_ms = round(1000 * source.mtime)
+    return mtime_ms if window.lo_ms <= mtime_ms <= window.hi_ms else clock
 
 
 # What both readers give: one row a sample line, its key (`name{labels`) hashed, its value and timestamp read.
@@ -124,13 +173,17 @@ def _split_fast(source: Source, host: str) -> tuple[pl.DataFrame, pl.DataFrame, 
                           extra_columns="ignore", glob=False)
     except pl.exceptions.ComputeError as err:
         decode(source, strict=True)  # names the line of a bad byte
-        raise GoodputError(f"{source.name}: cannot read as text ({err})") from err
+        first_line = (str(err).strip().splitlines() or ["unreadable"])[0]  # Polars adds hints on more lines
+        raise GoodputError(f"{source.name}: cannot read as text ({first_line})") from err
     except OSError as err:
         raise GoodputError(f"{source.name}: cannot read ({err})") from err
     raw = raw.with_row_index("line", offset=1)
-    # An empty line and a line of only `}` both read as nulls here; the exact reader tells them apart.
-    if raw["key"].null_count():
+    # An empty line and a line of only `}` both read as nulls here; the exact reader tells them apart. A line
+    # with two `}` or more is read exactly too (past the third, this reader drops text, so lengths would lie).
+    if raw["key"].null_count() or raw["extra"].null_count() < raw.height:
         return None
+    bounds.check_line_lengths(source.name, raw.select(
+        "line", nbytes=pl.col("key").str.len_bytes() + (pl.col("tail").str.len_bytes() + 1).fill_null(0)))
     comment = raw["key"].str.starts_with("#")
     parts = pl.col("tail").str.split_exact(" ", 3)
     samples = raw.filter(~comment).select(
@@ -164,6 +217,7 @@ def _split_exact(source: Source, host: str) -> tuple[pl.DataFrame, pl.DataFrame,
     )
     if text.endswith("\n"):
         lines = lines.slice(0, lines.height - 1)
+    bounds.check_line_lengths(source.name, lines.select("line", nbytes=pl.col("text").str.len_bytes()))
     comments = lines.filter(pl.col("text").str.starts_with("#"))
     data = lines.filter((pl.col("text").str.strip_chars(" \t") != "") & ~pl.col("text").str.starts_with("#"))
     data = data.select("line", pl.col("text").str.extract_groups(_SAMPLE).alias("m"), "text").unnest("m")
@@ -226,16 +280,14 @@ def _parse_keys(source: Source, keys: pl.DataFrame, default_host: str, *, braced
         .str.replace_all(r'\\(["\\])', "$1").str.replace_all(r"\\n", "\n").alias(column)
         for label, column in LABELS.items()
     ]
-    keys = keys.with_columns(*values)
-    bad = keys.filter(pl.col("gpu").is_not_null() & ~pl.col("gpu").str.contains(r"^[0-9]{1,4}$"))
-    if bad.height:
-        bad = bad.sort("line")
-        raise GoodputError(f"{source.name}, line {bad['line'][0]}: gpu label {bad['gpu'][0]!r} is not a GPU index")
+    # A gpu label that is no GPU index is skipped, not refused (engine/ingest/bounds.py): Prometheus keeps it.
+    keys = keys.with_columns(*values).with_columns(gpu_ok=bounds.gpu_index_ok(pl.col("gpu")))
+    keys = keys.with_columns(gpu=pl.when("gpu_ok").then(pl.col("gpu")))
     # A series without a Hostname label belongs to the fallback host, so the host is part of its identity: the
     # same labels from two hosts are two series, and the same series in two files is one.
     keys = keys.with_columns(pl.col("hostname").fill_null(default_host))
     return keys.with_columns(
-        pl.col("gpu").cast(pl.Int16),
+        pl.col("gpu").cast(pl.Int16),  # in range: the others were set null above
         pl.col("pci_bus_id").str.to_lowercase(),
         series=pl.struct("labels", "hostname").hash(),
         ident=pl.struct("metric", "labels", "hostname").hash(),

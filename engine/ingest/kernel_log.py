@@ -11,6 +11,10 @@ Formats (one per line, so a file may mix them):
 A log has plenty of other lines; those are counted as "other lines", never errors. A line that announces an
 XID (`NVRM: Xid`, `SXid (`) but is truncated or garbled is an error naming the file and line, as is an XID line
 whose time cannot be read. The lines `NVRM: GPU at PCI:0000:91:00: GPU-<uuid>` give the bus-id-to-UUID map.
+
+Bounds (engine/limits.py, worded in engine/ingest/bounds.py) are errors naming the line: a line longer than
+MAX_LINE_BYTES, an XID line stamped before 2000 or over a day ahead of this machine, since-boot stamps spanning
+more than MAX_RUN_DAYS, a host with more GPUs (by bus id) than MAX_GPUS_PER_HOST.
 """
 
 import time
@@ -19,7 +23,9 @@ from datetime import UTC, datetime
 
 import polars as pl
 
+from engine import limits
 from engine.errors import GoodputError
+from engine.ingest import bounds
 from engine.ingest.sources import Source, decode
 
 _PCI = r"[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}(?:\.[0-7])?"
@@ -82,8 +88,12 @@ def _parse_one(source: Source, index: int, *, year: int | None) -> tuple[pl.Data
              .with_columns(pl.col("text").str.strip_suffix("\r"), pl.lit(index, pl.UInt32).alias("source")))
     if text.endswith("\n"):
         lines = lines.slice(0, lines.height - 1)
+    bounds.check_line_lengths(source.name, lines.select("line", nbytes=pl.col("text").str.len_bytes()))
+    window = bounds.file_window()
     if year is None:
         stamp = source.mtime if source.mtime is not None else time.time()
+        if not window.lo_ms <= stamp * 1000 <= window.hi_ms:  # an mtime of 0 says nothing about the year
+            stamp = time.time()
         year = datetime.fromtimestamp(stamp, UTC).year
     # Only lines that may be XID or UUID lines need their stamps read; since-boot times count from the file's
     # first since-boot stamp, whatever that line says.
@@ -120,11 +130,32 @@ def _parse_one(source: Source, index: int, *, year: int | None) -> tuple[pl.Data
     if bad.height:
         raise _error(source, bad, "XID line without a timestamp Goodput reads (dmesg, dmesg -T, iso, journal,"
                                   " syslog or /dev/kmsg)")
+    _check_bounds(source, index, events, window)
     uuids = lines.filter(pl.col("body").str.contains("NVRM: GPU at PCI:", literal=True)).select(
         "source", "host", pl.col("body").str.extract_groups(_GPU_AT).alias("m")
     ).select("source", "host", normalise_pci(pl.col("m").struct.field("1")).alias("pci"),
              pl.col("m").struct.field("2").alias("uuid")).drop_nulls(["pci", "uuid"])
     return events.drop("text").with_columns(pl.col("message").fill_null("")), uuids, total - events.height
+
+
+def _check_bounds(source: Source, index: int, events: pl.DataFrame, window: bounds.Window) -> None:
+    """Clocks in range, since-boot stamps within a run's span, GPUs per host (each XID GPU is a bus id)."""
+    wall_ms = pl.col("t_abs_us") // 1000
+    bad = events.filter(pl.col("t_abs_us").is_not_null() & ~bounds.in_window(wall_ms, window))
+    if bad.height:
+        row = bad.sort("line").row(0, named=True)
+        raise bounds.time_error(source.name, row["line"], row["t_abs_us"] // 1000, window)
+    # Since-boot times count from the file's first since-boot stamp (0): every one must lie within a run's span.
+    far = events.filter(pl.col("t_rel_s").abs() > limits.MAX_RUN_DAYS * 86_400).sort("line")
+    if far.height:
+        row = far.row(0, named=True)
+        raise GoodputError(f"{source.name}, line {row['line']}: {row['t_rel_s']:,.0f} s from the file's first"
+                           f" since-boot stamp, more than a run may span ({limits.MAX_RUN_DAYS:,} days,"
+                           " engine/limits.py MAX_RUN_DAYS)")
+    gpus = events.filter(pl.col("kind") == "xid").select(
+        pl.coalesce(pl.col("host"), pl.lit(source.stem)).alias("hostname"), pl.col("pci").alias("key"),
+        pl.lit(0, pl.UInt32).alias("source"), "line")
+    bounds.check_hosts_and_gpus([source.name], gpus)
 
 
 def _split_stamps(lines: pl.DataFrame, year: int, origin: float) -> pl.DataFrame:

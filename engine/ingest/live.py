@@ -3,100 +3,96 @@
     goodput ingest dcgm --scrape http://node017:9400/metrics,http://node018:9400/metrics --every 30s
 
 The first scrape creates the run (Store.write_run); every later one appends to it (Store.append_to_run,
-copy-on-write, so the dashboard never sees half a scrape). SIGINT or SIGTERM ends the loop after the commit in
-progress. An endpoint that fails on the first scrape is an error (nothing is written); later failures are
-counted, reported on stderr and in the run's summary, and the loop carries on.
+copy-on-write, so the dashboard never sees half a scrape). An endpoint that fails on the first scrape is an
+error (nothing is written); later failures are counted, reported on stderr and in the run's summary, and the
+loop carries on. Bad samples (a value no column holds, a clock outside the run's window, a gpu label that is
+no GPU index) are skipped and counted, on stderr and in the summary (engine/ingest/bounds.py).
+
+Every fetch has a whole-answer deadline and a size bound, follows redirects only within its origin and never
+shows the password of a `user:pass@` URL (engine/ingest/http_fetch.py). SIGINT or SIGTERM ends the loop within
+a fraction of a second, even while fetches hang: the fetches in flight are cut, the scrape they belonged to is
+dropped, and what earlier scrapes committed is the run (its summary is returned, the command exits 0).
 """
 
 import contextlib
+import queue
 import signal
 import sys
 import threading
 import time
-import urllib.error
-import urllib.parse
-import urllib.request
 from collections import Counter
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 
 import polars as pl
 
+from engine import limits
 from engine.errors import GoodputError
-from engine.ingest import summary_of
+from engine.ingest import bounds, summary_of
 from engine.ingest.dcgm import DcgmSamples, parse_dcgm
+from engine.ingest.http_fetch import Endpoint, Fetcher, endpoint
 from engine.ingest.observed import Batch, Observer
 from engine.ingest.sources import Source
 from engine.run import Run
 from engine.store import Store
 
-FETCH_TIMEOUT_S = 10.0
+FETCH_DEADLINE_S = 10.0  # the whole answer, however slowly it comes
 MAX_PARALLEL_FETCHES = 32
-MAX_BODY_BYTES = 256 * 1024 * 1024  # far above any real exporter page; stops a runaway endpoint
+STOP_POLL_S = 0.1  # how often a scrape in progress looks for a stop (a signal only sets a flag)
 
 
 def parse_urls(text: str) -> list[str]:
+    """The comma-separated endpoints of --scrape, each checked (an error shows it without its password)."""
     urls = [u.strip() for u in text.split(",") if u.strip()]
     if not urls:
         raise GoodputError("--scrape: give at least one URL")
     for url in urls:
-        parts = urllib.parse.urlparse(url)
-        if parts.scheme not in ("http", "https") or not parts.netloc:
-            raise GoodputError(f"--scrape: {url!r} is not an http(s) URL")
+        endpoint(url)
     return urls
 
 
-def fetch(url: str, timeout_s: float = FETCH_TIMEOUT_S) -> Source:
+def fetch(ep: Endpoint, fetcher: Fetcher) -> Source:
     """One scrape of one endpoint; its time is when the answer arrived. Lines without timestamps take it."""
-    try:
-        with urllib.request.urlopen(url, timeout=timeout_s) as response:  # noqa: S310 (scheme checked above)
-            data = response.read(MAX_BODY_BYTES + 1)
-    except urllib.error.HTTPError as err:
-        raise GoodputError(f"{url}: HTTP {err.code} {err.reason}") from err
-    except (urllib.error.URLError, OSError) as err:
-        reason = getattr(err, "reason", err)
-        raise GoodputError(f"{url}: cannot scrape ({reason})") from err
-    if len(data) > MAX_BODY_BYTES:
-        raise GoodputError(f"{url}: answer larger than {MAX_BODY_BYTES} bytes")
-    return Source(url, data, mtime=time.time(), host=urllib.parse.urlparse(url).netloc)
-
-
-def _fetch_or_error(url: str) -> Source | GoodputError:
-    try:
-        return fetch(url)
-    except GoodputError as err:
-        return err
+    data = fetcher.get(ep)
+    return Source(ep.shown, data, mtime=time.time(), host=ep.host)
 
 
 def scrape_loop(urls: list[str], every_s: float, store: Store, *, scrapes: int | None = None,
                 name: str | None = None, log: Callable[[str], None] | None = None,
-                stop: threading.Event | None = None) -> dict:
+                stop: threading.Event | None = None, deadline_s: float = FETCH_DEADLINE_S) -> dict:
     """Scrape until stopped (or `scrapes` times); return the summary of the run with its run_id."""
     if every_s <= 0:
         raise GoodputError("--every: the scrape interval must be greater than 0")
+    endpoints = [endpoint(url) for url in urls]
+    shown = [ep.shown for ep in endpoints]
     log = log or (lambda line: print(line, file=sys.stderr, flush=True))
     stop = stop or threading.Event()
+    fetcher = Fetcher(deadline_s)
     observer = Observer()
     batches: list[Batch] = []
     failures: Counter = Counter()
     run_id = ""
+    committed = 0
     seen = {"last": pl.DataFrame(schema={"ident": pl.UInt64, "last_ms": pl.Int64})}
-    # Endpoints are scraped side by side: a slow or dead host costs one timeout, not one each.
-    with _stopped_by_signals(stop), ThreadPoolExecutor(max_workers=min(MAX_PARALLEL_FETCHES, len(urls))) as pool:
+    with _stopped_by_signals(stop):
         for number, _due in enumerate(_schedule(every_s, scrapes, stop), start=1):
             previous_end = observer.end_s
+            answers = _fetch_all(endpoints, fetcher, stop)
+            if answers is None:
+                log(f"scrape {number}: stopped before every endpoint answered; not committed")
+                break
             sources = []
-            for url, answer in zip(urls, pool.map(_fetch_or_error, urls), strict=True):
+            for ep, answer in zip(endpoints, answers, strict=True):
                 if isinstance(answer, Source):
                     sources.append(answer)
                     continue
                 if number == 1:
                     raise answer
-                failures[url] += 1
+                failures[ep.shown] += 1
                 log(f"scrape {number}: {answer}")
             try:
-                batch = observer.add(_only_new(parse_dcgm(sources), seen)) if sources else None
+                parsed = parse_dcgm(sources, live_window=_window(observer)) if sources else None
+                batch = observer.add(_only_new(parsed, seen)) if parsed is not None else None
             except GoodputError as err:
                 if number == 1:
                     raise
@@ -105,26 +101,94 @@ def scrape_loop(urls: list[str], every_s: float, store: Store, *, scrapes: int |
                 batch = None
             if batch is not None:
                 batches.append(batch)
-                extra = {"scrapes": number, "failed_scrapes": dict(failures), "endpoints": urls}
+                committed += 1
+                extra = {"scrapes": committed, "failed_scrapes": dict(failures), "endpoints": shown}
                 summary = summary_of(batches, observer, **extra)
                 tables = dict(batch.tables)
                 if not run_id:
                     tables["host_states"] = observer.host_states(0.0, observer.end_s)
-                    run = Run(kind="ingest", name=name or f"live: {', '.join(urls)}",
+                    run = Run(kind="ingest", name=name or f"live: {', '.join(shown)}",
                               started_at=datetime.fromtimestamp(observer.origin_us / 1e6, UTC),
-                              duration_s=observer.end_s, scenario={"source": "scrape", "endpoints": urls},
+                              duration_s=observer.end_s, scenario={"source": "scrape", "endpoints": shown},
                               summary=summary, tables=tables)
                     run_id = store.write_run(run)
                 else:
                     tables["host_states"] = observer.host_states(previous_end, observer.end_s)
                     store.append_to_run(run_id, tables, duration_s=observer.end_s, summary=summary)
-                log(f"scrape {number} at {datetime.now(UTC):%H:%M:%S}: {len(sources)}/{len(urls)} endpoints,"
-                    f" {batch.samples} samples, {batch.xid_events} XID events;"
+                log(f"scrape {number} at {datetime.now(UTC):%H:%M:%S}: {len(sources)}/{len(endpoints)} endpoints,"
+                    f" {batch.samples} samples, {batch.xid_events} XID events{_skips(batch)};"
                     f" run {run_id}: {summary['hosts']} hosts, {summary['gpus']} GPUs, {summary['samples']} samples")
     if not run_id:
-        raise GoodputError("no scrape completed; nothing was written")
-    return {"run_id": run_id, **summary_of(batches, observer, scrapes=number, failed_scrapes=dict(failures),
-                                           endpoints=urls)}
+        raise GoodputError("stopped before the first scrape completed; nothing was written" if stop.is_set()
+                           else "no scrape completed; nothing was written")
+    return {"run_id": run_id, **summary_of(batches, observer, scrapes=committed, failed_scrapes=dict(failures),
+                                           endpoints=shown)}
+
+
+def _fetch_all(endpoints: list[Endpoint], fetcher: Fetcher, stop: threading.Event) -> list | None:
+    """Every endpoint's answer (a Source or a GoodputError), fetched side by side, so a slow or dead host costs
+    one deadline, not one each. None when stopped first: the fetches in flight are cut, not waited for.
+
+    Workers are daemon threads, so one stuck where no cut reaches (a connect to a host that never answers)
+    does not hold the process open after the loop has ended.
+    """
+    answers: list = [None] * len(endpoints)
+    todo: queue.SimpleQueue = queue.SimpleQueue()
+    for index in range(len(endpoints)):
+        todo.put(index)
+    left = [len(endpoints)]
+    lock, done = threading.Lock(), threading.Event()
+
+    def work() -> None:
+        while True:
+            try:
+                index = todo.get_nowait()
+            except queue.Empty:
+                return
+            answers[index] = _fetch_or_error(endpoints[index], fetcher)
+            with lock:
+                left[0] -= 1
+                if left[0] == 0:
+                    done.set()
+
+    for _ in range(min(MAX_PARALLEL_FETCHES, len(endpoints))):
+        threading.Thread(target=work, name="goodput-scrape", daemon=True).start()
+    while not done.wait(STOP_POLL_S):
+        if stop.is_set():
+            fetcher.abort()
+            return None
+    if stop.is_set():
+        return None
+    return answers
+
+
+def _fetch_or_error(ep: Endpoint, fetcher: Fetcher) -> Source | GoodputError:
+    try:
+        return fetch(ep, fetcher)
+    except GoodputError as err:
+        return err
+    except Exception as err:  # noqa: BLE001 (a worker must always answer, or the scrape would wait forever)
+        return GoodputError(f"{ep.shown}: cannot scrape ({ep.scrub(type(err).__name__ + ': ' + str(err))})")
+
+
+def _window(observer: Observer) -> bounds.Window:
+    """The times a live sample may carry: not before 2000 nor more than a run's span before now, not more
+    than MAX_CLOCK_AHEAD_S ahead of this machine, and once the run has begun, within its span."""
+    window = bounds.file_window()
+    lo, hi = max(window.lo_ms, window.hi_ms - limits.MAX_RUN_DAYS * bounds.DAY_MS), window.hi_ms
+    if observer.origin_us is not None:
+        origin_ms = observer.origin_us // 1000
+        lo, hi = max(lo, origin_ms), min(hi, origin_ms + limits.MAX_RUN_DAYS * bounds.DAY_MS)
+    return bounds.Window(lo, hi)
+
+
+def _skips(batch: Batch) -> str:
+    """`; skipped 2 (values out of range ...)` for what this scrape skipped as bad, on the scrape's one line."""
+    bad = {reason: n for reason, n in batch.skipped.items()
+           if n and reason in (bounds.SKIP_VALUE, bounds.SKIP_TIME, bounds.SKIP_GPU_LABEL)}
+    if not bad:
+        return ""
+    return f"; skipped {sum(bad.values())} bad samples (" + "; ".join(f"{n} {r}" for r, n in bad.items()) + ")"
 
 
 def _only_new(parsed: DcgmSamples, seen: dict[str, pl.DataFrame]) -> DcgmSamples:

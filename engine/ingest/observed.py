@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 
 import polars as pl
 
+from engine import limits
+from engine.errors import GoodputError
 from engine.ingest.dcgm import COLUMNS, XID_METRIC, DcgmSamples
 from engine.ingest.kernel_log import KernelEvents, normalise_pci
 from engine.reference import CAUSE_BY_KEY, XIDS
@@ -64,6 +66,16 @@ class Observer:
 
     # ----- one batch ------------------------------------------------------------------------------------------
     def add(self, dcgm: DcgmSamples | None = None, logs: KernelEvents | None = None) -> Batch:
+        """The rows `dcgm` and `logs` add. All or nothing: a batch refused (a limit passed) leaves the observer
+        as it was, so a live loop that skips a bad scrape carries on with consistent ids."""
+        saved = dict(vars(self))  # frames are immutable: keeping the references is the whole snapshot
+        try:
+            return self._add(dcgm, logs)
+        except BaseException:
+            vars(self).update(saved)
+            raise
+
+    def _add(self, dcgm: DcgmSamples | None, logs: KernelEvents | None) -> Batch:
         if self.origin_us is None:
             self.origin_us = _origin_us(dcgm, logs)
         known_hosts = self.hosts.height
@@ -113,6 +125,9 @@ class Observer:
     def _host_ids(self, hostnames: pl.Series) -> None:
         new = hostnames.drop_nulls().unique().sort()
         new = new.filter(~new.is_in(self.hosts["hostname"].implode()))
+        if self.hosts.height + new.len() > limits.MAX_HOSTS:  # files are checked line by line; this is the sum
+            raise GoodputError(f"the inputs name {self.hosts.height + new.len():,} hosts, over Goodput's limit of"
+                               f" {limits.MAX_HOSTS:,} (engine/limits.py MAX_HOSTS)")
         if new.len():
             ids = pl.int_range(self.hosts.height, self.hosts.height + new.len(), dtype=pl.Int32, eager=True)
             self.hosts = pl.concat([self.hosts, pl.DataFrame({"host_id": ids, "hostname": new})])
@@ -135,9 +150,23 @@ class Observer:
     def _append_gpus(self, found: pl.DataFrame) -> None:
         new = found.join(self.gpus.select("key"), on="key", how="anti").sort("host_id", "index", "key")
         if new.height:
+            self._check_gpu_counts(new)
             ids = pl.int_range(self.gpus.height, self.gpus.height + new.height, dtype=pl.Int32, eager=True)
             new = new.with_columns(gpu_id=ids).select(*GPU_TYPES, "key").cast(GPU_TYPES)
             self.gpus = pl.concat([self.gpus, new])
+
+    def _check_gpu_counts(self, new: pl.DataFrame) -> None:
+        """Each file was checked alone; together (or scrape after scrape) they may still pass a limit."""
+        if self.gpus.height + new.height > limits.MAX_CLUSTER_GPUS:
+            raise GoodputError(f"the inputs name {self.gpus.height + new.height:,} GPUs, over Goodput's limit of"
+                               f" {limits.MAX_CLUSTER_GPUS:,} (engine/limits.py MAX_CLUSTER_GPUS)")
+        per_host = pl.concat([self.gpus.select("host_id"), new.select(pl.col("host_id").cast(pl.Int32))]).group_by(
+            "host_id").len().filter(pl.col("len") > limits.MAX_GPUS_PER_HOST)
+        if per_host.height:
+            host_id = per_host["host_id"][0]
+            name = self.hosts.filter(pl.col("host_id") == host_id)["hostname"][0]
+            raise GoodputError(f"host {name!r}: {per_host['len'][0]} GPUs across the inputs, over Goodput's limit"
+                               f" of {limits.MAX_GPUS_PER_HOST} (engine/limits.py MAX_GPUS_PER_HOST)")
 
     def _resolve_log_events(self, logs: KernelEvents) -> pl.DataFrame:
         """Each XID line to a host and GPU: by UUID, else by the host's PCI bus id, else a new GPU."""

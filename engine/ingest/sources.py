@@ -1,11 +1,19 @@
-"""Inputs to ingestion: a file path or a (name, bytes) pair, so the dashboard's uploads need no temp files."""
+"""Inputs to ingestion: a file path or a (name, bytes) pair, so the dashboard's uploads need no temp files.
 
+Whatever reads a source gets at most engine/limits.py MAX_INPUT_BYTES: a larger file, a device that never
+ends (/dev/zero) or compressed bytes that inflate past it are a GoodputError naming the source, raised before
+the bytes are held. gzip, zlib and zstd input is inflated here (engine/ingest/inflate.py), never by Polars.
+"""
+
+import io
 import os
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
+from engine import limits
 from engine.errors import GoodputError
+from engine.ingest.inflate import compression_of, inflate
 
 
 @dataclass
@@ -21,17 +29,43 @@ class Source:
     mtime: float | None = None  # seconds since the epoch; None for uploads and scrapes without a file
     host: str | None = None  # the host it came from, where known (a scraped endpoint)
     path: Path | None = None
+    _checked: bool = field(default=False, init=False, repr=False, compare=False)  # raw is plain and in bounds
 
     @property
     def data(self) -> bytes:
-        if self.raw is None:
-            self.raw = _read(self.path) if self.path is not None else b""
+        """The plain bytes (inflated if they came compressed), at most MAX_INPUT_BYTES of them."""
+        if not self._checked:
+            self.raw = self._load()
+            self._checked = True
         return self.raw
 
     @property
     def readable(self) -> bytes | Path:
-        """What a Polars reader takes: the path when the bytes are not in memory yet."""
-        return self.raw if self.raw is not None or self.path is None else self.path
+        """What a Polars reader takes: the path of a plain regular file in bounds (Polars maps it, nothing is
+        copied), else the checked bytes. Never a compressed file: Polars would inflate it without a limit."""
+        if self._checked or self.path is None or not self.path.is_file():
+            return self.data
+        size = _size(self.path)
+        if size > limits.MAX_INPUT_BYTES or compression_of(_head(self.path)) is not None:
+            return self.data  # the bounded read or the inflation refuses it, or hands back plain bytes
+        return self.path
+
+    def _load(self) -> bytes:
+        raw = self.raw
+        if raw is None and self.path is not None and not self.path.is_file():
+            raw = _read(self.path)  # a pipe or device can be read once only: bounded, then taken as bytes
+        if raw is not None:
+            kind = compression_of(raw[:4])
+            if kind is not None:
+                return inflate(self.name, kind, lambda: io.BytesIO(raw))
+            _check_size(self.name, len(raw))
+            return raw
+        if self.path is None:
+            return b""
+        kind = compression_of(_head(self.path))
+        if kind is not None:
+            return inflate(self.name, kind, lambda: _open(self.path))
+        return _read(self.path)
 
     @property
     def stem(self) -> str:
@@ -73,11 +107,42 @@ def as_sources(items: Iterable[SourceLike]) -> list[Source]:
     return sources
 
 
-def _read(path: Path) -> bytes:
+def _open(path: Path):
     try:
-        return path.read_bytes()
+        return path.open("rb")
     except OSError as err:
         raise GoodputError(f"{path}: cannot read ({err.strerror or err})") from err
+
+
+def _head(path: Path) -> bytes:
+    with _open(path) as file:
+        return file.read(4)
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError as err:
+        raise GoodputError(f"{path}: cannot read ({err.strerror or err})") from err
+
+
+def _read(path: Path) -> bytes:
+    """At most one byte past the limit, so a device or pipe that never ends is refused, not read forever."""
+    if path.is_file():
+        _check_size(str(path), _size(path))  # a large regular file is refused before a byte of it is read
+    try:
+        with _open(path) as file:
+            data = file.read(limits.MAX_INPUT_BYTES + 1)
+    except OSError as err:
+        raise GoodputError(f"{path}: cannot read ({err.strerror or err})") from err
+    _check_size(str(path), len(data))
+    return data
+
+
+def _check_size(name: str, size: int) -> None:
+    if size > limits.MAX_INPUT_BYTES:
+        raise GoodputError(f"{name}: more than {limits.MAX_INPUT_BYTES:,} bytes, over Goodput's limit"
+                           " (engine/limits.py MAX_INPUT_BYTES)")
 
 
 def decode(source: Source, *, strict: bool) -> str:

@@ -1,0 +1,231 @@
+"""One HTTP GET of a scrape endpoint: bounded in time and size, redirected only within its origin, its
+credentials never shown.
+
+- A whole-answer deadline: a watchdog shuts the socket down when it passes, however the server dribbles. A
+  socket timeout alone restarts with every byte, so one byte a second would hang the scrape loop forever.
+- The answer is read up to engine/limits.py MAX_SCRAPE_BYTES; a larger one is refused as it arrives.
+- Redirects are followed only to the same scheme, host and port (MAX_REDIRECTS at most): one to elsewhere
+  could hand the endpoint's credentials to another host or downgrade https to http, so it is an error.
+- Credentials in the URL (http://user:pass@host:9400/metrics) become an HTTP basic Authorization header and
+  are never shown: whatever is printed or stored uses `Endpoint.shown` (`http://user:***@host:9400/metrics`).
+- `Fetcher.abort()` cuts every fetch in flight at once, so SIGTERM ends the loop while a server hangs.
+"""
+
+import base64
+import http.client
+import re
+import socket
+import ssl
+import threading
+import time
+import urllib.parse
+from dataclasses import dataclass, field
+
+from engine import limits
+from engine.errors import GoodputError
+
+MAX_REDIRECTS = 5
+REDIRECT_CODES = (301, 302, 303, 307, 308)
+READ_BYTES = 64 * 1024
+# Encodings a compressed answer may come in: engine/ingest/inflate.py reads them from the body's first bytes.
+READABLE_ENCODINGS = ("", "identity", "gzip", "x-gzip", "deflate", "zstd")
+_USERINFO = re.compile(r"(?<=//)([^/@:?#]*):[^/@?#]*@")
+
+
+def redact(text: str) -> str:
+    """Every `//user:password@` in `text` as `//user:***@`."""
+    return _USERINFO.sub(r"\1:***@", text)
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    url: str  # without credentials: what is requested
+    shown: str  # what is printed and stored
+    host: str  # host[:port], the host name of series without a Hostname label
+    authorization: str | None = field(default=None, repr=False)
+    secrets: tuple[str, ...] = field(default=(), repr=False)
+
+    def scrub(self, text: str) -> str:
+        """`text` (an error from below) with this endpoint's password replaced, however it was spelled."""
+        text = redact(text)
+        for secret in self.secrets:
+            text = text.replace(secret, "***")
+        return text
+
+
+def endpoint(url: str) -> Endpoint:
+    """Check an http(s) URL and split its credentials off; a GoodputError shows it redacted."""
+    shown = redact(url)
+    try:
+        parts = urllib.parse.urlsplit(url)
+        port = parts.port
+    except ValueError as err:
+        raise GoodputError(f"--scrape: {shown!r} is not a URL ({redact(str(err))})") from err
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise GoodputError(f"--scrape: {shown!r} is not an http(s) URL")
+    netloc = parts.netloc.rpartition("@")[2]
+    plain = urllib.parse.urlunsplit((parts.scheme, netloc, parts.path or "/", parts.query, ""))
+    authorization, secrets = None, ()
+    if parts.username is not None or parts.password is not None:
+        user = urllib.parse.unquote(parts.username or "")
+        password = urllib.parse.unquote(parts.password or "")
+        token = base64.b64encode(f"{user}:{password}".encode()).decode("ascii")
+        authorization = f"Basic {token}"
+        secrets = tuple(s for s in {parts.password or "", password, token} if len(s) >= 3)
+    host = parts.hostname if port is None else f"{parts.hostname}:{port}"
+    return Endpoint(plain, shown, host, authorization, secrets)
+
+
+class Fetcher:
+    """GETs with a whole-answer deadline; `abort()` cuts every one in flight (and every later one)."""
+
+    def __init__(self, deadline_s: float, max_bytes: int | None = None) -> None:
+        self.deadline_s = deadline_s
+        self.max_bytes = limits.MAX_SCRAPE_BYTES if max_bytes is None else max_bytes
+        self._lock = threading.Lock()
+        self._open: set[_Watched] = set()
+        self.aborted = False
+
+    def abort(self) -> None:
+        with self._lock:
+            self.aborted = True
+            watched = list(self._open)
+        for one in watched:
+            one.cut()
+
+    def get(self, ep: Endpoint) -> bytes:
+        """The body of a 200 answer, following same-origin redirects; a GoodputError naming `ep.shown`."""
+        deadline = time.monotonic() + self.deadline_s
+        url = ep.url
+        for _ in range(MAX_REDIRECTS + 1):
+            status, reason, location, body = self._once(ep, url, deadline)
+            if status == 200:
+                return body
+            if status not in REDIRECT_CODES:
+                raise GoodputError(f"{ep.shown}: HTTP {status} {ep.scrub(reason)}")
+            url = _same_origin(ep, url, location)
+        raise GoodputError(f"{ep.shown}: more than {MAX_REDIRECTS} redirects")
+
+    def _once(self, ep: Endpoint, url: str, deadline: float) -> tuple[int, str, str | None, bytes]:
+        parts = urllib.parse.urlsplit(url)
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise self._late(ep)
+        if parts.scheme == "https":
+            conn = http.client.HTTPSConnection(parts.hostname, parts.port, timeout=remaining,
+                                               context=ssl.create_default_context())
+        else:
+            conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=remaining)
+        watched = _Watched(conn)
+        timer = threading.Timer(remaining, watched.cut)
+        timer.daemon = True
+        with self._lock:
+            if self.aborted:
+                raise GoodputError(f"{ep.shown}: stopped")
+            self._open.add(watched)
+        timer.start()
+        try:
+            conn.connect()
+            watched.hold(conn.sock)
+            if watched.was_cut:  # cut while connecting, before there was a socket to shut
+                raise OSError("connection cut")
+            headers = {"Accept": "text/plain", "Accept-Encoding": "identity"}
+            if ep.authorization:
+                headers["Authorization"] = ep.authorization
+            conn.request("GET", urllib.parse.urlunsplit(("", "", parts.path or "/", parts.query, "")),
+                         headers=headers)
+            response = conn.getresponse()
+            if response.status != 200:
+                return response.status, response.reason, response.getheader("Location"), b""
+            body = self._body(ep, response)
+            if watched.was_cut:  # an answer without a length ends when its socket is shut: it is cut short
+                raise OSError("connection cut")
+            return 200, response.reason, None, body
+        except (OSError, http.client.HTTPException) as err:
+            if self.aborted:
+                raise GoodputError(f"{ep.shown}: stopped") from err
+            if watched.was_cut or time.monotonic() >= deadline:
+                raise self._late(ep) from err
+            reason = getattr(err, "reason", None) or err
+            raise GoodputError(f"{ep.shown}: cannot scrape ({ep.scrub(str(reason))})") from err
+        finally:
+            timer.cancel()
+            with self._lock:
+                self._open.discard(watched)
+            watched.close()
+
+    def _body(self, ep: Endpoint, response: http.client.HTTPResponse) -> bytes:
+        encoding = (response.getheader("Content-Encoding") or "").strip().lower()
+        if encoding not in READABLE_ENCODINGS:
+            raise GoodputError(f"{ep.shown}: answer in {encoding!r} encoding, which Goodput does not read")
+        length = response.getheader("Content-Length") or ""
+        if length.strip().isdigit() and int(length) > self.max_bytes:
+            raise self._large(ep)
+        chunks, total = [], 0
+        while chunk := response.read1(READ_BYTES):
+            total += len(chunk)
+            if total > self.max_bytes:
+                raise self._large(ep)
+            chunks.append(chunk)
+        return b"".join(chunks)
+
+    def _late(self, ep: Endpoint) -> GoodputError:
+        return GoodputError(f"{ep.shown}: no complete answer within {self.deadline_s:g} s")
+
+    def _large(self, ep: Endpoint) -> GoodputError:
+        return GoodputError(f"{ep.shown}: answer larger than {self.max_bytes:,} bytes, over Goodput's limit"
+                            " (engine/limits.py MAX_SCRAPE_BYTES)")
+
+
+def _same_origin(ep: Endpoint, url: str, location: str | None) -> str:
+    """The redirect's target when it keeps scheme, host and port; a GoodputError otherwise."""
+    if not location:
+        raise GoodputError(f"{ep.shown}: a redirect without a Location")
+    target = urllib.parse.urljoin(url, location.strip())
+    here, there = urllib.parse.urlsplit(url), urllib.parse.urlsplit(target)
+    try:
+        same = (there.scheme == here.scheme and (there.hostname or "") == (here.hostname or "")
+                and _port(there) == _port(here))
+    except ValueError:
+        same = False
+    if not same:
+        raise GoodputError(f"{ep.shown}: redirected to {ep.scrub(target)!r}, another scheme, host or port;"
+                           " Goodput follows redirects only within the same origin")
+    # userinfo in the Location is dropped: the endpoint's own credentials stay the only ones sent
+    return urllib.parse.urlunsplit((there.scheme, there.netloc.rpartition("@")[2], there.path or "/",
+                                    there.query, ""))
+
+
+def _port(parts: urllib.parse.SplitResult) -> int:
+    return parts.port or {"http": 80, "https": 443}[parts.scheme]
+
+
+class _Watched:
+    """A connection the deadline or an abort may cut: shutting its socket down wakes a blocked read at once."""
+
+    def __init__(self, conn: http.client.HTTPConnection) -> None:
+        self.conn = conn
+        self.lock = threading.Lock()
+        self.sock: socket.socket | None = None
+        self.was_cut = False
+        self.closed = False
+
+    def hold(self, sock: socket.socket | None) -> None:
+        """Keep the socket itself: the connection drops its reference once an answer without a length
+        begins (the answer reads on through its own file object), and that is just when a cut is needed."""
+        with self.lock:
+            self.sock = sock
+
+    def cut(self) -> None:
+        with self.lock:
+            self.was_cut = True
+            if self.sock is not None and not self.closed:
+                try:
+                    self.sock.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass  # already closed by the other side
+
+    def close(self) -> None:
+        with self.lock:
+            self.closed = True
+            self.conn.close()
