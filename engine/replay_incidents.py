@@ -23,8 +23,11 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
+from engine import limits
+from engine.bounded_read import read_bounded
 from engine.errors import GoodputError
 from engine.failures import CATEGORY, CAUSE_KEYS, NO_XID, Arrivals
+from engine.replay.bounds import longest_line
 from engine.run import Run
 from engine.scenario import Scenario, build, from_dict
 
@@ -48,12 +51,16 @@ def read_incidents_file(path: str | os.PathLike) -> tuple[pl.DataFrame, dict, st
     if fmt not in ("csv", "json"):
         raise IncidentsFileError(f"{path}: an incidents file is .csv or .json (what `goodput export incidents`"
                                  " writes)")
-    return read_incidents_bytes(path.read_bytes(), fmt, where=str(path))
+    return read_incidents_bytes(read_bounded(path, "the incidents file"), fmt, where=str(path))
 
 
 def read_incidents_bytes(data: bytes, fmt: str, *, where: str = "incidents file") -> tuple[pl.DataFrame, dict, str]:
     """As read_incidents_file, from bytes (an upload, or an export made in memory); `where` names them."""
+    if len(data) > limits.MAX_INPUT_BYTES:
+        raise IncidentsFileError(f"{where}: larger than Goodput's limit of {limits.MAX_INPUT_BYTES:,} bytes"
+                                 " (engine/limits.py)")
     if fmt == "csv":
+        _check_csv_size(data, where)
         try:
             frame = pl.read_csv(io.BytesIO(data), infer_schema=False)
         except Exception as err:  # polars raises several types for a malformed CSV
@@ -62,21 +69,64 @@ def read_incidents_bytes(data: bytes, fmt: str, *, where: str = "incidents file"
         return frame.with_row_index("line", offset=2), {}, "csv"
     if fmt != "json":
         raise IncidentsFileError(f"{where}: an incidents file is CSV or JSON, not {fmt!r}")
-    try:
-        document = json.loads(data)
-    except (json.JSONDecodeError, UnicodeDecodeError) as err:
-        raise IncidentsFileError(f"{where}: not valid JSON ({err})") from err
+    document = _load_json(data, where)
     if not isinstance(document, dict) or not isinstance(document.get("incidents"), list):
         raise IncidentsFileError(f"{where}: not a Goodput incidents export (no `incidents` list)")
     records = document["incidents"]
+    if len(records) > limits.MAX_INCIDENTS:
+        raise IncidentsFileError(f"{where}: incidents: {len(records):,} records, over Goodput's limit of "
+                                 f"{limits.MAX_INCIDENTS:,} (engine/limits.py)")
     for i, record in enumerate(records, start=1):
         if not isinstance(record, dict):
             raise IncidentsFileError(f"{where}: incident record {i} is not an object")
+    run = document.get("run")
+    if run is not None and not isinstance(run, dict):
+        raise IncidentsFileError(f"{where}: run is not an object, got {type(run).__name__}")
+    if run and run.get("scenario") is not None and not isinstance(run["scenario"], dict):
+        raise IncidentsFileError(f"{where}: run.scenario is not an object, got {type(run['scenario']).__name__}")
+    if run and run.get("run_id") is not None and not isinstance(run["run_id"], str):
+        raise IncidentsFileError(f"{where}: run.run_id is not text, got {type(run['run_id']).__name__}")
     columns = sorted({k for r in records for k in r if k in NUMERIC or k in (*REQUIRED, "rack_wide")})
     frame = pl.DataFrame({c: [None if r.get(c) is None else str(r[c]).lower() if isinstance(r.get(c), bool)
                               else str(r[c]) for r in records] for c in columns},
                          schema=dict.fromkeys(columns, pl.String))
     return frame.with_row_index("line", offset=1), {k: v for k, v in document.items() if k != "incidents"}, "json"
+
+
+def _check_csv_size(data: bytes, where: str) -> None:
+    """At most MAX_INCIDENTS rows and MAX_LINE_BYTES a line, counted on the bytes before Polars reads them."""
+    rows = data.count(b"\n") + (0 if data.endswith(b"\n") else 1) - 1  # lines after the header
+    if rows > limits.MAX_INCIDENTS:
+        raise IncidentsFileError(f"{where}: {rows:,} rows, over Goodput's limit of {limits.MAX_INCIDENTS:,}"
+                                 " incidents (engine/limits.py)")
+    longest, line = longest_line(data)
+    if longest > limits.MAX_LINE_BYTES:
+        raise IncidentsFileError(f"{where}, line {line:,}: {longest:,} bytes long, over Goodput's limit of "
+                                 f"{limits.MAX_LINE_BYTES:,} bytes a line (engine/limits.py)")
+
+
+def _load_json(data: bytes, where: str):
+    """The document, nested at most MAX_JSON_DEPTH deep. Python's parser recurses, so a deep file either stops
+    it (RecursionError) or passes and is measured here without recursion."""
+    try:
+        document = json.loads(data)
+    except RecursionError:
+        raise IncidentsFileError(f"{where}: nested deeper than Goodput's limit of {limits.MAX_JSON_DEPTH}"
+                                 " (engine/limits.py)") from None
+    except (ValueError, UnicodeDecodeError) as err:  # JSONDecodeError, and an integer of over 4,300 digits
+        raise IncidentsFileError(f"{where}: not valid JSON ({err})") from None
+    stack = [(document, "", 1)]
+    while stack:
+        node, path, depth = stack.pop()
+        if depth > limits.MAX_JSON_DEPTH:
+            raise IncidentsFileError(f"{where}: {path[:120] or '(top)'}: nested deeper than Goodput's limit of "
+                                     f"{limits.MAX_JSON_DEPTH} (engine/limits.py)")
+        if isinstance(node, dict):  # only containers are pushed: a million records stay a quick walk
+            stack.extend((v, f"{path}.{k}" if path else str(k), depth + 1) for k, v in node.items()
+                         if isinstance(v, dict | list))
+        elif isinstance(node, list):
+            stack.extend((v, f"{path}[{i}]", depth + 1) for i, v in enumerate(node) if isinstance(v, dict | list))
+    return document
 
 
 def replay_incidents(path: str | os.PathLike, *, preset: str | None = None, sets=(), name: str | None = None
@@ -131,7 +181,10 @@ def _scenario(path: str, meta: dict, fmt: str, preset: str | None, sets: list[st
             raise IncidentsFileError(f"{path}: a CSV export carries no scenario; give a preset (--preset) and"
                                      " --set keys for the cluster it ran on")
         return build(preset, sets=sets)
-    base = from_dict(stored)
+    try:  # the file's scenario is validated like a scenario file: its sizes bounded (engine.scenario_limits)
+        base = from_dict(stored)
+    except GoodputError as err:
+        raise IncidentsFileError(f"{path}: run.scenario: {str(err).removeprefix('scenario: ')}") from None
     return base.with_overrides(sets) if sets else base
 
 

@@ -23,6 +23,8 @@ from typing import Any
 
 import tomli_w
 
+from engine import limits, scenario_limits
+from engine.bounded_read import read_bounded
 from engine.durations import parse_duration
 from engine.errors import GoodputError
 from engine.reference import CAUSES
@@ -170,22 +172,30 @@ def _check_preset(name: Any, where: str) -> str:
 
 def _read_toml(path: Path) -> dict[str, Any]:
     try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as err:
-        raise ScenarioError(f"{path}: cannot read scenario file ({err.strerror})") from err
+        text = read_bounded(path, "the scenario file", limits.MAX_SCENARIO_BYTES).decode("utf-8")
+    except GoodputError as err:
+        raise ScenarioError(str(err)) from None
+    except UnicodeDecodeError as err:
+        raise ScenarioError(f"{path}: not UTF-8 text (byte {err.start})") from None
     try:
         nested = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as err:
-        raise ScenarioError(f"{path}: not valid TOML: {err}") from err
-    return _flatten(nested, "")
+    except (tomllib.TOMLDecodeError, ValueError, RecursionError) as err:  # ValueError: an int of 4,300+ digits
+        first = str(err).splitlines()[0] if str(err) else "nested too deep"
+        raise ScenarioError(f"{path}: not valid TOML: {first}") from None
+    return _flatten(nested, "", where=str(path))
 
 
-def _flatten(node: Mapping[str, Any], prefix: str) -> dict[str, Any]:
+def _flatten(node: Mapping[str, Any], prefix: str, where: str = "scenario") -> dict[str, Any]:
+    """Dotted keys of nested tables, in file order; tables nested deeper than MAX_JSON_DEPTH are refused before
+    the recursion could reach Python's own limit (no scenario key is more than 3 deep)."""
+    if prefix.count(".") >= limits.MAX_JSON_DEPTH:
+        raise ScenarioError(f"{where}: {prefix.rstrip('.')[:200]}: nested deeper than Goodput's limit of "
+                            f"{limits.MAX_JSON_DEPTH} (engine/limits.py)")
     flat: dict[str, Any] = {}
     for key, value in node.items():
         name = f"{prefix}{key}"
         if isinstance(value, Mapping):
-            flat.update(_flatten(value, name + "."))
+            flat.update(_flatten(value, name + ".", where))
         else:
             flat[name] = value
     return flat
@@ -202,7 +212,7 @@ def _parse_set(text: str) -> tuple[str, Any]:
     key, value_text = match.group(1), match.group(2).strip()
     try:
         value = tomllib.loads(f"v = {value_text}")["v"]
-    except tomllib.TOMLDecodeError:
+    except (tomllib.TOMLDecodeError, ValueError):  # ValueError: an integer of more than 4,300 digits
         value = value_text
     return key, value
 
@@ -235,20 +245,39 @@ def _parse_value(key: Key, value: Any, source: str) -> Any:
     if isinstance(parsed, int | float) and not isinstance(parsed, bool):
         if key.minimum is not None and (parsed < key.minimum or (key.exclusive_minimum and parsed == key.minimum)):
             relation = "greater than" if key.exclusive_minimum else "at least"
-            raise ScenarioError(f"{where}: must be {relation} {key.minimum:g}, got {value!r}")
-        if key.maximum is not None and parsed > key.maximum:
-            raise ScenarioError(f"{where}: must be at most {key.maximum:g}, got {value!r}")
+            raise ScenarioError(f"{where}: must be {relation} {key.minimum:g}, got {_given(value)}")
+        if key.maximum is not None and not parsed <= key.maximum:
+            raise ScenarioError(f"{where}: must be at most {_shown(key.maximum)}, got {_given(value)}")
     return parsed
+
+
+def _shown(bound: float) -> str:
+    return f"{int(bound):,}" if float(bound).is_integer() else f"{bound:g}"
+
+
+def _given(value: Any) -> str:
+    """The value as written, cut short: a 4,000-digit number is not echoed whole."""
+    text = repr(value)
+    return text if len(text) <= 60 else f"{text[:40]}... ({len(text):,} characters)"
 
 
 def _parse_int(value: Any, where: str, key: Key) -> int:
     if isinstance(value, bool) or not isinstance(value, int | float | str):
         raise ScenarioError(f"{where}: expected a whole number, got {value!r}")
+    if isinstance(value, int):  # exact, however large: the key's bounds refuse what is too large
+        return value
+    text = str(value).replace("_", "")
+    if len(text) > 40:  # no count Goodput takes has 40 digits; a longer text is refused before int() reads it
+        raise ScenarioError(f"{where}: expected a whole number, got a text of {len(text):,} characters")
     try:
-        number = float(str(value).replace("_", ""))
+        return int(text)
+    except ValueError:
+        pass
+    try:
+        number = float(text)
     except ValueError:
         raise ScenarioError(f"{where}: expected a whole number, got {value!r}") from None
-    if not number.is_integer():
+    if not number.is_integer():  # also inf and nan
         raise ScenarioError(f"{where}: expected a whole number, got {value!r}")
     return int(number)
 
@@ -267,9 +296,12 @@ def _parse_float(value: Any, where: str, key: Key) -> float:
 
 def _parse_duration(value: Any, where: str, key: Key) -> float:
     try:
-        return parse_duration(value, where)
+        seconds = parse_duration(value, where)
     except GoodputError as err:
         raise ScenarioError(str(err)) from None
+    if not math.isfinite(seconds):  # `inf`, `nan`, or 400 digits of days
+        raise ScenarioError(f"{where}: expected a finite duration, got {value!r}")
+    return seconds
 
 
 def _parse_optional_duration(value: Any, where: str, key: Key) -> float | None:
@@ -334,3 +366,6 @@ def _check_together(s: Scenario) -> None:
                             f"hosts in a cluster of {s.hosts} hosts")
     if s["failures.rate_per_1000_node_days"] > 0 and s["failures.scale"] > 0 and sum(s.mix.values()) == 0:
         raise ScenarioError("failures.mix: every cause has weight 0 but failures.rate_per_1000_node_days > 0")
+    over = scenario_limits.first_over(s)  # what the keys ask for together: GPU-days, samples, events, ...
+    if over is not None:
+        raise ScenarioError(over.message())

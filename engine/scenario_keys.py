@@ -7,6 +7,7 @@ engine.scenario validates values against these keys and builds scenarios from th
 from dataclasses import dataclass
 from typing import Any
 
+from engine.limits import MAX_CLUSTER_GPUS, MAX_HOSTS, MAX_RUN_DAYS, MAX_SEED
 from engine.reference import CAUSES, LLAMA3_DAYS, LLAMA3_PLANNED, LLAMA3_RATE_PER_1000_NODE_DAYS
 
 # ----- the keys ------------------------------------------------------------------------------------------
@@ -34,11 +35,14 @@ def _k(name, kind, default, doc, **bounds) -> Key:
 KEYS: tuple[Key, ...] = (
     # cluster shape: Llama 3 paper §3.3 (24,576 H100 in 8 pods of 192 racks of 2 Grand Teton hosts of 8 GPUs)
     _k("cluster.preset", "str", "", "take the cluster shape (cluster.*) of this preset"),
-    _k("cluster.gpus", "int", 24576, "GPUs in the cluster (a multiple of cluster.gpus_per_host)", minimum=1),
+    _k("cluster.gpus", "int", 24576, "GPUs in the cluster (a multiple of cluster.gpus_per_host)", minimum=1,
+       maximum=MAX_CLUSTER_GPUS),
     _k("cluster.gpus_per_host", "int", 8, "GPUs per host (Grand Teton: 8)", minimum=1, maximum=64),
-    _k("cluster.hosts_per_rack", "int", 2, "hosts per rack, behind one rack switch (RTSW)", minimum=1),
-    _k("cluster.racks_per_pod", "int", 192, "racks per pod (AI zone; 192 racks = 3,072 GPUs)", minimum=1),
-    _k("cluster.racks_per_row", "int", 16, "racks in one row of the floor plan", minimum=1),
+    _k("cluster.hosts_per_rack", "int", 2, "hosts per rack, behind one rack switch (RTSW)", minimum=1,
+       maximum=MAX_HOSTS),
+    _k("cluster.racks_per_pod", "int", 192, "racks per pod (AI zone; 192 racks = 3,072 GPUs)", minimum=1,
+       maximum=MAX_HOSTS),
+    _k("cluster.racks_per_row", "int", 16, "racks in one row of the floor plan", minimum=1, maximum=MAX_HOSTS),
     _k("cluster.fabric", "choice", "roce", "network fabric", choices=("roce", "infiniband")),
     _k("cluster.gpu_model", "str", "H100-SXM5-80GB", "GPU model name"),
     _k("cluster.gpu_tdp_w", "float", 700.0, "GPU power limit in watts (H100 raised to 700 W)", minimum=1),
@@ -46,8 +50,9 @@ KEYS: tuple[Key, ...] = (
        "power budget of one rack in kW (2 Grand Teton hosts at ~10.2 kW each, plus the switch)", minimum=0.1),
     # simulation
     _k("simulation.days", "float", float(LLAMA3_DAYS), "simulated days (Llama 3 snapshot: 54)",
-       minimum=0, exclusive_minimum=True, maximum=3650),
-    _k("simulation.seed", "int", 7, "seed of the one random generator everything draws from", minimum=0),
+       minimum=0, exclusive_minimum=True, maximum=MAX_RUN_DAYS),
+    _k("simulation.seed", "int", 7, "seed of the one random generator everything draws from", minimum=0,
+       maximum=MAX_SEED),
     _k("simulation.start", "datetime", "2024-03-01T00:00:00Z", "wall-clock time of t = 0"),
     _k("simulation.telemetry", "bool", True, "generate per-GPU telemetry (off: summary tables only)"),
     _k("simulation.telemetry_resolution", "duration", "1h", "interval between GPU telemetry samples",
@@ -88,7 +93,8 @@ KEYS: tuple[Key, ...] = (
        "how long a cable flaps (raising its error counters) before it fails (Goodput's assumption)"),
     # training: the flagship job
     _k("training.name", "str", "llama3-405b-pretrain", "name of the flagship job"),
-    _k("training.gpus", "int", 16384, "GPUs of the flagship job (Llama 3 405B: 16,384)", minimum=0),
+    _k("training.gpus", "int", 16384, "GPUs of the flagship job (Llama 3 405B: 16,384)", minimum=0,
+       maximum=MAX_CLUSTER_GPUS),
     _k("training.placement", "choice", "pack",
        "where the flagship job and its spares sit: pack (whole racks and pods in host order, ranked in that "
        "order: Meta's topology-aware placement, Llama 3 paper §3.3) or spread (dealt round-robin over pods, one "
@@ -112,11 +118,13 @@ KEYS: tuple[Key, ...] = (
     _k("storage.peak_bandwidth_gb_per_s", "float", 7000.0, "burst bandwidth, GB/s (Tectonic: 7 TB/s peak)",
        minimum=0, exclusive_minimum=True),
     # spares
-    _k("spares.hosts", "int", 48, "hot spare hosts held back for the flagship job", minimum=0),
+    _k("spares.hosts", "int", 48, "hot spare hosts held back for the flagship job", minimum=0,
+       maximum=MAX_HOSTS),
     _k("spares.preempt_research", "bool", True,
        "with no spare left, the flagship job takes a research job's host (preempting it) instead of waiting"),
     # repair: DCGM diagnostic levels (reference README §4)
-    _k("repair.technicians", "int", 8, "technicians working on failed hosts at once", minimum=1),
+    _k("repair.technicians", "int", 8, "technicians working on failed hosts at once", minimum=1,
+       maximum=MAX_HOSTS),
     _k("repair.drain", "duration", "2m", "time to drain a failed host"),
     _k("repair.diagnose", "duration", "15m", "diagnosis of a failed host (dcgmi diag -r 3: ~15 min)"),
     _k("repair.fix", "duration", "4h", "mean hands-on repair time (reseat, swap a part, reflash)"),
@@ -125,13 +133,13 @@ KEYS: tuple[Key, ...] = (
     _k("repair.rma_time", "duration", "5d", "mean turnaround of a return to the vendor"),
     _k("repair.burn_in", "duration", "2h", "burn-in before a repaired host returns (dcgmi diag -r 4 + stress)"),
     _k("repair.lemon_failures", "int", 3, "failures within repair.lemon_window that mark a host a lemon",
-       minimum=2),
+       minimum=2, maximum=1_000_000),
     _k("repair.lemon_window", "duration", "14d", "window over which repeated failures are counted"),
     # research jobs on the GPUs outside the flagship job
     _k("research.utilization", "float", 0.85, "share of the remaining GPUs research jobs keep busy",
        minimum=0, maximum=1),
     _k("research.median_duration", "duration", "6h", "median research job length (log-normal)", minimum=1),
-    _k("research.max_hosts", "int", 64, "largest research job in hosts", minimum=1),
+    _k("research.max_hosts", "int", 64, "largest research job in hosts", minimum=1, maximum=MAX_HOSTS),
     # money
     _k("cost.gpu_hour_usd", "float", 2.5, "price of one GPU-hour in USD", minimum=0),
 )

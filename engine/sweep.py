@@ -24,6 +24,7 @@ from typing import Protocol
 
 import polars as pl
 
+from engine import limits
 from engine.errors import GoodputError
 from engine.scenario import Scenario
 
@@ -60,6 +61,9 @@ def parse_vary(text: str) -> Axis:
     """`KEY=V1,V2,...` of `--vary` (the key and values are checked against the scenario by `grid`)."""
     key, sep, values_text = text.partition("=")
     key = key.strip()
+    if values_text.count(",") >= limits.MAX_SWEEP_RUNS:  # before the values are split
+        raise GoodputError(f"--vary {key}: {values_text.count(',') + 1:,} values, over Goodput's limit of "
+                           f"{limits.MAX_SWEEP_RUNS:,} runs (engine/limits.py)")
     values = tuple(v.strip() for v in values_text.split(","))
     if not sep or not key:
         raise GoodputError(f"--vary {text!r}: expected KEY=V1,V2,..., e.g. training.checkpoint_interval=5m,10m")
@@ -78,6 +82,7 @@ def grid(base: Scenario, axes: Sequence[Axis]) -> list[Point]:
     keys = [a.key for a in axes]
     if len(set(keys)) != len(keys):
         raise GoodputError(f"--vary: a key is varied twice ({', '.join(keys)})")
+    check_runs(axes, 1)
     for axis in axes:  # check each value once on its own, so the error names the culprit, not a combination
         for value in axis.values:
             _build(base, {axis.key: value})
@@ -95,11 +100,25 @@ def _build(base: Scenario, given: dict[str, str]) -> Scenario:
         raise GoodputError(f"--vary {shown}: {str(err).removeprefix('--set: ')}") from err
 
 
+def check_runs(axes: Sequence[Axis], seeds: int) -> int:
+    """The runs of a sweep (grid points x seeds), counted before anything is built; a GoodputError naming
+    the axes and seeds when they pass MAX_SWEEP_RUNS."""
+    points = math.prod(len(a.values) for a in axes)
+    runs = points * max(seeds, 1)
+    if runs > limits.MAX_SWEEP_RUNS:
+        shape = " x ".join([*(f"{len(a.values)} values of {a.key}" for a in axes), f"{seeds:,} seeds"])
+        raise GoodputError(f"--vary/--seeds: {shape} make {runs:,} runs, over Goodput's limit of "
+                           f"{limits.MAX_SWEEP_RUNS:,} (engine/limits.py)")
+    return runs
+
+
 def seeds_of(scenario: Scenario, n: int) -> list[int]:
     """The seeds of n runs of `scenario`: simulation.seed, simulation.seed + 1, ..."""
     if n < 1:
         raise GoodputError(f"--seeds: must be at least 1, got {n}")
+    limits.check_at_most(n, limits.MAX_SWEEP_RUNS, "--seeds")
     first = scenario["simulation.seed"]
+    limits.check_at_most(first + n - 1, limits.MAX_SEED, f"--seeds: the last seed (simulation.seed + {n - 1})")
     return list(range(first, first + n))
 
 
@@ -109,6 +128,9 @@ def sweep(base: Scenario, axes: Sequence[Axis], seeds: int, *, executor: Executo
 
     Rows come in grid order (first axis slowest), seeds ascending within a point, whatever the executor.
     """
+    if seeds < 1:
+        raise GoodputError(f"--seeds: must be at least 1, got {seeds}")
+    check_runs(axes, seeds)  # before the grid is built: 10 axes of 10 values are 10^10 scenarios
     points = grid(base, axes)
     seed_lists = [seeds_of(p.scenario, seeds) for p in points]  # validated before anything runs
     tasks = [Task(p.index, p.scenario, s) for p, ss in zip(points, seed_lists, strict=True) for s in ss]

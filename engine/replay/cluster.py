@@ -7,6 +7,8 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
+from engine import limits
+from engine.errors import GoodputError
 from engine.replay import columns as col
 from engine.replay.delimited import column, require, split_table
 from engine.replay.formats import Trace, check, read_text, split_lines
@@ -19,6 +21,8 @@ def cluster_frame(trace: Trace, settings: ReplaySettings) -> pl.DataFrame:
     model = settings.scenario["cluster.gpu_model"]
     size = settings.gpus_per_host or settings.scenario["cluster.gpus_per_host"]
     if trace.cluster is not None and settings.hosts is None:
+        check_cluster(trace.name, "its node list", trace.cluster.height, int(trace.cluster["gpus"].max() or 0),
+                      int(trace.cluster["gpus"].sum()))
         return trace.cluster
     jobs = trace.jobs
     named = jobs.filter(pl.col("nodes").is_not_null() & (pl.col("nodes").list.len() > 0))
@@ -28,6 +32,8 @@ def cluster_frame(trace: Trace, settings: ReplaySettings) -> pl.DataFrame:
         # a node that ran GPU jobs has the largest per-node GPU count of the trace (one GPU partition of
         # like nodes, as Slurm clusters have them); a node that only ran CPU jobs has none
         gpus = settings.gpus_per_host or max(int(sizes["per"].max() or 0), 1)
+        check_cluster(trace.name, "the nodes its jobs name", sizes.height, gpus,
+                      int((sizes["per"] > 0).sum()) * gpus)
         sizes = sizes.sort("nodes")
         return pl.DataFrame(
             {
@@ -38,6 +44,8 @@ def cluster_frame(trace: Trace, settings: ReplaySettings) -> pl.DataFrame:
             schema={"hostname": pl.String, "gpus": pl.Int32, "model": pl.String},
         )
     hosts = settings.hosts or _inferred_hosts(trace, size)
+    how = "replay.hosts" if settings.hosts else "its peak use of GPUs (or replay.hosts)"
+    check_cluster(trace.name, how, hosts, size, hosts * size)
     digits = max(len(str(hosts - 1)), 4)
     return pl.DataFrame(
         {
@@ -47,6 +55,17 @@ def cluster_frame(trace: Trace, settings: ReplaySettings) -> pl.DataFrame:
         },
         schema={"hostname": pl.String, "gpus": pl.Int32, "model": pl.String},
     )
+
+
+def check_cluster(source: str, how: str, hosts: int, per_host: int, gpus: int) -> None:
+    """The cluster a trace implies (`how`: from what) within MAX_HOSTS, MAX_GPUS_PER_HOST and MAX_CLUSTER_GPUS,
+    checked before its hosts and GPUs are made."""
+    for value, limit, what in ((hosts, limits.MAX_HOSTS, "hosts"),
+                               (per_host, limits.MAX_GPUS_PER_HOST, "GPUs on one host"),
+                               (gpus, limits.MAX_CLUSTER_GPUS, "GPUs")):
+        if value > limit:
+            raise GoodputError(f"{source}: the cluster from {how} has {value:,} {what}, over Goodput's limit of "
+                               f"{limit:,} (engine/limits.py)")
 
 
 def _inferred_hosts(trace: Trace, size: int) -> int:
@@ -71,7 +90,7 @@ def _inferred_hosts(trace: Trace, size: int) -> int:
     hosts = max(math.ceil(peak / size - 1e-9), math.ceil(float(jobs["gpus"].max()) / size - 1e-9), 1)
     header = trace.notes.get("header", {})
     procs = header.get("MaxProcs") or header.get("MaxNodes")
-    if procs and procs.strip().isdigit():
+    if procs and procs.strip().isdigit():  # engine.replay.swf bounded it
         hosts = max(hosts, math.ceil(int(procs) / size))
     return hosts
 

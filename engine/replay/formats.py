@@ -13,7 +13,10 @@ from pathlib import Path
 
 import polars as pl
 
+from engine import limits
+from engine.bounded_read import read_bounded
 from engine.errors import GoodputError
+from engine.replay import bounds
 
 FORMATS = ("goodput", "sacct", "swf", "openb", "incidents")
 
@@ -77,13 +80,16 @@ def read_text(path_or_bytes: str | Path | bytes, name: str | None = None) -> tup
     """(source name for errors, text). Bytes come from an upload; `name` then names them."""
     if isinstance(path_or_bytes, bytes | bytearray):
         source, data = name or "<upload>", bytes(path_or_bytes)
+        if len(data) > limits.MAX_INPUT_BYTES:
+            raise TraceError(f"{source}: the trace is larger than Goodput's limit of {limits.MAX_INPUT_BYTES:,}"
+                             " bytes (engine/limits.py)")
     else:
-        path = Path(path_or_bytes)
-        source = name or str(path)
+        source = name or str(path_or_bytes)
         try:
-            data = path.read_bytes()
-        except OSError as err:
-            raise TraceError(f"{source}: cannot read the trace: {err.strerror or err}") from None
+            data = read_bounded(path_or_bytes, "the trace", source=source)
+        except GoodputError as err:
+            raise TraceError(str(err)) from None
+    bounds.check_text(source, data)  # line count and length, before the text is decoded or split
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as err:
@@ -155,7 +161,7 @@ def detect_format(source: str, text: str) -> str:
             return "swf"  # SWF header comments
         if _SWF_DATA.match(stripped):
             return "swf"
-        fields = {f.strip().lower() for f in re.split(r"[|,]", stripped)}
+        fields = {f.strip().strip('"').lower() for f in re.split(r"[|,]", stripped)}
         if "|" in stripped and "jobid" in fields:
             return "sacct"
         if {"gpu_milli", "num_gpu", "creation_time"} <= fields:

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import polars as pl
 
+from engine.replay import bounds
 from engine.replay import columns as col
 from engine.replay.delimited import column, read_table, require
 from engine.replay.formats import Trace, check, finish
@@ -71,6 +72,7 @@ def parse(source: str, text: str, beside: Path | None = None) -> Trace:
         )
         out["on_failure"] = policy
     frame = pl.DataFrame(out)
+    bounds.check_jobs(lines, frame, offset=1)
     state = (
         pl.when(pl.col("end_s").is_not_null())
         .then(pl.lit("completed"))

@@ -17,9 +17,11 @@ from pathlib import Path
 
 import polars as pl
 
+from engine import limits
+from engine.replay import bounds
 from engine.replay import columns as col
 from engine.replay.delimited import column, read_table, require, split_table
-from engine.replay.formats import Trace, TraceError, check, finish, split_lines
+from engine.replay.formats import Trace, check, finish, read_text, split_lines
 
 NODE_LIST = "openb_node_list_gpu_node.csv"
 REQUIRED = [
@@ -53,6 +55,7 @@ def parse(source: str, text: str, beside: Path | None = None) -> Trace:
     check(lines, pod == "", "name is empty", 1)
     check(lines, pod.is_duplicated(), "name appears more than once", 1)
     num_gpu, milli = number("num_gpu"), number("gpu_milli")
+    bounds.check_column(lines, num_gpu, limits.MAX_CLUSTER_GPUS, "num_gpu", "GPUs for one pod", offset=1)
     check(lines, milli > 1000, "gpu_milli must be at most 1000 (one whole GPU)", 1)
     created, deleted = number("creation_time"), number("deletion_time")
     scheduled = number("scheduled_time", optional=True)
@@ -79,6 +82,8 @@ def parse(source: str, text: str, beside: Path | None = None) -> Trace:
             "memory_mb": number("memory_mib"),
         }
     )
+    bounds.check_jobs(lines, frame, offset=1, names={"submit_s": "creation_time", "start_s": "scheduled_time",
+                                                     "end_s": "deletion_time", "duration_s": "deletion_time"})
     cluster = (
         read_node_list(beside / NODE_LIST) if beside is not None and (beside / NODE_LIST).is_file() else None
     )
@@ -87,11 +92,8 @@ def parse(source: str, text: str, beside: Path | None = None) -> Trace:
 
 def read_node_list(path: Path) -> pl.DataFrame:
     """The openb node list as the cluster frame (hostname, gpus, model)."""
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except (OSError, UnicodeDecodeError) as err:
-        raise TraceError(f"{path}: cannot read the node list: {err}") from None
-    lines = split_lines(str(path), text)
+    source, text = read_text(path)  # bounded like the trace itself (engine.replay.bounds)
+    lines = split_lines(source, text)
     parts, names = split_table(lines, ",", "openb node list")
     require(lines, parts, names, ["sn", "gpu", "model"], "openb node list")
     gpus = col.integers(column(parts, names, "gpu"))

@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
+from engine.bounded_read import read_bounded
 from engine.errors import GoodputError
 from engine.replay.cluster import cluster_frame, layout, read_failures
 from engine.replay.formats import Trace, parse_trace
@@ -56,10 +57,7 @@ def replay_file(
 def _read_bytes(path_or_bytes: str | Path | bytes, name: str | None) -> tuple[str, bytes]:
     if isinstance(path_or_bytes, bytes | bytearray):
         return name or "<upload>", bytes(path_or_bytes)
-    try:
-        return name or str(path_or_bytes), Path(path_or_bytes).read_bytes()
-    except OSError as err:
-        raise GoodputError(f"{path_or_bytes}: cannot read the file: {err.strerror or err}") from None
+    return name or str(path_or_bytes), read_bounded(path_or_bytes, "the file", source=name)
 
 
 def _incidents_format(path_or_bytes: str | Path | bytes, fmt: str, name: str | None) -> str | None:
@@ -80,7 +78,9 @@ def _incidents_format(path_or_bytes: str | Path | bytes, fmt: str, name: str | N
     if fmt == "incidents":
         return "csv"
     first = next((line for line in text.splitlines() if line.strip() and not line.startswith("#")), "")
-    return "csv" if {"incident_id", "t_s", "cause"} <= {f.strip().lower() for f in first.split(",")} else None
+    # the export quotes its header (engine.export neutralises formulas in every text cell)
+    fields = {f.strip().strip('"').lower() for f in first.split(",")}
+    return "csv" if {"incident_id", "t_s", "cause"} <= fields else None
 
 
 def replay(

@@ -20,6 +20,8 @@ from pathlib import Path
 
 import polars as pl
 
+from engine import limits
+from engine.replay import bounds
 from engine.replay import columns as col
 from engine.replay.delimited import column, read_table, require
 from engine.replay.formats import Lines, Trace, TraceError, check, finish, rebase
@@ -108,6 +110,8 @@ def parse(source: str, text: str, beside: Path | None = None) -> Trace:
     frame = pl.DataFrame(out)
     origin = float(frame["submit_s"].min()) if frame.height else 0.0
     frame, _ = rebase(frame, origin)
+    bounds.check_jobs(sub, frame, names={"gpus": "AllocTRES gres/gpu", "hosts": "NNodes", "submit_s": "Submit",
+                                         "start_s": "Start", "end_s": "End", "duration_s": "Elapsed"})
     started = datetime.fromtimestamp(origin, UTC) if frame.height else None
     return Trace(finish(frame), "sacct", source, started_at=started, notes={"steps_skipped": steps})
 
@@ -118,19 +122,27 @@ def _gpus(tres: pl.Series) -> pl.Series:
     return untyped.fill_null(typed).fill_null(0.0).alias("gpus")
 
 
+class TooManyHosts(ValueError):
+    """A hostlist that names more hosts than Goodput's limit (raised before they are made)."""
+
+
 _RANGE = re.compile(r"^(\d+)(?:-(\d+))?$")
 _ITEM = r"(?:[^,\[\]]*(?:\[[0-9,\-]+\][^,\[\]]*)+|[^,\[\]]+)"
 _HOSTLIST = re.compile(rf"^{_ITEM}(?:,{_ITEM})*$")
 
 
-def expand_hostlist(text: str) -> list[str]:
-    """Slurm hostlist syntax: `gpu[001-003,007],login1` -> gpu001 gpu002 gpu003 gpu007 login1."""
+def expand_hostlist(text: str, most: int | None = None) -> list[str]:
+    """Slurm hostlist syntax: `gpu[001-003,007],login1` -> gpu001 gpu002 gpu003 gpu007 login1; a ValueError
+    for a list of more than `most` (default MAX_HOSTS) names, raised before they are made."""
+    most = limits.MAX_HOSTS if most is None else most
     if not _HOSTLIST.match(text):
         raise ValueError("unbalanced brackets or an empty name")
     names: list[str] = []
     for part in re.findall(r"[^,\[]+(?:\[[^\]]*\][^,\[]*)*", text):
         match = re.fullmatch(r"([^\[]*)\[([^\]]*)\](.*)", part)
         if not match:
+            if len(names) + 1 > most:
+                raise TooManyHosts(f"names more than Goodput's limit of {most:,} hosts (engine/limits.py)")
             names.append(part)
             continue
         prefix, ranges, suffix = match.groups()
@@ -143,6 +155,8 @@ def expand_hostlist(text: str) -> list[str]:
             low, high = found.group(1), found.group(2) or found.group(1)
             if int(high) < int(low) or int(high) - int(low) > 100_000:
                 raise ValueError(f"bad range {item!r}")
+            if len(names) + int(high) - int(low) + 1 > most:
+                raise TooManyHosts(f"names more than Goodput's limit of {most:,} hosts (engine/limits.py)")
             names.extend(f"{prefix}{n:0{len(low)}d}{suffix}" for n in range(int(low), int(high) + 1))
     return names
 
@@ -151,12 +165,22 @@ def _expand_nodelists(lines, node_list: pl.Series) -> pl.Series:
     """Each distinct NodeList expanded once (a trace has far fewer distinct lists than lines)."""
     absent = node_list.is_in(["", "None assigned", "(null)"])
     expanded: dict[str, list[str] | None] = {}
-    for text in node_list.filter(~absent).unique().to_list():
+    # each distinct list in the order of the lines, and how many jobs name it
+    uses = pl.DataFrame({"key": node_list.filter(~absent)}).group_by("key", maintain_order=True).len()
+    slots = 0  # job-host pairs: what the jobs' node-list column will hold
+    for text, count in uses.iter_rows():
         try:
             expanded[text] = expand_hostlist(text)
+        except TooManyHosts as err:
+            raise lines.fail(int((node_list == text).arg_true()[0]), f"NodeList {err}") from None
         except ValueError as err:
             index = int((node_list == text).arg_true()[0])
             raise lines.fail(index, f"NodeList is not Slurm hostlist syntax ({err})") from None
+        slots += len(expanded[text]) * count
+        if slots > limits.MAX_TRACE_HOST_SLOTS:
+            index = int((node_list == text).arg_true()[0])
+            raise lines.fail(index, f"the NodeLists up to this one name over Goodput's limit of "
+                                    f"{limits.MAX_TRACE_HOST_SLOTS:,} job-host pairs (engine/limits.py)")
     if not expanded:
         return pl.Series("nodes", [None] * len(node_list), dtype=pl.List(pl.String))
     table = pl.DataFrame(

@@ -17,6 +17,7 @@ cluster.racks_per_row, cluster.gpu_model, cluster.gpus_per_host, simulation.star
 
 from dataclasses import dataclass, field
 
+from engine import limits
 from engine import scenario as scenario_mod
 from engine.durations import parse_duration
 from engine.errors import GoodputError
@@ -89,7 +90,7 @@ def settings_from(sets: list[str], mode: str | None = None, placement: str | Non
         placement=mine.get("scheduler.placement", "pack"),
         backfill=_bool(mine, "scheduler.backfill", True),
         preemption=_bool(mine, "scheduler.preemption", False),
-        backfill_depth=_int(mine, "scheduler.backfill_depth", Policy.backfill_depth, 1),
+        backfill_depth=_int(mine, "scheduler.backfill_depth", Policy.backfill_depth, 1, limits.MAX_TRACE_JOBS),
         checkpoint_interval_s=parse_duration(
             mine.get("scheduler.checkpoint_interval", "30m"), "scheduler.checkpoint_interval"
         ),
@@ -98,8 +99,8 @@ def settings_from(sets: list[str], mode: str | None = None, placement: str | Non
         mode=chosen_mode,
         policy=policy,
         failures_file=mine.get("replay.failures"),
-        gpus_per_host=_int(mine, "replay.gpus_per_host", None, 1),
-        hosts=_int(mine, "replay.hosts", None, 1),
+        gpus_per_host=_int(mine, "replay.gpus_per_host", None, 1, limits.MAX_GPUS_PER_HOST),
+        hosts=_int(mine, "replay.hosts", None, 1, limits.MAX_HOSTS),
         scenario=scenario_mod.build("llama3-405b", sets=passed),
         raw=mine,
         passed=tuple(text.partition("=")[0].strip() for text in passed),
@@ -117,14 +118,17 @@ def _bool(values: dict, key: str, default: bool) -> bool:
     raise GoodputError(f"{key}: expected true or false, got {text!r}")
 
 
-def _int(values: dict, key: str, default: int | None, minimum: int) -> int | None:
+def _int(values: dict, key: str, default: int | None, minimum: int, maximum: int) -> int | None:
     text = values.get(key)
     if text is None:
         return default
     try:
-        number = int(text)
+        number = int(text) if len(text) <= 40 else None  # no count here has 40 digits: not read at all
     except ValueError:
-        raise GoodputError(f"{key}: expected a whole number, got {text!r}") from None
+        number = None
+    if number is None:
+        raise GoodputError(f"{key}: expected a whole number, got {text[:40]!r}")
     if number < minimum:
         raise GoodputError(f"{key}: must be at least {minimum}, got {number}")
+    limits.check_at_most(number, maximum, key)
     return number

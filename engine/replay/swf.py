@@ -18,6 +18,8 @@ from pathlib import Path
 
 import polars as pl
 
+from engine import limits
+from engine.replay import bounds
 from engine.replay.formats import Trace, TraceError, check, finish, split_lines
 
 FIELDS = [
@@ -40,11 +42,20 @@ FIELDS = [
     "preceding",
     "think",
 ]
+# the fields behind each job column, for errors (GPUs are requested processors where none were allocated)
+SWF_NAMES = {"gpus": "processors (field 5, or 8)", "submit_s": "submit time (field 2)",
+             "start_s": "submit + wait time (fields 2 + 3)", "end_s": "start + run time (fields 2 + 3 + 4)",
+             "duration_s": "run time (field 4, or 9)"}
 STATUS = {1: "completed", 0: "failed", 5: "cancelled", 2: "partial", 3: "partial", 4: "partial"}
 
 
 def parse(source: str, text: str, beside: Path | None = None) -> Trace:
     header = _header(text)
+    for key, limit in (("MaxProcs", limits.MAX_CLUSTER_GPUS), ("MaxNodes", limits.MAX_HOSTS)):
+        value = header.get(key, "")
+        if value.isdigit() and (len(value) > 18 or int(value) > limit):  # read by engine.replay.cluster
+            raise TraceError(f"{source}: header `; {key}: {value[:40]}` is over Goodput's limit of {limit:,}"
+                             " (engine/limits.py)")
     lines = split_lines(source, text, comment=";")
     if not len(lines.text):
         raise TraceError(f"{source}: the SWF trace has no job lines")
@@ -91,6 +102,7 @@ def parse(source: str, text: str, beside: Path | None = None) -> Trace:
         .replace_strict(STATUS, default="unknown", return_dtype=pl.String),
         memory_mb=pl.when(known("mem") >= 0).then(known("mem") * known("gpus") / 1024.0),  # SWF: KB per proc
     )
+    bounds.check_jobs(lines, out, names=SWF_NAMES)
     start = header.get("UnixStartTime")
     started = datetime.fromtimestamp(float(start), UTC) if _is_number(start) else None
     return Trace(finish(out), "swf", source, started_at=started, notes={"header": header})

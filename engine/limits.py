@@ -1,0 +1,100 @@
+"""Every size Goodput takes from its input is bounded here, before anything is allocated for it.
+
+A 56-byte trace that asks for 100,000,000 GPUs, a 393 KB zstd file that inflates to gigabytes, a line of a
+gigabyte, an incidents file nested 200,000 levels deep: each is refused with a `GoodputError` (the CLI's
+`goodput: error: ...` and exit 2, the dashboard's one red line) that names the file, line or key, the value
+read and the limit, and nothing is written. The limits sit far above any real cluster or file (the largest
+planned cluster in ../shared/reference is a few hundred thousand GPUs) and far below what would exhaust a
+24 GiB machine; raise one here, in one place, when a real input needs it.
+"""
+
+from engine.errors import GoodputError
+
+# ----- cluster shape (scenarios, traces, incidents files, telemetry) -------------------------------------------
+
+# The largest cluster Goodput simulates or builds from a trace: 2^18 GPUs, above the 100k-256k clusters that
+# planners compare today.
+MAX_CLUSTER_GPUS = 262_144
+# GPUs on one host (an NVL72 rack counts as one host of 72 at most; telemetry `gpu` labels above this are bad).
+MAX_GPUS_PER_HOST = 72
+# Hosts in one run, whatever the source (a kernel log or DCGM scrape names hosts by themselves).
+MAX_HOSTS = MAX_CLUSTER_GPUS
+# The longest run, simulated or observed (ten years): a timestamp that implies more is bad input.
+MAX_RUN_DAYS = 3_650
+
+# ----- simulations (engine/scenario_limits.py checks a scenario against these before anything is built) ---------
+
+# GPU-days of one simulation (cluster.gpus x simulation.days): hosts, failures, repairs, the flagship job's
+# attempts (each lists its hosts) and host states grow with it. Peak RSS of `goodput simulate` measured here,
+# telemetry every 6 h: 131,072 GPUs x 54 d (7.1M GPU-days) 1.36 GB, x 108 d 1.86 GB; 262,144 GPUs x 54 d 2.02 GB,
+# x 108 d (28.3M) 3.57 GB, most of it research jobs (bounded below); with no research jobs and no telemetry,
+# 262,144 GPUs x 200 d (52M) 2.2 GB, 0.9 GB of it the flagship's attempts (bounded below). With every limit
+# below reached at once, a run stays near 1.3 (GPU-days) + 2 (attempts) + 3.7 (research) + 1.2 (telemetry)
+# = 8.2 GB at worst, the ~8 GB Goodput aims for; every preset is under 16 % of every limit. llama3-405b fits
+# 2,000 days.
+MAX_GPU_DAYS = 50_000_000
+# The flagship job's attempts x its hosts: every attempt keeps the list of its hosts (4 bytes each, twice while
+# the tables are built). Estimated as job hosts x (its expected failures + planned stops); 262,144 GPUs x 200 d
+# above made 9,461 attempts of 12,288 hosts (116M, 0.9 GB). future-131k has 32M; a 262,144-GPU job for 54 days
+# 221M.
+MAX_JOB_ATTEMPT_HOSTS = 250_000_000
+# GPU telemetry samples of one run (cluster.gpus x the samples of simulation.telemetry_resolution over the run;
+# link samples add at most as many again). Measured on llama3-405b (1.3M GPU-days): 32M samples (1 h) 1.05 GB
+# and 14 s, 127M (15 min) 1.6 GB and 43 s, 382M (5 min) 3.2 GB, 2.2 GB on disk and ~10 min on a busy machine:
+# ~6 bytes of peak memory a sample.
+MAX_GPU_SAMPLES = 200_000_000
+# Failures, planned stops and fabric faults one simulation draws (expected counts, summed): drawn as arrays, then
+# SimPy events and rows of incidents and host_states. llama3-405b draws ~700; at 1,000 failures per 1,000
+# host-days (166k) it peaked at 0.23 GB and 4 s (hosts in repair drop most), so the limit is far from a bomb.
+MAX_SIM_EVENTS = 500_000
+# Checkpoints of the flagship job over the run (simulation.days / training.checkpoint_interval): a row each.
+MAX_CHECKPOINTS = 5_000_000
+# Research job-host intervals (research hosts x the jobs each runs over the run, estimated): llama3-405b has
+# ~110k, 262,144 GPUs x 108 days ~4.5M. Each is a row of host_states and Python objects while simulating: the
+# demo preset with research.median_duration=10s (374k) peaked at 0.53 GB, =2s (1.9M) at 1.64 GB and 65 s, so
+# ~0.74 KB each (half that with llama3-405b's lanes of up to 64 hosts) and the limit at most 3.7 GB.
+MAX_RESEARCH_HOST_JOBS = 5_000_000
+# Seeds: the store keeps them as BIGINT, and a sweep adds up to MAX_SWEEP_RUNS to the first.
+MAX_SEED = 2**62
+# Runs of one sweep or Monte-Carlo (grid points x seeds), checked before the grid is built.
+MAX_SWEEP_RUNS = 10_000
+
+# ----- traces ---------------------------------------------------------------------------------------------------
+
+# Jobs in one replayed trace (Alibaba's full openb trace holds ~8,000; Philly ~100,000).
+MAX_TRACE_JOBS = 2_000_000
+# Lines of one trace file, blank, comment and job-step lines included (sacct writes ~3 step lines a job). Counted
+# before the file is split, so a gigabyte of newlines never becomes a billion Python strings.
+MAX_TRACE_LINES = 4 * MAX_TRACE_JOBS
+# Job-host pairs a trace's node lists name (a job on 1,000 hosts counts 1,000): each becomes a string in the
+# jobs' node-list column and a row when the cluster is read from them (~50 bytes each).
+MAX_TRACE_HOST_SLOTS = 20_000_000
+# Incidents in one incidents file (CSV rows or JSON records); a simulation at the limits below has fewer.
+MAX_INCIDENTS = 1_000_000
+
+# ----- files ----------------------------------------------------------------------------------------------------
+
+# The bytes of one input after decompression: a compressed file may not inflate past this.
+MAX_INPUT_BYTES = 1024 * 1024 * 1024
+# One line of any text input (a DCGM sample line with all of dcgm-exporter's labels is under 1 KB).
+MAX_LINE_BYTES = 1024 * 1024
+# Nesting depth of a JSON input (an incidents export is 4 deep).
+MAX_JSON_DEPTH = 32
+# A scenario TOML file (every key of every section is a few KB).
+MAX_SCENARIO_BYTES = 1024 * 1024
+
+# ----- telemetry (engine/ingest) --------------------------------------------------------------------------------
+
+# The earliest wall-clock time a sample or log line may carry (2000-01-01 UTC): no H100/A100 telemetry is older,
+# and a stamp of 0 or a negative one is a broken clock, not history.
+EARLIEST_TIMESTAMP_S = 946_684_800
+# How far ahead of the reading machine's clock a stamp may be (clock skew between hosts); 1e17 ms is not skew.
+MAX_CLOCK_AHEAD_S = 86_400
+# One live scrape's answer as sent (compressed or not); a DCGM page of a 72-GPU host is a few hundred KB.
+MAX_SCRAPE_BYTES = 256 * 1024 * 1024
+
+
+def check_at_most(value: float, limit: float, what: str) -> None:
+    """A GoodputError naming `what` (a key, or a file and line) when `value` is above `limit`."""
+    if value > limit:
+        raise GoodputError(f"{what}: {value:,} is over Goodput's limit of {limit:,} (engine/limits.py)")
