@@ -13,15 +13,19 @@ from pathlib import Path
 
 from engine import __version__
 from engine.errors import GoodputError
-from engine.store import Store
+from engine.outputs import check_output, check_store
+from engine.store import Store, resolve_store_dir
 
 EXIT_BAD_INPUT = 2
+# Commands that write a new run (or keep one current) into the store: its folder is checked before any work.
+WRITES_STORE = ("simulate", "replay", "ingest", "sweep", "watch")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
+        _check_store_flag(args)
         return args.handler(args) or 0
     except GoodputError as err:
         print(f"goodput: error: {err}", file=sys.stderr)
@@ -29,6 +33,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("goodput: interrupted; nothing was written", file=sys.stderr)
         return 130
+
+
+def _check_store_flag(args: argparse.Namespace) -> None:
+    """`--store` refused before any work: a folder that cannot be written must not fail a long simulation at
+    its very end (engine.outputs.check_store)."""
+    if getattr(args, "store", None) is not None and not args.store.strip():
+        raise GoodputError("--store: empty; give a folder (or leave the flag out for $GOODPUT_STORE or data/store)")
+    if args.command in WRITES_STORE and hasattr(args, "store"):
+        check_store(resolve_store_dir(args.store))
 
 
 # ----- handlers --------------------------------------------------------------------------------------------
@@ -110,7 +123,9 @@ def cmd_runs(args: argparse.Namespace) -> int:
         if args.json:
             print(json.dumps({"deleted": args.delete}))
         return 0
-    runs = store.list_runs()
+    runs, skipped = store.scan()
+    for odd in skipped:  # one line each, on stderr, so `--json` stays parseable
+        print(f"goodput: warning: {odd.warning()}", file=sys.stderr)
     if args.json:
         print(json.dumps([info.as_json() for info in runs]))
         return 0
@@ -128,18 +143,16 @@ def cmd_export(args: argparse.Namespace) -> int:
     from engine.durations import parse_duration
     from engine.export import export_run_incidents, write_export
 
+    output = check_output(args.output, force=args.force)  # before the run is read (engine.outputs)
     store = Store(args.store)
     store.info(args.run)  # an unknown run: a clear error before anything else
-    output = Path(args.output)
-    if not output.parent.is_dir():
-        raise GoodputError(f"--output: folder {output.parent} does not exist")
     planned = True if args.planned else (False if args.unexpected else None)
     data = export_run_incidents(
         store, args.run, args.format, anonymise=args.anonymise, incident_id=args.incident,
         since_s=None if args.since is None else parse_duration(args.since, "--since"),
         until_s=None if args.until is None else parse_duration(args.until, "--until"),
         causes=args.cause, categories=args.category, planned=planned)
-    write_export(output, data)
+    write_export(output, data, force=args.force)
     print(f"wrote {output} ({len(data):,} bytes, {args.format})", file=sys.stderr)
     return 0
 
@@ -205,14 +218,18 @@ def cmd_ettr(args: argparse.Namespace) -> int:
 
 
 def cmd_dashboard(args: argparse.Namespace) -> int:
-    app = Path(__file__).resolve().parent.parent / "dashboard" / "streamlit_app.py"
+    root = Path(__file__).resolve().parent.parent
     store = Store(args.store)
     env = {**os.environ, "GOODPUT_STORE": str(store.root.resolve())}
-    command = [sys.executable, "-m", "streamlit", "run", str(app), "--server.port", str(args.port),
-               "--server.address", args.host, "--server.headless", "true",
-               "--browser.gatherUsageStats", "false"]
-    print(f"Goodput dashboard on http://{args.host}:{args.port} (store {store.root})", file=sys.stderr)
-    os.chdir(app.parent.parent)  # Streamlit reads .streamlit/config.toml from its working directory
+    # dashboard/serve.py decides on login (required off loopback) and refuses to start without it; the engine
+    # does not import the dashboard, so it runs as its own module
+    command = [sys.executable, "-m", "dashboard.serve", "--host", args.host, "--port", str(args.port)]
+    if args.require_login:
+        command.append("--require-login")
+    secrets = args.secrets or os.environ.get("GOODPUT_SECRETS")
+    if secrets:
+        command += ["--secrets", str(Path(secrets).resolve())]  # resolved before the chdir below
+    os.chdir(root)  # Streamlit reads .streamlit/config.toml from its working directory
     os.execvpe(command[0], command, env)  # replaces this process: Ctrl-C stops Streamlit directly  # noqa: S606
 
 
@@ -346,7 +363,9 @@ def build_parser() -> argparse.ArgumentParser:
     exp.add_argument("what", choices=["incidents"])
     exp.add_argument("--run", required=True, metavar="RUN_ID")
     exp.add_argument("--format", required=True, choices=["csv", "json", "parquet", "html"])
-    exp.add_argument("--output", required=True, metavar="FILE")
+    exp.add_argument("--output", required=True, metavar="FILE",
+                     help="a new file (an existing one only with --force; never a folder, device or link)")
+    exp.add_argument("--force", action="store_true", help="replace --output if it is an existing regular file")
     exp.add_argument("--anonymise", action="store_true",
                      help="replace hostnames, job names and users by stable pseudonyms (key: <store>/anonymise.key)")
     exp.add_argument("--incident", type=int, metavar="ID", help="export one incident, with its chain")
@@ -387,7 +406,13 @@ def build_parser() -> argparse.ArgumentParser:
     dash = command("dashboard", cmd_dashboard, "serve the dashboard")
     store_flag(dash)
     dash.add_argument("--port", type=int, default=8501)
-    dash.add_argument("--host", default="127.0.0.1", metavar="ADDR", help="listen address (default 127.0.0.1)")
+    dash.add_argument("--host", default="127.0.0.1", metavar="ADDR",
+                      help="listen address (default 127.0.0.1); any other address requires login")
+    dash.add_argument("--require-login", action="store_true",
+                      help="require login on a loopback address too (off there by default)")
+    dash.add_argument("--secrets", metavar="FILE",
+                      help="Streamlit secrets file with [auth] and [goodput.roles] (default $GOODPUT_SECRETS, "
+                           "else ~/.streamlit/secrets.toml and .streamlit/secrets.toml)")
     return parser
 
 

@@ -7,7 +7,9 @@ does both halves' shared work for a stored run (load, filter, anonymise with the
 `read_export(data, fmt)` reads CSV, JSON and Parquet exports back to the same frame (replay reads them).
 
 Every export has the columns of EXPORT_SCHEMA, in that order. CSV has no lists: the list columns (job_ids,
-job_names, users) are JSON arrays in one cell.
+job_names, users) are JSON arrays in one cell. CSV text cells are neutralised against formula injection
+(engine.csv_safety: a leading quote before `=`, `+`, `-`, `@`, tab or CR), which `read_export` undoes; JSON
+and Parquet keep every value as it is, typed. The HTML report escapes every data string.
 """
 
 import contextlib
@@ -24,8 +26,10 @@ import polars as pl
 
 from engine import __version__
 from engine.anonymise import anonymise_frame, anonymise_scenario, pseudonym, store_key
+from engine.csv_safety import restore_frame, safe_csv
 from engine.errors import GoodputError
 from engine.incidents import filter_incidents, incident_detail, load_incidents, summary_counts
+from engine.outputs import check_target
 from engine.report_charts import by_cause_figure, timeline_figure
 
 FORMATS = ("csv", "json", "parquet", "html")
@@ -105,23 +109,48 @@ def export_incidents(frame: pl.DataFrame, fmt: str, *, anonymise: bool = False, 
     return _html(table, info, summary, anonymise, charts, chain).encode()
 
 
-def write_export(path: str | os.PathLike, data: bytes) -> Path:
-    """Write `data` to `path` atomically: a temporary file in the same folder, flushed, then renamed."""
+def write_export(path: str | os.PathLike, data: bytes, *, force: bool = False) -> Path:
+    """Write `data` to `path` atomically: a temporary file in the same folder, flushed, then put in place.
+
+    A new file is put in place by a hard link, which fails rather than replace a file that appeared since the
+    caller's checks; an existing regular file is replaced (rename) only with `force`. A symbolic link, folder,
+    device or FIFO at `path` is never replaced, with `force` or not (engine.outputs.check_target).
+    """
     path = Path(path)
+    check_target(path, force=force)
     if not path.parent.is_dir():
         raise ExportError(f"{path}: folder {path.parent} does not exist")
     temp = path.parent / f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.partial"
     try:
-        with open(temp, "wb") as handle:
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+        with open(fd, "wb") as handle:
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
-        os.replace(temp, path)
-    except BaseException:
+        _put_in_place(temp, path, force)
+    except FileExistsError:
+        raise ExportError(f"{path} already exists; add --force to replace it") from None
+    except OSError as err:
+        raise ExportError(f"{path}: cannot be written ({err.strerror or err})") from None
+    finally:
         with contextlib.suppress(FileNotFoundError):
             temp.unlink()
-        raise
     return path
+
+
+def _put_in_place(temp: Path, path: Path, force: bool) -> None:
+    if not force:
+        try:
+            os.link(temp, path)  # atomic, and never replaces: FileExistsError if something is there now
+            return
+        except FileExistsError:
+            raise
+        except OSError:  # a file system without hard links: fall back on a checked rename
+            if os.path.lexists(path):
+                raise FileExistsError(path) from None
+    else:
+        check_target(path, force=True)  # again: a link or device may have appeared since the caller's check
+    os.replace(temp, path)
 
 
 def export_run_incidents(store, run_id: str, fmt: str, *, anonymise: bool = False, incident_id: int | None = None,
@@ -163,14 +192,11 @@ def _meta(info: dict, anonymised: bool) -> dict:
 
 
 def _csv(table: pl.DataFrame) -> bytes:
-    def as_json(column: str) -> pl.Expr:  # a list of strings as a JSON array, vectorised
-        quoted = pl.col(column).list.eval(pl.lit('"') + pl.element().str.replace_all("\\", "\\\\", literal=True)
-                                          .str.replace_all('"', '\\"', literal=True) + pl.lit('"'))
-        return (pl.lit("[") + quoted.list.join(",") + pl.lit("]")).alias(column)
+    def as_json(column: str) -> pl.Expr:  # a list of strings as a JSON array, vectorised, control characters too
+        encoded = pl.struct(pl.col(column).alias("v")).struct.json_encode()
+        return encoded.str.strip_prefix('{"v":').str.strip_suffix("}").alias(column)
 
-    buffer = io.BytesIO()
-    table.with_columns(as_json(c) for c in LISTS).write_csv(buffer)
-    return buffer.getvalue()
+    return safe_csv(table.with_columns(as_json(c) for c in LISTS))
 
 
 def _records(table: pl.DataFrame) -> list[dict]:
@@ -190,7 +216,7 @@ def read_export(data: bytes, fmt: str, *, where: str = "export") -> tuple[pl.Dat
     try:
         if fmt == "csv":
             text = dict.fromkeys(LISTS, pl.String)
-            frame = pl.read_csv(io.BytesIO(data), schema_overrides=EXPORT_SCHEMA | text)
+            frame = restore_frame(pl.read_csv(io.BytesIO(data), schema_overrides=EXPORT_SCHEMA | text))
             return frame.with_columns(pl.col(c).str.json_decode(pl.List(pl.String)) for c in LISTS), {}
         if fmt == "json":
             document = json.loads(data)

@@ -2,7 +2,13 @@
 
 Pure functions, frames in and Plotly figures out: a timeline of incidents (time against cause, coloured by
 category, sized by GPU-hours lost) and interruptions by cause (stacked by category).
+
+Plotly.js reads its labels, legend names and hover texts as a small HTML dialect (`<a href>`, `<b>`, ...), so a
+cause or category from an imported file could add a link to the report: every data string is HTML-escaped
+first (`text`), and Plotly shows the escaped text as the original characters.
 """
+
+import html
 
 import plotly.graph_objects as go
 import polars as pl
@@ -17,6 +23,15 @@ def _colour(category: str | None) -> str:
     return CATEGORY_COLOURS.get(category or "", OTHER_COLOUR)
 
 
+def text(value: str | None) -> str | None:
+    """A data string as Plotly must be given it to show it as text (its `&`, `<` and `>` escaped)."""
+    return None if value is None else html.escape(str(value), quote=False)
+
+
+def _texts(series: pl.Series) -> list[str | None]:
+    return [text(v) for v in series.to_list()]
+
+
 def timeline_figure(frame: pl.DataFrame) -> go.Figure:
     """Every incident at its time (UTC when known, else hours into the run) on its cause's row."""
     use_time = "time_utc" in frame.columns and frame["time_utc"].null_count() < frame.height
@@ -25,11 +40,11 @@ def timeline_figure(frame: pl.DataFrame) -> go.Figure:
     for (category,), part in frame.group_by("category", maintain_order=True):
         x = part["time_utc"].to_list() if use_time else (part["t_s"] / 3600).to_list()
         size = (8 + 30 * (part["gpu_hours_lost"].fill_null(0.0) / largest).sqrt()).to_list()
-        text = [f"#{i} {c}<br>{g:,.1f} GPU-hours lost" for i, c, g in
-                zip(part["incident_id"], part["cause"], part["gpu_hours_lost"].fill_null(0.0), strict=True)]
-        fig.add_trace(go.Scatter(x=x, y=part["cause"].to_list(), mode="markers", name=category,
+        hover = [f"#{i} {text(c)}<br>{g:,.1f} GPU-hours lost" for i, c, g in
+                 zip(part["incident_id"], part["cause"], part["gpu_hours_lost"].fill_null(0.0), strict=True)]
+        fig.add_trace(go.Scatter(x=x, y=_texts(part["cause"]), mode="markers", name=text(category),
                                  marker={"size": size, "color": _colour(category), "opacity": 0.75},
-                                 text=text, hoverinfo="text+x"))
+                                 text=hover, hoverinfo="text+x"))
     fig.update_layout(title="Incidents over time (size: GPU-hours lost)", height=420,
                       xaxis_title="time (UTC)" if use_time else "hours into the run", yaxis_title="cause",
                       margin={"l": 160, "r": 20, "t": 50, "b": 50}, legend_title="category")
@@ -42,9 +57,9 @@ def by_cause_figure(frame: pl.DataFrame) -> go.Figure:
     order = counts.group_by("cause").agg(pl.col("n").sum()).sort(["n", "cause"], descending=[False, True])
     fig = go.Figure()
     for (category,), part in counts.group_by("category", maintain_order=True):
-        fig.add_trace(go.Bar(x=part["n"].to_list(), y=part["cause"].to_list(), orientation="h", name=category,
+        fig.add_trace(go.Bar(x=part["n"].to_list(), y=_texts(part["cause"]), orientation="h", name=text(category),
                              marker_color=_colour(category)))
     fig.update_layout(title="Interruptions by cause", barmode="stack", height=max(260, 28 * order.height + 100),
                       xaxis_title="interruptions", margin={"l": 160, "r": 20, "t": 50, "b": 50},
-                      yaxis={"categoryorder": "array", "categoryarray": order["cause"].to_list()})
+                      yaxis={"categoryorder": "array", "categoryarray": _texts(order["cause"])})
     return fig

@@ -5,7 +5,12 @@ is in the store whole or not at all, even if the writer is killed with SIGKILL; 
 files read-only, so it keeps reading while the command line writes new runs; deleting a run is removing a file.
 
     <store>/runs/<run_id>.duckdb          finished runs
-    <store>/runs/.partial-<run_id>.duckdb  a run being written (ignored by readers, swept when stale)
+    <store>/runs/.partial-<run_id>.*       a run being written (ignored by readers; engine.partials sweeps a
+                                           dead writer's at the next use of the store)
+
+A file in runs/ that is not a readable run (a name that is not a run id, a file that is not DuckDB, a DuckDB
+file without the runs table, one this user cannot read) never breaks a listing: `scan` reports it as a
+`SkippedFile`, with why, beside every readable run.
 
 Each file holds the tables of `engine.schema` plus `meta(key, value)` with the schema version.
 """
@@ -15,7 +20,6 @@ import json
 import os
 import re
 import shutil
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -26,13 +30,12 @@ import polars as pl
 
 from engine import __version__
 from engine.errors import GoodputError
+from engine.partials import locked_partial, sweep
 from engine.run import Run
 from engine.schema import SCHEMA_VERSION, TABLES, create_statement
 
 DEFAULT_STORE = Path(__file__).resolve().parent.parent / "data" / "store"
 STORE_ENV = "GOODPUT_STORE"
-PARTIAL_PREFIX = ".partial-"
-STALE_PARTIAL_S = 24 * 3600  # a partial file this old belongs to a writer that died
 _RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
 
 
@@ -65,6 +68,18 @@ class RunInfo:
         }
 
 
+@dataclass(frozen=True)
+class SkippedFile:
+    """A file in runs/ that is not a readable run: listed with why, never deleted by a reader."""
+
+    name: str  # the file's name in runs/
+    run_id: str | None  # None when the name is not a run id (then only renaming or removing it by hand helps)
+    reason: str
+
+    def warning(self) -> str:
+        return f"skipped runs/{self.name}: {self.reason}"
+
+
 def resolve_store_dir(store: str | os.PathLike | None = None) -> Path:
     """`--store DIR`, else $GOODPUT_STORE, else data/store in the project."""
     if store:
@@ -95,13 +110,16 @@ class Store:
     # ----- writing -----------------------------------------------------------------------------------
     def write_run(self, run: Run) -> str:
         """Write `run` atomically and return its id. Nothing is visible until the final rename."""
-        self.runs_dir.mkdir(parents=True, exist_ok=True)
-        self._sweep_stale_partials()
-        final = self.path_of(run.run_id)
-        if final.exists():
-            raise StoreError(f"run {run.run_id!r} already exists in {self.root}")
-        with self._replacing(final) as con:
-            _write_tables(con, run)
+        try:
+            self.runs_dir.mkdir(parents=True, exist_ok=True)
+            self.sweep_partials()
+            final = self.path_of(run.run_id)
+            if final.exists():
+                raise StoreError(f"run {run.run_id!r} already exists in {self.root}")
+            with self._replacing(final) as con:
+                _write_tables(con, run)
+        except OSError as err:  # a store that became unwritable (the CLI checks it first; the dashboard cannot)
+            raise StoreError(f"store {self.root}: cannot write run {run.run_id} ({err.strerror or err})") from err
         return run.run_id
 
     def append_to_run(self, run_id: str, tables: dict[str, pl.DataFrame], *, duration_s: float | None = None,
@@ -112,6 +130,7 @@ class Store:
         see the new version whole. Cost grows with the run's size, which suits observed runs of modest size.
         """
         final = self._existing_path(run_id)
+        self.sweep_partials()
         with self._replacing(final, copy_of=final) as con:
             check_schema_version(con, final)
             for table, frame in tables.items():
@@ -130,10 +149,11 @@ class Store:
         """A connection to a partial file that becomes `final` by rename only if the block succeeds.
 
         The partial file starts empty or as a copy of `copy_of`; it is fsynced before the rename and the
-        folder after it, so a crash leaves either the old file or the new one, never half of one.
+        folder after it, so a crash leaves either the old file or the new one, never half of one. The partial
+        file is written under a lock (engine.partials) that tells other processes its writer is alive, so
+        they sweep it only once the writer is gone, however it ended.
         """
-        partial = self.runs_dir / f"{PARTIAL_PREFIX}{final.stem}.{os.getpid()}.duckdb"
-        try:
+        with locked_partial(self.runs_dir, final.stem) as partial:
             if copy_of is not None:
                 shutil.copyfile(copy_of, partial)
             con = duckdb.connect(str(partial))
@@ -144,38 +164,57 @@ class Store:
             _fsync(partial)
             os.replace(partial, final)
             _fsync(self.runs_dir)
-        except BaseException:
-            for leftover in (partial, Path(f"{partial}.wal")):
-                with contextlib.suppress(FileNotFoundError):
-                    leftover.unlink()
-            raise
 
     def delete_run(self, run_id: str) -> None:
         path = self._existing_path(run_id)
         path.unlink()
         self._info_cache.pop(run_id, None)
 
-    def _sweep_stale_partials(self) -> None:
-        now = time.time()
-        for partial in self.runs_dir.glob(f"{PARTIAL_PREFIX}*"):
-            with contextlib.suppress(FileNotFoundError):
-                if now - partial.stat().st_mtime > STALE_PARTIAL_S:
-                    partial.unlink()
+    def sweep_partials(self) -> list[Path]:
+        """Remove what killed writers left in runs/ (never a live writer's files); return what went."""
+        return sweep(self.runs_dir)
 
     # ----- reading -----------------------------------------------------------------------------------
-    def run_ids(self) -> list[str]:
-        """Finished runs, newest first (run ids sort by creation time)."""
+    def _run_files(self) -> list[Path]:
+        """Every `*.duckdb` in runs/ but partial files, newest first."""
         if not self.runs_dir.is_dir():
             return []
-        ids = [p.stem for p in self.runs_dir.glob("*.duckdb") if not p.name.startswith(".")]
-        return sorted(ids, key=lambda run_id: self.path_of(run_id).stat().st_mtime, reverse=True)
+        dated = []
+        for path in self.runs_dir.glob("*.duckdb"):
+            if path.name.startswith("."):
+                continue
+            with contextlib.suppress(FileNotFoundError):  # deleted between listing and looking
+                dated.append((path.stat().st_mtime, path.name, path))
+        return [path for _, _, path in sorted(dated, reverse=True)]
+
+    def run_ids(self) -> list[str]:
+        """Finished runs, newest first (run ids sort by creation time); files not named by a run id left out."""
+        return [p.stem for p in self._run_files() if _RUN_ID.match(p.stem)]
+
+    def scan(self) -> tuple[list[RunInfo], list[SkippedFile]]:
+        """Every readable run, newest first, and every other file in runs/ with why it was skipped.
+
+        Also the moment a dead writer's partial files are swept: every listing is a use of the store.
+        """
+        self.sweep_partials()
+        good: list[RunInfo] = []
+        skipped: list[SkippedFile] = []
+        for path in self._run_files():
+            run_id = path.stem
+            if not _RUN_ID.match(run_id):
+                skipped.append(SkippedFile(path.name, None, "the name is not a run id (letters, digits, '_', '.'"
+                                           " and '-', no spaces); rename or remove the file"))
+                continue
+            try:
+                good.append(self.info(run_id))
+            except (StoreError, OSError, duckdb.Error, ValueError, TypeError) as err:  # whatever a stranger raises
+                if path.exists():  # else deleted between listing and reading: not an odd file
+                    skipped.append(SkippedFile(path.name, run_id, _without_path(str(err), path)))
+        return good, skipped
 
     def list_runs(self) -> list[RunInfo]:
-        infos = []
-        for run_id in self.run_ids():
-            with contextlib.suppress(FileNotFoundError):  # deleted between listing and reading
-                infos.append(self.info(run_id))
-        return infos
+        """Every readable run, newest first (`scan` says which files were skipped and why)."""
+        return self.scan()[0]
 
     def info(self, run_id: str) -> RunInfo:
         path = self._existing_path(run_id)
@@ -184,14 +223,21 @@ class Store:
         if cached and cached[0] == mtime:
             return cached[1]
         with self.connect(run_id) as con:
-            rows = con.execute(
-                "SELECT run_id, kind, name, seed, started_at, duration_s, created_at, engine_version,"
-                " scenario, summary FROM runs LIMIT 1"
-            ).fetchall()
+            try:
+                rows = con.execute(
+                    "SELECT run_id, kind, name, seed, started_at, duration_s, created_at, engine_version,"
+                    " scenario, summary FROM runs LIMIT 1"
+                ).fetchall()
+            except duckdb.Error as err:
+                raise StoreError(f"{path}: not a Goodput run file (no readable runs table: {_first_line(err)})"
+                                 ) from err
         if not rows:
             raise StoreError(f"{path}: the runs table is empty")
         row = rows[0]
-        info = RunInfo(*row[:8], scenario=json.loads(row[8] or "{}"), summary=json.loads(row[9] or "{}"))
+        try:
+            info = RunInfo(*row[:8], scenario=json.loads(row[8] or "{}"), summary=json.loads(row[9] or "{}"))
+        except (TypeError, ValueError) as err:  # a runs row written by something else than Goodput
+            raise StoreError(f"{path}: the runs table's row is not a Goodput run's ({err})") from err
         self._info_cache[run_id] = (mtime, info)
         return info
 
@@ -210,7 +256,7 @@ class Store:
         try:
             con = duckdb.connect(str(path), read_only=True)
         except duckdb.Error as err:
-            raise StoreError(f"{path}: cannot open as a Goodput run ({err})") from err
+            raise StoreError(f"{path}: cannot open as a Goodput run ({_first_line(err)})") from err
         try:
             check_schema_version(con, path)
         except BaseException:
@@ -237,7 +283,10 @@ def check_schema_version(con: duckdb.DuckDBPyConnection, path: Path) -> None:
         rows = con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchall()
     except duckdb.Error as err:
         raise StoreError(f"{path}: not a Goodput run file (no meta table)") from err
-    version = int(rows[0][0]) if rows else None
+    try:
+        version = int(rows[0][0]) if rows else None
+    except (TypeError, ValueError):
+        version = rows[0][0]
     if version != SCHEMA_VERSION:
         raise StoreError(
             f"{path}: schema version {version} is not one this Goodput ({__version__}) reads"
@@ -273,6 +322,18 @@ def _insert_frame(con: duckdb.DuckDBPyConnection, table: str, frame: pl.DataFram
     arrow = frame.to_arrow()  # noqa: F841 (read by DuckDB's replacement scan below)
     columns = ", ".join(f'"{c}"' for c in frame.columns)
     con.execute(f'INSERT INTO "{table}" ({columns}) SELECT {columns} FROM arrow')  # noqa: S608 (names from the schema)
+
+
+def _first_line(err: BaseException) -> str:
+    """DuckDB's messages can run to several lines; a warning is one."""
+    text = str(err).strip()
+    return text.splitlines()[0] if text else type(err).__name__
+
+
+def _without_path(message: str, path: Path) -> str:
+    """`message` without the file's path (a skipped file is named by its file name beside it; a dashboard shows
+    no server paths)."""
+    return message.removeprefix(f"{path}: ").replace(str(path), path.name)
 
 
 def _fsync(path: Path) -> None:

@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 from dashboard import exports
 from dashboard.charts import jobs as charts
 from dashboard.queries import jobs as queries
+from engine.csv_safety import restore_frame
 from engine.run import Run
 from engine.store import Store
 
@@ -225,7 +226,7 @@ def test_utilisation_and_fragmentation_panels():
 def test_csv_and_parquet_round_trip_to_the_same_frame():
     frame = queue_run().tables["jobs"]
     assert pl.read_parquet(exports.to_parquet(frame)).equals(frame)
-    back = pl.read_csv(exports.to_csv(frame), schema=frame.schema)
+    back = restore_frame(pl.read_csv(exports.to_csv(frame), schema=frame.schema))
     assert back.equals(frame)
 
 
@@ -241,6 +242,6 @@ def test_csv_joins_list_columns():
 def test_any_table_round_trips(rows):
     frame = pl.DataFrame(rows, schema={"name": pl.String, "x": pl.Float64, "n": pl.Int64}, orient="row")
     assert pl.read_parquet(exports.to_parquet(frame)).equals(frame)
-    back = pl.read_csv(exports.to_csv(frame), schema=frame.schema)
+    back = restore_frame(pl.read_csv(exports.to_csv(frame), schema=frame.schema))
     # CSV cannot tell an empty string from a missing one; everything else comes back as it was
     assert back.with_columns(pl.col("name").fill_null("")).equals(frame.with_columns(pl.col("name").fill_null("")))

@@ -1,6 +1,7 @@
 """The command line's contract: --help everywhere, one-line errors with exit status 2, JSON outputs."""
 
 import json
+import os
 import subprocess
 import sys
 
@@ -100,3 +101,84 @@ def test_runs_lists_and_deletes(capsys, store_dir):
 def test_runs_on_an_empty_store_says_how_to_start(capsys, store_dir):
     code, out, _ = run_cli(capsys, "runs", "--store", str(store_dir))
     assert code == 0 and "goodput simulate --preset demo" in out
+
+
+# ----- paths checked before any work ---------------------------------------------------------------------
+
+
+@pytest.fixture
+def no_work(monkeypatch):
+    """Every command's work refuses to start: a check that passes here ran before any of it."""
+    import engine.ingest
+    import engine.ingest.live
+    import engine.replay.run
+    import engine.scenario
+    import engine.simulate
+
+    def started(*_, **__):
+        raise AssertionError("work started before the store was checked")
+
+    for module, name in [(engine.scenario, "build"), (engine.simulate, "simulate"),
+                         (engine.replay.run, "replay_file"), (engine.ingest, "ingest_dcgm"),
+                         (engine.ingest, "ingest_kernel_logs"), (engine.ingest.live, "scrape_loop")]:
+        monkeypatch.setattr(module, name, started)
+
+
+WRITING_COMMANDS = [
+    ["simulate", "--preset", "demo"],
+    ["replay", "tests/fixtures/replay/small.csv"],
+    ["ingest", "dcgm", "scrape.prom"],
+    ["ingest", "kernel-log", "kern.log"],
+    ["ingest", "dcgm", "--scrape", "http://127.0.0.1:9/metrics", "--scrapes", "1"],
+]
+
+
+@pytest.mark.parametrize("argv", WRITING_COMMANDS, ids=lambda argv: " ".join(argv[:2]))
+@pytest.mark.parametrize(("store", "message"), [
+    ("file", "--store: {tmp}/file is not a folder"),
+    ("file/store", "--store: {tmp}/file/store cannot be a folder (a file is on its path)"),
+    ("/proc", "--store: /proc cannot be written ("),
+    ("/proc/goodput/store", "--store: /proc (where /proc/goodput/store would be made) cannot be written ("),
+    ("", "--store: empty"),
+])
+def test_a_store_that_cannot_be_written_is_refused_before_any_work(capsys, tmp_path, no_work, argv, store,
+                                                                   message):
+    (tmp_path / "file").write_text("I am a file\n")
+    where = store if store.startswith("/") or not store else str(tmp_path / store)
+    code, out, err = run_cli(capsys, *argv, "--store", where)
+    assert code == 2 and out == ""
+    assert err.startswith("goodput: error: " + message.format(tmp=tmp_path)) and err.count("\n") == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["file"]
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes into any folder whatever its mode")
+def test_a_read_only_store_is_refused_before_any_work(capsys, tmp_path, no_work):
+    store = tmp_path / "store"
+    (store / "runs").mkdir(parents=True)
+    (store / "runs").chmod(0o555)
+    code, _, err = run_cli(capsys, "simulate", "--preset", "demo", "--store", str(store))
+    assert code == 2 and err == f"goodput: error: --store: {store / 'runs'} cannot be written (Permission denied)\n"
+
+
+def test_a_store_not_made_yet_passes_the_check_and_the_check_leaves_nothing(tmp_path):
+    from engine.outputs import check_store
+
+    check_store(tmp_path / "new" / "store")
+    (tmp_path / "old" / "runs").mkdir(parents=True)
+    check_store(tmp_path / "old")
+    assert sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*")) == ["old", "old/runs"]
+
+
+def test_runs_skips_odd_files_with_one_warning_each(capsys, store_dir):
+    from tests.test_store import ODD_FILES, make_odd_files
+
+    store = Store(store_dir)
+    good = store.write_run(small_run("good"))
+    make_odd_files(store.runs_dir, store.path_of(good))
+    code, out, err = run_cli(capsys, "runs", "--store", str(store_dir), "--json")
+    assert code == 0 and [r["run_id"] for r in json.loads(out)] == [good]
+    lines = err.splitlines()
+    assert len(lines) == len(ODD_FILES) and all(line.startswith("goodput: warning: skipped runs/") for line in lines)
+    assert sorted(line.split(":")[2].strip().removeprefix("skipped runs/") for line in lines) == sorted(ODD_FILES)
+    code, out, err = run_cli(capsys, "runs", "--store", str(store_dir))
+    assert code == 0 and good in out and "my run" not in out and err.count("\n") == len(ODD_FILES)

@@ -1,6 +1,7 @@
 """Exports: CSV, JSON and Parquet round-trip to the same frame; the HTML holds every incident and loads nothing
 from the network; anonymised exports hold no name; files are written whole or not at all; the CLI."""
 
+import io
 import json
 import os
 import re
@@ -12,6 +13,7 @@ import pytest
 
 from engine.anonymise import KEY_FILE, pseudonym, store_key
 from engine.cli import main
+from engine.errors import GoodputError
 from engine.export import (
     EXPORT_SCHEMA,
     ExportError,
@@ -148,12 +150,43 @@ def test_write_export_never_leaves_a_partial_file(tmp_path, monkeypatch):
         raise OSError("disk full")
 
     monkeypatch.setattr(os, "replace", broken_replace)
-    with pytest.raises(OSError, match="disk full"):
-        write_export(target, b"new contents")
+    with pytest.raises(ExportError, match="out.csv: cannot be written \\(disk full\\)"):
+        write_export(target, b"new contents", force=True)
     assert target.read_bytes() == b"old" and sorted(p.name for p in tmp_path.iterdir()) == ["out.csv"]
     monkeypatch.undo()
-    write_export(target, b"new contents")
-    assert target.read_bytes() == b"new contents"
+    with pytest.raises(GoodputError, match="already exists; add --force"):
+        write_export(target, b"new contents")
+    write_export(target, b"new contents", force=True)
+    assert target.read_bytes() == b"new contents" and sorted(p.name for p in tmp_path.iterdir()) == ["out.csv"]
+
+
+def test_write_export_never_replaces_what_appeared_after_the_check(tmp_path, monkeypatch):
+    # the first check (the CLI's) passes; a file or link made at that path before the write is never replaced
+    import engine.export
+    from engine.outputs import check_target
+
+    calls = []
+
+    def first_check_passes(path, *, force, flag="--output"):
+        calls.append(path)
+        if len(calls) > 1:
+            check_target(path, force=force, flag=flag)
+
+    monkeypatch.setattr(engine.export, "check_target", first_check_passes)
+    target = tmp_path / "out.csv"
+    target.write_bytes(b"someone else's")
+    with pytest.raises(ExportError, match="already exists; add --force"):
+        write_export(target, b"ours")  # the hard link refuses
+    assert target.read_bytes() == b"someone else's"
+    victim = tmp_path / "victim"
+    victim.write_bytes(b"precious")
+    link = tmp_path / "link.csv"
+    link.symlink_to(victim)
+    calls.clear()
+    with pytest.raises(GoodputError, match="is a symbolic link"):
+        write_export(link, b"ours", force=True)  # checked again just before the rename
+    assert victim.read_bytes() == b"precious" and link.is_symlink()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["link.csv", "out.csv", "victim"]
 
 
 def test_unknown_format_and_damaged_files_are_clear_errors(frame):
@@ -195,7 +228,7 @@ def test_cli_filters_and_one_incident(capsys, store, tmp_path):
     assert document["filters"] == {"since_s": 43200.0, "until_s": 172800.0, "categories": ["GPU", "Network"],
                                    "planned": False}
     code, _, _ = run_cli(capsys, "export", "incidents", "--run", RUN_ID, "--format", "json", "--output", str(out),
-                         "--store", str(store.root), "--incident", "4", "--anonymise")
+                         "--store", str(store.root), "--incident", "4", "--anonymise", "--force")
     document = json.loads(out.read_text())
     assert code == 0 and [r["incident_id"] for r in document["incidents"]] == [4] and document["anonymised"]
     assert [s["what"] for s in document["chain"]].count("job interrupted") == 2
@@ -213,6 +246,140 @@ def test_cli_bad_input_exits_2_and_writes_nothing(capsys, store, tmp_path, argv,
                                 "--store", str(store.root), *argv)
     assert code == 2 and stdout == "" and err.startswith("goodput: error: ") and message in err
     assert list(tmp_path.glob("*.csv")) == [] and not any(p.name.startswith(".x.csv") for p in tmp_path.iterdir())
+
+
+# ----- --output checked before the run is read ----------------------------------------------------------
+
+
+def cli_export(capsys, store, output: str, *extra: str):
+    return run_cli(capsys, "export", "incidents", "--run", RUN_ID, "--format", "csv", "--output", output,
+                   "--store", str(store.root), *extra)
+
+
+@pytest.mark.parametrize(("output", "message"), [
+    ("", "--output: empty; give the name of a file to write"),
+    ("{tmp}", "--output: {tmp} is a folder; give the name of a file to write inside it"),
+    ("{tmp}/", "--output: {tmp}/ names a folder; give the name of a file to write inside it"),
+    ("{tmp}/missing/x.csv", "--output: folder {tmp}/missing does not exist"),
+    ("{tmp}/file.txt/x.csv", "--output: {tmp}/file.txt is not a folder"),
+    ("/dev/null", "--output: /dev/null is not a regular file (a device, FIFO or socket); Goodput writes only"
+                  " regular files"),
+    ("{tmp}/fifo", "--output: {tmp}/fifo is not a regular file (a device, FIFO or socket)"),
+    ("{tmp}/link.csv", "--output: {tmp}/link.csv is a symbolic link; Goodput does not write through links"),
+    ("{tmp}/dangling.csv", "--output: {tmp}/dangling.csv is a symbolic link"),
+    ("{tmp}/file.txt", "--output: {tmp}/file.txt already exists; add --force to replace it"),
+    ("/proc/incidents.csv", "--output: /proc cannot be written ("),
+])
+@pytest.mark.parametrize("force", [False, True])
+def test_a_bad_output_is_refused_before_the_run_is_read(capsys, tmp_path, monkeypatch, output, message, force):
+    import engine.export
+
+    if force and output.endswith("file.txt"):
+        return  # an existing regular file with --force is replaced: the next test
+    store = make_store(tmp_path / "store")
+    folder = tmp_path / "out"
+    folder.mkdir()
+    (folder / "file.txt").write_bytes(b"keep me")
+    os.mkfifo(folder / "fifo")
+    (folder / "link.csv").symlink_to(folder / "file.txt")
+    (folder / "dangling.csv").symlink_to(folder / "nowhere.csv")
+    before = {p.name: (p.lstat().st_mode, p.lstat().st_ino) for p in folder.iterdir()}
+    null = os.stat("/dev/null")
+
+    def read(*_, **__):
+        raise AssertionError("the run was read before --output was checked")
+
+    monkeypatch.setattr(engine.export, "export_run_incidents", read)
+    monkeypatch.setattr(store.__class__, "info", read)
+    code, out, err = cli_export(capsys, store, output.format(tmp=folder), *(["--force"] if force else []))
+    assert code == 2 and out == ""
+    assert err.startswith("goodput: error: " + message.format(tmp=folder)) and err.count("\n") == 1
+    assert {p.name: (p.lstat().st_mode, p.lstat().st_ino) for p in folder.iterdir()} == before  # nothing written
+    assert (folder / "file.txt").read_bytes() == b"keep me"
+    assert stat.S_ISCHR(os.stat("/dev/null").st_mode) and os.stat("/dev/null").st_rdev == null.st_rdev
+
+
+def test_force_replaces_an_existing_file_atomically(capsys, store, tmp_path):
+    out = tmp_path / "incidents.csv"
+    out.write_bytes(b"old export")
+    code, _, err = cli_export(capsys, store, str(out))
+    assert code == 2 and "already exists; add --force" in err and out.read_bytes() == b"old export"
+    code, _, _ = cli_export(capsys, store, str(out), "--force")
+    assert code == 0 and read_export(out.read_bytes(), "csv")[0].height == 5
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["incidents.csv", "store"]
+
+
+# ----- hostile names: CSV formula injection and HTML ------------------------------------------------------
+
+HOSTILE = ['=HYPERLINK("http://evil","x")', "<img src=x onerror=alert(1)>", '<a href="http://evil/">click</a>',
+           "![x](http://evil/i.png)",
+           "+cmd|' /C calc'!A0", "@SUM(1+1)*cmd", "-2+3", "\t=1", "'=already quoted"]
+
+
+def hostile_frame() -> pl.DataFrame:
+    frame = load_incidents(small_run().tables)
+    n = frame.height
+    return frame.with_columns(
+        hostname=pl.Series([HOSTILE[i % len(HOSTILE)] for i in range(n)]),
+        cause=pl.Series([HOSTILE[(i + 1) % len(HOSTILE)] for i in range(n)]),
+        category=pl.Series([HOSTILE[(i + 2) % len(HOSTILE)] for i in range(n)]),
+        job_names=pl.Series([[HOSTILE[(i + 3) % len(HOSTILE)]] for i in range(n)]),
+        users=pl.Series([[h] for h in HOSTILE[:n]]))
+
+
+def test_csv_export_neutralises_formulas_and_reads_back_the_original():
+    import csv
+
+    frame = hostile_frame()
+    data = export_incidents(frame, "csv", run_info={"started_at": STARTED_AT})
+    rows = list(csv.DictReader(io.StringIO(data.decode(), newline="")))
+    for row, hostname, cause in zip(rows, frame["hostname"], frame["cause"], strict=True):
+        for cell, original in ((row["hostname"], hostname), (row["cause"], cause)):
+            assert cell[0] not in "=+-@\t\r", cell
+            assert cell == (("'" + original) if original[0] in "=+-@\t\r'" else original)
+        assert row["users"].startswith("[")  # a JSON array: text to a spreadsheet
+    assert rows[0]["t_s"] == "36000.0" and rows[0]["incident_id"] == "1"  # numbers stay numbers, unquoted
+    assert '"\'=HYPERLINK(""http://evil"",""x"")"' in data.decode()  # quoted, with its leading quote
+    back, _ = read_export(data, "csv")
+    assert back.equals(export_frame(frame, STARTED_AT))  # the original text, every cell
+
+
+def test_csv_keeps_negative_numbers_as_numbers():
+    frame = pl.DataFrame({"incident_id": [1], "t_s": [-5.0], "xid": [-1], "cause": ["-5"], "planned": [False]})
+    line = export_incidents(frame, "csv").decode().splitlines()[1]
+    assert line.startswith("1,,-5.0,") and ",-1," in line and ",'-5," in line
+
+
+def test_json_and_parquet_keep_hostile_text_as_it_is():
+    frame = hostile_frame()
+    for fmt in ("json", "parquet"):
+        back, _ = read_export(export_incidents(frame, fmt, run_info={"started_at": STARTED_AT}), fmt)
+        assert back["hostname"].to_list() == frame["hostname"].to_list()
+        assert back["users"].to_list() == frame["users"].to_list()
+
+
+def test_html_report_escapes_every_data_string():
+    frame = hostile_frame()
+    chain = pl.DataFrame({"step": [1], "t_s": [36000.0], "what": [HOSTILE[1]], "detail": [HOSTILE[0]]})
+    page = export_incidents(frame, "html", run_info={"name": HOSTILE[1], "run_id": "sim-x",
+                                                     "started_at": STARTED_AT}, chain=chain).decode()
+    body = page.replace(plotly.offline.get_plotlyjs(), "")
+    assert "<img" not in body and "\\u003cimg" not in body  # neither in the tables nor in the charts' data
+    assert body.count("&lt;img src=x onerror=alert(1)&gt;") >= 3  # title, table rows, chain
+    assert "![x](http://evil/i.png)" in body  # HTML does not read Markdown: shown as it is, loads nothing
+    tags = set(re.findall(r"<([a-zA-Z][a-zA-Z0-9]*)", body))
+    assert tags <= {"html", "head", "meta", "title", "style", "body", "h1", "h2", "p", "b", "table", "thead",
+                    "tbody", "tr", "th", "td", "div", "script"}, tags
+
+
+def test_report_charts_give_plotly_escaped_text():
+    from engine.report_charts import by_cause_figure, timeline_figure
+
+    frame = export_frame(hostile_frame(), STARTED_AT)
+    for fig in (timeline_figure(frame), by_cause_figure(frame)):
+        shown = [str(v) for trace in fig.data for v in (*trace.y, trace.name, *(trace.text or ()))]
+        assert not any("<img" in v or "<a" in v for v in shown), shown
+        assert any("&lt;img src=x onerror=alert(1)&gt;" in v for v in shown)
 
 
 # ----- the report in a browser, offline ---------------------------------------------------------------------
@@ -245,3 +412,31 @@ def test_html_report_renders_offline_in_chromium(store, tmp_path):
             browser.close()
     assert charts == 2 and markers == 5 and rows == 5  # every incident drawn on the timeline and listed
     assert requested == [report.as_uri()]  # nothing but the file itself was loaded
+
+
+@pytest.mark.browser
+def test_hostile_names_in_the_html_report_stay_text_in_chromium(tmp_path):
+    if not os.path.exists(CHROMIUM):
+        pytest.skip(f"{CHROMIUM} is missing: install Debian's chromium (apt-get install -y chromium)")
+    sync_api = pytest.importorskip("playwright.sync_api")
+    report = tmp_path / "report.html"
+    write_export(report, export_incidents(hostile_frame(), "html", run_info={"name": HOSTILE[1],
+                                                                             "started_at": STARTED_AT}))
+    requested, dialogs = [], []
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_context(offline=True).new_page()
+            page.on("request", lambda r: requested.append(r.url))
+            page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+            page.goto(report.as_uri())
+            page.wait_for_selector(".plotly-graph-div .main-svg", timeout=20000)
+            images = page.locator("img, svg image").count()
+            links = page.locator("a[href*='evil'], svg a").count()
+            hosts = page.locator("table.incidents tbody tr td:nth-child(7)").all_inner_texts()
+            ticks = page.locator(".plotly-graph-div .ytick text").evaluate_all("els => els.map(e => e.textContent)")
+        finally:
+            browser.close()
+    assert images == 0 and links == 0 and dialogs == [] and requested == [report.as_uri()]
+    assert hosts == [HOSTILE[i % len(HOSTILE)] for i in range(len(hosts))] and len(hosts) == 5
+    assert "<img src=x onerror=alert(1)>" in ticks  # the cause, shown as its own characters

@@ -2,6 +2,7 @@
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -152,26 +153,34 @@ def test_sigkill_mid_write_leaves_no_run_and_readers_keep_reading(tmp_path):
                               stdout=subprocess.PIPE, text=True)
     try:
         assert writer.stdout.readline().strip() == "writing"
-        # a reader beside the writer: lists, opens and queries the finished run while the new one is written
+        # a reader beside the writer: lists, opens and queries the finished run while the new one is written;
+        # each listing sweeps partial files, and never the live writer's
         for _ in range(5):
             assert [i.run_id for i in store.list_runs()] == [existing]
             assert store.table(existing, "hosts").height == 2
             assert json.loads(json.dumps(store.info(existing).summary)) == {"job": {"ettr": 0.9}}
+            assert store.sweep_partials() == []
+        live = sorted(p.name for p in store.runs_dir.iterdir() if p.name.startswith(".partial-sim-doomed"))
+        assert {"duckdb", "lock"} <= {name.rsplit(".", 1)[1] for name in live}  # and DuckDB's .wal, maybe
         writer.send_signal(signal.SIGKILL)
         writer.wait(timeout=30)
     finally:
         if writer.poll() is None:
             writer.kill()
     assert writer.returncode == -signal.SIGKILL
+    # the dead writer's files are still there (nothing has used the store since), and invisible to readers
+    assert sorted(p.name for p in store.runs_dir.iterdir() if p.name.startswith(".partial-")) == live
+    assert Store(tmp_path).run_ids() == [existing]
+    # the next use of the store removes them, at once (not after a day)
     assert [i.run_id for i in store.list_runs()] == [existing]
     assert not store.path_of("sim-doomed").exists()
-    # the orphaned partial file is invisible, and the next write works beside it
-    assert any(p.name.startswith(".partial-sim-doomed") for p in store.runs_dir.iterdir())
+    assert sorted(p.name for p in store.runs_dir.iterdir()) == [f"{existing}.duckdb"]
     later = store.write_run(small_run("later"))
     assert {i.run_id for i in store.list_runs()} == {existing, later}
 
 
-def test_stale_partials_are_swept(tmp_path):
+def test_partials_without_a_lock_file_are_swept_only_when_a_day_old(tmp_path):
+    # written by a Goodput from before the lock files: whether their writer lives cannot be told
     store = Store(tmp_path)
     store.runs_dir.mkdir(parents=True)
     stale = store.runs_dir / ".partial-sim-old.123.duckdb"
@@ -182,6 +191,90 @@ def test_stale_partials_are_swept(tmp_path):
     fresh.write_bytes(b"half")
     store.write_run(small_run())
     assert not stale.exists() and fresh.exists()
+
+
+HOLDER = textwrap.dedent("""
+    import fcntl, os, sys, time
+    fd = os.open(sys.argv[1], os.O_RDONLY)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    print("holding", flush=True)
+    sys.stdin.readline()
+""")
+
+
+def test_a_partial_is_swept_exactly_when_no_process_holds_its_lock(tmp_path):
+    store = Store(tmp_path)
+    store.runs_dir.mkdir(parents=True)
+    base = store.runs_dir / ".partial-sim-x.77.0123456789ab"
+    files = [Path(f"{base}{suffix}") for suffix in (".lock", ".duckdb", ".duckdb.wal")]
+    for path in files:
+        path.write_bytes(b"x")
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(files[0])], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "holding"
+        assert store.sweep_partials() == [] and all(p.exists() for p in files)
+        assert store.list_runs() == [] and all(p.exists() for p in files)
+    finally:
+        holder.communicate("done\n", timeout=30)
+    assert sorted(store.sweep_partials()) == sorted(files)  # lock file, data and WAL: all of them
+    assert list(store.runs_dir.iterdir()) == []
+
+
+ODD_FILES = {
+    "my run.duckdb": "the name is not a run id",
+    "sim-text.duckdb": "cannot open as a Goodput run",
+    "sim-foreign.duckdb": "not a Goodput run file (no meta table)",
+    "sim-norunstable.duckdb": "not a Goodput run file (no readable runs table",
+    "sim-badversion.duckdb": "schema version banana",
+    "sim-folder.duckdb": "cannot open as a Goodput run",
+}
+
+
+def make_odd_files(runs_dir: Path, good: Path) -> None:
+    (runs_dir / "my run.duckdb").write_bytes(good.read_bytes())  # a good run under a name that is not a run id
+    (runs_dir / "sim-text.duckdb").write_bytes(b"not a duckdb file at all\n" * 50)
+    con = duckdb.connect(str(runs_dir / "sim-foreign.duckdb"))
+    con.execute("CREATE TABLE x (a INTEGER)")
+    con.close()
+    con = duckdb.connect(str(runs_dir / "sim-norunstable.duckdb"))
+    con.execute("CREATE TABLE meta (key VARCHAR, value VARCHAR)")
+    con.execute("INSERT INTO meta VALUES ('schema_version', ?)", [str(SCHEMA_VERSION)])
+    con.close()
+    shutil.copyfile(good, runs_dir / "sim-badversion.duckdb")
+    con = duckdb.connect(str(runs_dir / "sim-badversion.duckdb"))
+    con.execute("UPDATE meta SET value = 'banana' WHERE key = 'schema_version'")
+    con.close()
+    (runs_dir / "sim-folder.duckdb").mkdir()
+
+
+def test_odd_files_in_runs_are_skipped_with_why_and_the_rest_still_listed(tmp_path):
+    store = Store(tmp_path)
+    good = store.write_run(small_run("good"))
+    make_odd_files(store.runs_dir, store.path_of(good))
+    runs, skipped = store.scan()
+    assert [i.run_id for i in runs] == [good] and store.list_runs() == runs
+    assert sorted(s.name for s in skipped) == sorted(ODD_FILES)
+    for odd in skipped:
+        assert ODD_FILES[odd.name] in odd.reason, odd
+        assert str(store.runs_dir) not in odd.reason  # named by its file name once, in `name`
+        assert odd.run_id == (None if " " in odd.name else odd.name.removesuffix(".duckdb"))
+    assert "my run" not in store.run_ids() and good in store.run_ids()
+    assert store.table(good, "hosts").height == 2
+    # a skipped file with a run id can be deleted like any run; the others stay skipped
+    store.delete_run("sim-text")
+    assert "sim-text.duckdb" not in {s.name for s in store.scan()[1]}
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads every file whatever its mode")
+def test_an_unreadable_run_file_is_skipped(tmp_path):
+    store = Store(tmp_path)
+    good = store.write_run(small_run("good"))
+    other = store.write_run(small_run("other"))
+    store.path_of(other).chmod(0)
+    runs, skipped = store.scan()
+    assert [i.run_id for i in runs] == [good]
+    assert [(s.name, s.run_id) for s in skipped] == [(f"{other}.duckdb", other)]
 
 
 def test_append_is_copy_on_write_and_readers_keep_their_version(tmp_path):
@@ -201,3 +294,9 @@ def test_append_is_copy_on_write_and_readers_keep_their_version(tmp_path):
         store.append_to_run(run_id, {"runs": pl.DataFrame({"run_id": ["x"]})})
     assert store.table(run_id, "gpu_samples").height == 2
     assert [p.name for p in store.runs_dir.iterdir()] == [f"{run_id}.duckdb"]
+
+
+def test_a_store_that_cannot_be_written_is_a_store_error(tmp_path):
+    (tmp_path / "runs").write_text("a file where the runs folder should be\n")
+    with pytest.raises(StoreError, match=r"cannot write run sim-x \(File exists\)"):
+        Store(tmp_path).write_run(small_run(run_id="sim-x"))
