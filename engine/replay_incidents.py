@@ -25,6 +25,7 @@ import polars as pl
 
 from engine import limits
 from engine.bounded_read import read_bounded
+from engine.csv_safety import restore_frame
 from engine.errors import GoodputError
 from engine.failures import CATEGORY, CAUSE_KEYS, NO_XID, Arrivals
 from engine.replay.bounds import longest_line
@@ -66,7 +67,8 @@ def read_incidents_bytes(data: bytes, fmt: str, *, where: str = "incidents file"
         except Exception as err:  # polars raises several types for a malformed CSV
             first_line = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
             raise IncidentsFileError(f"{where}: not a readable incidents CSV ({first_line})") from err
-        return frame.with_row_index("line", offset=2), {}, "csv"
+        # The export quoted text cells that start like a formula (engine/csv_safety.py): read back the original.
+        return restore_frame(frame).with_row_index("line", offset=2), {}, "csv"
     if fmt != "json":
         raise IncidentsFileError(f"{where}: an incidents file is CSV or JSON, not {fmt!r}")
     document = _load_json(data, where)

@@ -198,3 +198,14 @@ def test_the_replay_command_forks_an_export_under_other_settings(exported, tmp_p
     assert main(["replay", str(csv_path), "--format", "incidents", "--preset", "demo", *sets, "--store",
                  str(store.root), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["interruptions"]["total"] == original["interruptions"]["total"]
+
+
+def test_a_csv_cell_the_export_quoted_against_formulas_reads_back_as_written(tmp_path):
+    # engine/csv_safety.py puts one quote before text that starts like a formula (or with a quote); replay drops
+    # exactly that one quote, so a quoted cell and its original replay alike.
+    plain, quoted = tmp_path / "plain.csv", tmp_path / "quoted.csv"
+    plain.write_text(HEADER + "12,12,ssd,false,1,,\n")
+    quoted.write_text(HEADER + "12,12,'ssd,false,1,,\n")
+    one, other = replay_incidents(plain, preset="demo"), replay_incidents(quoted, preset="demo")
+    assert other.tables["incidents"]["cause"].to_list() == ["ssd"]
+    assert one.tables["incidents"].equals(other.tables["incidents"])
