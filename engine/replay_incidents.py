@@ -28,7 +28,7 @@ from engine.bounded_read import read_bounded
 from engine.csv_safety import restore_frame
 from engine.errors import GoodputError
 from engine.failures import CATEGORY, CAUSE_KEYS, NO_XID, Arrivals
-from engine.replay.bounds import longest_line
+from engine.replay.bounds import check_text
 from engine.run import Run
 from engine.scenario import Scenario, build, from_dict
 
@@ -61,7 +61,8 @@ def read_incidents_bytes(data: bytes, fmt: str, *, where: str = "incidents file"
         raise IncidentsFileError(f"{where}: larger than Goodput's limit of {limits.MAX_INPUT_BYTES:,} bytes"
                                  " (engine/limits.py)")
     if fmt == "csv":
-        _check_csv_size(data, where)
+        # at most MAX_INCIDENTS rows (and a header) and MAX_LINE_BYTES a line, counted before Polars reads them
+        check_text(where, data, limits.MAX_INCIDENTS + 1, "lines (incidents and a header)", IncidentsFileError)
         try:
             frame = pl.read_csv(io.BytesIO(data), infer_schema=False)
         except Exception as err:  # polars raises several types for a malformed CSV
@@ -93,18 +94,6 @@ def read_incidents_bytes(data: bytes, fmt: str, *, where: str = "incidents file"
                               else str(r[c]) for r in records] for c in columns},
                          schema=dict.fromkeys(columns, pl.String))
     return frame.with_row_index("line", offset=1), {k: v for k, v in document.items() if k != "incidents"}, "json"
-
-
-def _check_csv_size(data: bytes, where: str) -> None:
-    """At most MAX_INCIDENTS rows and MAX_LINE_BYTES a line, counted on the bytes before Polars reads them."""
-    rows = data.count(b"\n") + (0 if data.endswith(b"\n") else 1) - 1  # lines after the header
-    if rows > limits.MAX_INCIDENTS:
-        raise IncidentsFileError(f"{where}: {rows:,} rows, over Goodput's limit of {limits.MAX_INCIDENTS:,}"
-                                 " incidents (engine/limits.py)")
-    longest, line = longest_line(data)
-    if longest > limits.MAX_LINE_BYTES:
-        raise IncidentsFileError(f"{where}, line {line:,}: {longest:,} bytes long, over Goodput's limit of "
-                                 f"{limits.MAX_LINE_BYTES:,} bytes a line (engine/limits.py)")
 
 
 def _load_json(data: bytes, where: str):

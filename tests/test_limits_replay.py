@@ -274,7 +274,7 @@ def test_incident_counts_are_bounded(monkeypatch):
     with pytest.raises(GoodputError, match="x.json: incidents: 3 records, over Goodput's limit of 2"):
         read_incidents_bytes(incidents_json(incidents=[RECORD] * 3), "json", where="x.json")
     csv = b"t_s,cause,planned,host_id\n" + b"1,faulty_gpu,false,1\n" * 5
-    with pytest.raises(GoodputError, match="x.csv: 5 rows, over Goodput's limit of 2 incidents"):
+    with pytest.raises(GoodputError, match=r"x.csv: 6 lines, over Goodput's limit of 3 lines \(incidents and a header\)"):
         read_incidents_bytes(csv, "csv", where="x.csv")
 
 

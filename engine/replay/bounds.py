@@ -19,15 +19,17 @@ _SLICE = 64 * 1024 * 1024  # bytes scanned at once for newlines: bounds the scan
 SECONDS_PER_DAY = 86_400.0
 
 
-def check_text(source: str, data: bytes) -> None:
-    """Refuse a file with more lines than MAX_TRACE_LINES or a line longer than MAX_LINE_BYTES."""
+def check_text(source: str, data: bytes, max_lines: int | None = None, what: str = "lines in one trace",
+               error: type[GoodputError] = GoodputError) -> None:
+    """Refuse a file with more lines than `max_lines` (default MAX_TRACE_LINES; `what` names them) or a line
+    longer than MAX_LINE_BYTES."""
+    max_lines = limits.MAX_TRACE_LINES if max_lines is None else max_lines
     lines = data.count(b"\n") + (0 if data.endswith(b"\n") else 1)
-    if lines > limits.MAX_TRACE_LINES:
-        raise GoodputError(f"{source}: {lines:,} lines, over Goodput's limit of {limits.MAX_TRACE_LINES:,} lines"
-                           " in one trace (engine/limits.py)")
+    if lines > max_lines:
+        raise error(f"{source}: {lines:,} lines, over Goodput's limit of {max_lines:,} {what} (engine/limits.py)")
     longest, line = longest_line(data)
     if longest > limits.MAX_LINE_BYTES:
-        raise GoodputError(f"{source}, line {line:,}: {longest:,} bytes long, over Goodput's limit of "
+        raise error(f"{source}, line {line:,}: {longest:,} bytes long, over Goodput's limit of "
                            f"{limits.MAX_LINE_BYTES:,} bytes a line (engine/limits.py)")
 
 
