@@ -124,10 +124,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     import streamlit as st
     from starlette.middleware import Middleware
 
+    from dashboard.preload import preload_and_freeze
+
     os.environ[auth.LOGIN_ENV] = auth.REQUIRED if login else "off"
     store = os.environ.get("GOODPUT_STORE", "data/store")
     print(f"Goodput dashboard on http://{args.host}:{args.port} (store {store}; login "
           f"{'required' if login else 'off: loopback only'})", file=sys.stderr)
+    preload_and_freeze()  # long GC pauses held every answer under load (dashboard/preload.py)
     st.App(args.app, middleware=[Middleware(SecurityHeaders)]).run(config={
         "server.port": args.port,
         "server.address": args.host,

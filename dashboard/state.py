@@ -16,6 +16,7 @@ import duckdb
 import polars as pl
 import streamlit as st
 
+from dashboard.text import code
 from engine.store import DEFAULT_STORE, RunInfo, Store, StoreError, check_schema_version, query_frame
 
 RUN_PARAM = "run"
@@ -97,33 +98,21 @@ def _query(root: str, run_id: str, version: int, sql: str, params: tuple) -> pl.
 
 @dataclass(frozen=True)
 class Unreadable:
-    """A run file in the store that cannot be read (corrupt, foreign, or from another schema version)."""
+    """A file in the store's runs/ that is not a readable run (corrupt, foreign, misnamed, another schema)."""
 
-    run_id: str
+    run_id: str | None  # None when the file's name is not a run id: it cannot be deleted from the dashboard
     error: str
+    name: str  # the file's name in runs/
 
 
 def scan_runs() -> tuple[list[RunInfo], list[Unreadable]]:
     """Every run of the store, newest first, and the files among them that cannot be read, with why.
 
     One bad file must not take the dashboard down: it is reported (and can be deleted on the Data page)
-    while every other run stays usable.
+    while every other run stays usable. Store.scan also sweeps what killed writers left behind.
     """
-    s = store()
-    good: list[RunInfo] = []
-    bad: list[Unreadable] = []
-    for run_id in s.run_ids():
-        try:
-            good.append(s.info(run_id))
-        except FileNotFoundError:  # deleted between listing and reading
-            continue
-        except StoreError as err:
-            if not s.path_of(run_id).exists():  # the same race, reported by the store in its own words
-                continue
-            bad.append(Unreadable(run_id, str(err)))
-        except (duckdb.Error, OSError, ValueError, TypeError) as err:
-            bad.append(Unreadable(run_id, str(err)))
-    return good, bad
+    good, skipped = store().scan()
+    return good, [Unreadable(s.run_id, s.reason, s.name) for s in skipped]
 
 
 def list_runs() -> list[RunInfo]:
@@ -148,7 +137,7 @@ def sidebar_run_selector() -> RunInfo | None:
     """The run picker shown on every page; its choice lives in the URL so a link reproduces the view."""
     runs, unreadable = scan_runs()
     if unreadable:
-        names = ", ".join(u.run_id for u in unreadable[:3]) + (" …" if len(unreadable) > 3 else "")
+        names = ", ".join(code(u.name) for u in unreadable[:3]) + (" …" if len(unreadable) > 3 else "")
         st.sidebar.warning(
             f"{len(unreadable)} run file(s) cannot be read ({names}); see the Data page.",
             icon=":material/warning:",
@@ -162,7 +151,7 @@ def sidebar_run_selector() -> RunInfo | None:
     ids = list(by_id)
     wanted = st.query_params.get(RUN_PARAM)
     if wanted and wanted not in by_id:
-        st.sidebar.warning(f"Run `{wanted}` is not in the store (deleted?); showing the newest run instead.")
+        st.sidebar.warning(f"Run {code(wanted)} is not in the store (deleted?); showing the newest run instead.")
     # the URL wins over the widget's remembered value, so a pasted link shows the run it names; a pick in the
     # widget reaches the URL first through `_on_pick`, so it is not undone here
     if wanted in by_id:

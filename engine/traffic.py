@@ -212,9 +212,9 @@ class NetworkTraffic:
                                         "slowdown": np.maximum.reduceat(slowdown(loads.bottleneck), starts)}))
         frame = pl.concat(frames) if frames else pl.DataFrame(schema={"t_s": pl.Float64, "job": pl.Int32,
                                                                       "slowdown": pl.Float64})
-        names = pl.Series(self.job_ids, dtype=pl.String)
-        return frame.select("t_s", job_id=pl.col("job").map_batches(lambda j: names.gather(j),
-                                                                    return_dtype=pl.String), slowdown="slowdown")
+        names = pl.Series("job_id", self.job_ids, dtype=pl.String)
+        # a gather on the collected column, not a map_batches callback inside the plan (issue 12's deadlock)
+        return frame.select("t_s", names.gather(frame["job"]), "slowdown")
 
     def samples(self, links: str = "all") -> Iterator[pl.DataFrame]:
         """The link_samples table in blocks of samples. `links` (network.link_samples): all, every link at

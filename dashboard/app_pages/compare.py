@@ -10,6 +10,7 @@ import streamlit as st
 from dashboard import state
 from dashboard.charts import compare as charts
 from dashboard.queries import compare as queries
+from dashboard.text import md
 
 st.title("Compare")
 runs = state.list_runs()
@@ -57,7 +58,7 @@ if timeline.is_empty():
 else:
     missing = [label for label in labels if label not in set(timeline["run"].to_list())]
     st.caption("The flagship job's productive share of the time since it started (Kokolis et al.'s ETTR)."
-               + (f" No flagship job in: {', '.join(missing)}." if missing else ""))
+               + (f" No flagship job in: {', '.join(map(md, missing))}." if missing else ""))
     st.plotly_chart(charts.ettr_over_time(timeline, [lb for lb in labels if lb not in missing]), width="stretch")
 
 st.subheader("Interruptions by cause")

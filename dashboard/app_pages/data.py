@@ -10,8 +10,9 @@ import shlex
 import polars as pl
 import streamlit as st
 
-from dashboard import state, uploads
+from dashboard import auth, state, uploads
 from dashboard.charts.common import fmt_int
+from dashboard.text import code, md
 from engine.errors import GoodputError
 from engine.replay.settings import MODES
 
@@ -62,26 +63,29 @@ def run_import(what: str, work) -> None:
     """Run an import; on success remember the new run and rerun (the list above then shows it), on bad input
     show the parser's words (they name the file and line) where the button was."""
     try:
+        auth.require(auth.Role.OPERATOR)
         with st.spinner(f"{what}…"):
             imported = work()
     except GoodputError as err:
-        st.error(f"Nothing was imported: {err}", icon=":material/error:")
+        st.error(f"Nothing was imported: {md(err)}", icon=":material/error:")
         return
     st.session_state[IMPORTED_KEY] = imported
     st.rerun()
 
 
 def delete(run_id: str) -> None:
+    auth.require(auth.Role.OPERATOR)
     try:
         state.store().delete_run(run_id)
-        st.session_state[DONE_KEY] = ("success", f"Deleted run `{run_id}`.")
+        st.session_state[DONE_KEY] = ("success", f"Deleted run {code(run_id)}.")
     except (OSError, state.StoreError) as err:
-        st.session_state[DONE_KEY] = ("error", f"Could not delete run `{run_id}`: {err}")
+        st.session_state[DONE_KEY] = ("error", f"Could not delete run {code(run_id)}: {md(err)}")
     state.forget_run(run_id)
     st.session_state.pop(CONFIRM_KEY, None)
 
 
 st.title("Data")
+may_write = auth.can(auth.Role.OPERATOR)  # imports and deletes: operators only, where login is on
 store = state.store()
 runs, unreadable = state.scan_runs()
 done = st.session_state.pop(DONE_KEY, None)
@@ -91,7 +95,7 @@ if done:
 # ----- the runs in the store --------------------------------------------------------------------------------
 st.subheader("Runs in the store")
 st.caption(
-    f"Store: `{store.root}` · {fmt_int(len(runs))} run(s), newest first. Every run is one DuckDB file; "
+    f"Store: {code(store.root)} · {fmt_int(len(runs))} run(s), newest first. Every run is one DuckDB file; "
     "the dashboard reads it while the command line writes new ones."
 )
 if runs:
@@ -109,23 +113,24 @@ if runs:
         },
     )
 else:
-    st.info(f"No runs in `{store.root}` yet: make one with the commands below.")
+    st.info(f"No runs in {code(store.root)} yet: make one with the commands below.")
+if unreadable:  # one odd file in runs/ never hides the others: it is listed here, and skipped everywhere else
+    st.warning(f"{len(unreadable)} file(s) in the store were skipped:", icon=":material/warning:")
 for bad in unreadable:
-    st.error(
-        f"Run file `{bad.run_id}` cannot be read: {bad.error}. Delete it below, or re-create the run.",
-        icon=":material/error:",
-    )
+    remedy = ("Delete it below, or re-create the run." if bad.run_id else
+              "Rename or remove it in the store's runs/ folder.")
+    st.error(f"File {code(bad.name)} cannot be read as a run: {md(bad.error)}. {remedy}", icon=":material/error:")
 
 # ----- delete, in two steps ---------------------------------------------------------------------------------
-deletable = [r.run_id for r in runs] + [b.run_id for b in unreadable]
-if deletable:
+deletable = [r.run_id for r in runs] + [b.run_id for b in unreadable if b.run_id]
+if deletable and may_write:
     st.subheader("Delete a run")
     pending = st.session_state.get(CONFIRM_KEY)
     if pending not in deletable:
         pending = None
         st.session_state.pop(CONFIRM_KEY, None)
     names = {r.run_id: f"{r.name} · {r.kind} · {r.run_id}" for r in runs} | {
-        b.run_id: f"(unreadable) {b.run_id}" for b in unreadable
+        b.run_id: f"(unreadable) {b.run_id}" for b in unreadable if b.run_id
     }
     if st.session_state.get(VICTIM_KEY) not in deletable:  # first visit, or the last pick was deleted
         selected = st.query_params.get(state.RUN_PARAM)
@@ -143,7 +148,7 @@ if deletable:
     )
     if pending:
         st.warning(
-            f"Delete **{names[pending]}**? Its file is removed from the store; this cannot be undone.",
+            f"Delete **{md(names[pending])}**? Its file is removed from the store; this cannot be undone.",
             icon=":material/warning:",
         )
         yes, no, _ = st.columns([1, 1, 4])
@@ -157,39 +162,45 @@ if imported is not None:
     counted = {"jobs": "jobs", "hosts": "hosts", "gpus": "GPUs", "samples": "samples", "xid_events": "XID events"}
     counts = ", ".join(f"{imported.summary[k]:,} {label}" for k, label in counted.items()
                        if isinstance(imported.summary.get(k), int))
-    st.success(f"Imported **{imported.name}** as run `{imported.run_id}` ({imported.kind}"
+    st.success(f"Imported **{md(imported.name)}** as run {code(imported.run_id)} ({md(imported.kind)}"
                + (f": {counts}" if counts else "") + ").", icon=":material/check_circle:")
-    st.page_link("app_pages/overview.py", label=f"Open run {imported.run_id}", icon=":material/open_in_new:",
+    st.page_link("app_pages/overview.py", label=f"Open run {md(imported.run_id)}", icon=":material/open_in_new:",
                   query_params={state.RUN_PARAM: imported.run_id})
-st.caption(f"Up to {uploads.MAX_UPLOAD_MB} MB in all per import. Files are checked whole before anything is "
-           "written: a file that does not parse is named with its line, and no run is made. Larger files: "
-           "the commands below.")
-telemetry_tab, trace_tab = st.tabs(["Telemetry: DCGM scrapes and kernel logs", "Job trace"])
-with telemetry_tab:
-    scrapes = st.file_uploader("DCGM exporter scrapes (Prometheus text, e.g. `curl host:9400/metrics`)",
-                               accept_multiple_files=True, key="upload_dcgm",
-                               max_upload_size=uploads.MAX_UPLOAD_MB)
-    logs = st.file_uploader("Kernel logs with NVIDIA XIDs (dmesg, dmesg -T, journalctl -k, /dev/kmsg, syslog)",
-                            accept_multiple_files=True, key="upload_logs",
-                            max_upload_size=uploads.MAX_UPLOAD_MB)
-    telemetry_name = st.text_input("Run name (optional)", key="upload_telemetry_name")
-    if st.button("Ingest into a new run", key="upload_ingest", icon=":material/upload:",
-                 disabled=not (scrapes or logs)):
-        run_import("Ingesting", lambda: uploads.import_telemetry(store, scrapes or [], logs or [],
-                                                                 name=telemetry_name.strip() or None))
-with trace_tab:
-    trace = st.file_uploader("Job trace: goodput CSV, Slurm `sacct --parsable2`, SWF, Alibaba openb pod list",
-                             key="upload_trace", max_upload_size=uploads.MAX_UPLOAD_MB)
-    left, right = st.columns(2)
-    trace_format = left.selectbox("Format", uploads.TRACE_FORMATS, key="upload_format",
-                                  help="auto tells the formats apart by their header and columns")
-    mode = right.radio("Replay", MODES, index=MODES.index("rescheduled"), horizontal=True, key="upload_mode",
-                       help="recorded: start times from the trace; rescheduled: submit times only, under this "
-                            "engine's scheduler")
-    trace_name = st.text_input("Run name (optional)", key="upload_trace_name")
-    if st.button("Replay into a new run", key="upload_replay", icon=":material/upload:", disabled=trace is None):
-        run_import("Replaying", lambda: uploads.import_trace(store, trace, fmt=trace_format, mode=mode,
-                                                             name=trace_name.strip() or None))
+if not may_write:
+    auth.missing(auth.Role.OPERATOR, "Importing files and deleting runs")
+else:
+    st.caption(f"Up to {uploads.MAX_UPLOAD_MB} MB in all per import. Files are checked whole before anything "
+               "is written: a file that does not parse is named with its line, and no run is made. Larger "
+               "files: the commands below.")
+    telemetry_tab, trace_tab = st.tabs(["Telemetry: DCGM scrapes and kernel logs", "Job trace"])
+    with telemetry_tab:
+        scrapes = st.file_uploader("DCGM exporter scrapes (Prometheus text, e.g. `curl host:9400/metrics`)",
+                                   accept_multiple_files=True, key="upload_dcgm",
+                                   max_upload_size=uploads.MAX_UPLOAD_MB)
+        logs = st.file_uploader("Kernel logs with NVIDIA XIDs (dmesg, dmesg -T, journalctl -k, /dev/kmsg, "
+                                "syslog)",
+                                accept_multiple_files=True, key="upload_logs",
+                                max_upload_size=uploads.MAX_UPLOAD_MB)
+        telemetry_name = st.text_input("Run name (optional)", key="upload_telemetry_name")
+        if st.button("Ingest into a new run", key="upload_ingest", icon=":material/upload:",
+                     disabled=not (scrapes or logs)):
+            run_import("Ingesting", lambda: uploads.import_telemetry(store, scrapes or [], logs or [],
+                                                                     name=telemetry_name.strip() or None))
+    with trace_tab:
+        trace = st.file_uploader("Job trace: goodput CSV, Slurm `sacct --parsable2`, SWF, Alibaba openb pod "
+                                 "list",
+                                 key="upload_trace", max_upload_size=uploads.MAX_UPLOAD_MB)
+        left, right = st.columns(2)
+        trace_format = left.selectbox("Format", uploads.TRACE_FORMATS, key="upload_format",
+                                      help="auto tells the formats apart by their header and columns")
+        mode = right.radio("Replay", MODES, index=MODES.index("rescheduled"), horizontal=True,
+                           key="upload_mode", help="recorded: start times from the trace; rescheduled: submit "
+                                                   "times only, under this engine's scheduler")
+        trace_name = st.text_input("Run name (optional)", key="upload_trace_name")
+        if st.button("Replay into a new run", key="upload_replay", icon=":material/upload:",
+                     disabled=trace is None):
+            run_import("Replaying", lambda: uploads.import_trace(store, trace, fmt=trace_format, mode=mode,
+                                                                 name=trace_name.strip() or None))
 
 # ----- adding runs ------------------------------------------------------------------------------------------
 st.subheader("Add runs from a terminal")

@@ -17,8 +17,10 @@ from dashboard import state
 from dashboard.charts import gpus as charts
 from dashboard.charts.common import fmt_duration, fmt_time
 from dashboard.charts.racks import STATE_ORDER
+from dashboard.charts.text_exprs import time_text
 from dashboard.queries import gpus as queries
 from dashboard.queries.racks import parse_t, state_time
+from dashboard.text import md
 from engine.store import RunInfo
 
 TELEMETRY_POINTS = 500  # buckets drawn for one GPU, whatever the run's length
@@ -31,8 +33,7 @@ T = TypeVar("T")
 def times(frame: pl.DataFrame, run: RunInfo, *columns: str) -> pl.DataFrame:
     """Seconds-since-start columns shown as UTC times (column `first_s` becomes `first`)."""
     return frame.with_columns(
-        pl.col(c).map_elements(lambda t: fmt_time(run.started_at, t), return_dtype=pl.String)
-        .alias(c.removesuffix("_s")) for c in columns).drop(*columns)
+        time_text(c, run.started_at).alias(c.removesuffix("_s")) for c in columns).drop(*columns)
 
 
 def health(run: RunInfo) -> Callable[[], None] | None:
@@ -224,8 +225,8 @@ def one_gpu(run: RunInfo, click: int | None) -> None:
         st.warning(f"GPU {gpu} is not in this run.")
         return
     row = info.row(0, named=True)
-    st.markdown(f"**GPU {gpu}**: index {row['gpu_index']} of host {row['hostname']} (rack {row['rack_id']}), "
-                f"{row['model']}, {row['uuid']}")
+    st.markdown(f"**GPU {gpu}**: index {row['gpu_index']} of host {md(row['hostname'])} (rack {row['rack_id']}), "
+                f"{md(row['model'])}, {md(row['uuid'])}")
     events = queries.gpu_events(run.run_id, gpu)
     st.markdown(f"**Events** ({events.height})")
     if events.is_empty():

@@ -13,10 +13,12 @@ URL: ?since=&until= (seconds from the run's start), ?causes=, ?categories=, ?rac
 import polars as pl
 import streamlit as st
 
-from dashboard import state
+from dashboard import auth, state
 from dashboard.charts import incidents as charts
 from dashboard.charts.common import fmt_duration, fmt_gpu_hours, fmt_int, fmt_pct, fmt_time
+from dashboard.charts.text_exprs import duration_text, time_text
 from dashboard.queries import incidents as queries
+from dashboard.text import code, md
 from engine.errors import GoodputError
 from engine.incidents import filter_incidents, summary_counts
 from engine.replay_incidents import replay_stored_run
@@ -36,7 +38,7 @@ hours = run.duration_s / 3600.0
 
 
 def with_time(column: str = "t_s", alias: str = "time") -> pl.Expr:
-    return pl.col(column).map_elements(lambda t: fmt_time(run.started_at, t), return_dtype=pl.String).alias(alias)
+    return time_text(column, run.started_at).alias(alias)
 
 
 # ----- filters --------------------------------------------------------------------------------------------
@@ -88,7 +90,7 @@ st.subheader("Interruptions")
 flagship = queries.flagship(run.run_id)
 days = ((until_s if until_s is not None else run.duration_s) - (since_s or 0.0)) / 86400.0
 figures = summary_counts(shown, days, job=flagship)
-what = f"interruptions of the flagship job `{flagship}`" if flagship else "every incident (no flagship job)"
+what = f"interruptions of the flagship job {code(flagship)}" if flagship else "every incident (no flagship job)"
 st.caption(f"Counted as the Llama 3 paper counts its 466: {what}, among the {shown.height:,} incidents the "
            f"filters keep ({everything.height:,} in the run), over {days:,.1f} days.")
 cols = st.columns(6)
@@ -177,21 +179,21 @@ chosen = st.selectbox("Incident (costliest first)", ids, key=state.seed(incident
 state.set_url("incident", "" if chosen is None else str(chosen))
 
 
-def after_fault(seconds: float) -> str:
+def after_fault_text(seconds: pl.Expr) -> pl.Expr:
     """How long after the fault a step came; the checkpoint a job restarts from came before it."""
-    return fmt_duration(seconds) if seconds >= 0 else f"{fmt_duration(-seconds)} before"
+    return pl.when(seconds < 0).then(duration_text(-seconds) + " before").otherwise(duration_text(seconds))
 
 
 def drill_down(incident_id: int) -> None:
     row = by_id[incident_id]
     detail = queries.detail(run.run_id, incident_id)
     cols = st.columns(4)
-    cols[0].metric("Cause", row["cause"])
-    cols[1].metric("Category", row["category"] or "–")
+    cols[0].metric("Cause", md(row["cause"]))
+    cols[1].metric("Category", md(row["category"] or "–"))
     cols[2].metric("Cost", fmt_gpu_hours(detail.gpu_hours_lost),
                    help="GPU-hours of lost work and restart time across every job it hit")
     cols[3].metric("Detected after", fmt_duration(row["detected_s"] - row["t_s"]))
-    where = [f"host {row['hostname']} (rack {row['rack_id']})" if row["hostname"] else None,
+    where = [f"host {md(row['hostname'])} (rack {row['rack_id']})" if row["hostname"] else None,
              f"GPU {row['gpu_id']}" if row["gpu_id"] is not None else None,
              f"link {row['link_id']}" + (" (the rack switch's uplink: the whole rack)" if row["rack_wide"] else "")
              if row["link_id"] is not None else None,
@@ -201,7 +203,7 @@ def drill_down(incident_id: int) -> None:
     st.markdown("**Its chain**, in hours from the fault (a bar lasts until the next step)")
     st.plotly_chart(charts.chain_figure(detail.chain), width="stretch", key=f"incidents_chain:{incident_id}")
     st.dataframe(detail.chain.with_columns(
-        with_time(), (pl.col("t_s") - row["t_s"]).map_elements(after_fault, return_dtype=pl.String).alias("after")
+        with_time(), after_fault_text(pl.col("t_s") - row["t_s"]).alias("after")
     ).select("step", "time", "after", "what", "detail"), hide_index=True, width="stretch")
 
     st.markdown("**Blast radius**")
@@ -212,7 +214,7 @@ def drill_down(incident_id: int) -> None:
     cols[3].metric("Lost work + restart", fmt_duration(detail.lost_work_s + detail.restart_s),
                    help="summed over the jobs hit; times each job's GPUs, it is the cost in GPU-hours")
     if detail.hosts:
-        st.caption("Hosts taken out of service: " + ", ".join(queries.hostnames(run.run_id, detail.hosts)))
+        st.caption("Hosts taken out of service: " + ", ".join(map(md, queries.hostnames(run.run_id, detail.hosts))))
     if detail.cost.height:
         st.dataframe(detail.cost.sort("gpu_hours_lost", descending=True), hide_index=True, width="stretch",
                      column_config={"gpu_hours_lost": st.column_config.NumberColumn("GPU-h lost", format="%.2f"),
@@ -260,7 +262,9 @@ def replay_section() -> None:
     changed = [s for s, old in zip(sets, (scenario["spares.hosts"], scenario["training.checkpoint_interval"],
                                           scenario["training.restart_overhead"]), strict=True)
                if float(s.split("=")[1].rstrip("s")) != float(old)]
-    if st.button("Replay with these settings", icon=":material/replay:", key=f"incidents_replay:{run.run_id}"):
+    if not auth.can(auth.Role.PLANNER):  # a replay is a simulation run on this server
+        auth.missing(auth.Role.PLANNER, "Replaying with other settings")
+    elif st.button("Replay with these settings", icon=":material/replay:", key=f"incidents_replay:{run.run_id}"):
         with st.status("Replaying the run's failures under " + ", ".join(sets) + " …", expanded=False) as status:
             try:
                 forked = replay_stored_run(state.store(), run.run_id, sets=sets,
@@ -270,7 +274,7 @@ def replay_section() -> None:
                                     f"{forked.summary['replayed']['planned']:,} planned stops", state="complete")
             except GoodputError as err:
                 status.update(label="The replay failed", state="error")
-                st.error(str(err))
+                st.error(md(err))
                 return
     new_id = st.query_params.get("replay")
     if not new_id or new_id == run.run_id:
@@ -278,7 +282,7 @@ def replay_section() -> None:
     try:
         forked_info = state.store().info(new_id)
     except (GoodputError, OSError):
-        st.warning(f"Run `{new_id}` (the replay) is not in the store any more.")
+        st.warning(f"Run {code(new_id)} (the replay) is not in the store any more.")
         return
     st.markdown("**The two runs side by side** (the flagship job's figures; cost: its losses at the run's price)")
     st.dataframe(queries.side_by_side(run, forked_info), hide_index=True, width="stretch")

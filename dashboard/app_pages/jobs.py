@@ -14,7 +14,9 @@ import streamlit as st
 from dashboard import exports, state
 from dashboard.charts import jobs as charts
 from dashboard.charts.common import fmt_duration, fmt_gpu_hours, fmt_int, fmt_pct, fmt_time
+from dashboard.charts.text_exprs import duration_text, time_text
 from dashboard.queries import jobs as queries
+from dashboard.text import md
 
 MAX_GANTT_ROWS = 500  # more rows than this stop being readable and slow the browser
 MAX_CHECKPOINT_MARKS = 3000  # past this the ticks merge into a bar anyway; every k-th is drawn
@@ -128,7 +130,7 @@ if reasons.is_empty():
                  "simulated run's research jobs only carry their submit and start times.")
 else:
     cols[1].plotly_chart(charts.wait_reasons(reasons), width="stretch", key="jobs_reasons")
-    cols[1].caption(" · ".join(f"{r}: {fmt_pct(s)} ({fmt_duration(w)} job-time)" for r, w, s, _ in reasons.iter_rows()))
+    cols[1].caption(" · ".join(f"{md(r)}: {fmt_pct(s)} ({fmt_duration(w)} job-time)" for r, w, s, _ in reasons.iter_rows()))
 
 # ----- utilisation and fragmentation -----------------------------------------------------------------------
 st.subheader("Utilisation and fragmentation")
@@ -186,17 +188,17 @@ st.query_params["job"] = job_id
 job = total.filter(pl.col("job_id") == job_id).row(0, named=True)
 cols = st.columns(5)
 cols[0].metric("GPUs", f"{job['gpus']:,g}")
-cols[1].metric("State", job["state"] or "–")
+cols[1].metric("State", md(job["state"] or "–"))
 cols[2].metric("Waited", fmt_duration(job["wait_s"]) if job["wait_s"] is not None else "not started")
 cols[3].metric("Attempts", fmt_int(job["attempts"]), f"{job['failures']} failed" if job["failures"] else None,
                delta_color="inverse")  # no red arrow for "0 failed"
 cols[4].metric("Lost work", fmt_gpu_hours(job["lost_gpu_hours"]))
-st.caption(f"{job['kind'] or 'job'} of {job['user'] or 'unknown user'}, priority {job['priority']}, submitted "
+st.caption(f"{md(job['kind'] or 'job')} of {md(job['user'] or 'unknown user')}, priority {job['priority']}, submitted "
            f"{fmt_time(run.started_at, job['submit_s'])}, {fmt_int(job['checkpoints'])} checkpoints")
 
 
 def _when(column: str) -> pl.Expr:
-    return pl.col(column).map_elements(lambda t: fmt_time(run.started_at, t), return_dtype=pl.String)
+    return time_text(column, run.started_at)
 
 
 attempts = queries.attempts(run.run_id, [job_id])
@@ -213,16 +215,16 @@ else:
     st.dataframe(shown.select("attempt", "start", "end", "end_reason", "lost_work_min", "hosts", "on_hosts"),
                  hide_index=True, width="stretch")
     reasons_ended = attempts.group_by("end_reason").len("attempts").sort("attempts", descending=True)
-    st.markdown("**End reasons**: " + ", ".join(f"{r} ({n})" for r, n in reasons_ended.iter_rows()))
+    st.markdown("**End reasons**: " + ", ".join(f"{md(r)} ({n})" for r, n in reasons_ended.iter_rows()))
 own_waits = queries.waits_of(run.run_id, job_id)
 if own_waits.is_empty():
     st.caption("No wait reasons recorded for this job." if job["wait_s"] else "It did not wait.")
 else:
     by_reason = own_waits.group_by("reason").agg(pl.col("waited_s").sum()).sort("waited_s", descending=True)
-    st.markdown("**Why it waited**: " + ", ".join(f"{r} ({fmt_duration(s)})" for r, s in by_reason.iter_rows()))
+    st.markdown("**Why it waited**: " + ", ".join(f"{md(r)} ({fmt_duration(s)})" for r, s in by_reason.iter_rows()))
     st.dataframe(own_waits.with_columns(_when("start_s").alias("from"), _when("end_s").alias("to"),
-                                        pl.col("waited_s").map_elements(fmt_duration, return_dtype=pl.String)
-                                        .alias("waited")).select("from", "to", "waited", "reason"),
+                                        duration_text("waited_s").alias("waited"))
+                 .select("from", "to", "waited", "reason"),
                  hide_index=True, width="stretch")
 hits = queries.incidents_of(run.run_id, job_id)
 if not hits.is_empty():

@@ -7,8 +7,11 @@ import streamlit as st
 
 from dashboard import state
 from dashboard.charts import network as charts
-from dashboard.charts.common import fmt_duration, fmt_gpu_hours, fmt_int, fmt_time
+from dashboard.charts import text_exprs
+from dashboard.charts.common import fmt_duration, fmt_gpu_hours, fmt_int
+from dashboard.charts.text_exprs import duration_text, tier_rank
 from dashboard.queries import network as queries
+from dashboard.text import code
 from engine.topology import FABRIC_TIERS
 
 UTILISATION_POINTS = 400  # time buckets drawn, whatever the run's length
@@ -30,7 +33,7 @@ def level_map(fabric: str) -> dict[str, int]:
 
 
 def time_text(column: str) -> pl.Expr:
-    return pl.col(column).map_elements(lambda t: fmt_time(run.started_at, t), return_dtype=pl.String)
+    return text_exprs.time_text(column, run.started_at)
 
 
 # ----- the fabric -----------------------------------------------------------------------------------------
@@ -47,7 +50,7 @@ else:
     cols[2].metric("Capacity", f"{tiers['capacity_gbps'].sum() / 1000:,.1f} Tbps", help="every link's capacity summed")
     cols[3].metric("Fabric", {"roce": "RoCE", "infiniband": "InfiniBand"}.get(fabric, "other"))
     st.plotly_chart(charts.tiers(tiers), width="stretch")
-    st.dataframe(tiers.sort(pl.col("tier").map_elements(lambda t: charts.tier_sort_key(t)[0], return_dtype=pl.Int64)),
+    st.dataframe(tiers.sort(tier_rank("tier"), "tier"),
                  hide_index=True, width="stretch", column_config={
                      c: st.column_config.NumberColumn(format="localized") for c in ("capacity_gbps", "min_link_gbps",
                                                                                  "max_link_gbps")})
@@ -120,8 +123,7 @@ def show_failed_links() -> None:
                     "its uplinks and core links)")
         st.dataframe(outages.with_columns(
             time_text("from_s").alias("down_at"),
-            (pl.col("until_s") - pl.col("from_s")).map_elements(fmt_duration, return_dtype=pl.String)
-            .alias("down_for"),
+            duration_text(pl.col("until_s") - pl.col("from_s")).alias("down_for"),
             pl.col("jobs_stopped").list.join(", "),
         ).select("down_at", "down_for", "links", "tiers", "a", "b", "jobs_stopped"), hide_index=True,
             width="stretch")
@@ -164,7 +166,7 @@ else:
                    help="by every job these incidents hit")
     st.dataframe(incidents.with_columns(
         time_text("t_s").alias("time"),
-        pl.col("out_s").map_elements(fmt_duration, return_dtype=pl.String).fill_null("not repaired")
+        duration_text("out_s").fill_null("not repaired")
         .alias("out_of_service"),
         pl.col("job_ids").list.join(", "),
     ).select("incident_id", "time", "out_of_service", "link_id", "tier", "a", "b", "hostname", "jobs_hit",
@@ -190,12 +192,13 @@ if not choice:
 other_tiers = queries.tiers(choice)
 other_fabric = fabric_of(other_tiers["tier"].to_list()) if not other_tiers.is_empty() else None
 if other_fabric is None or queries.sample_count(choice) == 0:
-    st.info(f"Run `{choice}` has no modelled fabric with link telemetry to compare.")
+    st.info(f"Run {code(choice)} has no modelled fabric with link telemetry to compare.")
     st.stop()
 labels = {run.run_id: f"{run.name} ({fabric})", choice: f"{by_id[choice].name} ({other_fabric})"}
 stats = pl.concat([queries.level_stats(r, level_map(f)).with_columns(run=pl.lit(labels[r]))
                    for r, f in ((run.run_id, fabric), (choice, other_fabric))])
-st.dataframe(stats.with_columns(pl.col("level").map_elements(lambda v: charts.LEVEL_NAMES[v], return_dtype=pl.String))
+st.dataframe(stats.with_columns(pl.col("level").replace_strict(dict(enumerate(charts.LEVEL_NAMES)),
+                                                               return_dtype=pl.String))
              .select("level", "run", "tier", "links", "mean_util", "hottest_link_mean", "max_util", "down_share"),
              hide_index=True, width="stretch")
 summaries = {run.run_id: network_summary, choice: (by_id[choice].summary or {}).get("network") or {}}

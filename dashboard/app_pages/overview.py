@@ -21,6 +21,7 @@ from dashboard.charts.common import (
 )
 from dashboard.queries import overview as q
 from dashboard.queries import summary as summaries
+from dashboard.text import md
 from engine.analytics import ettr_timeline
 from engine.store import RunInfo
 
@@ -41,10 +42,10 @@ def overview(run_id: str) -> None:
     flagship = q.flagship_job(run.run_id)
     end = run.started_at + timedelta(seconds=run.duration_s)
     st.caption(
-        f"**{run.name}** · {run.kind} · {run.started_at:%Y-%m-%d %H:%M} → {end:%Y-%m-%d %H:%M} UTC "
+        f"**{md(run.name)}** · {md(run.kind)} · {run.started_at:%Y-%m-%d %H:%M} → {end:%Y-%m-%d %H:%M} UTC "
         f"({run.duration_s / 86400:.1f} days) · {fmt_int(sizes['gpus'])} GPUs on {fmt_int(sizes['hosts'])} hosts"
         + (f" · seed {run.seed}" if run.seed is not None else "")
-        + (f" · flagship job **{flagship['name']}** on {fmt_int(flagship['gpus'])} GPUs" if flagship else "")
+        + (f" · flagship job **{md(flagship['name'])}** on {fmt_int(flagship['gpus'])} GPUs" if flagship else "")
     )
 
     # ----- headline figures -------------------------------------------------------------------------------------
@@ -144,7 +145,7 @@ def overview(run_id: str) -> None:
             for row in top.iter_rows(named=True):
                 if row["count"]:
                     st.markdown(
-                        f"- {cause_label(row['cause'])}: {row['count']:,} ({fmt_pct(row['count'] / total)})"
+                        f"- {md(cause_label(row['cause']))}: {row['count']:,} ({fmt_pct(row['count'] / total)})"
                     )
             mttf = summaries.number(summary, "job.mttf_hours")
             if mttf is not None:

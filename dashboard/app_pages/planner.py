@@ -9,8 +9,8 @@ import math
 
 import streamlit as st
 
+from dashboard import auth, state
 from dashboard import planner_model as model
-from dashboard import state
 from dashboard.charts import planner as charts
 from dashboard.charts.common import (
     LOSS_LABELS,
@@ -21,6 +21,7 @@ from dashboard.charts.common import (
     fmt_pct,
     fmt_usd,
 )
+from dashboard.text import md
 from engine.analytics import closed_form_ettr, young_daly_interval
 from engine.errors import GoodputError
 from engine.scenario import PRESETS, build
@@ -166,11 +167,14 @@ st.caption(f"Failure rate with the multipliers: {curve_args['rate_per_1000_node_
 st.plotly_chart(charts.ettr_curve(**curve_args), width="stretch")
 
 if scenario is None:
-    st.error(f"These settings do not make a valid scenario: {invalid}")
+    st.error(f"These settings do not make a valid scenario: {md(invalid)}")
     st.stop()
 st.download_button("Download scenario", scenario.to_toml(), file_name=f"planner-{preset}.toml",
                    mime="application/toml", on_click="ignore",
                    help="`goodput simulate --scenario FILE` runs it from the command line")
+may_plan = auth.can(auth.Role.PLANNER)  # simulations run on this server: planners only, where login is on
+if not may_plan:
+    auth.missing(auth.Role.PLANNER, "Running simulations, Monte-Carlo and sweeps")
 run_tab, mc_tab, sweep_tab = st.tabs(["Simulate", "Monte-Carlo", "Sweep"])
 sets = tuple(model.scenario_sets(knobs))
 
@@ -194,7 +198,7 @@ with run_tab:
         + (" (too many for the page: use `goodput simulate`)" if samples > MAX_PLANNER_SAMPLES else ""))
     cols[1].caption(f"{scenario.hosts:,} hosts, {scenario['simulation.days']:g} days, "
                     f"seed {scenario['simulation.seed']}")
-    if cols[2].button("Run", type="primary", help="a summary-only simulation: seconds"):
+    if may_plan and cols[2].button("Run", type="primary", help="a summary-only simulation: seconds"):
         bar = st.progress(0.0, text="Simulating…")
         from engine.simulate import simulate
 
@@ -244,7 +248,8 @@ with run_tab:
                        "closed form": fmt_gpu_hours(r["cf_gpu_hours"]), "closed-form cost": fmt_usd(r["cf_usd"])}
                       for r in losses.iter_rows(named=True)], hide_index=True)
         st.caption("The closed form has no queue for spare hosts: its waiting time is always 0.")
-        if st.button("Keep as run", help="simulates the full run (every table) and writes it to the store"):
+        if may_plan and st.button("Keep as run",
+                                  help="simulates the full run (every table) and writes it to the store"):
             from engine.simulate import simulate
 
             bar = st.progress(0.0, text="Simulating the full run…")
@@ -264,7 +269,7 @@ with mc_tab:
     st.caption("One run of a rare-event process misleads: a lucky month has no rack failure. Each seed is a "
                "summary-only run (seeds from the scenario's seed up).")
     n_seeds = st.slider("Seeds", 2, 200, key=state.seed("planner_mc_seeds", 10))
-    if st.button("Run Monte-Carlo", type="primary"):
+    if may_plan and st.button("Run Monte-Carlo", type="primary"):
         bar = st.progress(0.0, text=f"{n_seeds} runs…")
         frame = monte_carlo(scenario, n_seeds, executor=executor(n_seeds),
                             progress=lambda done: bar.progress(done, text=f"{n_seeds} runs… {done:.0%}"))
@@ -315,12 +320,12 @@ with sweep_tab:
             y_axis, y_numbers = model.parse_values(scenario, y_key, y_text)
             axes.append(y_axis)
     except GoodputError as err:
-        st.error(str(err))
+        st.error(md(err))
         axes = []
     if axes:
         total = math.prod(len(a.values) for a in axes) * sweep_seeds
         st.caption(f"{' x '.join(str(len(a.values)) for a in axes)} points x {sweep_seeds} seeds = {total} runs.")
-        if st.button("Run sweep", type="primary"):
+        if may_plan and st.button("Run sweep", type="primary"):
             bar = st.progress(0.0, text=f"{total} runs…")
             frame = sweep(scenario, axes, sweep_seeds, executor=executor(total),
                           progress=lambda done: bar.progress(done, text=f"{total} runs… {done:.0%}"))

@@ -11,7 +11,8 @@ import streamlit as st
 
 from dashboard import state
 from dashboard.charts import racks as charts
-from dashboard.charts.common import fmt_duration, fmt_time
+from dashboard.charts.common import fmt_time
+from dashboard.charts.text_exprs import duration_text, time_text
 from dashboard.queries import racks as queries
 
 UP_STATES = ("running", "healthy", "spare")
@@ -168,16 +169,15 @@ else:
         st.caption("No incidents on this rack's hosts, GPUs or links up to t.")
     else:
         st.dataframe(incidents.with_columns(
-            pl.col("t_s").map_elements(lambda t: fmt_time(run.started_at, t), return_dtype=pl.String).alias("time"),
-            pl.col("out_of_service_s").map_elements(fmt_duration, return_dtype=pl.String).fill_null("not repaired")
+            time_text("t_s", run.started_at).alias("time"),
+            duration_text("out_of_service_s").fill_null("not repaired")
             .alias("out_of_service"),
         ).select("incident_id", "time", "hostname", "gpu_id", "link_id", "cause", "category", "planned", "xid",
                  "jobs_hit", "gpu_hours_lost", "out_of_service"), hide_index=True, width="stretch")
     xids = queries.rack_xids(run.run_id, rack, t_s)
     if xids.height:
         st.markdown(f"**XID lines up to t** ({xids.height})")
-        st.dataframe(xids.with_columns(pl.col("t_s").map_elements(lambda t: fmt_time(run.started_at, t),
-                                                                  return_dtype=pl.String).alias("time"))
+        st.dataframe(xids.with_columns(time_text("t_s", run.started_at).alias("time"))
                      .select("time", "hostname", "gpu_index", "xid", "incident_id", "message"),
                      hide_index=True, width="stretch")
     if queries.has_table(run.run_id, "host_states"):

@@ -12,11 +12,9 @@ from dashboard import state
 from dashboard.charts.common import (
     AVAILABLE_STATES,
     UNAVAILABLE_STATES,
-    cause_label,
-    fmt_duration,
     fmt_int,
-    fmt_time,
 )
+from dashboard.charts.text_exprs import cause_label_text, duration_text, time_text
 from dashboard.queries.summary import Headline
 from engine.reference import XIDS
 
@@ -202,11 +200,9 @@ def down_table(down: pl.DataFrame, started_at: datetime) -> pl.DataFrame:
         host=pl.col("hostname"),
         rack=pl.col("rack_id"),
         state=pl.col("state"),
-        down_since=pl.col("down_since_s").map_elements(
-            lambda s: fmt_time(started_at, s), return_dtype=pl.String
-        ),
-        down_for=pl.col("down_for_s").map_elements(fmt_duration, return_dtype=pl.String),
-        cause=pl.col("cause").map_elements(cause_label, return_dtype=pl.String),
+        down_since=time_text("down_since_s", started_at),
+        down_for=duration_text("down_for_s"),
+        cause=cause_label_text("cause"),
         category=pl.col("category"),
         incident=pl.col("incident_id"),
         gpu=pl.col("gpu_id"),
