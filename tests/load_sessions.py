@@ -31,7 +31,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 GOODPUT = Path(sys.executable).parent / "goodput"
 CHROMIUM = Path("/usr/bin/chromium")
-BROWSER_NICE = 10  # the browser side's CPU priority, below the server's and the poller's (run_rounds)
+BROWSER_NICE = 19  # the browser side at the lowest CPU priority: it stands in for users on their own machines (run_rounds)
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
                  "--disable-sync", "--no-first-run", "--disable-quic",
                  "--disable-dev-shm-usage"]  # 20 renderers outgrow a container's small /dev/shm

@@ -55,6 +55,7 @@ def test_the_plan_covers_every_page_and_leaves_a_third_early() -> None:
 
 
 @pytest.mark.browser
+@pytest.mark.load
 def test_twenty_sessions_on_every_page(tmp_path: Path) -> None:
     if not load.CHROMIUM.exists():
         pytest.skip(f"{load.CHROMIUM} is missing: install Debian's chromium (apt-get install -y chromium)")
