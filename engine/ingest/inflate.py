@@ -62,9 +62,12 @@ def _chunks(name: str, kind: str, open_raw: Opener) -> Iterator[bytes]:
 
 
 def _zstd(raw: BinaryIO) -> Iterator[bytes]:
+    # readinto one reused buffer: `stream.read` took a fresh chunk from Arrow's allocator each time, and under
+    # load the allocator held on to freed chunks (peak RSS 575 MiB on a refused 2 GiB bomb, 97 MiB when idle).
     stream = pa.CompressedInputStream(pa.PythonFile(raw, mode="r"), "zstd")
-    while chunk := stream.read(CHUNK_BYTES):
-        yield chunk
+    buffer = bytearray(CHUNK_BYTES)
+    while size := stream.readinto(buffer):
+        yield bytes(memoryview(buffer)[:size])
 
 
 def _gzip(raw: BinaryIO) -> Iterator[bytes]:
