@@ -53,14 +53,28 @@ def gzip_members(count: int) -> bytes:
     return gzip.compress(bytes(MiB), compresslevel=9) * count
 
 
-def peak_rss_mib(argv: list[str]) -> tuple[int, str, float]:
-    """Run the CLI in a child; its exit status, stderr and peak resident memory (os.wait4 reports that child's)."""
-    process = subprocess.Popen([sys.executable, "-m", "engine.cli", *argv], cwd=ROOT, stderr=subprocess.PIPE,
-                               stdout=subprocess.DEVNULL, env={**os.environ, "PYTHONPATH": str(ROOT)})
-    err = process.stderr.read().decode()
-    _, status, usage = os.wait4(process.pid, 0)
-    process.returncode = os.waitstatus_to_exitcode(status)
-    return process.returncode, err, usage.ru_maxrss / 1024
+# Runs the CLI and, as the interpreter exits, writes the process's own peak RSS (VmHWM, kB) to a file. Not
+# wait4's ru_maxrss: Linux carries the forking process's peak into the child at exec, so a child of a pytest
+# worker that had grown to 570 MiB reported 570 MiB whatever it did itself.
+_PEAK_WRAPPER = """
+import atexit, os, re, runpy, sys
+def _write_peak():
+    status = open("/proc/self/status").read()
+    with open(os.environ["GOODPUT_TEST_PEAK_FILE"], "w") as out:
+        out.write(re.search(r"VmHWM:\\s+(\\d+)", status).group(1))
+atexit.register(_write_peak)
+sys.argv = ["goodput", *sys.argv[1:]]
+runpy.run_module("engine.cli", run_name="__main__")
+"""
+
+
+def peak_rss_mib(argv: list[str], tmp_path: Path) -> tuple[int, str, float]:
+    """Run the CLI in a child; its exit status, stderr and its own peak resident memory in MiB."""
+    peak_file = tmp_path / "peak_kib"
+    done = subprocess.run([sys.executable, "-c", _PEAK_WRAPPER, *argv], cwd=ROOT, stderr=subprocess.PIPE,
+                          stdout=subprocess.DEVNULL, timeout=600,
+                          env={**os.environ, "PYTHONPATH": str(ROOT), "GOODPUT_TEST_PEAK_FILE": str(peak_file)})
+    return done.returncode, done.stderr.decode(), int(peak_file.read_text()) / 1024
 
 
 # ----- compression ---------------------------------------------------------------------------------------------
@@ -69,7 +83,7 @@ def test_a_zstd_bomb_is_refused_by_the_cli_without_inflating_it(tmp_path, store_
     bomb = tmp_path / "node001.prom.zst"
     zstd_zeros(bomb, 2048 * MiB)  # 2 GiB of zeros: ~65 KB on disk
     assert bomb.stat().st_size < 200_000
-    code, err, peak = peak_rss_mib(["ingest", "dcgm", str(bomb), "--store", str(store_dir)])
+    code, err, peak = peak_rss_mib(["ingest", "dcgm", str(bomb), "--store", str(store_dir)], tmp_path)
     assert code == 2 and err.count("\n") == 1, err
     assert err == (f"goodput: error: {bomb}: zstd data inflates past {limits.MAX_INPUT_BYTES:,} bytes, over"
                    " Goodput's limit (engine/limits.py MAX_INPUT_BYTES); nothing was read\n")
