@@ -1,7 +1,6 @@
 """The command line's contract: --help everywhere, one-line errors with exit status 2, JSON outputs."""
 
 import json
-import os
 import subprocess
 import sys
 
@@ -9,6 +8,7 @@ import pytest
 
 from engine.cli import main
 from engine.store import Store
+from tests.file_modes import as_plain_user
 from tests.test_store import small_run
 
 COMMANDS = ["simulate", "replay", "ingest", "runs", "export", "sweep", "ettr", "dashboard"]
@@ -151,13 +151,15 @@ def test_a_store_that_cannot_be_written_is_refused_before_any_work(capsys, tmp_p
     assert sorted(p.name for p in tmp_path.iterdir()) == ["file"]
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root writes into any folder whatever its mode")
-def test_a_read_only_store_is_refused_before_any_work(capsys, tmp_path, no_work):
+def test_a_read_only_store_is_refused_before_any_work(tmp_path):
     store = tmp_path / "store"
     (store / "runs").mkdir(parents=True)
     (store / "runs").chmod(0o555)
-    code, _, err = run_cli(capsys, "simulate", "--preset", "demo", "--store", str(store))
-    assert code == 2 and err == f"goodput: error: --store: {store / 'runs'} cannot be written (Permission denied)\n"
+    done = subprocess.run(as_plain_user([sys.executable, "-m", "engine.cli", "simulate", "--preset", "demo",
+                                         "--store", str(store)]), capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr == f"goodput: error: --store: {store / 'runs'} cannot be written (Permission denied)\n"
+    assert list((store / "runs").iterdir()) == []
 
 
 def test_a_store_not_made_yet_passes_the_check_and_the_check_leaves_nothing(tmp_path):
