@@ -203,7 +203,7 @@ class Store:
             run_id = path.stem
             if not _RUN_ID.match(run_id):
                 skipped.append(SkippedFile(path.name, None, "the name is not a run id (letters, digits, '_', '.'"
-                                           " and '-', no spaces); rename or remove the file"))
+                                           " and '-', no spaces)"))
                 continue
             try:
                 good.append(self.info(run_id))
