@@ -32,15 +32,9 @@ def check_output(text: str | os.PathLike, *, force: bool = False, flag: str = "-
     if raw.endswith(os.sep):
         raise GoodputError(f"{flag}: {raw} names a folder; give the name of a file to write inside it")
     check_target(path, force=force, flag=flag)
-    folder = path.parent
-    try:
-        folder_mode = folder.stat().st_mode  # follows links: a folder reached through a link is fine
-    except FileNotFoundError:
-        raise GoodputError(f"{flag}: folder {folder} does not exist") from None
-    except OSError as err:
-        raise GoodputError(f"{flag}: folder {folder} cannot be used ({err.strerror})") from None
-    if not stat.S_ISDIR(folder_mode):
-        raise GoodputError(f"{flag}: {folder} is not a folder")
+    folder = path.parent  # followed if a link: a folder reached through a link is fine
+    if not _folder_or_none(folder, flag):
+        raise GoodputError(f"{flag}: folder {folder} does not exist")
     _probe(folder, flag)
     return path
 
