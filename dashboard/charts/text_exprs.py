@@ -1,10 +1,10 @@
 """The formatters of dashboard.charts.common as Polars expressions, for whole columns at once.
 
-Pages once formatted columns with `map_elements(fmt_time)`: a Python callback that Polars' thread pool must
+Pages once formatted columns by handing `fmt_time` to Polars per element: a Python callback that Polars' thread pool must
 call back into the interpreter for. Under concurrent sessions that deadlocked the server (pool threads
 waiting for the GIL while the thread holding it waited for the pool), so no page may put Python inside a
 Polars plan. These expressions give the same text as the Python formatters, value for value
-(tests/test_text_exprs.py proves it with Hypothesis); a null stays null, as it did through `map_elements`,
+(tests/test_text_exprs.py proves it with Hypothesis); a null stays null, as it did through that callback,
 so a page can still `fill_null("not repaired")`.
 """
 
@@ -24,7 +24,7 @@ def _column(column: str | pl.Expr) -> pl.Expr:
 
 
 def _keep_null(x: pl.Expr, text: pl.Expr) -> pl.Expr:
-    """`text` where `x` has a value, null where it has none; named after x's column, as map_elements was."""
+    """`text` where `x` has a value, null where it has none; named after x's column, as the callback's was."""
     return pl.when(x.is_not_null()).then(text).name.keep()
 
 
