@@ -81,7 +81,7 @@ def _replay_text(r: dict) -> str:
             f" {r['gpus']:,} GPUs in {r['hosts']:,} hosts over {r['days']:.1f} days\n"
             f"  wait mean {r['wait_mean_s'] / 60:.1f} min, p95 {r['wait_p95_s'] / 60:.1f} min;"
             f" utilisation {r['utilization']:.1%}; {r['pending']:,} never started\n"
-            f"  waited mostly for: {reasons}")
+            f"  waited mostly for: {reasons}" + "".join(f"\n  note: {n}" for n in r.get("notes", [])))
 
 
 def cmd_ingest(args: argparse.Namespace) -> int:
@@ -197,7 +197,7 @@ def _sweep_text(table, keys: list[str], seeds: int) -> str:
 
 def cmd_ettr(args: argparse.Namespace) -> int:
     from engine.analytics import closed_form_ettr, young_daly_interval
-    from engine.durations import parse_duration
+    from engine.durations import format_duration, parse_duration
 
     interval = parse_duration(args.checkpoint_interval, "--checkpoint-interval")
     write = parse_duration(args.checkpoint_write, "--checkpoint-write")
@@ -213,6 +213,9 @@ def cmd_ettr(args: argparse.Namespace) -> int:
                                 checkpoint_write_s=write, restart_overhead_s=restart)
     result = {"ettr": estimate.ettr, "mttf_hours": estimate.mttf_s / 3600,
               "optimal_checkpoint_interval_s": young_daly_interval(write, estimate.mttf_s)}
+    if not args.json:  # the text echoes the durations as read, so a unit mistaken is seen (`5m` vs `5h`)
+        print(f"read: {args.gpus:,} GPUs, {args.node_failure_rate:g} failures per 1,000 host-days, checkpoint every"
+              f" {format_duration(interval)}, {format_duration(write)} a write, {format_duration(restart)} a restart")
     _report(result, args.json, _ettr_text)
     return 0
 
@@ -241,23 +244,46 @@ def _report(result: dict, as_json: bool, as_text: Callable[[dict], str]) -> None
 
 
 def _simulate_text(r: dict) -> str:
+    """The summary in words, each figure under its engine/definitions label (the same as on the pages)."""
+    from engine.definitions import definition as d
+    from engine.palette import cause_label
+
     job, inter, cluster = r.get("job", {}), r.get("interruptions", {}), r.get("cluster", {})
     lines = [
         f"run {r['run_id']}: {r.get('gpus', 0):,} GPUs on {r.get('hosts', 0):,} hosts, {r.get('days', 0):g} days,"
         f" seed {r.get('seed')}",
-        f"  flagship job {job.get('name')} on {job.get('gpus', 0):,} GPUs: ETTR {job.get('ettr', 0):.3f},"
-        f" MTTF {_hours(job.get('mttf_hours'))}, {job.get('checkpoints', 0):,} checkpoints,"
-        f" {job.get('lost_gpu_hours', 0):,.0f} GPU-hours lost",
-        f"  interruptions: {inter.get('total', 0)} ({inter.get('unexpected', 0)} unexpected,"
+        f"  flagship job {job.get('name')} on {job.get('gpus', 0):,} GPUs: {d('ettr').label} {job.get('ettr', 0):.1%},"
+        f" {d('job_mttf').label} {_hours(job.get('mttf_hours'))}, {d('checkpoints_written').label}"
+        f" {job.get('checkpoints', 0):,}, {d('goodput_lost').label} {job.get('lost_gpu_hours', 0):,.0f} GPU-hours",
+        f"  {d('interruptions').label}: {inter.get('total', 0)} ({inter.get('unexpected', 0)} unexpected,"
         f" {inter.get('planned', 0)} planned)",
     ]
     top = sorted(inter.get("by_cause", {}).items(), key=lambda kv: -kv[1])[:5]
     if top:
-        lines.append("  top causes: " + ", ".join(f"{cause} {n}" for cause, n in top if n))
+        lines.append("  top causes: " + ", ".join(f"{cause_label(cause)} {n}" for cause, n in top if n))
     if cluster:
-        lines.append(f"  cluster utilisation {cluster.get('utilization', 0):.1%},"
-                     f" {cluster.get('gpu_hours_down', 0):,.0f} GPU-hours down")
+        lines.append(f"  {d('utilisation_by_allocation').label} {cluster.get('utilization', 0):.1%}"
+                     + (f", {d('utilisation_by_progress').label} {cluster['utilization_progress']:.1%}"
+                        if "utilization_progress" in cluster else "")
+                     + f", {d('gpu_hours_down').label} {cluster.get('gpu_hours_down', 0):,.0f} GPU-hours")
+    lines.append("  definitions: `goodput definitions` (docs/definitions.md)")
     return "\n".join(lines)
+
+
+def cmd_definitions(args: argparse.Namespace) -> int:
+    """Every figure Goodput shows and what it counts (engine/definitions): text, JSON or docs' Markdown."""
+    from dataclasses import asdict
+
+    from engine.definitions import DEFINITIONS, markdown
+
+    if args.markdown:
+        print(markdown(), end="")
+    elif args.json:
+        print(json.dumps([asdict(d) for d in DEFINITIONS.values()], indent=1))
+    else:
+        for d in DEFINITIONS.values():
+            print(f"{d.label} [{d.unit}] ({d.key}): {d.means}")
+    return 0
 
 
 def _hours(value: float | None) -> str:
@@ -398,10 +424,17 @@ def build_parser() -> argparse.ArgumentParser:
     ettr.add_argument("--gpus-per-host", type=int, default=8, metavar="N", help="GPUs per host (default 8)")
     ettr.add_argument("--node-failure-rate", type=float, required=True, metavar="R",
                       help="failures per 1,000 host-days (Llama 3: 3.79, RSC-1: 6.5)")
-    ettr.add_argument("--checkpoint-interval", required=True, metavar="D", help="e.g. 30m")
-    ettr.add_argument("--checkpoint-write", required=True, metavar="D", help="time a checkpoint blocks, e.g. 20s")
-    ettr.add_argument("--restart-overhead", required=True, metavar="D", help="e.g. 10m")
+    ettr.add_argument("--checkpoint-interval", required=True, metavar="D",
+                      help="time between checkpoints, with its unit: 90s, 30m, 2h, 1d (a bare number is refused)")
+    ettr.add_argument("--checkpoint-write", required=True, metavar="D",
+                      help="time a checkpoint blocks training, with its unit, e.g. 20s")
+    ettr.add_argument("--restart-overhead", required=True, metavar="D",
+                      help="detection, restart and restore after a failure, with its unit, e.g. 10m")
     json_flag(ettr)
+
+    defs = command("definitions", cmd_definitions, "what every figure on the pages, in exports and here counts")
+    defs.add_argument("--markdown", action="store_true", help="print docs/definitions.md")
+    json_flag(defs)
 
     dash = command("dashboard", cmd_dashboard, "serve the dashboard")
     store_flag(dash)

@@ -27,9 +27,17 @@ import polars as pl
 from engine import __version__
 from engine.anonymise import anonymise_frame, anonymise_scenario, pseudonym, store_key
 from engine.csv_safety import restore_frame, safe_csv
+from engine.definitions import definition
 from engine.errors import GoodputError
-from engine.incidents import filter_incidents, incident_detail, load_incidents, summary_counts
+from engine.incidents import (
+    filter_incidents,
+    flagship_job_id,
+    incident_detail,
+    load_incidents,
+    summary_counts,
+)
 from engine.outputs import check_target
+from engine.palette import cause_label
 from engine.report_charts import by_cause_figure, timeline_figure
 
 FORMATS = ("csv", "json", "parquet", "html")
@@ -84,6 +92,10 @@ def export_incidents(frame: pl.DataFrame, fmt: str, *, anonymise: bool = False, 
         raise ExportError(f"unknown export format {fmt!r}; formats are {', '.join(FORMATS)}")
     info = dict(run_info or {})
     table = export_frame(frame, info.get("started_at"))
+    days = (info.get("duration_s") or 0) / 86400 or None
+    # the flagship job's interruptions among the exported incidents, counted before pseudonyms replace its id
+    flagship = info.get("flagship_job")
+    interruptions = summary_counts(table, days, job=flagship) if flagship else None
     if anonymise:
         if key is None:
             raise ExportError("anonymise: no key given (engine.anonymise.store_key(store folder) makes one)")
@@ -98,15 +110,18 @@ def export_incidents(frame: pl.DataFrame, fmt: str, *, anonymise: bool = False, 
         buffer = io.BytesIO()
         table.write_parquet(buffer, metadata={FORMAT_NAME: json.dumps(_meta(info, anonymise), default=str)})
         return buffer.getvalue()
-    days = (info.get("duration_s") or 0) / 86400 or None
     summary = summary_counts(table, days)
     if fmt == "json":
-        document = {**_meta(info, anonymise), "summary": _jsonable_summary(summary),
-                    "incidents": _records(table)}
+        # "summary" counts every exported incident; "interruptions" those of the flagship job (DESIGN: the word
+        # interruptions means the flagship's), each figure as engine/definitions names it
+        document = {**_meta(info, anonymise), "summary": _jsonable_summary(summary)}
+        if interruptions is not None:
+            document["interruptions"] = _jsonable_summary(interruptions)
+        document["incidents"] = _records(table)
         if chain is not None:
             document["chain"] = chain.to_dicts()
         return json.dumps(document, default=str, indent=1).encode()
-    return _html(table, info, summary, anonymise, charts, chain).encode()
+    return _html(table, info, summary, interruptions, anonymise, charts, chain).encode()
 
 
 def write_export(path: str | os.PathLike, data: bytes, *, force: bool = False) -> Path:
@@ -166,6 +181,7 @@ def export_run_incidents(store, run_id: str, fmt: str, *, anonymise: bool = Fals
     chain = None
     with store.connect(run_id) as con:
         frame = load_incidents(con)
+        run_info["flagship_job"] = flagship_job_id(con)
         if incident_id is not None:
             frame = frame.filter(pl.col("incident_id") == int(incident_id))
             if frame.height == 0:
@@ -240,18 +256,13 @@ def read_export(data: bytes, fmt: str, *, where: str = "export") -> tuple[pl.Dat
 # ----- the HTML report ------------------------------------------------------------------------------------
 
 
-def _html(table: pl.DataFrame, info: dict, summary: dict, anonymised: bool, charts: bool,
-          chain: pl.DataFrame | None) -> str:
+def _html(table: pl.DataFrame, info: dict, summary: dict, interruptions: dict | None, anonymised: bool,
+          charts: bool, chain: pl.DataFrame | None) -> str:
     esc = html.escape
     name = info.get("name") or "run"
     title = f"Incidents of {name}" + (f" ({info['run_id']})" if info.get("run_id") else "")
     started = info.get("started_at")
-    facts = [("incidents", f"{summary['total']:,}"), ("planned", f"{summary['planned']:,}"),
-             ("unexpected", f"{summary['unexpected']:,}"),
-             ("hardware share of unexpected (GPU, Host, Network)",
-              "-" if summary["hardware_share"] is None else f"{summary['hardware_share']:.1%}"),
-             ("interruptions a day", "-" if summary["per_day"] is None else f"{summary['per_day']:.2f}"),
-             ("GPU-hours lost", f"{summary['gpu_hours_lost']:,.1f}")]
+    facts = _facts(summary, interruptions, (info.get("duration_s") or 0) / 86400)
     if started is not None:
         facts.insert(0, ("run started (UTC)", str(started)))
     if info.get("duration_s"):
@@ -275,8 +286,8 @@ def _html(table: pl.DataFrame, info: dict, summary: dict, anonymised: bool, char
                          [(s, f"{t:,.0f}", _at(started, t), w, d) for s, t, w, d in chain.iter_rows()])]
     by_cause = summary["by_cause"]
     parts += ["<h2>By cause</h2>",
-              _table(["cause", "interruptions", "unexpected", "GPU-hours lost"],
-                     [(r["cause"], r["interruptions"], r["unexpected"], f"{r['gpu_hours_lost']:,.1f}")
+              _table(["cause", "incidents", "unexpected", "GPU-hours lost"],
+                     [(cause_label(r["cause"]), r["interruptions"], r["unexpected"], f"{r['gpu_hours_lost']:,.1f}")
                       for r in by_cause.iter_rows(named=True)])]
     columns = ["incident_id", "time_utc", "cause", "category", "planned", "xid", "hostname", "rack_id", "gpu_id",
                "link_id", "detected_s", "mitigated_s", "repaired_s", "gpu_hours_lost", "job_ids", "users"]
@@ -287,6 +298,26 @@ def _html(table: pl.DataFrame, info: dict, summary: dict, anonymised: bool, char
              "th{background:#f3f3f3}")
     return (f"<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{esc(title)}</title>"
             f"<style>{style}</style></head><body>\n" + "\n".join(parts) + "\n</body></html>\n")
+
+
+def _facts(summary: dict, interruptions: dict | None, days: float) -> list[tuple[str, str]]:
+    """The report's summary table, each figure under its engine/definitions label: the incidents exported, and
+    among them the flagship job's interruptions (where the run has a flagship job)."""
+    def rate(counts: dict) -> str:  # from less than a day of data a rate says nothing (definitions: *_per_day)
+        return "-" if counts["per_day"] is None or days < 1 else f"{counts['per_day']:.2f}"
+
+    facts = [(definition("incidents").label, f"{summary['total']:,}"),
+             (definition("incidents_per_day").label, rate(summary)),
+             (definition("incident_gpu_hours_lost").label, f"{summary['gpu_hours_lost']:,.1f}")]
+    if interruptions is not None:
+        facts += [(definition("interruptions").label, f"{interruptions['total']:,}"),
+                  (definition("unexpected_interruptions").label, f"{interruptions['unexpected']:,}"),
+                  (definition("planned_interruptions").label, f"{interruptions['planned']:,}"),
+                  (definition("hardware_share").label, "-" if interruptions["hardware_share"] is None
+                   else f"{interruptions['hardware_share']:.1%}"),
+                  (definition("interruptions_per_day").label, rate(interruptions)),
+                  (definition("interruption_gpu_hours_lost").label, f"{interruptions['gpu_hours_lost']:,.1f}")]
+    return facts
 
 
 def _at(started, t_s: float) -> str:

@@ -27,6 +27,17 @@ from engine.store import query_frame
 # up to 324 of 419 = 77.3%; adding "Unplanned maintenance" (32) would give 85%, so host maintenance is not
 # counted as hardware, nor are Dependency (software) and Unknown (NCCL watchdog timeouts).
 HARDWARE_CATEGORIES = ("GPU", "Host", "Network")
+
+# The flagship job of a stored run: the one query every page, export and summary uses to find it (the first
+# submitted if a run ever held two; ties broken by id so the answer never depends on the scan order).
+FLAGSHIP_JOB_SQL = "SELECT job_id FROM jobs WHERE kind = 'flagship' ORDER BY submit_s, job_id LIMIT 1"
+
+
+def flagship_job_id(source: "Source") -> str | None:
+    """The run's flagship job id, or None (replayed traces and telemetry have none)."""
+    with _connection(source) as con:
+        rows = con.execute(FLAGSHIP_JOB_SQL).fetchall()
+    return str(rows[0][0]) if rows else None
 OUT_OF_SERVICE = ("draining", "down", "diagnosing", "repair", "burn_in")
 CHAIN_SCHEMA = {"step": pl.Int32, "t_s": pl.Float64, "what": pl.String, "detail": pl.String}
 # Steps at the same instant keep the order of the story.

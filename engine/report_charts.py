@@ -1,4 +1,5 @@
-"""The two charts of the standalone HTML incident report (engine side: the engine never imports dashboard/).
+"""The two charts of the standalone HTML incident report (engine side: the engine never imports dashboard/), in
+the dashboard's palette and words (engine.palette), so a category has the same colour in the report and on the page.
 
 Pure functions, frames in and Plotly figures out: a timeline of incidents (time against cause, coloured by
 category, sized by GPU-hours lost) and interruptions by cause (stacked by category).
@@ -13,14 +14,8 @@ import html
 import plotly.graph_objects as go
 import polars as pl
 
-# One colour per Llama 3 category, fixed so two reports read alike.
-CATEGORY_COLOURS = {"GPU": "#d62728", "Host": "#ff7f0e", "Network": "#1f77b4", "Dependency": "#9467bd",
-                    "Unplanned maintenance": "#8c564b", "Unknown": "#7f7f7f", "Planned": "#2ca02c"}
-OTHER_COLOUR = "#17becf"
-
-
-def _colour(category: str | None) -> str:
-    return CATEGORY_COLOURS.get(category or "", OTHER_COLOUR)
+from engine.palette import category_colour as _colour
+from engine.palette import cause_label
 
 
 def text(value: str | None) -> str | None:
@@ -32,6 +27,11 @@ def _texts(series: pl.Series) -> list[str | None]:
     return [text(v) for v in series.to_list()]
 
 
+def _causes(series: pl.Series) -> list[str | None]:
+    """Cause keys as the palette's words ("Faulty GPU"), escaped."""
+    return [None if v is None else text(cause_label(v)) for v in series.to_list()]
+
+
 def timeline_figure(frame: pl.DataFrame) -> go.Figure:
     """Every incident at its time (UTC when known, else hours into the run) on its cause's row."""
     use_time = "time_utc" in frame.columns and frame["time_utc"].null_count() < frame.height
@@ -40,9 +40,9 @@ def timeline_figure(frame: pl.DataFrame) -> go.Figure:
     for (category,), part in frame.group_by("category", maintain_order=True):
         x = part["time_utc"].to_list() if use_time else (part["t_s"] / 3600).to_list()
         size = (8 + 30 * (part["gpu_hours_lost"].fill_null(0.0) / largest).sqrt()).to_list()
-        hover = [f"#{i} {text(c)}<br>{g:,.1f} GPU-hours lost" for i, c, g in
+        hover = [f"#{i} {text(cause_label(c))}<br>{g:,.1f} GPU-hours lost" for i, c, g in
                  zip(part["incident_id"], part["cause"], part["gpu_hours_lost"].fill_null(0.0), strict=True)]
-        fig.add_trace(go.Scatter(x=x, y=_texts(part["cause"]), mode="markers", name=text(category),
+        fig.add_trace(go.Scatter(x=x, y=_causes(part["cause"]), mode="markers", name=text(category),
                                  marker={"size": size, "color": _colour(category), "opacity": 0.75},
                                  text=hover, hoverinfo="text+x"))
     fig.update_layout(title="Incidents over time (size: GPU-hours lost)", height=420,
@@ -52,14 +52,14 @@ def timeline_figure(frame: pl.DataFrame) -> go.Figure:
 
 
 def by_cause_figure(frame: pl.DataFrame) -> go.Figure:
-    """Interruptions by cause, one bar segment per category, most frequent cause on top."""
+    """Incidents by cause, one bar segment per category, most frequent cause on top."""
     counts = frame.group_by("cause", "category").agg(n=pl.len())
     order = counts.group_by("cause").agg(pl.col("n").sum()).sort(["n", "cause"], descending=[False, True])
     fig = go.Figure()
     for (category,), part in counts.group_by("category", maintain_order=True):
-        fig.add_trace(go.Bar(x=part["n"].to_list(), y=_texts(part["cause"]), orientation="h", name=text(category),
+        fig.add_trace(go.Bar(x=part["n"].to_list(), y=_causes(part["cause"]), orientation="h", name=text(category),
                              marker_color=_colour(category)))
-    fig.update_layout(title="Interruptions by cause", barmode="stack", height=max(260, 28 * order.height + 100),
-                      xaxis_title="interruptions", margin={"l": 160, "r": 20, "t": 50, "b": 50},
-                      yaxis={"categoryorder": "array", "categoryarray": _texts(order["cause"])})
+    fig.update_layout(title="Incidents by cause", barmode="stack", height=max(260, 28 * order.height + 100),
+                      xaxis={"title": "incidents", "tickformat": ",d"}, margin={"l": 160, "r": 20, "t": 50, "b": 50},
+                      yaxis={"categoryorder": "array", "categoryarray": _causes(order["cause"])})
     return fig

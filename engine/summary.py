@@ -12,6 +12,7 @@ import polars as pl
 
 from engine.analytics import LOSS_CATEGORIES, closed_form_ettr, young_daly_interval
 from engine.failures import CAUSE_KEYS
+from engine.ledger import LOSSES, GoodputLedger, cluster_progress_share
 from engine.topology import IN_REPAIR
 from engine.traffic import placement_slowdown
 
@@ -30,13 +31,20 @@ def summarize(scenario, sim, incidents: pl.DataFrame) -> dict:
     by_cause = {c: int(counts.get(c, 0)) for c in CAUSE_KEYS} | {"planned_maintenance": planned}
     down_s, running_s = _host_seconds(sim)
     host_seconds = scenario.hosts * horizon
+    job = _job(scenario, sim, unexpected)
     summary = {
         "gpus": gpus, "hosts": scenario.hosts, "days": scenario["simulation.days"],
         "seed": scenario["simulation.seed"],
         "interruptions": {"total": hit.height, "planned": planned, "unexpected": unexpected, "by_cause": by_cause},
-        "job": _job(scenario, sim, unexpected),
+        "job": job,
         "cluster": {"gpu_hours": gpus * horizon / 3600.0, "gpu_hours_down": float(down_s) * per_host / 3600.0,
+                    # utilisation by allocation (hosts running a job) and by progress (work kept), both over
+                    # every GPU-hour of the cluster (engine/definitions/cluster.py)
                     "utilization": float(running_s) / host_seconds if host_seconds else 0.0,
+                    "utilization_progress": cluster_progress_share(
+                        flagship_productive_gpu_s=job["productive_hours"] * 3600.0 * job["gpus"],
+                        research_progress_gpu_s=_research_progress_s(sim) * per_host,
+                        cluster_gpu_s=gpus * horizon),
                     # hosts pulled as lemons (repeat offenders sent to the vendor) and hosts still out at the end
                     "lemons": len(sim.repairs.lemon_incidents),
                     "hosts_in_repair_at_end": int((sim.holder == IN_REPAIR).sum()),
@@ -61,6 +69,17 @@ def _host_seconds(sim) -> tuple[float, float]:
     return float(down.sum()), float(flagship) + research
 
 
+def _research_progress_s(sim) -> float:
+    """Host-seconds of research work kept: their running time less the attempts failures threw away (research
+    jobs keep no checkpoints, engine.research)."""
+    lanes = sim.research
+    sizes = np.array([ln.hosts.size for ln in lanes.lanes] or [0])
+    busy = np.array([(lane, b - a) for lane, state, a, b, _ in lanes.intervals if state == "running"]).reshape(-1, 2)
+    running = float((busy[:, 1] * sizes[busy[:, 0].astype(int)]).sum()) if busy.size else 0.0
+    lost = sum(float(job[6]) * int(sizes[job[0]]) for job in lanes.jobs if job[6])
+    return max(running - lost, 0.0)
+
+
 def _job(scenario, sim, unexpected: int) -> dict:
     job_gpus = scenario["training.gpus"]
     horizon = sim.horizon
@@ -80,13 +99,12 @@ def _job(scenario, sim, unexpected: int) -> dict:
                 "placement_slowdown": None, "ettr_with_network": 0.0}
     ledger = sim.job.ledger
     slow = placement_slowdown(scenario, sim.topo)
-    seconds = {"lost_work": ledger.lost_work_s, "restart": ledger.restart_s, "checkpoint": ledger.checkpoint_s,
-               "waiting_for_spares": ledger.waiting_s}
-    gpu_hours = {k: float(v) * job_gpus / 3600.0 for k, v in seconds.items()}
+    goodput = GoodputLedger.from_training(ledger, gpus=job_gpus, wall_clock_s=horizon, slowdown=slow)
+    gpu_hours = {k: v for k, v in goodput.gpu_hours().items() if k in LOSSES}
     price = scenario["cost.gpu_hour_usd"]
     return {
         "name": sim.job_id, "gpus": job_gpus,
-        "ettr": float(ledger.productive_s) / horizon,
+        "ettr": goodput.ettr,
         "mttf_hours": horizon / unexpected / 3600.0 if unexpected else None,
         "checkpoints": int(sum(len(c) for c in ledger.checkpoint_starts)),
         "lost_gpu_hours": sum(gpu_hours.values()),
@@ -101,5 +119,7 @@ def _job(scenario, sim, unexpected: int) -> dict:
         # speed, so it stays as Meta measures it; ettr_with_network is the progress once slowed steps count
         "placement": scenario["training.placement"],
         "placement_slowdown": slow if math.isfinite(slow) else None,
-        "ettr_with_network": float(ledger.productive_s) / horizon / slow,
+        "ettr_with_network": goodput.goodput_with_network,
+        # the goodput ledger in seconds (engine.ledger): its buckets add up to the wall clock
+        "ledger_s": goodput.to_json(),
     }

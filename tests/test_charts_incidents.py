@@ -9,7 +9,7 @@ import polars as pl
 import pytest
 
 from dashboard.charts import incidents as charts
-from dashboard.charts.common import CATEGORY_COLORS
+from dashboard.charts.common import CATEGORY_COLOURS
 from engine.incidents import CHAIN_SCHEMA, summary_counts
 
 STARTED = datetime(2024, 3, 1, tzinfo=UTC)
@@ -35,8 +35,8 @@ def test_timeline_one_trace_per_category_with_ids_to_click():
     fig = charts.timeline(frame(), STARTED)
     assert [t.name for t in fig.data] == ["GPU", "Network", "Planned"]
     gpu = fig.data[0]
-    assert gpu.customdata.tolist() == [1, 4] and list(gpu.y) == ["faulty_gpu", "faulty_gpu"]
-    assert gpu.marker.color == CATEGORY_COLORS["GPU"] and gpu.marker.size.tolist() == [30.0, 6.0]
+    assert gpu.customdata.tolist() == [1, 4] and list(gpu.y) == ["Faulty GPU", "Faulty GPU"]  # causes in words
+    assert gpu.marker.color == CATEGORY_COLOURS["GPU"] and gpu.marker.size.tolist() == [30.0, 6.0]
     assert str(gpu.x[0]) == "2024-03-01T01:00:00.000"
     assert charts.clicked_incident({"points": [{"customdata": 4}]}) == 4
     assert charts.clicked_incident({"points": []}) is None and charts.clicked_incident(None) is None
@@ -48,10 +48,11 @@ def test_by_cause_from_summary_counts_coloured_by_category():
     fig = charts.by_cause(counts)
     bar = fig.data[0]
     # drawn bottom up: read top down, the largest first, then by name (the table's order)
-    assert list(bar.y) == ["planned_maintenance", "network_switch_cable", "faulty_gpu"]
+    assert list(bar.y) == ["Planned maintenance", "Network switch/cable", "Faulty GPU"]  # in words
+    assert fig.layout.xaxis.tickformat == ",d"  # no half interruptions on the axis
     assert list(bar.x) == [1, 1, 2]
-    assert list(bar.marker.color) == [CATEGORY_COLORS["Planned"], CATEGORY_COLORS["Network"],
-                                      CATEGORY_COLORS["GPU"]]
+    assert list(bar.marker.color) == [CATEGORY_COLOURS["Planned"], CATEGORY_COLOURS["Network"],
+                                      CATEGORY_COLOURS["GPU"]]
 
 
 def test_per_day_stacks_planned_on_unexpected():

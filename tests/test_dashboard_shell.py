@@ -11,10 +11,10 @@ from streamlit.testing.v1 import AppTest
 
 from dashboard import state
 from dashboard.charts.common import (
-    CATEGORY_COLORS,
-    HOST_STATE_COLORS,
+    CATEGORY_COLOURS,
+    HOST_STATE_COLOURS,
     category_of,
-    cause_color,
+    cause_colour,
     cause_label,
     fmt_duration,
     fmt_gpu_hours,
@@ -91,10 +91,10 @@ def test_hand_made_run_is_consistent():
 
 
 def test_every_state_and_category_has_a_colour():
-    assert set(HOST_STATE_COLORS) == set(HOST_STATES)
-    assert {category_of(c.cause) for c in CAUSES} <= set(CATEGORY_COLORS)
-    assert cause_color("faulty_gpu") == CATEGORY_COLORS["GPU"]
-    assert cause_color("planned_maintenance") == CATEGORY_COLORS["Planned"]
+    assert set(HOST_STATE_COLOURS) == set(HOST_STATES)
+    assert {category_of(c.cause) for c in CAUSES} <= set(CATEGORY_COLOURS)
+    assert cause_colour("faulty_gpu") == CATEGORY_COLOURS["GPU"]
+    assert cause_colour("planned_maintenance") == CATEGORY_COLOURS["Planned"]
     assert category_of("cosmic_ray") == "Unknown" and cause_label("cosmic_ray") == "Cosmic ray"
     assert cause_label("gpu_hbm3") == "GPU HBM3 memory"
 

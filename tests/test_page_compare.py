@@ -31,12 +31,12 @@ def test_two_runs_side_by_side(store_dir):
     assert at.multiselect[0].value == [a, b] and c not in at.query_params["runs"]
     headlines = at.dataframe[0].value
     assert list(headlines.columns) == ["figure", f"base ({a})", f"spares ({b})"]
-    assert headlines.set_index("figure").loc["ETTR"].tolist() == ["93.0%", "93.0%"]
+    assert headlines.set_index("figure").loc["ETTR (goodput)"].tolist() == ["93.0%", "93.0%"]
     diff = at.dataframe[1].value
     assert diff["key"].tolist() == ["spares.hosts", "training.checkpoint_interval"]
     assert diff[f"spares ({b})"].tolist() == ["8", "30m"] and diff[f"base ({a})"].tolist() == ["4", "20m"]
     causes = at.dataframe[2].value  # the flagship's two interruptions, as the summary counts them
-    assert sorted(causes["cause"].tolist()) == ["faulty_gpu", "planned_maintenance"]
+    assert sorted(causes["cause"].tolist()) == ["Faulty GPU", "Planned maintenance"]  # causes in words
     assert causes[f"base ({a})"].tolist() == [1.0, 1.0]
     at.toggle[0].set_value(True).run()  # per 1,000 host-days: 2 / (the job's 4 hosts x 1 day) = 500
     assert not at.exception and at.query_params["per"] == "host-days"
@@ -61,7 +61,7 @@ def test_an_ingested_run_beside_a_simulated_one(store_dir):
     assert not at.exception
     headlines = at.dataframe[0].value.set_index("figure")
     assert headlines.loc["kind"].tolist() == ["simulate", "ingest"]
-    assert headlines.loc["ETTR"].tolist() == ["93.0%", "–"]
+    assert headlines.loc["ETTR (goodput)"].tolist() == ["93.0%", "–"]
     diff = at.dataframe[1].value
     assert "preset" in diff["key"].tolist()  # the ingested run has no scenario at all
     causes = at.dataframe[2].value  # the ingested run has neither a flagship job nor incidents

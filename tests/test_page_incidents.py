@@ -101,23 +101,23 @@ def test_counts_table_and_an_incident_from_the_url(store_dir):
     assert not at.exception
     m = metrics(at)
     # the flagship's interruptions (incidents 1 and 3) of the 4, over the run's 1 day
-    assert (m["Interruptions"], m["Unexpected"], m["Planned"], m["Hardware share"], m["Interruptions a day"],
-            m["GPU-hours lost"]) == ("2", "1", "1", "100%", "2.0", "5.8")
+    assert (m["Interruptions"], m["Unexpected interruptions"], m["Planned interruptions"], m["Hardware share"],
+            m["Interruptions a day"], m["GPU-hours lost to interruptions"]) == ("2", "1", "1", "100%", "2.0", "5.8 GPU-h")
     assert any("flagship job `j-flag`" in c.value and "4 incidents the filters keep (4 in the run)" in c.value
                for c in at.caption)
     assert cost_table(at)["incident_id"].tolist() == [1, 3, 2, 4]  # costliest first
-    assert cost_table(at)["jobs"].tolist() == ["demo-pretrain", "demo-pretrain", "eval-b", ""]
+    assert [list(j) for j in cost_table(at)["jobs"]] == [["demo-pretrain"], ["demo-pretrain"], ["eval-b"], []]  # lists
     # the drill-down: the cable failure on host 6's rack uplink, detected 10 minutes after it occurred
     assert at.selectbox[0].value == 2
-    assert (m["Cause"], m["Category"], m["Detected after"], m["Cost"]) == (
-        "network_switch_cable", "Network", "10 min", "1.2 GPU-h")
+    assert (m["Cause"], m["Category"], m["Detected after"], m["Cost of the incident"]) == (
+        "Network switch/cable", "Network", "10 min", "1.2 GPU-h")
     assert chain_table(at)["what"].tolist() == ["checkpoint", "occurred", "job interrupted", "detected",
                                                 "job running again"]
     # eval-b had no checkpoint: it restarts from its start at 5,000 s, 25,000 s before the fault
     assert chain_table(at)["after"].tolist() == ["6 h 56 min before", "0 s", "0 s", "10 min", "16 min"]
     assert any(x.value.startswith("**Where**: host host-006 (rack 3), link 18 (the rack switch's uplink: the whole"
                                   " rack)") for x in at.markdown)
-    assert (m["GPUs hit"], m["Hosts out of service"], m["Jobs hit"]) == ("0", "0", "1")
+    assert (m["GPUs hit"], m["Hosts it took out of service"], m["Jobs hit"]) == ("0", "0", "1")
     cost = next(d.value for d in at.dataframe if "restart_s" in d.value.columns)
     assert cost[["job_id", "lost_work_s", "restart_s"]].values.tolist() == [["j-r2", 1200.0, 1000.0]]
 
@@ -131,7 +131,7 @@ def test_the_chain_of_a_hardware_failure_and_its_blast_radius(store_dir):
         "spares swapped in", "job running again", "repair: repair", "repair: burn_in", "host returned"]
     assert "host-007 replace host-001" in chain_table(at)["detail"][6]
     m = metrics(at)
-    assert (m["GPUs hit"], m["Hosts out of service"], m["Jobs hit"], m["Lost work + restart"]) == (
+    assert (m["GPUs hit"], m["Hosts it took out of service"], m["Jobs hit"], m["Lost work + restart"]) == (
         "1", "1", "1", "26 min")
     assert any(c.value == "Hosts taken out of service: host-001" for c in at.caption)
     [gantt] = [c for c in charts(at) if c["data"][0].get("base") is not None]

@@ -8,7 +8,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from dashboard.charts import overview as charts
-from dashboard.charts.common import CATEGORY_COLORS, LOSS_COLORS, state_color
+from dashboard.charts.common import CATEGORY_COLOURS, LOSS_COLOURS, state_colour
 from dashboard.queries import overview as q
 from dashboard.queries import summary as summaries
 from engine.analytics import ettr_timeline
@@ -57,16 +57,16 @@ def test_headline_figures_of_the_hand_made_run(store_dir):
         "Job MTTF": ("24.0 h", None),
         "Interruptions": ("3", "2 unexpected · 1 planned"),
         "Goodput lost": ("90.7 GPU-h", "$227"),
-        "Cluster utilisation": ("71.2%", None),
-        "GPU-hours down": ("264 GPU-h", "17.2% of the cluster"),
+        "Utilisation (allocated)": ("71.2%", None),
+        "GPU-hours out of service": ("264 GPU-h", "17.2% of the cluster"),
     }
     assert "2024-03-01 00:00 → 2024-03-03 00:00 UTC (2.0 days)" in at.main.caption[0].value
     assert "32 GPUs on 4 hosts" in at.main.caption[0].value
     headers = [h.value for h in at.subheader]
-    assert headers == ["Where the flagship job's time went", "What interrupted it", "What is down"]
+    assert headers == ["What is down", "Where the flagship job's time went", "What interrupted it"]  # down first
     md = [m.value for m in at.main.markdown]
-    assert "**3 interruptions of the flagship job.** The most frequent causes:" in md
-    assert "One unexpected interruption every **24.0 hours** on average (job MTTF)." in md
+    assert "**Interruptions: 3** of the flagship job. The most frequent causes:" in md
+    assert "One unexpected interruption every **24.0 h** on average (Job MTTF)." in md
 
 
 def test_what_is_down_at_the_end_of_the_run_by_default(store_dir):
@@ -149,7 +149,7 @@ def test_summary_with_only_some_keys(store_dir):
     assert not at.exception
     assert metrics(at) == {"ETTR (goodput)": ("50.0%", None), "Interruptions": ("7", None)}
     # no counts by cause in the summary: the incidents table is counted instead
-    assert "**5 interruptions recorded in the run.** The most frequent causes:" in [
+    assert "**Incidents: 5** recorded in the run. The most frequent causes:" in [
         m.value for m in at.markdown
     ]
 
@@ -251,8 +251,8 @@ def test_headline_from_a_full_and_an_empty_summary():
         "Job MTTF",
         "Interruptions",
         "Goodput lost",
-        "Cluster utilisation",
-        "GPU-hours down",
+        "Utilisation (allocated)",
+        "GPU-hours out of service",
     ]
     assert all(h.help for h in full)
     assert summaries.headline({}) == []
@@ -284,13 +284,15 @@ def test_waterfall_steps_from_wall_clock_to_productive():
     wall = 16 * 48.0
     fig = charts.goodput_waterfall(wall, s["job"]["losses_gpu_hours"], wall * s["job"]["ettr"])
     bar = fig.data[0]
-    assert list(bar.x) == ["Wall-clock", "Lost work", "Restarts", "Checkpoints", "Productive"]
+    # the buckets named by their definitions (engine/definitions/goodput.py), long ones on two lines
+    assert list(bar.x) == ["Wall clock", "Lost work", "Restart<br>overhead", "Checkpoint<br>writes",
+                           "Productive<br>training"]
     assert list(bar.y) == pytest.approx([768.0, 38.6667, 24.0, 28.0, 677.3333], abs=1e-3)
     assert list(bar.base) == pytest.approx([0.0, 729.3333, 705.3333, 677.3333, 0.0], abs=1e-3)
     assert list(bar.marker.color)[1:4] == [
-        LOSS_COLORS["lost_work"],
-        LOSS_COLORS["restart"],
-        LOSS_COLORS["checkpoint"],
+        LOSS_COLOURS["lost_work"],
+        LOSS_COLOURS["restart"],
+        LOSS_COLOURS["checkpoint"],
     ]
     assert "38.7 GPU-h<br>5.0%" in bar.text[1]
     # losses are 12% of the wall-clock: the axis starts above zero, and the title says where
@@ -299,7 +301,7 @@ def test_waterfall_steps_from_wall_clock_to_productive():
 
 def test_waterfall_shows_what_the_losses_do_not_explain():
     fig = charts.goodput_waterfall(100.0, {"lost_work": 5.0, "restart": 5.0}, productive_gpu_hours=80.0)
-    assert list(fig.data[0].x) == ["Wall-clock", "Lost work", "Restarts", "Other", "Productive"]
+    assert list(fig.data[0].x) == ["Wall clock", "Lost work", "Restart<br>overhead", "Other", "Productive<br>training"]
     assert list(fig.data[0].y) == pytest.approx([100.0, 5.0, 5.0, 10.0, 80.0])
     # within rounding the residual is left out
     assert "Other" not in charts.goodput_waterfall(100.0, {"lost_work": 10.0}, 89.8).data[0].x
@@ -314,13 +316,15 @@ def test_ettr_over_time_figure():
     timeline = ettr_timeline(job_attempts(), flagship_checkpoints(), "flagship", 3600.0, DURATION_S)
     marks = pl.DataFrame({"t_s": [36000.0, 96000.0], "cause": ["faulty_gpu", "planned_maintenance"]})
     fig = charts.ettr_over_time(timeline, STARTED_AT, marks, closed_form=0.9)
-    bars, line, points = fig.data
+    bars, line, gpu, planned = fig.data
     assert len(bars.x) == 48 and bars.x[0] == datetime(2024, 3, 1) and bars.x[10] == datetime(2024, 3, 1, 10)
     assert line.y[-1] == pytest.approx(152400 / 172800)
-    assert list(points.marker.color) == [CATEGORY_COLORS["GPU"], CATEGORY_COLORS["Planned"]]
-    assert list(points.text) == ["Faulty GPU", "Planned maintenance"]
+    # interruptions counted per hour bucket in the strip under the chart (its own axis), by category
+    assert (gpu.name, gpu.yaxis, list(gpu.x), list(gpu.y)) == ("GPU interruptions", "y2", [datetime(2024, 3, 1, 10)], [1])
+    assert (planned.marker.color, list(planned.x)) == (CATEGORY_COLOURS["Planned"], [datetime(2024, 3, 2, 2)])
+    assert gpu.marker.color == CATEGORY_COLOURS["GPU"] and fig.layout.yaxis2.tickformat == "d"
     # a bucket spent restarting has ETTR 0, so the axis runs from 0 here ...
-    assert min(v for v in bars.y if v is not None) == 0.0 and list(fig.layout.yaxis.range) == [0.0, 1.08]
+    assert min(v for v in bars.y if v is not None) == 0.0 and list(fig.layout.yaxis.range) == [0.0, 1.02]
     assert fig.layout.shapes[0].y0 == 0.9  # the closed form
     # ... and from a tenth below the worst bucket when every bucket made progress
     steady = pl.DataFrame({"t_s": [0.0, 3600.0], "ettr": [0.97, 0.93], "ettr_cumulative": [0.97, 0.95]})
@@ -335,7 +339,7 @@ def test_interruptions_by_cause_figure():
     assert [t.name for t in fig.data] == ["GPU", "Network"]  # ssd has no interruption: no bar
     gpu = fig.data[0]
     assert list(gpu.y) == ["GPU HBM3 memory", "Faulty GPU"] and list(gpu.x) == [1, 3]
-    assert gpu.marker.color == CATEGORY_COLORS["GPU"]
+    assert gpu.marker.color == CATEGORY_COLOURS["GPU"]
     assert fig.layout.xaxis.dtick == 1 and fig.layout.xaxis.tickformat == ",d"  # no half interruptions
     assert list(fig.layout.yaxis.categoryarray) == ["GPU HBM3 memory", "Network switch/cable", "Faulty GPU"]
 
@@ -343,8 +347,8 @@ def test_interruptions_by_cause_figure():
 def test_hosts_by_state_figure():
     fig = charts.hosts_by_state(pl.DataFrame({"state": ["running", "repair"], "hosts": [3, 1]}))
     assert [(t.name, t.x[0], t.marker.color) for t in fig.data] == [
-        ("running", 3, state_color("running")),
-        ("repair", 1, state_color("repair")),
+        ("running", 3, state_colour("running")),
+        ("repair", 1, state_colour("repair")),
     ]
 
 
@@ -367,7 +371,7 @@ def test_headline_of_replay_and_ingest_summaries():
     }
     assert [(h.label, h.value, h.delta) for h in summaries.headline(replay)] == [
         ("Jobs", "500", "3 never started"),
-        ("Cluster utilisation", "30.2%", None),
+        ("Utilisation (allocated)", "30.2%", None),
         ("Mean queue wait", "1 h 30 min", "p95 1 d"),
     ]
     ingest = {"hosts": 1, "gpus": 1, "samples": 23, "xid_events": 0}

@@ -9,6 +9,7 @@ import streamlit as st
 
 from dashboard import state
 from dashboard.charts import compare as charts
+from dashboard.charts.text_exprs import cause_label_text
 from dashboard.queries import compare as queries
 from dashboard.text import md
 
@@ -81,6 +82,6 @@ else:
         counts, "interruptions per 1,000 host-days" if per_exposure else "interruptions", labels), width="stretch")
     table = counts.pivot("run", index="cause", values="interruptions").fill_null(0)
     table = table.with_columns(pl.lit(0.0).alias(label) for label in labels if label not in table.columns)
-    table = table.select("cause", *labels)
+    table = table.select(cause_label_text("cause").alias("cause"), *labels)
     st.dataframe(table.sort(pl.sum_horizontal(pl.exclude("cause")), descending=True), hide_index=True,
                  width="stretch")

@@ -15,10 +15,11 @@ import streamlit as st
 
 from dashboard import auth, state
 from dashboard.charts import incidents as charts
-from dashboard.charts.common import fmt_duration, fmt_gpu_hours, fmt_int, fmt_pct, fmt_time
-from dashboard.charts.text_exprs import duration_text, time_text
+from dashboard.charts.common import cause_label, fmt_duration, fmt_gpu_hours, fmt_int, fmt_pct, fmt_time
+from dashboard.charts.text_exprs import cause_label_text, duration_text, time_text
 from dashboard.queries import incidents as queries
 from dashboard.text import code, md
+from engine.definitions import definition
 from engine.errors import GoodputError
 from engine.incidents import filter_incidents, summary_counts
 from engine.replay_incidents import replay_stored_run
@@ -86,22 +87,33 @@ filters = queries.filter_keywords(since_s=since_s, until_s=until_s, causes=cause
 shown = filter_incidents(everything, **filters)
 
 # ----- counted as the Llama 3 paper counts them -----------------------------------------------------------
-st.subheader("Interruptions")
 flagship = queries.flagship(run.run_id)
 days = ((until_s if until_s is not None else run.duration_s) - (since_s or 0.0)) / 86400.0
 figures = summary_counts(shown, days, job=flagship)
-what = f"interruptions of the flagship job {code(flagship)}" if flagship else "every incident (no flagship job)"
-st.caption(f"Counted as the Llama 3 paper counts its 466: {what}, among the {shown.height:,} incidents the "
-           f"filters keep ({everything.height:,} in the run), over {days:,.1f} days.")
-cols = st.columns(6)
-cols[0].metric("Interruptions", fmt_int(figures["total"]))
-cols[1].metric("Unexpected", fmt_int(figures["unexpected"]))
-cols[2].metric("Planned", fmt_int(figures["planned"]))
-cols[3].metric("Hardware share", fmt_pct(figures["hardware_share"], 0),
-               help="unexpected interruptions of GPU, host or network cause (Llama 3: about 78%)")
-cols[4].metric("Interruptions a day", "–" if figures["per_day"] is None else f"{figures['per_day']:.1f}")
-lost = figures["gpu_hours_lost"]  # the unit is in the label: "13.2k GPU-h" does not fit a sixth of the page
-cols[5].metric("GPU-hours lost", f"{lost:,.0f}" if lost >= 100 else f"{lost:.1f}")
+span = f"{days:,.1f} days" if days >= 1 else fmt_duration(days * 86400.0)
+if flagship:
+    st.subheader("Interruptions of the flagship job")
+    st.caption(f"Counted as the Llama 3 paper counts its 466: interruptions of the flagship job {code(flagship)}, "
+               f"among the {shown.height:,} incidents the filters keep ({everything.height:,} in the run), "
+               f"over {span}.")
+    shown_figures = (
+        ("interruptions", fmt_int(figures["total"])),
+        ("unexpected_interruptions", fmt_int(figures["unexpected"])),
+        ("planned_interruptions", fmt_int(figures["planned"])),
+        ("hardware_share", fmt_pct(figures["hardware_share"], 0)),
+        # a rate from less than a day of data says nothing: the count and the span say it instead
+        ("interruptions_per_day", "–" if figures["per_day"] is None or days < 1 else f"{figures['per_day']:.1f}"),
+        ("interruption_gpu_hours_lost", fmt_gpu_hours(figures["gpu_hours_lost"])),
+    )
+else:
+    # no flagship job (a replayed trace, ingested telemetry): nothing here is an interruption of it
+    st.subheader("Incidents")
+    st.caption(f"This run has no flagship job, so every incident is counted: {shown.height:,} the filters keep "
+               f"({everything.height:,} in the run), over {span}.")
+    shown_figures = (("incidents", fmt_int(figures["total"])),
+                     ("incident_gpu_hours_lost", fmt_gpu_hours(figures["gpu_hours_lost"])))
+for column, (key, value) in zip(st.columns(6), shown_figures, strict=False):
+    column.metric(definition(key).label, value, help=definition(key).help)
 if figures["total"]:
     left, right = st.columns([3, 2])
     left.plotly_chart(charts.by_cause(figures["by_cause"]), width="stretch")
@@ -126,11 +138,12 @@ else:
     st.markdown(f"**Incidents by cost** ({shown.height:,}; click a column's header to sort by it)")
     st.dataframe(
         shown.sort("gpu_hours_lost", descending=True, nulls_last=True).with_columns(
-            with_time(), pl.col("job_names").list.join(", ").alias("jobs"))
+            with_time(), cause_label_text("cause").alias("cause"), pl.col("job_names").alias("jobs"))
         .select("incident_id", "time", "cause", "category", "planned", "gpu_hours_lost", "jobs_hit", "jobs",
                 "hostname", "rack_id", "gpu_id", "link_id", "xid"),
         hide_index=True, width="stretch",
-        column_config={"gpu_hours_lost": st.column_config.NumberColumn("GPU-h lost", format="%.1f")},
+        column_config={"gpu_hours_lost": st.column_config.NumberColumn("GPU-h lost", format="%.1f"),
+                       "jobs": st.column_config.ListColumn("jobs")},
     )
 
 # ----- exports --------------------------------------------------------------------------------------------
@@ -188,11 +201,12 @@ def drill_down(incident_id: int) -> None:
     row = by_id[incident_id]
     detail = queries.detail(run.run_id, incident_id)
     cols = st.columns(4)
-    cols[0].metric("Cause", md(row["cause"]))
-    cols[1].metric("Category", md(row["category"] or "–"))
-    cols[2].metric("Cost", fmt_gpu_hours(detail.gpu_hours_lost),
-                   help="GPU-hours of lost work and restart time across every job it hit")
-    cols[3].metric("Detected after", fmt_duration(row["detected_s"] - row["t_s"]))
+    cols[0].metric("Cause", cause_label(row["cause"]))
+    cols[1].metric("Category", row["category"] or "–")
+    cols[2].metric(definition("incident_cost").label, fmt_gpu_hours(detail.gpu_hours_lost),
+                   help=definition("incident_cost").help)
+    cols[3].metric(definition("incident_detected_after").label, fmt_duration(row["detected_s"] - row["t_s"]),
+                   help=definition("incident_detected_after").help)
     where = [f"host {md(row['hostname'])} (rack {row['rack_id']})" if row["hostname"] else None,
              f"GPU {row['gpu_id']}" if row["gpu_id"] is not None else None,
              f"link {row['link_id']}" + (" (the rack switch's uplink: the whole rack)" if row["rack_wide"] else "")
@@ -208,11 +222,13 @@ def drill_down(incident_id: int) -> None:
 
     st.markdown("**Blast radius**")
     cols = st.columns(4)
-    cols[0].metric("GPUs hit", fmt_int(len(detail.gpus)))
-    cols[1].metric("Hosts out of service", fmt_int(len(detail.hosts)))
-    cols[2].metric("Jobs hit", fmt_int(len(detail.jobs)))
-    cols[3].metric("Lost work + restart", fmt_duration(detail.lost_work_s + detail.restart_s),
-                   help="summed over the jobs hit; times each job's GPUs, it is the cost in GPU-hours")
+    for column, key, value in (
+        (cols[0], "incident_gpus_hit", fmt_int(len(detail.gpus))),
+        (cols[1], "incident_hosts_taken_out", fmt_int(len(detail.hosts))),
+        (cols[2], "jobs_hit", fmt_int(len(detail.jobs))),
+        (cols[3], "incident_lost_time", fmt_duration(detail.lost_work_s + detail.restart_s)),
+    ):
+        column.metric(definition(key).label, value, help=definition(key).help)
     if detail.hosts:
         st.caption("Hosts taken out of service: " + ", ".join(map(md, queries.hostnames(run.run_id, detail.hosts))))
     if detail.cost.height:

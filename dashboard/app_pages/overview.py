@@ -14,6 +14,7 @@ from dashboard.charts import overview as charts
 from dashboard.charts.common import (
     cause_label,
     fmt_duration,
+    fmt_hours,
     fmt_int,
     fmt_pct,
     fmt_run_time,
@@ -23,6 +24,8 @@ from dashboard.queries import overview as q
 from dashboard.queries import summary as summaries
 from dashboard.text import md
 from engine.analytics import ettr_timeline
+from engine.definitions import definition
+from engine.run import start_known
 from engine.store import RunInfo
 
 TIME_PARAM = "t"
@@ -41,8 +44,11 @@ def overview(run_id: str) -> None:
     sizes = q.host_count(run.run_id)
     flagship = q.flagship_job(run.run_id)
     end = run.started_at + timedelta(seconds=run.duration_s)
+    # a boot-relative kernel log has no date (engine.run.start_known): its span, never an invented 1970 date
+    span = (f"{run.started_at:%Y-%m-%d %H:%M} → {end:%Y-%m-%d %H:%M} UTC" if start_known(run.started_at)
+            else f"date unknown (times from the start), {fmt_duration(run.duration_s)} long")
     st.caption(
-        f"**{md(run.name)}** · {md(run.kind)} · {run.started_at:%Y-%m-%d %H:%M} → {end:%Y-%m-%d %H:%M} UTC "
+        f"**{md(run.name)}** · {md(run.kind)} · {span} "
         f"({run.duration_s / 86400:.1f} days) · {fmt_int(sizes['gpus'])} GPUs on {fmt_int(sizes['hosts'])} hosts"
         + (f" · seed {run.seed}" if run.seed is not None else "")
         + (f" · flagship job **{md(flagship['name'])}** on {fmt_int(flagship['gpus'])} GPUs" if flagship else "")
@@ -66,10 +72,7 @@ def overview(run_id: str) -> None:
         figures.insert(
             0,
             summaries.Headline(
-                "ETTR (from attempts)",
-                fmt_pct(ettr),
-                help="Productive share of the flagship job's wall-clock time, computed from its "
-                "attempts and checkpoints (this run has no simulator summary).",
+                definition("ettr_from_attempts").label, fmt_pct(ettr), help=definition("ettr_from_attempts").help
             ),
         )
     if summaries.number(summary, "job.ettr") is None and timeline is None:
@@ -93,6 +96,9 @@ def overview(run_id: str) -> None:
                 delta_color="normal" if figure.trend else "off",
                 delta_arrow="auto" if figure.trend else "off",
             )
+
+    # what an operator looks for first, right under the headline: which hosts are out of service
+    what_is_down(run, sizes)
 
     # ----- goodput and its losses -------------------------------------------------------------------------------
     losses = summaries.losses_from_summary(summary)
@@ -122,8 +128,8 @@ def overview(run_id: str) -> None:
                 )
                 st.caption(
                     f"Bars: ETTR in each {fmt_duration(q.timeline_bucket(run.duration_s))} bucket; "
-                    "line: ETTR from "
-                    "the job's start; triangles: interruptions, coloured by category."
+                    "line: ETTR from the job's start; strip below: the flagship job's interruptions in each "
+                    "bucket, by category."
                 )
             else:
                 st.info("This run has no attempts of a flagship job to draw ETTR over time from.")
@@ -141,7 +147,8 @@ def overview(run_id: str) -> None:
         with right:
             top = counts.sort("count", descending=True).head(3)
             total = int(counts["count"].sum())
-            st.markdown(f"**{total:,} interruptions {scope}.** The most frequent causes:")
+            what = definition("interruptions").label if scope == "of the flagship job" else definition("incidents").label
+            st.markdown(f"**{what}: {total:,}** {scope}. The most frequent causes:")
             for row in top.iter_rows(named=True):
                 if row["count"]:
                     st.markdown(
@@ -149,7 +156,10 @@ def overview(run_id: str) -> None:
                     )
             mttf = summaries.number(summary, "job.mttf_hours")
             if mttf is not None:
-                st.markdown(f"One unexpected interruption every **{mttf:.1f} hours** on average (job MTTF).")
+                st.markdown(
+                    f"One unexpected interruption every **{fmt_hours(mttf)}** on average "
+                    f"({definition('job_mttf').label})."
+                )
 
     # ----- XIDs, where no incident explains them (ingested telemetry) -------------------------------------------
     if counts.height == 0 or counts["count"].sum() == 0:
@@ -163,8 +173,6 @@ def overview(run_id: str) -> None:
                 column_config={"xid": "XID", "gpus": "GPUs"},
             )
 
-    what_is_down(run, sizes)
-
 
 # ----- what is down -----------------------------------------------------------------------------------------
 # A fragment: moving the time slider reruns this section only, not the charts above (seconds on a big run).
@@ -172,7 +180,7 @@ def overview(run_id: str) -> None:
 
 @st.fragment
 def what_is_down(run: RunInfo, sizes: dict) -> None:
-    st.subheader("What is down")
+    st.subheader("What is down", anchor="what-is-down")
     if not q.has_host_states(run.run_id):
         st.info(
             f"This {run.kind} run records no host states, so it cannot tell which hosts were out of service."

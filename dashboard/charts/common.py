@@ -1,7 +1,7 @@
-"""What every chart and page shares: colours for host states, failure categories and causes; number formats.
+"""What every chart and page shares: the palette (engine.palette) and number formats.
 
-One palette for the whole dashboard, so a colour means the same thing on every page: red is down, blue is
-training, and each failure category keeps its colour from the Overview's bars to the Incidents timeline.
+One palette for the dashboard and the HTML export, so a colour means the same thing everywhere: red is down,
+blue is training, and each failure category keeps its colour from the Overview's bars to the exported report.
 Formatting helpers always put the unit in the text ("3.1 h", "1,234 GPU-h", "$2.5k"), because a number
 without its unit says nothing.
 """
@@ -10,88 +10,22 @@ import math
 from datetime import datetime, timedelta
 
 from engine.limits import MAX_RUN_DAYS
-from engine.reference import CAUSE_BY_KEY, CAUSES, PLANNED_CAUSE
-from engine.schema import HOST_STATES
 
-# ----- colours ----------------------------------------------------------------------------------------------
-
-# Host states (engine.schema.HOST_STATES): available hosts in calm colours, unavailable ones in warm ones,
-# from "just failed" (red) through repair (purple) to "almost back" (amber).
-HOST_STATE_COLORS: dict[str, str] = {
-    "running": "#1f77b4",  # training: blue
-    "healthy": "#2ca02c",  # up and idle: green
-    "spare": "#17becf",  # held back for the flagship job: teal
-    "draining": "#ff7f0e",  # leaving service: orange
-    "down": "#d62728",  # failed: red
-    "diagnosing": "#e377c2",  # DCGM diagnostics: pink
-    "repair": "#9467bd",  # hands-on repair or RMA: purple
-    "burn_in": "#bcbd22",  # stress test before return: olive
-}
-assert set(HOST_STATE_COLORS) == set(HOST_STATES), "every host state needs a colour"
-
-# States in which a host does no work and is not available to jobs ("what is down").
-UNAVAILABLE_STATES: tuple[str, ...] = ("draining", "down", "diagnosing", "repair", "burn_in")
-AVAILABLE_STATES: tuple[str, ...] = ("healthy", "running", "spare")
-
-# Failure categories of the Llama 3 table (engine.reference.CAUSES) plus planned interruptions.
-CATEGORY_COLORS: dict[str, str] = {
-    "GPU": "#d62728",
-    "Host": "#ff7f0e",
-    "Network": "#9467bd",
-    "Dependency": "#8c564b",
-    "Unplanned maintenance": "#e377c2",
-    "Unknown": "#7f7f7f",
-    "Planned": "#17becf",
-}
-OTHER_COLOR = "#bbbbbb"  # anything a scenario or trace adds that the palette does not know
-assert {c.category for c in CAUSES} <= set(CATEGORY_COLORS), "every reference category needs a colour"
-
-# Goodput losses (engine.analytics.LOSS_CATEGORIES) and productive time.
-LOSS_COLORS: dict[str, str] = {
-    "productive": "#2ca02c",
-    "lost_work": "#d62728",
-    "restart": "#ff7f0e",
-    "checkpoint": "#1f77b4",
-    "waiting_for_spares": "#9467bd",
-}
-LOSS_LABELS: dict[str, str] = {
-    "productive": "Productive training",
-    "lost_work": "Lost work (since last checkpoint)",
-    "restart": "Restart overhead",
-    "checkpoint": "Checkpoint writes",
-    "waiting_for_spares": "Waiting for spare hosts",
-    "network_slowdown": "Network slowdown (placement)",  # the planner's: training time the fabric slowed
-}
-
-
-def category_of(cause: str) -> str:
-    """The category of a cause key ("Planned" for planned maintenance, "Unknown" for unknown causes)."""
-    if cause == PLANNED_CAUSE.cause:
-        return PLANNED_CAUSE.category
-    known = CAUSE_BY_KEY.get(cause)
-    return known.category if known else "Unknown"
-
-
-def cause_label(cause: str) -> str:
-    """The reference table's label for a cause key ("Faulty GPU"), else the key made readable."""
-    if cause == PLANNED_CAUSE.cause:
-        return PLANNED_CAUSE.label
-    known = CAUSE_BY_KEY.get(cause)
-    if known:
-        return known.label
-    # upper first letter, lower rest (not str.capitalize, whose title case Polars lacks): cause_label_text
-    readable = cause.replace("_", " ")
-    return readable[:1].upper() + readable[1:].lower()
-
-
-def cause_color(cause: str) -> str:
-    """A cause takes its category's colour, so the bars of one category read as one group."""
-    return CATEGORY_COLORS.get(category_of(cause), OTHER_COLOR)
-
-
-def state_color(state: str) -> str:
-    return HOST_STATE_COLORS.get(state, OTHER_COLOR)
-
+# The one palette and label set (engine.palette, shared with the HTML export), re-exported for the charts.
+from engine.palette import (  # noqa: F401
+    CATEGORY_COLOURS,
+    HOST_STATE_COLOURS,
+    IN_SERVICE_STATES,
+    LOSS_COLOURS,
+    LOSS_LABELS,
+    OTHER_COLOUR,
+    OUT_OF_SERVICE_STATES,
+    category_of,
+    cause_colour,
+    cause_label,
+    state_colour,
+)
+from engine.run import start_known
 
 # ----- numbers with units -----------------------------------------------------------------------------------
 
@@ -174,11 +108,14 @@ FARTHEST_TIME_S = 10 * MAX_RUN_DAYS * 86400.0
 
 
 def fmt_time(started_at: datetime, t_s: float | None) -> str:
-    """A run time (seconds since its start) as a wall-clock date, "2024-03-02 17:40 UTC".
+    """A run time (seconds since its start) as a wall-clock date, "2024-03-02 17:40 UTC"; for a run whose date is
+    unknown (a kernel log stamped since boot: engine.run.start_known) as "+3 h 25 min from start".
 
     dashboard.charts.text_exprs.time_text is the same as a Polars expression."""
     if _missing(t_s) or not abs(t_s) <= FARTHEST_TIME_S:
         return DASH
+    if not start_known(started_at):  # no date is invented: the time from the run's start, with its sign
+        return f"{'-' if round(t_s) < 0 else '+'}{fmt_duration(abs(float(t_s)))} from start"
     return f"{started_at + timedelta(seconds=float(t_s)):%Y-%m-%d %H:%M} UTC"
 
 
@@ -188,3 +125,15 @@ def fmt_run_time(t_s: float | None) -> str:
         return DASH
     days, rest = divmod(int(t_s), 86400)
     return f"day {days + 1} {rest // 3600:02d}:{rest % 3600 // 60:02d}"
+
+
+# ----- axes ------------------------------------------------------------------------------------------------
+
+def count_axis(largest: float | None) -> dict:
+    """Axis settings for a count (events, GPUs): whole numbers from zero, never "0.5 events"; for a small
+    largest count (an observed run with a handful of XIDs) a tick at every whole number, since Plotly would
+    otherwise step by halves."""
+    axis = {"rangemode": "tozero", "tickformat": ",d"}
+    if largest is None or largest <= 10:
+        axis["dtick"] = 1
+    return axis

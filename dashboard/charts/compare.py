@@ -4,6 +4,7 @@ import plotly.graph_objects as go
 import polars as pl
 
 from dashboard.text import plot, plot_all
+from engine.palette import cause_label
 
 
 def causes_side_by_side(counts: pl.DataFrame, y_title: str = "interruptions", runs: list[str] | None = None
@@ -17,7 +18,8 @@ def causes_side_by_side(counts: pl.DataFrame, y_title: str = "interruptions", ru
     for run in runs if runs is not None else counts["run"].unique(maintain_order=True).to_list():
         part = counts.filter(pl.col("run") == run)
         by_cause = dict(zip(part["cause"].to_list(), part["interruptions"].to_list(), strict=True))
-        fig.add_trace(go.Bar(x=plot_all(order), y=[by_cause.get(c, 0) for c in order], name=plot(run)))
+        fig.add_trace(go.Bar(x=plot_all([cause_label(c) for c in order]), y=[by_cause.get(c, 0) for c in order],
+                             name=plot(run)))
     fig.update_layout(barmode="group", height=340, margin={"l": 10, "r": 10, "t": 10, "b": 10},
                       yaxis_title=y_title, legend={"orientation": "h", "y": 1.02, "yanchor": "bottom"})
     return fig

@@ -7,14 +7,14 @@ import numpy as np
 import plotly.graph_objects as go
 import polars as pl
 
-from dashboard.charts.common import CATEGORY_COLORS, OTHER_COLOR
+from dashboard.charts.common import CATEGORY_COLOURS, OTHER_COLOUR
 from dashboard.charts.jobs import as_time
-from dashboard.charts.text_exprs import category_text
+from dashboard.charts.text_exprs import category_text, cause_label_text
 from dashboard.text import plot, plot_all
 
 # The shared palette: a category keeps its colour on every page.
-CATEGORY_COLOURS = CATEGORY_COLORS
-OTHER_COLOUR = OTHER_COLOR
+CATEGORY_COLOURS = CATEGORY_COLOURS
+OTHER_COLOUR = OTHER_COLOUR
 MIN_SIZE, MAX_SIZE = 6.0, 30.0
 
 
@@ -35,7 +35,8 @@ def timeline(incidents: pl.DataFrame, started_at: datetime) -> go.Figure:
     for category in sorted(frame["category"].fill_null("Unknown").unique().to_list()):
         part = frame.filter(pl.col("category").fill_null("Unknown") == category)
         fig.add_trace(go.Scatter(
-            x=as_time(started_at, part["t_s"].to_numpy()), y=plot_all(part["cause"].to_list()), mode="markers",
+            x=as_time(started_at, part["t_s"].to_numpy()), y=plot_all(part.select(cause_label_text("cause"))
+                                                                      .to_series().to_list()), mode="markers",
             name=plot(category), marker={"size": part["size"].to_numpy(), "color": CATEGORY_COLOURS.get(category,
                                    OTHER_COLOUR), "opacity": 0.75, "line": {"width": 0.5, "color": "white"}},
             customdata=part["incident_id"].to_numpy(),  # what a click on the marker hands the page
@@ -67,12 +68,13 @@ def by_cause(counts: pl.DataFrame) -> go.Figure:
     if "category" not in frame.columns:
         frame = frame.with_columns(category_text("cause").alias("category"))
     fig = go.Figure(go.Bar(
-        x=frame["interruptions"].to_list(), y=plot_all(frame["cause"].to_list()), orientation="h",
+        x=frame["interruptions"].to_list(), y=plot_all(frame.select(cause_label_text("cause")).to_series().to_list()),
+        orientation="h",
         text=frame["interruptions"].to_list(),
         marker_color=[CATEGORY_COLOURS.get(c, OTHER_COLOUR) for c in frame["category"].fill_null("").to_list()],
     ))
     fig.update_layout(height=max(220, 24 * frame.height + 80), margin={"l": 10, "r": 10, "t": 10, "b": 10},
-                      xaxis_title="interruptions")
+                      xaxis={"title": "interruptions", "tickformat": ",d", "rangemode": "tozero"})
     return fig
 
 
@@ -84,7 +86,8 @@ def per_day(days: pl.DataFrame, started_at: datetime) -> go.Figure:
         go.Bar(x=x, y=days["planned"].to_list(), name="planned", marker_color=CATEGORY_COLOURS["Planned"]),
     ])
     fig.update_layout(barmode="stack", height=260, margin={"l": 10, "r": 10, "t": 10, "b": 10},
-                      yaxis_title="interruptions a day", legend={"orientation": "h"})
+                      yaxis={"title": "interruptions a day", "tickformat": ",d", "rangemode": "tozero"},
+                      legend={"orientation": "h"})
     return fig
 
 

@@ -9,16 +9,15 @@ import plotly.graph_objects as go
 import polars as pl
 
 from dashboard.charts.common import (
-    CATEGORY_COLORS,
-    LOSS_COLORS,
+    CATEGORY_COLOURS,
+    LOSS_COLOURS,
     LOSS_LABELS,
-    OTHER_COLOR,
+    OTHER_COLOUR,
     category_of,
-    cause_color,
     cause_label,
     fmt_gpu_hours,
     fmt_pct,
-    state_color,
+    state_colour,
 )
 from dashboard.text import plot
 
@@ -27,12 +26,13 @@ RESIDUAL_SHARE = 0.005
 _MARGIN = {"l": 10, "r": 10, "t": 40, "b": 10}
 
 
-SHORT_LOSS_LABELS = {
-    "lost_work": "Lost work",
-    "restart": "Restarts",
-    "checkpoint": "Checkpoints",
-    "waiting_for_spares": "Waiting for spares",
-}
+def _two_lines(label: str) -> str:
+    """A bucket label broken at its middle space, so six bars' labels fit side by side without tilting."""
+    if len(label) <= 12 or " " not in label:
+        return label
+    middle = len(label) // 2
+    cut = min((i for i, c in enumerate(label) if c == " "), key=lambda i: abs(i - middle))
+    return label[:cut] + "<br>" + label[cut + 1:]
 
 
 def goodput_waterfall(
@@ -45,13 +45,13 @@ def goodput_waterfall(
     the rest instead of hiding it. Losses are often a few percent of the wall-clock, so the value axis starts
     above zero (the title says where) to keep them visible.
     """
-    steps = [(k, SHORT_LOSS_LABELS.get(k, k), -float(v)) for k, v in losses.items() if v]
+    steps = [(k, _two_lines(LOSS_LABELS.get(k, k)), -float(v)) for k, v in losses.items() if v]
     accounted = wall_gpu_hours - sum(v for v in losses.values())
     productive = accounted if productive_gpu_hours is None else productive_gpu_hours
     residual = accounted - productive
     if abs(residual) > RESIDUAL_SHARE * wall_gpu_hours:
         steps.append(("other", "Other", -residual))
-    labels = ["Wall-clock", *(s[1] for s in steps), "Productive"]
+    labels = ["Wall clock", *(s[1] for s in steps), _two_lines(LOSS_LABELS["productive"])]
     hover = [
         "Wall-clock time of the job x its GPUs",
         *(LOSS_LABELS.get(s[0], "Not broken down") for s in steps),
@@ -68,7 +68,7 @@ def goodput_waterfall(
     heights.append(productive)
     share = [h / wall_gpu_hours if wall_gpu_hours else 0.0 for h in heights]
     text = [f"{fmt_gpu_hours(h)}<br>{fmt_pct(p)}" for h, p in zip(heights, share, strict=True)]
-    colors = ["#4c78a8", *(LOSS_COLORS.get(s[0], OTHER_COLOR) for s in steps), LOSS_COLORS["productive"]]
+    colors = ["#4c78a8", *(LOSS_COLOURS.get(s[0], OTHER_COLOUR) for s in steps), LOSS_COLOURS["productive"]]
     fig = go.Figure(
         go.Bar(
             x=labels,
@@ -147,34 +147,58 @@ def ettr_over_time(
             annotation_text=f"closed form {fmt_pct(closed_form)}",
             annotation_position="bottom right",
         )
-    if interruptions is not None and interruptions.height:
-        causes = interruptions["cause"].to_list()
-        fig.add_trace(
-            go.Scatter(
-                x=[start + timedelta(seconds=float(t)) for t in interruptions["t_s"]],
-                y=[1.04] * len(causes),
-                mode="markers",
-                name="interruption",
-                marker={
-                    "symbol": "triangle-down",
-                    "size": 9 if len(causes) < 60 else 6,
-                    "color": [cause_color(c) for c in causes],
-                },
-                text=[plot(cause_label(c)) for c in causes],
-                hovertemplate="%{x|%Y-%m-%d %H:%M}: %{text}<extra></extra>",
-            )
-        )
     lowest = min([v for v in timeline["ettr"].to_list() if v is not None] + [closed_form or 1.0, 1.0])
     bottom = max(0.0, (int(lowest * 10) - 1) / 10)  # a tenth below the worst bucket, never below 0
     fig.update_layout(
         title="ETTR over time",
-        yaxis={"title": "ETTR", "tickformat": ".0%", "range": [bottom, 1.08]},
+        yaxis={"title": "ETTR", "tickformat": ".0%", "range": [bottom, 1.02], "domain": [0.3, 1.0]},
         legend={"orientation": "h", "y": -0.15},
         margin=_MARGIN,
-        height=380,
+        height=440,
         bargap=0.05,
+        barmode="stack",
     )
+    _interruption_counts(fig, interruptions, timeline, when, width_ms)
     return fig
+
+
+def _interruption_counts(fig: go.Figure, interruptions: pl.DataFrame | None, timeline: pl.DataFrame,
+                         when: list, width_ms: float | None) -> None:
+    """Interruptions per ETTR bucket, stacked by category, in a strip under the ETTR chart (its own y axis):
+    hundreds of them stay legible as counts, where markers on one line would hide each other."""
+    fig.update_layout(yaxis2={"title": "interruptions", "domain": [0.0, 0.22], "rangemode": "tozero",
+                              "tickformat": "d", "anchor": "x"})
+    if interruptions is None or not interruptions.height or timeline.height < 1:
+        return
+    starts = timeline["t_s"].cast(pl.Float64)
+    width_s = float(starts[1] - starts[0]) if timeline.height > 1 else float("inf")
+    first = float(starts[0])
+    buckets = (
+        interruptions.with_columns(
+            bucket=((pl.col("t_s") - first) // width_s).clip(0, timeline.height - 1).cast(pl.Int64)
+            if width_s != float("inf") else pl.lit(0, pl.Int64),
+            category=pl.col("cause").replace_strict(
+                {c: category_of(c) for c in interruptions["cause"].unique().to_list()}, return_dtype=pl.String),
+        )
+        .group_by("category", "bucket").len()
+        .sort("category", "bucket")
+    )
+    order = buckets.group_by("category").agg(pl.col("len").sum()).sort(["len", "category"], descending=[True, False])
+    for category in order["category"].to_list():
+        part = buckets.filter(pl.col("category") == category)
+        fig.add_trace(
+            go.Bar(
+                x=[when[i] for i in part["bucket"].to_list()],
+                y=part["len"].to_list(),
+                width=width_ms,
+                offset=0,
+                yaxis="y2",
+                name=f"{category} interruptions",
+                legendgroup="interruptions",
+                marker={"color": CATEGORY_COLOURS.get(category, OTHER_COLOUR)},
+                hovertemplate="%{x|%Y-%m-%d %H:%M}: %{y} interruptions<extra>" + category + "</extra>",
+            )
+        )
 
 
 def interruptions_by_cause(counts: pl.DataFrame) -> go.Figure:
@@ -190,7 +214,7 @@ def interruptions_by_cause(counts: pl.DataFrame) -> go.Figure:
                 x=rows["count"].to_list(),
                 orientation="h",
                 name=category,
-                marker={"color": CATEGORY_COLORS.get(category, OTHER_COLOR)},
+                marker={"color": CATEGORY_COLOURS.get(category, OTHER_COLOUR)},
                 text=rows["count"].to_list(),
                 textposition="outside",
                 cliponaxis=False,
@@ -222,7 +246,7 @@ def hosts_by_state(counts: pl.DataFrame) -> go.Figure:
                 y=["hosts"],
                 orientation="h",
                 name=plot(row["state"]),
-                marker={"color": state_color(row["state"])},
+                marker={"color": state_colour(row["state"])},
                 text=[f"{plot(row['state'])} {row['hosts']:,}"],
                 textposition="inside",
                 # the name, not the state pasted into the template: data there could hold `%{..}` placeholders

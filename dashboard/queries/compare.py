@@ -9,26 +9,29 @@ import polars as pl
 from dashboard import state
 from dashboard.charts.common import DASH, fmt_gpu_hours, fmt_hours, fmt_int, fmt_pct
 from engine.analytics import ettr_timeline
+from engine.definitions import definition
 from engine.errors import GoodputError
 from engine.scenario import from_dict
 from engine.store import RunInfo
 
-# (label, path into the summary, formatter): the figures `goodput simulate --json` prints.
+# (label, path into the summary, formatter): the figures `goodput simulate --json` prints, each figure under its
+# definition's label (engine/definitions), as on the Overview.
 HEADLINES: tuple[tuple[str, tuple[str, ...], Any], ...] = (
     ("GPUs", ("gpus",), fmt_int),
     ("hosts", ("hosts",), fmt_int),
     ("days", ("days",), lambda d: DASH if d is None else f"{d:g}"),
     ("flagship job", ("job", "name"), lambda s: s or DASH),
     ("flagship GPUs", ("job", "gpus"), fmt_int),
-    ("ETTR", ("job", "ettr"), fmt_pct),
-    ("job MTTF", ("job", "mttf_hours"), fmt_hours),
-    ("interruptions", ("interruptions", "total"), fmt_int),
-    ("unexpected", ("interruptions", "unexpected"), fmt_int),
-    ("planned", ("interruptions", "planned"), fmt_int),
-    ("checkpoints", ("job", "checkpoints"), fmt_int),
-    ("lost GPU-hours", ("job", "lost_gpu_hours"), fmt_gpu_hours),
-    ("cluster utilisation", ("cluster", "utilization"), fmt_pct),
-    ("GPU-hours down", ("cluster", "gpu_hours_down"), fmt_gpu_hours),
+    (definition("ettr").label, ("job", "ettr"), fmt_pct),
+    (definition("job_mttf").label, ("job", "mttf_hours"), fmt_hours),
+    (definition("interruptions").label, ("interruptions", "total"), fmt_int),
+    (definition("unexpected_interruptions").label, ("interruptions", "unexpected"), fmt_int),
+    (definition("planned_interruptions").label, ("interruptions", "planned"), fmt_int),
+    (definition("checkpoints_written").label, ("job", "checkpoints"), fmt_int),
+    (definition("goodput_lost").label, ("job", "lost_gpu_hours"), fmt_gpu_hours),
+    (definition("utilisation_by_allocation").label, ("cluster", "utilization"), fmt_pct),
+    (definition("utilisation_by_progress").label, ("cluster", "utilization_progress"), fmt_pct),
+    (definition("gpu_hours_down").label, ("cluster", "gpu_hours_down"), fmt_gpu_hours),
 )
 
 

@@ -11,7 +11,7 @@ import streamlit as st
 from dashboard import state
 from dashboard.charts.common import DASH, fmt_gpu_hours, fmt_int, fmt_pct, fmt_usd
 from engine.export import export_run_incidents
-from engine.incidents import IncidentDetail, incident_detail, load_incidents, summary_counts
+from engine.incidents import FLAGSHIP_JOB_SQL, IncidentDetail, incident_detail, load_incidents, summary_counts
 from engine.store import RunInfo
 
 
@@ -41,7 +41,7 @@ def detail(run_id: str, incident_id: int) -> IncidentDetail:
 
 
 def flagship(run_id: str) -> str | None:
-    ids = state.query(run_id, "SELECT job_id FROM jobs WHERE kind = 'flagship' ORDER BY submit_s LIMIT 1")
+    ids = state.query(run_id, FLAGSHIP_JOB_SQL)
     return ids["job_id"][0] if ids.height else None
 
 

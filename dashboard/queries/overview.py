@@ -10,8 +10,8 @@ import polars as pl
 
 from dashboard import state
 from dashboard.charts.common import (
-    AVAILABLE_STATES,
-    UNAVAILABLE_STATES,
+    IN_SERVICE_STATES,
+    OUT_OF_SERVICE_STATES,
     fmt_int,
 )
 from dashboard.charts.text_exprs import cause_label_text, duration_text, time_text
@@ -24,8 +24,8 @@ from engine.reference import XIDS
 DETECTION_SLACK_S = 60.0
 HOSTLESS_WINDOW_S = 3600.0
 
-_AVAILABLE = ", ".join(f"'{s}'" for s in AVAILABLE_STATES)  # constants, not user input
-_UNAVAILABLE = ", ".join(f"'{s}'" for s in UNAVAILABLE_STATES)
+_AVAILABLE = ", ".join(f"'{s}'" for s in IN_SERVICE_STATES)  # constants, not user input
+_UNAVAILABLE = ", ".join(f"'{s}'" for s in OUT_OF_SERVICE_STATES)
 
 # Only a job marked flagship: the largest job of a replayed trace is no training run whose ETTR means much.
 FLAGSHIP_JOB = """
@@ -79,9 +79,10 @@ ATTEMPTS = (
 CHECKPOINTS = "SELECT job_id, start_s, end_s FROM checkpoints WHERE job_id = ?"
 
 # Interruptions of a job: attempts that ended for a reason other than finishing or the run's end.
+# The flagship job's interruptions (engine/definitions: "interruptions"): incidents whose jobs hit include it,
+# at the time each occurred; the same rows the Incidents page and the summary count.
 INTERRUPTIONS = """
-SELECT end_s AS t_s, end_reason AS cause FROM job_attempts
-WHERE job_id = ? AND end_reason NOT IN ('completed', 'end_of_run', 'preempted') ORDER BY end_s
+SELECT t_s, cause FROM incidents WHERE list_contains(job_ids, ?) ORDER BY t_s, incident_id
 """
 
 INCIDENTS_BY_CAUSE = """

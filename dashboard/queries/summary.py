@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import polars as pl
 
 from dashboard.charts.common import fmt_duration, fmt_gpu_hours, fmt_hours, fmt_int, fmt_pct, fmt_usd
+from engine.definitions import definition
 
 
 def pick(summary: dict, dotted: str) -> object | None:
@@ -72,23 +73,18 @@ def headline(summary: dict) -> list[Headline]:
         )
         out.append(
             Headline(
-                "ETTR (goodput)",
+                definition("ettr").label,
                 fmt_pct(ettr),
                 delta,
                 trend=delta is not None,
-                help="Effective training time ratio: the share of the flagship job's wall-clock time "
-                "that became training progress (Kokolis et al., HPCA 2025). The closed form is "
-                "their first-order estimate from the same settings.",
+                help=definition("ettr").help + " The delta compares it with the "
+                + definition("closed_form_ettr").help,
             )
         )
     mttf = number(summary, "job.mttf_hours")
     if mttf is not None:
         out.append(
-            Headline(
-                "Job MTTF",
-                fmt_hours(mttf),
-                help="Mean time between unexpected interruptions of the flagship job.",
-            )
+            Headline(definition("job_mttf").label, fmt_hours(mttf), help=definition("job_mttf").help)
         )
     total = number(summary, "interruptions.total")
     if total is not None:
@@ -102,13 +98,8 @@ def headline(summary: dict) -> list[Headline]:
             else None
         )
         out.append(
-            Headline(
-                "Interruptions",
-                fmt_int(total),
-                note,
-                help="Interruptions of the flagship job, counted the way the Llama 3 paper counts "
-                "them (466 in 54 days: 419 unexpected, 47 planned).",
-            )
+            Headline(definition("interruptions").label, fmt_int(total), note,
+                     help=definition("interruptions").help)
         )
     losses = losses_from_summary(summary)
     lost = sum(losses.values()) if losses else number(summary, "job.lost_gpu_hours")
@@ -120,33 +111,25 @@ def headline(summary: dict) -> list[Headline]:
             else None
         )
         out.append(
-            Headline(
-                "Goodput lost",
-                fmt_gpu_hours(lost),
-                fmt_usd(cost) if cost is not None else None,
-                help="GPU-hours of the flagship job that made no progress: lost work, restarts, "
-                "checkpoint writes and waiting for spares (in money at the scenario's price).",
-            )
+            Headline(definition("goodput_lost").label, fmt_gpu_hours(lost),
+                     fmt_usd(cost) if cost is not None else None, help=definition("goodput_lost").help)
         )
     utilization = number(summary, "cluster.utilization")
     if utilization is not None:
         out.append(
-            Headline(
-                "Cluster utilisation",
-                fmt_pct(utilization),
-                help="Share of all GPU-hours of the cluster spent running jobs.",
-            )
+            Headline(definition("utilisation_by_allocation").label, fmt_pct(utilization),
+                     help=definition("utilisation_by_allocation").help)
         )
+    progress = number(summary, "cluster.utilization_progress")
+    if progress is not None:
+        out.append(Headline(definition("utilisation_by_progress").label, fmt_pct(progress),
+                            help=definition("utilisation_by_progress").help))
     down, cluster_hours = number(summary, "cluster.gpu_hours_down"), number(summary, "cluster.gpu_hours")
     if down is not None:
         share = f"{fmt_pct(down / cluster_hours)} of the cluster" if cluster_hours else None
         out.append(
-            Headline(
-                "GPU-hours down",
-                fmt_gpu_hours(down),
-                share,
-                help="GPU-hours of hosts out of service: down, diagnosing, in repair or burn-in.",
-            )
+            Headline(definition("gpu_hours_down").label, fmt_gpu_hours(down), share,
+                     help=definition("gpu_hours_down").help)
         )
     return out + _replay_and_ingest_headline(summary, have_utilization=utilization is not None)
 
@@ -168,11 +151,8 @@ def _replay_and_ingest_headline(summary: dict, *, have_utilization: bool) -> lis
     utilization = number(summary, "utilization")
     if utilization is not None and not have_utilization:
         out.append(
-            Headline(
-                "Cluster utilisation",
-                fmt_pct(utilization),
-                help="Share of the cluster's GPU-hours the replayed jobs used.",
-            )
+            Headline(definition("utilisation_by_allocation").label, fmt_pct(utilization),
+                     help=definition("utilisation_by_allocation").help)
         )
     wait, p95 = number(summary, "wait_mean_s"), number(summary, "wait_p95_s")
     if wait is not None:
@@ -187,11 +167,11 @@ def _replay_and_ingest_headline(summary: dict, *, have_utilization: bool) -> lis
     samples = number(summary, "samples")
     if samples:
         out.append(
-            Headline("Metric values read", fmt_int(samples), help="Telemetry values ingested (DCGM fields).")
+            Headline(definition("samples_read").label, fmt_int(samples), help=definition("samples_read").help)
         )
     xids = number(summary, "xid_events")
     if xids:
         out.append(
-            Headline("XID events", fmt_int(xids), help="NVIDIA driver errors (XIDs) read from the input.")
+            Headline(definition("xid_events").label, fmt_int(xids), help=definition("xid_events").help)
         )
     return out

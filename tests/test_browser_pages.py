@@ -1,0 +1,80 @@
+"""Every page of the default llama3-405b run in Chromium, screenshotted as a user sees it.
+
+The screenshots are CI artefacts: they land in $GOODPUT_ARTIFACTS/screenshots (default artifacts/screenshots in
+the checkout, git-ignored), one PNG a page at 1600 x 1000, so a reviewer can open what the issue asks to see
+(what is down near the top of the Overview, the Racks floor plan at 24,576 GPUs, the flagship's attempts on
+the Jobs page, ...). Each page must render without an exception and show its figures.
+"""
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from dashboard.charts.common import fmt_int, fmt_pct
+from tests.test_browser import CHROMIUM, CHROMIUM_ARGS, GOODPUT, ROOT, free_port, stop_server, wait_healthy
+
+pytestmark = pytest.mark.browser
+
+ARTIFACTS = Path(os.environ.get("GOODPUT_ARTIFACTS", ROOT / "artifacts")) / "screenshots"
+PAGE_TIMEOUT_MS = 180_000  # a 24,576-GPU run on a busy 2-core machine
+# url path -> text every render of the page shows once its figures are in
+PAGES = {"": "ETTR (goodput)", "racks": "Racks", "gpus": "GPUs", "jobs": "Jobs", "network": "Network",
+         "incidents": "Interruptions", "planner": "Planner", "compare": "Compare", "data": "Data",
+         "definitions": "Definitions"}
+
+
+@pytest.fixture(scope="module")
+def llama3(tmp_path_factory):
+    """The default store of `make run`: one llama3-405b run, served by `goodput dashboard`."""
+    if not CHROMIUM.exists():
+        pytest.skip(f"{CHROMIUM} is missing: install Debian's chromium (apt-get install -y chromium)")
+    folder = tmp_path_factory.mktemp("llama3")
+    store = folder / "store"
+    simulated = subprocess.run(
+        [str(GOODPUT), "simulate", "--preset", "llama3-405b", "--name", "llama3-405b (default)", "--store",
+         str(store), "--json"], capture_output=True, text=True, timeout=600, check=False, cwd=ROOT)
+    assert simulated.returncode == 0, simulated.stderr
+    summary = json.loads(simulated.stdout)
+    port, log = free_port(), folder / "dashboard.log"
+    with log.open("w") as out:
+        server = subprocess.Popen([str(GOODPUT), "dashboard", "--store", str(store), "--port", str(port)],
+                                  stdout=out, stderr=subprocess.STDOUT, cwd=ROOT, start_new_session=True)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_healthy(url, server, log)
+        yield url, summary
+    finally:
+        stop_server(server)
+
+
+def test_every_page_of_the_default_run(llama3):
+    from playwright.sync_api import expect, sync_playwright
+
+    url, summary = llama3
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1600, "height": 1000})
+            for path, heading in PAGES.items():
+                page.goto(f"{url}/{path}?run={summary['run_id']}")
+                main = page.get_by_test_id("stMain")
+                expect(main.get_by_text(heading, exact=True).first).to_be_visible(timeout=PAGE_TIMEOUT_MS)
+                # the script has finished: Streamlit shows its running indicator until then
+                expect(page.get_by_test_id("stStatusWidget")).to_have_count(0, timeout=PAGE_TIMEOUT_MS)
+                expect(page.get_by_test_id("stException")).to_have_count(0)
+                expect(page.get_by_test_id("stAlertContentError")).to_have_count(0)
+                if path == "":
+                    metrics = page.get_by_test_id("stMetric")
+                    expect(metrics.filter(has_text="ETTR (goodput)")).to_contain_text(fmt_pct(summary["job"]["ettr"]))
+                    expect(metrics.filter(has_text="Interruptions")).to_contain_text(
+                        fmt_int(summary["interruptions"]["total"]))
+                page.wait_for_timeout(1000)  # Plotly's transitions
+                shot = ARTIFACTS / f"{path or 'overview'}.png"
+                page.screenshot(path=str(shot), full_page=True)
+                assert shot.stat().st_size > 10_000, shot
+        finally:
+            browser.close()
