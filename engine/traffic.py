@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
+from engine.link_stats import LinkTotals, TierStats
 from engine.network import Fabric, route, slowdown
 from engine.scenario import Scenario
 from engine.topology import FLAGSHIP, Topology
@@ -47,6 +48,7 @@ class LinkFaults:
     kind: np.ndarray  # cable, rack_switch, spine_switch
     first: np.ndarray
     link_ids: np.ndarray
+    incident_faults: int = 0  # the first this many faults are network incidents; the rest the fabric's own
 
     def links_of(self, f: int) -> np.ndarray:
         return self.link_ids[self.first[f]: self.first[f + 1]]
@@ -97,7 +99,7 @@ def link_faults(scenario: Scenario, fabric: Fabric, incidents: pl.DataFrame, hor
     sizes = np.array([len(g) for g in groups], dtype=np.int64)
     return LinkFaults(np.concatenate([start, f_start]), np.concatenate([end, f_end]), np.array(kinds, dtype=object),
                       np.concatenate([[0], np.cumsum(sizes)]),
-                      np.concatenate(groups).astype(np.int64) if groups else np.empty(0, np.int64))
+                      np.concatenate(groups).astype(np.int64) if groups else np.empty(0, np.int64), len(link))
 
 
 def placement(host_states: pl.DataFrame, times: np.ndarray, n_hosts: int) -> tuple[np.ndarray, list[str]]:
@@ -158,6 +160,7 @@ class NetworkTraffic:
         self._errors = self._draw_errors(scenario["network.flap_window"], rng)
         block = max(1, BLOCK_ROWS // max(fabric.n_links, 1))
         self.blocks = [(s, min(s + block, len(times))) for s in range(0, len(times), block)]
+        self._routed: tuple[pl.DataFrame, LinkTotals] | None = None
 
     def _fault_samples(self, f: int, s0: int, s1: int) -> tuple[int, int]:
         """The samples of block [s0, s1) during which fault f holds its links down."""
@@ -198,12 +201,39 @@ class NetworkTraffic:
         loads = route(self.fabric, sample, src, dst, self.rail_gbps, s1 - s0, self._uplinks_up(s0, s1))
         return loads, sample, job
 
+    def _util(self, loads, s0: int, s1: int) -> np.ndarray:
+        """(samples x links) utilisation of block [s0, s1) in percent, capped at 100 (what a link carries:
+        offered load beyond capacity waits), NaN where a fault holds the link down."""
+        util = loads.utilisation(self.fabric)
+        np.multiply(util, 100.0, out=util)
+        np.minimum(util, 100.0, out=util)
+        for f in range(len(self.faults.start_s)):
+            a, b = self._fault_samples(f, s0, s1)
+            if a < b:
+                util[a:b, self.faults.links_of(f)] = np.nan
+        return util
+
     def slowdown(self) -> pl.DataFrame:
         """t_s, job_id, slowdown (>= 1; inf: no path left) of every multi-host job at every sample."""
+        return self._route_all()[0]
+
+    def tier_stats(self) -> list[TierStats]:
+        """Each tier of the fabric (NIC cables, rack uplinks, core links) over every link and every sample."""
+        fab, totals = self.fabric, self._route_all()[1]
+        bounds = (0, fab.rack_link_base, fab.core_link_base, fab.n_links)
+        return [totals.tier(name, a, b) for name, a, b in zip(fab.tiers, bounds[:-1], bounds[1:], strict=True)]
+
+    def _route_all(self) -> tuple[pl.DataFrame, LinkTotals]:
+        """One pass over every block: the jobs' slowdowns and every link's readings summed (cached: the
+        routing is the cost, and both come out of it)."""
+        if self._routed is not None:
+            return self._routed
         frames = []
+        totals = LinkTotals(self.fabric.n_links)
         n_jobs = max(len(self.job_ids), 1)
         for s0, s1 in self.blocks:
             loads, sample, job = self._block_loads(s0, s1)
+            totals.add(self._util(loads, s0, s1))
             if not len(sample):
                 continue
             key = sample * n_jobs + job  # ring_flows returns flows sorted by (sample, job)
@@ -214,7 +244,8 @@ class NetworkTraffic:
                                                                       "slowdown": pl.Float64})
         names = pl.Series("job_id", self.job_ids, dtype=pl.String)
         # a gather on the collected column, not a map_batches callback inside the plan (issue 12's deadlock)
-        return frame.select("t_s", names.gather(frame["job"]), "slowdown")
+        self._routed = frame.select("t_s", names.gather(frame["job"]), "slowdown"), totals
+        return self._routed
 
     def samples(self, links: str = "all") -> Iterator[pl.DataFrame]:
         """The link_samples table in blocks of samples. `links` (network.link_samples): all, every link at
@@ -225,13 +256,7 @@ class NetworkTraffic:
         err_sample, err_link, err_count = self._errors
         for s0, s1 in self.blocks:
             loads, _, _ = self._block_loads(s0, s1)
-            util = loads.utilisation(fab)
-            np.multiply(util, 100.0, out=util)
-            np.minimum(util, 100.0, out=util)  # what a link carries: offered load beyond capacity waits
-            for f in range(len(self.faults.start_s)):
-                a, b = self._fault_samples(f, s0, s1)
-                if a < b:
-                    util[a:b, self.faults.links_of(f)] = np.nan
+            util = self._util(loads, s0, s1)
             errors = np.zeros(util.shape, dtype=np.int32)
             mine = (err_sample >= s0) & (err_sample < s1)
             np.add.at(errors, (err_sample[mine] - s0, err_link[mine]), err_count[mine])
@@ -264,12 +289,17 @@ def network_run(scenario: Scenario, topo, host_states: pl.DataFrame, incidents: 
     summary = {
         "fabric": scenario["cluster.fabric"], "gbps_per_gpu": scenario["network.gbps_per_gpu"],
         "link_faults": len(traffic.faults.start_s),
+        "fabric_faults": len(traffic.faults.start_s) - traffic.faults.incident_faults,
         "flagship_slowdown_mean": _finite(flagship.mean()), "flagship_slowdown_max": _finite(flagship.max()),
         # training progress a running hour makes, given the network (1: never slowed): the job's ETTR times this
         # is its ETTR with the network's slowdowns; the simulated ETTR itself leaves them out (calibrated to
         # the Llama 3 run, whose flagship sat on whole pods)
         "flagship_progress_rate": _finite((1.0 / flagship).mean()) if len(flagship) else None,
         "slowed": slowed_episodes(slow, float(times[1] - times[0]) if len(times) > 1 else horizon_s),
+        # `slowed` keeps the worst episodes only: the count of jobs is taken over all of them
+        "jobs_slowed": slow.filter(pl.col("slowdown") > 1.0)["job_id"].n_unique(),
+        # every link at every sample, whichever links network.link_samples stores (engine.link_stats)
+        "tiers": [t.record() for t in traffic.tier_stats()],
     }
     mode = scenario["network.link_samples"]
     return (iter(()) if mode == "off" else traffic.samples(mode)), summary

@@ -6,6 +6,7 @@ import pytest
 from test_charts_pages import open_page, pages_run, sparse_run, stored_run
 
 from dashboard.charts import network as charts
+from engine.definitions import definition
 from engine.scenario import build
 from engine.simulate import simulate
 from engine.store import Store
@@ -19,7 +20,12 @@ DEMO_SETS = ["network.gbps_per_gpu=200", "cluster.racks_per_pod=1", "network.fab
 
 
 def metrics(at) -> dict[str, str]:
+    """Each metric's value by its definition key (engine.definitions): the page labels figures from there."""
     return {m.label: m.value for m in at.metric}
+
+
+def label(key: str) -> str:
+    return definition(key).label
 
 
 def frames_with(at, column: str) -> list:
@@ -38,13 +44,16 @@ def test_tiers_no_telemetry_note_and_cable_failures(store_dir):
     assert not at.exception
     m = metrics(at)
     # 16 x 400 + 4 x 3,200 + 2 x 1,600 Gbps = 22.4 Tbps
-    assert (m["Links"], m["Tiers"], m["Capacity"], m["Fabric"]) == ("22", "3", "22.4 Tbps", "RoCE")
+    assert [m[label(k)] for k in ("fabric_links", "fabric_tiers", "fabric_capacity", "fabric_kind")] == [
+        "22", "3", "22.4 Tbps", "RoCE"]
     assert any("no link telemetry" in i.value for i in at.info)
-    assert (m["Network incidents"], m["Jobs interrupted"], m["GPU-hours lost"]) == ("1", "1", "1.2 GPU-h")
-    failures = at.dataframe[1].value
-    assert failures["link_id"].tolist() == [18] and failures["tier"].tolist() == ["rtsw_ctsw"]
+    assert [m[label(k)] for k in ("network_incidents", "network_jobs_hit", "network_job_interruptions",
+                                  "network_gpu_hours_lost")] == ["1", "1", "1", "1.2 GPU-h"]
+    failures = frames_with(at, "incident_id")[0]
+    assert failures["link_id"].tolist() == [18] and failures["tier"].tolist() == [
+        "Rack uplinks (rack to cluster switch)"]
     assert failures["job_ids"].tolist() == ["j-r2"] and failures["hostname"].tolist() == ["host-006"]
-    hit = at.dataframe[2].value
+    hit = frames_with(at, "network_incidents")[0]
     assert hit["job_id"].tolist() == ["j-r2"] and hit["name"].tolist() == ["eval-b"]
 
 
@@ -53,14 +62,14 @@ def test_utilisation_when_the_run_has_link_samples(store_dir):
     at = open_page(PAGE, {"run": run_id})
     assert not at.exception
     assert not any("no link telemetry" in i.value for i in at.info)
-    assert any(c.value.startswith("528 link samples") for c in at.caption)
-    hottest = at.dataframe[1].value
+    assert metrics(at)[label("link_samples")] == "528"
+    hottest = frames_with(at, "errors")[0]
     # util = 10 + link_id: link 21 (ctsw_atsw) is the hottest at 31%
     assert hottest["link_id"].tolist()[:2] == [21, 20] and hottest["mean_util"].tolist()[0] == 31.0
     # its switches are not named as the engine names them: no diagram; nothing went down
     assert any("cannot be drawn" in i.value for i in at.info)
     assert any(i.value == "No link went down in this run." for i in at.info)
-    assert metrics(at)["Link outages"] == "0"
+    assert metrics(at)[label("link_outages")] == "0"
 
 
 def test_a_run_without_links(store_dir):
@@ -88,10 +97,12 @@ def test_a_simulated_run_shows_its_fabric_failures_and_slowed_jobs(store_dir, de
     assert not at.exception
     m = metrics(at)
     summary = roce.summary["network"]
-    assert m["Demand a GPU"] == "200 Gbps" and summary["flagship_slowdown_max"] >= 1.75
-    assert m["Worst flagship slowdown"] == f"{summary['flagship_slowdown_max']:.3f}x"
+    assert m[label("gbps_per_gpu")] == "200 Gbps" and summary["flagship_slowdown_max"] >= 1.75
+    assert m[label("flagship_slowdown_max")] == f"{summary['flagship_slowdown_max']:.3f}x"
     assert 1.75 <= summary["flagship_slowdown_mean"] < 1.8
-    assert m["Jobs slowed"] == str(len({e["job_id"] for e in summary["slowed"]})) and m["Jobs slowed"] != "0"
+    # every slowed job, not only those of the 50 worst episodes the summary lists
+    assert m[label("jobs_slowed")] == str(summary["jobs_slowed"]) != "0"
+    assert summary["jobs_slowed"] >= len({e["job_id"] for e in summary["slowed"]})
     slowed = frames_with(at, "worst_slowdown")[0]
     flagship = slowed[slowed["job_id"] == "demo-pretrain"]
     assert (slowed["outages_meanwhile"] >= 0).all()
@@ -100,7 +111,7 @@ def test_a_simulated_run_shows_its_fabric_failures_and_slowed_jobs(store_dir, de
     samples = Store(store_dir).table(run_id, "link_samples")
     down_links = samples.filter(pl.col("util_pct").is_null())["link_id"].n_unique()
     outages = frames_with(at, "down_for")[0]
-    assert int(m["Link outages"]) == outages.shape[0] > 0 and outages["links"].sum() >= down_links
+    assert int(m[label("link_outages")]) == outages.shape[0] > 0 and outages["links"].sum() >= down_links
     assert at.radio[0].value == "peak" and any(c.value.startswith("32 racks, 512 spines and 16 core")
                                                 for c in at.caption)  # demo: 32 racks, each its own pod
     assert frames_with(at, "errors")  # flapping cables before they failed
@@ -112,9 +123,11 @@ def test_roce_beside_infiniband(store_dir, demo_runs):
     at = open_page(PAGE, {"run": roce_id, "vs": ib_id})
     assert not at.exception, at.exception
     assert at.selectbox(key="net_vs").value == ib_id
-    stats = frames_with(at, "hottest_link_mean")[0]
-    assert set(stats["tier"]) == {"rtsw_ctsw", "ctsw_atsw", "leaf_spine", "spine_core"} | (
-        set(stats["tier"]) & {"gpu_rtsw", "gpu_leaf"})
+    stats = next(f for f in frames_with(at, "hottest_link_mean") if "run" in f.columns)
+    # every tier of both fabrics, in words; the NIC cables too (their figures come from every link)
+    assert set(stats["tier"]) == {"NIC cables (GPU to rack switch)", "Rack uplinks (rack to cluster switch)",
+                                  "Core links (cluster to aggregation switch)", "NIC cables (GPU to leaf)",
+                                  "Rack uplinks (leaf to spine)", "Core links (spine to core)"}
     slow = frames_with(at, "flagship_slowdown_max")[0]
     worst = slow["flagship_slowdown_max"].tolist()
     assert worst[0] >= 1.75 and worst[1] < 1.75  # the IB core is non-blocking
@@ -135,7 +148,8 @@ def test_diagram_nodes_place_every_switch():
         "tier": ["rtsw_ctsw"] * 4 + ["ctsw_atsw"] * 4, "side": ["up", "up", "down", "down", "up", "up", "down", "down"],
         "node": ["rtsw-0", "rtsw-1", "ctsw-0-0", "ctsw-0-1", "ctsw-0-0", "ctsw-0-1", "atsw-0", "atsw-1"],
         "mean_util": [10.0, 30.0, 20.0, 20.0, 40.0, 0.0, 5.0, 15.0], "peak_util": [50.0] * 8,
-        "down_samples": [0, 2, 0, 0, 0, 0, 0, 0], "links": [2, 2, 2, 2, 2, 2, 2, 2]})
+        "down_samples": [0, 2, 0, 0, 0, 0, 0, 0], "links": [2, 2, 2, 2, 2, 2, 2, 2],
+        "out": [False, True, False, False, False, False, False, False]})
     nodes = charts.diagram_nodes(loads, pl.DataFrame({"rack_id": [0, 1], "pod_id": [0, 0]},
                                                      schema={"rack_id": pl.Int32, "pod_id": pl.Int32}),
                                  ("gpu_rtsw", "rtsw_ctsw", "ctsw_atsw"))
@@ -143,5 +157,6 @@ def test_diagram_nodes_place_every_switch():
     assert [by_name[n]["level"] for n in ("rtsw-0", "ctsw-0-1", "atsw-1")] == [0, 1, 2]
     assert by_name["ctsw-0-0"]["mean_util"] == 30.0  # its rack links (20) and core links (40) together
     assert by_name["rtsw-1"]["down_samples"] == 2 and by_name["rtsw-0"]["x"] < by_name["rtsw-1"]["x"]
+    assert by_name["rtsw-1"]["out"] and not by_name["rtsw-0"]["out"] and not by_name["ctsw-0-0"]["out"]
     fig = charts.fabric_diagram(nodes)
     assert len(fig.data) == 4  # lines, racks, spines, core

@@ -1,6 +1,7 @@
-"""Network: the fabric's links by tier, utilisation by tier over time, the hottest links, the fabric drawn and
-coloured by load, links that failed or flapped with the jobs they slowed or stopped, the network incidents,
-and this run's fabric beside another run's (RoCE against InfiniBand: ?vs=)."""
+"""Network: the fabric's links by tier, what each tier carried and how long it was down (over every link),
+utilisation by tier over time, the hottest links, the fabric drawn and coloured by load, links that failed or
+flapped with the jobs they slowed, the network incidents and the jobs they hit, and this run's fabric beside
+another run's (RoCE against InfiniBand: ?vs=). Every figure is named and explained by engine.definitions."""
 
 import polars as pl
 import streamlit as st
@@ -12,15 +13,30 @@ from dashboard.charts.common import fmt_duration, fmt_gpu_hours, fmt_int
 from dashboard.charts.text_exprs import duration_text, tier_rank
 from dashboard.queries import network as queries
 from dashboard.text import code
+from engine.definitions import definition
+from engine.network_incidents import network_incident_counts
 from engine.topology import FABRIC_TIERS
 
 UTILISATION_POINTS = 400  # time buckets drawn, whatever the run's length
 HEATMAP_POINTS = 150
 HOT_LINKS = 25
 COLOUR_BY = {"mean": "mean_util", "peak": "peak_util"}
+FABRIC_NAMES = {"roce": "RoCE", "infiniband": "InfiniBand"}
 
 st.title("Network")
 run = state.run_or_stop()
+
+
+def metric(column, key: str, value: str, note: str = "") -> None:
+    """A figure under its definition's label, with its definition as help (plus `note` on where it comes from)."""
+    d = definition(key)
+    column.metric(d.label, value, help=f"{d.help}{note}")
+
+
+def number(key: str, fmt: str = "localized", unit: str = "") -> st.column_config.NumberColumn:
+    """A table column that shows a registered figure: its label and help come from the definition."""
+    d = definition(key)
+    return st.column_config.NumberColumn(f"{d.label}{unit}", help=d.help, format=fmt)
 
 
 def fabric_of(tier_names: list[str]) -> str | None:
@@ -36,6 +52,19 @@ def time_text(column: str) -> pl.Expr:
     return text_exprs.time_text(column, run.started_at)
 
 
+TIER_COLUMNS = {"tier": "Tier", "mean_util": number("tier_mean_utilisation", "%.2f", " (%)"),
+                "hottest_link_mean": number("tier_hottest_link", "%.2f", " (%)"),
+                "max_util": number("tier_peak_utilisation", "%.2f", " (%)"),
+                "down_pct": number("tier_down_share", "%.4f", " (%)"),
+                "links_sampled": number("links_sampled"), "links": number("fabric_links")}
+
+
+def tier_table(figures: pl.DataFrame) -> pl.DataFrame:
+    """The per-tier figures in words and percent, bottom of the fabric first."""
+    return figures.sort(tier_rank("tier"), "tier").with_columns(
+        charts.tier_text("tier"), (pl.col("down_share") * 100).alias("down_pct"))
+
+
 # ----- the fabric -----------------------------------------------------------------------------------------
 st.subheader("Links by tier")
 tiers = queries.tiers(run.run_id)
@@ -45,39 +74,69 @@ if tiers.is_empty():
     st.info("This run has no links table: its fabric was not modelled or observed.")
 else:
     cols = st.columns(4)
-    cols[0].metric("Links", fmt_int(tiers["links"].sum()))
-    cols[1].metric("Tiers", fmt_int(tiers.height))
-    cols[2].metric("Capacity", f"{tiers['capacity_gbps'].sum() / 1000:,.1f} Tbps", help="every link's capacity summed")
-    cols[3].metric("Fabric", {"roce": "RoCE", "infiniband": "InfiniBand"}.get(fabric, "other"))
+    metric(cols[0], "fabric_links", fmt_int(tiers["links"].sum()))
+    metric(cols[1], "fabric_tiers", fmt_int(tiers.height))
+    metric(cols[2], "fabric_capacity", f"{tiers['capacity_gbps'].sum() / 1000:,.1f} Tbps")
+    metric(cols[3], "fabric_kind", FABRIC_NAMES.get(fabric, "other"))
     st.plotly_chart(charts.tiers(tiers), width="stretch")
-    st.dataframe(tiers.sort(tier_rank("tier"), "tier"),
+    st.dataframe(tiers.sort(tier_rank("tier"), "tier").with_columns(
+        charts.tier_text("tier"), pl.col("capacity_gbps").round(0), pl.col("min_link_gbps", "max_link_gbps").round(1)),
                  hide_index=True, width="stretch", column_config={
-                     c: st.column_config.NumberColumn(format="localized") for c in ("capacity_gbps", "min_link_gbps",
-                                                                                 "max_link_gbps")})
+                     "tier": "Tier", "links": number("fabric_links"),
+                     "capacity_gbps": number("fabric_capacity", unit=" (Gbps)"),
+                     "min_link_gbps": st.column_config.NumberColumn("Slowest link (Gbps)", format="localized"),
+                     "max_link_gbps": st.column_config.NumberColumn("Fastest link (Gbps)", format="localized")})
+
 
 # ----- utilisation ----------------------------------------------------------------------------------------
-def show_utilisation(samples: int) -> None:
+def partial_note(figures: pl.DataFrame) -> str:
+    """Which tiers link_samples holds only in part (so nothing of them is drawn from it), with how much."""
+    partial = figures.filter(~pl.col("complete") & (pl.col("links_sampled") > 0))
+    return " ".join(
+        f"{row['tier']}: link_samples holds {row['links_sampled']:,} of its {row['links']:,} links, and those "
+        "only at the samples where they were down or logged errors (network.link_samples = switches), a "
+        "selection by trouble rather than a sample, so the tier is not drawn from them."
+        for row in partial.with_columns(charts.tier_text("tier")).iter_rows(named=True))
+
+
+def show_utilisation(samples: int, figures: pl.DataFrame) -> None:
     st.subheader("Utilisation by tier")
+    cols = st.columns(4)
+    metric(cols[0], "link_samples", fmt_int(samples))
     if network_summary:
-        cols = st.columns(4)
-        cols[0].metric("Demand a GPU", f"{network_summary.get('gbps_per_gpu', 0):g} Gbps",
-                       help="network.gbps_per_gpu: each multi-host job's ring traffic a GPU")
+        metric(cols[1], "gbps_per_gpu", f"{network_summary.get('gbps_per_gpu', 0):g} Gbps")
         mean, worst = network_summary.get("flagship_slowdown_mean"), network_summary.get("flagship_slowdown_max")
-        cols[1].metric("Flagship slowdown", "-" if mean is None else f"{mean:.3f}x",
-                       help="mean over the run of the flagship's step time over its step time on an idle network")
-        cols[2].metric("Worst flagship slowdown", "-" if worst is None else f"{worst:.3f}x")
-        cols[3].metric("Link faults", fmt_int(network_summary.get("link_faults", 0)),
-                       help="network incidents plus the fabric's own faults (network.fabric_faults_per_day)")
+        metric(cols[2], "flagship_slowdown_mean", "-" if mean is None else f"{mean:.3f}x")
+        metric(cols[3], "flagship_slowdown_max", "-" if worst is None else f"{worst:.3f}x")
+    from_engine = bool(network_summary.get("tiers"))
+    st.dataframe(tier_table(figures).select(*TIER_COLUMNS), hide_index=True, width="stretch",
+                 column_config=TIER_COLUMNS)
+    st.caption(("Each tier over the whole run, from every link at every sample time (the engine's count while "
+                "it routed the traffic). " if from_engine else
+                "Each tier over the whole run, from link_samples: a tier it does not hold completely has no "
+                "figures. ") + partial_note(figures))
+    drawn = tuple(figures.filter(pl.col("complete"))["tier"])
+    if not drawn:
+        st.info("No tier has a sample of every link at every step, so no utilisation over time is drawn.")
+        return
     utilisation = queries.utilisation_by_tier(run.run_id, UTILISATION_POINTS)
-    st.caption(f"{samples:,} link samples, averaged over {fmt_duration(utilisation['bucket_s'][0])} buckets; "
-               "dotted: the hottest link of the tier.")
-    st.plotly_chart(charts.utilisation(utilisation, run.started_at), width="stretch")
+    st.caption(f"Tiers sampled at every step, averaged over {fmt_duration(utilisation['bucket_s'][0])} buckets: "
+               "solid, the mean of the tier's links; dotted, its busiest link.")
+    st.plotly_chart(charts.utilisation(utilisation.filter(pl.col("tier").is_in(drawn)), run.started_at),
+                    width="stretch")
 
 
-def show_hot_links() -> None:
+HOT_COLUMNS = {"link_id": "Link", "tier": "Tier", "a": "From", "b": "To",
+               "capacity_gbps": st.column_config.NumberColumn("Capacity (Gbps)", format="localized"),
+               "mean_util": st.column_config.NumberColumn("Its mean utilisation (%)", format="%.2f"),
+               "max_util": st.column_config.NumberColumn("Its peak utilisation (%)", format="%.2f"),
+               "errors": st.column_config.NumberColumn("Errors", format="localized")}
+
+
+def show_hot_links(complete: tuple[str, ...]) -> None:
     st.subheader("Hottest links")
-    above_nic = tuple(FABRIC_TIERS[fabric][1:]) if fabric else tuple(
-        t for t in tiers["tier"].to_list() if charts.tier_sort_key(t)[0] > 1)
+    above_nic = tuple(t for t in (FABRIC_TIERS[fabric][1:] if fabric else tiers["tier"].to_list())
+                      if t in complete and charts.tier_sort_key(t)[0] > 1)
     heat = queries.hot_link_heatmap(run.run_id, above_nic, HOT_LINKS, HEATMAP_POINTS) if above_nic else None
     if heat is None or heat.is_empty():
         st.info("No samples of links between switches in this run.")
@@ -85,7 +144,8 @@ def show_hot_links() -> None:
         st.caption(f"The {heat['link_id'].n_unique()} links between switches with the highest mean utilisation, "
                    "over time (rack uplinks and core links).")
         st.plotly_chart(charts.hot_links(heat, run.started_at), width="stretch")
-    st.dataframe(queries.hottest_links(run.run_id), hide_index=True, width="stretch")
+    st.dataframe(queries.hottest_links(run.run_id, complete).with_columns(charts.tier_text("tier")),
+                 hide_index=True, width="stretch", column_config=HOT_COLUMNS)
 
 
 def show_fabric() -> None:
@@ -101,7 +161,8 @@ def show_fabric() -> None:
     state.set_url("colour", "" if colour == "mean" else colour)
     st.caption(f"{(nodes['level'] == 0).sum():,} racks, {(nodes['level'] == 1).sum():,} spines and "
                f"{(nodes['level'] == 2).sum():,} core switches, coloured by the {colour} utilisation of their "
-               "links; outlined: a link of the switch was down at some point.")
+               "links; outlined: the switch was out of service (every link of it down at once) at some point. "
+               "A single cable down is in the hover text, not outlined.")
     st.plotly_chart(charts.fabric_diagram(nodes, COLOUR_BY[colour]), width="stretch")
 
 
@@ -110,12 +171,14 @@ def show_failed_links() -> None:
     outages = queries.outages(run.run_id)
     slowed = pl.DataFrame(network_summary.get("slowed") or [], schema={
         "job_id": pl.String, "start_s": pl.Float64, "end_s": pl.Float64, "worst": pl.Float64})
+    jobs_slowed = network_summary.get("jobs_slowed", slowed["job_id"].n_unique())
     cols = st.columns(3)
-    cols[0].metric("Link outages", fmt_int(outages.height), help="links that went down and came back together")
-    cols[1].metric("Jobs stopped", fmt_int(outages["jobs_stopped"].explode().drop_nulls().n_unique()),
-                   help="interrupted by the network incident that took the links down")
-    cols[2].metric("Jobs slowed", fmt_int(slowed["job_id"].n_unique()),
-                   help="ran slower than on an idle network because their busiest path was over capacity")
+    if "link_faults" in network_summary:
+        metric(cols[0], "link_faults", fmt_int(network_summary["link_faults"]),
+               f" This run: {fmt_int(network_summary['link_faults'] - network_summary.get('fabric_faults', 0))} "
+               f"from network incidents, {fmt_int(network_summary.get('fabric_faults'))} of the fabric itself.")
+    metric(cols[1], "link_outages", fmt_int(outages.height))
+    metric(cols[2], "jobs_slowed", fmt_int(jobs_slowed))
     if outages.is_empty():
         st.info("No link went down in this run.")
     else:
@@ -124,32 +187,48 @@ def show_failed_links() -> None:
         st.dataframe(outages.with_columns(
             time_text("from_s").alias("down_at"),
             duration_text(pl.col("until_s") - pl.col("from_s")).alias("down_for"),
-            pl.col("jobs_stopped").list.join(", "),
+            pl.col("tiers").list.eval(charts.tier_text(pl.element())).list.join(", "),
+            pl.col("jobs_stopped").list.join(", ").fill_null("–"),
         ).select("down_at", "down_for", "links", "tiers", "a", "b", "jobs_stopped"), hide_index=True,
-            width="stretch")
+            width="stretch", column_config={
+                "down_at": "Down at", "down_for": "Down for (to the sampling step)", "links": "Links down",
+                "tiers": "Tiers", "a": "First link from", "b": "First link to",
+                "jobs_stopped": "Jobs its network incident hit"})
     if not slowed.is_empty():
         st.markdown("**Jobs slowed by the network** (their busiest link over capacity; outages meanwhile: "
                     "links down while they ran slowed, whose load the siblings took)")
         st.dataframe(charts.with_outages_meanwhile(slowed, outages).with_columns(
             time_text("start_s").alias("from"), time_text("end_s").alias("until"),
             pl.col("worst").fill_null(float("inf")).alias("worst_slowdown"),
-        ).select("job_id", "from", "until", "worst_slowdown", "outages_meanwhile"), hide_index=True, width="stretch")
+        ).select("job_id", "from", "until", "worst_slowdown", "outages_meanwhile"), hide_index=True,
+            width="stretch", column_config={
+                "job_id": "Job", "from": "From", "until": "Until",
+                "worst_slowdown": st.column_config.NumberColumn("Worst step slowdown", format="%.3fx"),
+                "outages_meanwhile": st.column_config.NumberColumn("Outages meanwhile", format="%d")})
     flapping = queries.flapping_links(run.run_id)
     if not flapping.is_empty():
         st.markdown("**Flapping links** (error counters rising, usually before the link fails)")
         st.dataframe(flapping.with_columns(time_text("first_error_s").alias("first_errors"),
-                                           time_text("failed_s").alias("failed")).select(
-            "link_id", "tier", "a", "b", "errors", "first_errors", "failed"), hide_index=True, width="stretch")
+                                           time_text("failed_s").alias("failed"), charts.tier_text("tier")).select(
+            "link_id", "tier", "a", "b", "errors", "first_errors", "failed"), hide_index=True, width="stretch",
+            column_config={"link_id": "Link", "tier": "Tier", "a": "From", "b": "To",
+                           "errors": st.column_config.NumberColumn("Errors", format="localized"),
+                           "first_errors": "First errors", "failed": "Went down"})
 
 
 samples = queries.sample_count(run.run_id)
+figures = queries.tier_figures(queries.tier_coverage(run.run_id), network_summary.get("tiers"))
+complete = tuple(figures.filter(pl.col("complete"))["tier"])
 if samples == 0:
     st.subheader("Utilisation by tier")
+    if network_summary.get("tiers"):
+        st.dataframe(tier_table(figures).select(*TIER_COLUMNS), hide_index=True, width="stretch",
+                     column_config=TIER_COLUMNS)
     st.info("This run has no link telemetry (its link_samples table is empty), so there is no utilisation to "
             "show: simulate with telemetry on (simulation.telemetry) and network.link_samples other than off.")
 else:
-    show_utilisation(samples)
-    show_hot_links()
+    show_utilisation(samples, figures)
+    show_hot_links(complete)
     show_fabric()
     show_failed_links()
 
@@ -159,20 +238,26 @@ incidents = queries.network_incidents(run.run_id)
 if incidents.is_empty():
     st.info("No switch or cable failure in this run.")
 else:
-    cols = st.columns(3)
-    cols[0].metric("Network incidents", fmt_int(incidents.height))
-    cols[1].metric("Jobs interrupted", fmt_int(incidents["jobs_hit"].sum()))
-    cols[2].metric("GPU-hours lost", fmt_gpu_hours(incidents["gpu_hours_lost"].sum()),
-                   help="by every job these incidents hit")
+    counts = network_incident_counts(incidents)
+    cols = st.columns(4)
+    metric(cols[0], "network_incidents", fmt_int(counts.incidents))
+    metric(cols[1], "network_jobs_hit", fmt_int(counts.jobs_hit))
+    metric(cols[2], "network_job_interruptions", fmt_int(counts.job_interruptions))
+    metric(cols[3], "network_gpu_hours_lost", fmt_gpu_hours(counts.gpu_hours_lost))
     st.dataframe(incidents.with_columns(
         time_text("t_s").alias("time"),
-        duration_text("out_s").fill_null("not repaired")
-        .alias("out_of_service"),
+        duration_text("out_s").fill_null("not repaired").alias("out_of_service"),
+        charts.tier_text("tier"),
         pl.col("job_ids").list.join(", "),
     ).select("incident_id", "time", "out_of_service", "link_id", "tier", "a", "b", "hostname", "jobs_hit",
-             "job_ids", "gpu_hours_lost"), hide_index=True, width="stretch")
+             "job_ids", "gpu_hours_lost"), hide_index=True, width="stretch", column_config={
+        "incident_id": "Incident", "time": "At", "out_of_service": "Out of service for", "link_id": "Link",
+        "tier": "Tier", "a": "From", "b": "To", "hostname": "Host", "jobs_hit": number("jobs_hit"),
+        "job_ids": "Jobs", "gpu_hours_lost": number("incident_gpu_hours_lost", "%.1f")})
     st.markdown("**Jobs they hit**")
     st.dataframe(queries.jobs_hit(run.run_id), hide_index=True, width="stretch", column_config={
+        "job_id": "Job", "name": "Name", "kind": "Kind", "gpus": st.column_config.NumberColumn("GPUs", format="%d"),
+        "network_incidents": number("network_job_interruptions"),
         "incident_gpu_hours_lost": st.column_config.NumberColumn("GPU-h lost in these incidents", format="%.1f")})
 
 # ----- another run's fabric -------------------------------------------------------------------------------
@@ -195,21 +280,30 @@ if other_fabric is None or queries.sample_count(choice) == 0:
     st.info(f"Run {code(choice)} has no modelled fabric with link telemetry to compare.")
     st.stop()
 labels = {run.run_id: f"{run.name} ({fabric})", choice: f"{by_id[choice].name} ({other_fabric})"}
-stats = pl.concat([queries.level_stats(r, level_map(f)).with_columns(run=pl.lit(labels[r]))
-                   for r, f in ((run.run_id, fabric), (choice, other_fabric))])
-st.dataframe(stats.with_columns(pl.col("level").replace_strict(dict(enumerate(charts.LEVEL_NAMES)),
-                                                               return_dtype=pl.String))
-             .select("level", "run", "tier", "links", "mean_util", "hottest_link_mean", "max_util", "down_share"),
-             hide_index=True, width="stretch")
 summaries = {run.run_id: network_summary, choice: (by_id[choice].summary or {}).get("network") or {}}
+per_run = {run.run_id: (figures, fabric),
+           choice: (queries.tier_figures(queries.tier_coverage(choice), summaries[choice].get("tiers")), other_fabric)}
+stats = pl.concat([f.join(pl.DataFrame({"tier": list(level_map(fab)), "level": list(level_map(fab).values())}),
+                          on="tier").with_columns(run=pl.lit(labels[r])) for r, (f, fab) in per_run.items()])
+st.dataframe(tier_table(stats.sort("level")).with_columns(
+    pl.col("level").replace_strict(dict(enumerate(charts.LEVEL_NAMES)), return_dtype=pl.String))
+    .select("level", "run", "tier", *list(TIER_COLUMNS)[1:]),
+    hide_index=True, width="stretch", column_config={"level": "Level", "run": "Run"} | TIER_COLUMNS)
 st.dataframe(pl.DataFrame([{"run": labels[r], "flagship_slowdown_mean": s.get("flagship_slowdown_mean"),
                             "flagship_slowdown_max": s.get("flagship_slowdown_max"),
                             "flagship_progress_rate": s.get("flagship_progress_rate"),
-                            "jobs_slowed": len({e["job_id"] for e in s.get("slowed") or []}),
+                            "jobs_slowed": s.get("jobs_slowed", len({e["job_id"] for e in s.get("slowed") or []})),
                             "link_faults": s.get("link_faults")} for r, s in summaries.items()],
                           schema={"run": pl.String, "flagship_slowdown_mean": pl.Float64,
                                   "flagship_slowdown_max": pl.Float64, "flagship_progress_rate": pl.Float64,
-                                  "jobs_slowed": pl.Int64,
-                                  "link_faults": pl.Int64}), hide_index=True, width="stretch")
-st.plotly_chart(charts.compare_levels({labels[r]: queries.utilisation_by_level(r, level_map(f), UTILISATION_POINTS)
-                                       for r, f in ((run.run_id, fabric), (choice, other_fabric))}), width="stretch")
+                                  "jobs_slowed": pl.Int64, "link_faults": pl.Int64}),
+             hide_index=True, width="stretch", column_config={
+                 "run": "Run", "flagship_slowdown_mean": number("flagship_slowdown_mean", "%.3fx"),
+                 "flagship_slowdown_max": number("flagship_slowdown_max", "%.3fx"),
+                 "flagship_progress_rate": number("flagship_progress_rate", "%.4f"),
+                 "jobs_slowed": number("jobs_slowed"), "link_faults": number("link_faults")})
+drawn = {r: {t: lv for t, lv in level_map(fab).items() if t in set(f.filter(pl.col("complete"))["tier"])}
+         for r, (f, fab) in per_run.items()}
+st.caption("Mean utilisation over time of each run's levels that its link_samples holds at every step.")
+st.plotly_chart(charts.compare_levels({labels[r]: queries.utilisation_by_level(r, drawn[r], UTILISATION_POINTS)
+                                       for r in per_run}), width="stretch")

@@ -1,4 +1,6 @@
-"""Network charts: links and capacity by tier, and link utilisation by tier over time."""
+"""Network charts: links and capacity by tier, and link utilisation by tier over time.
+
+Tiers are named and coloured by engine.palette (tier_label, tier_colour), as in the HTML export."""
 
 from datetime import datetime
 
@@ -8,46 +10,59 @@ from plotly.subplots import make_subplots
 
 from dashboard.charts.jobs import as_time
 from dashboard.text import plot, plot_all
+from engine.palette import TIER_LABELS, TIER_ORDER, tier_colour, tier_label
 
-# Tiers from the bottom of the fabric up, RoCE then InfiniBand (engine.topology.FABRIC_TIERS); others follow.
-TIER_ORDER = ("gpu_rtsw", "gpu_leaf", "rtsw_ctsw", "leaf_spine", "ctsw_atsw", "spine_core")
-TIER_COLOURS = {"gpu_rtsw": "#2b8a3e", "rtsw_ctsw": "#1971c2", "ctsw_atsw": "#c2255c",
-                "gpu_leaf": "#2b8a3e", "leaf_spine": "#1971c2", "spine_core": "#c2255c"}
-LEVEL_NAMES = ("NIC cables", "rack uplinks", "core links")
+# The fabric's levels from the GPUs up (engine.topology.FABRIC_TIERS' order), as the tiers' labels begin.
+LEVEL_NAMES = ("NIC cables", "Rack uplinks", "Core links")
+LEVEL_TIERS = ("gpu_rtsw", "rtsw_ctsw", "ctsw_atsw")  # the RoCE tier of each level: its colour is the level's
 LOAD_SCALE = "YlOrRd"
-OTHER_COLOUR = "#868e96"
 
 
 def tier_sort_key(tier: str) -> tuple[int, str]:
     return (TIER_ORDER.index(tier) if tier in TIER_ORDER else len(TIER_ORDER), tier)
 
 
+def tier_text(column: str | pl.Expr) -> pl.Expr:
+    """engine.palette.tier_label as a Polars expression (no Python callback in the plan): a tier key in words."""
+    x = (pl.col(column) if isinstance(column, str) else column).cast(pl.String)
+    words = x.str.replace_all("_", " ", literal=True)
+    made = words.str.head(1).str.to_uppercase() + words.str.slice(1).str.to_lowercase()
+    return x.replace_strict(TIER_LABELS, default=made, return_dtype=pl.String)
+
+
 def tiers(frame: pl.DataFrame) -> go.Figure:
     """Links and total capacity (Tbps) by tier (columns tier, links, capacity_gbps), side by side."""
     order = sorted(frame["tier"].to_list(), key=tier_sort_key)
     frame = frame.with_columns(pl.col("tier").cast(pl.Enum(order))).sort("tier")
-    colours = [TIER_COLOURS.get(t, OTHER_COLOUR) for t in order]
-    fig = make_subplots(rows=1, cols=2, subplot_titles=["links", "capacity (Tbps)"])
-    fig.add_trace(go.Bar(x=plot_all(order), y=frame["links"].to_list(), marker_color=colours, text=frame["links"].to_list(),
-                         showlegend=False), row=1, col=1)
+    colours = [tier_colour(t) for t in order]
+    # the label's words before its bracket on the axis ("NIC cables"), the whole label on hover
+    names = plot_all(tier_label(t).split(" (")[0] for t in order)
+    hover = plot_all(tier_label(t) for t in order)
+    fig = make_subplots(rows=1, cols=2, subplot_titles=["Fabric links", "Fabric capacity (Tbps)"])
+    fig.add_trace(go.Bar(x=names, y=frame["links"].to_list(), marker_color=colours, text=frame["links"].to_list(),
+                         texttemplate="%{text:,}", hovertext=hover, showlegend=False), row=1, col=1)
     tbps = (frame["capacity_gbps"] / 1000).round(1).to_list()
-    fig.add_trace(go.Bar(x=plot_all(order), y=tbps, marker_color=colours, text=tbps, showlegend=False), row=1, col=2)
+    fig.add_trace(go.Bar(x=names, y=tbps, marker_color=colours, text=tbps, texttemplate="%{text:,}", hovertext=hover,
+                         showlegend=False), row=1, col=2)
     fig.update_layout(height=300, margin={"l": 10, "r": 10, "t": 30, "b": 10})
+    fig.update_yaxes(tickformat=",d", row=1, col=1)
     return fig
 
 
 def utilisation(samples: pl.DataFrame, started_at: datetime) -> go.Figure:
-    """Mean and hottest-link utilisation by tier over time (columns t_s, tier, mean_util, max_util)."""
+    """Mean and hottest-link utilisation by tier over time (columns t_s, tier, mean_util, max_util): pass only
+    tiers whose every link is sampled at every step (dashboard.queries.network.tier_figures' `complete`)."""
     fig = go.Figure()
     for tier in sorted(samples["tier"].unique().to_list(), key=tier_sort_key):
         part = samples.filter(pl.col("tier") == tier).sort("t_s")
         x = as_time(started_at, part["t_s"].to_numpy())
-        colour = TIER_COLOURS.get(tier, OTHER_COLOUR)
-        fig.add_trace(go.Scatter(x=x, y=part["mean_util"].to_numpy(), mode="lines", name=plot(f"{tier} mean"),
+        colour, name = tier_colour(tier), tier_label(tier).split(" (")[0]
+        fig.add_trace(go.Scatter(x=x, y=part["mean_util"].to_numpy(), mode="lines", name=plot(f"{name}: mean"),
                                  line={"color": colour}))
-        fig.add_trace(go.Scatter(x=x, y=part["max_util"].to_numpy(), mode="lines", name=plot(f"{tier} hottest"),
-                                 line={"color": colour, "dash": "dot"}))
-    fig.update_layout(height=320, margin={"l": 10, "r": 10, "t": 10, "b": 10}, yaxis_title="utilisation (%)")
+        fig.add_trace(go.Scatter(x=x, y=part["max_util"].to_numpy(), mode="lines",
+                                 name=plot(f"{name}: busiest link"), line={"color": colour, "dash": "dot"}))
+    fig.update_layout(height=320, margin={"l": 10, "r": 10, "t": 10, "b": 10}, yaxis_title="link utilisation (%)",
+                      yaxis_rangemode="tozero")
     return fig
 
 
@@ -83,13 +98,15 @@ def diagram_nodes(loads: pl.DataFrame, rack_pods: pl.DataFrame, tiers: tuple[str
     names them (`rtsw-R`, `ctsw-P-K`, `atsw-A`, or leaf/spine/core): racks in pod order with a gap between
     pods, each pod's spines spread over its racks, the core over the whole width. Empty when names differ."""
     _, up_tier, core_tier = tiers
-    stats = [pl.col("mean_util"), pl.col("peak_util"), pl.col("down_samples")]
+    stats = [pl.col("mean_util"), pl.col("peak_util"), pl.col("down_samples"), pl.col("out")]
+    dtypes = (pl.Float64, pl.Float64, pl.Int64, pl.Boolean)
     racks = loads.filter((pl.col("tier") == up_tier) & (pl.col("side") == "up")).with_columns(
         rack_id=pl.col("node").str.extract(r"^[a-z]+-(\d+)$").cast(pl.Int32, strict=False)
     ).drop_nulls("rack_id").join(rack_pods, on="rack_id").sort("rack_id")
     if racks.is_empty():
         return pl.DataFrame(schema={"level": pl.Int8, "pod": pl.Int32, "x": pl.Float64, "name": pl.String,
-                                    "mean_util": pl.Float64, "peak_util": pl.Float64, "down_samples": pl.Int64})
+                                    "mean_util": pl.Float64, "peak_util": pl.Float64, "down_samples": pl.Int64,
+                                    "out": pl.Boolean})
     gap = max(2.0, racks.height / 40)
     racks = racks.with_columns(x=pl.int_range(pl.len()).cast(pl.Float64) + pl.col("pod_id") * gap)
     span = racks.group_by("pod_id").agg(lo=pl.col("x").min(), hi=pl.col("x").max())
@@ -99,7 +116,7 @@ def diagram_nodes(loads: pl.DataFrame, rack_pods: pl.DataFrame, tiers: tuple[str
         k=pl.col("node").str.extract(r"-(\d+)$").cast(pl.Int32, strict=False),
     ).drop_nulls(["pod_id", "k"]).group_by("node", "pod_id", "k").agg(
         mean_util=(pl.col("mean_util") * pl.col("links")).sum() / pl.col("links").sum(),
-        peak_util=pl.col("peak_util").max(), down_samples=pl.col("down_samples").sum())
+        peak_util=pl.col("peak_util").max(), down_samples=pl.col("down_samples").sum(), out=pl.col("out").any())
     spines = spines.join(span, on="pod_id").with_columns(
         x=pl.col("lo") + (pl.col("hi") - pl.col("lo")) * (pl.col("k") + 0.5) / (pl.col("k").max().over("pod_id") + 1))
     cores = loads.filter((pl.col("tier") == core_tier) & (pl.col("side") == "down")).with_columns(
@@ -109,7 +126,7 @@ def diagram_nodes(loads: pl.DataFrame, rack_pods: pl.DataFrame, tiers: tuple[str
                                                                                                          pl.Int32))
     return pl.concat([part.select(pl.lit(level, pl.Int8).alias("level"), pl.col("pod_id").cast(pl.Int32).alias("pod"),
                                   pl.col("x").cast(pl.Float64), pl.col("node").alias("name"),
-                                  *[c.cast(pl.Float64 if i < 2 else pl.Int64) for i, c in enumerate(stats)])
+                                  *[c.cast(dtype) for c, dtype in zip(stats, dtypes, strict=True)])
                       for level, part in ((0, racks), (1, spines), (2, cores))])
 
 
@@ -117,7 +134,7 @@ def fabric_diagram(nodes: pl.DataFrame, colour_by: str = "mean_util") -> go.Figu
     """The fabric as three rows: core switches on top, each pod's spines, each pod's racks at the bottom, one
     marker a switch coloured by the load of its links (`colour_by`: mean_util or peak_util); grey lines join
     each pod's spines to the core. Columns: level (0 racks, 1 spines, 2 cores), pod, x, name, mean_util,
-    peak_util, down_samples."""
+    peak_util, down_samples, out (outlined: the switch was out, every link of it down at once)."""
     fig = go.Figure()
     pods = nodes.filter(pl.col("level") == 1).group_by("pod").agg(pl.col("x").mean()).sort("pod")
     cores = nodes.filter(pl.col("level") == 2)
@@ -133,16 +150,18 @@ def fabric_diagram(nodes: pl.DataFrame, colour_by: str = "mean_util") -> go.Figu
         part = nodes.filter(pl.col("level") == level)
         if part.is_empty():
             continue
-        down = part["down_samples"].fill_null(0) > 0
+        down = part["out"].fill_null(False)
         fig.add_trace(go.Scattergl(
             x=part["x"].to_list(), y=[level] * part.height, mode="markers", name=name,
             marker={"size": sizes[level], "symbol": "square", "color": part[colour_by].fill_null(0).to_list(),
                     "colorscale": LOAD_SCALE, "cmin": 0, "cmax": max(1.0, float(nodes[colour_by].max() or 0)),
                     "line": {"color": ["#000000" if d else "rgba(0,0,0,0)" for d in down.to_list()], "width": 1.5},
                     "colorbar": {"title": "util %"} if level == 0 else None, "showscale": level == 0},
-            text=[f"{plot(n)} (pod {p})<br>mean {m:.1f}% · peak {k:.1f}%" + (" · was down" if d else "")
-                  for n, p, m, k, d in zip(part["name"], part["pod"], part["mean_util"].fill_null(0),
-                                           part["peak_util"].fill_null(0), down, strict=True)],
+            text=[f"{plot(n)} (pod {p})<br>mean {m:.1f}% · peak {k:.1f}% · {s:,} link-samples down"
+                  + (" · was out" if d else "")
+                  for n, p, m, k, s, d in zip(part["name"], part["pod"], part["mean_util"].fill_null(0),
+                                              part["peak_util"].fill_null(0), part["down_samples"].fill_null(0),
+                                              down, strict=True)],
             hoverinfo="text", showlegend=False))
     for pod, px in zip(pods["pod"].to_list(), pods["x"].to_list(), strict=True):
         fig.add_annotation(x=px, y=-0.45, text=f"pod {pod}", showarrow=False)
@@ -155,7 +174,7 @@ def compare_levels(frames: dict[str, pl.DataFrame]) -> go.Figure:
     """Mean utilisation per fabric level over time for each run (frames: label -> level, t_s, mean_util);
     one dash style a run, one colour a level."""
     fig = go.Figure()
-    colours = ("#2b8a3e", "#1971c2", "#c2255c")
+    colours = tuple(tier_colour(t) for t in LEVEL_TIERS)
     for dash, (label, frame) in zip(("solid", "dash", "dot"), frames.items(), strict=False):
         for level in sorted(frame["level"].unique().to_list()):
             part = frame.filter(pl.col("level") == level).sort("t_s")

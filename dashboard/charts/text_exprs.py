@@ -13,8 +13,9 @@ from datetime import datetime
 import polars as pl
 
 from dashboard.charts.common import DASH, FARTHEST_TIME_S, FOREVER_S
-from dashboard.charts.network import TIER_ORDER
+from engine.palette import TIER_ORDER
 from engine.reference import CAUSE_BY_KEY, PLANNED_CAUSE
+from engine.run import start_known
 
 _US = 1_000_000
 
@@ -29,9 +30,14 @@ def _keep_null(x: pl.Expr, text: pl.Expr) -> pl.Expr:
 
 
 def time_text(column: str | pl.Expr, started_at: datetime) -> pl.Expr:
-    """common.fmt_time: seconds since the run's start as "2024-03-02 17:40 UTC"."""
+    """common.fmt_time: seconds since the run's start as "2024-03-02 17:40 UTC" ("+3 h 25 min from start" for a
+    run whose date is unknown)."""
     x = _column(column).cast(pl.Float64)
     shown = x.is_finite() & (x.abs() <= FARTHEST_TIME_S)
+    if not start_known(started_at):  # decided once, as the plan is built: no Python inside it
+        sign = pl.when(x.round(0, mode="half_to_even") < 0).then(pl.lit("-")).otherwise(pl.lit("+"))
+        relative = sign + duration_text(pl.when(shown).then(x.abs()).otherwise(0.0)) + pl.lit(" from start")
+        return _keep_null(x, pl.when(shown).then(relative).otherwise(pl.lit(DASH)))
     t = pl.when(shown).then(x).otherwise(0.0)
     # timedelta(seconds=t) to the microsecond, the way CPython rounds it: the whole seconds exactly, then the
     # fraction's microseconds rounded half to even (the whole part is a multiple of 10^6, so even)

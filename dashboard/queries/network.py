@@ -3,8 +3,11 @@
 import polars as pl
 
 from dashboard import state
+from engine.network_incidents import NETWORK_CAUSE
 
-NETWORK_CAUSE = "network_switch_cable"  # engine.reference: the Llama 3 table's "Network switch/cable"
+TIER_FIGURES = {"tier": pl.String, "links": pl.Int64, "links_sampled": pl.Int64, "complete": pl.Boolean,
+                "mean_util": pl.Float64, "hottest_link_mean": pl.Float64, "max_util": pl.Float64,
+                "down_share": pl.Float64}
 
 
 def tiers(run_id: str) -> pl.DataFrame:
@@ -40,20 +43,64 @@ def utilisation_by_tier(run_id: str, points: int) -> pl.DataFrame:
         GROUP BY 1, 2 ORDER BY 1, 2""", (points, *params))  # noqa: S608 (only ? marks and fixed SQL go in)
 
 
-def hottest_links(run_id: str, limit: int = 20) -> pl.DataFrame:
+def hottest_links(run_id: str, tiers: tuple[str, ...], limit: int = 20) -> pl.DataFrame:
+    """The `limit` links of `tiers` with the highest mean utilisation (pass only tiers whose every link is
+    sampled at every step: a link kept only while down or erroring has a mean of its worst moments)."""
+    if not tiers:
+        return pl.DataFrame(schema={"link_id": pl.Int32, "tier": pl.String, "a": pl.String, "b": pl.String,
+                                    "capacity_gbps": pl.Float64, "mean_util": pl.Float64, "max_util": pl.Float64,
+                                    "errors": pl.Int64})
+    marks = ", ".join("?" for _ in tiers)
     # per link first (a few ten thousand groups), then the links table: cheaper than joining every sample
-    return state.query(run_id, """
+    return state.query(run_id, f"""
         WITH per_link AS (SELECT link_id, avg(util_pct) AS mean_util, max(util_pct) AS max_util,
                                  sum(errors) AS errors
                           FROM link_samples GROUP BY link_id)
         SELECT p.link_id, l.tier, l.a, l.b, l.capacity_gbps, p.mean_util, p.max_util, p.errors
-        FROM per_link p JOIN links l USING (link_id)
-        ORDER BY p.mean_util DESC NULLS LAST, p.link_id LIMIT ?""", (limit,))
+        FROM per_link p JOIN links l USING (link_id) WHERE l.tier IN ({marks})
+        ORDER BY p.mean_util DESC NULLS LAST, p.link_id LIMIT ?""", (*tiers, limit))  # noqa: S608 (? marks only)
+
+
+def tier_coverage(run_id: str) -> pl.DataFrame:
+    """Per tier of the links table, what link_samples holds of it: links, links with a row (links_sampled),
+    and whether every link has a row at every sample time (complete), with the statistics over the stored rows
+    (mean_util, hottest_link_mean, max_util, down_share), meaningful only where complete."""
+    return state.query(run_id, """
+        WITH per_link AS (
+            SELECT link_id, sum(util_pct) AS util_sum, count(util_pct) AS readings, count(*) AS n,
+                   max(util_pct) AS max_util
+            FROM link_samples GROUP BY link_id),
+        times AS (SELECT count(DISTINCT t_s) AS n FROM link_samples)
+        SELECT l.tier, count(*) AS links, count(p.link_id) AS links_sampled,
+               coalesce(sum(p.n), 0) = count(*) * any_value(times.n) AND any_value(times.n) > 0 AS complete,
+               sum(p.util_sum) / sum(p.readings) AS mean_util,
+               max(p.util_sum / nullif(p.readings, 0)) AS hottest_link_mean, max(p.max_util) AS max_util,
+               1.0 - sum(p.readings) / sum(p.n) AS down_share
+        FROM links l LEFT JOIN per_link p USING (link_id), times
+        GROUP BY l.tier ORDER BY min(l.link_id)""")
+
+
+def tier_figures(coverage: pl.DataFrame, summary_tiers: list[dict] | None) -> pl.DataFrame:
+    """The per-tier figures a page shows (TIER_FIGURES), each right for every link of its tier.
+
+    From the engine's count over every link at every sample (summary network.tiers, engine.link_stats) where
+    the run has it; otherwise from link_samples, and only for tiers it holds completely: a tier it holds in part
+    (NIC cables kept only while down or logging errors) gets no figures rather than wrong ones."""
+    base = coverage.select("tier", "links", "links_sampled", "complete")
+    if summary_tiers:
+        engine = pl.DataFrame(summary_tiers).select(
+            "tier", pl.col("mean_util_pct").cast(pl.Float64).alias("mean_util"),
+            pl.col("hottest_link_mean_pct").cast(pl.Float64).alias("hottest_link_mean"),
+            pl.col("peak_util_pct").cast(pl.Float64).alias("max_util"), pl.col("down_share").cast(pl.Float64))
+        return base.join(engine, on="tier", how="left", maintain_order="left").cast(TIER_FIGURES)
+    stats = ("mean_util", "hottest_link_mean", "max_util", "down_share")
+    return coverage.select(*base.columns, *[pl.when(pl.col("complete")).then(pl.col(c)).alias(c) for c in stats]
+                           ).cast(TIER_FIGURES)
 
 
 def network_incidents(run_id: str) -> pl.DataFrame:
     return state.query(run_id, """
-        SELECT i.incident_id, i.t_s, i.repaired_s - i.t_s AS out_s, i.link_id, l.tier, l.a, l.b,
+        SELECT i.incident_id, i.cause, i.t_s, i.repaired_s - i.t_s AS out_s, i.link_id, l.tier, l.a, l.b,
                h.hostname, i.jobs_hit, i.gpu_hours_lost, i.job_ids
         FROM incidents i LEFT JOIN links l USING (link_id) LEFT JOIN hosts h USING (host_id)
         WHERE i.cause = ? ORDER BY i.t_s""", (NETWORK_CAUSE,))
@@ -95,21 +142,28 @@ def hot_link_heatmap(run_id: str, fabric_tiers: tuple[str, ...], limit: int, poi
 
 def switch_loads(run_id: str) -> pl.DataFrame:
     """Mean and peak utilisation of each switch's links, for the diagram: node (`kind-number` or
-    `kind-pod-number` as in the links table), tier of the links, pod (racks: from hosts; spines: from the name)."""
+    `kind-pod-number` as in the links table), tier of the links, pod (racks: from hosts; spines: from the name),
+    the link-samples down, and `out`: at some sample every one of these links was down at once (the switch
+    itself out, not one cable of it; at 24,576 GPUs a spine fault takes one uplink of each of 192 racks)."""
     return state.query(run_id, """
         WITH per_link AS (
             SELECT link_id, avg(util_pct) AS mean_util, max(util_pct) AS peak_util,
                    count(*) FILTER (WHERE util_pct IS NULL) AS down_samples
             FROM link_samples GROUP BY link_id),
-        ends AS (
-            SELECT l.tier, l.a AS node, p.mean_util, p.peak_util, p.down_samples, 'up' AS side
-            FROM links l JOIN per_link p USING (link_id)
+        link_ends AS (  -- links between switches only: NIC cables are not drawn (nor all stored)
+            SELECT link_id, tier, a AS node, 'up' AS side FROM links WHERE a NOT LIKE '%:gpu%'
             UNION ALL
-            SELECT l.tier, l.b AS node, p.mean_util, p.peak_util, p.down_samples, 'down' AS side
-            FROM links l JOIN per_link p USING (link_id))
-        SELECT tier, side, node, avg(mean_util) AS mean_util, max(peak_util) AS peak_util,
-               sum(down_samples) AS down_samples, count(*) AS links
-        FROM ends WHERE node NOT LIKE '%:gpu%' GROUP BY ALL ORDER BY tier, side, node""")
+            SELECT link_id, tier, b AS node, 'down' AS side FROM links WHERE a NOT LIKE '%:gpu%'),
+        down_at AS (  -- links down per switch side and sample: only the rows without a reading
+            SELECT e.tier, e.side, e.node, s.t_s, count(*) AS down_links
+            FROM link_samples s JOIN link_ends e USING (link_id) WHERE s.util_pct IS NULL GROUP BY ALL),
+        most_down AS (SELECT tier, side, node, max(down_links) AS down_links FROM down_at GROUP BY ALL)
+        SELECT e.tier, e.side, e.node, avg(p.mean_util) AS mean_util, max(p.peak_util) AS peak_util,
+               sum(p.down_samples) AS down_samples, count(*) AS links,
+               coalesce(any_value(m.down_links), 0) = count(*) AS out
+        FROM link_ends e JOIN per_link p USING (link_id)
+             LEFT JOIN most_down m ON m.tier = e.tier AND m.side = e.side AND m.node = e.node
+        GROUP BY e.tier, e.side, e.node ORDER BY e.tier, e.side, e.node""")
 
 
 def rack_pods(run_id: str) -> pl.DataFrame:
@@ -132,7 +186,7 @@ def outages(run_id: str) -> pl.DataFrame:
             GROUP BY link_id, island),
         outage AS (
             SELECT r.k0 * r.res + grid.t0 AS from_s, (r.k1 + 1) * r.res + grid.t0 AS until_s,
-                   count(*) AS links, string_agg(DISTINCT l.tier, ', ' ORDER BY l.tier) AS tiers,
+                   count(*) AS links, list(DISTINCT l.tier ORDER BY l.tier) AS tiers,
                    min(r.link_id) AS first_link, list(r.link_id) AS link_ids, any_value(r.res) AS res
             FROM runs r JOIN links l USING (link_id), grid GROUP BY 1, 2)
         SELECT o.from_s, o.until_s, o.links, o.tiers, l.a, l.b,
@@ -159,25 +213,7 @@ def flapping_links(run_id: str, limit: int = 50) -> pl.DataFrame:
 def utilisation_by_level(run_id: str, tier_level: dict[str, int], points: int) -> pl.DataFrame:
     """Mean utilisation per fabric level (0: NIC cables, 1: rack uplinks, 2: core) in about `points` buckets,
     so runs with different tier names (RoCE, InfiniBand) line up: level, t_s, mean_util, max_util."""
-    levels = pl.DataFrame({"tier": list(tier_level), "level": list(tier_level.values())})
+    levels = pl.DataFrame({"tier": list(tier_level), "level": list(tier_level.values())},
+                          schema={"tier": pl.String, "level": pl.Int64})
     frame = utilisation_by_tier(run_id, points)
     return frame.join(levels, on="tier").select("level", "t_s", "mean_util", "max_util").sort("level", "t_s")
-
-
-def level_stats(run_id: str, tier_level: dict[str, int]) -> pl.DataFrame:
-    """Per fabric level: links, mean utilisation, the hottest link's mean, the highest sample, and the share of
-    link-samples down (aggregated per link first: a join of every sample would cost seconds)."""
-    tiers = list(tier_level)
-    marks = ", ".join("?" for _ in tiers)
-    frame = state.query(run_id, f"""
-        WITH per_link AS (
-            SELECT link_id, sum(util_pct) AS util_sum, count(util_pct) AS readings, count(*) AS samples,
-                   max(util_pct) AS max_util
-            FROM link_samples GROUP BY link_id)
-        SELECT l.tier, count(*) AS links, sum(p.util_sum) / sum(p.readings) AS mean_util,
-               max(p.util_sum / p.readings) AS hottest_link_mean, max(p.max_util) AS max_util,
-               1.0 - sum(p.readings) / sum(p.samples) AS down_share
-        FROM per_link p JOIN links l USING (link_id) WHERE l.tier IN ({marks})
-        GROUP BY l.tier""", tuple(tiers))  # noqa: S608 (only ? marks are formatted in)
-    levels = pl.DataFrame({"tier": tiers, "level": list(tier_level.values())})
-    return frame.join(levels, on="tier").sort("level")
