@@ -65,9 +65,17 @@ def racks_dashboard(store_dir, tmp_path):
         stop(server)
 
 
-def browse(p, height: int = 1100):
+def browse(p, height: int = 1100, width: int = 1400):
     browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-    return browser, browser.new_page(viewport={"width": 1400, "height": height})
+    return browser, browser.new_page(viewport={"width": width, "height": height})
+
+
+# The floor plan's box, the main column's scroll and client widths, and the racks ringed as having a problem.
+FLOOR_FIT = """() => { const gd = document.querySelector('.js-plotly-plot'); const box = gd.getBoundingClientRect();
+    const main = document.querySelector('[data-testid=stMain]') || document.querySelector('section.main');
+    const rings = gd._fullData.find(t => t.name === 'racks with a problem');
+    return {width: box.width, height: box.height, scroll: main.scrollWidth, client: main.clientWidth,
+            rings: rings ? Array.from(rings.customdata) : null}; }"""
 
 
 def test_floor_plan_screenshots_and_the_rack_over_budget(racks_dashboard, tmp_path):
@@ -156,12 +164,19 @@ def test_llama3_floor_plan_in_chromium(tmp_path):
     url, server = serve(store, tmp_path)
     try:
         with sync_playwright() as p:
-            browser, page = browse(p, height=3200)  # the whole floor in view: Plotly draws what is on screen
+            browser, page = browse(p, height=1000, width=1600)  # the screen the floor must fit
             try:
                 for measure in ("state", "power", "job"):
                     page.goto(f"{url}/racks?run={run_id}&t=1728000&measure={measure}&rack=700")
                     page.wait_for_function(HANDLES_DRAWN, timeout=RENDER_TIMEOUT_MS)
+                    page.locator(".js-plotly-plot").first.scroll_into_view_if_needed()
                     page.wait_for_timeout(500)
+                    fit = page.evaluate(FLOOR_FIT)
+                    # the whole floor on a 1080p screen: no sideways scroll, no taller than the window
+                    assert fit["scroll"] <= fit["client"] and fit["height"] <= 820, fit
+                    # 1,536 racks: the floor opens on the racks with a problem, each ringed
+                    assert "problems=1" in page.evaluate("() => location.search")
+                    assert fit["rings"], fit
                     shot = tmp_path / f"racks-llama3-{measure}.png"
                     page.locator(".js-plotly-plot").first.screenshot(path=str(shot))
                     keep(shot)

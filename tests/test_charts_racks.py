@@ -24,6 +24,7 @@ import polars as pl
 import pytest
 
 from dashboard.charts import racks as charts
+from dashboard.charts.rack_elevation import LINK_COLOURS, elevation
 from dashboard.queries import racks as queries
 from engine.run import Run
 from engine.scenario import build
@@ -232,7 +233,10 @@ def test_state_measure_colours_each_gpu_by_its_state(run_id):
     for gpu, state in expected.items():
         assert colour_of(fig, z[place(gpu)]) == charts.STATE_COLOURS[state]
     assert np.isnan(z[2]).all() and np.isnan(z[:, 2]).all()  # the blank line between rows, column between racks
-    assert fig.data[0].text[place(3)[0]][place(3)[1]] == "gt-p00-r00000-h1 · rack 0 · GPU 1 · failed"
+    assert fig.data[0].text[place(3)[0]][place(3)[1]] == "gt-p00-r00000-h1 · rack 0 · GPU 1 · Failed GPU"
+    # the legend names states in words, never by their keys
+    assert {t.name for t in fig.data[1:-1]} == {"Running a job", "In repair", "Failed GPU", "Healthy (idle)",
+                                                charts.OVER_BUDGET}
 
 
 def test_temperature_measure_with_grey_for_no_reading(run_id):
@@ -242,7 +246,7 @@ def test_temperature_measure_with_grey_for_no_reading(run_id):
     assert z[place(2)] == 0.0 and colour_of(fig, 0.0) == charts.NO_READING  # silent host 1
     assert z[place(0)] == pytest.approx(charts._EDGE + (1 - charts._EDGE) * (70 - low) / (high - low), abs=1e-3)
     assert z[place(12)] < z[place(0)]  # idle host 6 at 35 °C is cooler than busy host 0 at 70 °C
-    assert fig.data[0].text[place(0)[0]][place(0)[1]].endswith("GPU 0 · 70 °C (running)")
+    assert fig.data[0].text[place(0)[0]][place(0)[1]].endswith("GPU 0 · 70 °C (Running a job)")
     assert fig.data[0].showscale and "no reading" in {t.name for t in fig.data}
 
 
@@ -255,7 +259,7 @@ def test_power_measure_puts_racks_over_budget_in_the_red_and_crosses_them_out(ru
     assert colour_of(fig, z[place(4)]) == "#d73027"
     assert colour_of(fig, z[place(0)]) == "#a1d99b"
     assert fig.data[0].text[place(4)[0]][place(4)[1]] == \
-        "gt-p00-r00001-h0 · rack 1 · GPU 0 · 650 W = 93% TDP · host 1.3 kW · rack 2.6/2.5 kW (running)"
+        "gt-p00-r00001-h0 · rack 1 · GPU 0 · 650 W = 93% TDP · host 1.3 kW · rack 2.6/2.5 kW (Running a job)"
     over = next(t for t in fig.data if t.name == charts.OVER_BUDGET)
     assert list(over.customdata) == [1] and list(over.x) == [3.5] and list(over.y) == [0.5]
     handles = fig.data[-1]
@@ -279,7 +283,7 @@ def test_failures_measure_bands_the_counts(run_id):
     assert colour_of(fig, z[place(9)]) == colours["2 failures"]
     assert colour_of(fig, z[place(3)]) == colours["1 failure"]
     assert colour_of(fig, z[place(0)]) == colours["no failure"]
-    assert fig.data[0].text[place(9)[0]][place(9)[1]].endswith("2 failure(s) in the last day (running)")
+    assert fig.data[0].text[place(9)[0]][place(9)[1]].endswith("2 failure(s) in the last day (Running a job)")
 
 
 def test_unknown_measure_is_refused(run_id):
@@ -289,14 +293,14 @@ def test_unknown_measure_is_refused(run_id):
 
 def test_elevation_shows_hosts_bottom_up_with_nics_and_the_switch(run_id):
     cells = cells_at(run_id, 51000.0).filter(pl.col("rack_id") == 2)
-    fig = charts.elevation(cells, queries.rack_links(run_id, 2, 51000.0), 2)
-    running = next(t for t in fig.data if t.name == "running")
+    fig = elevation(cells, queries.rack_links(run_id, 2, 51000.0), 2)
+    running = next(t for t in fig.data if t.name == "Running a job")
     assert list(running.y) == [0, 0, 1, 1] and list(running.x) == [0, 1, 0, 1]  # slot 0 at the bottom
     assert running.marker.color == charts.STATE_COLOURS["running"]
     nics = next(t for t in fig.data if t.name == "NIC up")
     assert len(nics.x) == 4 and list(nics.y) == pytest.approx([0.4, 0.4, 1.4, 1.4])
     uplinks_down = next(t for t in fig.data if t.name == "uplink down")
-    assert uplinks_down.marker.color == charts.LINK_COLOURS["down"] and "ctsw-1-0" in uplinks_down.text[0]
+    assert uplinks_down.marker.color == LINK_COLOURS["down"] and "ctsw-1-0" in uplinks_down.text[0]
     assert any(a.text == "rtsw-2 · 1 link(s) down" for a in fig.layout.annotations)
 
 
@@ -331,4 +335,5 @@ def test_blast_measure_marks_the_failed_part_and_the_jobs_that_stop(run_id):
     assert [colour_of(fig, z[place(g)]) for g in (4, 7)] == [colours["behind the failed part"]] * 2  # rack 1
     assert [colour_of(fig, z[place(g)]) for g in (0, 14)] == [colours["in a job that stops"]] * 2  # flag elsewhere
     assert [colour_of(fig, z[place(g)]) for g in (2, 8, 12)] == [colours["unaffected"]] * 3  # host 1, r1, idle
-    assert fig.data[0].text[place(0)[0]][place(0)[1]] == "gt-p00-r00000-h0 · rack 0 · GPU 0 · in a job that stops (running)"
+    assert fig.data[0].text[place(0)[0]][place(0)[1]] == \
+        "gt-p00-r00000-h0 · rack 0 · GPU 0 · in a job that stops (Running a job)"

@@ -2,8 +2,9 @@
 the rack's budget, job or recent failures; a time slider that plays; one rack's elevation (hosts, GPUs, NICs,
 its switch), links and events; and the blast radius of a rack, host or switch failing at t.
 
-URL: ?t= (seconds since the run's start), ?measure=, ?window= (failures), ?cells= (hosts, gpus), ?rack= and
-?blast= (kind:name) reproduce the view.
+URL: ?t= (seconds since the run's start), ?measure=, ?window= (failures), ?cells= (hosts, gpus), ?problems=
+(1: only racks with a problem stand out), ?rack= and ?blast= (kind:name) reproduce the view. Every figure is
+named and explained by its definition (engine.definitions).
 """
 
 import polars as pl
@@ -12,13 +13,23 @@ import streamlit as st
 from dashboard import state
 from dashboard.charts import racks as charts
 from dashboard.charts.common import fmt_time
-from dashboard.charts.text_exprs import duration_text, time_text
+from dashboard.charts.rack_elevation import elevation
+from dashboard.charts.text_exprs import cause_label_text, duration_text, time_text
 from dashboard.queries import racks as queries
+from engine.definitions import definition
+from engine.palette import IN_SERVICE_STATES, OUT_OF_SERVICE_STATES, TIER_LABELS
 
-UP_STATES = ("running", "healthy", "spare")
-OUT_STATES = ("draining", "down", "diagnosing", "repair", "burn_in")
 # A cell a GPU up to this size (llama3-405b's 24,576 GPUs: ~4 MB of figure); larger clusters a cell a host.
 GPU_CELLS_UP_TO = 32768
+# More racks than this and a few broken ones are lost among the healthy: the floor opens on the problems.
+PROBLEMS_FIRST_OVER_RACKS = 64
+
+
+def metric(column, key: str, value: str, note: str = "") -> None:
+    """A figure under its definition's label, with its definition's help (and what it depends on)."""
+    d = definition(key)
+    column.metric(d.label, value, help=d.help + (f" {note}" if note else ""))
+
 PLAY_EVERY_S = 2.0  # seconds between frames while playing: a full page rerun each, with fresh queries
 
 st.title("Racks")
@@ -80,31 +91,44 @@ power = queries.rack_power(cells_frame)
 over = power.filter(pl.col("over"))
 
 states = hosts["state"].fill_null("unknown")
-up, out, unknown = (int(states.is_in(s).sum()) for s in (UP_STATES, OUT_STATES, ("unknown",)))
-cols = st.columns(6)
-cols[0].metric("Racks", f"{hosts['rack_id'].n_unique():,}")
-cols[1].metric("Hosts up", f"{up:,}", help="running, healthy or spare at t")
-cols[2].metric("Hosts out of service", f"{out:,}", help="draining, down, diagnosing, in repair or burn-in at t")
-cols[3].metric("Hosts without a state", f"{unknown:,}", help="no host_states interval covers t")
+up, out, unknown = (int(states.is_in(s).sum()) for s in (IN_SERVICE_STATES, OUT_OF_SERVICE_STATES, ("unknown",)))
+problems = queries.problem_racks(hosts, cells_frame)
+n_racks = hosts["rack_id"].n_unique()
+AT_T = "Shown at the time t chosen above."
+# what an operator looks for first: what is broken at t; then the cluster's size and power
+cols = st.columns(4)
+metric(cols[0], "racks_with_a_problem", f"{problems.height:,}", AT_T)
+metric(cols[1], "hosts_out_of_service", f"{out:,}", AT_T)
+metric(cols[2], "hosts_in_service", f"{up:,}", AT_T)
+metric(cols[3], "hosts_without_a_state", f"{unknown:,}", AT_T)
+cols = st.columns(4)
+metric(cols[0], "racks", f"{n_racks:,}")
 cluster_kw = float(power["rack_kw"].sum())
-cols[4].metric("Cluster power", f"{cluster_kw / 1000:,.2f} MW" if cluster_kw >= 1000 else f"{cluster_kw:,.1f} kW",
-               help="the latest GPU readings at or before t, summed (GPUs only, not CPUs, fans or switches)")
-cols[5].metric("Racks over budget", f"{over.height:,}", help=f"drawing more than {budget_kw:g} kW "
-               "(cluster.rack_power_budget_kw)")
+metric(cols[1], "gpu_power_drawn", f"{cluster_kw / 1000:,.2f} MW" if cluster_kw >= 1000 else f"{cluster_kw:,.1f} kW",
+       AT_T)
+metric(cols[2], "racks_over_power_budget", f"{over.height:,}", f"This run's budget: {budget_kw:g} kW a rack. {AT_T}")
 
 st.subheader("Floor plan")
 gpus = queries.gpu_count(run.run_id)
 default_cells = "gpus" if 0 < gpus <= GPU_CELLS_UP_TO else "hosts"
 wanted_cells = st.query_params.get("cells")
 cells_key = state.seed(f"racks_cells:{run.run_id}", wanted_cells if wanted_cells in ("hosts", "gpus") else default_cells)
-cells = st.segmented_control("Cells", ["hosts", "gpus"], key=cells_key,
-                             format_func={"hosts": "a cell a host", "gpus": "a cell a GPU"}.get) or default_cells
+controls = st.columns([1, 1])
+cells = controls[0].segmented_control("Cells", ["hosts", "gpus"], key=cells_key,
+                                      format_func={"hosts": "a cell a host", "gpus": "a cell a GPU"}.get) or default_cells
 if gpus == 0:
     cells = "hosts"
 st.query_params["cells"] = cells
+wanted_problems = st.query_params.get("problems")
+problems_key = state.seed(f"racks_problems:{run.run_id}", wanted_problems == "1" if wanted_problems in ("0", "1")
+                          else n_racks > PROBLEMS_FIRST_OVER_RACKS)
+problems_only = controls[1].toggle("Problems only", key=problems_key,
+                                   help="Grey out every rack without a host out of service or a failed GPU at t, "
+                                        "and ring the racks with one.")
+st.query_params["problems"] = "1" if problems_only else "0"
 if cells == "gpus":
     shown = cells_frame
-    st.caption("A GPU shows its host's state, or *failed* from its own incident until its repair.")
+    st.caption("A GPU shows its host's state, or *Failed GPU* (black) from its own incident until its repair.")
 else:  # a host cell: its host's state, its hottest GPU, its mean GPU power, its most failed GPU
     shown = (hosts.join(cells_frame.group_by("host_id").agg(
         pl.col("temp_c").max(), pl.col("power_w").mean(), pl.col("failures").max(), pl.col("host_kw").first(),
@@ -112,7 +136,13 @@ else:  # a host cell: its host's state, its hottest GPU, its mean GPU power, its
         .with_columns(pl.col("failures").fill_null(0), pl.col("rack_kw").fill_null(0.0),
                       pl.col("budget_kw").fill_null(budget_kw)))
     st.caption("A host cell shows its hottest GPU, its mean GPU power and its most failed GPU.")
-figure = charts.floor_plan(shown, measure, tdp_w=tdp_w, window=queries.WINDOW_WORDS[window])
+figure = charts.floor_plan(shown, measure, tdp_w=tdp_w, window=queries.WINDOW_WORDS[window],
+                           problem_racks=problems["rack_id"].to_list() if problems_only else None)
+if problems_only:
+    hidden = n_racks - problems.height
+    st.caption(f"**Problems only**: {problems.height:,} of {n_racks:,} racks have a host out of service or a "
+               f"failed GPU at t (ringed); the other {hidden:,} are greyed out. Switch *Problems only* off to "
+               "see every rack.")
 clicked = st.plotly_chart(figure, width="stretch", on_select="rerun", selection_mode="points",
                           key=f"racks_floor:{run.run_id}")
 notes = ["Click a rack's dot to open it below."]
@@ -128,6 +158,12 @@ if over.height:
     st.markdown("**Racks over their power budget at t**: " + ", ".join(
         f"rack {r} ({kw:.1f} kW)" for r, kw in over.select("rack_id", "rack_kw").head(20).iter_rows())
         + (" …" if over.height > 20 else ""))
+if problems_only and problems.height:
+    st.markdown(f"**Racks with a problem at t** ({problems.height:,}: choose one under *Rack* to open it)")
+    st.dataframe(problems.head(500).with_columns(pl.col("states").list.eval(pl.element().replace(
+        charts.STATE_WORDS))).rename({"rack_id": "rack", "hosts_out_of_service": "hosts out of service",
+                                      "failed_gpus": "failed GPUs", "states": "out-of-service states"}),
+        hide_index=True, width="stretch", height=min(400, 38 + 35 * min(problems.height, 500)))
 
 # ----- one rack -------------------------------------------------------------------------------------------
 st.subheader("Rack")
@@ -141,7 +177,9 @@ click = charts.clicked_rack(clicked.selection if clicked else None)
 if click is not None and click != st.session_state.get("racks_last_click") and click in rack_ids:
     st.session_state[rack_key] = click  # a new click on the floor opens that rack; the selectbox can move on
 st.session_state["racks_last_click"] = click
-rack = st.selectbox("Rack", rack_ids, key=rack_key,
+problem_words = {r: f"rack {r} · {h} host(s) out of service, {g} failed GPU(s)"
+                 for r, h, g in problems.select("rack_id", "hosts_out_of_service", "failed_gpus").iter_rows()}
+rack = st.selectbox("Rack", rack_ids, key=rack_key, format_func=lambda r: problem_words.get(r, f"rack {r}"),
                     placeholder="Choose a rack to see its elevation, links and events")
 if rack is None:
     st.query_params.pop("rack", None)
@@ -154,14 +192,17 @@ else:
                 f"{rack_hosts['position'][0]}, {rack_hosts.height} hosts (top slot first) · {kw:.1f} of "
                 f"{budget_kw:g} kW" + (" · **over budget**" if kw > budget_kw else ""))
     links = queries.rack_links(run.run_id, rack, t_s)
-    st.plotly_chart(charts.elevation(cells_frame.filter(pl.col("rack_id") == rack), links, rack), width="stretch")
+    st.plotly_chart(elevation(cells_frame.filter(pl.col("rack_id") == rack), links, rack), width="stretch")
     in_rack = rack_hosts.join(cells_frame.group_by("host_id").agg(pl.col("host_kw").first()), on="host_id",
                               how="left").select("hostname", "slot", pl.col("state").fill_null("unknown"),
                                                  "job_id", "host_kw", "host_id")
-    st.dataframe(in_rack.sort("slot", descending=True), hide_index=True, width="stretch")
+    st.dataframe(in_rack.sort("slot", descending=True).with_columns(charts.state_words_expr("state"),
+                                                                    pl.col("host_kw").round(2)),
+                 hide_index=True, width="stretch")
     if links.height:
         st.markdown(f"**Links** ({links.height}: a cable per GPU NIC to the rack switch, the switch's uplinks)")
-        st.dataframe(links, hide_index=True, width="stretch")
+        st.dataframe(links.with_columns(pl.col("tier").replace(TIER_LABELS), pl.col("util_pct").round(1)),
+                     hide_index=True, width="stretch")
 
     incidents = queries.rack_incidents(run.run_id, rack).filter(pl.col("t_s") <= t_s).reverse()
     st.markdown(f"**Incidents up to t** ({incidents.height})")
@@ -169,16 +210,16 @@ else:
         st.caption("No incidents on this rack's hosts, GPUs or links up to t.")
     else:
         st.dataframe(incidents.with_columns(
-            time_text("t_s", run.started_at).alias("time"),
-            duration_text("out_of_service_s").fill_null("not repaired")
-            .alias("out_of_service"),
-        ).select("incident_id", "time", "hostname", "gpu_id", "link_id", "cause", "category", "planned", "xid",
-                 "jobs_hit", "gpu_hours_lost", "out_of_service"), hide_index=True, width="stretch")
+            time_text("t_s", run.started_at).alias("time (UTC)"),
+            duration_text("out_of_service_s").fill_null("not repaired").alias("out_of_service"),
+            cause_label_text("cause"), pl.col("gpu_hours_lost").round(1),
+        ).select("incident_id", "time (UTC)", "hostname", "gpu_id", "link_id", "cause", "category", "planned",
+                 "xid", "jobs_hit", "gpu_hours_lost", "out_of_service"), hide_index=True, width="stretch")
     xids = queries.rack_xids(run.run_id, rack, t_s)
     if xids.height:
         st.markdown(f"**XID lines up to t** ({xids.height})")
-        st.dataframe(xids.with_columns(time_text("t_s", run.started_at).alias("time"))
-                     .select("time", "hostname", "gpu_index", "xid", "incident_id", "message"),
+        st.dataframe(xids.with_columns(time_text("t_s", run.started_at).alias("time (UTC)"))
+                     .select("time (UTC)", "hostname", "gpu_index", "xid", "incident_id", "message"),
                      hide_index=True, width="stretch")
     if queries.has_table(run.run_id, "host_states"):
         history = queries.rack_history(run.run_id, rack)
@@ -195,30 +236,34 @@ kind_key = state.seed(f"racks_blast_kind:{run.run_id}", wanted_blast[0] if wante
 kind = st.segmented_control("A failure of", list(queries.BLAST_KINDS), key=kind_key,
                             format_func=queries.BLAST_KINDS.get) or "rack"
 targets = queries.blast_targets(hosts, kind)
-default_target = (wanted_blast[1] if wanted_blast and wanted_blast[0] == kind and wanted_blast[1] in targets
-                  else None)
-if default_target is None and rack is not None:  # the open rack (or its first host, its switch, its pod's spine)
-    in_rack = hosts.filter(pl.col("rack_id") == rack)
-    default_target = {"rack": str(rack), "host": in_rack["hostname"][0], "rtsw": f"rtsw-{rack}",
-                      "ctsw": f"ctsw-{in_rack['pod_id'][0]}-0"}[kind]
 target_key = f"racks_blast_target:{run.run_id}:{kind}"
-if st.session_state.get(target_key) not in targets:
-    st.session_state[target_key] = default_target if default_target in targets else targets[0]
-target = st.selectbox(queries.BLAST_KINDS[kind], targets, key=target_key)
+follows_key = f"racks_blast_follows:{run.run_id}:{kind}"  # the open rack the target was last taken from
+of_rack = queries.blast_target_of_rack(hosts, kind, rack) if rack is not None else None
+if st.session_state.get(target_key) not in targets:  # first view: the URL's part, else the open rack's
+    from_url = wanted_blast[1] if wanted_blast and wanted_blast[0] == kind and wanted_blast[1] in targets else None
+    st.session_state[target_key] = from_url or (of_rack if of_rack in targets else targets[0])
+    st.session_state[follows_key] = rack
+elif rack is not None and st.session_state.get(follows_key) != rack and of_rack in targets:
+    st.session_state[target_key] = of_rack  # another rack opened since: the blast radius follows it
+    st.session_state[follows_key] = rack
+target = st.selectbox(queries.BLAST_KINDS[kind], targets, key=target_key,
+                      help="Opens on the rack opened above (its rack, top host, switch or pod's spine); "
+                           "opening another rack moves it there.")
 st.query_params["blast"] = f"{kind}:{target}"
 hit_hosts, spanning = queries.blast_hosts(hosts, kind, target)
 gpus_per_host = max(1, round(gpus / max(hosts.height, 1))) if gpus else 8
 hit = queries.blast_radius(hosts, gpus_per_host, queries.jobs(run.run_id), hit_hosts, spanning)
 cols = st.columns(3)
-cols[0].metric("Jobs hit", f"{hit.height:,}")
-cols[1].metric("GPUs interrupted", f"{int(hit['job_gpus'].sum()):,}",
-               help="every GPU of every job hit: the whole job stops and restarts")
-cols[2].metric("GPUs behind it", f"{hit_hosts.len() * gpus_per_host:,}",
-               help="GPUs that lose their place in the fabric (the rack, host, or for a spine switch the pod)")
+AT_PART = f"For {queries.BLAST_KINDS[kind].lower()} {target}, at the time t chosen above."
+metric(cols[0], "blast_jobs", f"{hit.height:,}", AT_PART)
+metric(cols[1], "blast_gpus_stopped", f"{int(hit['job_gpus'].sum()):,}", AT_PART)
+metric(cols[2], "blast_gpus_behind", f"{hit_hosts.len() * gpus_per_host:,}", AT_PART)
 if hit.is_empty():
     st.caption("No job runs behind it at t" + (" across racks" if spanning else "") + ".")
 else:
-    st.dataframe(hit, hide_index=True, width="stretch")
+    st.dataframe(hit.rename({"job_id": "job", "hosts_hit": "its hosts behind the part",
+                             "gpus_hit": "its GPUs behind the part", "job_gpus": "its GPUs (all stop)"}),
+                 hide_index=True, width="stretch")
 if st.toggle("Show it on the floor", key="racks_blast_floor", help="the floor plan again, the blast radius in red"):
     st.plotly_chart(charts.floor_plan(queries.blast_cells(cells_frame, hit_hosts, hit), "blast"), width="stretch",
                     key=f"racks_blast_floor:{run.run_id}")

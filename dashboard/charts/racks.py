@@ -1,24 +1,46 @@
 """Racks charts: the floor plan (one heatmap trace for the whole cluster) and a host state history.
 
 The floor plan puts each rack in its row and position and stacks its hosts (slot 0 at the bottom) inside the
-rack's column; a blank line separates rows. One Heatmap trace keeps 3,072 hosts quick where a shape per host
-would not be.
+rack's column; a blank line separates rows, and a floor too tall for a screen wraps its rows into blocks side
+by side (dashboard.charts.floor_grid). One Heatmap trace keeps 3,072 hosts quick where a shape per host would
+not be. States are named in words (engine.palette), never by their keys.
 """
 
+import math
+from collections.abc import Collection
 from datetime import datetime
 
 import numpy as np
 import plotly.graph_objects as go
 import polars as pl
 
-from dashboard.charts.common import HOST_STATE_COLORS
+from dashboard.charts.common import HOST_STATE_COLOURS
+from dashboard.charts.floor_grid import PLOT_WIDTH_PX, FloorGrid, grid_for
 from dashboard.charts.jobs import bars_over_time
 from dashboard.text import plot_expr
+from engine.palette import (
+    GPU_FAILED_COLOUR,
+    GPU_FAILED_LABEL,
+    HOST_STATE_LABELS,
+    UNKNOWN_STATE_COLOUR,
+    UNKNOWN_STATE_LABEL,
+)
 from engine.schema import HOST_STATES
 
 # The shared palette, plus `failed` (a GPU with an unrepaired incident, in GPU cells) and `unknown` (no interval).
-STATE_COLOURS = {**HOST_STATE_COLORS, "failed": "#5c0011", "unknown": "#dee2e6"}
+STATE_COLOURS = {**HOST_STATE_COLOURS, "failed": GPU_FAILED_COLOUR, "unknown": UNKNOWN_STATE_COLOUR}
 STATE_ORDER = (*HOST_STATES, "failed", "unknown")
+STATE_WORDS = {**HOST_STATE_LABELS, "failed": GPU_FAILED_LABEL, "unknown": UNKNOWN_STATE_LABEL}
+
+
+def state_words(states: pl.Series) -> pl.Series:
+    """Cell states in words ("In repair", "Failed GPU"); a state the palette does not know keeps its key."""
+    return states.fill_null("unknown").replace(STATE_WORDS)
+
+
+def state_words_expr(column: str) -> pl.Expr:
+    """state_words as a Polars expression, for the page's tables."""
+    return pl.col(column).fill_null("unknown").replace(STATE_WORDS)
 
 
 def _discrete_colourscale(colours: list[str]) -> list[list]:
@@ -78,9 +100,9 @@ def _colouring(cells: pl.DataFrame, measure: str, states: pl.Series, tdp_w: floa
         codes = states.replace_strict({s: i for i, s in enumerate(STATE_ORDER)}, default=len(STATE_ORDER) - 1,
                                       return_dtype=pl.Int64).to_numpy().astype(float)
         present = set(states.to_list())
-        legend = [(s, STATE_COLOURS[s]) for s in STATE_ORDER if s in present]
+        legend = [(STATE_WORDS[s], STATE_COLOURS[s]) for s in STATE_ORDER if s in present]
         return (codes, _discrete_colourscale([STATE_COLOURS[s] for s in STATE_ORDER]), -0.5,
-                len(STATE_ORDER) - 0.5, states, legend, None)
+                len(STATE_ORDER) - 0.5, state_words(states), legend, None)
     if measure == "job":
         jobs = cells["job_id"].fill_null("")
         sizes = (cells.filter(pl.col("job_id").is_not_null()).group_by("job_id").agg(pl.len().alias("n"))
@@ -143,7 +165,7 @@ def _colouring(cells: pl.DataFrame, measure: str, states: pl.Series, tdp_w: floa
 
 
 def floor_plan(cells: pl.DataFrame, measure: str = "state", *, title: str = "", tdp_w: float = 700.0,
-               window: str = "day") -> go.Figure:
+               window: str = "day", problem_racks: Collection[int] | None = None) -> go.Figure:
     """Heatmap of every host (or GPU) at one moment, coloured by `measure` (one of MEASURES).
 
     `cells`: one row per host with hostname, rack_id, row, position, slot, state (None: unknown); with a
@@ -151,84 +173,135 @@ def floor_plan(cells: pl.DataFrame, measure: str = "state", *, title: str = "", 
     state read job_id (and kind), temp_c, power_w/host_kw/rack_kw/budget_kw, failures (queries.floor_cells).
     `tdp_w` scales a GPU's power in the hover (700 W: the H100 of the reference); `window` names the failure
     window in the hover. Racks over their power budget (rack_kw > budget_kw) get a red cross for a handle.
+    `problem_racks` (the problems-only view): every other rack is greyed out and each of these gets a ring.
     """
     cells = _as_plot_text(cells, "hostname", "job_id")
     states = cells["state"].fill_null("unknown")
     codes, colourscale, zmin, zmax, values, legend, colourbar = _colouring(cells, measure, states, tdp_w, window)
-    slots = int(cells["slot"].max()) + 1 if cells.height else 1
-    rows = int(cells["row"].max()) + 1 if cells.height else 1
-    positions = int(cells["position"].max()) + 1 if cells.height else 1
-    # slots + 1 lines a row (a blank one between rows); slot 0 at the bottom of its rack, row 0 at the top
-    y = cells["row"].to_numpy() * (slots + 1) + (slots - 1 - cells["slot"].to_numpy())
-    per_rack = 1  # columns a rack takes: 1 for host cells, GPUs + a blank column for GPU cells
+    grid = floor_grid(cells)
+    rows, slots = cells["row"].to_numpy(), cells["slot"].to_numpy()
     label = cells["hostname"] + " · rack " + cells["rack_id"].cast(pl.String)
     if "gpu_index" in cells.columns:
-        per_rack = int(cells["gpu_index"].max()) + 2 if cells.height else 1
-        x = cells["position"].to_numpy() * per_rack + cells["gpu_index"].to_numpy()
+        x = grid.x(rows, cells["position"].to_numpy(), cells["gpu_index"].to_numpy())
         label = label + " · GPU " + cells["gpu_index"].cast(pl.String)
     else:
-        x = cells["position"].to_numpy()
-    z = np.full((rows * (slots + 1), positions * per_rack), np.nan)
+        x = grid.x(rows, cells["position"].to_numpy())
+    y = grid.y(rows, slots)
+    z = np.full(grid.shape, np.nan)
     z[y, x] = codes
+    healthy = (~cells["rack_id"].is_in(list(problem_racks)).to_numpy() if problem_racks is not None
+               else np.zeros(cells.height, dtype=bool))
+    z[y[healthy], x[healthy]] = np.nan  # drawn grey by a layer of its own; their hover still says what they are
     big = z.shape[1] > BIG_FLOOR_COLUMNS
     text = np.full(z.shape, "", dtype=object)
     hover = label + " · " + values
     if measure != "state":
-        hover = hover + " (" + states + ")"
+        hover = hover + " (" + state_words(states) + ")"
     text[y, x] = hover.to_numpy()
-    fig = go.Figure(go.Heatmap(
-        # a big floor packs its cells (a gap a cell would be half the picture); racks stay apart by a blank column
-        z=z, text=text, hoverinfo="text", zmin=zmin, zmax=zmax, xgap=(0 if big else 1) if per_rack > 1 else 2, ygap=1,
-        colorscale=colourscale, showscale=colourbar is not None, colorbar=colourbar,
-    ))
+    # a big floor packs its cells (a gap a cell would be half the picture); racks stay apart by a blank column
+    gaps = {"xgap": (0 if big else 1) if grid.per_rack > 1 else 2, "ygap": 1}
+    fig = go.Figure(go.Heatmap(z=z, text=text, hoverinfo="text", zmin=zmin, zmax=zmax, colorscale=colourscale,
+                               showscale=colourbar is not None, colorbar=colourbar, **gaps))
+    if problem_racks is not None:
+        if healthy.any():
+            legend = [*legend, (NO_PROBLEM, NO_PROBLEM_COLOUR)]
+            fig.add_trace(_greyed(grid, y[healthy], x[healthy], gaps))
     # The legend: one invisible marker trace per colour present, so the colours are named.
     for name, colour in legend:
         fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=name, showlegend=True,
                                  marker={"symbol": "square", "size": 12, "color": colour}))
-    over = _over_budget(cells, slots, per_rack)
+    if problem_racks is not None:
+        fig.add_trace(_problem_rings(cells, grid, problem_racks))
+    over = _over_budget(cells, grid)
     if over is not None:
         fig.add_trace(over)
-    fig.add_trace(_rack_handles(cells, states, slots, per_rack, faint=big))
-    row_ticks = np.arange(rows) * (slots + 1) + (slots - 1) / 2
+    fig.add_trace(_rack_handles(cells, states, grid, faint=big))
     fig.update_layout(
-        title=title, height=min(2400, max(240, 9 * z.shape[0] + 120)), margin={"l": 10, "r": 10, "t": 40, "b": 10},
+        title=title, height=grid.height_px, margin={"l": 10, "r": 10, "t": 40, "b": 10 if grid.blocks == 1 else 30},
         plot_bgcolor="white", legend={"orientation": "h", "y": 1.0, "yanchor": "bottom"},
         # a rack's handle takes the hover (and the click) only under the pointer; elsewhere the cells answer
         hoverdistance=1, clickmode="event+select",
     )
-    rack_ticks = np.arange(positions) * per_rack + (per_rack - 2) / 2 if per_rack > 1 else np.arange(positions)
-    fig.update_xaxes(title="position in row", showgrid=False, zeroline=False, tickvals=rack_ticks,
-                     ticktext=[str(p) for p in range(positions)])
-    # many rows: label every k-th so the labels stay legible
-    step = max(1, rows // 40)
-    fig.update_yaxes(tickvals=row_ticks[::step], ticktext=[f"row {r}" for r in range(0, rows, step)],
-                     showgrid=False, zeroline=False, autorange="reversed")
+    _floor_axes(fig, grid)
     return fig
+
+
+def floor_grid(cells: pl.DataFrame) -> FloorGrid:
+    """The grid `cells` (host or GPU cells) are drawn on."""
+    def size(column: str) -> int:
+        return int(cells[column].max()) + 1 if cells.height else 1
+
+    per_rack = size("gpu_index") + 1 if "gpu_index" in cells.columns and cells.height else 1
+    return grid_for(size("row"), size("position"), size("slot"), per_rack)
+
+
+def _floor_axes(fig: go.Figure, grid: FloorGrid) -> None:
+    """Ticks: each rack's position under its column, every k-th row name at the left (those of the first
+    block); with blocks side by side, each block says which rows it holds beneath it."""
+    blocks = grid.block_rows()
+    step = max(1, math.ceil(grid.positions * len(blocks) / 48))  # at most ~48 position labels across
+    ticks = [(float(grid.rack_centre(np.array(first), np.array(p))[0]), str(p))
+             for first, _ in blocks for p in range(0, grid.positions, step)]
+    fig.update_xaxes(title={"text": "position in row", "standoff": 8 if len(blocks) == 1 else 32},
+                     showgrid=False, zeroline=False, tickvals=[v for v, _ in ticks], ticktext=[t for _, t in ticks])
+    if len(blocks) > 1:
+        for first, last in blocks:
+            left = float(grid.x(np.array(first), np.array(0)))
+            fig.add_annotation(x=left + (grid.block_columns - 1) / 2, y=0, yref="paper", yanchor="top", yshift=-26,
+                               showarrow=False, text=f"<b>rows {first}–{last}</b>")
+    rows = np.arange(grid.rows_per_block)
+    row_step = max(1, grid.rows_per_block // 40)  # many rows: label every k-th so the labels stay legible
+    fig.update_yaxes(tickvals=(rows * (grid.slots + 1) + (grid.slots - 1) / 2)[::row_step],
+                     ticktext=[f"row {r}" for r in rows[::row_step]], showgrid=False, zeroline=False,
+                     autorange="reversed")
 
 
 RACK_HANDLES = "racks"  # the name of the trace whose points select a rack (customdata: rack_id)
 
 
 OVER_BUDGET = "over budget"  # the trace that crosses out racks drawing more than their power budget
+PROBLEM_RACKS = "racks with a problem"  # the ring around each of them in the problems-only view
+NO_PROBLEM = "no problem at t (greyed out)"
+NO_PROBLEM_COLOUR = "#e9ecef"
+PROBLEM_RING_COLOUR = "#000000"
 
 
-def _over_budget(cells: pl.DataFrame, slots: int, per_rack: int) -> go.Scatter | None:
+def _greyed(grid: FloorGrid, y: np.ndarray, x: np.ndarray, gaps: dict) -> go.Heatmap:
+    """A flat grey layer on the cells of racks without a problem (blank in the measure's own layer)."""
+    z = np.full(grid.shape, np.nan)
+    z[y, x] = 0.0
+    return go.Heatmap(z=z, name=NO_PROBLEM, colorscale=[[0.0, NO_PROBLEM_COLOUR], [1.0, NO_PROBLEM_COLOUR]],
+                      zmin=0.0, zmax=1.0, showscale=False, hoverinfo="skip", **gaps)
+
+
+def _problem_rings(cells: pl.DataFrame, grid: FloorGrid, problem_racks: Collection[int]) -> go.Scatter:
+    """A ring around each rack with a problem, sized to the rack, so a few racks stand out among 1,536."""
+    racks = (cells.filter(pl.col("rack_id").is_in(list(problem_racks)))
+             .group_by("rack_id").agg(pl.col("row").first(), pl.col("position").first()).sort("rack_id"))
+    x, y = grid.rack_centre(racks["row"].to_numpy(), racks["position"].to_numpy())
+    rack_px = PLOT_WIDTH_PX / max(grid.shape[1], 1) * grid.per_rack
+    return go.Scatter(x=x, y=y, mode="markers", name=PROBLEM_RACKS, customdata=racks["rack_id"].to_numpy(),
+                      hoverinfo="skip", showlegend=racks.height > 0,
+                      marker={"symbol": "circle-open", "size": float(np.clip(rack_px * 1.2, 14, 40)),
+                              "color": PROBLEM_RING_COLOUR, "line": {"width": 2.5, "color": PROBLEM_RING_COLOUR}})
+
+
+def _over_budget(cells: pl.DataFrame, grid: FloorGrid) -> go.Scatter | None:
     """A red cross on each rack over its power budget (rack_kw > budget_kw), whatever the measure; None when
     `cells` carries no power."""
     if not {"rack_kw", "budget_kw"} <= set(cells.columns):
         return None
     over = (cells.filter(pl.col("rack_kw") > pl.col("budget_kw"))
             .group_by("rack_id").agg(pl.col("row").first(), pl.col("position").first()).sort("rack_id"))
+    x, y = grid.rack_centre(over["row"].to_numpy(), over["position"].to_numpy())
     return go.Scatter(
-        x=over["position"].to_numpy() * per_rack + ((per_rack - 2) / 2 if per_rack > 1 else 0.0),
-        y=over["row"].to_numpy() * (slots + 1) + (slots - 1) / 2, mode="markers", name=OVER_BUDGET,
-        customdata=over["rack_id"].to_numpy(), hoverinfo="skip", showlegend=over.height > 0,
+        x=x, y=y, mode="markers", name=OVER_BUDGET, customdata=over["rack_id"].to_numpy(), hoverinfo="skip",
+        showlegend=over.height > 0,
         marker={"symbol": "x-thin-open", "size": 14, "color": "#d7191c", "line": {"width": 3, "color": "#d7191c"}},
     )
 
 
-def _rack_handles(cells: pl.DataFrame, states: pl.Series, slots: int, per_rack: int, faint: bool = False
-                  ) -> go.Scatter:
+def _rack_handles(cells: pl.DataFrame, states: pl.Series, grid: FloorGrid, faint: bool = False) -> go.Scatter:
     """A small dot in the middle of each rack: one scatter trace a page can listen to for clicks (a heatmap
     cell sends no selection event), its hover summing up the rack's hosts."""
     failed = pl.col("state") == "failed"
@@ -237,7 +310,8 @@ def _rack_handles(cells: pl.DataFrame, states: pl.Series, slots: int, per_rack: 
              .agg(pl.col("row").first(), pl.col("position").first(), pl.col("slot").first(),
                   pl.col("state").filter(~failed).first().fill_null("failed").alias("state"),
                   failed.sum().alias("failed_gpus"))
-             .with_columns((pl.col("hostname") + ": " + pl.col("state") + pl.when(pl.col("failed_gpus") > 0)
+             .with_columns((pl.col("hostname") + ": " + state_words_expr("state")
+                            + pl.when(pl.col("failed_gpus") > 0)
                             .then(pl.format(", {} GPU failed", pl.col("failed_gpus"))).otherwise(pl.lit("")))
                            .alias("line")))
     racks = (hosts.sort("slot", descending=True, maintain_order=True)  # the top host first, as in the rack
@@ -253,8 +327,8 @@ def _rack_handles(cells: pl.DataFrame, states: pl.Series, slots: int, per_rack: 
         head = (head + racks.select(pl.format("<br>{} of {} kW", pl.col("rack_kw").round(1),
                                               pl.col("budget_kw").round(1)))["rack_kw"]
                 + pl.Series(np.where(over.to_numpy(), " <b>over budget</b>", "")))
-    centre_x = racks["position"].to_numpy() * per_rack + ((per_rack - 2) / 2 if per_rack > 1 else 0.0)
-    centre_y = racks["row"].to_numpy() * (slots + 1) + (slots - 1) / 2
+    head = head + racks.select(pl.format("<br>row {}, position {}", "row", "position"))["row"]
+    centre_x, centre_y = grid.rack_centre(racks["row"].to_numpy(), racks["position"].to_numpy())
     return go.Scatter(
         x=centre_x, y=centre_y, customdata=racks["rack_id"].to_numpy(), mode="markers", name=RACK_HANDLES,
         showlegend=False, text=(head + "<br>" + racks["hosts"]).to_list(),
@@ -277,89 +351,15 @@ def clicked_rack(selection) -> int | None:
 def state_history(intervals: pl.DataFrame, started_at: datetime) -> go.Figure:
     """Host state intervals (hostname, state, start_s, end_s, job_id) as a bar per interval, a row per host."""
     frame = _as_plot_text(intervals, "hostname", "job_id").with_columns(
-        pl.col("state").fill_null("unknown"),
-        (pl.col("state").fill_null("unknown") + pl.lit(" ") + pl.col("job_id").fill_null("")).alias("hover"),
+        state_words_expr("state").alias("state"),
+        (state_words_expr("state") + pl.lit(" ") + pl.col("job_id").fill_null("")).alias("hover"),
     )
+    colours = {STATE_WORDS[s]: STATE_COLOURS[s] for s in STATE_ORDER}
     fig = go.Figure(bars_over_time(frame, started_at=started_at, row="hostname", colour_by="state",
-                                   colours=STATE_COLOURS, hover="hover"))
+                                   colours=colours, hover="hover"))
     hosts = frame["hostname"].unique().sort().to_list()
     fig.update_layout(barmode="overlay", height=max(200, 40 * len(hosts) + 120),
                       margin={"l": 10, "r": 10, "t": 30, "b": 10})
     fig.update_xaxes(type="date")
     fig.update_yaxes(categoryorder="array", categoryarray=hosts)
-    return fig
-
-
-LINK_COLOURS = {"up": "#2ca02c", "down": "#d62728"}
-
-
-def elevation(gpus: pl.DataFrame, links: pl.DataFrame, rack_id: int) -> go.Figure:
-    """One rack seen from the front: hosts stacked (slot 0 at the bottom), each host's GPUs in a line coloured by
-    state with its NICs (the gpu_rtsw cables) as small diamonds above them, and the rack switch (RTSW) on top
-    with its uplinks to the spine, each coloured up or down.
-
-    `gpus`: the rack's rows of queries.floor_cells (hostname, slot, gpu_index, state, job_id, temp_c, power_w,
-    host_kw); `links`: queries.rack_links (tier, a, b, state, util_pct), possibly empty.
-    """
-    gpus, links = _as_plot_text(gpus, "hostname", "job_id"), _as_plot_text(links, "a", "b")
-    states = gpus["state"].fill_null("unknown")
-    slots = int(gpus["slot"].max()) + 1 if gpus.height else 1
-    width = int(gpus["gpu_index"].max()) + 1 if gpus.height else 8
-    fig = go.Figure()
-    reading = pl.format(" · {} °C · {} W", pl.col("temp_c").round(0), pl.col("power_w").round(0)) \
-        if {"temp_c", "power_w"} <= set(gpus.columns) else pl.lit("")
-    hover = gpus.with_columns(states.alias("state")).select(pl.format(
-        "<b>{} GPU {}</b><br>{} · {}{}", pl.col("hostname"), pl.col("gpu_index"), pl.col("state"),
-        pl.col("job_id").fill_null("no job"), reading.fill_null(" · no reading")))["hostname"]
-    for state in [s for s in STATE_ORDER if s in set(states.to_list())]:
-        mine = (states == state).to_numpy()
-        fig.add_trace(go.Scatter(
-            x=gpus["gpu_index"].to_numpy()[mine], y=gpus["slot"].to_numpy()[mine], mode="markers", name=state,
-            text=hover.to_numpy()[mine], hovertemplate="%{text}<extra></extra>",
-            marker={"symbol": "square", "size": 26, "color": STATE_COLOURS[state], "line": {"width": 1,
-                                                                                           "color": "#495057"}}))
-    if links.height:
-        nics = links.filter(pl.col("tier") == "gpu_rtsw").with_columns(
-            pl.col("a").str.split(":gpu").list.get(0).alias("hostname"),
-            pl.col("a").str.split(":gpu").list.get(1).cast(pl.Int64, strict=False).alias("gpu_index"))
-        nics = nics.join(gpus.select("hostname", "slot").unique(), on="hostname", how="inner")
-        for state in ("up", "down"):
-            mine = nics.filter(pl.col("state") == state)
-            if mine.height:
-                fig.add_trace(go.Scatter(
-                    x=mine["gpu_index"].to_numpy(), y=mine["slot"].to_numpy() + 0.4, mode="markers",
-                    name=f"NIC {state}", hovertemplate="%{text}<extra></extra>",
-                    text=mine.select(pl.format("NIC cable {} → {} ({} Gbps): {}", "a", "b", "capacity_gbps",
-                                               "state"))["a"].to_list(),
-                    marker={"symbol": "diamond", "size": 9, "color": LINK_COLOURS[state]}))
-        uplinks = links.filter(pl.col("tier") == "rtsw_ctsw").with_row_index("k")
-        if uplinks.height:
-            x = np.linspace(0, width - 1, uplinks.height)
-            for state in ("up", "down"):
-                mine = uplinks.filter(pl.col("state") == state)
-                if mine.height:
-                    fig.add_trace(go.Scatter(
-                        x=x[mine["k"].to_numpy()], y=np.full(mine.height, slots + 0.45), mode="markers",
-                        name=f"uplink {state}", hovertemplate="%{text}<extra></extra>",
-                        text=mine.select(pl.format("uplink {} → {} ({} Gbps): {}", "a", "b", "capacity_gbps",
-                                                   "state"))["a"].to_list(),
-                        marker={"symbol": "triangle-up", "size": 9, "color": LINK_COLOURS[state]}))
-    down = int((links["state"] == "down").sum()) if links.height else 0
-    switch = f"rtsw-{rack_id}" + (f" · {down} link(s) down" if down else "")
-    fig.add_shape(type="rect", x0=-0.5, x1=width - 0.5, y0=slots - 0.3, y1=slots + 0.25,
-                  fillcolor="#343a40", line={"width": 0})
-    fig.add_annotation(x=(width - 1) / 2, y=slots - 0.02, text=switch, showarrow=False,
-                       font={"color": "white", "size": 12})
-    for host in gpus.group_by("slot", "hostname").agg(pl.col("state").first(), pl.col("job_id").first(),
-                                                      *([pl.col("host_kw").first()] if "host_kw" in gpus.columns
-                                                        else [])).iter_rows(named=True):
-        kw = f" · {host['host_kw']:.1f} kW" if host.get("host_kw") is not None else ""
-        fig.add_annotation(x=-0.01, xref="paper", y=host["slot"], xanchor="right", showarrow=False, align="right",
-                           text=f"<b>{host['hostname']}</b><br>{host['state'] or 'unknown'} · "
-                                f"{host['job_id'] or 'no job'}{kw}")
-    fig.update_layout(height=120 + 70 * (slots + 1), margin={"l": 220, "r": 10, "t": 30, "b": 10},
-                      plot_bgcolor="white", legend={"orientation": "h", "y": 1.02, "yanchor": "bottom"})
-    fig.update_xaxes(range=[-0.6, width - 0.4], tickvals=list(range(width)),
-                     ticktext=[f"GPU {i}" for i in range(width)], showgrid=False, zeroline=False)
-    fig.update_yaxes(range=[-0.6, slots + 0.8], showticklabels=False, showgrid=False, zeroline=False)
     return fig

@@ -9,6 +9,7 @@ import polars as pl
 
 from dashboard import state
 from engine.durations import parse_duration
+from engine.palette import OUT_OF_SERVICE_STATES
 from engine.topology import CTSW_PER_POD
 
 DEFAULT_TDP_W = 700.0  # H100 SXM with its TDP raised to 700 W (reference README §1; Llama 3 paper §3.3)
@@ -154,6 +155,23 @@ def floor_cells(run_id: str, t_s: float, scenario: dict, window_s: float) -> pl.
                           (pl.col("power_w").fill_null(0).sum().over("host_id") / 1000).alias("host_kw"),
                           (pl.col("power_w").fill_null(0).sum().over("rack_id") / 1000).alias("rack_kw"),
                           pl.lit(budget_kw).alias("budget_kw")))
+
+
+def problem_racks(hosts: pl.DataFrame, cells: pl.DataFrame) -> pl.DataFrame:
+    """Racks with a problem at t (definition "racks_with_a_problem"): at least one host out of service or one
+    failed GPU. One row each (rack_id, row, position, hosts_out_of_service, failed_gpus, states: the
+    out-of-service states present, sorted), by rack id. `hosts` from hosts_at, `cells` from floor_cells."""
+    out = (hosts.filter(pl.col("state").is_in(OUT_OF_SERVICE_STATES)).group_by("rack_id")
+           .agg(pl.len().cast(pl.Int64).alias("hosts_out_of_service"), pl.col("state").unique().sort().alias("states")))
+    failed = (cells.filter(pl.col("state") == "failed").group_by("rack_id")
+              .agg(pl.len().cast(pl.Int64).alias("failed_gpus")))
+    places = hosts.group_by("rack_id").agg(pl.col("row").first(), pl.col("position").first())
+    return (out.join(failed, on="rack_id", how="full", coalesce=True)
+            .join(places, on="rack_id", how="left")
+            .with_columns(pl.col("hosts_out_of_service").fill_null(0), pl.col("failed_gpus").fill_null(0),
+                          pl.col("states").fill_null(pl.lit([], dtype=pl.List(pl.String))))
+            .select("rack_id", "row", "position", "hosts_out_of_service", "failed_gpus", "states")
+            .sort("rack_id"))
 
 
 def rack_power(cells: pl.DataFrame) -> pl.DataFrame:
@@ -303,6 +321,16 @@ def blast_targets(hosts: pl.DataFrame, kind: str) -> list[str]:
     pods = hosts["pod_id"].unique().sort().to_list()
     # engine.topology: CTSW_PER_POD spine switches per pod, named ctsw-<pod>-<k>
     return [f"ctsw-{p}-{k}" for p in pods for k in range(CTSW_PER_POD)]
+
+
+def blast_target_of_rack(hosts: pl.DataFrame, kind: str, rack_id: int) -> str | None:
+    """The part of an open rack a blast radius of `kind` starts on: the rack, its top host, its switch, or the
+    first spine switch of its pod (None: no such rack)."""
+    in_rack = hosts.filter(pl.col("rack_id") == rack_id).sort("slot", descending=True)
+    if in_rack.is_empty():
+        return None
+    return {"rack": str(rack_id), "host": in_rack["hostname"][0], "rtsw": f"rtsw-{rack_id}",
+            "ctsw": f"ctsw-{in_rack['pod_id'][0]}-0"}[kind]
 
 
 def blast_hosts(hosts: pl.DataFrame, kind: str, name: str) -> tuple[pl.Series, bool]:
