@@ -13,6 +13,7 @@ Buckets of 250 s: [0,250) [250,500) [500,750) [750,1000).
 from datetime import UTC, datetime
 
 import numpy as np
+import plotly.graph_objects as go
 import polars as pl
 import pytest
 from hypothesis import given, settings
@@ -21,7 +22,9 @@ from hypothesis import strategies as st
 from dashboard import exports
 from dashboard.charts import jobs as charts
 from dashboard.queries import jobs as queries
+from dashboard.queries import jobs_table as tables
 from engine.csv_safety import restore_frame
+from engine.palette import END_REASON_COLOURS, WAIT_REASON_COLOURS
 from engine.run import Run
 from engine.store import Store
 
@@ -106,14 +109,13 @@ def test_fragmentation_is_the_share_of_free_gpus_on_partly_used_hosts(run_id):
 def test_wait_times_and_reasons_in_a_window(run_id):
     assert queries.wait_times(run_id, 0.0, 1000.0)["wait_s"].to_list() == [0.0, 100.0, 300.0]
     assert queries.wait_times(run_id, 200.0, 1000.0)["wait_s"].to_list() == [300.0]  # B started at 300
-    r = queries.wait_reasons(run_id, 0.0, 1000.0)
-    assert r["reason"].to_list() == ["no_capacity", "fragmentation", "failed_hosts", "priority"]
-    assert r["waited_s"].to_list() == [700.0, 400.0, 200.0, 100.0]
-    assert r["share"].to_list() == pytest.approx([0.5, 2 / 7, 1 / 7, 1 / 14])
-    assert r["jobs"].to_list() == [2, 1, 1, 1]
-    r = queries.wait_reasons(run_id, 250.0, 750.0)  # pieces clipped to the window
-    assert dict(zip(r["reason"], r["waited_s"], strict=True)) == {"no_capacity": 400.0, "failed_hosts": 200.0,
-                                                                   "fragmentation": 150.0}
+    # why they waited: the jobs of the table, each under the reason it waited longest for (jobs.wait_reason)
+    r = tables.why_waited(queries.jobs(run_id, 1000.0))
+    assert r.select("reason", "label", "jobs", "waited_s", "never_started").rows() == [
+        ("no_capacity", "No free capacity", 2, 300.0, 1),  # B waited 300 s, C never started; D did not wait
+        ("priority", "Higher-priority jobs first", 1, 100.0, 0)]
+    late = tables.why_waited(queries.jobs(run_id, 1000.0, queries.JobFilter(window=(650.0, 1000.0))))
+    assert late.select("reason", "jobs").rows() == [("no_capacity", 2)]  # A ended before the window
 
 
 def test_jobs_in_a_window_and_a_jobs_hosts_and_waits(run_id):
@@ -151,21 +153,68 @@ def test_gantt_marks_restarts_and_checkpoints_and_shows_the_window():
     waiting = run.tables["jobs"].with_columns(pl.col("job_id").alias("label")).filter(pl.col("job_id") != "C")
     fig = charts.attempts_gantt(attempts, STARTED, ["A", "B", "D"], marks, window=(250.0, 750.0), waiting=waiting)
     by_name = {t.name: t for t in fig.data}
-    assert set(by_name) == {"waiting", "completed", "end_of_run", "failure", "interrupted here", "restart",
-                            "checkpoint"}
-    assert fig.data[0].name == "waiting"  # drawn first: behind the attempts
-    assert list(by_name["waiting"].y) == ["A", "B"] and list(by_name["waiting"].x) == [100_000.0, 300_000.0]
-    assert [str(x) for x in by_name["waiting"].base] == ["2024-03-01T00:00:00.000"] * 2
-    assert list(by_name["waiting"].hovertext) == ["waited 1.7 min", "waited 5.0 min"]
-    assert list(by_name["failure"].y) == ["B"] and list(by_name["failure"].x) == [200_000.0]  # 200 s in ms
-    restart = by_name["restart"]
+    assert set(by_name) == {"Waiting for a first start", "Restarting or requeued", "Completed",
+                            "Still running at the end of the run", "Failure", "Failure here", "Restart", "Checkpoint"}
+    assert fig.data[0].name == "Waiting for a first start"  # drawn first: behind the attempts
+    waits = by_name["Waiting for a first start"]
+    assert list(waits.y) == ["A", "B"] and list(waits.x) == [100_000.0, 300_000.0]
+    assert [str(x) for x in waits.base] == ["2024-03-01T00:00:00.000"] * 2
+    assert list(waits.hovertext) == ["submitted 2024-03-01 00:00 UTC<br>waited 1 min before its first start",
+                                     "submitted 2024-03-01 00:00 UTC<br>waited 5 min before its first start"]
+    gap = by_name["Restarting or requeued"]  # B between its attempts: h1 down [500, 700)
+    assert list(gap.y) == ["B"] and list(gap.x) == [200_000.0] and str(gap.base[0]) == "2024-03-01T00:08:20.000"
+    failure = by_name["Failure"]
+    assert list(failure.y) == ["B"] and list(failure.x) == [200_000.0]  # 200 s in ms
+    assert failure.marker.color == END_REASON_COLOURS["failure"] and failure.marker.line.color == "white"
+    assert list(failure.hovertext) == ["attempt 1: 2024-03-01 00:05 UTC → 2024-03-01 00:08 UTC<br>ran 3 min · "
+                                       "ended by Faulty GPU<br>2 min of training lost"]
+    assert list(by_name["Failure here"].text) == ["Faulty GPU"]
+    restart = by_name["Restart"]
     assert list(restart.y) == ["B"] and [str(x) for x in restart.x] == ["2024-03-01T00:11:40.000"]
     assert list(restart.customdata) == ["B"] and list(restart.text) == ["2"]
-    assert [str(x) for x in by_name["checkpoint"].x] == ["2024-03-01T00:05:50.000", "2024-03-01T00:13:20.000"]
+    # only the checkpoints inside the window
+    assert [str(x) for x in by_name["Checkpoint"].x] == ["2024-03-01T00:05:50.000"]
     assert [str(x) for x in fig.layout.xaxis.range] == ["2024-03-01 00:04:10", "2024-03-01 00:12:30"]
     # without checkpoints or window: no checkpoint trace, Plotly picks the range
     fig = charts.attempts_gantt(attempts, STARTED, ["A", "B", "D"])
-    assert "checkpoint" not in {t.name for t in fig.data} and fig.layout.xaxis.range is None
+    assert "Checkpoint" not in {t.name for t in fig.data} and fig.layout.xaxis.range is None
+
+
+def flagship_like(attempts: int, checkpoints: int) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """One job of `attempts` attempts of 100 s, each failed (the last still running) after a 10 s gap, and
+    `checkpoints` checkpoints spread evenly over them."""
+    starts = np.arange(attempts) * 110.0
+    frame = pl.DataFrame({"job_id": "F", "label": "flagship", "attempt": np.arange(1, attempts + 1, dtype=np.int32),
+                          "start_s": starts, "end_s": starts + 100.0,
+                          "end_reason": ["faulty_gpu"] * (attempts - 1) + ["end_of_run"], "lost_work_s": 5.0})
+    marks = pl.DataFrame({"job_id": "F", "label": "flagship",
+                          "start_s": np.linspace(0.0, attempts * 110.0, checkpoints, endpoint=False)})
+    return frame, marks
+
+
+def test_a_crowded_row_shows_its_attempts_and_no_marks_until_the_window_narrows():
+    # the llama3-405b flagship's shape: 436 attempts and 14,287 checkpoints on one row
+    attempts, marks = flagship_like(436, 14_287)
+    whole = (0.0, 436 * 110.0)
+    fig = charts.attempts_gantt(attempts, STARTED, ["flagship"], marks, window=whole)
+    bars = {t.name: t for t in fig.data if isinstance(t, go.Bar)}
+    assert len(bars["Failure"].x) == 435 and len(bars["Still running at the end of the run"].x) == 1  # a bar each
+    assert len(bars["Restarting or requeued"].x) == 435  # every gap between two attempts
+    assert not [t for t in fig.data if isinstance(t, go.Scatter)]  # no x, ▸ or | by the hundred
+    # a window holding 5 attempts and at most MARKS_IN_VIEW checkpoints: every mark drawn
+    narrow = (0.0, 550.0)
+    fig = charts.attempts_gantt(attempts, STARTED, ["flagship"], marks, window=narrow)
+    by_name = {t.name: t for t in fig.data}
+    inside = marks.filter(pl.col("start_s") < 550.0).height
+    assert inside <= charts.MARKS_IN_VIEW and len(by_name["Checkpoint"].x) == inside
+    assert len(by_name["Failure here"].x) == 5 and len(by_name["Restart"].x) == 4  # attempt 1 is no restart
+    assert by_name["Checkpoint"].marker.line.color == charts.CHECKPOINT_COLOUR
+
+
+def test_few_enough_keeps_rows_by_their_count_in_the_window():
+    marks = pl.DataFrame({"label": ["a"] * 3 + ["b"], "t": [1.0, 2.0, 30.0, 2.0]})
+    assert charts.few_enough(marks, "t", (0.0, 10.0), limit=2).rows() == [("a", 1.0), ("a", 2.0), ("b", 2.0)]
+    assert charts.few_enough(marks, "t", None, limit=2).rows() == [("b", 2.0)]  # a has 3 in the whole run
 
 
 def test_queue_chart_puts_jobs_and_gpus_on_two_axes():
@@ -198,15 +247,46 @@ def test_wait_histogram_bins_waits_at_operator_steps():
     assert charts.wait_histogram(np.array([])).layout.title.text == "no job started"
 
 
-def test_wait_reasons_bars_largest_on_top_in_reason_colours():
-    r = pl.DataFrame({"reason": ["no_capacity", "fragmentation", "priority"], "waited_s": [700.0, 400.0, 100.0],
-                      "share": [0.5833, 0.3333, 0.0833], "jobs": [2, 1, 1]})
-    fig = charts.wait_reasons(r)
-    bar = fig.data[0]
-    assert list(bar.y) == ["priority", "fragmentation", "no_capacity"]  # Plotly draws the last on top
-    assert list(bar.x) == pytest.approx([8.33, 33.33, 58.33])
-    assert list(bar.marker.color) == [charts.REASON_COLOURS[r] for r in ("priority", "fragmentation", "no_capacity")]
-    assert list(bar.text) == ["8%", "33%", "58%"]
+def test_why_waited_bars_count_jobs_most_on_top_in_reason_colours():
+    jobs = pl.DataFrame({"wait_reason": ["no_capacity", "no_capacity", "priority", None, None, "failed_hosts"],
+                         "submit_s": [0.0, 0.0, 0.0, 0.0, 5.0, 0.0], "start_s": [10.0, None, 20.0, 0.0, 65.0, 0.0],
+                         "wait_s": [10.0, None, 20.0, 0.0, 60.0, 0.0]})
+    reasons = tables.why_waited(jobs)
+    # the 4th job did not wait; the 5th waited with no reason recorded; the 6th was requeued after a prompt start
+    assert reasons.select("reason", "jobs", "waited_s", "never_started").rows() == [
+        ("no_capacity", 2, 10.0, 1), ("failed_hosts", 1, 0.0, 0), ("not_recorded", 1, 60.0, 0), ("priority", 1, 20.0, 0)]
+    bar = charts.why_waited(reasons).data[0]
+    assert list(bar.y) == ["Higher-priority jobs first", "Reason not recorded", "Hosts failed or in repair",
+                           "No free capacity"]  # Plotly draws the last on top
+    assert list(bar.x) == [1, 1, 1, 2] and list(bar.text) == ["1 jobs", "1 jobs", "1 jobs", "2 jobs"]
+    assert list(bar.marker.color) == [WAIT_REASON_COLOURS[r] for r in ("priority", "not_recorded", "failed_hosts",
+                                                                        "no_capacity")]
+    assert [list(c) for c in bar.customdata] == [["20 s", "0"], ["1 min", "0"], ["0 s", "0"], ["10 s", "1"]]
+
+
+wait_rows = st.lists(st.tuples(st.sampled_from([None, "no_capacity", "fragmentation", "priority", "failed_hosts"]),
+                               st.floats(0, 1e6), st.one_of(st.none(), st.floats(0, 1e6))), max_size=40)
+
+
+@settings(max_examples=60, deadline=None)
+@given(wait_rows)
+def test_why_waited_counts_exactly_the_tables_rows(rows):
+    """The chart's bars add up, reason by reason, to the table's rows under "Why it waited" (a job that
+    waited without a reason counted as not recorded), whatever the jobs."""
+    # wait_s as the jobs query computes it: start - submit
+    jobs = pl.DataFrame([(r, s, None if w is None else s + w, None if w is None else (s + w) - s) for r, s, w in rows],
+                        schema={"wait_reason": pl.String, "submit_s": pl.Float64, "start_s": pl.Float64,
+                                "wait_s": pl.Float64}, orient="row")
+    reasons = tables.why_waited(jobs)
+    bar = charts.why_waited(reasons).data[0] if reasons.height else None
+    charted = dict(zip(bar.y, bar.x, strict=True)) if bar else {}
+    table = jobs.with_columns(tables.wait_reason_text().alias("why"))
+    expected = {}
+    for why, wait in zip(table["why"].to_list(), table["wait_s"].to_list(), strict=True):
+        if why is not None or wait is None or wait > 0:
+            label = why or "Reason not recorded"
+            expected[label] = expected.get(label, 0) + 1
+    assert charted == expected
 
 
 def test_utilisation_and_fragmentation_panels():

@@ -13,6 +13,7 @@ import pytest
 from test_charts_jobs import STARTED, queue_run
 from test_charts_pages import open_page, sparse_run, stored_run
 
+from engine.definitions import definition
 from engine.replay import parse_trace
 from engine.replay.run import replay, settings_from
 from engine.store import Store
@@ -39,15 +40,18 @@ def test_counts_gantt_table_and_a_job_from_the_url(store_dir):
     at = open_page(PAGE, {"run": run_id, "job": "j-r2"})
     assert not at.exception
     m = metrics(at)
-    assert (m["Jobs"], m["Waiting or pending"], m["Failed attempts"], m["Flagship checkpoints"]) == ("4", "1", "2", "46")
+    assert (m["Jobs"], m["Jobs never started"], m["Failed attempts"], m["Checkpoints written"]) == ("4", "1", "2", "46")
     assert any(c.value.startswith("3 of 3 jobs that ran") for c in at.caption)
+    help_of = {x.label: x.help for x in at.metric}
+    assert help_of["Failed attempts"] == definition("failed_attempts").help  # every figure explains itself
     table = at.dataframe[0].value
     assert table["job_id"].tolist() == ["j-flag", "j-r1", "j-r2", "j-r3"]  # flagship, then GPU-time
-    assert table.set_index("job_id").loc["j-flag", "lost_gpu_hours"] == 8 * 600 / 3600
+    assert table.set_index("job_id").loc["j-flag", "lost_gpu_hours"] == round(8 * 600 / 3600, 1)
+    assert table.set_index("job_id").loc["j-flag", "submitted"] == "2024-03-01 00:00 UTC"  # a date, not seconds
     assert job_box(at).value == "j-r2"
-    assert (m["GPUs"], m["Attempts"], m["Waited"]) == ("2", "2", "16 min")
+    assert (m["GPUs of the job"], m["Attempts of the job"], m["Wait before start"]) == ("2", "2", "16 min")
     attempts = at.dataframe[1].value
-    assert attempts["end_reason"].tolist() == ["network_switch_cable", "completed"]
+    assert attempts["ended_by"].tolist() == ["Network switch/cable", "Completed"]  # words, not keys
     assert attempts["lost_work_min"].tolist() == [20.0, 0.0]
     assert "**Incidents that hit it** (1)" in [x.value for x in at.markdown]
 
@@ -88,7 +92,7 @@ def test_a_run_without_jobs(store_dir):
     run_id = stored_run(store_dir, sparse_run())
     at = open_page(PAGE, {"run": run_id, "job": "nope"})
     assert not at.exception
-    assert metrics(at)["Jobs"] == "0" and metrics(at)["Flagship checkpoints"] == "–"
+    assert metrics(at)["Jobs"] == "0" and "Checkpoints written" not in metrics(at)  # no flagship job
     assert any(i.value == "No job matches the filters." for i in at.info)
     assert job_box(at).value is None
 
@@ -115,16 +119,22 @@ def test_window_from_the_url_narrows_waits_reasons_and_utilisation(store_dir):
     assert at.slider[0].value == (origin + timedelta(seconds=240), origin + timedelta(seconds=720))
     m = metrics(at)
     # started in [240, 720): B at 300 s after 300 s of waiting
-    assert (m["Jobs started"], m["Wait p50"], m["Wait p95"]) == ("1", "5 min", "5 min")
+    assert (m["Jobs started (window)"], m["Wait before start, median (window)"],
+            m["Wait before start, 95th percentile (window)"]) == ("1", "5 min", "5 min")
     # busy GPU-s: A 360 x 4 + B 200 x 2 + B 20 x 2 + D 480 x 0.5 = 2,120 of 480 s x 10 GPUs; h1 down 200 s x 4
-    assert (m["Utilisation (mean)"], m["Unavailable (mean)"]) == ("44.2%", "16.7%")
-    assert any(c.value == "no_capacity: 56.8% (7 min job-time) · failed_hosts: 27.0% (3 min job-time) · "
-                          "fragmentation: 16.2% (2 min job-time)" for c in at.caption)
-    assert at.dataframe[0].value["job_id"].tolist() == ["A", "B", "D", "C"]
+    assert (m["Mean GPUs allocated (window)"], m["Mean GPUs out of service (window)"]) == ("44.2%", "16.7%")
+    # why they waited: the table's jobs A, B, C (D did not wait), as the table's "Why it waited" says
+    assert m["Jobs that waited"] == "3"
+    assert any(c.value == "Of the 4 jobs in the table below (its window and filters), each under the reason it "
+                          "waited longest for: No free capacity: 2 · Higher-priority jobs first: 1." for c in at.caption)
+    table = at.dataframe[0].value
+    assert table["job_id"].tolist() == ["A", "B", "D", "C"]
+    assert table["why_it_waited"].fillna("").tolist() == ["Higher-priority jobs first", "No free capacity", "",
+                                                          "No free capacity"]
     assert at.query_params["from"] == "240" and at.query_params["to"] == "720"
     at.slider[0].set_value((origin, origin + timedelta(seconds=1000))).run()  # the whole run: a clean URL
     assert not at.exception and "from" not in at.query_params and "to" not in at.query_params
-    assert metrics(at)["Jobs started"] == "3"
+    assert metrics(at)["Jobs started (window)"] == "3"
 
 
 def test_window_drops_jobs_that_ended_before_it(store_dir):
@@ -140,11 +150,12 @@ def test_a_job_shows_its_hosts_and_why_it_waited(store_dir):
     at = open_page(PAGE, {"run": run_id, "job": "B"})
     assert not at.exception
     attempts = at.dataframe[1].value
-    assert attempts["on_hosts"].tolist() == ["h1", "h1"] and attempts["end_reason"].tolist() == ["faulty_gpu",
-                                                                                                 "end_of_run"]
-    assert "**Why it waited**: no_capacity (5 min), failed_hosts (3 min)" in [x.value for x in at.markdown]
+    assert [list(h) for h in attempts["on_hosts"]] == [["h1"], ["h1"]]  # a list, not a joined string
+    assert attempts["ended_by"].tolist() == ["Faulty GPU", "Still running at the end of the run"]
+    assert "**Why it waited**: No free capacity (5 min), Hosts failed or in repair (3 min)" in [
+        x.value for x in at.markdown]
     waits = at.dataframe[2].value
-    assert waits["reason"].tolist() == ["no_capacity", "failed_hosts"]
+    assert waits["reason"].tolist() == ["No free capacity", "Hosts failed or in repair"]
     assert waits["from"].tolist() == ["2024-03-01 00:00 UTC", "2024-03-01 00:08 UTC"]
     job_box(at).set_value("D").run()
     assert not at.exception and any(c.value == "It did not wait." for c in at.caption)
@@ -160,12 +171,21 @@ def test_the_table_downloads_as_csv_and_parquet(store_dir):
     assert not at.exception and at.dataframe[0].value["job_id"].tolist() == ["A", "B"]
 
 
-def test_a_simulated_run_says_it_has_no_wait_reasons(store_dir):
-    run_id = stored_run(store_dir)
+def test_waits_without_recorded_reasons_count_as_not_recorded(store_dir):
+    run_id = stored_run(store_dir)  # no wait_reason: j-r1 and j-r2 waited, j-r3 never started
     at = open_page(PAGE, {"run": run_id})
     assert not at.exception
-    assert any(i.value.startswith("No wait reasons recorded in this window") for i in at.info)
-    assert metrics(at)["Jobs started"] == "3"  # j-r3 never started
+    assert metrics(at)["Jobs that waited"] == "3" and metrics(at)["Jobs started (window)"] == "3"
+    assert any(c.value.endswith("waited longest for: Reason not recorded: 3.") for c in at.caption)
+    at = open_page(PAGE, {"run": run_id, "states": "completed"})  # the chart follows the table's filters
+    assert metrics(at)["Jobs that waited"] == "2" and len(at.dataframe[0].value) == 2
+
+
+def test_a_run_where_no_job_waited(store_dir):
+    run_id = stored_run(store_dir)
+    at = open_page(PAGE, {"run": run_id, "kinds": "flagship"})
+    assert not at.exception and metrics(at)["Jobs that waited"] == "0"
+    assert any(i.value == "No job in the table below waited." for i in at.info)
 
 
 # ----- in a real browser: a replayed Alibaba run and a simulated run ---------------------------------------
@@ -214,7 +234,7 @@ def test_jobs_page_in_chromium(tmp_path, shared_data):
     url = f"http://127.0.0.1:{port}"
     views = [  # (run, URL parameters, charts on the page, a text the page must show, file)
         (replayed, f"from=0&to=86400&order=waited&job={waited}", 5, "Why it waited", "jobs-alibaba.png"),
-        (simulated, "", 4, "No wait reasons recorded", "jobs-simulated.png"),
+        (simulated, "", 5, "Hosts failed or in repair", "jobs-simulated.png"),  # 2 research jobs waited
     ]
     try:
         wait_healthy(url, server, log)
@@ -233,8 +253,8 @@ def test_jobs_page_in_chromium(tmp_path, shared_data):
                     page.wait_for_timeout(800)  # let Plotly finish its transitions
                     page.screenshot(path=str(shots / name), full_page=True)
                     assert (shots / name).stat().st_size > 50_000
-                    # the downloads carry the whole filtered table ("Jobs (N)")
-                    heading = page.get_by_role("heading", name=re.compile(r"^Jobs \(")).inner_text()
+                    # the downloads carry the whole filtered table ("Jobs in the window (N)")
+                    heading = page.get_by_role("heading", name=re.compile(r"^Jobs in the window \(")).inner_text()
                     shown = int(re.sub(r"\D", "", heading))
                     for label, read in (("Download CSV", pl.read_csv), ("Download Parquet", pl.read_parquet)):
                         with page.expect_download(timeout=RENDER_TIMEOUT_MS) as download:

@@ -1,5 +1,6 @@
 """Jobs page queries, all in SQL on one run: jobs with their attempts, failures, checkpoints and lost work;
-the queue, utilisation and fragmentation per time bucket; waits and why; one job's attempts, hosts and waits.
+the queue, utilisation and fragmentation per time bucket; waits; one job's attempts, hosts and waits. Why jobs
+waited is counted over the table's rows (dashboard.queries.jobs_table.why_waited).
 
 Time series take a window [t0, t0 + n * width) cut into n buckets of `width` seconds, built by `range(n)`
 in SQL, so the page asks for a fixed number of points whatever the length of the run or the number of jobs.
@@ -10,8 +11,8 @@ from dataclasses import dataclass, field
 import polars as pl
 
 from dashboard import state
-from dashboard.charts.common import UNAVAILABLE_STATES
-from dashboard.charts.jobs import CLEAN_ENDS
+from dashboard.charts.common import OUT_OF_SERVICE_STATES
+from engine.palette import CLEAN_END_REASONS
 
 
 @dataclass(frozen=True)
@@ -50,7 +51,7 @@ ORDER BY coalesce(j.kind = 'flagship', false) DESC,
 def jobs(run_id: str, duration_s: float, where: JobFilter = JobFilter()) -> pl.DataFrame:
     states, kinds = list(where.states), list(where.kinds)
     t0, t1 = where.window or (None, None)
-    return state.query(run_id, JOBS, (list(CLEAN_ENDS), where.name, where.name, where.name, states, states,
+    return state.query(run_id, JOBS, (list(CLEAN_END_REASONS), where.name, where.name, where.name, states, states,
                                       kinds, kinds, t0, t1, duration_s, t0, duration_s))
 
 
@@ -90,10 +91,20 @@ def checkpoints(run_id: str, job_ids: list[str], t0: float, t1: float) -> pl.Dat
                        (job_ids, t0, t1))
 
 
-def incidents_of(run_id: str, job_id: str) -> pl.DataFrame:
+def checkpoint_counts(run_id: str, job_ids: list[str], t0: float, t1: float) -> pl.DataFrame:
+    """(job_id, checkpoints) in [t0, t1): the page fetches the marks only of rows that can show them apart."""
     return state.query(run_id, """
-        SELECT incident_id, t_s, cause, category, planned, host_id, gpu_id, gpu_hours_lost
-        FROM incidents WHERE list_contains(job_ids, ?) ORDER BY t_s""", (job_id,))
+        SELECT job_id, count(*) AS checkpoints FROM checkpoints
+        WHERE list_contains(?, job_id) AND start_s >= ? AND start_s < ? GROUP BY job_id ORDER BY job_id""",
+                       (job_ids, t0, t1))
+
+
+def incidents_of(run_id: str, job_id: str) -> pl.DataFrame:
+    """The incidents that hit one job, in time order, with the hostname of the host each was on."""
+    return state.query(run_id, """
+        SELECT i.incident_id, i.t_s, i.cause, i.category, i.planned, h.hostname, i.gpu_id, i.gpu_hours_lost
+        FROM incidents i LEFT JOIN hosts h USING (host_id) WHERE list_contains(i.job_ids, ?)
+        ORDER BY i.t_s, i.incident_id""", (job_id,))
 
 
 # ----- one job --------------------------------------------------------------------------------------------
@@ -151,16 +162,6 @@ def wait_times(run_id: str, t0: float, t1: float) -> pl.DataFrame:
         WHERE start_s >= ? AND start_s < ? AND submit_s IS NOT NULL ORDER BY wait_s""", (t0, t1))
 
 
-def wait_reasons(run_id: str, t0: float, t1: float) -> pl.DataFrame:
-    """Waiting time inside [t0, t1) by reason (job_waits), with its share, the largest first."""
-    return state.query(run_id, """
-        WITH w AS (SELECT reason, least(end_s, ?) - greatest(start_s, ?) AS s, job_id FROM job_waits
-                   WHERE start_s < ? AND end_s > ?)
-        SELECT reason, sum(s) AS waited_s, sum(s) / sum(sum(s)) OVER () AS share,
-               count(DISTINCT job_id) AS jobs
-        FROM w GROUP BY reason ORDER BY waited_s DESC, reason""", (t1, t0, t1, t0))
-
-
 # ----- utilisation and fragmentation ------------------------------------------------------------------------
 
 # Busy GPUs: every attempt holds its job's GPUs while it runs (fractional GPUs count as their share).
@@ -187,7 +188,7 @@ FROM b LEFT JOIN busy USING (i) LEFT JOIN out USING (i) ORDER BY b.i
 
 def utilisation(run_id: str, t0: float, width: float, n: int) -> pl.DataFrame:
     """Per bucket: busy and unavailable GPUs (time-weighted means), all GPUs, and busy / all."""
-    return state.query(run_id, UTILISATION, (*_buckets(t0, width, n), width, width, list(UNAVAILABLE_STATES)))
+    return state.query(run_id, UTILISATION, (*_buckets(t0, width, n), width, width, list(OUT_OF_SERVICE_STATES)))
 
 
 # A snapshot at each bucket's middle: which attempts run, on which hosts. Free GPUs are those of available
@@ -231,4 +232,4 @@ FROM per ORDER BY i
 
 def fragmentation(run_id: str, t0: float, width: float, n: int) -> pl.DataFrame:
     """Per bucket, at its middle (t_s): free GPUs, those scattered on partly used hosts, and their share."""
-    return state.query(run_id, FRAGMENTATION, (*_buckets(t0, width, n), list(UNAVAILABLE_STATES)))
+    return state.query(run_id, FRAGMENTATION, (*_buckets(t0, width, n), list(OUT_OF_SERVICE_STATES)))
