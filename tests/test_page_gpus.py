@@ -14,6 +14,8 @@ from test_charts_pages import DAY, STARTED, open_page, pages_run, sparse_run, st
 from dashboard import state
 from dashboard.charts import gpus as charts
 from dashboard.queries import gpus as queries
+from engine.definitions import DEFINITIONS, by_label
+from engine.palette import GPU_FAILED_COLOUR, HOST_STATE_COLOURS, UNKNOWN_STATE_COLOUR
 from engine.run import Run
 from engine.store import Store
 
@@ -42,24 +44,41 @@ def test_health_lemons_xids_and_a_gpu_from_the_url(store_dir):
     # just stopped by a cable failure (it restarts at 31,000 s)
     at = open_page(PAGE, {"run": run_id, "t": "30000", "gpu": "3"})
     assert not at.exception
-    assert metrics(at) == {"GPUs": "16", "Failed GPUs": "1", "GPUs training": "12"}
+    shown = metrics(at)
+    # host 1 (GPUs 2 and 3) is in repair: 2 GPUs out of service, GPU 3 among them failed
+    assert {k: shown[k] for k in ("GPUs in the run", "Failed GPUs", "GPUs out of service", "GPUs training")} == {
+        "GPUs in the run": "16", "Failed GPUs": "1", "GPUs out of service": "2", "GPUs training": "12"}
+    # every figure is named and explained by its definition (engine.definitions)
+    for m in at.metric:
+        known = by_label(m.label)
+        if known is not None:
+            assert m.proto.help == known.help, m.label
+    assert {m.label for m in at.metric} <= {d.label for d in DEFINITIONS.values()}
     assert [s.value for s in at.subheader] == ["Health", "XID events by code", "ECC errors",
                                                "Lemons and repeat offenders", "One GPU"]
     markdown = [m.value for m in at.markdown]
     captions = [c.value for c in at.caption]
     # host 1 failed twice (faulty_gpu at 20,000 s, gpu_hbm3 at 70,000 s): with repair.lemon_failures = 2 in
     # 14 days it is a lemon from its second failure on
-    assert "**Lemons** (1)" in markdown
+    assert shown["Hosts meeting the lemon rule"] == "1" and "**Hosts meeting the lemon rule**" in markdown
     lemons = at.dataframe[0].value
     assert lemons["hostname"].tolist() == ["host-001"] and lemons["failures"].tolist() == [2]
     assert lemons["flagged"].tolist() == ["2024-03-01 19:26 UTC"]
-    assert any("A lemon has 2 hardware failures within 14 d" in c for c in captions)
-    assert "**Hosts** (1) with two or more unplanned incidents" in markdown
+    assert any("2 hardware failures within 14 d (the run's repair.lemon_failures" in c for c in captions)
+    # a simulated run without the simulator's count of pulled lemons says so rather than showing 0
+    assert shown["Lemon hosts pulled"] == "–" and any("no count of lemon hosts pulled" in c for c in captions)
+    assert shown["Hosts with repeat incidents"] == "1" and shown["GPUs with repeat incidents"] == "1"
+    assert "**Hosts with repeat incidents** (the worst 50 first)" in markdown
     every_host, every_gpu = at.dataframe[1].value, at.dataframe[2].value  # the expander: incidents per host, GPU
     assert every_host[["hostname", "incidents"]].values.tolist() == [["host-001", 2], ["host-006", 1]]
     assert every_gpu[["gpu_id", "incidents"]].values.tolist() == [[3, 2]]
+    assert every_host["gpu_hours_lost"].tolist() == [3.6, 1.2]  # 8 x 1600 s, 2 x 2200 s: one decimal
     offenders = at.dataframe[3].value
-    assert offenders["hostname"].tolist() == ["host-001"] and offenders["causes"].tolist() == ["faulty_gpu, gpu_hbm3"]
+    # causes in words, as a list, never snake_case
+    assert offenders["hostname"].tolist() == ["host-001"]
+    assert [list(c) for c in offenders["causes"]] == [["Faulty GPU", "GPU HBM3 memory"]]
+    assert [list(c) for c in every_host["causes"]] == [["Faulty GPU", "GPU HBM3 memory"], ["Network switch/cable"]]
+    assert shown["XID events"] == "3"
     # the XIDs counted per 1 h window (a day's run); no ECC error in this run
     assert any(c.startswith("Every XID event counted per 1 h window") for c in captions)
     assert "No GPU of this run reported an ECC error." in [i.value for i in at.info]
@@ -67,8 +86,11 @@ def test_health_lemons_xids_and_a_gpu_from_the_url(store_dir):
     assert at.number_input[0].value == 3
     assert any(m.startswith("**GPU 3**: index 1 of host host-001 (rack 0)") for m in markdown)
     assert "**Events** (5)" in markdown  # 2 incidents + 3 XID events
-    # 96 samples over 85,500 s, in buckets of 85,500 / 500 = 171 s
-    assert "96 samples averaged over 2 min buckets." in captions
+    events = at.dataframe[5].value
+    assert events["time"].tolist()[:2] == ["2024-03-01 05:33 UTC"] * 2 and "from_start_s" not in events.columns
+    assert events["what"].tolist()[0] == "Faulty GPU" and events["xid"].tolist()[0] == "79 GPU_HAS_FALLEN_OFF_THE_BUS"
+    # 96 samples over 85,500 s in buckets of 85,500 / 500 = 171 s: one sample a bucket, nothing averaged
+    assert "96 samples, each drawn as read." in captions
 
 
 def test_filters_from_the_url_pick_gpus_out_of_the_grid(store_dir):
@@ -142,15 +164,18 @@ def test_health_grid_lays_out_racks_hosts_and_gpus_in_one_trace():
                                                                                            code["unknown"]]
     assert np.isnan(z[1]).all() and np.isnan(z[:, 2]).all()
     text = fig.data[0].text
-    assert text[0][0] == "GPU 0 | a #0, rack 0 | running | 70 C, 650 W | XIDs 0"
-    assert text[0][1] == "GPU 1 | a #1, rack 0 | failed | n/a C, n/a W | XIDs 2 (last 79) | incidents: faulty_gpu"
+    assert text[0][0] == "GPU 0 | a #0, rack 0 | Running a job | 70 C, 650 W | XIDs 0"
+    assert text[0][1] == "GPU 1 | a #1, rack 0 | Failed GPU | n/a C, n/a W | XIDs 2 (last 79) | incidents: Faulty GPU"
     assert all(t.isascii() and "<" not in t for row in text for t in row)  # no escaping bloats the JSON
-    assert {t.name for t in fig.data[1:]} == {"running", "failed", "repair", "unknown"}
+    # the legend names states in words, in the palette's colours (failed: engine.palette.GPU_FAILED_COLOUR)
+    legend = {t.name: t.marker.color for t in fig.data[1:]}
+    assert legend == {"Running a job": HOST_STATE_COLOURS["running"], "Failed GPU": GPU_FAILED_COLOUR,
+                      "In repair": HOST_STATE_COLOURS["repair"], "No state recorded": UNKNOWN_STATE_COLOUR}
     # filtered: the other GPUs are drawn pale, in place
     fig = charts.health_grid(cells, pl.Series([False, True, False, False]))
     z = np.asarray(fig.data[0].z, dtype=float)
     assert z[0, :2].tolist() == [code[charts.FILTERED_OUT], code["failed"]]
-    assert {t.name for t in fig.data[1:]} == {"failed", charts.FILTERED_OUT}
+    assert {t.name for t in fig.data[1:]} == {"Failed GPU", "Filtered out"}
 
 
 def test_xids_are_counted_per_window_and_code(store_dir):
@@ -187,7 +212,8 @@ def test_ecc_trends_of_the_gpus_with_errors(store_dir):
     assert trend.rows() == [(3, 0.0, 47, 0), (3, 43200.0, 95, 1)]  # the largest count in each half day
     at = open_page(PAGE, {"run": run_id})
     assert not at.exception
-    assert any(c.value.startswith("2 GPUs reported ECC errors; the 2 with the most") for c in at.caption)
+    assert metrics(at)["GPUs with ECC errors"] == "2"
+    assert any(c.value.startswith("The 2 GPUs with the most ECC errors") for c in at.caption)
     ecc_table = next(d.value for d in at.dataframe if "ecc_dbe" in d.value.columns)
     assert ecc_table["gpu_id"].tolist() == [3, 0]
     fig = charts.ecc_trend(trend, {3: "GPU 3"}, STARTED)
@@ -200,7 +226,10 @@ def test_an_ingested_run_without_incidents_or_states(store_dir):
     assert not at.exception
     assert metrics(at)["Failed GPUs"] == "0"
     assert any("No host or GPU failed more than once" in i.value for i in at.info)
-    assert "**Lemons** (0)" in [m.value for m in at.markdown]
+    assert metrics(at)["Hosts meeting the lemon rule"] == "0"
+    # no host states recorded: out of service and training are not known, not 0
+    assert metrics(at)["GPUs out of service"] == "–" and metrics(at)["GPUs training"] == "–"
+    assert any(c.value.startswith("This run records no host states") for c in at.caption)
     assert "**Events** (3)" in [m.value for m in at.markdown]  # its three XID events
     assert not any("Live" in c.value for c in at.caption)  # an ingested file, not a live scrape
 
@@ -236,7 +265,7 @@ def test_a_live_run_refreshes_itself_and_shows_each_new_scrape(store_dir):
     assert not at.exception
     assert any(c.value.startswith(":material/sensors: Live: this run is still being scraped (10 scrapes, 20 "
                                   "samples so far); the page refreshes every 30 s") for c in at.caption)
-    assert "10 samples averaged over" in " ".join(c.value for c in at.caption)
+    assert "10 samples, each drawn as read." in " ".join(c.value for c in at.caption)
     # the next scrape lands (copy, append, rename: a new file version) between two reruns
     store.append_to_run(run_id, {"gpu_samples": scrape_samples(300.0, 300.0)}, duration_s=300.0,
                         summary={"samples": 22, "scrapes": 11})
@@ -244,7 +273,7 @@ def test_a_live_run_refreshes_itself_and_shows_each_new_scrape(store_dir):
     at.run()
     assert not at.exception
     assert any("(11 scrapes, 22 samples so far)" in c.value for c in at.caption)
-    assert "11 samples averaged over" in " ".join(c.value for c in at.caption)
+    assert "11 samples, each drawn as read." in " ".join(c.value for c in at.caption)
 
 
 def test_overview_of_a_live_run_refreshes_with_the_newest_file(store_dir):
@@ -280,3 +309,22 @@ def test_state_counts_from_the_grid_equal_the_health_query(store_dir):
     for t_s in (0.0, 20500.0, 30000.0, 71000.0, DAY - 1):
         from_grid = queries.state_counts(queries.grid_at(run_id, t_s))
         assert from_grid.rows() == queries.health_at(run_id, t_s).rows()
+
+
+def test_failed_and_out_of_service_gpus_agree_with_the_racks_page(store_dir):
+    """The same figures under the same names on both pages: Failed GPUs (GPU cells in state failed on the
+    Racks floor) and GPUs out of service = Hosts out of service x 2 GPUs a host, at every moment."""
+    from dashboard.queries import racks as racks_queries
+    from engine.palette import OUT_OF_SERVICE_STATES
+
+    run_id = stored_run(store_dir)
+    for t_s in (0.0, 20050.0, 30000.0, 39500.0, 71000.0, DAY - 1):
+        grid = queries.grid_at(run_id, t_s)
+        hosts = racks_queries.hosts_at(run_id, t_s)
+        out_hosts = hosts.filter(pl.col("state").is_in(OUT_OF_SERVICE_STATES)).height
+        assert grid.filter(pl.col("host_state").is_in(OUT_OF_SERVICE_STATES)).height == 2 * out_hosts, t_s
+        failed_on_racks = racks_queries.gpus_at(run_id, t_s).filter(pl.col("state") == "failed").height
+        assert grid.filter(pl.col("state") == "failed").height == failed_on_racks, t_s
+    # at 30,000 s: host 1 in repair, its GPU 3 failed
+    at = open_page(PAGE, {"run": run_id, "t": "30000"})
+    assert (metrics(at)["GPUs out of service"], metrics(at)["Failed GPUs"]) == ("2", "1")

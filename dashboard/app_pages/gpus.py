@@ -15,19 +15,69 @@ from streamlit.runtime.scriptrunner import add_script_run_ctx, get_script_run_ct
 
 from dashboard import state
 from dashboard.charts import gpus as charts
-from dashboard.charts.common import fmt_duration, fmt_time
-from dashboard.charts.racks import STATE_ORDER
-from dashboard.charts.text_exprs import time_text
+from dashboard.charts.common import cause_label, fmt_duration, fmt_int, fmt_time
+from dashboard.charts.text_exprs import cause_label_text, time_text
 from dashboard.queries import gpus as queries
 from dashboard.queries.racks import parse_t, state_time
 from dashboard.text import md
+from engine.definitions import definition
+from engine.palette import OUT_OF_SERVICE_STATES, xid_label
 from engine.store import RunInfo
 
 TELEMETRY_POINTS = 500  # buckets drawn for one GPU, whatever the run's length
 ECC_GPUS = 10  # GPUs drawn in the ECC trends
 ECC_POINTS = 200  # buckets of the ECC trends
 MATCH_ROWS = 500  # rows of the table of GPUs that pass the filters
+SHOWN_ROWS = 50  # rows of the lemon and repeat-offender tables (their metrics count them all)
+FEW_WINDOWS = 10  # fewer XID windows than this over the run: draw each event instead of counts per window
+SHORT_RUN_S = 3600.0  # in a run shorter than this, times also say their seconds from the run's start
 T = TypeVar("T")
+
+
+def metric(column, key: str, value: str) -> None:
+    """A figure of the ledger (engine.definitions): its label and its help, wherever it is shown."""
+    column.metric(definition(key).label, value, help=definition(key).help)
+
+
+def figure_column(key: str, **kwargs) -> st.column_config.Column:
+    """A table column that shows a registered figure: the figure's label and help."""
+    return st.column_config.NumberColumn(definition(key).label, help=definition(key).help, **kwargs)
+
+
+# How the page's tables show their columns: names in words, counts whole, GPU-hours to one decimal.
+COLUMNS = {
+    "gpu_id": st.column_config.NumberColumn("GPU", format="%d"),
+    "host_id": st.column_config.NumberColumn("host id", format="%d"),
+    "hostname": st.column_config.TextColumn("host"),
+    "rack_id": st.column_config.NumberColumn("rack", format="%d"),
+    "gpu_index": st.column_config.NumberColumn("GPU index", format="%d"),
+    "state": st.column_config.TextColumn("state"),
+    "temp_c": st.column_config.NumberColumn("temperature (°C)", format="%.0f"),
+    "power_w": st.column_config.NumberColumn("power (W)", format="%.0f"),
+    "xid_events": figure_column("xid_events", format="%d"),
+    "last_xid": st.column_config.TextColumn("last XID"),
+    "xid": st.column_config.TextColumn("XID"),
+    "causes": st.column_config.ListColumn("causes"),
+    "incidents": figure_column("unplanned_incidents", format="%d"),
+    "gpu_hours_lost": figure_column("incident_gpu_hours_lost", format="%.1f"),
+    "failures": st.column_config.NumberColumn("repair-sending incidents", format="%d"),
+    "most_in_window": st.column_config.NumberColumn("most in one window", format="%d"),
+    "flagged": st.column_config.TextColumn("meets the rule at (UTC)"),
+    "first": st.column_config.TextColumn("first (UTC)"),
+    "last": st.column_config.TextColumn("last (UTC)"),
+    "time": st.column_config.TextColumn("time (UTC)"),
+    "from_start_s": st.column_config.NumberColumn("seconds from start", format="%.3f"),
+    "ecc_dbe": st.column_config.NumberColumn("double-bit ECC (most)", format="%d"),
+    "ecc_sbe": st.column_config.NumberColumn("single-bit ECC (most)", format="%d"),
+    "kind": st.column_config.TextColumn("kind"),
+    "what": st.column_config.TextColumn("what"),
+    "incident_id": st.column_config.NumberColumn("incident", format="%d"),
+}
+
+
+def table(place, frame: pl.DataFrame) -> None:
+    place.dataframe(frame, hide_index=True, width="stretch",
+                    column_config={c: COLUMNS[c] for c in frame.columns if c in COLUMNS})
 
 
 def times(frame: pl.DataFrame, run: RunInfo, *columns: str) -> pl.DataFrame:
@@ -36,20 +86,49 @@ def times(frame: pl.DataFrame, run: RunInfo, *columns: str) -> pl.DataFrame:
         time_text(c, run.started_at).alias(c.removesuffix("_s")) for c in columns).drop(*columns)
 
 
+def in_words(frame: pl.DataFrame) -> pl.DataFrame:
+    """States, causes and XIDs as engine.palette names them; lost GPU-hours to one decimal."""
+    named = {"state": charts.gpu_state_text("state"), "causes": charts.causes_text("causes"),
+             "last_xid": charts.xid_label_text("last_xid"), "xid": charts.xid_label_text("xid"),
+             "gpu_hours_lost": pl.col("gpu_hours_lost").round(1)}
+    return frame.with_columns(expr.alias(c) for c, expr in named.items() if c in frame.columns)
+
+
+def when(run: RunInfo, t_s: float) -> str:
+    """A moment of the run as a UTC date, and for a short run (minutes of a log) its seconds from the start."""
+    text = fmt_time(run.started_at, t_s)
+    return text + (f" ({t_s:,.1f} s from the start)" if run.duration_s < SHORT_RUN_S else "")
+
+
+def time_slider(run: RunInfo) -> float:
+    """The moment shown (seconds since the run's start), from ?t=: a slider in hours, or in minutes or seconds
+    for a run of minutes (an observed kernel log); none for a run of one moment (one scrape)."""
+    if run.duration_s <= 0:
+        st.caption(f"This run is a single moment ({when(run, 0.0)}): the page shows it.")
+        st.query_params["t"] = "0"
+        return 0.0
+    unit_s, unit = (3600.0, "h") if run.duration_s >= 2 * 3600 else (60.0, "min") if run.duration_s >= 120 else (
+        1.0, "s")
+    span = run.duration_s / unit_s
+    # the unit is part of the key: a live run that grows from seconds to hours gets a new slider, seeded from ?t=
+    t_key = state.seed(f"gpus_t:{run.run_id}:{unit}", parse_t(st.query_params.get("t"), run.duration_s) / unit_s)
+    end_key = f"gpus_end:{run.run_id}:{unit}"
+    if st.session_state.get(end_key, span) <= st.session_state[t_key] < span:
+        st.session_state[t_key] = span  # a live run grew: a view of its end follows the newest scrape
+    st.session_state[end_key] = span
+    step = max(run.duration_s / 500, 1.0 if unit == "s" else 60.0) / unit_s
+    words = {"h": "hours", "min": "minutes", "s": "seconds"}[unit]
+    value = st.slider(f"Time ({words} since the run's start)", 0.0, span, step=step,
+                      format="%.2f " + unit if unit == "h" else "%.1f " + unit, key=t_key)
+    st.query_params["t"] = f"{value * unit_s:.0f}"
+    return state_time(value * unit_s, run.duration_s)
+
+
 def health(run: RunInfo) -> Callable[[], None] | None:
     """The time slider, counts and filters; returns what draws the grid once its samples are in (None: no
     GPUs)."""
     st.subheader("Health")
-    duration_h = max(run.duration_s / 3600.0, 1 / 60)
-    t_key = state.seed(f"gpus_t:{run.run_id}", parse_t(st.query_params.get("t"), run.duration_s) / 3600.0)
-    end_key = f"gpus_end:{run.run_id}"
-    if st.session_state.get(end_key, duration_h) <= st.session_state[t_key] < duration_h:
-        st.session_state[t_key] = duration_h  # a live run grew: a view of its end follows the newest scrape
-    st.session_state[end_key] = duration_h
-    t_h = st.slider("Time (hours since the run's start)", 0.0, duration_h, step=max(duration_h / 500, 1 / 60),
-                    format="%.2f h", key=t_key)
-    st.query_params["t"] = f"{t_h * 3600.0:.0f}"
-    t_s = state_time(t_h * 3600.0, run.duration_s)
+    t_s = time_slider(run)
     # The samples' scan (the page's one slow query) runs while the rest of the page is drawn; the grid and its
     # table fill their place here once it is done.
     samples = in_background(queries.last_samples, run.run_id, t_s, queries.sample_resolution(run.kind, run.scenario))
@@ -59,18 +138,25 @@ def health(run: RunInfo) -> Callable[[], None] | None:
         st.info("This run has no GPUs table.")
         return None
     by_state = dict(zip(counts["state"].to_list(), counts["gpus"].to_list(), strict=True))
-    cols = st.columns(3)
-    cols[0].metric("GPUs", f"{sum(by_state.values()):,}")
-    cols[1].metric("Failed GPUs", f"{by_state.get('failed', 0):,}", help="GPUs with an incident not yet repaired at t")
-    cols[2].metric("GPUs training", f"{by_state.get('running', 0):,}", help="on hosts running a job at t")
+    states_known = bool((grid["host_state"] != "unknown").any())  # an observed run may record no host states
+    out = grid.filter(pl.col("host_state").is_in(OUT_OF_SERVICE_STATES)).height
+    cols = st.columns(4)
+    metric(cols[0], "gpus_in_run", fmt_int(grid.height))
+    metric(cols[1], "failed_gpus", fmt_int(by_state.get("failed", 0)))
+    metric(cols[2], "gpus_out_of_service", fmt_int(out) if states_known else "–")
+    metric(cols[3], "gpus_training", fmt_int(by_state.get("running", 0)) if states_known else "–")
+    if not states_known:
+        st.caption("This run records no host states (an observed log or scrape): GPUs out of service and "
+                   "training are not known; a GPU is failed while an incident of its own is not repaired.")
 
     causes, xids = queries.causes_in_run(run.run_id), queries.xids_in_run(run.run_id)
     left, middle, right = st.columns(3)
-    chosen_states = left.multiselect("State", list(STATE_ORDER), key=state.seed(
-        f"gpus_state:{run.run_id}", state.url_list("state", list(STATE_ORDER))))
-    chosen_causes = middle.multiselect("Incident cause (up to t)", causes, key=state.seed(
+    chosen_states = left.multiselect("State", list(charts.GPU_STATE_ORDER), format_func=charts.gpu_state_label,
+                                     key=state.seed(f"gpus_state:{run.run_id}",
+                                                    state.url_list("state", list(charts.GPU_STATE_ORDER))))
+    chosen_causes = middle.multiselect("Incident cause (up to t)", causes, format_func=cause_label, key=state.seed(
         f"gpus_cause:{run.run_id}", state.url_list("cause", causes)))
-    chosen_xids = right.multiselect("XID (up to t)", xids, key=state.seed(
+    chosen_xids = right.multiselect("XID (up to t)", xids, format_func=xid_label, key=state.seed(
         f"gpus_xid:{run.run_id}", [int(x) for x in state.url_list("xid", [str(x) for x in xids])]))
     state.set_url("state", ",".join(chosen_states))
     state.set_url("cause", ",".join(chosen_causes))
@@ -78,7 +164,7 @@ def health(run: RunInfo) -> Callable[[], None] | None:
 
     filtered = bool(chosen_states or chosen_causes or chosen_xids)
     match = queries.matching(grid, chosen_states, chosen_causes, chosen_xids) if filtered else None
-    st.caption(f"Every GPU at {fmt_time(run.started_at, t_s)}: a rack is a column of hosts, a host a line of its "
+    st.caption(f"Every GPU at {when(run, t_s)}: a rack is a column of hosts, a host a line of its "
                "GPUs. A GPU takes its host's state unless it has failed itself; hover for its last temperature "
                "and power, its XIDs and incidents so far."
                + (f" **{int(match.sum()):,} of {grid.height:,} GPUs match the filters.**" if filtered else ""))
@@ -92,9 +178,9 @@ def health(run: RunInfo) -> Callable[[], None] | None:
         if filtered:
             picked = cells.filter(match).select(
                 "gpu_id", "hostname", "rack_id", "gpu_index", "state", "temp_c", "power_w", "xid_events",
-                "last_xid", pl.col("causes").list.join(", "))
+                "last_xid", "causes")
             place.markdown(f"**GPUs that match** ({picked.height:,}; open one below by its id)")
-            place.dataframe(picked.head(MATCH_ROWS), hide_index=True, width="stretch")
+            table(place, in_words(picked.head(MATCH_ROWS)))
 
     return draw
 
@@ -130,13 +216,26 @@ def xid_section(run: RunInfo) -> None:
     if totals.is_empty():
         st.info("This run recorded no XID events.")
         return
-    window = queries.xid_window(run.duration_s)
     picked = [int(x) for x in state.url_list("xid", [str(x) for x in totals["xid"].to_list()])]
-    timeline = queries.xid_timeline(run.run_id, window, picked)
-    st.caption(f"Every XID event counted per {fmt_duration(window)} window, not the last value of the exporter's "
-               "gauge (which never resets)" + (f"; only XID {', '.join(map(str, picked))}, as filtered above."
-                                               if picked else "; fatal codes in reds."))
-    st.plotly_chart(charts.xid_timeline(timeline, run.started_at, window), width="stretch")
+    only = f"; only XID {', '.join(map(str, picked))}, as filtered above" if picked else ""
+    every = queries.xid_events(run.run_id)
+    events = every.filter(pl.col("xid").is_in(picked)) if picked else every
+    first, last = events["t_s"].min(), events["t_s"].max()
+    cols = st.columns(3)
+    metric(cols[0], "xid_events", fmt_int(int(totals["events"].sum())))
+    metric(cols[1], "xid_codes", fmt_int(totals.height))
+    metric(cols[2], "xid_span", fmt_duration(every["t_s"].max() - every["t_s"].min()))
+    window = queries.xid_window(run.duration_s)
+    if run.duration_s / window < FEW_WINDOWS:
+        # minutes of one kernel log: bars per window (or a rate a day) would say nothing; each event at its time
+        st.caption(f"{events.height:,} XID events from {when(run, first)} to {when(run, last)}: too short a "
+                   f"span for counts per window, so each event is drawn at its time{only}.")
+        st.plotly_chart(charts.xid_strip(events, run.started_at), width="stretch")
+    else:
+        timeline = queries.xid_timeline(run.run_id, window, picked)
+        st.caption(f"Every XID event counted per {fmt_duration(window)} window, not the last value of the "
+                   f"exporter's gauge (which never resets){only or '; a code keeps its colour on every chart'}.")
+        st.plotly_chart(charts.xid_timeline(timeline, run.started_at, window), width="stretch")
     st.plotly_chart(charts.xid_counts(totals), width="stretch")
 
 
@@ -146,14 +245,14 @@ def ecc_section(run: RunInfo, ecc_top: Callable[[], pl.DataFrame]) -> None:
     if top.is_empty():
         st.info("No GPU of this run reported an ECC error.")
         return
+    metric(st, "gpus_with_ecc_errors", fmt_int(top["gpus_with_ecc"][0]))
     labels = {g: f"GPU {g} ({h} #{i})" for g, h, i in top.select("gpu_id", "hostname", "gpu_index").iter_rows()}
     bucket = max(run.duration_s / ECC_POINTS, 1.0)
     trend = queries.ecc_trend(run.run_id, top["gpu_id"].to_list(), bucket)
-    st.caption(f"{top['gpus_with_ecc'][0]:,} GPUs reported ECC errors; the {top.height} with the most "
-               f"(double-bit first), the largest count in each {fmt_duration(bucket)}. Rising single-bit counts "
-               "come before HBM failures.")
+    st.caption(f"The {top.height} GPUs with the most ECC errors (double-bit first), the largest count in each "
+               f"{fmt_duration(bucket)}. Rising single-bit counts come before HBM failures.")
     st.plotly_chart(charts.ecc_trend(trend, labels, run.started_at), width="stretch")
-    st.dataframe(times(top.drop("gpus_with_ecc"), run, "first_s"), hide_index=True, width="stretch")
+    table(st, times(top.drop("gpus_with_ecc"), run, "first_s"))
 
 
 def lemon_section(run: RunInfo) -> int | None:
@@ -161,31 +260,36 @@ def lemon_section(run: RunInfo) -> int | None:
     st.subheader("Lemons and repeat offenders")
     failures, window = queries.repair_rule(run.scenario)
     lemons = queries.lemons(run.run_id, failures, window)
-    flagged = run.summary.get("cluster", {}).get("lemons") if isinstance(run.summary, dict) else None
-    st.caption(f"A lemon has {failures} hardware failures within {fmt_duration(window)} (the run's "
-               "repair.lemon_failures and repair.lemon_window): its part goes back to the vendor."
-               + (f" The simulator flagged {flagged} lemon repairs." if isinstance(flagged, int) else ""))
-    st.markdown(f"**Lemons** ({lemons.height})")
-    if lemons.is_empty():
-        st.caption("No host reached the lemon rule in this run.")
-    else:
-        st.dataframe(times(lemons, run, "flagged_s"), hide_index=True, width="stretch")
-    lemon_hosts = queries.offenders(run.run_id, "host", minimum=2)
-    lemon_gpus = queries.offenders(run.run_id, "gpu", minimum=2)
-    with st.expander("Incidents per host and per GPU (top 50)"):
+    pulled = run.summary.get("cluster", {}).get("lemons") if isinstance(run.summary, dict) else None
+    cols = st.columns(4)
+    metric(cols[0], "lemon_rule_hosts", fmt_int(lemons.height))
+    metric(cols[1], "lemons_pulled", fmt_int(pulled) if isinstance(pulled, int) else "–")
+    metric(cols[2], "repeat_offender_hosts", fmt_int(queries.offender_count(run.run_id, "host", 2)))
+    metric(cols[3], "repeat_offender_gpus", fmt_int(queries.offender_count(run.run_id, "gpu", 2)))
+    short = (f" This run spans {fmt_duration(run.duration_s)}, less than the rule's window: only failures that "
+             "close together can meet it." if 0 < run.duration_s < window else "")
+    st.caption(f"The lemon rule, on the incidents this run observed: {failures} hardware failures within "
+               f"{fmt_duration(window)} (the run's repair.lemon_failures and repair.lemon_window) send a host's "
+               "part back to the vendor." + short
+               + ("" if isinstance(pulled, int) else " The run has no count of lemon hosts pulled: only the "
+                  "simulator's repair model pulls hosts."))
+    if not lemons.is_empty():
+        st.markdown(f"**{definition('lemon_rule_hosts').label}**")
+        table(st, in_words(times(lemons.head(SHOWN_ROWS), run, "flagged_s")))
+    lemon_hosts = queries.offenders(run.run_id, "host", minimum=2, limit=SHOWN_ROWS)
+    lemon_gpus = queries.offenders(run.run_id, "gpu", minimum=2, limit=SHOWN_ROWS)
+    with st.expander(f"{definition('unplanned_incidents').label} per host and per GPU (top {SHOWN_ROWS})"):
         left, right = st.columns(2)
-        left.dataframe(times(queries.offenders(run.run_id, "host"), run, "first_s", "last_s"), hide_index=True,
-                       width="stretch")
-        right.dataframe(times(queries.offenders(run.run_id, "gpu"), run, "first_s", "last_s"), hide_index=True,
-                        width="stretch")
+        table(left, in_words(times(queries.offenders(run.run_id, "host"), run, "first_s", "last_s")))
+        table(right, in_words(times(queries.offenders(run.run_id, "gpu"), run, "first_s", "last_s")))
     if lemon_hosts.is_empty() and lemon_gpus.is_empty():
         st.info("No host or GPU failed more than once in this run.")
         return None
     left, right = st.columns(2)
-    left.markdown(f"**Hosts** ({lemon_hosts.height}) with two or more unplanned incidents")
-    left.dataframe(times(lemon_hosts, run, "first_s", "last_s"), hide_index=True, width="stretch")
-    right.markdown(f"**GPUs** ({lemon_gpus.height}) with two or more unplanned incidents")
-    right.dataframe(times(lemon_gpus, run, "first_s", "last_s"), hide_index=True, width="stretch")
+    left.markdown(f"**{definition('repeat_offender_hosts').label}** (the worst {SHOWN_ROWS} first)")
+    table(left, in_words(times(lemon_hosts, run, "first_s", "last_s")))
+    right.markdown(f"**{definition('repeat_offender_gpus').label}** (the worst {SHOWN_ROWS} first)")
+    table(right, in_words(times(lemon_gpus, run, "first_s", "last_s")))
     if not lemon_gpus.is_empty() and "gpu" not in st.query_params:
         st.caption(f"The worst repeat offender is GPU {lemon_gpus['gpu_id'][0]}.")
     history = queries.offender_incidents(run.run_id, minimum=2)
@@ -195,6 +299,18 @@ def lemon_section(run: RunInfo) -> int | None:
     clicked = st.plotly_chart(charts.offender_history(history, run.started_at), width="stretch",
                               on_select="rerun", selection_mode="points", key=f"gpus_offenders:{run.run_id}")
     return charts.clicked_gpu(clicked.selection if clicked else None)
+
+
+def gpu_events(events: pl.DataFrame, run: RunInfo) -> pl.DataFrame:
+    """One GPU's incidents (their cause in words) and XID lines, at UTC times; seconds from the start too in a
+    short run, where a burst of XIDs falls within one minute."""
+    shown = events.with_columns(
+        pl.when(pl.col("kind") == "incident").then(cause_label_text("what")).otherwise(pl.col("what")).alias("what"),
+        pl.col("t_s").alias("time_s"), pl.col("t_s").round(3).alias("from_start_s"))
+    shown = in_words(times(shown, run, "time_s"))
+    columns = ["time", *(["from_start_s"] if run.duration_s < SHORT_RUN_S else []), "kind", "what", "xid",
+               "incident_id", "gpu_hours_lost"]
+    return shown.select(columns)
 
 
 def one_gpu(run: RunInfo, click: int | None) -> None:
@@ -225,24 +341,27 @@ def one_gpu(run: RunInfo, click: int | None) -> None:
         st.warning(f"GPU {gpu} is not in this run.")
         return
     row = info.row(0, named=True)
-    st.markdown(f"**GPU {gpu}**: index {row['gpu_index']} of host {md(row['hostname'])} (rack {row['rack_id']}), "
-                f"{md(row['model'])}, {md(row['uuid'])}")
+    known = ", ".join(md(row[k]) for k in ("model", "uuid") if row[k])  # a kernel log names neither
+    st.markdown(f"**GPU {gpu}**: index {row['gpu_index']} of host {md(row['hostname'])} (rack {row['rack_id']})"
+                + (f", {known}" if known else ""))
     events = queries.gpu_events(run.run_id, gpu)
     st.markdown(f"**Events** ({events.height})")
     if events.is_empty():
         st.caption("No incident or XID event on this GPU.")
     else:
-        st.dataframe(times(events.with_columns(pl.col("t_s").alias("time_s")), run, "time_s"),
-                     hide_index=True, width="stretch")
+        table(st, gpu_events(events, run))
     telemetry = queries.gpu_telemetry(run.run_id, gpu, TELEMETRY_POINTS)
     st.markdown("**Telemetry**")
     if telemetry.is_empty():
         st.caption("No telemetry samples for this GPU in this run.")
         return
     tdp = run.scenario.get("cluster", {}).get("gpu_tdp_w")
-    st.caption(f"{int(telemetry['samples'].sum()):,} samples averaged over "
-               f"{fmt_duration(telemetry['bucket_s'][0])} buckets.")
+    samples = int(telemetry["samples"].sum())
+    st.caption(("One sample, drawn as read." if samples == 1 else f"{samples:,} samples, each drawn as read.")
+               if samples == telemetry.height else
+               f"{samples:,} samples averaged over {fmt_duration(telemetry['bucket_s'][0])} buckets.")
     st.plotly_chart(charts.gpu_telemetry(telemetry, run.started_at, float(tdp) if tdp else None), width="stretch")
+
 
 
 def page(run_id: str) -> None:

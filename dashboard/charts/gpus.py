@@ -1,5 +1,11 @@
-"""GPUs charts: the health grid, health counts, XID counts (in total and over time), ECC trends, the history of
-repeat offenders, one GPU's telemetry."""
+"""GPUs charts: the health grid, health counts, XID counts (in total, over time, or event by event for a short
+observed run), ECC trends, the history of repeat offenders, one GPU's telemetry.
+
+Every colour and label comes from engine.palette, as on the other pages and in the HTML export: a state, a
+cause or an XID code has one colour and one name in words on every chart. XID codes are categories, never a
+numeric axis ("20034" is a code, not 20.034k), and counts take whole-number ticks (dashboard.charts.common.
+count_axis).
+"""
 
 from datetime import datetime
 
@@ -8,38 +14,143 @@ import plotly.graph_objects as go
 import polars as pl
 from plotly.subplots import make_subplots
 
-from dashboard.charts.common import category_of, cause_color
+from dashboard.charts.common import category_of, cause_colour, cause_label, count_axis, fmt_duration
 from dashboard.charts.jobs import as_time
-from dashboard.charts.racks import STATE_COLOURS, STATE_ORDER, _discrete_colourscale
 from dashboard.text import plot, plot_expr
-from engine.reference import XIDS
+from engine.definitions import definition
+from engine.palette import (
+    GPU_FAILED_COLOUR,
+    GPU_FAILED_LABEL,
+    HOST_STATE_COLOURS,
+    HOST_STATE_LABELS,
+    OTHER_COLOUR,
+    UNKNOWN_STATE_COLOUR,
+    UNKNOWN_STATE_LABEL,
+    xid_colour,
+    xid_label,
+)
+from engine.reference import CAUSES, PLANNED_CAUSE, XID_BY_CODE
+from engine.schema import HOST_STATES
 
-FAILED_COLOUR = "#c92a2a"
-GPU_STATE_COLOURS = {**STATE_COLOURS, "failed": FAILED_COLOUR}
-XID_NAMES = {x.xid: x.mnemonic for x in XIDS}
-FATAL_XIDS = {x.xid for x in XIDS if x.fatal}
+# A GPU cell's state: its host's, unless the GPU itself has an unrepaired incident ("failed"); "unknown" when
+# no host_states interval covers the moment (observed runs).
+GPU_STATE_ORDER: tuple[str, ...] = (*HOST_STATES, "failed", "unknown")
+GPU_STATE_COLOURS: dict[str, str] = {**HOST_STATE_COLOURS, "failed": GPU_FAILED_COLOUR,
+                                     "unknown": UNKNOWN_STATE_COLOUR}
+GPU_STATE_LABELS: dict[str, str] = {**HOST_STATE_LABELS, "failed": GPU_FAILED_LABEL, "unknown": UNKNOWN_STATE_LABEL}
+TDP_COLOUR = "#c92a2a"  # the TDP line on the power panel: a limit, not a state
+
+
+def gpu_state_label(state: str) -> str:
+    return GPU_STATE_LABELS.get(state, state)
+
+
+def gpu_state_text(column: str | pl.Expr) -> pl.Expr:
+    """gpu_state_label for a column (a null state is "unknown")."""
+    x = (pl.col(column) if isinstance(column, str) else column).cast(pl.String).fill_null("unknown")
+    return x.replace_strict(GPU_STATE_LABELS, default=x, return_dtype=pl.String)
+
+
+def xid_label_text(column: str | pl.Expr) -> pl.Expr:
+    """engine.palette.xid_label for a column: "79 GPU_HAS_FALLEN_OFF_THE_BUS", a code the catalogue lacks bare."""
+    x = pl.col(column) if isinstance(column, str) else column
+    labels = {code: xid_label(code) for code in XID_BY_CODE}
+    return pl.when(x.is_not_null()).then(
+        x.cast(pl.Int64).replace_strict(labels, default=x.cast(pl.String), return_dtype=pl.String)).name.keep()
+
+
+_CAUSE_LABELS = {c.cause: cause_label(c.cause) for c in (*CAUSES, PLANNED_CAUSE)}
+
+
+def causes_text(column: str | pl.Expr) -> pl.Expr:
+    """A list column of cause keys as the list of their labels, engine.palette.cause_label element by element
+    (text_exprs.cause_label_text keeps its column's name, which a list element has none of)."""
+    x = pl.col(column) if isinstance(column, str) else column
+    key = pl.element().cast(pl.String)
+    words = key.str.replace_all("_", " ", literal=True)
+    readable = words.str.head(1).str.to_uppercase() + words.str.slice(1).str.to_lowercase()
+    return x.list.eval(key.replace_strict(_CAUSE_LABELS, default=readable, return_dtype=pl.String))
+
+
+def colour_bands(colours: list[str]) -> list[list]:
+    """A colourscale that maps integer codes 0..n-1 to flat colour bands (a categorical heatmap)."""
+    n = len(colours)
+    scale = []
+    for i, colour in enumerate(colours):
+        scale += [[i / n, colour], [(i + 1) / n, colour]]
+    return scale
 
 
 def health_counts(counts: pl.DataFrame) -> go.Figure:
-    """GPUs by state (columns state, gpus) as one bar per state in the state colours."""
+    """GPUs by state (columns state, gpus) as one bar per state, named in words, in the state colours."""
+    states = counts["state"].fill_null("unknown").to_list()
     fig = go.Figure(go.Bar(
-        x=counts["state"].to_list(), y=counts["gpus"].to_list(), text=counts["gpus"].to_list(),
-        marker_color=[GPU_STATE_COLOURS.get(s, "#adb5bd") for s in counts["state"].to_list()],
+        x=[gpu_state_label(s) for s in states], y=counts["gpus"].to_list(), text=counts["gpus"].to_list(),
+        marker_color=[GPU_STATE_COLOURS.get(s, OTHER_COLOUR) for s in states],
     ))
-    fig.update_layout(height=280, margin={"l": 10, "r": 10, "t": 10, "b": 10}, yaxis_title="GPUs")
+    fig.update_layout(height=280, margin={"l": 10, "r": 10, "t": 10, "b": 10})
+    fig.update_xaxes(type="category")
+    fig.update_yaxes(title="GPUs", **count_axis(max(counts["gpus"].to_list(), default=0)))
     return fig
 
 
 def xid_counts(counts: pl.DataFrame) -> go.Figure:
-    """XID events by code (columns xid, events): fatal codes red, the others grey; labels name the code."""
-    labels = [f"{x} {XID_NAMES.get(x, '')}".strip() for x in counts["xid"].to_list()]
+    """XID events by code (columns xid, events), most first: one bar per code in its palette colour, the code
+    and its name as a category label."""
+    codes = counts["xid"].to_list()
     fig = go.Figure(go.Bar(
-        x=counts["events"].to_list(), y=labels, orientation="h", text=counts["events"].to_list(),
-        marker_color=[FAILED_COLOUR if x in FATAL_XIDS else "#868e96" for x in counts["xid"].to_list()],
+        x=counts["events"].to_list(), y=[xid_label(x) for x in codes], orientation="h",
+        text=counts["events"].to_list(), marker_color=[xid_colour(x) for x in codes],
+        hovertemplate="%{y}<br>%{x:,d} events<extra></extra>",
     ))
-    fig.update_layout(height=max(200, 28 * counts.height + 80), margin={"l": 10, "r": 10, "t": 10, "b": 10},
-                      xaxis_title="events")
-    fig.update_yaxes(autorange="reversed")
+    fig.update_layout(height=max(200, 28 * counts.height + 80), margin={"l": 10, "r": 10, "t": 10, "b": 10})
+    fig.update_xaxes(title=definition("xid_events").label, **count_axis(max(counts["events"].to_list(), default=0)))
+    fig.update_yaxes(type="category", autorange="reversed")
+    return fig
+
+
+def xid_timeline(counts: pl.DataFrame, started_at: datetime, window_s: float) -> go.Figure:
+    """XID events per window (columns t_s, xid, count from engine xid_counts) as bars stacked by code, the
+    code with the most events first, each code in its palette colour."""
+    fig = go.Figure()
+    totals = counts.group_by("xid").agg(pl.col("count").sum()).sort(["count", "xid"], descending=[True, False])
+    for xid in totals["xid"].to_list():
+        part = counts.filter(pl.col("xid") == xid)
+        fig.add_trace(go.Bar(
+            x=as_time(started_at, part["t_s"].to_numpy() + window_s / 2), y=part["count"].to_list(),
+            width=window_s * 1000 * 0.9, name=xid_label(xid), marker_color=xid_colour(xid),
+            hovertemplate="%{x}<br>%{y:,d} events<extra>%{fullData.name}</extra>",
+        ))
+    per_window = counts.group_by("t_s").agg(pl.col("count").sum())["count"].max() if counts.height else 0
+    fig.update_layout(barmode="stack", height=320, margin={"l": 10, "r": 10, "t": 10, "b": 10},
+                      legend={"orientation": "h", "y": -0.2})
+    fig.update_yaxes(title=f"{definition('xid_events').label} per {fmt_duration(window_s)}",
+                     **count_axis(per_window))
+    return fig
+
+
+def xid_strip(events: pl.DataFrame, started_at: datetime) -> go.Figure:
+    """Each XID event (columns t_s, xid) as a mark at its time on its code's row: for an observed run too
+    short for counts per window (one kernel log of a few seconds), where bars would say nothing."""
+    fig = go.Figure()
+    order = (events.group_by("xid").agg(pl.len().alias("n")).sort(["n", "xid"], descending=[True, False])
+             ["xid"].to_list())
+    for xid in order:
+        part = events.filter(pl.col("xid") == xid)
+        fig.add_trace(go.Scatter(
+            x=as_time(started_at, part["t_s"].to_numpy()), y=[xid_label(xid)] * part.height, mode="markers",
+            name=xid_label(xid), marker={"size": 22, "symbol": "line-ns-open", "line": {"width": 3},
+                                         "color": xid_colour(xid)},
+            hovertemplate="%{x|%Y-%m-%d %H:%M:%S.%L} UTC<extra>%{fullData.name}</extra>",
+        ))
+    fig.update_layout(height=max(180, 40 * len(order) + 100), margin={"l": 10, "r": 10, "t": 10, "b": 10},
+                      showlegend=False)
+    if events.height:  # a margin either side, so the first and last marks are not cut by the frame
+        first, last = events["t_s"].min(), events["t_s"].max()
+        pad = max(last - first, 1.0) * 0.05
+        fig.update_xaxes(range=list(as_time(started_at, np.array([first - pad, last + pad]))))
+    fig.update_xaxes(tickformat="%H:%M:%S", title="time (UTC)")
+    fig.update_yaxes(type="category", categoryorder="array", categoryarray=[xid_label(x) for x in reversed(order)])
     return fig
 
 
@@ -48,7 +159,8 @@ SYMBOLS = ("diamond", "circle", "square", "triangle-up", "x", "star", "cross", "
 
 def offender_history(incidents: pl.DataFrame, started_at: datetime) -> go.Figure:
     """Each incident of the repeat offenders (columns label, t_s, cause) as a marker on the offender's row,
-    in the order the rows come. A cause takes its category's colour and a symbol of its own in that category."""
+    in the order the rows come. A cause, named in words, takes its category's colour and a symbol of its own
+    in that category."""
     fig = go.Figure()
     incidents = incidents.with_columns(plot_expr("label"))  # hostnames: Plotly text only as entities
     causes = sorted(incidents["cause"].unique().to_list(), key=lambda c: (category_of(c), c))
@@ -60,14 +172,14 @@ def offender_history(incidents: pl.DataFrame, started_at: datetime) -> go.Figure
         gpu = part["gpu_id"].to_list() if "gpu_id" in part.columns else [None] * part.height
         fig.add_trace(go.Scatter(
             x=as_time(started_at, part["t_s"].to_numpy()), y=part["label"].to_list(), mode="markers",
-            name=plot(cause), marker={"size": 11, "symbol": symbol, "color": cause_color(cause)},
+            name=plot(cause_label(cause)), marker={"size": 11, "symbol": symbol, "color": cause_colour(cause)},
             customdata=gpu,  # what a click hands the page: the GPU to open (None: a host-level incident)
             text=[f"GPU {g}" if g is not None else "the host" for g in gpu],
             hovertemplate="%{y}<br>%{x}<br>%{text}<extra>%{fullData.name}</extra>",
         ))
     labels = incidents["label"].unique(maintain_order=True).to_list()
     fig.update_layout(height=max(200, 28 * len(labels) + 100), margin={"l": 10, "r": 10, "t": 10, "b": 10})
-    fig.update_yaxes(categoryorder="array", categoryarray=list(reversed(labels)))
+    fig.update_yaxes(type="category", categoryorder="array", categoryarray=list(reversed(labels)))
     return fig
 
 
@@ -81,6 +193,7 @@ def clicked_gpu(selection) -> int | None:
 
 
 TELEMETRY_PANELS = (("temp_c", "temperature (°C)"), ("power_w", "power (W)"), ("util_pct", "utilisation (%)"))
+FEW_POINTS = 50  # below this many buckets a line gets its markers too: one scrape is one point, not nothing
 
 
 def gpu_telemetry(samples: pl.DataFrame, started_at: datetime, tdp_w: float | None = None) -> go.Figure:
@@ -88,19 +201,25 @@ def gpu_telemetry(samples: pl.DataFrame, started_at: datetime, tdp_w: float | No
     fig = make_subplots(rows=len(TELEMETRY_PANELS), cols=1, shared_xaxes=True, vertical_spacing=0.05,
                         subplot_titles=[title for _, title in TELEMETRY_PANELS])
     x = as_time(started_at, samples["t_s"].to_numpy())
+    mode = "lines+markers" if samples.height < FEW_POINTS else "lines"
     for i, (column, title) in enumerate(TELEMETRY_PANELS, start=1):
-        fig.add_trace(go.Scatter(x=x, y=samples[column].to_numpy(), mode="lines", name=title,
+        fig.add_trace(go.Scatter(x=x, y=samples[column].to_numpy(), mode=mode, name=title,
                                  showlegend=False), row=i, col=1)
     if tdp_w:
-        fig.add_hline(y=tdp_w, line_dash="dot", line_color=FAILED_COLOUR, annotation_text="TDP", row=2, col=1)
+        fig.add_hline(y=tdp_w, line_dash="dot", line_color=TDP_COLOUR, annotation_text="TDP", row=2, col=1)
     fig.update_layout(height=560, margin={"l": 10, "r": 10, "t": 30, "b": 10})
+    if samples.height and samples["t_s"].max() - samples["t_s"].min() < 1.0:
+        # one scrape: a minute around it, so the axis reads as a time, not as milliseconds around one point
+        t = as_time(started_at, np.array([samples["t_s"].min() - 30.0, samples["t_s"].max() + 30.0]))
+        fig.update_xaxes(range=list(t), tickformat="%H:%M:%S")
     return fig
 
 
 FILTERED_OUT = "filtered out"
 FILTERED_COLOUR = "#f1f3f5"
-GRID_ORDER = (*STATE_ORDER, FILTERED_OUT)
-GRID_COLOURS = {**STATE_COLOURS, FILTERED_OUT: FILTERED_COLOUR}
+GRID_ORDER = (*GPU_STATE_ORDER, FILTERED_OUT)
+GRID_COLOURS = {**GPU_STATE_COLOURS, FILTERED_OUT: FILTERED_COLOUR}
+GRID_LABELS = {**GPU_STATE_LABELS, FILTERED_OUT: "Filtered out"}
 
 
 def _number(column: str) -> pl.Expr:
@@ -110,13 +229,14 @@ def _number(column: str) -> pl.Expr:
 def grid_hover(cells: pl.DataFrame) -> pl.Series:
     """One plain ASCII line per GPU: Plotly's JSON escapes every `<`, `/` and non-ASCII character (six bytes
     each), and a per-cell template over customdata costs ten times more to build and serialise, so 24,576 hover
-    texts stay one line without markup (about 2 MB, 0.07 s on the page)."""
+    texts stay one line without markup (about 2 MB, 0.07 s on the page). States and causes in words."""
     return cells.select(pl.format(
         "GPU {} | {} #{}, rack {} | {} | {} C, {} W | XIDs {}{}{}",
-        "gpu_id", plot_expr("hostname"), "gpu_index", "rack_id", pl.col("state").fill_null("unknown"), _number("temp_c"),
+        "gpu_id", plot_expr("hostname"), "gpu_index", "rack_id", gpu_state_text("state"), _number("temp_c"),
         _number("power_w"), "xid_events",
         pl.when(pl.col("last_xid").is_not_null()).then(pl.format(" (last {})", "last_xid")).otherwise(pl.lit("")),
-        pl.when(pl.col("causes").list.len() > 0).then(pl.lit(" | incidents: ") + plot_expr(pl.col("causes").list.join(", ")))
+        pl.when(pl.col("causes").list.len() > 0)
+        .then(pl.lit(" | incidents: ") + plot_expr(causes_text("causes").list.join(", ")))
         .otherwise(pl.lit("")),
     ).alias("hover"))["hover"]
 
@@ -148,11 +268,11 @@ def health_grid(cells: pl.DataFrame, match: pl.Series | None = None) -> go.Figur
     fig = go.Figure(go.Heatmap(
         z=z, text=text, hovertemplate="%{text}<extra></extra>", hoverongaps=False, zmin=-0.5,
         zmax=len(GRID_ORDER) - 0.5, xgap=1, ygap=1,
-        colorscale=_discrete_colourscale([GRID_COLOURS[s] for s in GRID_ORDER]), showscale=False,
+        colorscale=colour_bands([GRID_COLOURS[s] for s in GRID_ORDER]), showscale=False,
     ))
     present = set(shown.to_list())
     for state in [s for s in GRID_ORDER if s in present]:  # a named legend entry for every colour in use
-        fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=state, showlegend=True,
+        fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=GRID_LABELS[state], showlegend=True,
                                  marker={"symbol": "square", "size": 12, "color": GRID_COLOURS[state]}))
     fig.update_layout(height=min(1400, max(240, 6 * z.shape[0] + 120)), margin={"l": 10, "r": 10, "t": 30, "b": 10},
                       plot_bgcolor="white", legend={"orientation": "h", "y": 1.0, "yanchor": "bottom"})
@@ -162,30 +282,6 @@ def health_grid(cells: pl.DataFrame, match: pl.Series | None = None) -> go.Figur
                      ticktext=[str(p) for p in range(positions)])
     fig.update_yaxes(tickvals=np.arange(rows) * (slots + 1) + (slots - 1) / 2,
                      ticktext=[f"row {r}" for r in range(rows)], showgrid=False, zeroline=False, autorange="reversed")
-    return fig
-
-
-def xid_timeline(counts: pl.DataFrame, started_at: datetime, window_s: float) -> go.Figure:
-    """XID events per window (columns t_s, xid, count from engine xid_counts) as bars stacked by code, the
-    fatal codes in reds first, the rest in greys and blues."""
-    fig = go.Figure()
-    totals = counts.group_by("xid").agg(pl.col("count").sum()).sort(["count", "xid"], descending=[True, False])
-    reds = ("#c92a2a", "#e8590c", "#f08c00", "#a61e4d", "#862e9c", "#d6336c")
-    others = ("#495057", "#1c7ed6", "#0ca678", "#868e96", "#5f3dc4", "#3bc9db", "#74b816", "#adb5bd")
-    fatal_rank = other_rank = 0
-    for xid in totals["xid"].to_list():
-        if xid in FATAL_XIDS:
-            colour, fatal_rank = reds[fatal_rank % len(reds)], fatal_rank + 1
-        else:
-            colour, other_rank = others[other_rank % len(others)], other_rank + 1
-        part = counts.filter(pl.col("xid") == xid)
-        fig.add_trace(go.Bar(
-            x=as_time(started_at, part["t_s"].to_numpy() + window_s / 2), y=part["count"].to_list(),
-            width=window_s * 1000 * 0.9, name=f"{xid} {XID_NAMES.get(xid, '')}".strip(), marker_color=colour,
-            hovertemplate="%{x}<br>%{y} events<extra>%{fullData.name}</extra>",
-        ))
-    fig.update_layout(barmode="stack", height=320, margin={"l": 10, "r": 10, "t": 10, "b": 10},
-                      yaxis_title="XID events per window", legend={"orientation": "h", "y": -0.2})
     return fig
 
 
@@ -207,7 +303,7 @@ def ecc_trend(trend: pl.DataFrame, labels: dict[int, str], started_at: datetime)
                                  line=style, showlegend=False, yaxis="y2"))
     fig.update_layout(
         height=460, margin={"l": 10, "r": 10, "t": 10, "b": 10},
-        yaxis={"domain": [0.55, 1.0], "title": "single-bit (corrected)"},
-        yaxis2={"domain": [0.0, 0.45], "title": "double-bit (uncorrectable)"},
+        yaxis={"domain": [0.55, 1.0], "title": "single-bit (corrected)", **count_axis(trend["ecc_sbe"].max())},
+        yaxis2={"domain": [0.0, 0.45], "title": "double-bit (uncorrectable)", **count_axis(trend["ecc_dbe"].max())},
     )
     return fig

@@ -59,7 +59,7 @@ WITH host_state AS (
 SELECT g.gpu_id, g.host_id, h.hostname, h.rack_id, coalesce(h."row", 0) AS "row",
        coalesce(h.position, h.rack_id, 0) AS position, coalesce(h.slot, 0) AS slot, g."index" AS gpu_index,
        CASE WHEN f.gpu_id IS NOT NULL THEN 'failed' ELSE coalesce(s.state, 'unknown') END AS state,
-       coalesce(x.xid_events, 0) AS xid_events, x.last_xid,
+       coalesce(s.state, 'unknown') AS host_state, coalesce(x.xid_events, 0) AS xid_events, x.last_xid,
        coalesce(x.xid_codes, []::INTEGER[]) AS xid_codes, coalesce(c.incidents, 0) AS incidents,
        coalesce(c.causes, []::VARCHAR[]) AS causes
 FROM gpus g JOIN hosts h USING (host_id) LEFT JOIN host_state s USING (host_id) LEFT JOIN failed f USING (gpu_id)
@@ -152,11 +152,12 @@ def xids_in_run(run_id: str) -> list[int]:
 
 
 def offenders(run_id: str, by: str, minimum: int = 1, limit: int = 50) -> pl.DataFrame:
-    """Hosts (`by="host"`) or GPUs (`by="gpu"`) with at least `minimum` unplanned incidents, most first."""
+    """Hosts (`by="host"`) or GPUs (`by="gpu"`) with at least `minimum` unplanned incidents, most first (at
+    most `limit`; `offender_count` counts them all). `causes` is the list of their distinct cause keys."""
     if by == "host":
         sql = """
             SELECT i.host_id, h.hostname, h.rack_id, count(*) AS incidents,
-                   string_agg(DISTINCT i.cause, ', ' ORDER BY i.cause) AS causes,
+                   list(DISTINCT i.cause ORDER BY i.cause) AS causes,
                    min(i.t_s) AS first_s, max(i.t_s) AS last_s, sum(i.gpu_hours_lost) AS gpu_hours_lost
             FROM incidents i JOIN hosts h USING (host_id)
             WHERE NOT coalesce(i.planned, false)
@@ -165,7 +166,7 @@ def offenders(run_id: str, by: str, minimum: int = 1, limit: int = 50) -> pl.Dat
     elif by == "gpu":
         sql = """
             SELECT i.gpu_id, h.hostname, g."index" AS gpu_index, count(*) AS incidents,
-                   string_agg(DISTINCT i.cause, ', ' ORDER BY i.cause) AS causes,
+                   list(DISTINCT i.cause ORDER BY i.cause) AS causes,
                    min(i.t_s) AS first_s, max(i.t_s) AS last_s, sum(i.gpu_hours_lost) AS gpu_hours_lost
             FROM incidents i JOIN gpus g USING (gpu_id) JOIN hosts h ON h.host_id = g.host_id
             WHERE NOT coalesce(i.planned, false)
@@ -176,16 +177,33 @@ def offenders(run_id: str, by: str, minimum: int = 1, limit: int = 50) -> pl.Dat
     return state.query(run_id, sql, (minimum, limit))
 
 
+OFFENDER_COUNT = {  # the same incidents and joins as `offenders`, counted
+    "host": """SELECT count(*) AS n FROM (SELECT i.host_id FROM incidents i JOIN hosts h USING (host_id)
+               WHERE NOT coalesce(i.planned, false) GROUP BY i.host_id HAVING count(*) >= ?)""",
+    "gpu": """SELECT count(*) AS n FROM (SELECT i.gpu_id FROM incidents i JOIN gpus g USING (gpu_id)
+              WHERE NOT coalesce(i.planned, false) GROUP BY i.gpu_id HAVING count(*) >= ?)""",
+}
+
+
+def offender_count(run_id: str, by: str, minimum: int) -> int:
+    """How many hosts (`by="host"`) or GPUs (`by="gpu"`) have at least `minimum` unplanned incidents (the
+    definitions repeat_offender_hosts and repeat_offender_gpus), however many `offenders` lists."""
+    if by not in OFFENDER_COUNT:
+        raise ValueError(f"offenders by 'host' or 'gpu', not {by!r}")
+    return int(state.query(run_id, OFFENDER_COUNT[by], (minimum,))["n"][0])
+
+
 # Causes that send a host to repair in the simulator (engine.simulate: every scope but "job" calls
 # Repairs.start); only those count towards a lemon (engine.repair.Repairs._is_lemon).
 REPAIR_CAUSES = sorted(cause for cause, scope in SCOPE.items() if scope != "job")
 
 
-def lemons(run_id: str, failures: int, window_s: float, limit: int = 50) -> pl.DataFrame:
+def lemons(run_id: str, failures: int, window_s: float) -> pl.DataFrame:
     """Hosts that had `failures` repair-sending incidents within `window_s`: the simulator's lemon rule
     (repair.lemon_failures within repair.lemon_window). `flagged_s` is the first incident that completed such
     a run of failures; `most_in_window` the largest count seen in one window. The simulator also restarts its
-    count once a host is flagged; this reading does not, so it can only name more flags, never fewer hosts."""
+    count once a host is flagged; this reading does not, so it can only name more flags, never fewer hosts.
+    Every such host (the figure lemon_rule_hosts): a handful even at 24,576 GPUs."""
     return state.query(run_id, """
         WITH hw AS (
             SELECT host_id, t_s, cause, count(*) OVER (PARTITION BY host_id ORDER BY t_s
@@ -195,10 +213,10 @@ def lemons(run_id: str, failures: int, window_s: float, limit: int = 50) -> pl.D
         )
         SELECT hw.host_id, h.hostname, h.rack_id, count(*) AS failures, max(in_window) AS most_in_window,
                min(t_s) FILTER (WHERE in_window >= ?) AS flagged_s,
-               string_agg(DISTINCT cause, ', ' ORDER BY cause) AS causes
+               list(DISTINCT cause ORDER BY cause) AS causes
         FROM hw JOIN hosts h USING (host_id)
         GROUP BY ALL HAVING max(in_window) >= ?
-        ORDER BY flagged_s, hw.host_id LIMIT ?""", (window_s, REPAIR_CAUSES, failures, failures, limit))
+        ORDER BY flagged_s, hw.host_id""", (window_s, REPAIR_CAUSES, failures, failures))
 
 
 def offender_incidents(run_id: str, minimum: int = 2, hosts: int = 25) -> pl.DataFrame:
@@ -225,6 +243,13 @@ def xid_timeline(run_id: str, window_s: float, xids: list[int] | None = None) ->
     if xids:
         events = events.filter(pl.col("xid").is_in(xids))
     return count_per_window(events, window_s)
+
+
+def xid_events(run_id: str, xids: list[int] | None = None) -> pl.DataFrame:
+    """Every XID event (t_s, xid, gpu_id) in time order, only `xids` when given: for a run too short for
+    counts per window."""
+    events = state.query(run_id, "SELECT t_s, xid, gpu_id FROM xid_events WHERE xid IS NOT NULL ORDER BY t_s, xid")
+    return events.filter(pl.col("xid").is_in(xids)) if xids else events
 
 
 def xid_window(duration_s: float) -> float:
