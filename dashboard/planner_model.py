@@ -15,8 +15,10 @@ from dataclasses import dataclass, field, replace
 
 import polars as pl
 
-from engine.analytics import LOSS_CATEGORIES, ClosedForm, closed_form_ettr, young_daly_interval
+from engine.analytics import ClosedForm, closed_form_ettr, young_daly_interval
+from engine.durations import format_duration
 from engine.errors import GoodputError
+from engine.planner import PLANNER_LOSSES, closed_form_losses, nice_duration, nice_number, slowed_share
 from engine.reference import CAUSES
 from engine.scenario import MIX_PREFIX, PRESETS, Scenario, build
 from engine.scenario_keys import KEY_BY_NAME
@@ -213,34 +215,6 @@ def network_slowdown(s: Scenario) -> float:
     return _placement_slowdown((s.preset or "llama3-405b", *(f"{k}={s[k]}" for k in keys)))
 
 
-PLANNER_LOSSES = (*LOSS_CATEGORIES, "network_slowdown")  # the last: training time the network slowed
-
-
-def closed_form_losses(estimate: ClosedForm, *, gpus: int, interval_s: float, write_s: float, restart_s: float,
-                       duration_s: float, gpu_hour_usd: float, slowdown: float = 1.0) -> pl.DataFrame:
-    """The closed form's split of the job's wall-clock time (category, gpu_hours, usd; PLANNER_LOSSES order).
-
-    Per failure (rate lambda) half an interval of work is lost and a restart is paid: lambda (T/2 + R) of the
-    time; the rest trains and checkpoints in the ratio T : w. The first-order model has no queue for spares,
-    so waiting_for_spares is 0. Where failures outrun progress (lambda (T/2 + R) > 1) the two failure shares
-    are scaled to fill the time, as the clipped ETTR of 0 implies. Of the training time left, a placement the
-    network slows `slowdown` times makes no progress for 1 - 1/slowdown of it (network_slowdown).
-    """
-    rate = estimate.failures_per_s
-    lost, restart = rate * interval_s / 2.0, rate * restart_s
-    failing = lost + restart
-    if failing > 1.0:
-        lost, restart = lost / failing, restart / failing
-    rest = max(0.0, 1.0 - lost - restart)
-    checkpoint = rest * (write_s / interval_s) / (1.0 + write_s / interval_s)
-    job_gpu_hours = gpus * duration_s / 3600.0
-    network = (rest - checkpoint) * slowed_share(slowdown)
-    hours = [lost * job_gpu_hours, restart * job_gpu_hours, checkpoint * job_gpu_hours, 0.0,
-             network * job_gpu_hours]
-    return pl.DataFrame({"category": list(PLANNER_LOSSES), "gpu_hours": hours,
-                         "usd": [h * gpu_hour_usd for h in hours]})
-
-
 def loss_table(summary: dict, s: Scenario) -> pl.DataFrame:
     """Simulated losses beside the closed form's: category, sim_gpu_hours, sim_usd, cf_gpu_hours, cf_usd."""
     job = summary.get("job", {})
@@ -261,11 +235,6 @@ def job_slowdown(job: dict) -> float:
     """The summary's placement_slowdown: 1 where absent (a run from before it), inf where null (no path)."""
     value = job.get("placement_slowdown", 1.0)
     return math.inf if value is None else float(value)
-
-
-def slowed_share(slowdown: float) -> float:
-    """Share of training time that makes no progress when steps take `slowdown` times as long."""
-    return 1.0 - 1.0 / slowdown if slowdown > 1.0 else 0.0
 
 
 # ----- Monte-Carlo and sweeps ---------------------------------------------------------------------------------
@@ -302,7 +271,7 @@ SWEEP_PARAMS: tuple[SweepParam, ...] = (
     SweepParam("training.checkpoint_interval", "Checkpoint interval", True),
     SweepParam("training.restart_overhead", "Restart overhead", True),
     SweepParam("training.checkpoint_write", "Checkpoint write", True),
-    SweepParam("failures.rate_per_1000_node_days", "Failures / 1,000 host-days", False),
+    SweepParam("failures.rate_per_1000_node_days", "Failure rate (per 1,000 host-days)", False),
     SweepParam("spares.hosts", "Hot spares (hosts)", False),
     SweepParam("repair.technicians", "Technicians", False),
     SweepParam("repair.fix", "Repair turnaround", True),
@@ -312,10 +281,11 @@ SWEEP_BY_KEY = {p.key: p for p in SWEEP_PARAMS}
 
 
 def default_values(s: Scenario, key: str, n: int = 4) -> str:
-    """A small grid around the scenario's value, as text for the page's input ("5m,10m,20m,40m").
+    """A small grid of round values around the scenario's value, as text for the page's input ("5m,15m,30m,1h").
 
     The checkpoint interval is spread around its Young-Daly optimum (halves and doubles), so the heat map
-    shows the ridge; every other key around its current value, halving and doubling.
+    shows the ridge; every other key around its current value, halving and doubling. Each value is then
+    rounded to what a person would type (engine.planner.nice_duration / nice_number): 15m, not 1,437.7 s.
     """
     if key == "training.checkpoint_interval":
         optimum = young_daly_interval(s.checkpoint_write_s, closed_form_of(s).mttf_s)
@@ -328,22 +298,17 @@ def default_values(s: Scenario, key: str, n: int = 4) -> str:
     param = SWEEP_BY_KEY[key]
     if param.duration:
         centre = centre if centre > 0 else 60.0  # nothing to spread around (no write time): from a minute
-        return ",".join(dict.fromkeys(f"{_plain(centre * f)}s" for f in factors))
+        return ",".join(format_duration(v) for v in sorted({nice_duration(centre * f) for f in factors}))
     if key in ("spares.hosts", "repair.technicians", "training.gpus"):
         step = s["cluster.gpus_per_host"] if key == "training.gpus" else 1
         low = 0 if key == "spares.hosts" else step
         centre = centre if centre > 0 else 2 * step
         high = {"spares.hosts": s.hosts - s.job_hosts,  # what still fits beside the job (or its spares)
                 "training.gpus": s["cluster.gpus"] - s["spares.hosts"] * step}.get(key, math.inf)
-        values = sorted({min(max(low, round(centre * f / step) * step), high) for f in factors})
+        values = sorted({min(max(low, round(nice_number(centre * f) / step) * step), high) for f in factors})
         return ",".join(str(int(v)) for v in values)
     centre = centre if centre > 0 else 1.0
-    return ",".join(dict.fromkeys(_plain(centre * f) for f in factors))
-
-
-def _plain(x: float) -> str:
-    """Three significant digits without an exponent ("1410", "0.0272"): durations do not parse "1.41e+03s"."""
-    return f"{float(f'{x:.3g}'):f}".rstrip("0").rstrip(".")
+    return ",".join(f"{v:g}" for v in sorted({nice_number(centre * f) for f in factors}))
 
 
 def parse_values(s: Scenario, key: str, text: str) -> tuple[Axis, list[float]]:

@@ -182,7 +182,7 @@ def test_a_planner_runs_a_simulation_but_cannot_delete(site, page):
     open_page(page, f"{url}/planner?preset=demo", "Planner")
     expect(page.get_by_text("needs the planner role")).to_have_count(0)
     page.get_by_role("button", name="Run", exact=True).click(timeout=TIMEOUT_MS)
-    expect(page.get_by_test_id("stMetric").filter(has_text="Simulated ETTR")).to_be_visible(timeout=120_000)
+    expect(page.get_by_test_id("stMetric").filter(has_text="ETTR (goodput)")).to_be_visible(timeout=120_000)
     page.get_by_role("tab", name="Monte-Carlo").click()
     expect(page.get_by_role("button", name="Run Monte-Carlo")).to_be_visible()
 

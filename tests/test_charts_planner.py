@@ -13,16 +13,35 @@ LOSSES = pl.DataFrame({"category": ["lost_work", "restart", "checkpoint", "waiti
                        "cf_gpu_hours": [12.0, 18.0, 1.5, 0.0], "cf_usd": [30.0, 45.0, 3.75, 0.0]})
 
 
-def test_waterfall_steps_up_to_the_total_lost():
+def test_waterfall_steps_up_to_goodput_lost():
     fig = planner.loss_waterfall(LOSSES)
     sim, cf = fig.data
     assert (sim.name, cf.name) == ("simulated", "closed form")
-    assert list(sim.x) == ["Lost work (since last checkpoint)", "Restart overhead", "Checkpoint writes",
-                           "Waiting for spare hosts", "Total lost"]
+    assert list(sim.x) == ["Lost work", "Restart overhead", "Checkpoint writes", "Waiting for spare hosts",
+                           "Goodput lost"]  # the ledger's labels (engine.definitions), the total its own
     assert list(sim.y) == [10.0, 20.0, 1.0, 5.0, 0.0] and list(cf.y) == [12.0, 18.0, 1.5, 0.0, 0.0]
     assert list(sim.measure) == ["relative"] * 4 + ["total"]
-    assert sim.text[0] == "10 GPU-h · $25" and sim.text[-1] == "36 GPU-h · $90"
-    assert cf.text[2] == "1.5 GPU-h · $3.8" and cf.text[-1] == "31.5 GPU-h · $78.8"
+    assert list(sim.text) == ["10 GPU-h", "20 GPU-h", "1 GPU-h", "5 GPU-h", "36 GPU-h"]  # dollars in the hover
+    assert sim.customdata[0] == "$25" and sim.customdata[-1] == "$90"
+    assert cf.text[2] == "1.5 GPU-h" and cf.text[-1] == "31.5 GPU-h" and cf.customdata[-1] == "$78.8"
+    assert fig.layout.yaxis.title.text == "GPU-hours"
+
+
+def test_waterfall_shows_the_network_slowdown_apart_from_goodput_lost():
+    slowed = pl.concat([LOSSES, pl.DataFrame({"category": ["network_slowdown"], "sim_gpu_hours": [7.0],
+                                              "sim_usd": [17.5], "cf_gpu_hours": [6.0], "cf_usd": [15.0]})])
+    sim, _ = planner.loss_waterfall(slowed).data
+    assert list(sim.x)[-2:] == ["Goodput lost", "Network slowdown"]
+    assert list(sim.measure)[-2:] == ["total", "absolute"]  # from zero: not stacked on goodput lost
+    assert sim.text[-2] == "36 GPU-h" and sim.text[-1] == "7 GPU-h"
+
+
+def test_waterfall_labels_wrap_and_never_tilt():
+    fig = planner.loss_waterfall(LOSSES)
+    assert fig.layout.xaxis.tickangle == 0
+    assert list(fig.layout.xaxis.tickvals) == list(fig.data[0].x)
+    assert all(len(line) <= 18 for text in fig.layout.xaxis.ticktext for line in text.split("<br>"))
+    assert planner.tick_text("Waiting for spare hosts") == "Waiting for spare<br>hosts"
 
 
 def test_monte_carlo_histogram_marks_mean_and_band():
@@ -75,3 +94,13 @@ def test_compare_ettr_over_time_one_line_per_run():
     fig = compare.ettr_over_time(timeline, ["b", "a"])
     assert [t.name for t in fig.data] == ["b", "a"]
     assert list(fig.data[1].x) == [0.5, 1.0] and list(fig.data[1].y) == pytest.approx([0.8, 0.9])
+
+
+def test_ettr_curve_reads_intervals_as_durations_under_its_registered_label():
+    fig = planner.ettr_curve(gpus=16384, rate_per_1000_node_days=3.79, checkpoint_interval_s=300.0,
+                             checkpoint_write_s=3.28, restart_overhead_s=600.0)
+    curve, chosen, optimum = fig.data
+    assert curve.name == "Closed-form ETTR" and fig.layout.yaxis.title.text == "Closed-form ETTR"
+    assert list(fig.layout.xaxis.ticktext) == ["30 s", "1 min", "2 min", "5 min", "10 min", "30 min"]
+    assert list(fig.layout.xaxis.tickvals) == [0.5, 1.0, 2.0, 5.0, 10.0, 30.0]  # minutes on the log axis
+    assert optimum.text[0] == "4.5 min" and chosen.x[0] == 5.0

@@ -17,6 +17,7 @@ from engine.scenario import build, load
 from engine.store import Store
 
 PAGE = "app_pages/planner.py"
+SLOWDOWN = "Placement slowdown (closed form)"
 
 
 def metrics(at) -> dict[str, str]:
@@ -28,7 +29,8 @@ def deltas(at) -> dict[str, str]:
 
 
 def knob(at, label):
-    return next(n for n in at.number_input if n.label == label)
+    """A knob by its label: a number input (counts), a slider or a select slider (rates, durations, sizes)."""
+    return next(n for n in [*at.number_input, *at.slider, *at.select_slider] if n.label == label)
 
 
 def button(at, label):
@@ -45,11 +47,11 @@ def test_starts_from_the_llama3_preset_and_shows_its_closed_form(store_dir):
     llama3 = build("llama3-405b")
     assert at.selectbox[0].value == "llama3-405b"
     assert knob(at, "Job GPUs").value == 16384 and knob(at, "Cluster GPUs").value == 24576
-    assert knob(at, "Checkpoint interval (min)").value == 5.0 and knob(at, "Technicians").value == 8
+    assert knob(at, "Checkpoint interval").value == 300.0 and knob(at, "Technicians").value == 8
     expected = closed_form_ettr(gpus=16384, rate_per_1000_node_days=llama3["failures.rate_per_1000_node_days"],
                                 checkpoint_interval_s=300.0, checkpoint_write_s=llama3.checkpoint_write_s,
                                 restart_overhead_s=llama3["training.restart_overhead"])
-    assert metrics(at)["ETTR"] == fmt_pct(expected.ettr)
+    assert metrics(at)["Closed-form ETTR"] == fmt_pct(expected.ettr)
     assert at.query_params["preset"] == "llama3-405b" and at.query_params["gpus"] == "16384"
     assert at.query_params["ckpt"] == "storage" and at.query_params["fix"] == "14400"
 
@@ -72,54 +74,54 @@ def test_a_knob_moves_the_closed_form_and_the_url(store_dir):
     expected = closed_form_ettr(gpus=16384, rate_per_1000_node_days=3.79, checkpoint_interval_s=1800.0,
                                 checkpoint_write_s=60.0, restart_overhead_s=600.0)
     m = metrics(at)
-    assert m["ETTR"] == fmt_pct(expected.ettr) and m["Job MTTF"] == "3.1 h"
-    knob(at, "Failures / 1,000 host-days").set_value(7.58).run()  # twice the rate
-    assert not at.exception and at.query_params["rate"] == "7.58"
-    doubled = closed_form_ettr(gpus=16384, rate_per_1000_node_days=7.58, checkpoint_interval_s=1800.0,
+    assert m["Closed-form ETTR"] == fmt_pct(expected.ettr) and m["Closed-form job MTTF"] == "3.1 h"
+    knob(at, "Failure rate (per 1,000 host-days)").set_value(8.0).run()  # about twice the rate
+    assert not at.exception and at.query_params["rate"] == "8"
+    doubled = closed_form_ettr(gpus=16384, rate_per_1000_node_days=8.0, checkpoint_interval_s=1800.0,
                                checkpoint_write_s=60.0, restart_overhead_s=600.0)
-    assert metrics(at)["ETTR"] == fmt_pct(doubled.ettr) and metrics(at)["Job MTTF"] == "1.5 h"
+    assert metrics(at)["Closed-form ETTR"] == fmt_pct(doubled.ettr) and metrics(at)["Closed-form job MTTF"] == "1.5 h"
 
 
 def test_a_category_multiplier_moves_the_closed_form(store_dir):
     at = open_page(PAGE, {"preset": "llama3-405b"})
-    before = metrics(at)["Job MTTF"]
+    before = metrics(at)["Closed-form job MTTF"]
     at.slider(key="planner_m_gpu:llama3-405b").set_value(2.0).run()
     assert not at.exception and at.query_params["m_gpu"] == "2"
     knobs = model.from_params({"preset": "llama3-405b", "m_gpu": "2"})
-    assert metrics(at)["ETTR"] == fmt_pct(model.closed_form(knobs).ettr)
-    assert metrics(at)["Job MTTF"] != before
+    assert metrics(at)["Closed-form ETTR"] == fmt_pct(model.closed_form(knobs).ettr)
+    assert metrics(at)["Closed-form job MTTF"] != before
 
 
 def test_placement_and_network_demand_show_their_slowdown_and_reach_the_run(store_dir):
     at = open_page(PAGE, {"preset": "demo"})
-    assert metrics(at)["Network slowdown"] == "none"  # the demo job packs into two pods at 25 Gbps a GPU
+    assert metrics(at)[SLOWDOWN] == "none"  # the demo job packs into two pods at 25 Gbps a GPU
     at.radio(key="planner_place:demo").set_value("spread").run()
     knob(at, "Network demand per GPU (Gbps)").set_value(200.0).run()
     assert not at.exception and (at.query_params["place"], at.query_params["gbps"]) == ("spread", "200")
     knobs = model.from_params(dict(at.query_params))
     slowdown = model.network_slowdown(model.scenario(knobs))
-    assert slowdown > 1.0 and metrics(at)["Network slowdown"] == f"{slowdown:.2f}x"
-    assert deltas(at)["Network slowdown"] == f"ETTR with it {fmt_pct(model.closed_form(knobs).ettr / slowdown)}"
+    assert slowdown > 1.0 and metrics(at)[SLOWDOWN] == f"{slowdown:.2f}x"
+    assert deltas(at)[SLOWDOWN] == "spread, 200 Gbps a GPU"
     button(at, "Run").click().run()
     assert not at.exception
     losses = next(d.value for d in at.dataframe if "loss" in d.value.columns)
-    slowed = losses[losses["loss"] == "Network slowdown (placement)"].iloc[0]
+    slowed = losses[losses["loss"] == "Network slowdown"].iloc[0]
     assert slowed["simulated"] != "0 GPU-h" and slowed["closed form"] != "0 GPU-h"
     assert any(f"slows the job's collectives {slowdown:.2f}x" in c.value for c in at.caption)
 
 
 def test_checkpoint_write_as_a_time_or_size_and_bandwidth(store_dir):
     at = open_page(PAGE, {"preset": "demo"})
-    assert {"Checkpoint size per GPU (GB)", "Storage bandwidth (GB/s)"} <= {n.label for n in at.number_input}
+    assert {"Checkpoint size per GPU (GB)", "Storage bandwidth (GB/s)"} <= {n.label for n in at.select_slider}
     knob(at, "Checkpoint size per GPU (GB)").set_value(20.0).run()  # 20 GB x 384 GPUs / 2,000 GB/s = 3.84 s
     assert at.query_params["gb"] == "20" and any("3 s" in c.value or "4 s" in c.value for c in at.caption)
     at.radio(key="planner_ckpt:demo").set_value("time").run()
     assert not at.exception and at.query_params["ckpt"] == "time"
-    assert "Checkpoint write (s)" in {n.label for n in at.number_input}
-    knob(at, "Checkpoint write (s)").set_value(90.0).run()
-    assert at.query_params["write"] == "90"
+    assert "Checkpoint write time" in {n.label for n in at.select_slider}
+    knob(at, "Checkpoint write time").set_value(120.0).run()
+    assert at.query_params["write"] == "120"
     knobs = model.from_params(dict(at.query_params))
-    assert metrics(at)["ETTR"] == fmt_pct(model.closed_form(knobs).ettr) and model.write_seconds(knobs) == 90.0
+    assert metrics(at)["Closed-form ETTR"] == fmt_pct(model.closed_form(knobs).ettr) and model.write_seconds(knobs) == 120.0
 
 
 def test_changing_the_preset_resets_the_knobs(store_dir):
@@ -134,12 +136,12 @@ def test_changing_the_preset_resets_the_knobs(store_dir):
 def test_a_bad_knob_in_the_url_falls_back_or_clamps(store_dir, value):
     at = open_page(PAGE, {"preset": "demo", "rate": value})
     assert not at.exception
-    assert knob(at, "Failures / 1,000 host-days").value == (40.0 if value == "lots" else 0.0)
+    assert knob(at, "Failure rate (per 1,000 host-days)").value == (40.0 if value == "lots" else 0.0)
 
 
 def test_settings_that_do_not_fit_say_why(store_dir):
     at = open_page(PAGE, {"preset": "demo", "gpus": "1024"})
-    assert not at.exception and "ETTR" in metrics(at)  # the closed form still answers
+    assert not at.exception and "Closed-form ETTR" in metrics(at)  # the closed form still answers
     assert any("training.gpus" in e.value for e in at.error)
     assert not any(b.label == "Run" for b in at.button)
 
@@ -156,8 +158,9 @@ def test_run_then_keep_as_run(store_dir):
     button(at, "Run").click().run()
     assert not at.exception
     m, d = metrics(at), deltas(at)
-    assert m["Simulated ETTR"].endswith("%") and "vs closed form" in d["Simulated ETTR"]
-    assert d["Simulated MTTF"].startswith("closed form") and d["Lost money"].startswith("closed form $")
+    assert m["ETTR (goodput)"].endswith("%") and "vs closed form" in d["ETTR (goodput)"]
+    assert d["Job MTTF"].startswith("closed form") and d["Goodput lost"].startswith("$")
+    assert "; closed form " in d["Goodput lost"] and m["Goodput lost"].endswith("GPU-h")
     assert Store(store_dir).list_runs() == []  # nothing stored yet
     waterfall = next(c for c in charts(at) if c["data"][0]["type"] == "waterfall")
     assert [t["name"] for t in waterfall["data"]] == ["simulated", "closed form"]
@@ -167,7 +170,7 @@ def test_run_then_keep_as_run(store_dir):
     assert not at.exception
     [kept] = Store(store_dir).list_runs()
     assert kept.name == "planner · demo" and kept.summary["job"]["ettr"] == pytest.approx(
-        float(m["Simulated ETTR"].rstrip("%")) / 100, abs=0.0006)  # the full run is the same run
+        float(m["ETTR (goodput)"].rstrip("%")) / 100, abs=0.0006)  # the full run is the same run
     assert any(s.value.startswith(f"Kept as run {kept.run_id}") for s in at.success)
     tables = Store(store_dir).open(kept.run_id).execute("SELECT count(*) FROM host_states").fetchall()
     assert tables[0][0] > 0  # the kept run has every table, not just the summary
@@ -197,7 +200,8 @@ def test_monte_carlo_shows_a_band(store_dir):
     at.slider(key="planner_mc_seeds").set_value(3).run()  # 3 runs: in this process
     button(at, "Run Monte-Carlo").click().run()
     assert not at.exception
-    assert metrics(at)["Mean ETTR"].endswith("%") and deltas(at)["Mean ETTR"].startswith("5-95 %: ")
+    assert metrics(at)["Mean ETTR over seeds"].endswith("%")
+    assert deltas(at)["Mean ETTR over seeds"].startswith("5-95 %: ")
     histogram = next(c for c in charts(at) if c["data"][0]["type"] == "histogram")
     assert len(histogram["layout"]["shapes"]) == 2  # the band and the mean
     assert any(c.value.startswith("3 runs") for c in at.caption)
@@ -240,8 +244,9 @@ def test_a_one_setting_sweep_shows_a_line_with_its_band(store_dir):
     at.text_input(key="planner_sweep_values:training.checkpoint_interval:demo").set_value("10m,40m").run()
     button(at, "Run sweep").click().run()
     assert not at.exception
-    line = next(c for c in charts(at) if c["data"][-1].get("name") == "closed form")
-    assert [t.get("name") for t in line["data"][1:]] == ["5-95 % of seeds", "mean ETTR", "closed form"]
+    line = next(c for c in charts(at) if c["data"][-1].get("name") == "Closed-form ETTR")
+    assert [t.get("name") for t in line["data"][1:]] == ["5-95 % of seeds", "Mean ETTR over seeds",
+                                                         "Closed-form ETTR"]
     assert at.dataframe[-1].value["runs"].tolist() == [2, 2]
 
 
@@ -267,12 +272,12 @@ def test_planner_in_chromium(dashboard, tmp_path):  # noqa: F811 (the fixture im
             run = page.get_by_role("button", name="Run", exact=True)
             expect(run).to_be_enabled(timeout=RENDER_TIMEOUT_MS)
             run.click()
-            expect(page.get_by_text("Simulated ETTR")).to_be_visible(timeout=RENDER_TIMEOUT_MS)
+            expect(page.get_by_text("ETTR (goodput)")).to_be_visible(timeout=RENDER_TIMEOUT_MS)
             expect(page.locator(".js-plotly-plot .waterfalllayer")).to_have_count(1, timeout=RENDER_TIMEOUT_MS)
             page.screenshot(path=str(tmp_path / "planner_run.png"))
             page.get_by_role("tab", name="Monte-Carlo").click()
             page.get_by_role("button", name="Run Monte-Carlo").click()
-            expect(page.get_by_text("Mean ETTR")).to_be_visible(timeout=RENDER_TIMEOUT_MS)
+            expect(page.get_by_text("Mean ETTR over seeds")).to_be_visible(timeout=RENDER_TIMEOUT_MS)
             page.get_by_role("tab", name="Sweep").click()
             page.get_by_role("button", name="Run sweep").click()
             expect(page.locator(".js-plotly-plot .heatmaplayer")).to_have_count(1, timeout=RENDER_TIMEOUT_MS)

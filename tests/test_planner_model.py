@@ -181,8 +181,19 @@ def test_default_intervals_straddle_the_young_daly_optimum():
     optimum = young_daly_interval(60.0, model.closed_form_of(s).mttf_s)
     _, numbers = model.parse_values(s, "training.checkpoint_interval",
                                     model.default_values(s, "training.checkpoint_interval"))
-    assert numbers[1] < optimum < numbers[2]
-    assert math.sqrt(numbers[1] * numbers[2]) == pytest.approx(optimum, rel=0.01)
+    assert numbers[1] < optimum < numbers[2]  # 19.3 min between 15 min and 30 min
+    assert numbers == [300.0, 900.0, 1800.0, 3600.0]  # round values (the issue: not 1,437.7 s)
+
+
+def test_default_values_are_round():
+    s = build("llama3-405b")
+    assert model.default_values(s, "training.checkpoint_interval") == "2m,3m,5m,15m"  # Young-Daly ~4.5 min
+    assert model.default_values(s, "training.checkpoint_write") == "1s,2s,5s,10s"  # ~3.3 s
+    assert model.default_values(s, "training.restart_overhead") == "3m,10m,15m,30m"
+    assert model.default_values(s, "failures.rate_per_1000_node_days") == "1.5,2.5,5,10"  # around 3.79
+    assert model.default_values(s, "spares.hosts") == "15,30,60,150"
+    assert model.default_values(s, "repair.fix") == "90m,3h,6h,12h"
+    assert model.default_values(build("demo"), "training.checkpoint_write") == "0.025s,0.05s,0.1s,0.2s"
 
 
 def test_young_daly_curve_follows_the_row_settings():

@@ -7,12 +7,15 @@ URL: ?preset= and every knob (dashboard.planner_model.URL_NAMES; seconds for dur
 
 import math
 
+import polars as pl
 import streamlit as st
 
 from dashboard import auth, state
+from dashboard import planner_knobs as knobs_ui
 from dashboard import planner_model as model
 from dashboard.charts import planner as charts
 from dashboard.charts.common import (
+    DASH,
     LOSS_LABELS,
     fmt_duration,
     fmt_gpu_hours,
@@ -22,8 +25,10 @@ from dashboard.charts.common import (
     fmt_usd,
 )
 from dashboard.text import md
-from engine.analytics import closed_form_ettr, young_daly_interval
+from engine.analytics import LOSS_CATEGORIES, closed_form_ettr, young_daly_interval
+from engine.definitions import definition
 from engine.errors import GoodputError
+from engine.planner import spare_cover
 from engine.scenario import PRESETS, build
 from engine.sweep import bands, monte_carlo, sweep
 
@@ -57,74 +62,26 @@ def key(name: str, value) -> str:
 
 
 st.subheader("Settings")
-left, middle, right = st.columns(3)
-with left:
-    st.markdown("**Cluster and job**")
-    cluster_gpus = st.number_input("Cluster GPUs", min_value=per_host, max_value=1_048_576, step=per_host * 256,
-                                   key=key("cluster", first.cluster_gpus))
-    job_gpus = st.number_input("Job GPUs", min_value=0, max_value=1_048_576, step=per_host,
-                               key=key("gpus", first.job_gpus), help=f"whole hosts of {per_host} GPUs")
-    spares = st.number_input("Hot spares (hosts)", min_value=0, max_value=100_000, step=1,
-                             key=key("spares", first.spares), help="held back to replace a failed job host")
-    placement = st.radio("Placement", model.PLACEMENTS, horizontal=True, key=key("place", first.placement),
-                         help="pack: whole racks and pods in host order, ranked so (Meta's topology-aware "
-                              "placement). spread: dealt round-robin over the pods, one host a rack first, ranked "
-                              "in that order: every rack-switch fault reaches the job and its rings cross pods")
-    gbps = st.number_input("Network demand per GPU (Gbps)", min_value=0.0, max_value=3200.0, step=5.0,
-                           format="%.0f", key=key("gbps", first.gbps_per_gpu),
-                           help="what the job's collectives ask of each GPU's 400 Gbps NIC (Llama 3 405B: ~25)")
-    price = st.number_input("GPU-hour price (USD)", min_value=0.0, max_value=10_000.0, step=0.1, format="%.2f",
-                            key=key("price", first.gpu_hour_usd))
-with middle:
-    st.markdown("**Failures and repair**")
-    rate = st.number_input("Failures / 1,000 host-days", min_value=0.0, max_value=1000.0, step=0.1,
-                           format="%.2f", key=key("rate", first.rate),
-                           help="unexpected interruptions per 1,000 host-days, every category at x1 "
-                                "(Llama 3: 3.79; RSC-1: 6.5)")
-    with st.expander("Per-category multipliers"):
-        st.caption("Scale the causes of one category (the Llama 3 table's), and with them the total rate.")
-        multipliers = {cat: st.slider(cat, 0.0, 10.0, step=0.1,
-                                      key=key(url, min(first.multipliers[cat], 10.0)))
-                       for cat, url in model.CATEGORIES.items()}
-    fix_h = st.number_input("Repair turnaround (h)", min_value=0.0, max_value=365 * 24.0, step=0.5,
-                            format="%.1f", key=key("fix", first.repair_fix_s / 3600.0),
-                            help="mean hands-on repair time of a failed host (repair.fix)")
-    technicians = st.number_input("Technicians", min_value=1, max_value=10_000, step=1,
-                                  key=key("techs", first.technicians))
-with right:
-    st.markdown("**Checkpoint and restart**")
-    interval_min = st.number_input("Checkpoint interval (min)", min_value=1 / 60, max_value=7 * 24 * 60.0,
-                                   step=1.0, format="%.1f", key=key("interval", first.interval_s / 60.0))
-    write_mode = st.radio("Checkpoint write", model.WRITE_MODES, horizontal=True, key=key("ckpt", first.write_mode),
-                          format_func={"time": "as a time", "storage": "size and bandwidth"}.get)
-    if write_mode == "time":
-        write_s = st.number_input("Checkpoint write (s)", min_value=0.0, max_value=86400.0, step=1.0,
-                                  format="%.1f", key=key("write", first.write_s),
-                                  help="how long a checkpoint blocks training")
-        gb, bandwidth = first.checkpoint_gb_per_gpu, first.bandwidth_gb_per_s
-    else:
-        gb = st.number_input("Checkpoint size per GPU (GB)", min_value=0.0, max_value=1e4, step=0.1,
-                             format="%.2f", key=key("gb", first.checkpoint_gb_per_gpu))
-        bandwidth = st.number_input("Storage bandwidth (GB/s)", min_value=0.001, max_value=1e7, step=100.0,
-                                    format="%.1f", key=key("bw", first.bandwidth_gb_per_s),
-                                    help="shared by every writer of the job")
-        write_s = first.write_s
-    restart_min = st.number_input("Restart overhead (min)", min_value=0.0, max_value=7 * 24 * 60.0, step=1.0,
-                                  format="%.1f", key=key("restart", first.restart_s / 60.0),
-                                  help="detection, rescheduling, initialisation and restore after an interruption")
-
-knobs = model.Knobs(
-    preset=preset, cluster_gpus=int(cluster_gpus), job_gpus=int(job_gpus), rate=rate,
-    interval_s=interval_min * 60.0, write_mode=write_mode, write_s=write_s, checkpoint_gb_per_gpu=gb,
-    bandwidth_gb_per_s=bandwidth, restart_s=restart_min * 60.0, spares=int(spares), repair_fix_s=fix_h * 3600.0,
-    technicians=int(technicians), gpu_hour_usd=price, multipliers=multipliers, gpus_per_host=per_host,
-    placement=placement, gbps_per_gpu=gbps)
+knobs = knobs_ui.settings(first, preset, key)
 params = model.to_params(knobs)
 for name in model.URL_NAMES:
     if name in params:
         st.query_params[name] = params[name]
     else:
         st.query_params.pop(name, None)
+
+
+
+def metric(where, key: str, value: str, delta: str | None = None, **kwargs) -> None:
+    """A figure under its registered label, with its definition's help (engine.definitions)."""
+    d = definition(key)
+    where.metric(d.label, value, delta, help=d.help, **kwargs)
+
+
+def column(key: str, fmt: str):
+    """A table column of a registered figure: its label and help."""
+    return st.column_config.NumberColumn(definition(key).label, format=fmt, help=definition(key).help)
+
 
 def short_duration(seconds: float) -> str:
     """Checkpoint writes and optimum intervals are often seconds: keep three digits there ("0.0768 s")."""
@@ -149,21 +106,36 @@ try:
 except GoodputError as err:
     scenario, invalid = None, err
 slowdown = model.network_slowdown(scenario) if scenario is not None else None
+days_s = (scenario or build(preset)).duration_s  # the preset's days where the knobs make no scenario
+cf_losses = model.closed_form_losses(estimate, gpus=knobs.job_gpus, interval_s=knobs.interval_s, write_s=write_now,
+                                     restart_s=knobs.restart_s, duration_s=days_s, gpu_hour_usd=knobs.gpu_hour_usd)
+cf_lost = cf_losses.filter(pl.col("category").is_in(LOSS_CATEGORIES))
 st.subheader("Closed form")
-cols = st.columns(5)
-cols[0].metric("ETTR", fmt_pct(estimate.ettr))
-cols[1].metric("Job MTTF", fmt_hours(estimate.mttf_s / 3600.0), help="1 / (hosts x failure rate)")
-cols[2].metric("Young-Daly interval", short_duration(optimum_s) if math.isfinite(optimum_s) else "none",
-               help="no failures: no optimum, checkpoint as rarely as you like")
-cols[3].metric("ETTR at that interval", fmt_pct(at_optimum) if at_optimum is not None else "–",
-               f"{(at_optimum - estimate.ettr) * 100:+.1f} pts" if at_optimum is not None else None)
+cols = st.columns(4)
+metric(cols[0], "closed_form_ettr", fmt_pct(estimate.ettr))
+metric(cols[1], "closed_form_job_mttf", fmt_hours(estimate.mttf_s / 3600.0))
+metric(cols[2], "young_daly_interval", short_duration(optimum_s) if math.isfinite(optimum_s) else "none")
+metric(cols[3], "closed_form_ettr_at_young_daly", fmt_pct(at_optimum) if at_optimum is not None else DASH,
+       f"{(at_optimum - estimate.ettr) * 100:+.1f} pts" if at_optimum is not None else None)
+cols = st.columns(4)
+metric(cols[0], "closed_form_goodput_lost", fmt_gpu_hours(cf_lost["gpu_hours"].sum()),
+       f"{fmt_usd(cf_lost['usd'].sum())} in {days_s / 86400:g} days", **BESIDE)
 if slowdown is not None:
-    cols[4].metric("Network slowdown", "none" if slowdown <= 1.0 else f"{slowdown:.2f}x",
-                   f"ETTR with it {fmt_pct(estimate.ettr / slowdown)}", **BESIDE,
-                   help=f"{placement} placement at {gbps:g} Gbps a GPU: the flagship's ring alone on the fabric, every "
-                        "link up. ETTR counts time, not speed: with it, the share of the time that is progress")
+    metric(cols[1], "planner_placement_slowdown", "none" if slowdown <= 1.0 else f"{slowdown:.2f}x",
+           f"{knobs.placement}, {knobs.gbps_per_gpu:g} Gbps a GPU", **BESIDE)
+    st.markdown("**Spare cover**: how far the hot spares and technicians cover the failures (closed form)")
+    cover = spare_cover(scenario)
+    cols = st.columns(4)
+    metric(cols[0], "spare_hosts_in_use", f"{cover.hosts_away:,.1f}", f"of {cover.spares:,} held", **BESIDE)
+    metric(cols[1], "spares_run_out", "< 0.1%" if cover.run_out < 0.001 else fmt_pct(cover.run_out), **BESIDE)
+    metric(cols[2], "technician_load", fmt_pct(cover.technician_load),
+           "a queue grows without end" if cover.technician_load >= 1 else None, **BESIDE)
 st.caption(f"Failure rate with the multipliers: {curve_args['rate_per_1000_node_days']:.3g} per 1,000 host-days; "
-           f"checkpoint write {short_duration(write_now)}.")
+           f"checkpoint write {short_duration(write_now)}; "
+           f"{definition('closed_form_unexpected_interruptions').label.lower()}: "
+           f"{estimate.failures_per_s * days_s:,.1f} in {days_s / 86400:g} days. A failed host is away "
+           f"{fmt_duration(spare_cover(scenario).time_away_s) if scenario else DASH} (drain, diagnosis, repair, "
+           "burn-in).")
 st.plotly_chart(charts.ettr_curve(**curve_args), width="stretch")
 
 if scenario is None:
@@ -220,22 +192,23 @@ with run_tab:
         job, inter = summary.get("job", {}), summary.get("interruptions", {})
         losses = model.loss_table(summary, ran)
         expected_failures = ran_estimate.failures_per_s * ran.duration_s
-        cols = st.columns(5)
+        lost = losses.filter(pl.col("category").is_in(LOSS_CATEGORIES))  # goodput lost: no network slowdown
+        cols = st.columns(4)
         simulated = job.get("ettr")
-        cols[0].metric("Simulated ETTR", fmt_pct(simulated),
-                       f"{(simulated - ran_estimate.ettr) * 100:+.1f} pts vs closed form"
-                       if simulated is not None else None, help=f"closed form {fmt_pct(ran_estimate.ettr)}",
-                       **BESIDE)
-        cols[1].metric("Simulated MTTF", fmt_hours(job.get("mttf_hours")),
-                       f"closed form {fmt_hours(ran_estimate.mttf_s / 3600.0)}", **BESIDE)
-        cols[2].metric("Interruptions", fmt_int(inter.get("total")),
-                       f"{inter.get('unexpected', 0)} unexpected, {inter.get('planned', 0)} planned", **BESIDE)
-        cols[3].metric("Lost GPU-hours", fmt_gpu_hours(losses["sim_gpu_hours"].sum()),
-                       f"closed form {fmt_gpu_hours(losses['cf_gpu_hours'].sum())}", **BESIDE)
-        cols[4].metric("Lost money", fmt_usd(losses["sim_usd"].sum()),
-                       f"closed form {fmt_usd(losses['cf_usd'].sum())}", **BESIDE)
-        st.caption(f"The closed form expects {expected_failures:,.1f} unexpected interruptions in "
-                   f"{ran['simulation.days']:g} days; it counts no planned ones.")
+        metric(cols[0], "ettr", fmt_pct(simulated),
+               f"{(simulated - ran_estimate.ettr) * 100:+.1f} pts vs closed form {fmt_pct(ran_estimate.ettr)}"
+               if simulated is not None else None, **BESIDE)
+        metric(cols[1], "job_mttf", fmt_hours(job.get("mttf_hours")),
+               f"closed form {fmt_hours(ran_estimate.mttf_s / 3600.0)}", **BESIDE)
+        metric(cols[2], "interruptions", fmt_int(inter.get("total")),
+               f"{inter.get('unexpected', 0)} unexpected, {inter.get('planned', 0)} planned", **BESIDE)
+        metric(cols[3], "goodput_lost", fmt_gpu_hours(lost["sim_gpu_hours"].sum()),
+               f"{fmt_usd(lost['sim_usd'].sum())}; closed form {fmt_gpu_hours(lost['cf_gpu_hours'].sum())}, "
+               f"{fmt_usd(lost['cf_usd'].sum())}", **BESIDE)
+        st.caption(f"One summary-only run of these settings (seed {ran['simulation.seed']}), not stored: each "
+                   "figure is the run's own, under its definition; the deltas put the closed form beside it.")
+        st.caption(f"{definition('closed_form_unexpected_interruptions').label}: {expected_failures:,.1f} in "
+                   f"{ran['simulation.days']:g} days; the closed form counts no planned ones.")
         ran_slowdown = model.job_slowdown(job)
         if ran_slowdown > 1.0:
             st.caption(f"The {job.get('placement', 'pack')} placement slows the job's collectives "
@@ -282,20 +255,18 @@ with mc_tab:
             st.warning("The knobs changed since these runs: their figures are for the earlier settings.")
         band = bands(frame).row(0, named=True)
         cols = st.columns(4)
-        cols[0].metric("Mean ETTR", fmt_pct(band["ettr_mean"]),
-                       f"5-95 %: {fmt_pct(band['ettr_p5'])} – {fmt_pct(band['ettr_p95'])}", **BESIDE)
-        cols[1].metric("Mean MTTF", fmt_hours(band["mttf_hours_mean"]),
-                       f"5-95 %: {fmt_hours(band['mttf_hours_p5'])} – {fmt_hours(band['mttf_hours_p95'])}",
-                       **BESIDE)
-        cols[2].metric("Mean interruptions", f"{band['interruptions_mean']:,.1f}",
-                       f"5-95 %: {band['interruptions_p5']:,.1f} – {band['interruptions_p95']:,.1f}",
-                       **BESIDE)
-        cols[3].metric("Mean lost money", fmt_usd(band["lost_usd_mean"]),
-                       f"5-95 %: {fmt_usd(band['lost_usd_p5'])} – {fmt_usd(band['lost_usd_p95'])}",
-                       **BESIDE)
+        metric(cols[0], "mean_ettr_over_seeds", fmt_pct(band["ettr_mean"]),
+               f"5-95 %: {fmt_pct(band['ettr_p5'])} – {fmt_pct(band['ettr_p95'])}", **BESIDE)
+        metric(cols[1], "mean_job_mttf_over_seeds", fmt_hours(band["mttf_hours_mean"]),
+               f"5-95 %: {fmt_hours(band['mttf_hours_p5'])} – {fmt_hours(band['mttf_hours_p95'])}", **BESIDE)
+        metric(cols[2], "mean_interruptions_over_seeds", f"{band['interruptions_mean']:,.1f}",
+               f"5-95 %: {band['interruptions_p5']:,.1f} – {band['interruptions_p95']:,.1f}", **BESIDE)
+        metric(cols[3], "mean_goodput_lost_usd_over_seeds", fmt_usd(band["lost_usd_mean"]),
+               f"5-95 %: {fmt_usd(band['lost_usd_p5'])} – {fmt_usd(band['lost_usd_p95'])}", **BESIDE)
         st.plotly_chart(charts.monte_carlo_histogram(
             frame["ettr"].to_list(), (band["ettr_mean"], band["ettr_p5"], band["ettr_p95"])), width="stretch")
-        st.caption(f"{band['runs']} runs; closed form {fmt_pct(band['closed_form_ettr_mean'])}.")
+        st.caption(f"{band['runs']} runs; {definition('closed_form_ettr').label.lower()} "
+                   f"{fmt_pct(band['closed_form_ettr_mean'])}.")
 
 # ----- sweeps ---------------------------------------------------------------------------------------------------
 with sweep_tab:
@@ -359,12 +330,11 @@ with sweep_tab:
         shown = bands(frame, by=[a.key for a in s_axes]).select(
             *[a.key for a in s_axes], "runs", "ettr_mean", "ettr_p5", "ettr_p95", "closed_form_ettr_mean",
             "ettr_with_network_mean", "mttf_hours_mean", "lost_usd_mean")
-        number = st.column_config.NumberColumn
         st.dataframe(shown, hide_index=True, width="stretch", column_config={
-            "ettr_mean": number("mean ETTR", format="percent"), "ettr_p5": number("ETTR p5", format="percent"),
-            "ettr_p95": number("ETTR p95", format="percent"),
-            "closed_form_ettr_mean": number("closed form", format="percent"),
-            "ettr_with_network_mean": number("with network", format="percent",
-                                             help="mean ETTR over the placement's network slowdown"),
-            "mttf_hours_mean": number("mean MTTF (h)", format="%.1f"),
-            "lost_usd_mean": number("mean lost (USD)", format="dollar")})
+            **{a.key: st.column_config.TextColumn(labels[a.key]) for a in s_axes},
+            "ettr_mean": column("mean_ettr_over_seeds", "percent"),
+            "ettr_p5": column("ettr_p5_over_seeds", "percent"), "ettr_p95": column("ettr_p95_over_seeds", "percent"),
+            "closed_form_ettr_mean": column("closed_form_ettr", "percent"),
+            "ettr_with_network_mean": column("mean_goodput_with_network_over_seeds", "percent"),
+            "mttf_hours_mean": column("mean_job_mttf_over_seeds", "%.1f h"),
+            "lost_usd_mean": column("mean_goodput_lost_usd_over_seeds", "dollar")})
