@@ -2,6 +2,7 @@
 
     import_telemetry(store, dcgm=[("node017.prom", data)], kernel_logs=[...])  -> Imported (kind ingest)
     import_trace(store, ("jobs.csv", data), fmt="auto", mode="rescheduled")    -> Imported (kind replay)
+    import_trace(store, ("pods.csv", data), node_list=("nodes.csv", data))     -> an openb pod list on its nodes
 
 Everything is parsed and built before anything is written, and the run is written atomically
 (Store.write_run), so a file that fails to parse leaves the store as it was; the error names the file and line
@@ -78,17 +79,24 @@ def import_telemetry(store: Store, dcgm: Sequence = (), kernel_logs: Sequence = 
 
 
 def import_trace(store: Store, trace, *, fmt: str = "auto", mode: str = "rescheduled", name: str | None = None,
-                 limit: int = MAX_UPLOAD_BYTES) -> Imported:
-    """A job trace (goodput CSV, Slurm sacct, SWF, Alibaba openb) replayed into a new run."""
+                 node_list=None, limit: int = MAX_UPLOAD_BYTES) -> Imported:
+    """A job trace (goodput CSV, Slurm sacct, SWF, Alibaba openb) replayed into a new run.
+
+    `node_list`: an openb pod list's node list (openb_node_list_gpu_node.csv), the upload's counterpart of the
+    file `goodput replay` reads beside the pod list. Without it an openb replay runs on a cluster inferred from
+    the pods, and the summary's `notes` say so and what to add."""
     if fmt not in TRACE_FORMATS:
         raise UploadError(f"unknown trace format {fmt!r}; one of {', '.join(TRACE_FORMATS)}")
     if mode not in MODES:
         raise UploadError(f"unknown replay mode {mode!r}; one of {', '.join(MODES)}")
     [(file_name, data)] = named_bytes([trace])
-    check_size([(file_name, data)], limit)
+    nodes = named_bytes([node_list])[0] if node_list is not None else None
+    check_size([(file_name, data), *([nodes] if nodes else [])], limit)
     if not data.strip():
         raise UploadError(f"{file_name}: the file is empty")
-    run = replay_file(data, fmt=fmt, mode=mode, name=file_name)
+    if nodes is not None and not nodes[1].strip():
+        raise UploadError(f"{nodes[0]}: the node list is empty")
+    run = replay_file(data, fmt=fmt, mode=mode, name=file_name, node_list=nodes)
     if name:
         run.name = name
     return _write(store, run)

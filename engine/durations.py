@@ -1,27 +1,55 @@
-"""Durations as people write them: `90s`, `30m`, `2h`, `1d` (also `1.5h`, `2w`, or a plain number of seconds)."""
+"""Durations as people write them: a number and its unit, `90s`, `30m`, `2h`, `1d` (also `250ms`, `10 min`,
+`1.5h`, `2w`, `1h30m`, `3d12h`).
 
+A bare number (`5`, `"300"`, a TOML `checkpoint_interval = 5`) is refused: five what? Minutes, as a planner
+thinks of a checkpoint interval, or seconds, as the engine counts? The error names the key or flag, the value
+and the units expected. The one exception is `bare_seconds=True`, for scenarios an earlier Goodput stored
+(runs.scenario, an incidents export's scenario): it took a bare number as seconds, so such a run still opens.
+"""
+
+import math
 import re
 
 from engine.errors import GoodputError
 
 UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0, "d": 86400.0, "w": 604800.0}
-_PATTERN = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*(ms|s|min|m|h|d|w)?\s*$")
+UNITS_EXPECTED = "give a unit: 90s, 30m, 2h, 1d (also ms, min, w; or parts such as 1h30m)"
+_NUMBER = r"(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?"  # `1.5e+07s` too: what Python's `{:g}` writes
+_PART = re.compile(rf"({_NUMBER})\s*(ms|min|s|m|h|d|w)")  # ms and min before s and m: longest unit first
+_WHOLE = re.compile(rf"^\s*([+-]?)\s*(?:{_NUMBER}\s*(?:ms|min|s|m|h|d|w)\s*)+$")
+_BARE = re.compile(rf"^\s*[+-]?{_NUMBER}\s*$")
 
 
-def parse_duration(text: str | int | float, what: str = "duration") -> float:
-    """Seconds in `text`; `what` names the key or flag in the error."""
+def parse_duration(text: str | int | float, what: str = "duration", *, bare_seconds: bool = False) -> float:
+    """Seconds in `text`; `what` names the key or flag in the error. A number without a unit is refused
+    unless `bare_seconds` (a value an earlier version stored, when a bare number meant seconds)."""
     if isinstance(text, bool):
         raise GoodputError(f"{what}: expected a duration such as 90s, 30m, 2h or 1d, got {text!r}")
-    if isinstance(text, int | float):
-        seconds = float(text)
+    if isinstance(text, float) and not math.isfinite(text):  # TOML's inf and nan: no unit would help
+        raise GoodputError(f"{what}: expected a finite duration, got {text!r}")
+    if isinstance(text, int | float) or _BARE.match(str(text)):
+        if not bare_seconds:
+            raise GoodputError(f"{what}: {_shown(text)} has no unit; {UNITS_EXPECTED}")
+        try:
+            seconds = float(text)
+        except OverflowError:  # an int of 400 digits: no float holds it
+            seconds = math.inf
+    elif whole := _WHOLE.match(str(text)):
+        sign = -1.0 if whole.group(1) == "-" else 1.0  # read, so that `-3m` is called negative, not malformed
+        seconds = sign * math.fsum(float(n) * UNIT_SECONDS[unit] for n, unit in _PART.findall(str(text)))
     else:
-        match = _PATTERN.match(str(text))
-        if not match:
-            raise GoodputError(f"{what}: expected a duration such as 90s, 30m, 2h or 1d, got {text!r}")
-        seconds = float(match.group(1)) * UNIT_SECONDS[match.group(2) or "s"]
+        raise GoodputError(f"{what}: expected a duration such as 90s, 30m, 2h or 1d, got {_shown(text)}")
+    if not math.isfinite(seconds):
+        raise GoodputError(f"{what}: expected a finite duration, got {_shown(text)}")
     if seconds < 0:
-        raise GoodputError(f"{what}: a duration cannot be negative, got {text!r}")
+        raise GoodputError(f"{what}: a duration cannot be negative, got {_shown(text)}")
     return seconds
+
+
+def _shown(value: object) -> str:
+    """The value as written, cut short: a 4,000-digit number is not echoed whole."""
+    text = repr(value)
+    return text if len(text) <= 60 else f"{text[:40]}... ({len(text):,} characters)"
 
 
 def format_duration(seconds: float) -> str:

@@ -14,6 +14,22 @@ import polars as pl
 
 KINDS = ("simulate", "replay", "ingest")
 
+# The wall-clock start of a run whose date is unknown: a kernel log stamped only in seconds since boot
+# (`[12345.678901] NVRM: Xid ...`, /dev/kmsg) with nothing beside it that tells the date. Its times still count
+# in seconds from the run's start (the log's first line), and runs.started_at holds this flag, the Unix epoch,
+# which no observed run can have (engine.ingest refuses stamps before 2000). Pages show such times as
+# "+3 h 25 min from start", never as a date (dashboard.charts.common.fmt_time); the run's summary says
+# `"start_known": false` and its scenario `"start": "unknown"`.
+UNKNOWN_START = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def start_known(started_at: datetime | None) -> bool:
+    """False for a run whose wall-clock start is unknown (UNKNOWN_START, or none at all)."""
+    if started_at is None:
+        return False
+    aware = started_at if started_at.tzinfo else started_at.replace(tzinfo=UTC)
+    return aware != UNKNOWN_START
+
 Table = pl.DataFrame | Iterable[pl.DataFrame]
 
 

@@ -9,6 +9,10 @@ A scenario is built in layers, each checked key by key with an error that names 
 Values are stored in their raw, human spelling (`"30m"`) in `Scenario.raw` (what TOML export and
 `runs.scenario` keep) and parsed (seconds, ints, floats) in `Scenario.values` (what the engine reads:
 `scenario["training.checkpoint_interval"]` or `scenario.training.checkpoint_interval`).
+
+A duration key takes a number and its unit (`90s`, `30m`, `2h`, `1d`); a bare number (`--set
+training.checkpoint_interval=5`, a TOML `checkpoint_interval = 5`) is refused with the units expected, except in
+a scenario stored by an earlier version (STORED below), where it meant seconds.
 """
 
 import difflib
@@ -33,6 +37,12 @@ from engine.scenario_keys import KEY_BY_NAME, MIX_PREFIX, PRESETS, SECTIONS, Key
 
 class ScenarioError(GoodputError):
     """A scenario key is unknown, or its value is malformed or impossible."""
+
+
+# The layer of a scenario already built and stored (runs.scenario, an incidents export, `with_overrides`): its
+# values were checked when it was made. Up to issue 13 a bare number was a duration in seconds; such a stored
+# number still reads as seconds, where a file or `--set` must now give the unit (engine.durations).
+STORED = "scenario"
 
 
 # ----- the scenario --------------------------------------------------------------------------------------
@@ -131,7 +141,7 @@ def build(preset: str | None = None, *, file: str | Path | None = None, base: Ma
     raw.update(PRESETS[preset])
     layers: list[tuple[str, Mapping[str, Any]]] = []
     if base:
-        layers.append(("scenario", base))
+        layers.append((STORED, base))
     if file_values:
         layers.append((str(file), file_values))
     for text in sets:
@@ -241,7 +251,12 @@ def _source_of(key: str, layers: list[tuple[str, Mapping[str, Any]]], preset: st
 
 def _parse_value(key: Key, value: Any, source: str) -> Any:
     where = f"{source}: {key.name}"
-    parsed = _PARSERS[key.kind](value, where, key)
+    if source == STORED and key.kind == "duration":
+        parsed = _parse_duration(value, where, key, bare_seconds=True)  # an earlier version's bare seconds
+    elif source == STORED and key.kind == "optional_duration":
+        parsed = _parse_optional_duration(value, where, key, bare_seconds=True)
+    else:
+        parsed = _PARSERS[key.kind](value, where, key)
     if isinstance(parsed, int | float) and not isinstance(parsed, bool):
         if key.minimum is not None and (parsed < key.minimum or (key.exclusive_minimum and parsed == key.minimum)):
             relation = "greater than" if key.exclusive_minimum else "at least"
@@ -294,9 +309,10 @@ def _parse_float(value: Any, where: str, key: Key) -> float:
     return number
 
 
-def _parse_duration(value: Any, where: str, key: Key) -> float:
+def _parse_duration(value: Any, where: str, key: Key, *, bare_seconds: bool = False) -> float:
+    """A duration with its unit (a bare number is refused: engine.durations), in seconds."""
     try:
-        seconds = parse_duration(value, where)
+        seconds = parse_duration(value, where, bare_seconds=bare_seconds)
     except GoodputError as err:
         raise ScenarioError(str(err)) from None
     if not math.isfinite(seconds):  # `inf`, `nan`, or 400 digits of days
@@ -304,8 +320,8 @@ def _parse_duration(value: Any, where: str, key: Key) -> float:
     return seconds
 
 
-def _parse_optional_duration(value: Any, where: str, key: Key) -> float | None:
-    return None if value in ("", None) else _parse_duration(value, where, key)
+def _parse_optional_duration(value: Any, where: str, key: Key, *, bare_seconds: bool = False) -> float | None:
+    return None if value in ("", None) else _parse_duration(value, where, key, bare_seconds=bare_seconds)
 
 
 def _parse_bool(value: Any, where: str, key: Key) -> bool:

@@ -15,8 +15,9 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from dashboard.charts import compare, gpus, incidents, jobs, network, planner, racks
-from dashboard.charts.common import CATEGORY_COLORS
+from dashboard.charts.common import CATEGORY_COLOURS, HOST_STATE_COLOURS
 from engine.analytics import closed_form_ettr, young_daly_interval
+from engine.palette import END_REASON_COLOURS, GPU_FAILED_COLOUR, xid_colour
 from engine.run import Run
 from engine.scenario import build
 from engine.store import Store
@@ -176,17 +177,18 @@ def test_floor_plan_places_each_host_in_its_rack_cell_with_its_state_colour():
     assert z[1, 0] == order.index("running") and z[0, 0] == order.index("repair")
     assert z[4, 1] == order.index("unknown")
     assert np.isnan(z[2]).all() and np.isnan(z[0, 1])  # the blank line between rows, an empty position
-    assert heat.text[0][0] == "b · rack 0 · repair"
+    assert heat.text[0][0] == "b · rack 0 · In repair"  # states in words (engine.palette)
     # the discrete scale gives each code its state colour
     scale = {round(stop, 6): colour for stop, colour in heat.colorscale}
     n = len(order)
     assert scale[round(order.index("repair") / n, 6)] == racks.STATE_COLOURS["repair"]
-    assert {t.name for t in fig.data[1:-1]} == {"running", "repair", "unknown"}
+    assert {t.name for t in fig.data[1:-1]} == {"Running a job", "In repair", "No state recorded"}
     # the rack handles: one clickable dot in the middle of each rack, its hover naming the rack's hosts
     handles = fig.data[-1]
     assert handles.name == racks.RACK_HANDLES
     assert list(handles.customdata) == [0, 3] and list(handles.x) == [0, 1] and list(handles.y) == [0.5, 3.5]
-    assert handles.text[0] == "<b>rack 0</b> (click to open)<br>b: repair<br>a: running"  # top slot first
+    assert handles.text[0] == ("<b>rack 0</b> (click to open)<br>row 0, position 0<br>b: In repair"
+                               "<br>a: Running a job")  # top slot first
 
 
 def test_floor_plan_of_gpus_puts_a_hosts_gpus_side_by_side():
@@ -199,10 +201,10 @@ def test_floor_plan_of_gpus_puts_a_hosts_gpus_side_by_side():
     assert z.shape == (2, 6)  # 2 racks x (2 GPUs + a blank column)
     assert list(z[0]) == pytest.approx([order.index("running"), order.index("failed"), np.nan,
                                         order.index("spare"), order.index("spare"), np.nan], nan_ok=True)
-    assert fig.data[0].text[0][1] == "a · rack 0 · GPU 1 · failed"
+    assert fig.data[0].text[0][1] == "a · rack 0 · GPU 1 · Failed GPU"
     assert list(fig.layout.xaxis.tickvals) == [0.5, 3.5]  # each rack's label under the middle of its GPUs
     assert list(fig.data[-1].x) == [0.5, 3.5] and list(fig.data[-1].customdata) == [0, 1]
-    assert fig.data[-1].text[0].endswith("<br>a: running, 1 GPU failed")
+    assert fig.data[-1].text[0].endswith("<br>a: Running a job, 1 GPU failed")
 
 
 def test_clicked_rack_reads_a_plotly_selection():
@@ -220,10 +222,10 @@ def test_state_history_draws_one_bar_per_interval_in_state_colours():
                               "job_id": ["j", None, "j"]})
     fig = racks.state_history(intervals, STARTED)
     by_name = {t.name: t for t in fig.data}
-    assert set(by_name) == {"running", "repair"}
-    assert list(by_name["running"].x) == [3600000.0, 7200000.0]
-    assert by_name["repair"].marker.color == racks.STATE_COLOURS["repair"]
-    assert str(by_name["repair"].base[0]) == "2024-03-01T01:00:00.000"
+    assert set(by_name) == {"Running a job", "In repair"}
+    assert list(by_name["Running a job"].x) == [3600000.0, 7200000.0]
+    assert by_name["In repair"].marker.color == racks.STATE_COLOURS["repair"]
+    assert str(by_name["In repair"].base[0]) == "2024-03-01T01:00:00.000"
 
 
 # ----- jobs ---------------------------------------------------------------------------------------------
@@ -231,16 +233,16 @@ def test_state_history_draws_one_bar_per_interval_in_state_colours():
 def test_gantt_colours_attempts_by_how_they_ended_and_marks_failures():
     attempts = _attempts().with_columns(pl.col("job_id").alias("label"))
     fig = jobs.attempts_gantt(attempts, STARTED, ["j-flag", "j-r1", "j-r2"])
-    bars = {t.name: t for t in fig.data if isinstance(t, go.Bar)}
-    assert set(bars) == {"failure", "planned_maintenance", "end_of_run", "completed"}
-    assert list(bars["failure"].y) == ["j-flag", "j-r2"]
-    assert bars["failure"].marker.color == jobs.END_COLOURS["failure"]
+    bars = {t.name: t for t in fig.data if isinstance(t, go.Bar) and t.name != "Restarting or requeued"}
+    assert set(bars) == {"Failure", "Planned maintenance", "Still running at the end of the run", "Completed"}
+    assert list(bars["Failure"].y) == ["j-flag", "j-r2"]
+    assert bars["Failure"].marker.color == END_REASON_COLOURS["failure"]
     marks = [t for t in fig.data if isinstance(t, go.Scatter)][0]
     assert [str(x) for x in marks.x] == ["2024-03-01T05:33:20.000", "2024-03-01T08:20:00.000"]
-    assert list(marks.text) == ["faulty_gpu", "network_switch_cable"]
+    assert list(marks.text) == ["Faulty GPU", "Network switch/cable"]  # words, not keys
     assert list(fig.layout.yaxis.categoryarray) == ["j-r2", "j-r1", "j-flag"]  # the first row on top
     assert list(fig.layout.yaxis.range) == [-0.6, 2.6]  # no empty band above or below the rows
-    assert list(bars["failure"].customdata) == ["j-flag", "j-r2"] and list(marks.customdata) == ["j-flag", "j-r2"]
+    assert list(bars["Failure"].customdata) == ["j-flag", "j-r2"] and list(marks.customdata) == ["j-flag", "j-r2"]
     assert jobs.clicked_job({"points": [{"curve_number": 1, "customdata": "j-r2"}]}) == "j-r2"
     assert jobs.clicked_job({"points": []}) is None and jobs.clicked_job(None) is None
 
@@ -250,10 +252,10 @@ def test_gantt_colours_attempts_by_how_they_ended_and_marks_failures():
 def test_gpu_health_and_xid_charts():
     fig = gpus.health_counts(pl.DataFrame({"state": ["running", "failed"], "gpus": [14, 2]}))
     assert list(fig.data[0].y) == [14, 2]
-    assert list(fig.data[0].marker.color) == [racks.STATE_COLOURS["running"], gpus.FAILED_COLOUR]
+    assert list(fig.data[0].marker.color) == [HOST_STATE_COLOURS["running"], GPU_FAILED_COLOUR]
     fig = gpus.xid_counts(pl.DataFrame({"xid": [79, 63], "events": [5, 2]}))
     assert list(fig.data[0].y) == ["79 GPU_HAS_FALLEN_OFF_THE_BUS", "63 DRAM_RETIREMENT_EVENT"]
-    assert list(fig.data[0].marker.color) == [gpus.FAILED_COLOUR, "#868e96"]  # 79 fatal, 63 not
+    assert list(fig.data[0].marker.color) == [xid_colour(79), xid_colour(63)]  # engine.palette's, as everywhere
 
 
 def test_gpu_telemetry_has_a_panel_per_metric_and_the_tdp_line():
@@ -269,9 +271,9 @@ def test_offender_history_one_trace_per_cause_in_category_colours():
                           "cause": ["faulty_gpu", "gpu_hbm3"]})
     frame = pl.concat([frame, pl.DataFrame({"label": ["host-009"], "t_s": [100.0], "cause": ["nic"]})])
     fig = gpus.offender_history(frame, STARTED)
-    assert [t.name for t in fig.data] == ["faulty_gpu", "gpu_hbm3", "nic"]  # by category (GPU, Host), then cause
-    assert [t.marker.color for t in fig.data] == [CATEGORY_COLORS["GPU"], CATEGORY_COLORS["GPU"],
-                                                  CATEGORY_COLORS["Host"]]
+    assert [t.name for t in fig.data] == ["Faulty GPU", "GPU HBM3 memory", "NIC"]  # by category, then cause
+    assert [t.marker.color for t in fig.data] == [CATEGORY_COLOURS["GPU"], CATEGORY_COLOURS["GPU"],
+                                                  CATEGORY_COLOURS["Host"]]
     assert [t.marker.symbol for t in fig.data] == ["diamond", "circle", "diamond"]  # told apart inside GPU
     assert list(fig.layout.yaxis.categoryarray) == ["host-009", "host-001"]  # the first row on top
     # with GPU ids, each marker carries its GPU for a click to open
@@ -288,7 +290,7 @@ def test_incident_timeline_sizes_by_cost_and_colours_by_category():
     by_name = {t.name: t for t in fig.data}
     assert set(by_name) == {"GPU", "Network", "Planned"}
     gpu = by_name["GPU"]
-    assert list(gpu.y) == ["faulty_gpu", "gpu_hbm3"]
+    assert list(gpu.y) == ["Faulty GPU", "GPU HBM3 memory"]  # causes in words
     assert gpu.marker.color == incidents.CATEGORY_COLOURS["GPU"]
     # the costliest incident (faulty_gpu, 3.56 GPU-hours) gets the largest marker, the free one the smallest
     assert gpu.marker.size[0] == pytest.approx(incidents.MAX_SIZE)
@@ -313,7 +315,7 @@ def test_marker_sizes_scale_area_with_cost():
 def test_by_cause_and_per_day():
     counts = pl.DataFrame({"cause": ["faulty_gpu", "nic"], "category": ["GPU", "Host"], "interruptions": [5, 1]})
     fig = incidents.by_cause(counts)
-    assert list(fig.data[0].y) == ["nic", "faulty_gpu"] and list(fig.data[0].x) == [1, 5]
+    assert list(fig.data[0].y) == ["NIC", "Faulty GPU"] and list(fig.data[0].x) == [1, 5]
     days = pl.DataFrame({"day": [0, 1], "planned": [1, 0], "unexpected": [2, 3]})
     fig = incidents.per_day(days, STARTED)
     assert [t.name for t in fig.data] == ["unexpected", "planned"]
@@ -326,7 +328,7 @@ def test_tiers_ordered_bottom_up_with_capacity_in_tbps():
     frame = pl.DataFrame({"tier": ["ctsw_atsw", "gpu_rtsw", "rtsw_ctsw"], "links": [2, 16, 4],
                           "capacity_gbps": [3200.0, 6400.0, 12800.0]})
     fig = network.tiers(frame)
-    assert list(fig.data[0].x) == ["gpu_rtsw", "rtsw_ctsw", "ctsw_atsw"]
+    assert list(fig.data[0].x) == ["NIC cables", "Rack uplinks", "Core links"]  # engine.palette.tier_label
     assert list(fig.data[0].y) == [16, 4, 2] and list(fig.data[1].y) == [6.4, 12.8, 3.2]
 
 
@@ -334,8 +336,8 @@ def test_utilisation_mean_and_hottest_per_tier():
     frame = pl.DataFrame({"t_s": [0.0, 3600.0, 0.0], "tier": ["gpu_rtsw", "gpu_rtsw", "ctsw_atsw"],
                           "mean_util": [10.0, 20.0, 5.0], "max_util": [50.0, 60.0, 7.0]})
     fig = network.utilisation(frame, STARTED)
-    assert [t.name for t in fig.data] == ["gpu_rtsw mean", "gpu_rtsw hottest", "ctsw_atsw mean",
-                                          "ctsw_atsw hottest"]
+    assert [t.name for t in fig.data] == ["NIC cables: mean", "NIC cables: busiest link", "Core links: mean",
+                                          "Core links: busiest link"]
     assert list(fig.data[1].y) == [50.0, 60.0]
 
 
@@ -358,7 +360,7 @@ def test_ettr_curve_marks_the_young_daly_optimum_at_the_curve_maximum():
 def test_ettr_curve_without_failures_has_no_optimum():
     fig = planner.ettr_curve(gpus=8, rate_per_1000_node_days=0.0, checkpoint_interval_s=600.0,
                              checkpoint_write_s=10.0, restart_overhead_s=60.0)
-    assert [t.name for t in fig.data] == ["closed-form ETTR", "chosen interval"]
+    assert [t.name for t in fig.data] == ["Closed-form ETTR", "chosen interval"]
 
 
 # ----- compare ------------------------------------------------------------------------------------------
@@ -368,7 +370,7 @@ def test_causes_side_by_side_groups_by_cause_with_a_bar_per_run():
                            "interruptions": [3, 1, 5]})
     fig = compare.causes_side_by_side(counts)
     assert [t.name for t in fig.data] == ["a", "b"]
-    assert list(fig.data[0].x) == ["faulty_gpu", "nic"]
+    assert list(fig.data[0].x) == ["Faulty GPU", "NIC"]  # causes in words
     assert list(fig.data[0].y) == [3, 1] and list(fig.data[1].y) == [5, 0]
     fig = compare.causes_side_by_side(counts, runs=["b", "a", "c"])  # c has no incident at all
     assert [t.name for t in fig.data] == ["b", "a", "c"] and list(fig.data[2].y) == [0, 0]

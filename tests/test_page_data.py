@@ -125,7 +125,7 @@ def test_empty_store_shows_the_commands(store_dir):
     ):
         assert command in commands
     assert f"--store {store_dir}" in commands
-    assert [u.key for u in at.file_uploader] == ["upload_dcgm", "upload_logs", "upload_trace"]
+    assert [u.key for u in at.file_uploader] == ["upload_dcgm", "upload_logs", "upload_trace", "upload_nodes"]
     assert any("Up to 200 MB in all per import" in c.value for c in at.caption)
 
 
@@ -186,3 +186,64 @@ def test_a_bad_trace_upload_names_the_line(store_dir):
     [error] = at.error
     assert error.value.startswith("Nothing was imported: small.csv, line 3: gpus must be a number")
     assert Store(store_dir).run_ids() == []
+
+
+# ----- issue 13: uploads do what the command line does ----------------------------------------------------------
+
+OPENB = Path(__file__).resolve().parent / "fixtures" / "replay" / "openb"  # a pod list and its node list
+PODS, NODES = (OPENB / "pods.csv").read_bytes(), (OPENB / "openb_node_list_gpu_node.csv").read_bytes()
+
+
+def test_an_openb_pod_list_is_replayed_on_its_uploaded_node_list(store_dir):
+    at = data_page()
+    at.file_uploader(key="upload_trace").set_value(("openb_pod_list_default.csv", PODS, "text/csv"))
+    at.file_uploader(key="upload_nodes").set_value(("openb_node_list_gpu_node.csv", NODES, "text/csv"))
+    at.run()
+    at.button(key="upload_replay").click().run()
+    assert not at.exception and not at.error and not at.warning
+    [run_id] = Store(store_dir).run_ids()
+    assert [s.value for s in at.success] == [
+        f"Imported **openb_pod_list_default.csv** as run `{run_id}` (replay: 5 jobs, 2 hosts, 10 GPUs)."]
+    hosts = Store(store_dir).table(run_id, "hosts")["hostname"].to_list()
+    assert hosts == ["node-a", "node-b"]  # the recorded nodes, as `goodput replay` reads them beside the pods
+
+
+def test_an_openb_pod_list_alone_says_its_node_list_is_missing(store_dir):
+    at = data_page()
+    at.file_uploader(key="upload_trace").set_value(("pods.csv", PODS, "text/csv")).run()
+    at.button(key="upload_replay").click().run()
+    assert not at.exception and not at.error
+    [run_id] = Store(store_dir).run_ids()
+    [warning] = at.warning
+    assert warning.value.startswith("pods.csv came without its node list (openb_node_list_gpu_node.csv):"
+                                    " the cluster was inferred from the pods' peak GPU use (2 hosts, 16 GPUs).")
+    assert "add it on the Data page" in warning.value
+    assert page_links(at) == [(f"Open run {run_id}", f"run={run_id}")]
+
+
+def test_a_node_list_given_as_the_trace_says_where_it_goes(store_dir):
+    at = data_page()
+    at.file_uploader(key="upload_trace").set_value(("nodes.csv", NODES, "text/csv")).run()
+    at.button(key="upload_replay").click().run()
+    [error] = at.error
+    assert error.value.startswith("Nothing was imported: nodes.csv: an Alibaba openb node list, not a job trace")
+    assert Store(store_dir).run_ids() == []
+
+
+def test_a_boot_relative_kernel_log_upload_says_its_dates_are_unknown(store_dir):
+    log = kernel_log("dmesg", [(10.0, xid_body(3, 79))], host="node001").encode()
+    at = data_page()
+    at.file_uploader(key="upload_logs").set_value([("node001.dmesg", log, "text/plain")]).run()
+    at.button(key="upload_ingest").click().run()
+    assert not at.exception and not at.error
+    [warning] = at.warning
+    assert warning.value.startswith("node001.dmesg: stamped in seconds since boot only, so its dates are unknown;"
+                                    " times are shown from its first line")
+    [table] = at.dataframe
+    assert table.value["started"].to_list() == ["unknown (since boot)"]
+    dated = kernel_log("dmesg-T", [(10.0, xid_body(3, 79))], host="node001").encode()
+    at.file_uploader(key="upload_logs").set_value([("node001.log", dated, "text/plain")]).run()
+    at.button(key="upload_ingest").click().run()
+    assert not at.warning
+    [table] = at.dataframe
+    assert sorted(table.value["started"].to_list()) == ["2024-12-02 11:00 UTC", "unknown (since boot)"]

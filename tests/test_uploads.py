@@ -134,3 +134,67 @@ def test_any_upload_makes_one_run_or_a_clear_error_and_nothing(tmp_path_factory,
         assert runs_in(store) == []
     else:
         assert runs_in(store) == [imported.run_id]
+
+
+# ----- issue 13: an upload does what the command line does ------------------------------------------------------
+
+OPENB = FIXTURES / "openb"  # a pod list and its node list, in the format of Alibaba's cluster-trace-gpu-v2023
+PODS, NODES = (OPENB / "pods.csv").read_bytes(), (OPENB / "openb_node_list_gpu_node.csv").read_bytes()
+
+
+def test_an_openb_pod_list_is_replayed_on_its_uploaded_node_list_as_the_cli_does(tmp_path):
+    """`goodput replay pods.csv` reads the node list beside it; the upload takes it as a second file."""
+    from engine.replay.run import replay_file
+
+    store = Store(tmp_path / "store")
+    imported = uploads.import_trace(store, Uploaded("pods.csv", PODS), node_list=Uploaded(
+        "openb_node_list_gpu_node.csv", NODES))
+    assert (imported.summary["hosts"], imported.summary["gpus"]) == (2, 10)  # node-a 8 GPUs + node-b 2
+    assert imported.summary["cluster_from"] == "node list" and imported.summary["notes"] == []
+    assert store.table(imported.run_id, "hosts")["hostname"].to_list() == ["node-a", "node-b"]
+    cli = replay_file(OPENB / "pods.csv")  # the file path: the node list found beside it
+    assert {k: cli.summary[k] for k in ("jobs", "hosts", "gpus", "utilization", "wait_mean_s")} == {
+        k: imported.summary[k] for k in ("jobs", "hosts", "gpus", "utilization", "wait_mean_s")}
+
+
+def test_an_openb_pod_list_without_its_node_list_says_what_is_missing(tmp_path):
+    store = Store(tmp_path / "store")
+    imported = uploads.import_trace(store, ("pods.csv", PODS))
+    assert imported.summary["cluster_from"] == "inferred from peak use"
+    [note] = imported.summary["notes"]
+    assert note.startswith("pods.csv came without its node list (openb_node_list_gpu_node.csv): the cluster was"
+                           " inferred from the pods' peak GPU use (2 hosts, 16 GPUs).")
+    assert "add it on the Data page" in note
+    other = uploads.import_trace(store, ("small.csv", (FIXTURES / "small.csv").read_bytes()))
+    assert other.summary["notes"] == []  # only openb has a node list to miss
+
+
+def test_a_node_list_in_the_wrong_place_is_named_and_nothing_is_written(tmp_path):
+    store = Store(tmp_path / "store")
+    small = (FIXTURES / "small.csv").read_bytes()
+    with pytest.raises(GoodputError, match=r"^nodes\.csv: a node list goes with an Alibaba openb pod list; "
+                                           r"small\.csv is a goodput trace"):
+        uploads.import_trace(store, ("small.csv", small), node_list=("nodes.csv", NODES))
+    with pytest.raises(GoodputError, match=r"^nodes\.csv: an Alibaba openb node list, not a job trace: give it"
+                                           r" with its pod list"):
+        uploads.import_trace(store, ("nodes.csv", NODES))
+    with pytest.raises(GoodputError, match=r"^nodes\.csv, line 3: gpu must be an integer from 0 to 64"):
+        uploads.import_trace(store, ("pods.csv", PODS), node_list=("nodes.csv", NODES.replace(b",2,T4", b",x,T4")))
+    with pytest.raises(uploads.UploadError, match=r"^nodes\.csv: the node list is empty"):
+        uploads.import_trace(store, ("pods.csv", PODS), node_list=("nodes.csv", b"\n"))
+    assert runs_in(store) == []
+
+
+def test_a_boot_relative_kernel_log_upload_keeps_its_dates_unknown(tmp_path):
+    from engine.run import UNKNOWN_START
+
+    store = Store(tmp_path / "store")
+    log = kernel_log("dmesg", [(0.0, xid_body(3, 79)), (3 * 3600 + 25 * 60, xid_body(3, 79))], host="node001")
+    imported = uploads.import_telemetry(store, [], [("node001.dmesg", log.encode())])
+    info = store.info(imported.run_id)
+    assert info.started_at == UNKNOWN_START and info.scenario["start"] == "unknown"
+    assert imported.summary["start_known"] is False
+    [note] = imported.summary["notes"]
+    assert note.startswith("node001.dmesg: stamped in seconds since boot only, so its dates are unknown")
+    # times count from the log's first line (a noise line 3 s before the first XID)
+    assert store.table(imported.run_id, "xid_events")["t_s"].to_list() == pytest.approx([3.0, 3.0 + 12300])

@@ -15,6 +15,7 @@ from dashboard.charts.common import fmt_int
 from dashboard.text import code, md
 from engine.errors import GoodputError
 from engine.replay.settings import MODES
+from engine.run import start_known
 
 CONFIRM_KEY = "data_confirm_delete"  # the run id awaiting confirmation
 DONE_KEY = "data_deleted"  # what the last delete did, shown once after the rerun
@@ -31,6 +32,11 @@ def gpus_of(info) -> int | None:
     return int(counted["n"][0]) if counted.height else None
 
 
+def fmt_start(started_at) -> str:
+    """A run's wall-clock start, or "unknown (since boot)" where nothing dated it (engine.run.start_known)."""
+    return f"{started_at:%Y-%m-%d %H:%M} UTC" if start_known(started_at) else "unknown (since boot)"
+
+
 def runs_table(runs) -> pl.DataFrame:
     s = state.store()
     return pl.DataFrame(
@@ -39,7 +45,7 @@ def runs_table(runs) -> pl.DataFrame:
             "kind": [r.kind for r in runs],
             "name": [r.name for r in runs],
             "created": [r.created_at.replace(tzinfo=None) for r in runs],
-            "started": [r.started_at.replace(tzinfo=None) for r in runs],
+            "started": [fmt_start(r.started_at) for r in runs],
             "days": [r.duration_s / 86400 for r in runs],
             "GPUs": [gpus_of(r) for r in runs],
             "seed": [r.seed for r in runs],
@@ -106,7 +112,8 @@ if runs:
         column_config={
             "run_id": st.column_config.TextColumn("run id"),
             "created": st.column_config.DatetimeColumn("created (UTC)", format="YYYY-MM-DD HH:mm"),
-            "started": st.column_config.DatetimeColumn("run starts (UTC)", format="YYYY-MM-DD HH:mm"),
+            "started": st.column_config.TextColumn("run starts", help="UTC; unknown for a kernel log stamped only in "
+                                                   "seconds since boot (its times count from its first line)"),
             "days": st.column_config.NumberColumn("days", format="%.1f"),
             "GPUs": st.column_config.NumberColumn("GPUs", format="%d"),
             "size_mb": st.column_config.NumberColumn("size (MB)", format="%.1f"),
@@ -164,6 +171,8 @@ if imported is not None:
                        if isinstance(imported.summary.get(k), int))
     st.success(f"Imported **{md(imported.name)}** as run {code(imported.run_id)} ({md(imported.kind)}"
                + (f": {counts}" if counts else "") + ").", icon=":material/check_circle:")
+    for note in imported.summary.get("notes") or ():  # a guess the import made, and what would replace it
+        st.warning(md(note), icon=":material/info:")
     st.page_link("app_pages/overview.py", label=f"Open run {md(imported.run_id)}", icon=":material/open_in_new:",
                   query_params={state.RUN_PARAM: imported.run_id})
 if not may_write:
@@ -190,6 +199,9 @@ else:
         trace = st.file_uploader("Job trace: goodput CSV, Slurm `sacct --parsable2`, SWF, Alibaba openb pod "
                                  "list",
                                  key="upload_trace", max_upload_size=uploads.MAX_UPLOAD_MB)
+        nodes = st.file_uploader("Its node list, for an openb pod list (`openb_node_list_gpu_node.csv`; without "
+                                 "it the cluster is inferred from the pods)",
+                                 key="upload_nodes", max_upload_size=uploads.MAX_UPLOAD_MB)
         left, right = st.columns(2)
         trace_format = left.selectbox("Format", uploads.TRACE_FORMATS, key="upload_format",
                                       help="auto tells the formats apart by their header and columns")
@@ -200,7 +212,8 @@ else:
         if st.button("Replay into a new run", key="upload_replay", icon=":material/upload:",
                      disabled=trace is None):
             run_import("Replaying", lambda: uploads.import_trace(store, trace, fmt=trace_format, mode=mode,
-                                                                 name=trace_name.strip() or None))
+                                                                 name=trace_name.strip() or None,
+                                                                 node_list=nodes))
 
 # ----- adding runs ------------------------------------------------------------------------------------------
 st.subheader("Add runs from a terminal")
@@ -223,7 +236,8 @@ st.markdown("**Replay** a job trace (goodput CSV, Slurm `sacct`, SWF, Alibaba op
 st.code(
     f"goodput replay jobs.csv --format auto --store {where}\n"
     f"goodput replay workload.swf --format swf --store {where}\n"
-    f"goodput replay openb_pod_list_default.csv --format openb --store {where}",
+    f"goodput replay openb_pod_list_default.csv --format openb --store {where}"
+    "   # reads openb_node_list_gpu_node.csv from the same folder",
     language="bash",
 )
 st.markdown("**Ingest** telemetry: DCGM exporter scrapes and kernel logs with NVIDIA XIDs:")

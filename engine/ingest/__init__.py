@@ -17,7 +17,7 @@ from engine import limits
 from engine.errors import GoodputError
 from engine.ingest.dcgm import DcgmSamples, parse_dcgm
 from engine.ingest.kernel_log import KernelEvents, parse_kernel_logs
-from engine.ingest.observed import Batch, Observer
+from engine.ingest.observed import Batch, Observer, since_boot_sources
 from engine.ingest.sources import Source, SourceLike, as_sources
 from engine.run import Run
 
@@ -59,8 +59,27 @@ def observed_run(dcgm: DcgmSamples | None, logs: KernelEvents | None, *, name: s
     tables = dict(batch.tables)
     tables["host_states"] = observer.host_states(0.0, observer.end_s)
     scenario = {"source": "ingest", "inputs": [s.name for s in _sources_of(dcgm, logs)]}
+    if not observer.start_known:
+        scenario["start"] = "unknown"  # engine.run.UNKNOWN_START: stamped since boot only
+    summary = summary_of([batch], observer, start_known=observer.start_known,
+                         notes=_clock_notes(since_boot_sources(logs), observer.start_known))
     return Run(kind="ingest", name=name, started_at=datetime.fromtimestamp(observer.origin_us / 1e6, UTC),
-               duration_s=observer.end_s, scenario=scenario, summary=summary_of([batch], observer), tables=tables)
+               duration_s=observer.end_s, scenario=scenario, summary=summary, tables=tables)
+
+
+def _clock_notes(since_boot: list[str], start_known: bool) -> list[str]:
+    """One line on logs stamped only in seconds since boot: nothing in them says on which date they were
+    written, so no date is invented (the file's modification time says when it was copied as often as not)."""
+    if not since_boot:
+        return []
+    names = ", ".join(since_boot[:3]) + (f" and {len(since_boot) - 3} more" if len(since_boot) > 3 else "")
+    if not start_known:
+        return [f"{names}: stamped in seconds since boot only, so its dates are unknown; times are shown from"
+                " its first line (\"+3 h 25 min from start\"); a log with dates (dmesg -T, journalctl -k -o"
+                " short-iso) would date them."]
+    return [f"{names}: stamped in seconds since boot only: their XIDs are placed from the run's start (its"
+            " earliest dated sample), not at the times they happened; ingest a log with dates (dmesg -T,"
+            " journalctl -k -o short-iso) to place them."]
 
 
 def summary_of(batches: list[Batch], observer: Observer, **extra) -> dict:
@@ -107,4 +126,5 @@ def summary_text(r: dict) -> str:
         lines.append(f"  skipped {count:,}: {reason}")
     for endpoint, count in r.get("failed_scrapes", {}).items():
         lines.append(f"  failed scrapes of {endpoint}: {count}")
+    lines += [f"  note: {note}" for note in r.get("notes", [])]
     return "\n".join(lines)

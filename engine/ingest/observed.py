@@ -6,7 +6,6 @@ batches (ids of hosts and GPUs, the last value of the XID gauge, open incidents)
 one scrape at a time and a file ingest feeds it everything at once, and both give the same tables.
 """
 
-import time
 from collections import Counter
 from dataclasses import dataclass, field
 
@@ -17,6 +16,7 @@ from engine.errors import GoodputError
 from engine.ingest.dcgm import COLUMNS, XID_METRIC, DcgmSamples
 from engine.ingest.kernel_log import KernelEvents, normalise_pci
 from engine.reference import CAUSE_BY_KEY, XIDS
+from engine.run import UNKNOWN_START
 
 RACKS_PER_ROW = 16  # hosts of unknown placement are laid out one a rack, 16 racks a row (a simple floor plan)
 # A burst of fatal XIDs on one GPU within one health-check period is one failure: Meta checks every 5 minutes
@@ -55,6 +55,7 @@ class Observer:
 
     def __init__(self) -> None:
         self.origin_us: int | None = None
+        self.start_known = True  # False: only since-boot stamps, the run's date unknown (engine.run.UNKNOWN_START)
         self.hosts = pl.DataFrame(schema={"host_id": pl.Int32, "hostname": pl.String})
         self.gpus = pl.DataFrame(schema={**GPU_TYPES, "key": pl.String})
         self.last_xid = pl.DataFrame(schema={"gpu_id": pl.Int32, "value": pl.Float64})
@@ -77,7 +78,7 @@ class Observer:
 
     def _add(self, dcgm: DcgmSamples | None, logs: KernelEvents | None) -> Batch:
         if self.origin_us is None:
-            self.origin_us = _origin_us(dcgm, logs)
+            self.origin_us, self.start_known = _origin_us(dcgm, logs)
         known_hosts = self.hosts.height
         known_gpus = self.gpus.height
         series = self._add_dcgm_gpus(dcgm) if dcgm is not None else None
@@ -320,19 +321,26 @@ class Observer:
             self.end_s = max(self.end_s, float(times["last"].max()))
 
 
-def _origin_us(dcgm: DcgmSamples | None, logs: KernelEvents | None) -> int:
-    """Wall-clock time of the earliest sample. Logs stamped only since boot carry no wall clock: their last
-    line is taken to be written at the file's modification time (or now, for an upload)."""
+def _origin_us(dcgm: DcgmSamples | None, logs: KernelEvents | None) -> tuple[int, bool]:
+    """Wall-clock time of the earliest sample, and whether it is known. Logs stamped only since boot carry no
+    wall clock, and a file's modification time says when it was copied as often as when it was written: with
+    nothing else dated, the run starts at UNKNOWN_START (its date unknown) and counts from the log's first line."""
     candidates = []
     if dcgm is not None and dcgm.samples.height:
         candidates.append(int(dcgm.samples["t_ms"].min()) * 1000)
     if logs is not None and logs.events["t_abs_us"].drop_nulls().len():
         candidates.append(int(logs.events["t_abs_us"].min()))
     if candidates:
-        return min(candidates)
-    written = max((s.mtime for s in logs.sources if s.mtime is not None), default=time.time()) if logs else time.time()
-    span = float(logs.events["t_rel_s"].max() or 0.0) if logs is not None and logs.events.height else 0.0
-    return round((written - span) * 1e6)
+        return min(candidates), True
+    return round(UNKNOWN_START.timestamp() * 1e6), False
+
+
+def since_boot_sources(logs: KernelEvents | None) -> list[str]:
+    """The logs whose XID lines are stamped only in seconds since boot (dmesg, /dev/kmsg), by name."""
+    if logs is None:
+        return []
+    indices = logs.events.filter(pl.col("t_rel_s").is_not_null())["source"].unique().sort().to_list()
+    return [logs.sources[i].name for i in indices]
 
 
 def _hosts_table(hosts: pl.DataFrame) -> pl.DataFrame:

@@ -170,6 +170,9 @@ def detect_format(source: str, text: str) -> str:
             return "goodput"
         if {"incident_id", "t_s", "cause"} <= fields:
             return "incidents"
+        if {"sn", "gpu", "model"} <= fields:  # given where the pod list belongs: say where it goes instead
+            raise TraceError(f"{source}: an Alibaba openb node list, not a job trace: give it with its pod list"
+                             " (beside the pod list for `goodput replay`, in the node list box on the Data page)")
         raise TraceError(
             f"{source}, line {number}: cannot tell the trace format from {stripped[:80]!r};"
             " expected a goodput CSV"
@@ -179,8 +182,11 @@ def detect_format(source: str, text: str) -> str:
     raise TraceError(f"{source}: the trace is empty")
 
 
-def parse_trace(path_or_bytes: str | Path | bytes, fmt: str = "auto", name: str | None = None) -> Trace:
-    """Any supported trace, by `fmt` or detected (`auto`). Raises TraceError naming the file and line."""
+def parse_trace(path_or_bytes: str | Path | bytes, fmt: str = "auto", name: str | None = None,
+                node_list: tuple[str, bytes] | None = None) -> Trace:
+    """Any supported trace, by `fmt` or detected (`auto`). Raises TraceError naming the file and line.
+
+    `node_list` (name, bytes): an openb pod list's node list, uploaded beside it (a file path finds its own)."""
     from engine.replay import goodput_csv, openb, sacct, swf
 
     source, text = read_text(path_or_bytes, name)
@@ -193,6 +199,10 @@ def parse_trace(path_or_bytes: str | Path | bytes, fmt: str = "auto", name: str 
     if fmt not in parsers:
         raise GoodputError(f"--format: unknown trace format {fmt!r}; one of auto, {', '.join(FORMATS)}")
     beside = Path(path_or_bytes).parent if isinstance(path_or_bytes, str | Path) else None
-    trace = parsers[fmt](source, text, beside=beside)
+    if node_list is not None and fmt != "openb":
+        raise GoodputError(f"{node_list[0]}: a node list goes with an Alibaba openb pod list; {source} is a {fmt}"
+                           " trace (leave the node list out)")
+    extra = {"node_list": node_list} if fmt == "openb" else {}
+    trace = parsers[fmt](source, text, beside=beside, **extra)
     trace.name = name or Path(source).name
     return trace

@@ -5,8 +5,10 @@
 
 One pod a line; times are seconds from the trace's start, scheduled_time empty for a pod never scheduled.
 A pod holds num_gpu GPUs, each to gpu_milli thousandths (1000 = a whole GPU; < 1000 = a shared GPU), so
-its GPU demand is num_gpu x gpu_milli / 1000; pods are single-node. The node list beside it
-(openb_node_list_gpu_node.csv: sn,cpu_milli,memory_mib,gpu,model) is the cluster when present.
+its GPU demand is num_gpu x gpu_milli / 1000; pods are single-node. The node list (openb_node_list_gpu_node.csv:
+sn,cpu_milli,memory_mib,gpu,model) is the cluster when given: as bytes (`node_list`, the Data page's upload) or
+beside the pod list (`goodput replay`); without it the cluster is inferred and the run's summary says so
+(engine.replay.run).
 
 QoS to priority (larger runs first): Guaranteed 3, LS (latency-sensitive) 2, Burstable 1, BE (best effort)
 0: Kubernetes' QoS order, with Alibaba's LS above its BE. A pod never scheduled is re-scheduled with its
@@ -40,7 +42,8 @@ QOS_PRIORITY = {"Guaranteed": 3, "LS": 2, "Burstable": 1, "BE": 0}
 PHASE_STATE = {"Succeeded": "completed", "Failed": "failed", "Running": "running", "Pending": "pending"}
 
 
-def parse(source: str, text: str, beside: Path | None = None) -> Trace:
+def parse(source: str, text: str, beside: Path | None = None, node_list: tuple[str, bytes] | None = None) -> Trace:
+    """The pods of `text`; the cluster from `node_list` (name, bytes), else from NODE_LIST in folder `beside`."""
     parts, names, lines = read_table(source, text, ",", "openb pod list")
     require(lines, parts, names, REQUIRED, "openb pod list")
 
@@ -84,15 +87,19 @@ def parse(source: str, text: str, beside: Path | None = None) -> Trace:
     )
     bounds.check_jobs(lines, frame, offset=1, names={"submit_s": "creation_time", "start_s": "scheduled_time",
                                                      "end_s": "deletion_time", "duration_s": "deletion_time"})
-    cluster = (
-        read_node_list(beside / NODE_LIST) if beside is not None and (beside / NODE_LIST).is_file() else None
-    )
-    return Trace(finish(frame), "openb", source, cluster=cluster)
+    if node_list is not None:
+        given, cluster = node_list[0], read_node_list(node_list[1], name=node_list[0])
+    elif beside is not None and (beside / NODE_LIST).is_file():
+        given, cluster = str(beside / NODE_LIST), read_node_list(beside / NODE_LIST)
+    else:
+        given, cluster = None, None
+    return Trace(finish(frame), "openb", source, cluster=cluster, notes={"node_list": given})
 
 
-def read_node_list(path: Path) -> pl.DataFrame:
-    """The openb node list as the cluster frame (hostname, gpus, model)."""
-    source, text = read_text(path)  # bounded like the trace itself (engine.replay.bounds)
+def read_node_list(path: Path | bytes, name: str | None = None) -> pl.DataFrame:
+    """The openb node list (a path, or an upload's bytes named by `name`) as the cluster frame (hostname, gpus,
+    model)."""
+    source, text = read_text(path, name)  # bounded like the trace itself (engine.replay.bounds)
     lines = split_lines(source, text)
     parts, names = split_table(lines, ",", "openb node list")
     require(lines, parts, names, ["sn", "gpu", "model"], "openb node list")

@@ -31,14 +31,20 @@ def replay_file(
     placement: str | None = None,
     name: str | None = None,
     preset: str | None = None,
+    node_list: tuple[str, bytes] | None = None,
 ) -> Run:
     """Parse a trace (a path, or an upload's bytes named by `name`) and replay it: what `goodput replay`
     and the Data page's upload both do before writing the Run. Raises GoodputError on bad input.
+
+    `node_list` (name, bytes): an uploaded openb pod list's node list, which `goodput replay` finds beside the
+    pod list itself (engine.replay.openb).
 
     An incidents file (the CSV or JSON `goodput export incidents` writes) is replayed instead as a failure
     sequence through the simulator (engine.replay_incidents), `sets` then being scenario keys and `preset`
     the scenario a CSV export needs (a JSON export carries its own)."""
     incidents_format = _incidents_format(path_or_bytes, fmt, name)
+    if incidents_format and node_list is not None:
+        raise GoodputError(f"{node_list[0]}: a node list goes with an Alibaba openb pod list, not an incidents file")
     if incidents_format:
         from engine.replay_incidents import replay_incidents_data
 
@@ -50,7 +56,8 @@ def replay_file(
                            "replay.* and scheduler.* settings with --set")
     settings = settings_from(list(sets), mode=mode, placement=placement)
     upload = isinstance(path_or_bytes, bytes | bytearray)
-    trace = parse_trace(path_or_bytes, fmt=fmt, name=name if upload else None)  # errors name the real file
+    trace = parse_trace(path_or_bytes, fmt=fmt, name=name if upload else None,  # errors name the real file
+                        node_list=node_list)
     return replay(trace, settings, name=name)
 
 
@@ -331,4 +338,24 @@ def _summary(trace, jobs, attempts, gpu_total, n_hosts, horizon, settings) -> di
         "utilization": busy / (gpu_total * horizon) if gpu_total and horizon else 0.0,
         "wait_reasons": dict(sorted(reasons)),
         "preempted": int((attempts["end_reason"] == "preempted").sum()),
+        **cluster_notes(trace, settings, n_hosts, gpu_total),
     }
+
+
+def cluster_notes(trace: Trace, settings: ReplaySettings, n_hosts: int, gpu_total: int) -> dict:
+    """Where the cluster came from (`cluster_from`) and, where that is a guess the user can fix, a note saying
+    what to add: an openb pod list without its node list is replayed on hosts inferred from its peak use."""
+    if settings.hosts is not None:
+        return {"cluster_from": "replay.hosts", "notes": []}
+    if trace.cluster is not None:
+        return {"cluster_from": "node list", "notes": []}
+    if trace.jobs["nodes"].list.len().fill_null(0).gt(0).any():
+        return {"cluster_from": "the nodes its jobs name", "notes": []}
+    notes = []
+    if trace.fmt == "openb":
+        from engine.replay.openb import NODE_LIST
+
+        notes.append(f"{trace.name} came without its node list ({NODE_LIST}): the cluster was inferred from the "
+                     f"pods' peak GPU use ({n_hosts:,} hosts, {gpu_total:,} GPUs). To replay on the recorded nodes,"
+                     " put the node list beside the pod list (goodput replay) or add it on the Data page.")
+    return {"cluster_from": "inferred from peak use", "notes": notes}
