@@ -9,7 +9,7 @@ keys stay the store's and the CLI's (DESIGN "The store"); only what people read 
 from engine.definitions import definition
 from engine.ledger import BUCKET_DEFINITIONS
 from engine.reference import CAUSE_BY_KEY, CAUSES, PLANNED_CAUSE, XID_BY_CODE, XIDS
-from engine.schema import HOST_STATES
+from engine.schema import HOST_STATES, IN_SERVICE_STATES, OUT_OF_SERVICE_STATES  # noqa: F401 (re-exported)
 
 OTHER_COLOUR = "#bbbbbb"  # anything a scenario or trace adds that the palette does not know
 
@@ -43,9 +43,6 @@ GPU_FAILED_LABEL = "Failed GPU"
 UNKNOWN_STATE_COLOUR = "#dee2e6"  # no host_states interval covers the moment shown
 UNKNOWN_STATE_LABEL = "No state recorded"
 
-# States in which a host does no work and is not available to jobs ("what is down", "out of service").
-OUT_OF_SERVICE_STATES: tuple[str, ...] = ("draining", "down", "diagnosing", "repair", "burn_in")
-IN_SERVICE_STATES: tuple[str, ...] = ("healthy", "running", "spare")
 
 # ----- failure categories and causes ------------------------------------------------------------------------
 

@@ -8,6 +8,10 @@ Bump SCHEMA_VERSION whenever a column changes meaning or type; readers refuse ve
 SCHEMA_VERSION = 1
 
 HOST_STATES = ("healthy", "running", "draining", "down", "diagnosing", "repair", "burn_in", "spare")
+# A host in one of these does no work and is not available to jobs ("out of service", "what is down").
+OUT_OF_SERVICE_STATES = ("draining", "down", "diagnosing", "repair", "burn_in")
+IN_SERVICE_STATES = ("healthy", "running", "spare")
+assert set(OUT_OF_SERVICE_STATES) | set(IN_SERVICE_STATES) == set(HOST_STATES)
 
 TABLES: dict[str, dict[str, str]] = {
     "runs": {

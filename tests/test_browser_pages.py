@@ -65,6 +65,8 @@ def test_every_page_of_the_default_run(llama3):
                 expect(main.get_by_text(heading, exact=True).first).to_be_visible(timeout=PAGE_TIMEOUT_MS)
                 # the script has finished: Streamlit shows its running indicator until then
                 expect(page.get_by_test_id("stStatusWidget")).to_have_count(0, timeout=PAGE_TIMEOUT_MS)
+                # ... and every element has replaced its loading placeholder (the figures are in)
+                expect(page.get_by_test_id("stSkeleton")).to_have_count(0, timeout=PAGE_TIMEOUT_MS)
                 expect(page.get_by_test_id("stException")).to_have_count(0)
                 expect(page.get_by_test_id("stAlertContentError")).to_have_count(0)
                 if path == "":

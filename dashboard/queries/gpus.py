@@ -111,7 +111,9 @@ def sample_resolution(kind: str, scenario: dict) -> float | None:
     if kind != "simulate" or not isinstance(simulation, dict):
         return None
     try:
-        resolution = parse_duration(simulation.get("telemetry_resolution"), "simulation.telemetry_resolution")
+        # a stored scenario: an earlier Goodput wrote bare seconds (engine.durations, bare_seconds)
+        resolution = parse_duration(simulation.get("telemetry_resolution"), "simulation.telemetry_resolution",
+                                    bare_seconds=True)
     except (GoodputError, TypeError, AttributeError):
         return None
     return resolution if resolution > 0 else None
@@ -122,7 +124,7 @@ def repair_rule(scenario: dict) -> tuple[int, float]:
     repair = scenario.get("repair", {}) if isinstance(scenario, dict) else {}
     failures = repair.get("lemon_failures", LEMON_FAILURES) if isinstance(repair, dict) else LEMON_FAILURES
     try:
-        window = parse_duration(repair.get("lemon_window", LEMON_WINDOW), "repair.lemon_window")
+        window = parse_duration(repair.get("lemon_window", LEMON_WINDOW), "repair.lemon_window", bare_seconds=True)
     except (GoodputError, TypeError, AttributeError):
         window = parse_duration(LEMON_WINDOW)
     return int(failures), window

@@ -77,9 +77,9 @@ FROM gpu_samples WHERE t_s <= ? AND t_s > ? GROUP BY gpu_id
 
 def sample_interval_s(scenario: dict) -> float | None:
     """The run's telemetry interval (simulation.telemetry_resolution); None for a run without a scenario's grid
-    (ingested scrapes come when they come)."""
+    (ingested scrapes come when they come). A stored scenario: an earlier Goodput wrote bare seconds."""
     value = (scenario or {}).get("simulation", {}).get("telemetry_resolution")
-    return parse_duration(value, "simulation.telemetry_resolution") if value else None
+    return parse_duration(value, "simulation.telemetry_resolution", bare_seconds=True) if value else None
 
 
 def readings_at(run_id: str, t_s: float, interval_s: float | None) -> pl.DataFrame:
