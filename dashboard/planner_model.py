@@ -1,5 +1,6 @@
-"""The Planner page's model, free of Streamlit: knobs <-> URL parameters, knobs -> scenario, the closed form and
-its loss breakdown, the tables beside the simulation, and the sweep axes the page offers.
+"""The Planner page's model, free of Streamlit: knobs <-> URL parameters, knobs -> scenario values, and the sweep
+axes the page offers. The maths (category multipliers, checkpoint writes, the closed form's loss split, the
+placement slowdown) is engine.planner's, so the command line can show the same figures.
 
 The failure knobs: `rate` is the all-cause rate per 1,000 host-days with every category at x1; a category's
 multiplier scales the weights of its causes (failures.mix.*) *and* the total rate by the same share, so
@@ -7,20 +8,26 @@ multiplier scales the weights of its causes (failures.mix.*) *and* the total rat
 failures.rate_per_1000_node_days = rate, failures.scale = sum(w x m) / sum(w), failures.mix.<cause> = w x m.
 """
 
-import functools
 import math
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-
-import polars as pl
+from typing import Any
 
 from engine.analytics import ClosedForm, closed_form_ettr, young_daly_interval
 from engine.durations import format_duration
 from engine.errors import GoodputError
-from engine.planner import PLANNER_LOSSES, closed_form_losses, nice_duration, nice_number, slowed_share
+from engine.planner import (
+    category_scale,
+    cause_weights,
+    checkpoint_write_seconds,
+    closed_form_of,
+    nice_duration,
+    nice_number,
+    scaled_mix,
+)
 from engine.reference import CAUSES
-from engine.scenario import MIX_PREFIX, PRESETS, Scenario, build
+from engine.scenario import PRESETS, Scenario, build
 from engine.scenario_keys import KEY_BY_NAME
 from engine.sweep import Axis, LocalExecutor, usable_cores
 
@@ -128,113 +135,66 @@ def to_params(knobs: Knobs) -> dict[str, str]:
 
 
 def base_weights(preset: str) -> dict[str, float]:
-    base = build(preset)
-    return {c.cause: base[MIX_PREFIX + c.cause] for c in CAUSES}
-
-
-def failure_scale(weights: Mapping[str, float], multipliers: Mapping[str, float]) -> float:
-    """sum(w x m) / sum(w): how much the multipliers raise the all-cause rate (1 with every category x1)."""
-    total = math.fsum(weights.values())
-    if total == 0:
-        return 1.0
-    category = {c.cause: c.category for c in CAUSES}
-    return math.fsum(w * multipliers.get(category[k], 1.0) for k, w in weights.items()) / total
+    return cause_weights(build(preset))
 
 
 def write_seconds(knobs: Knobs) -> float:
     """Blocking time of one checkpoint: as given, or every job GPU's share through the shared bandwidth."""
     if knobs.write_mode == "time":
         return knobs.write_s
-    return knobs.checkpoint_gb_per_gpu * knobs.job_gpus / knobs.bandwidth_gb_per_s
+    return checkpoint_write_seconds(knobs.checkpoint_gb_per_gpu, knobs.job_gpus, knobs.bandwidth_gb_per_s)
 
 
 def effective_rate(knobs: Knobs) -> float:
-    return knobs.rate * failure_scale(base_weights(knobs.preset), knobs.multipliers)
+    """The all-cause rate per 1,000 host-days with the category multipliers (engine.planner.category_scale)."""
+    return knobs.rate * category_scale(base_weights(knobs.preset), knobs.multipliers)
 
 
-def scenario_sets(knobs: Knobs) -> list[str]:
-    """`--set` strings that turn the preset into the knobs' scenario."""
+def scenario_values(knobs: Knobs) -> dict[str, Any]:
+    """The values (engine units: seconds, GPUs) that turn the preset into the knobs' scenario
+    (Scenario.with_values)."""
     weights = base_weights(knobs.preset)
-    category = {c.cause: c.category for c in CAUSES}
-    sets = [f"cluster.gpus={knobs.cluster_gpus}", f"training.gpus={knobs.job_gpus}",
-            f"failures.rate_per_1000_node_days={knobs.rate:g}",
-            f"failures.scale={failure_scale(weights, knobs.multipliers):.12g}",
-            f"training.checkpoint_interval={knobs.interval_s:g}s", f"training.restart_overhead={knobs.restart_s:g}s",
-            f"spares.hosts={knobs.spares}", f"repair.fix={knobs.repair_fix_s:g}s",
-            f"repair.technicians={knobs.technicians}", f"cost.gpu_hour_usd={knobs.gpu_hour_usd:g}",
-            f"training.placement={knobs.placement}", f"network.gbps_per_gpu={knobs.gbps_per_gpu:g}"]
+    values: dict[str, Any] = {
+        "cluster.gpus": knobs.cluster_gpus, "training.gpus": knobs.job_gpus,
+        "failures.rate_per_1000_node_days": knobs.rate,
+        "failures.scale": category_scale(weights, knobs.multipliers),
+        "training.checkpoint_interval": knobs.interval_s, "training.restart_overhead": knobs.restart_s,
+        "spares.hosts": knobs.spares, "repair.fix": knobs.repair_fix_s, "repair.technicians": knobs.technicians,
+        "cost.gpu_hour_usd": knobs.gpu_hour_usd, "training.placement": knobs.placement,
+        "network.gbps_per_gpu": knobs.gbps_per_gpu}
     if knobs.write_mode == "time":
-        sets.append(f'training.checkpoint_write="{knobs.write_s:g}s"')
-    else:
-        sets += ['training.checkpoint_write=""', f"storage.checkpoint_gb_per_gpu={knobs.checkpoint_gb_per_gpu:g}",
-                 f"storage.bandwidth_gb_per_s={knobs.bandwidth_gb_per_s:g}"]
-    sets += [f"{MIX_PREFIX}{cause}={w * knobs.multipliers.get(category[cause], 1.0):g}"
-             for cause, w in weights.items() if knobs.multipliers.get(category[cause], 1.0) != 1.0]
-    return sets
+        values["training.checkpoint_write"] = knobs.write_s
+    else:  # None: derived from the size and the bandwidth (Scenario.checkpoint_write_s)
+        values |= {"training.checkpoint_write": None, "storage.checkpoint_gb_per_gpu": knobs.checkpoint_gb_per_gpu,
+                   "storage.bandwidth_gb_per_s": knobs.bandwidth_gb_per_s}
+    return values | scaled_mix(weights, knobs.multipliers)
+
+
+def settings_of(knobs: Knobs) -> tuple:
+    """The knobs' scenario as a key the page keeps beside a result: (preset, its values in order), hashable,
+    so a result can tell whether the knobs moved since it ran, and `scenario_of` rebuilds it."""
+    return knobs.preset, tuple(scenario_values(knobs).items())
+
+
+def scenario_of(settings: tuple, *, telemetry: bool = False) -> Scenario:
+    """The validated scenario of `settings_of` (GoodputError naming the key when the values do not fit)."""
+    preset, values = settings
+    return build(preset).with_values({**dict(values), "simulation.telemetry": telemetry})
 
 
 def scenario(knobs: Knobs, *, telemetry: bool = False) -> Scenario:
     """The validated scenario of the knobs (GoodputError naming the key when they do not fit together)."""
-    return build(knobs.preset, sets=[*scenario_sets(knobs), f"simulation.telemetry={str(telemetry).lower()}"])
+    return scenario_of(settings_of(knobs), telemetry=telemetry)
 
 
 # ----- the closed form ----------------------------------------------------------------------------------------
 
 
-def closed_form_of(s: Scenario) -> ClosedForm:
-    """Kokolis et al.'s estimate for a scenario, as engine.summary computes it."""
-    return closed_form_ettr(gpus=s["training.gpus"], gpus_per_host=s["cluster.gpus_per_host"],
-                            rate_per_1000_node_days=s["failures.rate_per_1000_node_days"] * s["failures.scale"],
-                            checkpoint_interval_s=s["training.checkpoint_interval"],
-                            checkpoint_write_s=s.checkpoint_write_s,
-                            restart_overhead_s=s["training.restart_overhead"])
-
-
 def closed_form(knobs: Knobs) -> ClosedForm:
+    """The closed form of the knobs, even where they make no valid scenario (a job larger than the cluster)."""
     return closed_form_ettr(gpus=knobs.job_gpus, gpus_per_host=knobs.gpus_per_host,
                             rate_per_1000_node_days=effective_rate(knobs), checkpoint_interval_s=knobs.interval_s,
                             checkpoint_write_s=write_seconds(knobs), restart_overhead_s=knobs.restart_s)
-
-
-@functools.lru_cache(maxsize=64)
-def _placement_slowdown(shape: tuple) -> float:
-    import numpy as np
-
-    from engine.topology import build_topology
-    from engine.traffic import placement_slowdown
-
-    s = build(shape[0], sets=list(shape[1:]))
-    return placement_slowdown(s, build_topology(s, np.random.default_rng(0)))  # the rng only names GPUs
-
-
-def network_slowdown(s: Scenario) -> float:
-    """The flagship's slowdown from its placement alone (engine.traffic.placement_slowdown): a topology build
-    (~0.1 s on llama3-405b), cached on the keys it depends on so the knobs' other moves cost nothing."""
-    keys = ("cluster.gpus", "cluster.gpus_per_host", "cluster.hosts_per_rack", "cluster.racks_per_pod",
-            "cluster.fabric", "training.gpus", "spares.hosts", "training.placement", "network.gbps_per_gpu")
-    return _placement_slowdown((s.preset or "llama3-405b", *(f"{k}={s[k]}" for k in keys)))
-
-
-def loss_table(summary: dict, s: Scenario) -> pl.DataFrame:
-    """Simulated losses beside the closed form's: category, sim_gpu_hours, sim_usd, cf_gpu_hours, cf_usd."""
-    job = summary.get("job", {})
-    hours = dict(job.get("losses_gpu_hours") or {})
-    slowdown = job_slowdown(job)
-    hours["network_slowdown"] = job.get("productive_hours", 0.0) * job.get("gpus", 0) * slowed_share(slowdown)
-    price = s["cost.gpu_hour_usd"]
-    cf = closed_form_losses(closed_form_of(s), gpus=s["training.gpus"], interval_s=s["training.checkpoint_interval"],
-                            write_s=s.checkpoint_write_s, restart_s=s["training.restart_overhead"],
-                            duration_s=s.duration_s, gpu_hour_usd=price, slowdown=slowdown)
-    sim_hours = [float(hours.get(c, 0.0)) for c in PLANNER_LOSSES]
-    return pl.DataFrame({
-        "category": list(PLANNER_LOSSES), "sim_gpu_hours": sim_hours, "sim_usd": [h * price for h in sim_hours],
-        "cf_gpu_hours": cf["gpu_hours"], "cf_usd": cf["usd"]})
-
-
-def job_slowdown(job: dict) -> float:
-    """The summary's placement_slowdown: 1 where absent (a run from before it), inf where null (no path)."""
-    value = job.get("placement_slowdown", 1.0)
-    return math.inf if value is None else float(value)
 
 
 # ----- Monte-Carlo and sweeps ---------------------------------------------------------------------------------

@@ -19,6 +19,7 @@ import streamlit as st
 from dashboard.text import code
 from engine.run import start_known
 from engine.store import DEFAULT_STORE, RunInfo, Store, StoreError, check_schema_version, query_frame
+from engine.units import SECONDS_PER_DAY
 
 RUN_PARAM = "run"
 SELECTOR_KEY = "run_selector"
@@ -172,7 +173,7 @@ def sidebar_run_selector() -> RunInfo | None:
     # a kernel log stamped since boot has no date (engine.run.UNKNOWN_START): none is shown
     start = f"{info.started_at:%Y-%m-%d %H:%M} UTC" if start_known(info.started_at) else "an unknown date (since boot)"
     st.sidebar.caption(
-        f"{info.kind}{seed} · {info.duration_s / 86400:.1f} days from "
+        f"{info.kind}{seed} · {info.duration_s / SECONDS_PER_DAY:.1f} days from "
         f"{start} · made {info.created_at:%Y-%m-%d %H:%M}"
     )
     return info

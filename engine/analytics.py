@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
-SECONDS_PER_DAY = 86400.0
+from engine.units import SECONDS_PER_DAY  # defined in engine.units; importers of it from here keep working
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ from engine import __version__
 from engine.errors import GoodputError
 from engine.outputs import check_output, check_store
 from engine.store import Store, resolve_store_dir
+from engine.units import SECONDS_PER_HOUR, SECONDS_PER_MINUTE
 
 EXIT_BAD_INPUT = 2
 # Commands that write a new run (or keep one current) into the store: its folder is checked before any work.
@@ -79,7 +80,8 @@ def _replay_text(r: dict) -> str:
         reasons = "not in a recorded trace (replay with --mode rescheduled to see why)"
     return (f"run {r['run_id']}: {r['jobs']:,} jobs ({r['format']}, {r['mode']}, {r['policy']}) on"
             f" {r['gpus']:,} GPUs in {r['hosts']:,} hosts over {r['days']:.1f} days\n"
-            f"  wait mean {r['wait_mean_s'] / 60:.1f} min, p95 {r['wait_p95_s'] / 60:.1f} min;"
+            f"  wait mean {r['wait_mean_s'] / SECONDS_PER_MINUTE:.1f} min,"
+            f" p95 {r['wait_p95_s'] / SECONDS_PER_MINUTE:.1f} min;"
             f" utilisation {r['utilization']:.1%}; {r['pending']:,} never started\n"
             f"  waited mostly for: {reasons}" + "".join(f"\n  note: {n}" for n in r.get("notes", [])))
 
@@ -99,7 +101,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
             raise GoodputError(f"--scrapes: must be at least 1, got {args.scrapes}")
         every = parse_duration(args.every, "--every")
         result = scrape_loop(parse_urls(args.scrape), every, Store(args.store), scrapes=args.scrapes,
-                             name=args.name)
+                             name=args.name, quiet=args.json)
         _report(result, args.json, summary_text)
         return 0
     if not args.files:
@@ -163,7 +165,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
     scenario = build(args.preset, file=args.scenario, sets=list(args.set or []))
     axes = [parse_vary(text) for text in args.vary]
-    executor = make_executor(args.executor, workers=args.workers, address=args.ray_address)
+    executor = make_executor(args.executor, workers=args.workers, address=args.ray_address,
+                             quiet=args.json)
     frame = sweep(scenario, axes, args.seeds, executor=executor, progress=_progress_printer(args.json))
     keys = [a.key for a in axes]
     if args.json:
@@ -211,7 +214,7 @@ def cmd_ettr(args: argparse.Namespace) -> int:
     estimate = closed_form_ettr(gpus=args.gpus, gpus_per_host=args.gpus_per_host,
                                 rate_per_1000_node_days=args.node_failure_rate, checkpoint_interval_s=interval,
                                 checkpoint_write_s=write, restart_overhead_s=restart)
-    result = {"ettr": estimate.ettr, "mttf_hours": estimate.mttf_s / 3600,
+    result = {"ettr": estimate.ettr, "mttf_hours": estimate.mttf_s / SECONDS_PER_HOUR,
               "optimal_checkpoint_interval_s": young_daly_interval(write, estimate.mttf_s)}
     if not args.json:  # the text echoes the durations as read, so a unit mistaken is seen (`5m` vs `5h`)
         print(f"read: {args.gpus:,} GPUs, {args.node_failure_rate:g} failures per 1,000 host-days, checkpoint every"
@@ -292,13 +295,15 @@ def _hours(value: float | None) -> str:
 
 
 def _ettr_text(r: dict) -> str:
+    interval_min = r["optimal_checkpoint_interval_s"] / SECONDS_PER_MINUTE
     return (f"expected ETTR {r['ettr']:.4f}; job MTTF {r['mttf_hours']:.2f} h;"
-            f" Young-Daly checkpoint interval {r['optimal_checkpoint_interval_s'] / 60:.1f} min")
+            f" Young-Daly checkpoint interval {interval_min:.1f} min")
 
 
-def _progress_printer(quiet_json: bool) -> Callable[[float], None] | None:
-    """A one-line progress bar on stderr when it is a terminal."""
-    if not sys.stderr.isatty():
+def _progress_printer(as_json: bool) -> Callable[[float], None] | None:
+    """A one-line progress bar on stderr when it is a terminal; none with `--json`, whose contract is the JSON
+    object on stdout and nothing on stderr but an error (a script may capture both streams as one)."""
+    if as_json or not sys.stderr.isatty():
         return None
 
     def show(fraction: float) -> None:

@@ -11,8 +11,10 @@ import math
 import re
 
 from engine.errors import GoodputError
+from engine.units import SECONDS_PER_DAY, SECONDS_PER_HOUR, SECONDS_PER_MINUTE, SECONDS_PER_WEEK
 
-UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0, "d": 86400.0, "w": 604800.0}
+UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": SECONDS_PER_MINUTE, "min": SECONDS_PER_MINUTE,
+                "h": SECONDS_PER_HOUR, "d": SECONDS_PER_DAY, "w": SECONDS_PER_WEEK}
 UNITS_EXPECTED = "give a unit: 90s, 30m, 2h, 1d (also ms, min, w; or parts such as 1h30m)"
 _NUMBER = r"(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?"  # `1.5e+07s` too: what Python's `{:g}` writes
 _PART = re.compile(rf"({_NUMBER})\s*(ms|min|s|m|h|d|w)")  # ms and min before s and m: longest unit first
@@ -64,10 +66,10 @@ def format_duration(seconds: float) -> str:
 
 def human_duration(seconds: float) -> str:
     """A rounded reading for people (`3.1 h`, `12 min`, `45 s`)."""
-    if seconds >= 2 * 86400:
-        return f"{seconds / 86400:.1f} d"
-    if seconds >= 2 * 3600:
-        return f"{seconds / 3600:.1f} h"
+    if seconds >= 2 * SECONDS_PER_DAY:
+        return f"{seconds / SECONDS_PER_DAY:.1f} d"
+    if seconds >= 2 * SECONDS_PER_HOUR:
+        return f"{seconds / SECONDS_PER_HOUR:.1f} h"
     if seconds >= 120:
-        return f"{seconds / 60:.0f} min"
+        return f"{seconds / SECONDS_PER_MINUTE:.0f} min"
     return f"{seconds:.0f} s"

@@ -39,6 +39,7 @@ from engine.incidents import (
 from engine.outputs import check_target
 from engine.palette import cause_label
 from engine.report_charts import by_cause_figure, timeline_figure
+from engine.units import SECONDS_PER_DAY
 
 FORMATS = ("csv", "json", "parquet", "html")
 FORMAT_NAME, FORMAT_VERSION = "goodput-incidents", 1
@@ -92,7 +93,7 @@ def export_incidents(frame: pl.DataFrame, fmt: str, *, anonymise: bool = False, 
         raise ExportError(f"unknown export format {fmt!r}; formats are {', '.join(FORMATS)}")
     info = dict(run_info or {})
     table = export_frame(frame, info.get("started_at"))
-    days = (info.get("duration_s") or 0) / 86400 or None
+    days = (info.get("duration_s") or 0) / SECONDS_PER_DAY or None
     # the flagship job's interruptions among the exported incidents, counted before pseudonyms replace its id
     flagship = info.get("flagship_job")
     interruptions = summary_counts(table, days, job=flagship) if flagship else None
@@ -262,11 +263,11 @@ def _html(table: pl.DataFrame, info: dict, summary: dict, interruptions: dict | 
     name = info.get("name") or "run"
     title = f"Incidents of {name}" + (f" ({info['run_id']})" if info.get("run_id") else "")
     started = info.get("started_at")
-    facts = _facts(summary, interruptions, (info.get("duration_s") or 0) / 86400)
+    facts = _facts(summary, interruptions, (info.get("duration_s") or 0) / SECONDS_PER_DAY)
     if started is not None:
         facts.insert(0, ("run started (UTC)", str(started)))
     if info.get("duration_s"):
-        facts.insert(1, ("run length", f"{info['duration_s'] / 86400:g} days"))
+        facts.insert(1, ("run length", f"{info['duration_s'] / SECONDS_PER_DAY:g} days"))
     parts = [f"<h1>{esc(title)}</h1>",
              f"<p>Exported {datetime.now(UTC):%Y-%m-%d %H:%M} UTC by Goodput {esc(__version__)}"
              + (" &middot; <b>anonymised</b>: hosts, jobs and users are pseudonyms" if anonymised else "")

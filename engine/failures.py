@@ -16,6 +16,7 @@ import numpy as np
 
 from engine.reference import CAUSES
 from engine.scenario import Scenario
+from engine.units import SECONDS_PER_DAY
 
 # scope: gpu (one GPU, the host goes to repair), host (the host goes to repair), network (a cable: one host
 # unreachable; or a rack switch: every host of the rack), job (the job restarts on the same hosts: no repair,
@@ -74,7 +75,8 @@ class Arrivals:
 
 
 def per_host_rate_per_s(scenario: Scenario) -> float:
-    return scenario["failures.rate_per_1000_node_days"] * scenario["failures.scale"] / 1000.0 / 86400.0
+    per_1000_node_days = scenario["failures.rate_per_1000_node_days"] * scenario["failures.scale"]
+    return per_1000_node_days / 1000.0 / SECONDS_PER_DAY
 
 
 def draw_arrivals(scenario: Scenario, n_hosts: int, rng: np.random.Generator) -> Arrivals:

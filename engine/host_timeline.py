@@ -2,14 +2,38 @@
 
 The base layer says who holds a host (the flagship job: running; the spare pool: spare; a research job:
 running; nobody: healthy). The overlay layer (draining, diagnosing, down, repair, burn_in, and research hosts
-lent to the flagship job: running) wins wherever it covers the base. Elementary segments between all boundaries of a host are labelled with Polars as-of joins
-and equal neighbours merged, so there is no Python loop over rows.
+lent to the flagship job: running) wins wherever it covers the base. Elementary segments between all
+boundaries of a host are labelled with Polars as-of joins and equal neighbours merged, so there is no Python
+loop over rows.
 """
 
+import numpy as np
 import polars as pl
 
+from engine.sim_records import NONE, SimulationResult, research_job_id_expr
+
 BASE_SCHEMA = {"host_id": pl.Int32, "state": pl.String, "start_s": pl.Float64, "end_s": pl.Float64,
-               "job_id": pl.String}
+               "job_id": pl.String}  # the columns of engine.sim_records.HostInterval
+LANE_SCHEMA = {"lane": pl.Int32, "state": pl.String, "start_s": pl.Float64, "end_s": pl.Float64,
+               "job": pl.Int64}  # the columns of engine.sim_records.LaneInterval
+
+
+def host_states(result: SimulationResult) -> pl.DataFrame:
+    """The host_states table of a simulation: its flagship-family hosts and research lanes as the base layer,
+    repairs and research hosts lent to the flagship job over them."""
+    base = pl.DataFrame(result.flagship_intervals, schema=BASE_SCHEMA, orient="row")
+    if result.lane_intervals:
+        lanes = pl.DataFrame(result.lane_intervals, schema=LANE_SCHEMA, orient="row")
+        members = pl.DataFrame({"lane": [i for i, hosts in enumerate(result.lane_hosts) for _ in hosts],
+                                "host_id": np.concatenate(result.lane_hosts)},
+                               schema={"lane": pl.Int32, "host_id": pl.Int32})
+        research = lanes.join(members, on="lane").select(
+            "host_id", "state", "start_s", "end_s",
+            job_id=pl.when(pl.col("job") != NONE).then(research_job_id_expr(pl.col("job"))))
+        base = pl.concat([base, research])
+    repair = pl.DataFrame(result.repair_intervals + result.borrowed_intervals, schema=BASE_SCHEMA,
+                          orient="row")
+    return overlay(base, repair, result.topology.n_hosts, result.horizon_s)
 
 
 def overlay(base: pl.DataFrame, repair: pl.DataFrame, n_hosts: int, horizon: float) -> pl.DataFrame:

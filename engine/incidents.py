@@ -19,8 +19,9 @@ import polars as pl
 
 from engine.errors import GoodputError
 from engine.failures import CATEGORY, SCOPE
-from engine.schema import TABLES, create_statement
+from engine.schema import OUT_OF_SERVICE_STATES, TABLES, create_statement
 from engine.store import query_frame
+from engine.units import SECONDS_PER_DAY, SECONDS_PER_HOUR
 
 # Llama 3 paper §3.3.4: "about 78% of the unexpected interruptions were confirmed or suspected hardware".
 # In its Table 5 (reference/llama3_interruptions.csv) the categories GPU (268), Host (21) and Network (35) add
@@ -38,7 +39,6 @@ def flagship_job_id(source: "Source") -> str | None:
     with _connection(source) as con:
         rows = con.execute(FLAGSHIP_JOB_SQL).fetchall()
     return str(rows[0][0]) if rows else None
-OUT_OF_SERVICE = ("draining", "down", "diagnosing", "repair", "burn_in")
 CHAIN_SCHEMA = {"step": pl.Int32, "t_s": pl.Float64, "what": pl.String, "detail": pl.String}
 # Steps at the same instant keep the order of the story.
 _ORDER = {"checkpoint": 0, "occurred": 1, "detected": 2, "job interrupted": 3, "hosts drained": 4,
@@ -251,7 +251,7 @@ def _jobs_hit(con, inc: dict, horizon: float, steps: list, names: dict, rename: 
             resumed = at  # the job ended there (a research job that failed): no restart to charge
         restart = max(min(resumed, next_hit, horizon) - at, 0.0)
         records.append((job, name, float(gpus or 0.0), attempt, lost, restart,
-                        float(gpus or 0.0) * (lost + restart) / 3600.0))
+                        float(gpus or 0.0) * (lost + restart) / SECONDS_PER_HOUR))
     return pl.DataFrame(records, schema={"job_id": pl.String, "name": pl.String, "gpus": pl.Float64,
                                          "attempt": pl.Int32, "lost_work_s": pl.Float64, "restart_s": pl.Float64,
                                          "gpu_hours_lost": pl.Float64}, orient="row")
@@ -282,8 +282,8 @@ def _hostnames(names: dict, hosts: Iterable[int]) -> str:
 
 
 def _repair_steps(con, inc: dict, names: dict, steps: list) -> list[int]:
-    """Hosts the incident took out of service (an interval of OUT_OF_SERVICE starting between the fault and
-    its detection), their repair states in order and their return. Returns the hosts."""
+    """Hosts the incident took out of service (an interval of OUT_OF_SERVICE_STATES starting between the fault
+    and its detection), their repair states in order and their return. Returns the hosts."""
     if inc["planned"]:
         return []
     candidates = None if inc["host_id"] is None else [inc["host_id"]]
@@ -293,7 +293,8 @@ def _repair_steps(con, inc: dict, names: dict, steps: list) -> list[int]:
     states = query_frame(con, "SELECT host_id, state, start_s, end_s FROM host_states WHERE end_s > ?"
                               " AND (? OR list_contains(?, host_id)) ORDER BY host_id, start_s",
                          [inc["t_s"] - EPS, candidates is None, candidates or []])
-    first = states.filter(pl.col("state").is_in(OUT_OF_SERVICE) & (pl.col("start_s") >= inc["t_s"] - EPS)
+    out_of_service = pl.col("state").is_in(OUT_OF_SERVICE_STATES)
+    first = states.filter(out_of_service & (pl.col("start_s") >= inc["t_s"] - EPS)
                           & (pl.col("start_s") <= inc["detected_s"] + EPS)).group_by("host_id").agg(
                               pl.col("start_s").min())
     if first.height == 0:
@@ -301,9 +302,9 @@ def _repair_steps(con, inc: dict, names: dict, steps: list) -> list[int]:
     # each host's out-of-service run: from its first such interval until the first one that is not
     runs = (states.join(first.rename({"start_s": "from_s"}), on="host_id")
             .filter(pl.col("start_s") >= pl.col("from_s") - EPS).sort("host_id", "start_s")
-            .with_columns(back=(~pl.col("state").is_in(OUT_OF_SERVICE)).cum_sum().over("host_id"))
+            .with_columns(back=(~out_of_service).cum_sum().over("host_id"))
             # back counts the in-service intervals so far: 0 while out, 1 at the return (and any later repair)
-            .filter((pl.col("back") == 0) | ((pl.col("back") == 1) & ~pl.col("state").is_in(OUT_OF_SERVICE))))
+            .filter((pl.col("back") == 0) | ((pl.col("back") == 1) & ~out_of_service)))
     # hosts with the same story are told once ("h0002, h0003: repair ...")
     stories: dict[tuple, list[int]] = {}
     for host, group in runs.group_by("host_id", maintain_order=True):
@@ -311,7 +312,7 @@ def _repair_steps(con, inc: dict, names: dict, steps: list) -> list[int]:
         stories.setdefault(tuple(merged), []).append(int(host[0]))
     for story, hosts in stories.items():
         who = ", ".join(str(names.get(h, h)) for h in hosts)
-        out = [s for s in story if s[0] in OUT_OF_SERVICE]
+        out = [s for s in story if s[0] in OUT_OF_SERVICE_STATES]
         steps.append((out[0][1], "hosts drained", f"{who} taken out of service ({out[0][0]})"))
         for state, start, _ in out[1:]:
             steps.append((start, f"repair: {state}", who))
@@ -403,7 +404,7 @@ def summary_counts(incidents: pl.DataFrame, days: float | None = None, *, job: s
     n_unexpected = unexpected.height
     hardware = unexpected.filter(pl.col("category").is_in(HARDWARE_CATEGORIES)).height
     if days is None:
-        days = float((incidents["t_s"].max() or 0.0) // 86400 + 1) if incidents.height else 1.0
+        days = float((incidents["t_s"].max() or 0.0) // SECONDS_PER_DAY + 1) if incidents.height else 1.0
 
     def share(group: str) -> pl.DataFrame:
         counts = incidents.group_by(group).agg(
@@ -416,7 +417,7 @@ def summary_counts(incidents: pl.DataFrame, days: float | None = None, *, job: s
 
     n_days = max(int(-(-days // 1)), 1)
     per_day = (pl.DataFrame({"day": pl.int_range(0, n_days, eager=True)})
-               .join(incidents.with_columns(day=(pl.col("t_s") // 86400).cast(pl.Int64))
+               .join(incidents.with_columns(day=(pl.col("t_s") // SECONDS_PER_DAY).cast(pl.Int64))
                      .group_by("day").agg(planned=pl.col("planned").fill_null(False).sum().cast(pl.Int64),
                                           unexpected=(~pl.col("planned").fill_null(False)).sum().cast(pl.Int64)),
                      on="day", how="left").fill_null(0).sort("day"))

@@ -16,7 +16,7 @@ Overview, the Jobs page, the exports and `goodput simulate --json` show the same
 import math
 from dataclasses import dataclass
 
-SECONDS_PER_HOUR = 3600.0
+from engine.units import SECONDS_PER_HOUR
 
 # The buckets in the order they are drawn (engine.palette.LOSS_COLOURS / LOSS_LABELS name them).
 BUCKETS: tuple[str, ...] = ("productive", "lost_work", "restart", "checkpoint", "waiting_for_spares",

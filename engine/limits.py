@@ -9,6 +9,7 @@ planned cluster in ../shared/reference is a few hundred thousand GPUs) and far b
 """
 
 from engine.errors import GoodputError
+from engine.units import SECONDS_PER_DAY
 
 # ----- cluster shape (scenarios, traces, incidents files, telemetry) -------------------------------------------
 
@@ -89,7 +90,7 @@ MAX_SCENARIO_BYTES = 1024 * 1024
 # and a stamp of 0 or a negative one is a broken clock, not history.
 EARLIEST_TIMESTAMP_S = 946_684_800
 # How far ahead of the reading machine's clock a stamp may be (clock skew between hosts); 1e17 ms is not skew.
-MAX_CLOCK_AHEAD_S = 86_400
+MAX_CLOCK_AHEAD_S = int(SECONDS_PER_DAY)  # a day; an int, as the error shows it (`86,400 s`)
 # One live scrape's answer as sent (compressed or not); a DCGM page of a 72-GPU host is a few hundred KB.
 MAX_SCRAPE_BYTES = 256 * 1024 * 1024
 

@@ -20,13 +20,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from engine.errors import GoodputError
+from engine.units import SECONDS_PER_DAY
 
 PARTIAL_PREFIX = ".partial-"
 LOCK_SUFFIX = ".lock"
 DATA_SUFFIXES = (".duckdb", ".duckdb.wal")
 # A partial file with no lock file beside it was written by a Goodput from before the locks, whose liveness
 # cannot be told: it is removed only once this old, as then.
-UNLOCKED_STALE_S = 24 * 3600
+UNLOCKED_STALE_S = SECONDS_PER_DAY
 _ATTEMPTS = 8
 
 

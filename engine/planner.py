@@ -14,14 +14,19 @@ order, so the Planner's spare and cluster knobs move a figure of their own:
 - the technicians are asked for (cluster-wide failures to repair a second) x fix / technicians of their time.
 """
 
+import functools
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import polars as pl
 
-from engine.analytics import LOSS_CATEGORIES, SECONDS_PER_DAY, ClosedForm
+from engine.analytics import LOSS_CATEGORIES, ClosedForm, closed_form_ettr
 from engine.failures import SCOPE
-from engine.scenario import MIX_PREFIX, Scenario
+from engine.reference import CAUSES
+from engine.scenario import MIX_PREFIX, Scenario, build
+from engine.units import SECONDS_PER_DAY, SECONDS_PER_HOUR
 
 # Round values a person would choose, in seconds: the ladder the Planner's duration sliders and default sweep
 # values are drawn from ("10 min", "15 min", "30 min", "1 h"; never "1,437.7 s").
@@ -112,6 +117,68 @@ def spare_cover(s: Scenario) -> SpareCover:
                       hosts_away=hosts_away, spares=spares, run_out=run_out, technician_load=load)
 
 
+# ----- the planner's inputs: category multipliers, checkpoint writes, the closed form of a scenario ----------
+
+
+def cause_weights(s: Scenario) -> dict[str, float]:
+    """The relative weight of each cause in `s`'s failure mix (failures.mix.*), every cause of the table."""
+    return {c.cause: s[MIX_PREFIX + c.cause] for c in CAUSES}
+
+
+def category_scale(weights: Mapping[str, float], multipliers: Mapping[str, float]) -> float:
+    """sum(w x m) / sum(w): how much multiplying each category's causes by m raises the all-cause rate (1 with
+    every category x1); a category missing from `multipliers` stays x1."""
+    total = math.fsum(weights.values())
+    if total == 0:
+        return 1.0
+    category = {c.cause: c.category for c in CAUSES}
+    return math.fsum(w * multipliers.get(category[k], 1.0) for k, w in weights.items()) / total
+
+
+def scaled_mix(weights: Mapping[str, float], multipliers: Mapping[str, float]) -> dict[str, float]:
+    """The failures.mix.<cause> values that multiply each category's causes: only the causes that change."""
+    category = {c.cause: c.category for c in CAUSES}
+    return {MIX_PREFIX + cause: w * multipliers[category[cause]] for cause, w in weights.items()
+            if multipliers.get(category[cause], 1.0) != 1.0}
+
+
+def checkpoint_write_seconds(gb_per_gpu: float, gpus: int, bandwidth_gb_per_s: float) -> float:
+    """Blocking time of one checkpoint that every GPU of the job writes through one shared bandwidth (as
+    Scenario.checkpoint_write_s derives it where training.checkpoint_write is not given)."""
+    return gb_per_gpu * gpus / bandwidth_gb_per_s
+
+
+def closed_form_of(s: Scenario) -> ClosedForm:
+    """Kokolis et al.'s estimate for a scenario's flagship job, as engine.summary computes it."""
+    return closed_form_ettr(gpus=s["training.gpus"], gpus_per_host=s["cluster.gpus_per_host"],
+                            rate_per_1000_node_days=s["failures.rate_per_1000_node_days"] * s["failures.scale"],
+                            checkpoint_interval_s=s["training.checkpoint_interval"],
+                            checkpoint_write_s=s.checkpoint_write_s,
+                            restart_overhead_s=s["training.restart_overhead"])
+
+
+# The keys the flagship's placement slowdown depends on: the rest of a scenario leaves it where it is.
+PLACEMENT_KEYS = ("cluster.gpus", "cluster.gpus_per_host", "cluster.hosts_per_rack", "cluster.racks_per_pod",
+                  "cluster.fabric", "training.gpus", "spares.hosts", "training.placement", "network.gbps_per_gpu")
+
+
+def placement_slowdown_of(s: Scenario) -> float:
+    """The flagship's slowdown from its placement alone (engine.traffic.placement_slowdown): a topology build
+    (~0.1 s on llama3-405b), cached on PLACEMENT_KEYS so a planner's other moves cost nothing."""
+    return _placement_slowdown(s.preset or "llama3-405b", tuple((k, s[k]) for k in PLACEMENT_KEYS))
+
+
+@functools.lru_cache(maxsize=64)
+def _placement_slowdown(preset: str, shape: tuple[tuple[str, Any], ...]) -> float:
+    import numpy as np  # the topology and its routes: only when a slowdown is asked for
+
+    from engine.topology import build_topology
+    from engine.traffic import placement_slowdown
+
+    s = build(preset).with_values(dict(shape))
+    return placement_slowdown(s, build_topology(s, np.random.default_rng(0)))  # the rng only names GPUs
+
+
 # ----- the closed form's loss split (the Planner's waterfall beside a simulated run) ----------------------
 
 PLANNER_LOSSES = (*LOSS_CATEGORIES, "network_slowdown")  # the last: training time the network slowed
@@ -134,7 +201,7 @@ def closed_form_losses(estimate: ClosedForm, *, gpus: int, interval_s: float, wr
         lost, restart = lost / failing, restart / failing
     rest = max(0.0, 1.0 - lost - restart)
     checkpoint = rest * (write_s / interval_s) / (1.0 + write_s / interval_s)
-    job_gpu_hours = gpus * duration_s / 3600.0
+    job_gpu_hours = gpus * duration_s / SECONDS_PER_HOUR
     network = (rest - checkpoint) * slowed_share(slowdown)
     hours = [lost * job_gpu_hours, restart * job_gpu_hours, checkpoint * job_gpu_hours, 0.0,
              network * job_gpu_hours]
@@ -145,3 +212,27 @@ def closed_form_losses(estimate: ClosedForm, *, gpus: int, interval_s: float, wr
 def slowed_share(slowdown: float) -> float:
     """Share of training time that makes no progress when steps take `slowdown` times as long."""
     return 1.0 - 1.0 / slowdown if slowdown > 1.0 else 0.0
+
+
+def job_slowdown(job: Mapping[str, Any]) -> float:
+    """A summary job's placement_slowdown: 1 where absent (a run from before it), inf where null (no path)."""
+    value = job.get("placement_slowdown", 1.0)
+    return math.inf if value is None else float(value)
+
+
+def loss_table(summary: Mapping[str, Any], s: Scenario) -> pl.DataFrame:
+    """A run's simulated losses beside the closed form's for its scenario `s` (PLANNER_LOSSES order): category,
+    sim_gpu_hours, sim_usd, cf_gpu_hours, cf_usd. The simulated network slowdown is the share of the job's
+    productive GPU-hours its placement made no progress in (slowed_share)."""
+    job = summary.get("job", {})
+    hours = dict(job.get("losses_gpu_hours") or {})
+    slowdown = job_slowdown(job)
+    hours["network_slowdown"] = job.get("productive_hours", 0.0) * job.get("gpus", 0) * slowed_share(slowdown)
+    price = s["cost.gpu_hour_usd"]
+    cf = closed_form_losses(closed_form_of(s), gpus=s["training.gpus"], interval_s=s["training.checkpoint_interval"],
+                            write_s=s.checkpoint_write_s, restart_s=s["training.restart_overhead"],
+                            duration_s=s.duration_s, gpu_hour_usd=price, slowdown=slowdown)
+    sim_hours = [float(hours.get(c, 0.0)) for c in PLANNER_LOSSES]
+    return pl.DataFrame({
+        "category": list(PLANNER_LOSSES), "sim_gpu_hours": sim_hours, "sim_usd": [h * price for h in sim_hours],
+        "cf_gpu_hours": cf["gpu_hours"], "cf_usd": cf["usd"]})

@@ -17,6 +17,7 @@ import numpy as np
 import simpy
 
 from engine.scenario import Scenario
+from engine.sim_records import HostInterval
 
 
 class Repairs:
@@ -33,8 +34,7 @@ class Repairs:
         self.lemon_failures = scenario["repair.lemon_failures"]
         self.lemon_window = scenario["repair.lemon_window"]
         self.history: dict[int, list[float]] = {}
-        # the repair layer of host_states: (host, state, start, end)
-        self.intervals: list[tuple[int, str, float, float]] = []
+        self.intervals: list[HostInterval] = []  # the repair layer of host_states (no job)
         self.repaired_at: dict[int, float] = {}  # incident_id -> when its hosts were back
         self.lemon_incidents: set[int] = set()
 
@@ -79,4 +79,4 @@ class Repairs:
 
     def _mark(self, hosts: list[int], state: str, start: float, end: float) -> None:
         if end > start:
-            self.intervals.extend((h, state, start, end) for h in hosts)
+            self.intervals.extend(HostInterval(h, state, start, end) for h in hosts)

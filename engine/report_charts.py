@@ -16,6 +16,7 @@ import polars as pl
 
 from engine.palette import category_colour as _colour
 from engine.palette import cause_label
+from engine.units import SECONDS_PER_HOUR
 
 
 def text(value: str | None) -> str | None:
@@ -38,7 +39,7 @@ def timeline_figure(frame: pl.DataFrame) -> go.Figure:
     fig = go.Figure()
     largest = max(float(frame["gpu_hours_lost"].max() or 0.0), 1e-9) if frame.height else 1.0
     for (category,), part in frame.group_by("category", maintain_order=True):
-        x = part["time_utc"].to_list() if use_time else (part["t_s"] / 3600).to_list()
+        x = part["time_utc"].to_list() if use_time else (part["t_s"] / SECONDS_PER_HOUR).to_list()
         size = (8 + 30 * (part["gpu_hours_lost"].fill_null(0.0) / largest).sqrt()).to_list()
         hover = [f"#{i} {text(cause_label(c))}<br>{g:,.1f} GPU-hours lost" for i, c, g in
                  zip(part["incident_id"], part["cause"], part["gpu_hours_lost"].fill_null(0.0), strict=True)]

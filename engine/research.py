@@ -24,6 +24,7 @@ import numpy as np
 import simpy
 
 from engine.scenario import Scenario
+from engine.sim_records import NONE, LaneInterval, ResearchJob
 
 DURATION_SIGMA = 1.0  # log-normal shape of research job durations (Goodput's choice)
 
@@ -35,7 +36,7 @@ class Lane:
     blocked: int = 0  # hosts of the lane in repair
     pending: bool = False  # a job is due but hosts are missing
     due_at: float = 0.0  # since when it is due
-    job: int = -1  # index into ResearchLanes.jobs while running
+    job: int = NONE  # index into ResearchLanes.jobs while running
     generation: int = 0
     since: float = 0.0
 
@@ -48,9 +49,8 @@ class ResearchLanes:
     research_hosts: np.ndarray
     lanes: list[Lane] = field(default_factory=list)
     lane_of: dict[int, int] = field(default_factory=dict)
-    # jobs: [lane, submit, start, end, state, end_reason, lost]
-    jobs: list[list] = field(default_factory=list)
-    intervals: list[tuple[int, str, float, float, int]] = field(default_factory=list)  # lane, state, s, e, job
+    jobs: list[ResearchJob] = field(default_factory=list)
+    intervals: list[LaneInterval] = field(default_factory=list)
     # pending lane timers: (time, order set, lane, lane generation when set, what to do then)
     timers: list[tuple] = field(default_factory=list)
     now: float = 0.0  # the lanes' clock: the time of the timer being played, else of the outside call
@@ -85,8 +85,8 @@ class ResearchLanes:
                 self._after(len(self.lanes) - 1, self.rng.exponential(self.mean_gap), self._due)
 
     # ----- events from outside ------------------------------------------------------------------------
-    def failure(self, host: int, reason: str, takes_host: bool) -> int | None:
-        """A failure on `host` now: the index of the job it ends, if any. `takes_host`: the host goes to repair."""
+    def failure(self, host: int, reason: str, takes_host: bool) -> ResearchJob | None:
+        """A failure on `host` now: the job it ends, if any. `takes_host`: the host goes to repair."""
         i = self.lane_of.get(host)
         if i is None:
             return None
@@ -94,7 +94,7 @@ class ResearchLanes:
         lane = self.lanes[i]
         hit = None
         if lane.phase == "running":
-            hit = lane.job
+            hit = self.jobs[lane.job]
             self._end(i, reason, failed=True)
             lane.pending, lane.due_at = True, self.now  # the next job waits (a failed one is not retried)
         if takes_host:
@@ -125,9 +125,10 @@ class ResearchLanes:
         for i, lane in enumerate(self.lanes):
             if lane.phase == "running":
                 job = self.jobs[lane.job]
-                job[3], job[4], job[5] = horizon, "running", "end_of_run"
-            self.intervals.append((i, "running" if lane.phase == "running" else "healthy", lane.since, horizon,
-                                   lane.job if lane.phase == "running" else -1))
+                job.end_s, job.state, job.end_reason = horizon, "running", "end_of_run"
+            running = lane.phase == "running"
+            self.intervals.append(LaneInterval(i, "running" if running else "healthy", lane.since, horizon,
+                                               lane.job if running else NONE))
 
     # ----- inside ---------------------------------------------------------------------------------------
     def _advance(self, until: float, inclusive: bool) -> None:
@@ -156,9 +157,10 @@ class ResearchLanes:
     def _start(self, i: int, submit: float) -> None:
         lane, now = self.lanes[i], self.now
         if now > lane.since:
-            self.intervals.append((i, "healthy", lane.since, now, -1))
+            self.intervals.append(LaneInterval(i, "healthy", lane.since, now, NONE))
         lane.phase, lane.pending, lane.since, lane.job = "running", False, now, len(self.jobs)
-        self.jobs.append([i, submit, now, math.nan, "running", "", 0.0])
+        self.jobs.append(ResearchJob(index=lane.job, lane=i, hosts=lane.hosts.size, submit_s=submit,
+                                     start_s=now))
         self._after(i, self.median * math.exp(DURATION_SIGMA * self.rng.standard_normal()), self._completed)
 
     def _completed(self, i: int) -> None:
@@ -168,9 +170,9 @@ class ResearchLanes:
     def _end(self, i: int, reason: str, failed: bool) -> None:
         lane, now = self.lanes[i], self.now
         job = self.jobs[lane.job]
-        state = "preempted" if reason == "preempted" else "failed" if failed else "completed"
-        job[3], job[4], job[5] = now, state, reason
-        job[6] = now - job[2] if failed else 0.0
-        self.intervals.append((i, "running", lane.since, now, lane.job))
+        job.end_s, job.end_reason = now, reason
+        job.state = "preempted" if reason == "preempted" else "failed" if failed else "completed"
+        job.lost_work_s = now - job.start_s if failed else 0.0
+        self.intervals.append(LaneInterval(i, "running", lane.since, now, lane.job))
         lane.phase, lane.since = "idle", now
         lane.generation += 1  # the job's completion timer no longer applies

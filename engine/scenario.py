@@ -29,10 +29,11 @@ import tomli_w
 
 from engine import limits, scenario_limits
 from engine.bounded_read import read_bounded
-from engine.durations import parse_duration
+from engine.durations import format_duration, parse_duration
 from engine.errors import GoodputError
 from engine.reference import CAUSES
 from engine.scenario_keys import KEY_BY_NAME, MIX_PREFIX, PRESETS, SECTIONS, Key
+from engine.units import SECONDS_PER_DAY
 
 
 class ScenarioError(GoodputError):
@@ -43,6 +44,7 @@ class ScenarioError(GoodputError):
 # values were checked when it was made. Up to issue 13 a bare number was a duration in seconds; such a stored
 # number still reads as seconds, where a file or `--set` must now give the unit (engine.durations).
 STORED = "scenario"
+VALUES = "with_values"  # the layer of Scenario.with_values, named so in its errors
 
 
 # ----- the scenario --------------------------------------------------------------------------------------
@@ -83,7 +85,7 @@ class Scenario:
 
     @property
     def duration_s(self) -> float:
-        return self["simulation.days"] * 86400.0
+        return self["simulation.days"] * SECONDS_PER_DAY
 
     @property
     def mix(self) -> dict[str, float]:
@@ -101,6 +103,18 @@ class Scenario:
 
     def with_overrides(self, sets: Iterable[str]) -> "Scenario":
         return build(self.preset, base=self.raw, sets=sets)
+
+    def with_values(self, values: Mapping[str, Any]) -> "Scenario":
+        """This scenario with `values` set, given as the engine reads them (seconds as numbers for durations,
+        None for "derive it" on an optional duration): what a page passes, where `--set` strings would make it
+        spell numbers only to have them parsed back. Validated like `--set`: an unknown key or a bad value is a
+        ScenarioError naming the key. Each duration is stored spelled with its unit ("30m"), so the TOML of
+        the result reads as a person would write it and gives back exactly these seconds."""
+        spelled = {}
+        for key, value in values.items():
+            _known_key(key, VALUES)
+            spelled[key] = _spelled(KEY_BY_NAME[key], value)
+        return build(self.preset, base=self.raw, values=spelled)
 
     def to_dict(self) -> dict[str, Any]:
         """Nested raw values, as stored in `runs.scenario` and written to TOML."""
@@ -128,8 +142,9 @@ class Scenario:
 
 
 def build(preset: str | None = None, *, file: str | Path | None = None, base: Mapping[str, Any] | None = None,
-          sets: Iterable[str] = ()) -> Scenario:
-    """The scenario of `preset`, overlaid by a TOML `file`, a flat `base` and `--set` strings, validated."""
+          values: Mapping[str, Any] | None = None, sets: Iterable[str] = ()) -> Scenario:
+    """The scenario of `preset`, overlaid by a TOML `file`, a flat `base`, the spelled `values` of
+    `Scenario.with_values` and `--set` strings, validated."""
     file_values: dict[str, Any] = {}
     if file is not None:
         file_values = _read_toml(Path(file))
@@ -144,6 +159,8 @@ def build(preset: str | None = None, *, file: str | Path | None = None, base: Ma
         layers.append((STORED, base))
     if file_values:
         layers.append((str(file), file_values))
+    if values:
+        layers.append((VALUES, values))
     for text in sets:
         key, value = _parse_set(text)
         layers.append(("--set", {key: value}))
@@ -171,6 +188,28 @@ def from_dict(nested: Mapping[str, Any]) -> Scenario:
     flat = _flatten(dict(nested), "")
     preset = flat.pop("preset", None)
     return build(preset, base=flat)
+
+
+def _spelled(key: Key, value: Any) -> Any:
+    """A value of `with_values` in the spelling a scenario file uses: durations (seconds) with their unit, in
+    the largest unit that is exact ("30m"), else in seconds to the last digit ("1437.71234s"); None for an
+    optional duration is its "derive it" (""). Every other kind is checked by its parser in `build`."""
+    if key.kind not in ("duration", "optional_duration"):
+        return value
+    if value is None and key.kind == "optional_duration":
+        return ""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ScenarioError(f"{VALUES}: {key.name}: expected seconds as a number, got {_given(value)}")
+    try:
+        seconds = float(value)
+    except OverflowError:  # an int of 400 digits: no float holds it
+        seconds = math.inf
+    if not math.isfinite(seconds):
+        raise ScenarioError(f"{VALUES}: {key.name}: expected a finite duration, got {_given(value)}")
+    if seconds < 0:
+        raise ScenarioError(f"{VALUES}: {key.name}: a duration cannot be negative, got {_given(value)}")
+    exact = format_duration(seconds)
+    return exact if parse_duration(exact) == seconds else f"{seconds!r}s"
 
 
 def _check_preset(name: Any, where: str) -> str:

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from engine import limits
+from engine.units import SECONDS_PER_DAY
 
-SECONDS_PER_DAY = 86_400.0
 DURATION_SIGMA = 1.0  # engine.research's log-normal shape: mean duration = median x exp(sigma^2 / 2)
 
 

@@ -1,4 +1,4 @@
-"""A discrete-event GPU scheduler: a priority queue, gang placement on hosts, EASY backfill, preemption,
+"""A discrete-event GPU scheduler: a priority queue, gang allocation of hosts, EASY backfill, preemption,
 pack or spread placement, host failures, and the reason behind every wait.
 
 Jobs are sized in GPUs. A job that fits in one host takes `per_host` GPUs of one host, each to `share`
@@ -11,7 +11,7 @@ jobs of lower priority, on the host(s) where that loses the least work (lowest p
 
 Why a job waits, recorded at every scheduling pass for each group of jobs with the same demand:
 `priority` (it fits now but jobs ahead of it come first), `failed_hosts` (it would fit if the down hosts were
-up), `fragmentation` (enough free GPUs in total but not in one placement), `no_capacity` (not enough free).
+up), `fragmentation` (enough free GPUs in total but not in one allocation), `no_capacity` (not enough free).
 
 A plain event heap rather than SimPy: one pass per distinct event time, with the capacity checks vectorised
 over hosts (NumPy), re-schedules the 8,152-job Alibaba trace on its 1,213 nodes in about a second.
@@ -137,7 +137,7 @@ class Scheduler:
         self.queue: list[list[tuple]] = [[] for _ in self.classes]
         self.reason_now: list[str | None] = [None] * len(self.classes)
         self.reason_log: list[tuple[int, float, str | None]] = []
-        # job -> (placement, start, attempt, expected end, [first, count] of its entries in the ledger)
+        # job -> (allocation, start, attempt, expected end, [first, count] of its entries in the ledger)
         self.running: dict[int, tuple] = {}
         self.ledger = Ledger()
         self.on_host: list[set[int]] = [set() for _ in range(cluster.n_hosts)]
@@ -242,10 +242,10 @@ class Scheduler:
                 budget -= 1
                 j = key[2]
                 if now + self._remaining(j) <= shadow:
-                    if self._place_and_start(j, now, None, dequeue=False):
+                    if self._allocate_and_start(j, now, None, dequeue=False):
                         started.append(key)
                 elif not avoid_failed:
-                    if self._place_and_start(j, now, reserved, dequeue=False):
+                    if self._allocate_and_start(j, now, reserved, dequeue=False):
                         started.append(key)
                     else:
                         avoid_failed = True
@@ -298,21 +298,21 @@ class Scheduler:
         s.refresh()
         return self._start(j, now)
 
-    # ----- placement ---------------------------------------------------------------------------------------
+    # ----- allocation --------------------------------------------------------------------------------------
 
     def _start(self, j: int, now: float) -> bool:
-        return self._place_and_start(j, now, None, dequeue=True)
+        return self._allocate_and_start(j, now, None, dequeue=True)
 
-    def _place_and_start(self, j: int, now: float, avoid: np.ndarray | None, dequeue: bool) -> bool:
+    def _allocate_and_start(self, j: int, now: float, avoid: np.ndarray | None, dequeue: bool) -> bool:
         h, n, m = self.classes[self.cls[j]]
-        placement = place(self.s, h, n, m, avoid, self.policy.placement == "pack")
-        if placement is None:
+        allocation = place(self.s, h, n, m, avoid, self.policy.placement == "pack")
+        if allocation is None:
             return False
         s = self.s
-        for host, gpu_idx, milli in placement:
+        for host, gpu_idx, milli in allocation:
             s.free[host, gpu_idx] -= milli
             self.on_host[host].add(j)
-        for host in {p[0] for p in placement}:
+        for host in {p[0] for p in allocation}:
             s.touch(host)
         s.refresh()
         if dequeue:
@@ -321,8 +321,8 @@ class Scheduler:
         self._spell(j, now)
         self.attempt[j] += 1
         end = now + self._remaining(j)
-        entries = self.ledger.add(j, placement, s.free.shape[1], now, end, self.running)
-        self.running[j] = (placement, now, int(self.attempt[j]), end, entries)
+        entries = self.ledger.add(j, allocation, s.free.shape[1], now, end, self.running)
+        self.running[j] = (allocation, now, int(self.attempt[j]), end, entries)
         insort(self.ends, (end, j))
         if np.isnan(self.first_start[j]):
             self.first_start[j] = now
@@ -335,33 +335,33 @@ class Scheduler:
         return float(self.w.work[j] - self.progress[j])
 
     def _release(self, j: int) -> tuple:
-        placement, start, attempt, end, entries = self.running.pop(j)
+        allocation, start, attempt, end, entries = self.running.pop(j)
         self.ledger.drop(entries)
         s = self.s
-        for host, gpu_idx, milli in placement:
+        for host, gpu_idx, milli in allocation:
             s.free[host, gpu_idx] += milli
             self.on_host[host].discard(j)
-        for host in {p[0] for p in placement}:
+        for host in {p[0] for p in allocation}:
             s.touch(host)
         del self.ends[bisect_left(self.ends, (end, j))]
-        return placement, start, attempt
+        return allocation, start, attempt
 
     def _finish(self, j: int, now: float, reason: str) -> None:
-        placement, start, attempt = self._release(j)
-        hosts = sorted({p[0] for p in placement})
+        allocation, start, attempt = self._release(j)
+        hosts = sorted({p[0] for p in allocation})
         self.rows_attempts.append((j, attempt, start, now, reason, 0.0, hosts))
         self.last_end[j] = now
 
     def _stop(self, j: int, now: float, reason: str) -> None:
         """End job j's attempt early (failure, preemption) and put it back in the queue by its policy."""
-        placement, start, attempt = self._release(j)
+        allocation, start, attempt = self._release(j)
         done = self.progress[j] + (now - start)
         if self.restart[j]:
             saved = np.floor(done / self.policy.checkpoint_interval_s) * self.policy.checkpoint_interval_s
         else:
             saved = 0.0
         saved = min(saved, float(self.w.work[j]))
-        hosts = sorted({p[0] for p in placement})
+        hosts = sorted({p[0] for p in allocation})
         self.rows_attempts.append((j, attempt, start, now, reason, float(done - saved), hosts))
         self.progress[j] = saved
         self._enqueue(j, now)
@@ -476,7 +476,7 @@ def schedule(
     return Scheduler(cluster, workload, policy, failures).run()
 
 
-def place_recorded(
+def allocate_recorded(
     cluster: Cluster,
     workload: Workload,
     start: np.ndarray,
@@ -485,7 +485,7 @@ def place_recorded(
     nodes: list[list[int] | None] | None = None,
 ) -> list[list[int]]:
     """Hosts of each job replayed as recorded: at its recorded start it goes on its recorded nodes (sacct
-    NodeList) or where `policy` would place it; a job with no room then (the trace ran on more than the
+    NodeList) or where `policy`'s placement puts it; a job with no room then (the trace ran on more than the
     cluster shows) keeps an empty host list. Ends free their GPUs before starts at the same instant."""
     sched = Scheduler(cluster, workload, policy)
     s = sched.s
@@ -494,33 +494,33 @@ def place_recorded(
     times = np.concatenate([stop[started], start[started]])
     kinds = np.concatenate([np.zeros(len(started)), np.ones(len(started))])
     order = np.lexsort((np.concatenate([started, started]), kinds, times))
-    placed: list[list] = [[] for _ in range(workload.n)]
+    allocated: list[list] = [[] for _ in range(workload.n)]
     hosts_of: list[list[int]] = [[] for _ in range(workload.n)]
     for k in order:
         j = int(started[k % len(started)])
         if kinds[k] == 0:  # an end
-            for host, gpu_idx, milli in placed[j]:
+            for host, gpu_idx, milli in allocated[j]:
                 s.free[host, gpu_idx] += milli
                 s.touch(host)
-            placed[j] = []
+            allocated[j] = []
             continue
         h, n, m = (int(v) for v in (sched.h[j], sched.n[j], sched.m[j]))
         given = nodes[j] if nodes is not None else None
         if given:
-            placement = []
+            allocation = []
             for host in given:
                 row = s.free[host]
                 gpus = np.flatnonzero(row >= m)[:n]
-                placement.append((host, gpus, m))
+                allocation.append((host, gpus, m))
             hosts_of[j] = sorted(set(given))
         else:
             s.refresh()
-            placement = place(s, h, n, m, None, policy.placement == "pack") or []
-            hosts_of[j] = sorted({p[0] for p in placement})
-        for host, gpu_idx, milli in placement:
+            allocation = place(s, h, n, m, None, policy.placement == "pack") or []
+            hosts_of[j] = sorted({p[0] for p in allocation})
+        for host, gpu_idx, milli in allocation:
             s.free[host, gpu_idx] -= milli
             s.touch(host)
-        placed[j] = placement
+        allocated[j] = allocation
     return hosts_of
 
 
@@ -535,6 +535,6 @@ __all__ = [
     "Workload",
     "demands",
     "dominant_reason",
-    "place_recorded",
+    "allocate_recorded",
     "schedule",
 ]

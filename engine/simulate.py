@@ -10,17 +10,18 @@ from collections import deque
 from collections.abc import Callable
 
 import numpy as np
-import polars as pl
 import simpy
 
+from engine import telemetry
 from engine.failures import CAUSE_KEYS, SCOPE, Arrivals, draw_arrivals, draw_planned
-from engine.host_timeline import BASE_SCHEMA, overlay
+from engine.host_timeline import host_states
 from engine.repair import Repairs
 from engine.research import ResearchLanes
 from engine.run import Run
 from engine.scenario import Scenario
+from engine.sim_records import NONE, FlagshipRecord, HostInterval, Incident, ResearchJob, SimulationResult
 from engine.summary import summarize
-from engine.tables import incidents_frame, job_frames, research_job_id
+from engine.tables import incidents_frame, job_frames
 from engine.topology import CTSW_PER_POD, FLAGSHIP, IN_REPAIR, RESEARCH, SPARE, Topology, build_topology
 from engine.traffic import network_run
 from engine.training import FlagshipJob
@@ -38,7 +39,7 @@ class Simulation:
         self.holder = topo.role.copy()
         self.spares = deque(topo.hosts_with(SPARE).tolist())
         self.job_id = scenario["training.name"]
-        self.base: list[tuple[int, str, float, float, str | None]] = []
+        self.base: list[HostInterval] = []  # flagship-family hosts: running or spare
         self._open: dict[int, tuple[str, float]] = {}  # flagship-family host -> (state, since)
         for h in topo.hosts_with(FLAGSHIP).tolist():
             self._open[h] = ("running", 0.0)
@@ -49,7 +50,7 @@ class Simulation:
         self.research_hosts = topo.hosts_with(RESEARCH).tolist()
         # research hosts lent to the flagship when its spares ran out: host -> since; closed loans; their count
         self.borrowed: dict[int, float] = {}
-        self.borrowed_intervals: list[tuple[int, str, float, float, str]] = []
+        self.borrowed_intervals: list[HostInterval] = []
         self.preemptions = 0
         self.job = None
         if scenario.job_hosts and scenario["training.gpus"] > 0:
@@ -59,8 +60,7 @@ class Simulation:
                 checkpoint_write_s=scenario.checkpoint_write_s,
                 restart_overhead_s=scenario["training.restart_overhead"],
                 take_spare=self._take_spare, on_hosts_changed=self._job_hosts_changed)
-        # (fault_s, detected_s, cause, planned, xid, host, gpu, link, job_ids, lost_work_s); -1 for none
-        self.incidents: list[tuple] = []
+        self.incidents: list[Incident] = []
 
     # ----- host bookkeeping -------------------------------------------------------------------------------
     def _set(self, host: int, state: str | None) -> None:
@@ -70,12 +70,13 @@ class Simulation:
             if state is None:
                 since = self.borrowed.pop(host)
                 if now > since:
-                    self.borrowed_intervals.append((host, "running", since, now, self.job_id))
+                    self.borrowed_intervals.append(HostInterval(host, "running", since, now, self.job_id))
             return
         if host in self._open:
             old, since = self._open.pop(host)
             if now > since:
-                self.base.append((host, old, since, now, self.job_id if old == "running" else None))
+                job = self.job_id if old == "running" else None
+                self.base.append(HostInterval(host, old, since, now, job))
         if state is not None:
             self._open[host] = (state, now)
 
@@ -138,8 +139,8 @@ class Simulation:
                 continue
             before = len(self.job.ledger.attempts)
             if self.job.interrupt("planned_maintenance", []):
-                self._record(t, t, "planned_maintenance", True, -1, -1, -1, -1, [self.job_id],
-                             self._lost_since(before))
+                self._record(Incident(t, t, "planned_maintenance", True, NONE, NONE, NONE, NONE, self.job_id,
+                                      (), self._lost_since(before)))
 
     def _failure(self, a: Arrivals, i: int) -> None:
         host = int(a.host[i])
@@ -150,25 +151,27 @@ class Simulation:
         per_host = self.topo.gpus_per_host
         gpu = host * per_host + int(a.gpu_index[i])
         xid = int(a.xid[i])
-        link = -1
+        link = NONE
         if cause in ("network_switch_cable", "nic"):
             link = (self.topo.rack_link_base + int(self.topo.host_rack[host]) * CTSW_PER_POD if a.rack_wide[i]
                     else self.topo.gpu_link_base + gpu)
-        gpu_id = gpu if SCOPE[cause] == "gpu" else -1
-        jobs: list[str] = []
+        gpu_id = gpu if SCOPE[cause] == "gpu" else NONE
+        flagship: str | None = None
+        research: list[ResearchJob] = []
         lost = 0.0
         if SCOPE[cause] == "job":  # the job restarts on the same hosts; an idle host has no job to break
             if self.holder[host] == FLAGSHIP and self.job is not None:
                 before = len(self.job.ledger.attempts)
                 if not self.job.interrupt(cause, [], fault):
                     return  # the job is waiting for hosts: there is nothing running to break
-                jobs.append(self.job_id)
+                flagship = self.job_id
                 lost = self._lost_since(before)
             elif self.research.running_on(host):
-                jobs.append(self._research_hit(host, cause, takes_host=False))
+                research.append(self.research.failure(host, cause, takes_host=False))
             else:
                 return
-            self._record(fault, now, cause, False, xid, host, gpu_id, link, jobs, lost)
+            self._record(Incident(fault, now, cause, False, xid, host, gpu_id, link, flagship, tuple(research),
+                                  lost))
             return
         hosts = list(self.topo.rack_hosts(int(self.topo.host_rack[host]))) if a.rack_wide[i] else [host]
         hosts = [h for h in hosts if self.holder[h] != IN_REPAIR]
@@ -179,29 +182,28 @@ class Simulation:
             elif self.holder[h] == SPARE:
                 self.spares.remove(h)
             elif self.holder[h] == RESEARCH:
-                job = self._research_hit(h, cause, takes_host=True)
+                job = self.research.failure(h, cause, takes_host=True)
                 if job is not None:
-                    jobs.append(job)
+                    research.append(job)
             self.holder[h] = IN_REPAIR
             self._set(h, None)
         if flagship_hit and self.job is not None:
             before = len(self.job.ledger.attempts)
             if self.job.interrupt(cause, flagship_hit, fault):
-                jobs.insert(0, self.job_id)
+                flagship = self.job_id
                 lost = self._lost_since(before)
-        incident = self._record(fault, now, cause, False, xid, host, gpu_id, link, jobs, lost)
+        incident = self._record(Incident(fault, now, cause, False, xid, host, gpu_id, link, flagship,
+                                         tuple(research), lost))
         self.repairs.start(hosts, incident)
 
-    def _research_hit(self, host: int, cause: str, takes_host: bool) -> str | None:
-        index = self.research.failure(host, cause, takes_host)
-        return None if index is None else research_job_id(index)
-
     def _lost_since(self, attempts_before: int) -> float:
+        """The work the interruption just threw away: that of the attempt it closed, if it closed one."""
         attempts = self.job.ledger.attempts
-        return attempts[-1][4] if len(attempts) > attempts_before else 0.0
+        return attempts[-1].lost_work_s if len(attempts) > attempts_before else 0.0
 
-    def _record(self, fault, detected, cause, planned, xid, host, gpu, link, jobs, lost) -> int:
-        self.incidents.append((fault, detected, cause, planned, xid, host, gpu, link, jobs, lost))
+    def _record(self, incident: Incident) -> int:
+        """Keep `incident`; its index (the incident_id) lets the repair report when its hosts are back."""
+        self.incidents.append(incident)
         return len(self.incidents) - 1
 
     # ----- the end ---------------------------------------------------------------------------------------
@@ -212,24 +214,20 @@ class Simulation:
             self.job.finish(self.horizon)
         self.research.finish(self.horizon)
 
-    def host_states(self) -> pl.DataFrame:
-        base = pl.DataFrame(self.base, schema=BASE_SCHEMA, orient="row")
+    def result(self) -> SimulationResult:
+        """What the run produced, for the tables and the summary (after `finish`)."""
+        job = None
+        if self.job is not None:
+            job = FlagshipRecord(self.job_id, self.scenario["training.gpus"], self.job.w, self.job.ledger)
         lanes = self.research
-        if lanes.intervals:
-            lane_frame = pl.DataFrame(lanes.intervals, schema={"lane": pl.Int32, "state": pl.String,
-                                                               "start_s": pl.Float64, "end_s": pl.Float64,
-                                                               "job": pl.Int64}, orient="row")
-            members = pl.DataFrame({"lane": [i for i, ln in enumerate(lanes.lanes) for _ in ln.hosts],
-                                    "host_id": np.concatenate([ln.hosts for ln in lanes.lanes])},
-                                   schema={"lane": pl.Int32, "host_id": pl.Int32})
-            research = lane_frame.join(members, on="lane").select(
-                "host_id", "state", "start_s", "end_s",
-                job_id=pl.when(pl.col("job") >= 0).then(pl.format("research-{}", pl.col("job").cast(pl.String)
-                                                                  .str.zfill(5))))
-            base = pl.concat([base, research])
-        repair = pl.DataFrame([(h, s, a, b, None) for h, s, a, b in self.repairs.intervals]
-                              + self.borrowed_intervals, schema=BASE_SCHEMA, orient="row")
-        return overlay(base, repair, self.topo.n_hosts, self.horizon)
+        return SimulationResult(
+            horizon_s=self.horizon, gpus_per_host=self.topo.gpus_per_host, topology=self.topo,
+            job_id=self.job_id, job=job, incidents=self.incidents, flagship_intervals=self.base,
+            borrowed_intervals=self.borrowed_intervals, repair_intervals=self.repairs.intervals,
+            repaired_at=self.repairs.repaired_at, research_jobs=lanes.jobs,
+            lane_hosts=[lane.hosts for lane in lanes.lanes], lane_intervals=lanes.intervals,
+            lemons=len(self.repairs.lemon_incidents),
+            hosts_in_repair_at_end=int((self.holder == IN_REPAIR).sum()), research_preemptions=self.preemptions)
 
 
 def simulate(scenario: Scenario, *, name: str | None = None, progress: Callable[[float], None] | None = None,
@@ -259,33 +257,30 @@ def simulate(scenario: Scenario, *, name: str | None = None, progress: Callable[
         if progress is not None:
             progress(step / PROGRESS_STEPS)
     sim.finish()
-    incidents = incidents_frame(sim)
-    summary = summarize(scenario, sim, incidents)
+    result = sim.result()
+    incidents = incidents_frame(result)
+    summary = summarize(scenario, result, incidents)
     tables = {"incidents": incidents}
     if not summary_only:
-        jobs, attempts, checkpoints = job_frames(sim)
+        jobs, attempts, checkpoints = job_frames(result)
         tables.update({"hosts": topo.hosts, "gpus": topo.gpus, "links": topo.links, "jobs": jobs,
-                       "job_attempts": attempts, "checkpoints": checkpoints, "host_states": sim.host_states()})
+                       "job_attempts": attempts, "checkpoints": checkpoints,
+                       "host_states": host_states(result)})
         if scenario["simulation.telemetry"]:
             tables.update(_telemetry(scenario, tables, rngs["telemetry"]))
             # network (engine.traffic): link_samples and summary["network"]; a seventh child of the seed, so
             # the six above draw exactly what they drew before
             network_rng = np.random.default_rng(np.random.SeedSequence(scenario["simulation.seed"]).spawn(7)[6])
             tables["link_samples"], summary["network"] = network_run(
-                scenario, topo, tables["host_states"], incidents, sim.horizon, network_rng)
+                scenario, topo, tables["host_states"], incidents, result.horizon_s, network_rng)
     return Run(kind=kind, name=name or scenario.preset or "simulation",
-               started_at=scenario["simulation.start"], duration_s=sim.horizon, scenario=scenario.to_dict(),
+               started_at=scenario["simulation.start"], duration_s=result.horizon_s,
+               scenario=scenario.to_dict(),
                seed=scenario["simulation.seed"], summary=summary, tables=tables)
 
 
 def _telemetry(scenario: Scenario, tables: dict, rng: np.random.Generator) -> dict:
-    """Per-GPU samples and XID events from engine.telemetry (another module); skipped only if it is absent."""
-    try:
-        from engine import telemetry
-    except ModuleNotFoundError as err:
-        if err.name != "engine.telemetry":
-            raise
-        return {}
+    """Per-GPU samples and XID events (engine.telemetry), each drawn from a child of the telemetry generator."""
     sample_rng, xid_rng = rng.spawn(2)
     return {
         "gpu_samples": telemetry.gpu_samples(scenario, tables["gpus"], tables["host_states"], tables["incidents"],

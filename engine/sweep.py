@@ -14,6 +14,7 @@ on this machine; the optional extra goodput[ray]). Each task runs a summary-only
 
 from __future__ import annotations
 
+import logging
 import math
 import multiprocessing
 import os
@@ -257,10 +258,12 @@ class LocalExecutor:
 class RayExecutor:
     """Ray: `address` reaches an existing cluster (`ray://head:10001` or `auto`; its nodes need goodput
     installed), none starts Ray on this machine with `workers` CPUs (default: all). Ray is imported only here,
-    so its start-up never touches the local path. A Ray session this executor started is shut down after."""
+    so its start-up never touches the local path. A Ray session this executor started is shut down after.
+    `quiet` keeps Ray's own start-up lines (INFO and WARNING) off stderr: `goodput sweep --json`."""
 
     address: str | None = None
     workers: int | None = None
+    quiet: bool = False
 
     def run(self, tasks: list[Task], progress: Progress | None = None) -> list[dict]:
         try:
@@ -269,10 +272,12 @@ class RayExecutor:
             raise GoodputError("--executor ray: Ray is not installed (pip install 'goodput[ray]')") from err
         started = not ray.is_initialized()
         if started:
+            # quiet: errors only; else Ray's own level ($RAY_LOGGER_LEVEL, default info)
+            logs = {"logging_level": logging.ERROR} if self.quiet else {}
             if self.address:
-                ray.init(address=self.address, log_to_driver=False)
+                ray.init(address=self.address, log_to_driver=False, **logs)
             else:
-                ray.init(num_cpus=self.workers, include_dashboard=False, log_to_driver=False)
+                ray.init(num_cpus=self.workers, include_dashboard=False, log_to_driver=False, **logs)
         try:
             cpus = int(ray.cluster_resources().get("CPU", 1))
             parts = chunks(tasks, self.workers or cpus)
@@ -300,8 +305,9 @@ def usable_cores() -> int:
     return os.cpu_count() or 1
 
 
-def make_executor(name: str = "local", *, workers: int | None = None, address: str | None = None) -> Executor:
-    """The executor of `--executor NAME` (local or ray)."""
+def make_executor(name: str = "local", *, workers: int | None = None, address: str | None = None,
+                  quiet: bool = False) -> Executor:
+    """The executor of `--executor NAME` (local or ray); `quiet`: nothing of its own on stderr."""
     if name == "local":
         if address:
             raise GoodputError("--ray-address: only with --executor ray")
@@ -309,7 +315,7 @@ def make_executor(name: str = "local", *, workers: int | None = None, address: s
     if name == "ray":
         if workers is not None and workers < 1:
             raise GoodputError(f"--workers: must be at least 1, got {workers}")
-        return RayExecutor(address, workers)
+        return RayExecutor(address, workers, quiet)
     raise GoodputError(f"--executor: unknown executor {name!r}; executors: local, ray")
 
 

@@ -25,7 +25,7 @@ import polars as pl
 from engine import telemetry_precursors as precursors
 from engine.errors import GoodputError
 from engine.scenario import Scenario
-from engine.schema import HOST_STATES, TABLES
+from engine.schema import HOST_STATES, polars_schema
 from engine.telemetry_model import (
     BURN_IN,
     CHECKPOINT,
@@ -55,13 +55,12 @@ from engine.telemetry_model import (
     unit_noise,
 )
 from engine.telemetry_xid import pci_bus_id, xid_counts, xid_events
+from engine.units import SECONDS_PER_DAY
 
 __all__ = ["gpu_samples", "xid_events", "xid_counts", "pci_bus_id", "sample_times", "SILENT_STATES",
            "SIMULATED_COLUMNS"]
 
-_POLARS_TYPE = {"DOUBLE": pl.Float64, "INTEGER": pl.Int32, "REAL": pl.Float32, "BIGINT": pl.Int64,
-                "SMALLINT": pl.Int16, "VARCHAR": pl.String, "BOOLEAN": pl.Boolean}
-SAMPLE_SCHEMA = {name: _POLARS_TYPE[sql] for name, sql in TABLES["gpu_samples"].items()}
+SAMPLE_SCHEMA = polars_schema("gpu_samples")
 # What the simulation generates; other columns of the table (read only from real DCGM scrapes) are null here.
 SIMULATED_COLUMNS = ("t_s", "gpu_id", "temp_c", "power_w", "util_pct", "mem_util_pct", "ecc_sbe", "ecc_dbe")
 # A host in these states is off the fleet's telemetry: powered down, or on a bench being diagnosed and fixed.
@@ -183,7 +182,8 @@ def _prepare(gpus, host_states, incidents, checkpoints, rng, t, resolution):
                    + (rng.random(n) < HOT_GPU_SHARE) * HOT_GPU_EXTRA_C).astype(np.float32)
     power_factor = (1.0 + rng.uniform(-1.0, 1.0, n) * POWER_GPU_SPREAD).astype(np.float32)
     low, high = np.log(SBE_PRONE_RATE_PER_DAY)
-    sbe_rate = np.where(rng.random(n) < SBE_PRONE_SHARE, np.exp(rng.uniform(low, high, n)), 0.0) / 86400.0
+    per_day = np.where(rng.random(n) < SBE_PRONE_SHARE, np.exp(rng.uniform(low, high, n)), 0.0)
+    sbe_rate = per_day / SECONDS_PER_DAY
 
     jobs = checkpoints["job_id"].cast(pl.String).unique().sort().to_list()
     states = _state_intervals(host_states, host_ids, {job: row for row, job in enumerate(jobs)})

@@ -16,6 +16,8 @@ from datetime import datetime
 
 import numpy as np
 
+from engine.units import SECONDS_PER_DAY, SECONDS_PER_HOUR, SECONDS_PER_MINUTE
+
 # ----- activities: what a sample's GPU is doing -----------------------------------------------------------
 IDLE, RUNNING, CHECKPOINT, BURN_IN = 0, 1, 2, 3
 
@@ -66,8 +68,9 @@ def first_sample_at_or_after(t_s: np.ndarray, resolution_s: float, n_samples: in
 
 def hour_of_day(start: datetime, t_s: np.ndarray) -> np.ndarray:
     """Local hour of day (0-24) at each `t_s`, the site's clock being the one `simulation.start` is written in."""
-    start_hour = start.hour + start.minute / 60 + (start.second + start.microsecond / 1e6) / 3600
-    return np.mod(start_hour + t_s / 3600.0, 24.0)
+    seconds = start.second + start.microsecond / 1e6
+    start_hour = start.hour + start.minute / SECONDS_PER_MINUTE + seconds / SECONDS_PER_HOUR
+    return np.mod(start_hour + t_s / SECONDS_PER_HOUR, 24.0)
 
 
 def diurnal_cosine(start: datetime, t_s: np.ndarray) -> np.ndarray:
@@ -79,11 +82,11 @@ def diurnal_cosine(start: datetime, t_s: np.ndarray) -> np.ndarray:
 # HBM failures announce themselves: correctable (single-bit) errors climb over days before an uncorrectable one
 # (Meta tracks repeat offenders against thresholds, reference README §2). The count reached at the failure is
 # drawn per incident; the ramp is cubic, so most of it lands in the last day.
-SBE_RAMP_S = 3 * 86400.0
+SBE_RAMP_S = 3 * SECONDS_PER_DAY
 SBE_AT_FAILURE = (200, 2000)
 # A failing thermal interface heats its GPU over hours before the thermal fault, and stays hot until repaired.
-HEAT_TAU_S = 2 * 3600.0
-HEAT_WINDOW_S = 12 * 3600.0
+HEAT_TAU_S = 2 * SECONDS_PER_HOUR
+HEAT_WINDOW_S = 12 * SECONDS_PER_HOUR
 HEAT_EXTRA_C = 12.0
 # A few GPUs see a trickle of correctable errors all the time (assumption: 2% of GPUs, 0.5-20 a day).
 SBE_PRONE_SHARE = 0.02

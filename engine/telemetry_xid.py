@@ -17,10 +17,10 @@ import polars as pl
 
 from engine.errors import GoodputError
 from engine.reference import XID_BY_CODE
-from engine.schema import TABLES
+from engine.schema import polars_schema
+from engine.units import SECONDS_PER_DAY, SECONDS_PER_HOUR
 
-XID_EVENT_SCHEMA = {name: {"DOUBLE": pl.Float64, "INTEGER": pl.Int32, "VARCHAR": pl.String}[sql]
-                    for name, sql in TABLES["xid_events"].items()}
+XID_EVENT_SCHEMA = polars_schema("xid_events")
 
 # PCI bus of each GPU slot on an 8-GPU HGX H100 baseboard (as `nvidia-smi` lists them on such servers); slots
 # past 8 continue the pattern so any host size gets distinct buses.
@@ -51,7 +51,7 @@ FOLLOW_ONS: dict[int, tuple[tuple[int, float, str], ...]] = {
 }
 # cause -> (XID, seconds before the incident): what a failing HBM stack prints in the days before it fails.
 PRECURSORS: dict[str, tuple[tuple[int, float], ...]] = {
-    "gpu_hbm3": ((63, 2 * 86400.0), (63, 86400.0), (92, 6 * 3600.0)),
+    "gpu_hbm3": ((63, 2 * SECONDS_PER_DAY), (63, SECONDS_PER_DAY), (92, 6 * SECONDS_PER_HOUR)),
 }
 # XIDs the driver raises in the context of the process that hit them; the rest print pid='<unknown>'.
 # (Real logs: 43 carries `pid=2924364, name=pt_main_thread`, PyTorch's main thread; 13 and 79 print unknown.)

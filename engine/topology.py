@@ -1,4 +1,5 @@
-"""The datacenter: pods of racks of hosts of GPUs, their floor positions, the fabric's links, and placement.
+"""The datacenter: pods of racks of hosts of GPUs, their floor positions, the fabric's links, and the order
+the flagship job takes its hosts in (its placement, pack or spread: `allocation_order`).
 
 Shape (Llama 3 paper §3.3; reference README §1): hosts of 8 GPUs (Grand Teton), racks of 2 hosts behind one
 rack switch (RTSW), pods ("AI zones") of 192 racks with full bisection bandwidth inside, 8 pods for 24,576

@@ -7,7 +7,7 @@ leaves a rack, a pod, only where the job's hosts do). In a ring every GPU sends 
 from its predecessor at the job's per-GPU demand (`network.gbps_per_gpu`), so the flows of a job are the
 edges host -> next host of its ring, one rail a GPU. A one-host job talks over NVLink only.
 
-Vectorised: the placement (which job each host runs at each sample) is one (samples x hosts) array filled from
+Vectorised: the occupancy (which job each host runs at each sample) is one (samples x hosts) array filled from
 host_states; a block of samples at once becomes its ring edges by one stable sort, and engine.network.route
 turns all their flows into link loads with bincounts (the job-to-link incidence times the demand). No Python
 loop runs per sample, host or flow; the loops are over blocks of samples and over link faults.
@@ -28,7 +28,9 @@ import polars as pl
 from engine.link_stats import LinkTotals, TierStats
 from engine.network import Fabric, route, slowdown
 from engine.scenario import Scenario
+from engine.schema import polars_schema
 from engine.topology import FLAGSHIP, Topology
+from engine.units import SECONDS_PER_DAY, SECONDS_PER_HOUR
 
 NETWORK_CAUSE = "network_switch_cable"
 SPINE_SWITCH_SHARE = 0.1  # of fabric faults, a whole spine switch rather than one cable (Goodput's assumption)
@@ -36,7 +38,7 @@ SPINE_SWITCH_SHARE = 0.1  # of fabric faults, a whole spine switch rather than o
 # window (Goodput's assumption; a healthy 400G link logs none at the counter's resolution)
 FLAP_PEAK_ERRORS_PER_HOUR = 600.0
 BLOCK_ROWS = 2_000_000  # link samples computed at once (~40 MB of working arrays)
-SAMPLE_SCHEMA = {"t_s": pl.Float64, "link_id": pl.Int32, "util_pct": pl.Float32, "errors": pl.Int32}
+SAMPLE_SCHEMA = polars_schema("link_samples")
 
 
 @dataclass(frozen=True)
@@ -80,7 +82,7 @@ def link_faults(scenario: Scenario, fabric: Fabric, incidents: pl.DataFrame, hor
             groups.append(np.concatenate([nics, fabric.rack_link_base + rack * fabric.spines
                                           + np.arange(fabric.spines)]))
             kinds.append("rack_switch")
-    count = rng.poisson(scenario["network.fabric_faults_per_day"] * horizon_s / 86400.0)
+    count = rng.poisson(scenario["network.fabric_faults_per_day"] * horizon_s / SECONDS_PER_DAY)
     f_start = np.sort(rng.uniform(0.0, horizon_s, count))
     f_end = np.minimum(f_start + rng.exponential(scenario["repair.fix"], count), horizon_s)
     spine_fault = rng.random(count) < SPINE_SWITCH_SHARE
@@ -102,7 +104,7 @@ def link_faults(scenario: Scenario, fabric: Fabric, incidents: pl.DataFrame, hor
                       np.concatenate(groups).astype(np.int64) if groups else np.empty(0, np.int64), len(link))
 
 
-def placement(host_states: pl.DataFrame, times: np.ndarray, n_hosts: int) -> tuple[np.ndarray, list[str]]:
+def occupancy(host_states: pl.DataFrame, times: np.ndarray, n_hosts: int) -> tuple[np.ndarray, list[str]]:
     """(samples x hosts) index of the job each host runs at each sample time (-1: none), and the job ids."""
     running = host_states.filter((pl.col("state") == "running") & pl.col("job_id").is_not_null())
     job_ids = running["job_id"].unique().sort().to_list()
@@ -155,7 +157,7 @@ class NetworkTraffic:
         self.fabric, self.times = fabric, times
         self.rank_order = rank_order
         self.rail_gbps = scenario["network.gbps_per_gpu"]
-        self.grid, self.job_ids = placement(host_states, times, fabric.n_hosts)
+        self.grid, self.job_ids = occupancy(host_states, times, fabric.n_hosts)
         self.faults = link_faults(scenario, fabric, incidents, horizon_s, rng)
         self._errors = self._draw_errors(scenario["network.flap_window"], rng)
         block = max(1, BLOCK_ROWS // max(fabric.n_links, 1))
@@ -182,7 +184,7 @@ class NetworkTraffic:
         sample = np.repeat(a, count) + (np.arange(count.sum()) - np.repeat(np.cumsum(count) - count, count))
         ramp = 1.0 - (np.repeat(start, count) - self.times[sample]) / window_s
         link = self.faults.link_ids[self.faults.first[cable]]
-        errors = rng.poisson(FLAP_PEAK_ERRORS_PER_HOUR * resolution / 3600.0 * ramp)
+        errors = rng.poisson(FLAP_PEAK_ERRORS_PER_HOUR * resolution / SECONDS_PER_HOUR * ramp)
         return sample, np.repeat(link, count), errors
 
     def _uplinks_up(self, s0: int, s1: int) -> np.ndarray:

@@ -19,27 +19,13 @@ timer is simply ignored when it fires.
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
 
 import numpy as np
 import simpy
 
+from engine.sim_records import Attempt, JobLedger  # the job's books: records the simulator hands on
+
 RUNNING, RESTARTING, WAITING = "running", "restarting", "waiting"
-
-
-@dataclass
-class JobLedger:
-    """What the job did, in flat records."""
-
-    # (attempt, start, end, reason, lost_work_s, hosts as an int32 array)
-    attempts: list[tuple] = field(default_factory=list)
-    checkpoint_starts: list[np.ndarray] = field(default_factory=list)
-    restart_s: float = 0.0
-    waiting_s: float = 0.0
-    lost_work_s: float = 0.0
-    checkpoint_s: float = 0.0  # blocking writes that were not thrown away
-    productive_s: float = 0.0
-    resumed_at: list[float] = field(default_factory=list)  # each time a new attempt began (after the first)
 
 
 class FlagshipJob:
@@ -125,7 +111,7 @@ class FlagshipJob:
         self.ledger.lost_work_s += lost
         self.ledger.checkpoint_s += good * self.w
         self.ledger.productive_s += (end - s) - lost - good * self.w
-        self.ledger.attempts.append((self.attempt, s, end, reason, lost, self.slots.copy()))
+        self.ledger.attempts.append(Attempt(self.attempt, s, end, reason, lost, self.slots.copy()))
         self.attempt += 1
 
     @property

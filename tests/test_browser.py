@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from dashboard.charts.common import fmt_pct
+from dashboard.format import fmt_pct
 from tests.runs import make_store, small_run
 
 pytestmark = pytest.mark.browser

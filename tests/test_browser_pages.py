@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from dashboard.charts.common import fmt_int, fmt_pct
+from dashboard.format import fmt_int, fmt_pct
 from tests.test_browser import CHROMIUM, CHROMIUM_ARGS, GOODPUT, ROOT, free_port, stop_server, wait_healthy
 
 pytestmark = pytest.mark.browser

@@ -9,8 +9,8 @@ import polars as pl
 import pytest
 
 from dashboard.charts import incidents as charts
-from dashboard.charts.common import CATEGORY_COLOURS
 from engine.incidents import CHAIN_SCHEMA, summary_counts
+from engine.palette import CATEGORY_COLOURS
 
 STARTED = datetime(2024, 3, 1, tzinfo=UTC)
 

@@ -15,9 +15,14 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from dashboard.charts import compare, gpus, incidents, jobs, network, planner, racks
-from dashboard.charts.common import CATEGORY_COLOURS, HOST_STATE_COLOURS
 from engine.analytics import closed_form_ettr, young_daly_interval
-from engine.palette import END_REASON_COLOURS, GPU_FAILED_COLOUR, xid_colour
+from engine.palette import (
+    CATEGORY_COLOURS,
+    END_REASON_COLOURS,
+    GPU_FAILED_COLOUR,
+    HOST_STATE_COLOURS,
+    xid_colour,
+)
 from engine.run import Run
 from engine.scenario import build
 from engine.store import Store

@@ -1,8 +1,11 @@
 """The command line's contract: --help everywhere, one-line errors with exit status 2, JSON outputs."""
 
 import json
+import os
+import pty
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -184,3 +187,65 @@ def test_runs_skips_odd_files_with_one_warning_each(capsys, store_dir):
     assert sorted(line.split(":")[2].strip().removeprefix("skipped runs/") for line in lines) == sorted(ODD_FILES)
     code, out, err = run_cli(capsys, "runs", "--store", str(store_dir))
     assert code == 0 and good in out and "my run" not in out and err.count("\n") == len(ODD_FILES)
+
+
+# ----- --json: the object on stdout, nothing on stderr -----------------------------------------------------
+
+
+def on_a_terminal(tmp_path: Path, *argv: str) -> tuple[int, str, str]:
+    """The command with its stderr on a pseudo-terminal, as in a person's shell, where a progress bar shows
+    (engine.cli draws one only on a terminal); stdout to a file. Returns the exit status, stdout, stderr."""
+    controller, terminal = pty.openpty()
+    with (tmp_path / "stdout").open("wb") as out, subprocess.Popen(
+            [sys.executable, "-m", "engine.cli", *argv], stdout=out, stderr=terminal) as process:
+        os.close(terminal)
+        err = b""
+        while True:
+            try:
+                chunk = os.read(controller, 4096)
+            except OSError:  # EIO: the command has closed its end
+                break
+            if not chunk:
+                break
+            err += chunk
+    os.close(controller)
+    return process.returncode, (tmp_path / "stdout").read_text(), err.decode()
+
+
+def test_the_terminal_here_shows_the_progress_bar_without_json(tmp_path):
+    """The check below would see a bar: without --json the same command draws one on this terminal."""
+    code, out, err = on_a_terminal(tmp_path, "simulate", "--preset", "demo", "--set", "simulation.days=1",
+                                   "--store", str(tmp_path / "store"))
+    assert code == 0 and out.startswith("run sim-") and "100%" in err
+
+
+SWEEP = ["sweep", "--preset", "demo", "--set", "simulation.days=1", "--vary",
+         "training.checkpoint_interval=5m,30m", "--seeds", "1"]
+
+
+@pytest.mark.parametrize("argv", [
+    ["simulate", "--preset", "demo", "--set", "simulation.days=1"],
+    [*SWEEP, "--workers", "1"],
+    [*SWEEP, "--workers", "2"],
+    ["replay", "tests/fixtures/replay/sacct.txt"],
+    ["ingest", "dcgm", "{scrape}"],
+    ["ingest", "kernel-log", "{log}", "--dcgm", "{scrape}"],
+], ids=["simulate", "sweep in-process", "sweep processes", "replay", "ingest dcgm", "ingest kernel-log"])
+def test_json_prints_only_the_object(tmp_path, argv):
+    from tests.fixtures.ingest.samples import kernel_log, scrape_text, xid_body
+
+    (tmp_path / "scrape.prom").write_text(scrape_text(2, 8, 3))
+    (tmp_path / "node000.log").write_text(kernel_log("journal", [(10.0, xid_body(1, 79))]))
+    files = {"scrape": str(tmp_path / "scrape.prom"), "log": str(tmp_path / "node000.log")}
+    store = [] if argv[0] == "sweep" else ["--store", str(tmp_path / "store")]
+    code, out, err = on_a_terminal(tmp_path, *[a.format(**files) for a in argv], *store, "--json")
+    assert (code, err) == (0, "")
+    assert isinstance(json.loads(out), dict) and out.count("\n") == 1  # one object, one line
+
+
+def test_sweep_on_ray_with_json_keeps_rays_start_up_lines_off_stderr(tmp_path):
+    pytest.importorskip("ray")  # the optional extra goodput[ray]
+    code, out, err = on_a_terminal(tmp_path, "sweep", "--preset", "demo", "--set", "simulation.days=1",
+                                   "--vary", "training.checkpoint_interval=5m", "--seeds", "1",
+                                   "--executor", "ray", "--workers", "1", "--json")
+    assert (code, err) == (0, "") and len(json.loads(out)["results"]) == 1

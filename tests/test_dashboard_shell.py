@@ -10,20 +10,8 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from dashboard import state
-from dashboard.charts.common import (
-    CATEGORY_COLOURS,
-    HOST_STATE_COLOURS,
-    category_of,
-    cause_colour,
-    cause_label,
-    fmt_duration,
-    fmt_gpu_hours,
-    fmt_hours,
-    fmt_int,
-    fmt_pct,
-    fmt_run_time,
-    fmt_usd,
-)
+from dashboard.format import fmt_duration, fmt_gpu_hours, fmt_hours, fmt_int, fmt_pct, fmt_run_time, fmt_usd
+from engine.palette import CATEGORY_COLOURS, HOST_STATE_COLOURS, category_of, cause_colour, cause_label
 from engine.reference import CAUSES
 from engine.schema import HOST_STATES
 from engine.store import StoreError

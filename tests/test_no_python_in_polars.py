@@ -3,7 +3,7 @@
 Polars runs `map_elements`, `map_batches`, `map_groups` and friends on its own thread pool, whose threads must
 take the GIL to call the Python function. Under concurrent sessions a thread holding the GIL waited for that
 pool while the pool's threads waited for the GIL: the server stopped answering, /_stcore/health and SIGTERM
-included. Pages use the expressions of dashboard.charts.text_exprs, or plain Python on lists after collect().
+included. Pages use the expressions of dashboard.text_exprs, or plain Python on lists after collect().
 This test reads the source (ast), so a callback cannot come back unnoticed.
 """
 
@@ -66,7 +66,7 @@ def test_no_module_puts_a_python_callback_in_a_polars_plan() -> None:
     for folder in SCANNED:
         for path in sorted((ROOT / folder).rglob("*.py")):
             found += callbacks(path.read_text(encoding="utf-8"), str(path.relative_to(ROOT)))
-    assert not found, "Python callbacks in Polars plans (use dashboard.charts.text_exprs):\n" + "\n".join(found)
+    assert not found, "Python callbacks in Polars plans (use dashboard.text_exprs):\n" + "\n".join(found)
 
 
 @pytest.mark.parametrize("snippet", [

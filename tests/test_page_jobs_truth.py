@@ -10,7 +10,7 @@ from test_charts_jobs import STARTED, queue_run
 from test_charts_pages import open_page
 
 from dashboard import exports
-from dashboard.charts.common import fmt_gpu_hours
+from dashboard.format import fmt_gpu_hours
 from dashboard.queries import jobs_table as tables
 from engine.csv_safety import restore_frame
 from engine.definitions import by_label

@@ -8,10 +8,10 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from dashboard.charts import overview as charts
-from dashboard.charts.common import CATEGORY_COLOURS, LOSS_COLOURS, state_colour
 from dashboard.queries import overview as q
 from dashboard.queries import summary as summaries
 from engine.analytics import ettr_timeline
+from engine.palette import CATEGORY_COLOURS, LOSS_COLOURS, state_colour
 from tests.runs import (
     DURATION_S,
     STARTED_AT,

@@ -11,8 +11,9 @@ from test_browser import dashboard  # noqa: F401 (the served dashboard, a fixtur
 from test_charts_pages import open_page
 
 from dashboard import planner_model as model
-from dashboard.charts.common import fmt_pct
+from dashboard.format import fmt_pct
 from engine.analytics import closed_form_ettr
+from engine.planner import placement_slowdown_of
 from engine.scenario import build, load
 from engine.store import Store
 
@@ -99,7 +100,7 @@ def test_placement_and_network_demand_show_their_slowdown_and_reach_the_run(stor
     knob(at, "Network demand per GPU (Gbps)").set_value(200.0).run()
     assert not at.exception and (at.query_params["place"], at.query_params["gbps"]) == ("spread", "200")
     knobs = model.from_params(dict(at.query_params))
-    slowdown = model.network_slowdown(model.scenario(knobs))
+    slowdown = placement_slowdown_of(model.scenario(knobs))
     assert slowdown > 1.0 and metrics(at)[SLOWDOWN] == f"{slowdown:.2f}x"
     assert deltas(at)[SLOWDOWN] == "spread, 200 Gbps a GPU"
     button(at, "Run").click().run()

@@ -11,6 +11,13 @@ from hypothesis import strategies as st
 from dashboard import planner_model as model
 from engine.analytics import closed_form_ettr, young_daly_interval
 from engine.errors import GoodputError
+from engine.planner import (
+    category_scale,
+    closed_form_losses,
+    closed_form_of,
+    loss_table,
+    placement_slowdown_of,
+)
 from engine.reference import CAUSES
 from engine.scenario import MIX_PREFIX, build, load
 
@@ -64,7 +71,7 @@ def test_large_whole_numbers_keep_every_digit():
 def test_a_category_multiplier_scales_its_causes_and_the_rate():
     knobs = model.from_params({"preset": "llama3-405b", "m_gpu": "2"})
     scale = (419 + GPU_WEIGHT) / 419
-    assert model.failure_scale(model.base_weights("llama3-405b"), knobs.multipliers) == pytest.approx(scale)
+    assert category_scale(model.base_weights("llama3-405b"), knobs.multipliers) == pytest.approx(scale)
     s = model.scenario(knobs)
     base = build("llama3-405b")
     for cause in CAUSES:
@@ -72,7 +79,7 @@ def test_a_category_multiplier_scales_its_causes_and_the_rate():
         assert s[MIX_PREFIX + cause.cause] == pytest.approx(base[MIX_PREFIX + cause.cause] * factor)
     assert s["failures.scale"] == pytest.approx(scale)
     assert model.effective_rate(knobs) == pytest.approx(base["failures.rate_per_1000_node_days"] * scale)
-    assert model.closed_form(knobs).ettr == pytest.approx(model.closed_form_of(s).ettr)
+    assert model.closed_form(knobs).ettr == pytest.approx(closed_form_of(s).ettr)
     # every category at 0: nothing fails, and the scenario is still valid
     none = model.from_params({"preset": "demo", **dict.fromkeys(model.CATEGORIES.values(), "0")})
     assert model.scenario(none)["failures.scale"] == 0.0 and math.isinf(model.closed_form(none).mttf_s)
@@ -107,7 +114,7 @@ def test_closed_form_losses_exact():
     # one host failing once a day: lambda = 1/86400 s; T = 1 h, w = 36 s, R = 30 min, one day, 8 GPUs
     estimate = closed_form_ettr(gpus=8, rate_per_1000_node_days=1000.0, checkpoint_interval_s=3600.0,
                                 checkpoint_write_s=36.0, restart_overhead_s=1800.0)
-    frame = model.closed_form_losses(estimate, gpus=8, interval_s=3600.0, write_s=36.0, restart_s=1800.0,
+    frame = closed_form_losses(estimate, gpus=8, interval_s=3600.0, write_s=36.0, restart_s=1800.0,
                                      duration_s=86400.0, gpu_hour_usd=2.0)
     hours = dict(zip(frame["category"], frame["gpu_hours"], strict=True))
     assert hours["lost_work"] == pytest.approx(4.0) and hours["restart"] == pytest.approx(4.0)
@@ -121,7 +128,7 @@ def test_closed_form_losses_when_failures_outrun_progress():
     estimate = closed_form_ettr(gpus=8, rate_per_1000_node_days=100_000.0, checkpoint_interval_s=3600.0,
                                 checkpoint_write_s=36.0, restart_overhead_s=1800.0)
     assert estimate.ettr == 0.0
-    frame = model.closed_form_losses(estimate, gpus=8, interval_s=3600.0, write_s=36.0, restart_s=1800.0,
+    frame = closed_form_losses(estimate, gpus=8, interval_s=3600.0, write_s=36.0, restart_s=1800.0,
                                      duration_s=86400.0, gpu_hour_usd=1.0)
     assert frame["gpu_hours"].to_list() == pytest.approx([96.0, 96.0, 0.0, 0.0, 0.0])  # T/2 = R: half each
 
@@ -129,7 +136,7 @@ def test_closed_form_losses_when_failures_outrun_progress():
 def test_closed_form_losses_take_the_placements_slowdown_from_training_time():
     estimate = closed_form_ettr(gpus=8, rate_per_1000_node_days=1000.0, checkpoint_interval_s=3600.0,
                                 checkpoint_write_s=36.0, restart_overhead_s=1800.0)
-    frame = model.closed_form_losses(estimate, gpus=8, interval_s=3600.0, write_s=36.0, restart_s=1800.0,
+    frame = closed_form_losses(estimate, gpus=8, interval_s=3600.0, write_s=36.0, restart_s=1800.0,
                                      duration_s=86400.0, gpu_hour_usd=2.0, slowdown=1.25)
     hours = dict(zip(frame["category"], frame["gpu_hours"], strict=True))
     # training time 192 x ETTR, of which 1 - 1/1.25 = 20 % makes no progress
@@ -143,12 +150,12 @@ def test_loss_table_puts_the_simulation_beside_the_closed_form():
                                             "waiting_for_spares": 5.0},
                        "losses_usd": {"lost_work": 25.0, "restart": 50.0, "checkpoint": 2.5,
                                       "waiting_for_spares": 12.5}}}
-    table = model.loss_table(summary, s)
+    table = loss_table(summary, s)
     assert table["category"].to_list()[-1] == "network_slowdown"
     assert table["sim_gpu_hours"].to_list() == [10.0, 20.0, 1.0, 5.0, 0.0]  # no placement_slowdown: none
     assert table["sim_usd"].to_list() == [25.0, 50.0, 2.5, 12.5, 0.0]
     slowed = {"job": {**summary["job"], "gpus": 384, "productive_hours": 10.0, "placement_slowdown": 1.25}}
-    table = model.loss_table(slowed, s)
+    table = loss_table(slowed, s)
     assert table["sim_gpu_hours"][-1] == pytest.approx(10.0 * 384 * 0.2)  # a fifth of the training made nothing
     assert table["sim_usd"][-1] == pytest.approx(10.0 * 384 * 0.2 * 2.5) and table["cf_gpu_hours"][-1] > 0
     rate = 48 * 40.0 / 1000 / 86400  # 48 hosts at 40 per 1,000 host-days
@@ -178,7 +185,7 @@ def test_default_values_are_four_valid_values(param):
 
 def test_default_intervals_straddle_the_young_daly_optimum():
     s = build("llama3-405b", sets=['training.checkpoint_write="60s"'])
-    optimum = young_daly_interval(60.0, model.closed_form_of(s).mttf_s)
+    optimum = young_daly_interval(60.0, closed_form_of(s).mttf_s)
     _, numbers = model.parse_values(s, "training.checkpoint_interval",
                                     model.default_values(s, "training.checkpoint_interval"))
     assert numbers[1] < optimum < numbers[2]  # 19.3 min between 15 min and 30 min
@@ -239,6 +246,27 @@ def test_placement_and_network_demand_reach_the_scenario_and_its_slowdown():
     s = model.scenario(knobs)
     assert s["training.placement"] == "spread" and s["network.gbps_per_gpu"] == 100.0
     # 256 job hosts a pod, every ring hop leaving its pod: 256 x 8 x 100 Gbps up against 192 x 16 x 400 / 7
-    assert model.network_slowdown(s) == pytest.approx(256 * 8 * 100 / (192 * 16 * 400 / 7))
-    assert model.network_slowdown(model.scenario(model.from_params({"preset": "llama3-405b", "gbps": "100"}))) == 1.0
+    assert placement_slowdown_of(s) == pytest.approx(256 * 8 * 100 / (192 * 16 * 400 / 7))
+    assert placement_slowdown_of(model.scenario(model.from_params({"preset": "llama3-405b", "gbps": "100"}))) == 1.0
     assert model.from_params({"preset": "demo", "place": "scatter"}).placement == "pack"  # unknown: the preset's
+
+
+def test_the_knobs_scenario_is_the_one_the_set_strings_gave():
+    """Knobs reach the engine as values (Scenario.with_values), no longer as `--set` strings: the same scenario."""
+    knobs = model.from_params({"preset": "demo", "interval": "1800", "restart": "90", "spares": "2", "rate": "30",
+                               "m_gpu": "2", "m_network": "0.5", "ckpt": "storage", "gb": "2", "bw": "500"})
+    weights = model.base_weights("demo")
+    category = {c.cause: c.category for c in CAUSES}
+    mix = [f"{MIX_PREFIX}{cause}={w * knobs.multipliers[category[cause]]:g}" for cause, w in weights.items()
+           if knobs.multipliers[category[cause]] != 1.0]
+    old = build("demo", sets=[
+        "cluster.gpus=512", "training.gpus=384", "failures.rate_per_1000_node_days=30",
+        f"failures.scale={category_scale(weights, knobs.multipliers):.12g}", "training.checkpoint_interval=1800s",
+        "training.restart_overhead=90s", "spares.hosts=2", "repair.fix=14400s", "repair.technicians=2",
+        "cost.gpu_hour_usd=2.5", "training.placement=pack", "network.gbps_per_gpu=25",
+        'training.checkpoint_write=""', "storage.checkpoint_gb_per_gpu=2", "storage.bandwidth_gb_per_s=500",
+        *mix, "simulation.telemetry=false"])
+    new = model.scenario(knobs)
+    assert new.values.keys() == old.values.keys()
+    assert all(new[k] == pytest.approx(old[k]) if isinstance(old[k], float) else new[k] == old[k] for k in old.values)
+    assert new.checkpoint_write_s == model.write_seconds(knobs) == pytest.approx(2 * 384 / 500)

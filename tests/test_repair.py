@@ -6,6 +6,8 @@ import simpy
 
 from engine.repair import Repairs
 from engine.scenario import build
+from engine.schema import OUT_OF_SERVICE_STATES
+from engine.units import SECONDS_PER_DAY
 
 
 def _repairs(*sets, seed=0):
@@ -17,7 +19,7 @@ def _repairs(*sets, seed=0):
 
 
 def _trace(repairs, host):
-    return [(s, a, b) for h, s, a, b in repairs.intervals if h == host]
+    return [(i.state, i.start_s, i.end_s) for i in repairs.intervals if i.host_id == host]
 
 
 def test_stages_run_in_order_and_the_host_comes_back():
@@ -32,6 +34,9 @@ def test_stages_run_in_order_and_the_host_comes_back():
     for (_, _, end), (_, start, _) in zip(trace, trace[1:], strict=False):
         assert end == start  # contiguous
     assert returned == [(trace[3][2], 5)] and repairs.repaired_at[0] == trace[3][2]
+    # the repair layer of host_states: every stage is out of service and no job holds the host
+    assert {i.state for i in repairs.intervals} <= set(OUT_OF_SERVICE_STATES)
+    assert {i.job_id for i in repairs.intervals} == {None}
 
 
 def test_technicians_are_a_limited_resource():
@@ -60,26 +65,28 @@ def test_vendor_returns_take_days_without_holding_a_technician():
     for i in range(40):
         repairs.start([i], incident_id=i)
     env.run()
-    hands_on = [b - a for h, s, a, b in repairs.intervals if s == "repair"]
+    hands_on = [i.end_s - i.start_s for i in repairs.intervals if i.state == "repair"]
     # two repair stretches per host: the hands-on fix (mean 1 h) and the vendor's turnaround (mean 5 d)
     assert len(hands_on) == 80
     back = np.array(sorted(repairs.repaired_at.values()))
     # one technician, 40 fixes of ~1 h: had it waited for the vendor too, the last host would be back in ~200 d
-    assert back.max() < 40 * 86400
+    assert back.max() < 40 * SECONDS_PER_DAY
 
 
 def test_lemons_are_flagged_after_repeated_failures_in_the_window():
     env, repairs, _ = _repairs("repair.lemon_failures=3", "repair.lemon_window=14d", "repair.rma_fraction=0",
                                "repair.rma_time=30d")
-    times = {0: 0.0, 1: 86400.0, 2: 2 * 86400.0, 3: 40 * 86400.0}  # the third within 14 days is a lemon
+    day = SECONDS_PER_DAY
+    times = {0: 0.0, 1: day, 2: 2 * day, 3: 40 * day}  # the third within 14 days is a lemon
     for incident, t in times.items():
         timer = env.timeout(t - env.now)
         env.run(until=timer)
         repairs.start([7], incident_id=incident)
     env.run()
     assert repairs.lemon_incidents == {2}
-    lemon_repair = [b - a for h, s, a, b in repairs.intervals if s == "repair" and a >= 2 * 86400 and a < 40 * 86400]
-    assert sum(lemon_repair) > 86400  # the lemon's part went back to the vendor (mean 30 d)
+    lemon_repair = [i.end_s - i.start_s for i in repairs.intervals
+                    if i.state == "repair" and 2 * day <= i.start_s < 40 * day]
+    assert sum(lemon_repair) > day  # the lemon's part went back to the vendor (mean 30 d)
 
 
 @pytest.mark.parametrize("seed", [0, 1])

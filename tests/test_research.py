@@ -26,9 +26,10 @@ def test_lanes_keep_the_target_utilisation():
     env, lanes = _lanes("research.utilization=0.6", "simulation.days=200")
     env.run(until=lanes.horizon)
     lanes.finish(lanes.horizon)
-    busy = sum((b - a) * lanes.lanes[i].hosts.size for i, s, a, b, _ in lanes.intervals if s == "running")
+    busy = sum((iv.end_s - iv.start_s) * lanes.lanes[iv.lane].hosts.size for iv in lanes.intervals
+               if iv.state == "running")
     assert busy / (256 * lanes.horizon) == pytest.approx(0.6, abs=0.06)
-    durations = np.array([j[3] - j[2] for j in lanes.jobs if j[4] == "completed"])
+    durations = np.array([j.end_s - j.start_s for j in lanes.jobs if j.state == "completed"])
     assert np.median(durations) == pytest.approx(6 * 3600, rel=0.1)
 
 
@@ -38,11 +39,13 @@ def test_a_failure_ends_the_job_and_the_lane_waits_for_its_host():
     env.run(until=60)
     assert lanes.running_on(host)
     hit = lanes.failure(host, "faulty_gpu", takes_host=True)
-    assert hit == 0 and lanes.jobs[0][4] == "failed" and lanes.jobs[0][6] == 60
+    assert hit is lanes.jobs[0] and hit.job_id == "research-00000"
+    assert (hit.state, hit.end_reason, hit.end_s, hit.lost_work_s) == ("failed", "faulty_gpu", 60, 60)
+    assert (hit.lane, hit.hosts) == (0, lanes.lanes[0].hosts.size)
     env.run(until=7200)
     assert not lanes.running_on(host)  # held back: a host of the lane is in repair
     lanes.host_returned(host)
-    assert lanes.running_on(host) and lanes.jobs[-1][1] == 60 and lanes.jobs[-1][2] == 7200
+    assert lanes.running_on(host) and lanes.jobs[-1].submit_s == 60 and lanes.jobs[-1].start_s == 7200
     # a software fault restarts work on the same hosts at once
     lanes.failure(host, "software_bug", takes_host=False)
     assert lanes.running_on(host)

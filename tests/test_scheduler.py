@@ -13,9 +13,9 @@ from engine.scheduler import (
     Failures,
     Policy,
     Workload,
+    allocate_recorded,
     demands,
     dominant_reason,
-    place_recorded,
     schedule,
 )
 
@@ -227,7 +227,7 @@ def test_policy_is_checked():
 def test_recorded_placement_uses_given_nodes_or_the_policy():
     w = workload([(0, 10, 8, 0), (0, 10, 8, 0), (5, 10, 8, 0)])
     start, end = np.array([0.0, 0.0, 5.0]), np.array([10.0, 10.0, 15.0])
-    hosts = place_recorded(cluster(), w, start, end, Policy(), nodes=[[3], None, None])
+    hosts = allocate_recorded(cluster(), w, start, end, Policy(), nodes=[[3], None, None])
     # pack: job 1 goes beside the busy host 3 (the fuller rack), job 2 to rack 0, the only room left
     assert hosts == [[3], [2], [0]]
 

@@ -15,15 +15,16 @@ from hypothesis import strategies as st
 from engine import telemetry
 from engine import telemetry_precursors as precursors
 from engine.errors import GoodputError
+from engine.ingest import kernel_log
+from engine.ingest.sources import Source
 from engine.scenario import build
-from engine.schema import HOST_STATES, TABLES
+from engine.schema import HOST_STATES, polars_schema
+from engine.simulate import simulate
 from engine.telemetry import gpu_samples, pci_bus_id, sample_times, xid_counts, xid_events
 from engine.telemetry_model import DIURNAL_PEAK_HOUR, SBE_AT_FAILURE
 
 HOUR, DAY = 3600.0, 86400.0
 SILENT = {"down", "diagnosing", "repair"}  # hosts off the fleet's telemetry; burn_in and draining still report
-SQL_TO_POLARS = {"DOUBLE": pl.Float64, "INTEGER": pl.Int32, "REAL": pl.Float32, "VARCHAR": pl.String,
-                 "BIGINT": pl.Int64, "SMALLINT": pl.Int16, "BOOLEAN": pl.Boolean}
 
 
 def scenario(days: float = 1, resolution: str = "1h", *sets: str):
@@ -60,7 +61,7 @@ def samples(sc, gpus, host_states, incs=NO_INCIDENTS, ckpts=NO_CHECKPOINTS, seed
 
 
 def samples_schema() -> dict:
-    return {name: SQL_TO_POLARS[sql] for name, sql in TABLES["gpu_samples"].items()}
+    return polars_schema("gpu_samples")
 
 
 def whole_run(hosts: int, state: str, days: float, job: str | None = None) -> pl.DataFrame:
@@ -418,7 +419,7 @@ def _xid_incidents() -> pl.DataFrame:
 
 def test_xid_events_are_exact_for_a_hand_made_incident_list():
     events = xid_events(_xid_incidents(), fleet(2), np.random.default_rng(1))
-    assert events.schema == {n: SQL_TO_POLARS[s] for n, s in TABLES["xid_events"].items()}
+    assert events.schema == polars_schema("xid_events")
     expected = (
         [(1000.0, 9, 1, 79, 1)] + [(1000.2, g, 1, 45, 1) for g in (8, 10, 11, 12, 13, 14, 15)]
         + [(5000.0, 5, 0, 13, 3), (5000.0001, 5, 0, 13, 3), (5000.0002, 5, 0, 13, 3), (5000.0003, 5, 0, 13, 3),
@@ -467,9 +468,6 @@ def test_generated_lines_read_like_the_real_kernel_logs(shared_data):
 
 
 def test_the_kernel_log_parser_reads_back_what_the_simulator_writes():
-    kernel_log = pytest.importorskip("engine.ingest.kernel_log", reason="kernel-log ingestion not built yet")
-    from engine.ingest.sources import Source
-
     events = xid_events(_xid_incidents(), fleet(2), np.random.default_rng(1)).filter(pl.col("host_id") == 1)
     boot = 1_000_000.0  # dmesg stamps are seconds since boot
     text = "".join(f"[{boot + t:.6f}] {message}\n" for t, message in events.select("t_s", "message").rows())
@@ -496,7 +494,6 @@ def test_xid_counts_per_window_add_up_to_the_events():
 
 
 def test_a_simulated_demo_run_reports_only_from_live_hosts_and_logs_every_gpu_incident():
-    simulate = pytest.importorskip("engine.simulate", reason="simulator not built yet").simulate
     run = simulate(build("demo"))
     samples_ = pl.concat(run.tables["gpu_samples"])
     hs, gpus, incs = run.tables["host_states"], run.tables["gpus"], run.tables["incidents"]

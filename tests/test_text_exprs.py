@@ -1,4 +1,4 @@
-"""The Polars formatters (dashboard.charts.text_exprs) write exactly what the Python ones (charts.common) write.
+"""The Polars formatters (dashboard.text_exprs) write exactly what the Python ones (dashboard.format) write.
 
 Pages format whole columns with the expressions and single values with the Python functions; a row in a table
 and the same value in a caption must read alike, so every value Hypothesis finds is checked both ways.
@@ -12,17 +12,10 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from dashboard.charts.common import (
-    DASH,
-    FARTHEST_TIME_S,
-    FOREVER_S,
-    category_of,
-    cause_label,
-    fmt_duration,
-    fmt_time,
-)
 from dashboard.charts.network import TIER_ORDER, tier_sort_key
-from dashboard.charts.text_exprs import category_text, cause_label_text, duration_text, tier_rank, time_text
+from dashboard.format import DASH, FARTHEST_TIME_S, FOREVER_S, fmt_duration, fmt_time
+from dashboard.text_exprs import category_text, cause_label_text, duration_text, tier_rank, time_text
+from engine.palette import category_of, cause_label
 from engine.reference import CAUSES, PLANNED_CAUSE
 
 SETTINGS = settings(max_examples=300, deadline=None)

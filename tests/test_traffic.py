@@ -1,4 +1,5 @@
-"""Collective traffic: placements from host states, ring edges, link samples with faults and flaps, slowdowns."""
+"""Collective traffic: occupancy from host states, ring edges, link samples with faults and flaps,
+slowdowns."""
 
 import numpy as np
 import polars as pl
@@ -7,7 +8,7 @@ import pytest
 from engine.network import Fabric
 from engine.scenario import build
 from engine.topology import build_topology
-from engine.traffic import NetworkTraffic, placement, ring_flows
+from engine.traffic import NetworkTraffic, occupancy, ring_flows
 
 # 16 hosts of 8 GPUs, 2 hosts a rack, 2 racks a pod (4 pods); no fabric faults of its own unless asked
 SETS = ["cluster.gpus=128", "cluster.racks_per_pod=2", "training.gpus=64", "spares.hosts=0",
@@ -37,8 +38,8 @@ HOST_STATES = states([(h, "running", 0.0, 6 * HOUR, "a") for h in range(4)]
                         (10, "running", 0.0, 6 * HOUR, "c"), (5, "healthy", 0.0, 6 * HOUR, None)])
 
 
-def test_placement_and_ring_edges_are_exact():
-    grid, jobs = placement(HOST_STATES, TIMES, 16)
+def test_occupancy_and_ring_edges_are_exact():
+    grid, jobs = occupancy(HOST_STATES, TIMES, 16)
     assert jobs == ["a", "b", "c"]
     assert grid[0].tolist() == [0, 0, 0, 0, -1, -1, -1, -1, -1, -1, 2, -1, -1, -1, -1, -1]
     assert grid[2, [4, 8]].tolist() == [1, 1] and grid[1, 4] == -1

@@ -36,14 +36,15 @@ def test_failure_late_detection_planned_stop_and_end_of_run_exact_trace():
     _at(env, 600, lambda: job.interrupt("planned_maintenance", []))  # graceful: nothing lost
     env.run(until=700)
     job.finish(700)
-    assert [a[:5] for a in job.ledger.attempts] == [
+    assert [(a.attempt, a.start_s, a.end_s, a.end_reason, a.lost_work_s) for a in job.ledger.attempts] == [
         (1, 0.0, 235, "faulty_gpu", 15.0),
         (2, 285, 500, "silent_data_corruption", 105.0),
         (3, 550, 600, "planned_maintenance", 0.0),
         (4, 650, 700, "end_of_run", 0.0),
     ]
     # the spare takes the failed host's slot (its ranks)
-    assert job.ledger.attempts[0][5].tolist() == [0, 1, 2] and job.ledger.attempts[1][5].tolist() == [0, 3, 2]
+    first, second = job.ledger.attempts[:2]
+    assert first.hosts.tolist() == [0, 1, 2] and second.hosts.tolist() == [0, 3, 2]
     assert changes == [(235, [3], [1])]
     starts = [list(c) for c in job.ledger.checkpoint_starts]
     assert starts == [[100.0, 210.0], [385.0]]
@@ -63,7 +64,7 @@ def test_failure_during_restart_restarts_the_restart():
     assert job.ledger.resumed_at == [130]
     job.finish(200)
     assert job.ledger.restart_s == 80
-    assert [a[3] for a in job.ledger.attempts] == ["nic", "end_of_run"]
+    assert [a.end_reason for a in job.ledger.attempts] == ["nic", "end_of_run"]
     _balances(job, 200)
 
 

@@ -13,8 +13,8 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from streamlit.testing.v1 import AppTest
 
-from dashboard.charts.common import fmt_time
-from dashboard.charts.text_exprs import time_text
+from dashboard.format import fmt_time
+from dashboard.text_exprs import time_text
 from engine.cli import main
 from engine.ingest import ingest_kernel_logs
 from engine.run import UNKNOWN_START, start_known

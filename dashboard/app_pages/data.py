@@ -7,52 +7,21 @@ happened: the new run with a link to it, or the file and line that stopped the i
 
 import shlex
 
-import polars as pl
 import streamlit as st
 
 from dashboard import auth, state, uploads
-from dashboard.charts.common import fmt_int
+from dashboard.format import fmt_int
+from dashboard.queries.data import runs_table
+from dashboard.state import Unreadable
 from dashboard.text import code, md
 from engine.errors import GoodputError
 from engine.replay.settings import MODES
-from engine.run import start_known
+from engine.store import RunInfo, Store
 
 CONFIRM_KEY = "data_confirm_delete"  # the run id awaiting confirmation
 DONE_KEY = "data_deleted"  # what the last delete did, shown once after the rerun
 VICTIM_KEY = "data_victim"
 IMPORTED_KEY = "data_imported"  # the run the last import made, shown (with its link) after the rerun
-
-
-def gpus_of(info) -> int | None:
-    """GPUs of a run: from its summary when the simulator wrote one, else counted in its gpus table."""
-    gpus = info.summary.get("gpus") if isinstance(info.summary, dict) else None
-    if isinstance(gpus, int | float):
-        return int(gpus)
-    counted = state.query(info.run_id, "SELECT count(*) AS n FROM gpus")
-    return int(counted["n"][0]) if counted.height else None
-
-
-def fmt_start(started_at) -> str:
-    """A run's wall-clock start, or "unknown (since boot)" where nothing dated it (engine.run.start_known)."""
-    return f"{started_at:%Y-%m-%d %H:%M} UTC" if start_known(started_at) else "unknown (since boot)"
-
-
-def runs_table(runs) -> pl.DataFrame:
-    s = state.store()
-    return pl.DataFrame(
-        {
-            "run_id": [r.run_id for r in runs],
-            "kind": [r.kind for r in runs],
-            "name": [r.name for r in runs],
-            "created": [r.created_at.replace(tzinfo=None) for r in runs],
-            "started": [fmt_start(r.started_at) for r in runs],
-            "days": [r.duration_s / 86400 for r in runs],
-            "GPUs": [gpus_of(r) for r in runs],
-            "seed": [r.seed for r in runs],
-            "size_mb": [s.path_of(r.run_id).stat().st_size / 1e6 for r in runs],
-        },
-        schema_overrides={"GPUs": pl.Int64, "seed": pl.Int64},
-    )
 
 
 def ask_to_delete() -> None:
@@ -90,47 +59,58 @@ def delete(run_id: str) -> None:
     st.session_state.pop(CONFIRM_KEY, None)
 
 
-st.title("Data")
-may_write = auth.can(auth.Role.OPERATOR)  # imports and deletes: operators only, where login is on
-store = state.store()
-runs, unreadable = state.scan_runs()
-done = st.session_state.pop(DONE_KEY, None)
-if done:
-    (st.success if done[0] == "success" else st.error)(done[1])
+def page() -> None:
+    """The runs in the store (and the files it skipped), deleting one, importing files, and the commands that
+    add runs from a terminal."""
+    may_write = auth.can(auth.Role.OPERATOR)  # imports and deletes: operators only, where login is on
+    store = state.store()
+    runs, unreadable = state.scan_runs()
+    done = st.session_state.pop(DONE_KEY, None)
+    if done:
+        (st.success if done[0] == "success" else st.error)(done[1])
+    runs_section(store, runs, unreadable)
+    delete_section(runs, unreadable, may_write)
+    import_section(store, may_write)
+    terminal_section(store)
+
 
 # ----- the runs in the store --------------------------------------------------------------------------------
-st.subheader("Runs in the store")
-st.caption(
-    f"Store: {code(store.root)} · {fmt_int(len(runs))} run(s), newest first. Every run is one DuckDB file; "
-    "the dashboard reads it while the command line writes new ones."
-)
-if runs:
-    st.dataframe(
-        runs_table(runs),
-        hide_index=True,
-        key="runs_table",
-        column_config={
-            "run_id": st.column_config.TextColumn("run id"),
-            "created": st.column_config.DatetimeColumn("created (UTC)", format="YYYY-MM-DD HH:mm"),
-            "started": st.column_config.TextColumn("run starts", help="UTC; unknown for a kernel log stamped only in "
-                                                   "seconds since boot (its times count from its first line)"),
-            "days": st.column_config.NumberColumn("days", format="%.1f"),
-            "GPUs": st.column_config.NumberColumn("GPUs", format="%d"),
-            "size_mb": st.column_config.NumberColumn("size (MB)", format="%.1f"),
-        },
+def runs_section(store: Store, runs: list[RunInfo], unreadable: list[Unreadable]) -> None:
+    st.subheader("Runs in the store")
+    st.caption(
+        f"Store: {code(store.root)} · {fmt_int(len(runs))} run(s), newest first. Every run is one DuckDB file; "
+        "the dashboard reads it while the command line writes new ones."
     )
-else:
-    st.info(f"No runs in {code(store.root)} yet: make one with the commands below.")
-if unreadable:  # one odd file in runs/ never hides the others: it is listed here, and skipped everywhere else
-    st.warning(f"{len(unreadable)} file(s) in the store were skipped:", icon=":material/warning:")
-for bad in unreadable:
-    remedy = ("Delete it below, or re-create the run." if bad.run_id else
-              "Rename or remove it in the store's runs/ folder.")
-    st.error(f"File {code(bad.name)} cannot be read as a run: {md(bad.error)}. {remedy}", icon=":material/error:")
+    if runs:
+        st.dataframe(
+            runs_table(runs),
+            hide_index=True,
+            key="runs_table",
+            column_config={
+                "run_id": st.column_config.TextColumn("run id"),
+                "created": st.column_config.DatetimeColumn("created (UTC)", format="YYYY-MM-DD HH:mm"),
+                "started": st.column_config.TextColumn("run starts", help="UTC; unknown for a kernel log stamped only in "
+                                                       "seconds since boot (its times count from its first line)"),
+                "days": st.column_config.NumberColumn("days", format="%.1f"),
+                "GPUs": st.column_config.NumberColumn("GPUs", format="%d"),
+                "size_mb": st.column_config.NumberColumn("size (MB)", format="%.1f"),
+            },
+        )
+    else:
+        st.info(f"No runs in {code(store.root)} yet: make one with the commands below.")
+    if unreadable:  # one odd file in runs/ never hides the others: it is listed here, and skipped everywhere else
+        st.warning(f"{len(unreadable)} file(s) in the store were skipped:", icon=":material/warning:")
+    for bad in unreadable:
+        remedy = ("Delete it below, or re-create the run." if bad.run_id else
+                  "Rename or remove it in the store's runs/ folder.")
+        st.error(f"File {code(bad.name)} cannot be read as a run: {md(bad.error)}. {remedy}", icon=":material/error:")
+
 
 # ----- delete, in two steps ---------------------------------------------------------------------------------
-deletable = [r.run_id for r in runs] + [b.run_id for b in unreadable if b.run_id]
-if deletable and may_write:
+def delete_section(runs: list[RunInfo], unreadable: list[Unreadable], may_write: bool) -> None:
+    deletable = [r.run_id for r in runs] + [b.run_id for b in unreadable if b.run_id]
+    if not deletable or not may_write:
+        return
     st.subheader("Delete a run")
     pending = st.session_state.get(CONFIRM_KEY)
     if pending not in deletable:
@@ -162,90 +142,98 @@ if deletable and may_write:
         yes.button("Delete permanently", type="primary", key="data_confirm", on_click=delete, args=(pending,))
         no.button("Cancel", key="data_cancel", on_click=cancel_delete)
 
+
 # ----- imports by upload ------------------------------------------------------------------------------------
-st.subheader("Import files")
-imported = st.session_state.pop(IMPORTED_KEY, None)
-if imported is not None:
-    counted = {"jobs": "jobs", "hosts": "hosts", "gpus": "GPUs", "samples": "samples", "xid_events": "XID events"}
-    counts = ", ".join(f"{imported.summary[k]:,} {label}" for k, label in counted.items()
-                       if isinstance(imported.summary.get(k), int))
-    st.success(f"Imported **{md(imported.name)}** as run {code(imported.run_id)} ({md(imported.kind)}"
-               + (f": {counts}" if counts else "") + ").", icon=":material/check_circle:")
-    for note in imported.summary.get("notes") or ():  # a guess the import made, and what would replace it
-        st.warning(md(note), icon=":material/info:")
-    st.page_link("app_pages/overview.py", label=f"Open run {md(imported.run_id)}", icon=":material/open_in_new:",
-                  query_params={state.RUN_PARAM: imported.run_id})
-if not may_write:
-    auth.missing(auth.Role.OPERATOR, "Importing files and deleting runs")
-else:
-    st.caption(f"Up to {uploads.MAX_UPLOAD_MB} MB in all per import. Files are checked whole before anything "
-               "is written: a file that does not parse is named with its line, and no run is made. Larger "
-               "files: the commands below.")
-    telemetry_tab, trace_tab = st.tabs(["Telemetry: DCGM scrapes and kernel logs", "Job trace"])
-    with telemetry_tab:
-        scrapes = st.file_uploader("DCGM exporter scrapes (Prometheus text, e.g. `curl host:9400/metrics`)",
-                                   accept_multiple_files=True, key="upload_dcgm",
-                                   max_upload_size=uploads.MAX_UPLOAD_MB)
-        logs = st.file_uploader("Kernel logs with NVIDIA XIDs (dmesg, dmesg -T, journalctl -k, /dev/kmsg, "
-                                "syslog)",
-                                accept_multiple_files=True, key="upload_logs",
-                                max_upload_size=uploads.MAX_UPLOAD_MB)
-        telemetry_name = st.text_input("Run name (optional)", key="upload_telemetry_name")
-        if st.button("Ingest into a new run", key="upload_ingest", icon=":material/upload:",
-                     disabled=not (scrapes or logs)):
-            run_import("Ingesting", lambda: uploads.import_telemetry(store, scrapes or [], logs or [],
-                                                                     name=telemetry_name.strip() or None))
-    with trace_tab:
-        trace = st.file_uploader("Job trace: goodput CSV, Slurm `sacct --parsable2`, SWF, Alibaba openb pod "
-                                 "list",
-                                 key="upload_trace", max_upload_size=uploads.MAX_UPLOAD_MB)
-        nodes = st.file_uploader("Its node list, for an openb pod list (`openb_node_list_gpu_node.csv`; without "
-                                 "it the cluster is inferred from the pods)",
-                                 key="upload_nodes", max_upload_size=uploads.MAX_UPLOAD_MB)
-        left, right = st.columns(2)
-        trace_format = left.selectbox("Format", uploads.TRACE_FORMATS, key="upload_format",
-                                      help="auto tells the formats apart by their header and columns")
-        mode = right.radio("Replay", MODES, index=MODES.index("rescheduled"), horizontal=True,
-                           key="upload_mode", help="recorded: start times from the trace; rescheduled: submit "
-                                                   "times only, under this engine's scheduler")
-        trace_name = st.text_input("Run name (optional)", key="upload_trace_name")
-        if st.button("Replay into a new run", key="upload_replay", icon=":material/upload:",
-                     disabled=trace is None):
-            run_import("Replaying", lambda: uploads.import_trace(store, trace, fmt=trace_format, mode=mode,
-                                                                 name=trace_name.strip() or None,
-                                                                 node_list=nodes))
+def import_section(store: Store, may_write: bool) -> None:
+    st.subheader("Import files")
+    imported = st.session_state.pop(IMPORTED_KEY, None)
+    if imported is not None:
+        counted = {"jobs": "jobs", "hosts": "hosts", "gpus": "GPUs", "samples": "samples", "xid_events": "XID events"}
+        counts = ", ".join(f"{imported.summary[k]:,} {label}" for k, label in counted.items()
+                           if isinstance(imported.summary.get(k), int))
+        st.success(f"Imported **{md(imported.name)}** as run {code(imported.run_id)} ({md(imported.kind)}"
+                   + (f": {counts}" if counts else "") + ").", icon=":material/check_circle:")
+        for note in imported.summary.get("notes") or ():  # a guess the import made, and what would replace it
+            st.warning(md(note), icon=":material/info:")
+        st.page_link("app_pages/overview.py", label=f"Open run {md(imported.run_id)}", icon=":material/open_in_new:",
+                      query_params={state.RUN_PARAM: imported.run_id})
+    if not may_write:
+        auth.missing(auth.Role.OPERATOR, "Importing files and deleting runs")
+    else:
+        st.caption(f"Up to {uploads.MAX_UPLOAD_MB} MB in all per import. Files are checked whole before anything "
+                   "is written: a file that does not parse is named with its line, and no run is made. Larger "
+                   "files: the commands below.")
+        telemetry_tab, trace_tab = st.tabs(["Telemetry: DCGM scrapes and kernel logs", "Job trace"])
+        with telemetry_tab:
+            scrapes = st.file_uploader("DCGM exporter scrapes (Prometheus text, e.g. `curl host:9400/metrics`)",
+                                       accept_multiple_files=True, key="upload_dcgm",
+                                       max_upload_size=uploads.MAX_UPLOAD_MB)
+            logs = st.file_uploader("Kernel logs with NVIDIA XIDs (dmesg, dmesg -T, journalctl -k, /dev/kmsg, "
+                                    "syslog)",
+                                    accept_multiple_files=True, key="upload_logs",
+                                    max_upload_size=uploads.MAX_UPLOAD_MB)
+            telemetry_name = st.text_input("Run name (optional)", key="upload_telemetry_name")
+            if st.button("Ingest into a new run", key="upload_ingest", icon=":material/upload:",
+                         disabled=not (scrapes or logs)):
+                run_import("Ingesting", lambda: uploads.import_telemetry(store, scrapes or [], logs or [],
+                                                                         name=telemetry_name.strip() or None))
+        with trace_tab:
+            trace = st.file_uploader("Job trace: goodput CSV, Slurm `sacct --parsable2`, SWF, Alibaba openb pod "
+                                     "list",
+                                     key="upload_trace", max_upload_size=uploads.MAX_UPLOAD_MB)
+            nodes = st.file_uploader("Its node list, for an openb pod list (`openb_node_list_gpu_node.csv`; without "
+                                     "it the cluster is inferred from the pods)",
+                                     key="upload_nodes", max_upload_size=uploads.MAX_UPLOAD_MB)
+            left, right = st.columns(2)
+            trace_format = left.selectbox("Format", uploads.TRACE_FORMATS, key="upload_format",
+                                          help="auto tells the formats apart by their header and columns")
+            mode = right.radio("Replay", MODES, index=MODES.index("rescheduled"), horizontal=True,
+                               key="upload_mode", help="recorded: start times from the trace; rescheduled: submit "
+                                                       "times only, under this engine's scheduler")
+            trace_name = st.text_input("Run name (optional)", key="upload_trace_name")
+            if st.button("Replay into a new run", key="upload_replay", icon=":material/upload:",
+                         disabled=trace is None):
+                run_import("Replaying", lambda: uploads.import_trace(store, trace, fmt=trace_format, mode=mode,
+                                                                     name=trace_name.strip() or None,
+                                                                     node_list=nodes))
+
 
 # ----- adding runs ------------------------------------------------------------------------------------------
-st.subheader("Add runs from a terminal")
-where = shlex.quote(str(store.root))
-st.markdown(
-    "Simulations, and imports of any size, run from the command line; each command writes one new run "
-    "into this store, and it appears here on the next refresh."
-)
-st.markdown(
-    "**Simulate** a cluster from a preset (`demo`, `llama3-405b`, `meta-24k-ib`, `rsc1`, `future-131k`) "
-    "or a scenario file:"
-)
-st.code(
-    f"goodput simulate --preset demo --store {where}\n"
-    f"goodput simulate --preset llama3-405b --set spares.hosts=96 --name more-spares --store {where}\n"
-    f"goodput simulate --scenario my-cluster.toml --store {where}",
-    language="bash",
-)
-st.markdown("**Replay** a job trace (goodput CSV, Slurm `sacct`, SWF, Alibaba openb, incident lists):")
-st.code(
-    f"goodput replay jobs.csv --format auto --store {where}\n"
-    f"goodput replay workload.swf --format swf --store {where}\n"
-    f"goodput replay openb_pod_list_default.csv --format openb --store {where}"
-    "   # reads openb_node_list_gpu_node.csv from the same folder",
-    language="bash",
-)
-st.markdown("**Ingest** telemetry: DCGM exporter scrapes and kernel logs with NVIDIA XIDs:")
-st.code(
-    f"goodput ingest dcgm scrape-*.prom --store {where}\n"
-    f"goodput ingest dcgm --scrape http://gpu-host:9400/metrics --every 30s --store {where}\n"
-    f"goodput ingest kernel-log /var/log/kern.log --store {where}",
-    language="bash",
-)
-st.markdown("**List or delete** runs from a terminal:")
-st.code(f"goodput runs --store {where}\ngoodput runs --delete RUN_ID --store {where}", language="bash")
+def terminal_section(store: Store) -> None:
+    st.subheader("Add runs from a terminal")
+    where = shlex.quote(str(store.root))
+    st.markdown(
+        "Simulations, and imports of any size, run from the command line; each command writes one new run "
+        "into this store, and it appears here on the next refresh."
+    )
+    st.markdown(
+        "**Simulate** a cluster from a preset (`demo`, `llama3-405b`, `meta-24k-ib`, `rsc1`, `future-131k`) "
+        "or a scenario file:"
+    )
+    st.code(
+        f"goodput simulate --preset demo --store {where}\n"
+        f"goodput simulate --preset llama3-405b --set spares.hosts=96 --name more-spares --store {where}\n"
+        f"goodput simulate --scenario my-cluster.toml --store {where}",
+        language="bash",
+    )
+    st.markdown("**Replay** a job trace (goodput CSV, Slurm `sacct`, SWF, Alibaba openb, incident lists):")
+    st.code(
+        f"goodput replay jobs.csv --format auto --store {where}\n"
+        f"goodput replay workload.swf --format swf --store {where}\n"
+        f"goodput replay openb_pod_list_default.csv --format openb --store {where}"
+        "   # reads openb_node_list_gpu_node.csv from the same folder",
+        language="bash",
+    )
+    st.markdown("**Ingest** telemetry: DCGM exporter scrapes and kernel logs with NVIDIA XIDs:")
+    st.code(
+        f"goodput ingest dcgm scrape-*.prom --store {where}\n"
+        f"goodput ingest dcgm --scrape http://gpu-host:9400/metrics --every 30s --store {where}\n"
+        f"goodput ingest kernel-log /var/log/kern.log --store {where}",
+        language="bash",
+    )
+    st.markdown("**List or delete** runs from a terminal:")
+    st.code(f"goodput runs --store {where}\ngoodput runs --delete RUN_ID --store {where}", language="bash")
+
+
+st.title("Data")
+page()

@@ -15,13 +15,13 @@ from streamlit.runtime.scriptrunner import add_script_run_ctx, get_script_run_ct
 
 from dashboard import state
 from dashboard.charts import gpus as charts
-from dashboard.charts.common import cause_label, fmt_duration, fmt_int, fmt_time
-from dashboard.charts.text_exprs import cause_label_text, time_text
+from dashboard.format import fmt_duration, fmt_int, fmt_time
 from dashboard.queries import gpus as queries
 from dashboard.queries.racks import parse_t, state_time
 from dashboard.text import md
+from dashboard.text_exprs import cause_label_text, time_text
 from engine.definitions import definition
-from engine.palette import OUT_OF_SERVICE_STATES, xid_label
+from engine.palette import OUT_OF_SERVICE_STATES, cause_label, xid_label
 from engine.store import RunInfo
 
 TELEMETRY_POINTS = 500  # buckets drawn for one GPU, whatever the run's length
@@ -363,7 +363,6 @@ def one_gpu(run: RunInfo, click: int | None) -> None:
     st.plotly_chart(charts.gpu_telemetry(telemetry, run.started_at, float(tdp) if tdp else None), width="stretch")
 
 
-
 def page(run_id: str) -> None:
     run = state.store().info(run_id)  # read again on every rerun: a live run grows between them
     live_every = state.live_refresh_s(run)
@@ -384,5 +383,4 @@ def page(run_id: str) -> None:
 
 
 st.title("GPUs")
-selected = state.run_or_stop()
-state.render_run_page(page, selected)
+state.render_run_page(page, state.run_or_stop())

@@ -10,186 +10,228 @@ URL: ?since=&until= (seconds from the run's start), ?causes=, ?categories=, ?rac
 ?planned= (planned, unexpected), ?incident= (id), ?anon=1 and ?replay= (the forked run) reproduce the view.
 """
 
+from dataclasses import dataclass
+
 import polars as pl
 import streamlit as st
 
 from dashboard import auth, state
 from dashboard.charts import incidents as charts
-from dashboard.charts.common import cause_label, fmt_duration, fmt_gpu_hours, fmt_int, fmt_pct, fmt_time
-from dashboard.charts.text_exprs import cause_label_text, duration_text, time_text
+from dashboard.format import fmt_duration, fmt_gpu_hours, fmt_int, fmt_pct, fmt_time
 from dashboard.queries import incidents as queries
 from dashboard.text import code, md
+from dashboard.text_exprs import cause_label_text, duration_text, time_text
 from engine.definitions import definition
 from engine.errors import GoodputError
 from engine.incidents import filter_incidents, summary_counts
+from engine.palette import cause_label
 from engine.replay_incidents import replay_stored_run
 from engine.scenario import from_dict
+from engine.store import RunInfo
+from engine.units import SECONDS_PER_DAY, SECONDS_PER_HOUR
 
 PLANNED_CHOICES = {"all": "planned and unexpected", "planned": "planned only", "unexpected": "unexpected only"}
 FORMATS = {"csv": "CSV", "json": "JSON", "parquet": "Parquet", "html": "HTML report"}
 
-st.title("Incidents")
-run = state.run_or_stop()
 
-everything = queries.incidents(run.run_id)
-if everything.is_empty():
-    st.info("This run has no incidents: nothing failed and nothing was planned.")
-    st.stop()
-hours = run.duration_s / 3600.0
+def page(run_id: str) -> None:
+    """The page, top to bottom: filters, the figures they keep, timeline and table, exports, one incident's
+    chain and blast radius, and the run replayed with other settings."""
+    run = state.store().info(run_id)  # read again on every rerun: a live run grows between them
+    everything = queries.incidents(run.run_id)
+    if everything.is_empty():
+        st.info("This run has no incidents: nothing failed and nothing was planned.")
+        return
+    window, filters = filters_section(run, everything)
+    shown = filter_incidents(everything, **filters)
+    flagship = queries.flagship(run.run_id)
+    counted_section(run, everything, shown, window, flagship)
+    clicked = timeline_section(run, shown)
+    exported = export_section(run, shown, filters)
+    chosen = choose_incident(run, everything, shown, clicked)
+    if chosen is not None:
+        drill_down(run, everything, chosen, exported)
+    replay_section(run, flagship)
 
 
-def with_time(column: str = "t_s", alias: str = "time") -> pl.Expr:
+@dataclass(frozen=True)
+class Export:
+    """What every download on the page shares: the filters it applies and whether names are pseudonyms."""
+
+    filters: dict
+    anonymise: bool
+
+
+def with_time(run: RunInfo, column: str = "t_s", alias: str = "time") -> pl.Expr:
     return time_text(column, run.started_at).alias(alias)
 
 
 # ----- filters --------------------------------------------------------------------------------------------
-st.subheader("Filters")
-since = queries.url_seconds(st.query_params.get("since"), 0.0, run.duration_s)
-until = queries.url_seconds(st.query_params.get("until"), 0.0, run.duration_s)
-window_h = st.slider("Time window (hours from the run's start)", 0.0, hours,
-                     key=state.seed(f"incidents_window:{run.run_id}",
-                                    ((since or 0.0) / 3600.0, (until if until is not None else run.duration_s) / 3600.0)),
-                     step=max(round(hours / 400.0, 2), 0.01))
-since_s = window_h[0] * 3600.0 if window_h[0] > 0 else None
-until_s = window_h[1] * 3600.0 if window_h[1] < hours else None
-state.set_url("since", "" if since_s is None else f"{since_s:g}")
-state.set_url("until", "" if until_s is None else f"{until_s:g}")
+def filters_section(run: RunInfo, everything: pl.DataFrame) -> tuple[tuple[float | None, float | None], dict]:
+    """The filters, kept in the URL; returns the time window (seconds; None: the run's start or end) and the
+    engine.incidents.filter_incidents keywords."""
+    hours = run.duration_s / SECONDS_PER_HOUR
+    st.subheader("Filters")
+    since = queries.url_seconds(st.query_params.get("since"), 0.0, run.duration_s)
+    until = queries.url_seconds(st.query_params.get("until"), 0.0, run.duration_s)
+    window_h = st.slider("Time window (hours from the run's start)", 0.0, hours,
+                         key=state.seed(f"incidents_window:{run.run_id}",
+                                        ((since or 0.0) / SECONDS_PER_HOUR, (until if until is not None else run.duration_s) / SECONDS_PER_HOUR)),
+                         step=max(round(hours / 400.0, 2), 0.01))
+    since_s = window_h[0] * SECONDS_PER_HOUR if window_h[0] > 0 else None
+    until_s = window_h[1] * SECONDS_PER_HOUR if window_h[1] < hours else None
+    state.set_url("since", "" if since_s is None else f"{since_s:g}")
+    state.set_url("until", "" if until_s is None else f"{until_s:g}")
 
-all_causes = sorted(everything["cause"].drop_nulls().unique().to_list())
-all_categories = sorted(everything["category"].drop_nulls().unique().to_list())
-all_racks = [str(r) for r in sorted(everything["rack_id"].drop_nulls().unique().to_list())]
-hit = everything.select(pl.col("job_ids").explode(), pl.col("job_names").explode()).drop_nulls().unique("job_ids")
-job_names = dict(zip(hit["job_ids"].to_list(), hit["job_names"].to_list(), strict=True))
-all_jobs = sorted(job_names)
-cols = st.columns(3)
-causes = cols[0].multiselect("Cause", all_causes, placeholder="every cause",
-                             key=state.seed(f"incidents_causes:{run.run_id}", state.url_list("causes", all_causes)))
-categories = cols[1].multiselect("Category", all_categories, placeholder="every category",
-                                 key=state.seed(f"incidents_categories:{run.run_id}",
-                                                state.url_list("categories", all_categories)))
-planned_key = st.query_params.get("planned", "all")
-planned_key = cols[2].radio("Planned", list(PLANNED_CHOICES), format_func=PLANNED_CHOICES.get, horizontal=True,
-                            key=state.seed(f"incidents_planned:{run.run_id}",
-                                           planned_key if planned_key in PLANNED_CHOICES else "all"))
-cols = st.columns(3)
-racks = cols[0].multiselect("Rack", all_racks, placeholder="every rack",
-                            key=state.seed(f"incidents_racks:{run.run_id}", state.url_list("racks", all_racks)))
-jobs = cols[1].multiselect("Job hit", all_jobs, placeholder="any job or none",
-                           format_func=lambda j: j if job_names.get(j) in (None, j) else f"{job_names[j]} ({j})",
-                           key=state.seed(f"incidents_jobs:{run.run_id}", state.url_list("jobs", all_jobs)))
-state.set_url("causes", ",".join(causes))
-state.set_url("categories", ",".join(categories))
-state.set_url("racks", ",".join(racks))
-state.set_url("jobs", ",".join(jobs))
-state.set_url("planned", "" if planned_key == "all" else planned_key)
-filters = queries.filter_keywords(since_s=since_s, until_s=until_s, causes=causes, categories=categories,
-                                  racks=[int(r) for r in racks], jobs=jobs, planned=planned_key)
-shown = filter_incidents(everything, **filters)
+    all_causes = sorted(everything["cause"].drop_nulls().unique().to_list())
+    all_categories = sorted(everything["category"].drop_nulls().unique().to_list())
+    all_racks = [str(r) for r in sorted(everything["rack_id"].drop_nulls().unique().to_list())]
+    hit = everything.select(pl.col("job_ids").explode(), pl.col("job_names").explode()).drop_nulls().unique("job_ids")
+    job_names = dict(zip(hit["job_ids"].to_list(), hit["job_names"].to_list(), strict=True))
+    all_jobs = sorted(job_names)
+    cols = st.columns(3)
+    causes = cols[0].multiselect("Cause", all_causes, placeholder="every cause",
+                                 key=state.seed(f"incidents_causes:{run.run_id}", state.url_list("causes", all_causes)))
+    categories = cols[1].multiselect("Category", all_categories, placeholder="every category",
+                                     key=state.seed(f"incidents_categories:{run.run_id}",
+                                                    state.url_list("categories", all_categories)))
+    planned_key = st.query_params.get("planned", "all")
+    planned_key = cols[2].radio("Planned", list(PLANNED_CHOICES), format_func=PLANNED_CHOICES.get, horizontal=True,
+                                key=state.seed(f"incidents_planned:{run.run_id}",
+                                               planned_key if planned_key in PLANNED_CHOICES else "all"))
+    cols = st.columns(3)
+    racks = cols[0].multiselect("Rack", all_racks, placeholder="every rack",
+                                key=state.seed(f"incidents_racks:{run.run_id}", state.url_list("racks", all_racks)))
+    jobs = cols[1].multiselect("Job hit", all_jobs, placeholder="any job or none",
+                               format_func=lambda j: j if job_names.get(j) in (None, j) else f"{job_names[j]} ({j})",
+                               key=state.seed(f"incidents_jobs:{run.run_id}", state.url_list("jobs", all_jobs)))
+    state.set_url("causes", ",".join(causes))
+    state.set_url("categories", ",".join(categories))
+    state.set_url("racks", ",".join(racks))
+    state.set_url("jobs", ",".join(jobs))
+    state.set_url("planned", "" if planned_key == "all" else planned_key)
+    filters = queries.filter_keywords(since_s=since_s, until_s=until_s, causes=causes, categories=categories,
+                                      racks=[int(r) for r in racks], jobs=jobs, planned=planned_key)
+    return (since_s, until_s), filters
+
 
 # ----- counted as the Llama 3 paper counts them -----------------------------------------------------------
-flagship = queries.flagship(run.run_id)
-days = ((until_s if until_s is not None else run.duration_s) - (since_s or 0.0)) / 86400.0
-figures = summary_counts(shown, days, job=flagship)
-span = f"{days:,.1f} days" if days >= 1 else fmt_duration(days * 86400.0)
-if flagship:
-    st.subheader("Interruptions of the flagship job")
-    st.caption(f"Counted as the Llama 3 paper counts its 466: interruptions of the flagship job {code(flagship)}, "
-               f"among the {shown.height:,} incidents the filters keep ({everything.height:,} in the run), "
-               f"over {span}.")
-    shown_figures = (
-        ("interruptions", fmt_int(figures["total"])),
-        ("unexpected_interruptions", fmt_int(figures["unexpected"])),
-        ("planned_interruptions", fmt_int(figures["planned"])),
-        ("hardware_share", fmt_pct(figures["hardware_share"], 0)),
-        # a rate from less than a day of data says nothing: the count and the span say it instead
-        ("interruptions_per_day", "–" if figures["per_day"] is None or days < 1 else f"{figures['per_day']:.1f}"),
-        ("interruption_gpu_hours_lost", fmt_gpu_hours(figures["gpu_hours_lost"])),
-    )
-else:
-    # no flagship job (a replayed trace, ingested telemetry): nothing here is an interruption of it
-    st.subheader("Incidents")
-    st.caption(f"This run has no flagship job, so every incident is counted: {shown.height:,} the filters keep "
-               f"({everything.height:,} in the run), over {span}.")
-    shown_figures = (("incidents", fmt_int(figures["total"])),
-                     ("incident_gpu_hours_lost", fmt_gpu_hours(figures["gpu_hours_lost"])))
-for column, (key, value) in zip(st.columns(6), shown_figures, strict=False):
-    column.metric(definition(key).label, value, help=definition(key).help)
-if figures["total"]:
-    left, right = st.columns([3, 2])
-    left.plotly_chart(charts.by_cause(figures["by_cause"]), width="stretch")
-    gpu_hours = {"gpu_hours_lost": st.column_config.NumberColumn("GPU-h lost", format="%.1f"),
-                 "pct_of_unexpected": st.column_config.NumberColumn("% of unexpected", format="%.1f")}
-    right.dataframe(figures["by_category"], hide_index=True, width="stretch", column_config=gpu_hours)
-    right.dataframe(figures["by_cause"], hide_index=True, width="stretch", column_config=gpu_hours)
-    per_day = queries.days_in_window(shown, since_s, until_s if until_s is not None else run.duration_s,
-                                     job=flagship)
-    st.plotly_chart(charts.per_day(per_day, run.started_at), width="stretch")
+def counted_section(run: RunInfo, everything: pl.DataFrame, shown: pl.DataFrame,
+                    window: tuple[float | None, float | None], flagship: str | None) -> None:
+    since_s, until_s = window
+    days = ((until_s if until_s is not None else run.duration_s) - (since_s or 0.0)) / SECONDS_PER_DAY
+    figures = summary_counts(shown, days, job=flagship)
+    span = f"{days:,.1f} days" if days >= 1 else fmt_duration(days * SECONDS_PER_DAY)
+    if flagship:
+        st.subheader("Interruptions of the flagship job")
+        st.caption(f"Counted as the Llama 3 paper counts its 466: interruptions of the flagship job {code(flagship)}, "
+                   f"among the {shown.height:,} incidents the filters keep ({everything.height:,} in the run), "
+                   f"over {span}.")
+        shown_figures = (
+            ("interruptions", fmt_int(figures["total"])),
+            ("unexpected_interruptions", fmt_int(figures["unexpected"])),
+            ("planned_interruptions", fmt_int(figures["planned"])),
+            ("hardware_share", fmt_pct(figures["hardware_share"], 0)),
+            # a rate from less than a day of data says nothing: the count and the span say it instead
+            ("interruptions_per_day", "–" if figures["per_day"] is None or days < 1 else f"{figures['per_day']:.1f}"),
+            ("interruption_gpu_hours_lost", fmt_gpu_hours(figures["gpu_hours_lost"])),
+        )
+    else:
+        # no flagship job (a replayed trace, ingested telemetry): nothing here is an interruption of it
+        st.subheader("Incidents")
+        st.caption(f"This run has no flagship job, so every incident is counted: {shown.height:,} the filters keep "
+                   f"({everything.height:,} in the run), over {span}.")
+        shown_figures = (("incidents", fmt_int(figures["total"])),
+                         ("incident_gpu_hours_lost", fmt_gpu_hours(figures["gpu_hours_lost"])))
+    for column, (key, value) in zip(st.columns(6), shown_figures, strict=False):
+        column.metric(definition(key).label, value, help=definition(key).help)
+    if figures["total"]:
+        left, right = st.columns([3, 2])
+        left.plotly_chart(charts.by_cause(figures["by_cause"]), width="stretch")
+        gpu_hours = {"gpu_hours_lost": st.column_config.NumberColumn("GPU-h lost", format="%.1f"),
+                     "pct_of_unexpected": st.column_config.NumberColumn("% of unexpected", format="%.1f")}
+        right.dataframe(figures["by_category"], hide_index=True, width="stretch", column_config=gpu_hours)
+        right.dataframe(figures["by_cause"], hide_index=True, width="stretch", column_config=gpu_hours)
+        per_day = queries.days_in_window(shown, since_s, until_s if until_s is not None else run.duration_s,
+                                         job=flagship)
+        st.plotly_chart(charts.per_day(per_day, run.started_at), width="stretch")
+
 
 # ----- timeline and table ---------------------------------------------------------------------------------
-st.subheader("Timeline")
-clicked = None
-if shown.is_empty():
-    st.info("No incident matches the filters.")
-else:
-    st.caption(f"{shown.height:,} incidents; marker area follows the GPU-hours each cost. Click one to open it "
-               "below.")
-    clicked = st.plotly_chart(charts.timeline(shown, run.started_at), width="stretch", on_select="rerun",
-                              selection_mode="points", key=f"incidents_timeline:{run.run_id}")
-    st.markdown(f"**Incidents by cost** ({shown.height:,}; click a column's header to sort by it)")
-    st.dataframe(
-        shown.sort("gpu_hours_lost", descending=True, nulls_last=True).with_columns(
-            with_time(), cause_label_text("cause").alias("cause"), pl.col("job_names").alias("jobs"))
-        .select("incident_id", "time", "cause", "category", "planned", "gpu_hours_lost", "jobs_hit", "jobs",
-                "hostname", "rack_id", "gpu_id", "link_id", "xid"),
-        hide_index=True, width="stretch",
-        column_config={"gpu_hours_lost": st.column_config.NumberColumn("GPU-h lost", format="%.1f"),
-                       "jobs": st.column_config.ListColumn("jobs")},
-    )
+def timeline_section(run: RunInfo, shown: pl.DataFrame):
+    """The timeline and the table by cost; returns the timeline's selection state (a click opens an incident)."""
+    st.subheader("Timeline")
+    clicked = None
+    if shown.is_empty():
+        st.info("No incident matches the filters.")
+    else:
+        st.caption(f"{shown.height:,} incidents; marker area follows the GPU-hours each cost. Click one to open it "
+                   "below.")
+        clicked = st.plotly_chart(charts.timeline(shown, run.started_at), width="stretch", on_select="rerun",
+                                  selection_mode="points", key=f"incidents_timeline:{run.run_id}")
+        st.markdown(f"**Incidents by cost** ({shown.height:,}; click a column's header to sort by it)")
+        st.dataframe(
+            shown.sort("gpu_hours_lost", descending=True, nulls_last=True).with_columns(
+                with_time(run), cause_label_text("cause").alias("cause"), pl.col("job_names").alias("jobs"))
+            .select("incident_id", "time", "cause", "category", "planned", "gpu_hours_lost", "jobs_hit", "jobs",
+                    "hostname", "rack_id", "gpu_id", "link_id", "xid"),
+            hide_index=True, width="stretch",
+            column_config={"gpu_hours_lost": st.column_config.NumberColumn("GPU-h lost", format="%.1f"),
+                           "jobs": st.column_config.ListColumn("jobs")},
+        )
+    return clicked
+
 
 # ----- exports --------------------------------------------------------------------------------------------
-st.subheader("Export")
-anonymise = st.toggle("Anonymise (hostnames, job names and users become stable pseudonyms)",
-                      key=state.seed(f"incidents_anon:{run.run_id}", st.query_params.get("anon") == "1"))
-state.set_url("anon", "1" if anonymise else "")
+def export_section(run: RunInfo, shown: pl.DataFrame, filters: dict) -> Export:
+    st.subheader("Export")
+    anonymise = st.toggle("Anonymise (hostnames, job names and users become stable pseudonyms)",
+                          key=state.seed(f"incidents_anon:{run.run_id}", st.query_params.get("anon") == "1"))
+    state.set_url("anon", "1" if anonymise else "")
+    exported = Export(filters, anonymise)
+    download_row(run, f"The filtered set ({shown.height:,} incidents), as `goodput export incidents` writes it",
+                 None, exported)
+    return exported
 
 
-def download_row(label: str, incident_id: int | None) -> None:
+def download_row(run: RunInfo, label: str, incident_id: int | None, exported: Export) -> None:
     """One button per format; the bytes are made when clicked (an HTML report embeds plotly.js)."""
     st.markdown(label)
     cols = st.columns(len(FORMATS))
     for col, (fmt, name) in zip(cols, FORMATS.items(), strict=True):
-        file_name = queries.export_file_name(run.run_id, fmt, incident_id=incident_id, anonymise=anonymise)
+        file_name = queries.export_file_name(run.run_id, fmt, incident_id=incident_id, anonymise=exported.anonymise)
         col.download_button(
-            name, lambda fmt=fmt: queries.export_bytes(run.run_id, fmt, anonymise=anonymise,
-                                                       incident_id=incident_id, filters=filters),
+            name, lambda fmt=fmt: queries.export_bytes(run.run_id, fmt, anonymise=exported.anonymise,
+                                                       incident_id=incident_id, filters=exported.filters),
             file_name=file_name, mime=queries.MIME[fmt], help=f"saves {file_name}", on_click="ignore",
             key=f"incidents_download:{fmt}:{incident_id}", icon=":material/download:")
 
 
-download_row(f"The filtered set ({shown.height:,} incidents), as `goodput export incidents` writes it", None)
-
 # ----- one incident ---------------------------------------------------------------------------------------
-st.subheader("One incident")
-ids = shown.sort("gpu_hours_lost", descending=True, nulls_last=True)["incident_id"].to_list()
-incident_key = f"incidents_incident:{run.run_id}"
-click = charts.clicked_incident(clicked.selection if clicked else None)
-if click is not None and click != st.session_state.get("incidents_last_click"):
-    st.session_state[incident_key] = click  # a new click on the timeline opens that incident
-st.session_state["incidents_last_click"] = click
-try:
-    wanted = st.session_state[incident_key] if incident_key in st.session_state else int(
-        st.query_params.get("incident", ""))
-except ValueError:
-    wanted = None
-if wanted is not None and wanted not in ids and wanted in everything["incident_id"].to_list():
-    ids = [wanted, *ids]  # the chosen incident stays choosable when the filters leave it out
-if wanted not in ids:
-    wanted = st.session_state[incident_key] = None
-by_id = {row["incident_id"]: row for row in everything.iter_rows(named=True)}
-chosen = st.selectbox("Incident (costliest first)", ids, key=state.seed(incident_key, wanted),
-                      format_func=lambda i: f"{i} · {by_id[i]['cause']} · {fmt_time(run.started_at, by_id[i]['t_s'])}",
-                      placeholder="Choose an incident to see its chain")
-state.set_url("incident", "" if chosen is None else str(chosen))
+def choose_incident(run: RunInfo, everything: pl.DataFrame, shown: pl.DataFrame, clicked) -> int | None:
+    """The incident opened: clicked on the timeline, else chosen, else the URL's (?incident=)."""
+    st.subheader("One incident")
+    ids = shown.sort("gpu_hours_lost", descending=True, nulls_last=True)["incident_id"].to_list()
+    incident_key = f"incidents_incident:{run.run_id}"
+    click = charts.clicked_incident(clicked.selection if clicked else None)
+    if click is not None and click != st.session_state.get("incidents_last_click"):
+        st.session_state[incident_key] = click  # a new click on the timeline opens that incident
+    st.session_state["incidents_last_click"] = click
+    try:
+        wanted = st.session_state[incident_key] if incident_key in st.session_state else int(
+            st.query_params.get("incident", ""))
+    except ValueError:
+        wanted = None
+    if wanted is not None and wanted not in ids and wanted in everything["incident_id"].to_list():
+        ids = [wanted, *ids]  # the chosen incident stays choosable when the filters leave it out
+    if wanted not in ids:
+        wanted = st.session_state[incident_key] = None
+    by_id = {row["incident_id"]: row for row in everything.iter_rows(named=True)}
+    chosen = st.selectbox("Incident (costliest first)", ids, key=state.seed(incident_key, wanted),
+                          format_func=lambda i: f"{i} · {by_id[i]['cause']} · {fmt_time(run.started_at, by_id[i]['t_s'])}",
+                          placeholder="Choose an incident to see its chain")
+    state.set_url("incident", "" if chosen is None else str(chosen))
+    return chosen
 
 
 def after_fault_text(seconds: pl.Expr) -> pl.Expr:
@@ -197,8 +239,8 @@ def after_fault_text(seconds: pl.Expr) -> pl.Expr:
     return pl.when(seconds < 0).then(duration_text(-seconds) + " before").otherwise(duration_text(seconds))
 
 
-def drill_down(incident_id: int) -> None:
-    row = by_id[incident_id]
+def drill_down(run: RunInfo, everything: pl.DataFrame, incident_id: int, exported: Export) -> None:
+    row = everything.row(by_predicate=pl.col("incident_id") == incident_id, named=True)
     detail = queries.detail(run.run_id, incident_id)
     cols = st.columns(4)
     cols[0].metric("Cause", cause_label(row["cause"]))
@@ -217,7 +259,7 @@ def drill_down(incident_id: int) -> None:
     st.markdown("**Its chain**, in hours from the fault (a bar lasts until the next step)")
     st.plotly_chart(charts.chain_figure(detail.chain), width="stretch", key=f"incidents_chain:{incident_id}")
     st.dataframe(detail.chain.with_columns(
-        with_time(), after_fault_text(pl.col("t_s") - row["t_s"]).alias("after")
+        with_time(run), after_fault_text(pl.col("t_s") - row["t_s"]).alias("after")
     ).select("step", "time", "after", "what", "detail"), hide_index=True, width="stretch")
 
     st.markdown("**Blast radius**")
@@ -239,18 +281,13 @@ def drill_down(incident_id: int) -> None:
     xids = queries.xid_events(run.run_id, incident_id)
     if not xids.is_empty():
         st.markdown("**XID events**")
-        st.dataframe(xids.with_columns(with_time()).drop("t_s"), hide_index=True, width="stretch")
-    download_row(f"Incident {incident_id} with its chain", incident_id)
+        st.dataframe(xids.with_columns(with_time(run)).drop("t_s"), hide_index=True, width="stretch")
+    download_row(run, f"Incident {incident_id} with its chain", incident_id, exported)
 
-
-if chosen is not None:
-    drill_down(chosen)
 
 # ----- replay with other settings -------------------------------------------------------------------------
-st.subheader("Replay with other settings")
-
-
-def replay_section() -> None:
+def replay_section(run: RunInfo, flagship: str | None) -> None:
+    st.subheader("Replay with other settings")
     try:
         scenario = from_dict(run.scenario) if isinstance(run.scenario, dict) and run.scenario else None
     except GoodputError:
@@ -272,12 +309,12 @@ def replay_section() -> None:
                                     interval_min, key=f"incidents_interval:{run.run_id}")
     restart = cols[2].number_input("training.restart_overhead (minutes)", 0.0, max(24 * 60.0, restart_min),
                                    restart_min, key=f"incidents_restart:{run.run_id}")
-    sets = [f"spares.hosts={int(spares)}", f"training.checkpoint_interval={interval * 60:g}s",
-            f"training.restart_overhead={restart * 60:g}s"]
+    values = {"spares.hosts": int(spares), "training.checkpoint_interval": interval * 60.0,
+              "training.restart_overhead": restart * 60.0}
+    # engine.replay_incidents takes `--set` strings: spelled once, here, from the values (seconds with a unit)
+    sets = [f"{k}={v:g}s" if k != "spares.hosts" else f"{k}={v}" for k, v in values.items()]
     # the new run's name says what changed (the settings left as they were add nothing to read)
-    changed = [s for s, old in zip(sets, (scenario["spares.hosts"], scenario["training.checkpoint_interval"],
-                                          scenario["training.restart_overhead"]), strict=True)
-               if float(s.split("=")[1].rstrip("s")) != float(old)]
+    changed = [text for text, (k, v) in zip(sets, values.items(), strict=True) if v != scenario[k]]
     if not auth.can(auth.Role.PLANNER):  # a replay is a simulation run on this server
         auth.missing(auth.Role.PLANNER, "Replaying with other settings")
     elif st.button("Replay with these settings", icon=":material/replay:", key=f"incidents_replay:{run.run_id}"):
@@ -309,4 +346,5 @@ def replay_section() -> None:
                       query_params={"run": new_id})
 
 
-replay_section()
+st.title("Incidents")
+state.render_run_page(page, state.run_or_stop())

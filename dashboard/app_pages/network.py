@@ -6,15 +6,15 @@ another run's (RoCE against InfiniBand: ?vs=). Every figure is named and explain
 import polars as pl
 import streamlit as st
 
-from dashboard import state
+from dashboard import state, text_exprs
 from dashboard.charts import network as charts
-from dashboard.charts import text_exprs
-from dashboard.charts.common import fmt_duration, fmt_gpu_hours, fmt_int
-from dashboard.charts.text_exprs import duration_text, tier_rank
+from dashboard.format import fmt_duration, fmt_gpu_hours, fmt_int
 from dashboard.queries import network as queries
 from dashboard.text import code
+from dashboard.text_exprs import duration_text, tier_rank
 from engine.definitions import definition
 from engine.network_incidents import network_incident_counts
+from engine.store import RunInfo
 from engine.topology import FABRIC_TIERS
 
 UTILISATION_POINTS = 400  # time buckets drawn, whatever the run's length
@@ -23,8 +23,28 @@ HOT_LINKS = 25
 COLOUR_BY = {"mean": "mean_util", "peak": "peak_util"}
 FABRIC_NAMES = {"roce": "RoCE", "infiniband": "InfiniBand"}
 
-st.title("Network")
-run = state.run_or_stop()
+
+def page(run_id: str) -> None:
+    """The page, top to bottom: the fabric, its utilisation and trouble (where link telemetry exists), the
+    network incidents, and another run's fabric beside this one."""
+    run = state.store().info(run_id)  # read again on every rerun: a live run grows between them
+    tiers, fabric = fabric_section(run)
+    figures = queries.tier_figures(queries.tier_coverage(run.run_id), network_summary(run).get("tiers"))
+    samples = queries.sample_count(run.run_id)
+    if samples == 0:
+        no_telemetry(run, figures)
+    else:
+        show_utilisation(run, samples, figures)
+        show_hot_links(run, tiers, fabric, tuple(figures.filter(pl.col("complete"))["tier"]))
+        show_fabric(run, fabric)
+        show_failed_links(run)
+    incidents_section(run)
+    compare_section(run, fabric, figures, samples)
+
+
+def network_summary(run: RunInfo) -> dict:
+    """The run summary's network figures ({} for a run without them: replayed, ingested, older)."""
+    return (run.summary or {}).get("network") or {}
 
 
 def metric(column, key: str, value: str, note: str = "") -> None:
@@ -48,7 +68,7 @@ def level_map(fabric: str) -> dict[str, int]:
     return {tier: level for level, tier in enumerate(FABRIC_TIERS[fabric])}
 
 
-def time_text(column: str) -> pl.Expr:
+def time_text(run: RunInfo, column: str) -> pl.Expr:
     return text_exprs.time_text(column, run.started_at)
 
 
@@ -66,13 +86,14 @@ def tier_table(figures: pl.DataFrame) -> pl.DataFrame:
 
 
 # ----- the fabric -----------------------------------------------------------------------------------------
-st.subheader("Links by tier")
-tiers = queries.tiers(run.run_id)
-fabric = fabric_of(tiers["tier"].to_list()) if not tiers.is_empty() else None
-network_summary = (run.summary or {}).get("network") or {}
-if tiers.is_empty():
-    st.info("This run has no links table: its fabric was not modelled or observed.")
-else:
+def fabric_section(run: RunInfo) -> tuple[pl.DataFrame, str | None]:
+    """Links by tier; returns the tiers and the engine's fabric they belong to (None: not one it builds)."""
+    st.subheader("Links by tier")
+    tiers = queries.tiers(run.run_id)
+    fabric = fabric_of(tiers["tier"].to_list()) if not tiers.is_empty() else None
+    if tiers.is_empty():
+        st.info("This run has no links table: its fabric was not modelled or observed.")
+        return tiers, fabric
     cols = st.columns(4)
     metric(cols[0], "fabric_links", fmt_int(tiers["links"].sum()))
     metric(cols[1], "fabric_tiers", fmt_int(tiers.height))
@@ -86,6 +107,7 @@ else:
                      "capacity_gbps": number("fabric_capacity", unit=" (Gbps)"),
                      "min_link_gbps": st.column_config.NumberColumn("Slowest link (Gbps)", format="localized"),
                      "max_link_gbps": st.column_config.NumberColumn("Fastest link (Gbps)", format="localized")})
+    return tiers, fabric
 
 
 # ----- utilisation ----------------------------------------------------------------------------------------
@@ -99,16 +121,26 @@ def partial_note(figures: pl.DataFrame) -> str:
         for row in partial.with_columns(charts.tier_text("tier")).iter_rows(named=True))
 
 
-def show_utilisation(samples: int, figures: pl.DataFrame) -> None:
+def no_telemetry(run: RunInfo, figures: pl.DataFrame) -> None:
     st.subheader("Utilisation by tier")
+    if network_summary(run).get("tiers"):
+        st.dataframe(tier_table(figures).select(*TIER_COLUMNS), hide_index=True, width="stretch",
+                     column_config=TIER_COLUMNS)
+    st.info("This run has no link telemetry (its link_samples table is empty), so there is no utilisation to "
+            "show: simulate with telemetry on (simulation.telemetry) and network.link_samples other than off.")
+
+
+def show_utilisation(run: RunInfo, samples: int, figures: pl.DataFrame) -> None:
+    st.subheader("Utilisation by tier")
+    summary = network_summary(run)
     cols = st.columns(4)
     metric(cols[0], "link_samples", fmt_int(samples))
-    if network_summary:
-        metric(cols[1], "gbps_per_gpu", f"{network_summary.get('gbps_per_gpu', 0):g} Gbps")
-        mean, worst = network_summary.get("flagship_slowdown_mean"), network_summary.get("flagship_slowdown_max")
+    if summary:
+        metric(cols[1], "gbps_per_gpu", f"{summary.get('gbps_per_gpu', 0):g} Gbps")
+        mean, worst = summary.get("flagship_slowdown_mean"), summary.get("flagship_slowdown_max")
         metric(cols[2], "flagship_slowdown_mean", "-" if mean is None else f"{mean:.3f}x")
         metric(cols[3], "flagship_slowdown_max", "-" if worst is None else f"{worst:.3f}x")
-    from_engine = bool(network_summary.get("tiers"))
+    from_engine = bool(summary.get("tiers"))
     st.dataframe(tier_table(figures).select(*TIER_COLUMNS), hide_index=True, width="stretch",
                  column_config=TIER_COLUMNS)
     st.caption(("Each tier over the whole run, from every link at every sample time (the engine's count while "
@@ -133,7 +165,7 @@ HOT_COLUMNS = {"link_id": "Link", "tier": "Tier", "a": "From", "b": "To",
                "errors": st.column_config.NumberColumn("Errors", format="localized")}
 
 
-def show_hot_links(complete: tuple[str, ...]) -> None:
+def show_hot_links(run: RunInfo, tiers: pl.DataFrame, fabric: str | None, complete: tuple[str, ...]) -> None:
     st.subheader("Hottest links")
     above_nic = tuple(t for t in (FABRIC_TIERS[fabric][1:] if fabric else tiers["tier"].to_list())
                       if t in complete and charts.tier_sort_key(t)[0] > 1)
@@ -148,7 +180,7 @@ def show_hot_links(complete: tuple[str, ...]) -> None:
                  hide_index=True, width="stretch", column_config=HOT_COLUMNS)
 
 
-def show_fabric() -> None:
+def show_fabric(run: RunInfo, fabric: str | None) -> None:
     st.subheader("The fabric")
     nodes = charts.diagram_nodes(queries.switch_loads(run.run_id), queries.rack_pods(run.run_id),
                                  FABRIC_TIERS[fabric]) if fabric else None
@@ -166,17 +198,18 @@ def show_fabric() -> None:
     st.plotly_chart(charts.fabric_diagram(nodes, COLOUR_BY[colour]), width="stretch")
 
 
-def show_failed_links() -> None:
+def show_failed_links(run: RunInfo) -> None:
     st.subheader("Failed and degraded links")
+    summary = network_summary(run)
     outages = queries.outages(run.run_id)
-    slowed = pl.DataFrame(network_summary.get("slowed") or [], schema={
+    slowed = pl.DataFrame(summary.get("slowed") or [], schema={
         "job_id": pl.String, "start_s": pl.Float64, "end_s": pl.Float64, "worst": pl.Float64})
-    jobs_slowed = network_summary.get("jobs_slowed", slowed["job_id"].n_unique())
+    jobs_slowed = summary.get("jobs_slowed", slowed["job_id"].n_unique())
     cols = st.columns(3)
-    if "link_faults" in network_summary:
-        metric(cols[0], "link_faults", fmt_int(network_summary["link_faults"]),
-               f" This run: {fmt_int(network_summary['link_faults'] - network_summary.get('fabric_faults', 0))} "
-               f"from network incidents, {fmt_int(network_summary.get('fabric_faults'))} of the fabric itself.")
+    if "link_faults" in summary:
+        metric(cols[0], "link_faults", fmt_int(summary["link_faults"]),
+               f" This run: {fmt_int(summary['link_faults'] - summary.get('fabric_faults', 0))} "
+               f"from network incidents, {fmt_int(summary.get('fabric_faults'))} of the fabric itself.")
     metric(cols[1], "link_outages", fmt_int(outages.height))
     metric(cols[2], "jobs_slowed", fmt_int(jobs_slowed))
     if outages.is_empty():
@@ -185,7 +218,7 @@ def show_failed_links() -> None:
         st.markdown("**Outages** (a cable: one link; a rack switch: its NIC cables and uplinks; a spine switch: "
                     "its uplinks and core links)")
         st.dataframe(outages.with_columns(
-            time_text("from_s").alias("down_at"),
+            time_text(run, "from_s").alias("down_at"),
             duration_text(pl.col("until_s") - pl.col("from_s")).alias("down_for"),
             pl.col("tiers").list.eval(charts.tier_text(pl.element())).list.join(", "),
             pl.col("jobs_stopped").list.join(", ").fill_null("–"),
@@ -198,7 +231,7 @@ def show_failed_links() -> None:
         st.markdown("**Jobs slowed by the network** (their busiest link over capacity; outages meanwhile: "
                     "links down while they ran slowed, whose load the siblings took)")
         st.dataframe(charts.with_outages_meanwhile(slowed, outages).with_columns(
-            time_text("start_s").alias("from"), time_text("end_s").alias("until"),
+            time_text(run, "start_s").alias("from"), time_text(run, "end_s").alias("until"),
             pl.col("worst").fill_null(float("inf")).alias("worst_slowdown"),
         ).select("job_id", "from", "until", "worst_slowdown", "outages_meanwhile"), hide_index=True,
             width="stretch", column_config={
@@ -208,102 +241,93 @@ def show_failed_links() -> None:
     flapping = queries.flapping_links(run.run_id)
     if not flapping.is_empty():
         st.markdown("**Flapping links** (error counters rising, usually before the link fails)")
-        st.dataframe(flapping.with_columns(time_text("first_error_s").alias("first_errors"),
-                                           time_text("failed_s").alias("failed"), charts.tier_text("tier")).select(
+        st.dataframe(flapping.with_columns(time_text(run, "first_error_s").alias("first_errors"),
+                                           time_text(run, "failed_s").alias("failed"), charts.tier_text("tier")).select(
             "link_id", "tier", "a", "b", "errors", "first_errors", "failed"), hide_index=True, width="stretch",
             column_config={"link_id": "Link", "tier": "Tier", "a": "From", "b": "To",
                            "errors": st.column_config.NumberColumn("Errors", format="localized"),
                            "first_errors": "First errors", "failed": "Went down"})
 
 
-samples = queries.sample_count(run.run_id)
-figures = queries.tier_figures(queries.tier_coverage(run.run_id), network_summary.get("tiers"))
-complete = tuple(figures.filter(pl.col("complete"))["tier"])
-if samples == 0:
-    st.subheader("Utilisation by tier")
-    if network_summary.get("tiers"):
-        st.dataframe(tier_table(figures).select(*TIER_COLUMNS), hide_index=True, width="stretch",
-                     column_config=TIER_COLUMNS)
-    st.info("This run has no link telemetry (its link_samples table is empty), so there is no utilisation to "
-            "show: simulate with telemetry on (simulation.telemetry) and network.link_samples other than off.")
-else:
-    show_utilisation(samples, figures)
-    show_hot_links(complete)
-    show_fabric()
-    show_failed_links()
-
 # ----- network incidents ----------------------------------------------------------------------------------
-st.subheader("Switch and cable failures")
-incidents = queries.network_incidents(run.run_id)
-if incidents.is_empty():
-    st.info("No switch or cable failure in this run.")
-else:
-    counts = network_incident_counts(incidents)
-    cols = st.columns(4)
-    metric(cols[0], "network_incidents", fmt_int(counts.incidents))
-    metric(cols[1], "network_jobs_hit", fmt_int(counts.jobs_hit))
-    metric(cols[2], "network_job_interruptions", fmt_int(counts.job_interruptions))
-    metric(cols[3], "network_gpu_hours_lost", fmt_gpu_hours(counts.gpu_hours_lost))
-    st.dataframe(incidents.with_columns(
-        time_text("t_s").alias("time"),
-        duration_text("out_s").fill_null("not repaired").alias("out_of_service"),
-        charts.tier_text("tier"),
-        pl.col("job_ids").list.join(", "),
-    ).select("incident_id", "time", "out_of_service", "link_id", "tier", "a", "b", "hostname", "jobs_hit",
-             "job_ids", "gpu_hours_lost"), hide_index=True, width="stretch", column_config={
-        "incident_id": "Incident", "time": "At", "out_of_service": "Out of service for", "link_id": "Link",
-        "tier": "Tier", "a": "From", "b": "To", "hostname": "Host", "jobs_hit": number("jobs_hit"),
-        "job_ids": "Jobs", "gpu_hours_lost": number("incident_gpu_hours_lost", "%.1f")})
-    st.markdown("**Jobs they hit**")
-    st.dataframe(queries.jobs_hit(run.run_id), hide_index=True, width="stretch", column_config={
-        "job_id": "Job", "name": "Name", "kind": "Kind", "gpus": st.column_config.NumberColumn("GPUs", format="%d"),
-        "network_incidents": number("network_job_interruptions"),
-        "incident_gpu_hours_lost": st.column_config.NumberColumn("GPU-h lost in these incidents", format="%.1f")})
+def incidents_section(run: RunInfo) -> None:
+    st.subheader("Switch and cable failures")
+    incidents = queries.network_incidents(run.run_id)
+    if incidents.is_empty():
+        st.info("No switch or cable failure in this run.")
+    else:
+        counts = network_incident_counts(incidents)
+        cols = st.columns(4)
+        metric(cols[0], "network_incidents", fmt_int(counts.incidents))
+        metric(cols[1], "network_jobs_hit", fmt_int(counts.jobs_hit))
+        metric(cols[2], "network_job_interruptions", fmt_int(counts.job_interruptions))
+        metric(cols[3], "network_gpu_hours_lost", fmt_gpu_hours(counts.gpu_hours_lost))
+        st.dataframe(incidents.with_columns(
+            time_text(run, "t_s").alias("time"),
+            duration_text("out_s").fill_null("not repaired").alias("out_of_service"),
+            charts.tier_text("tier"),
+            pl.col("job_ids").list.join(", "),
+        ).select("incident_id", "time", "out_of_service", "link_id", "tier", "a", "b", "hostname", "jobs_hit",
+                 "job_ids", "gpu_hours_lost"), hide_index=True, width="stretch", column_config={
+            "incident_id": "Incident", "time": "At", "out_of_service": "Out of service for", "link_id": "Link",
+            "tier": "Tier", "a": "From", "b": "To", "hostname": "Host", "jobs_hit": number("jobs_hit"),
+            "job_ids": "Jobs", "gpu_hours_lost": number("incident_gpu_hours_lost", "%.1f")})
+        st.markdown("**Jobs they hit**")
+        st.dataframe(queries.jobs_hit(run.run_id), hide_index=True, width="stretch", column_config={
+            "job_id": "Job", "name": "Name", "kind": "Kind", "gpus": st.column_config.NumberColumn("GPUs", format="%d"),
+            "network_incidents": number("network_job_interruptions"),
+            "incident_gpu_hours_lost": st.column_config.NumberColumn("GPU-h lost in these incidents", format="%.1f")})
+
 
 # ----- another run's fabric -------------------------------------------------------------------------------
-st.subheader("Compare with another run")
-others = [info for info in state.list_runs() if info.run_id != run.run_id]
-if not fabric or not others or samples == 0:
-    st.info("Another run with a modelled fabric is needed to compare (for example `goodput simulate --preset "
-            "meta-24k-ib` beside `--preset llama3-405b`).")
-    st.stop()
-by_id = {info.run_id: info for info in others}
-wanted = st.query_params.get("vs", "")
-choice = st.selectbox("Second run", ["", *by_id], key=state.seed("net_vs", wanted if wanted in by_id else ""),
-                      format_func=lambda r: "pick a run" if not r else f"{by_id[r].name} · {r}")
-state.set_url("vs", choice)
-if not choice:
-    st.stop()
-other_tiers = queries.tiers(choice)
-other_fabric = fabric_of(other_tiers["tier"].to_list()) if not other_tiers.is_empty() else None
-if other_fabric is None or queries.sample_count(choice) == 0:
-    st.info(f"Run {code(choice)} has no modelled fabric with link telemetry to compare.")
-    st.stop()
-labels = {run.run_id: f"{run.name} ({fabric})", choice: f"{by_id[choice].name} ({other_fabric})"}
-summaries = {run.run_id: network_summary, choice: (by_id[choice].summary or {}).get("network") or {}}
-per_run = {run.run_id: (figures, fabric),
-           choice: (queries.tier_figures(queries.tier_coverage(choice), summaries[choice].get("tiers")), other_fabric)}
-stats = pl.concat([f.join(pl.DataFrame({"tier": list(level_map(fab)), "level": list(level_map(fab).values())}),
-                          on="tier").with_columns(run=pl.lit(labels[r])) for r, (f, fab) in per_run.items()])
-st.dataframe(tier_table(stats.sort("level")).with_columns(
-    pl.col("level").replace_strict(dict(enumerate(charts.LEVEL_NAMES)), return_dtype=pl.String))
-    .select("level", "run", "tier", *list(TIER_COLUMNS)[1:]),
-    hide_index=True, width="stretch", column_config={"level": "Level", "run": "Run"} | TIER_COLUMNS)
-st.dataframe(pl.DataFrame([{"run": labels[r], "flagship_slowdown_mean": s.get("flagship_slowdown_mean"),
-                            "flagship_slowdown_max": s.get("flagship_slowdown_max"),
-                            "flagship_progress_rate": s.get("flagship_progress_rate"),
-                            "jobs_slowed": s.get("jobs_slowed", len({e["job_id"] for e in s.get("slowed") or []})),
-                            "link_faults": s.get("link_faults")} for r, s in summaries.items()],
-                          schema={"run": pl.String, "flagship_slowdown_mean": pl.Float64,
-                                  "flagship_slowdown_max": pl.Float64, "flagship_progress_rate": pl.Float64,
-                                  "jobs_slowed": pl.Int64, "link_faults": pl.Int64}),
-             hide_index=True, width="stretch", column_config={
-                 "run": "Run", "flagship_slowdown_mean": number("flagship_slowdown_mean", "%.3fx"),
-                 "flagship_slowdown_max": number("flagship_slowdown_max", "%.3fx"),
-                 "flagship_progress_rate": number("flagship_progress_rate", "%.4f"),
-                 "jobs_slowed": number("jobs_slowed"), "link_faults": number("link_faults")})
-drawn = {r: {t: lv for t, lv in level_map(fab).items() if t in set(f.filter(pl.col("complete"))["tier"])}
-         for r, (f, fab) in per_run.items()}
-st.caption("Mean utilisation over time of each run's levels that its link_samples holds at every step.")
-st.plotly_chart(charts.compare_levels({labels[r]: queries.utilisation_by_level(r, drawn[r], UTILISATION_POINTS)
-                                       for r in per_run}), width="stretch")
+def compare_section(run: RunInfo, fabric: str | None, figures: pl.DataFrame, samples: int) -> None:
+    st.subheader("Compare with another run")
+    others = [info for info in state.list_runs() if info.run_id != run.run_id]
+    if not fabric or not others or samples == 0:
+        st.info("Another run with a modelled fabric is needed to compare (for example `goodput simulate --preset "
+                "meta-24k-ib` beside `--preset llama3-405b`).")
+        return
+    by_id = {info.run_id: info for info in others}
+    wanted = st.query_params.get("vs", "")
+    choice = st.selectbox("Second run", ["", *by_id], key=state.seed("net_vs", wanted if wanted in by_id else ""),
+                          format_func=lambda r: "pick a run" if not r else f"{by_id[r].name} · {r}")
+    state.set_url("vs", choice)
+    if not choice:
+        return
+    other_tiers = queries.tiers(choice)
+    other_fabric = fabric_of(other_tiers["tier"].to_list()) if not other_tiers.is_empty() else None
+    if other_fabric is None or queries.sample_count(choice) == 0:
+        st.info(f"Run {code(choice)} has no modelled fabric with link telemetry to compare.")
+        return
+    labels = {run.run_id: f"{run.name} ({fabric})", choice: f"{by_id[choice].name} ({other_fabric})"}
+    summaries = {run.run_id: network_summary(run), choice: (by_id[choice].summary or {}).get("network") or {}}
+    per_run = {run.run_id: (figures, fabric),
+               choice: (queries.tier_figures(queries.tier_coverage(choice), summaries[choice].get("tiers")), other_fabric)}
+    stats = pl.concat([f.join(pl.DataFrame({"tier": list(level_map(fab)), "level": list(level_map(fab).values())}),
+                              on="tier").with_columns(run=pl.lit(labels[r])) for r, (f, fab) in per_run.items()])
+    st.dataframe(tier_table(stats.sort("level")).with_columns(
+        pl.col("level").replace_strict(dict(enumerate(charts.LEVEL_NAMES)), return_dtype=pl.String))
+        .select("level", "run", "tier", *list(TIER_COLUMNS)[1:]),
+        hide_index=True, width="stretch", column_config={"level": "Level", "run": "Run"} | TIER_COLUMNS)
+    st.dataframe(pl.DataFrame([{"run": labels[r], "flagship_slowdown_mean": s.get("flagship_slowdown_mean"),
+                                "flagship_slowdown_max": s.get("flagship_slowdown_max"),
+                                "flagship_progress_rate": s.get("flagship_progress_rate"),
+                                "jobs_slowed": s.get("jobs_slowed", len({e["job_id"] for e in s.get("slowed") or []})),
+                                "link_faults": s.get("link_faults")} for r, s in summaries.items()],
+                              schema={"run": pl.String, "flagship_slowdown_mean": pl.Float64,
+                                      "flagship_slowdown_max": pl.Float64, "flagship_progress_rate": pl.Float64,
+                                      "jobs_slowed": pl.Int64, "link_faults": pl.Int64}),
+                 hide_index=True, width="stretch", column_config={
+                     "run": "Run", "flagship_slowdown_mean": number("flagship_slowdown_mean", "%.3fx"),
+                     "flagship_slowdown_max": number("flagship_slowdown_max", "%.3fx"),
+                     "flagship_progress_rate": number("flagship_progress_rate", "%.4f"),
+                     "jobs_slowed": number("jobs_slowed"), "link_faults": number("link_faults")})
+    drawn = {r: {t: lv for t, lv in level_map(fab).items() if t in set(f.filter(pl.col("complete"))["tier"])}
+             for r, (f, fab) in per_run.items()}
+    st.caption("Mean utilisation over time of each run's levels that its link_samples holds at every step.")
+    st.plotly_chart(charts.compare_levels({labels[r]: queries.utilisation_by_level(r, drawn[r], UTILISATION_POINTS)
+                                           for r in per_run}), width="stretch")
+
+
+st.title("Network")
+state.render_run_page(page, state.run_or_stop())

@@ -11,27 +11,21 @@ import streamlit as st
 
 from dashboard import state
 from dashboard.charts import overview as charts
-from dashboard.charts.common import (
-    cause_label,
-    fmt_duration,
-    fmt_hours,
-    fmt_int,
-    fmt_pct,
-    fmt_run_time,
-    fmt_time,
-)
+from dashboard.format import fmt_duration, fmt_hours, fmt_int, fmt_pct, fmt_run_time, fmt_time
 from dashboard.queries import overview as q
 from dashboard.queries import summary as summaries
 from dashboard.text import md
 from engine.analytics import ettr_timeline
 from engine.definitions import definition
+from engine.palette import cause_label
 from engine.run import start_known
 from engine.store import RunInfo
+from engine.units import SECONDS_PER_DAY, SECONDS_PER_HOUR
 
 TIME_PARAM = "t"
 
 
-def overview(run_id: str) -> None:
+def page(run_id: str) -> None:
     """Every section of the page. Reads the run again on each call: a live-ingest run grows between reruns."""
     run = state.store().info(run_id)
     every = state.live_refresh_s(run)
@@ -49,7 +43,7 @@ def overview(run_id: str) -> None:
             else f"date unknown (times from the start), {fmt_duration(run.duration_s)} long")
     st.caption(
         f"**{md(run.name)}** · {md(run.kind)} · {span} "
-        f"({run.duration_s / 86400:.1f} days) · {fmt_int(sizes['gpus'])} GPUs on {fmt_int(sizes['hosts'])} hosts"
+        f"({run.duration_s / SECONDS_PER_DAY:.1f} days) · {fmt_int(sizes['gpus'])} GPUs on {fmt_int(sizes['hosts'])} hosts"
         + (f" · seed {run.seed}" if run.seed is not None else "")
         + (f" · flagship job **{md(flagship['name'])}** on {fmt_int(flagship['gpus'])} GPUs" if flagship else "")
     )
@@ -110,7 +104,7 @@ def overview(run_id: str) -> None:
             job_gpus = summaries.number(summary, "job.gpus") or (flagship["gpus"] if flagship else None)
             if losses and job_gpus:
                 start_s = flagship["start_s"] if flagship and flagship["start_s"] is not None else 0.0
-                wall = job_gpus * (run.duration_s - start_s) / 3600
+                wall = job_gpus * (run.duration_s - start_s) / SECONDS_PER_HOUR
                 st.plotly_chart(
                     charts.goodput_waterfall(wall, losses, wall * ettr if ettr is not None else None),
                     key="waterfall",
@@ -248,6 +242,4 @@ def what_is_down(run: RunInfo, sizes: dict) -> None:
 
 
 st.title("Overview")
-selected = state.run_or_stop()
-# While a live-ingest run is selected the whole page reruns itself as scrapes arrive.
-state.render_run_page(overview, selected)
+state.render_run_page(page, state.run_or_stop())  # while a live-ingest run is selected, reruns as scrapes arrive

@@ -6,6 +6,7 @@ URL: ?preset= and every knob (dashboard.planner_model.URL_NAMES; seconds for dur
 """
 
 import math
+from dataclasses import dataclass
 
 import polars as pl
 import streamlit as st
@@ -14,62 +15,94 @@ from dashboard import auth, state
 from dashboard import planner_knobs as knobs_ui
 from dashboard import planner_model as model
 from dashboard.charts import planner as charts
-from dashboard.charts.common import (
-    DASH,
-    LOSS_LABELS,
-    fmt_duration,
-    fmt_gpu_hours,
-    fmt_hours,
-    fmt_int,
-    fmt_pct,
-    fmt_usd,
-)
+from dashboard.format import DASH, fmt_duration, fmt_gpu_hours, fmt_hours, fmt_int, fmt_pct, fmt_usd
 from dashboard.text import md
 from engine.analytics import LOSS_CATEGORIES, closed_form_ettr, young_daly_interval
 from engine.definitions import definition
 from engine.errors import GoodputError
-from engine.planner import spare_cover
-from engine.scenario import PRESETS, build
+from engine.palette import LOSS_LABELS
+from engine.planner import (
+    closed_form_losses,
+    closed_form_of,
+    job_slowdown,
+    loss_table,
+    placement_slowdown_of,
+    spare_cover,
+)
+from engine.scenario import PRESETS, Scenario, build
 from engine.sweep import bands, monte_carlo, sweep
+from engine.units import SECONDS_PER_DAY, SECONDS_PER_HOUR
 
 BESIDE = {"delta_color": "off", "delta_arrow": "off"}  # a metric's delta here is a comparison, not a change
 MAX_PLANNER_SAMPLES = 5_000_000  # telemetry beyond this takes minutes and gigabytes: the command line's job
 
-st.title("Planner")
-st.caption("The closed form is Kokolis et al.'s first-order estimate (HPCA 2025); the optimum interval is "
-           "Young-Daly's sqrt(2 w MTTF). Neither needs a run: they follow the knobs at once.")
+
+def page() -> None:
+    """The page, top to bottom: the preset and the knobs, the closed form they give at once, then a run, many
+    seeds or a sweep of the same settings."""
+    st.caption("The closed form is Kokolis et al.'s first-order estimate (HPCA 2025); the optimum interval is "
+               "Young-Daly's sqrt(2 w MTTF). Neither needs a run: they follow the knobs at once.")
+    preset, knobs = settings_section()
+    scenario = closed_form_section(preset, knobs)
+    if scenario is None:
+        return
+    st.download_button("Download scenario", scenario.to_toml(), file_name=f"planner-{preset}.toml",
+                       mime="application/toml", on_click="ignore",
+                       help="`goodput simulate --scenario FILE` runs it from the command line")
+    may_plan = auth.can(auth.Role.PLANNER)  # simulations run on this server: planners only, where login is on
+    if not may_plan:
+        auth.missing(auth.Role.PLANNER, "Running simulations, Monte-Carlo and sweeps")
+    # the settings are kept beside each result: did the knobs move since it ran?
+    plan = Plan(preset, scenario, model.settings_of(knobs), may_plan)
+    run_tab, mc_tab, sweep_tab = st.tabs(["Simulate", "Monte-Carlo", "Sweep"])
+    with run_tab:
+        simulate_tab(plan, knobs)
+    with mc_tab:
+        monte_carlo_tab(plan)
+    with sweep_tab:
+        sweeps_tab(plan)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What the three tabs run: the knobs' valid scenario, its settings key, and whether this user may run."""
+
+    preset: str
+    scenario: Scenario
+    settings: tuple  # planner_model.settings_of: kept beside each result, to tell whether the knobs moved since
+    may_plan: bool
+
 
 # ----- the preset and the knobs' first values (from the URL) ----------------------------------------------------
-presets = list(PRESETS)
-# start from the selected run's own preset (plan from what you are looking at), else the Llama 3 cluster
-selected = state.selected_run()
-run_preset = selected.scenario.get("preset") if selected else None
-start = run_preset if run_preset in presets else "llama3-405b"
-wanted = st.query_params.get("preset", start)
-preset = st.selectbox("Start from preset", presets,
-                      key=state.seed("planner_preset", wanted if wanted in presets else start))
-if preset != st.query_params.get("preset"):  # a new preset: its own defaults, not the old knobs
+def settings_section() -> tuple[str, model.Knobs]:
+    """The preset (the selected run's, else the URL's, else llama3-405b) and the knobs, kept in the URL."""
+    presets = list(PRESETS)
+    # start from the selected run's own preset (plan from what you are looking at), else the Llama 3 cluster
+    selected = state.selected_run()
+    run_preset = selected.scenario.get("preset") if selected else None
+    start = run_preset if run_preset in presets else "llama3-405b"
+    wanted = st.query_params.get("preset", start)
+    preset = st.selectbox("Start from preset", presets,
+                          key=state.seed("planner_preset", wanted if wanted in presets else start))
+    if preset != st.query_params.get("preset"):  # a new preset: its own defaults, not the old knobs
+        for name in model.URL_NAMES:
+            st.query_params.pop(name, None)
+        st.query_params["preset"] = preset
+    first = model.from_params(st.query_params.to_dict())
+    st.subheader("Settings")
+    knobs = knobs_ui.settings(first, preset, lambda name, value: knob_key(preset, name, value))
+    params = model.to_params(knobs)
     for name in model.URL_NAMES:
-        st.query_params.pop(name, None)
-    st.query_params["preset"] = preset
-first = model.from_params(st.query_params.to_dict())
-per_host = first.gpus_per_host
+        if name in params:
+            st.query_params[name] = params[name]
+        else:
+            st.query_params.pop(name, None)
+    return preset, knobs
 
 
-def key(name: str, value) -> str:
+def knob_key(preset: str, name: str, value) -> str:
     """A knob's widget key, per preset so a new preset starts from its own values."""
     return state.seed(f"planner_{name}:{preset}", value)
-
-
-st.subheader("Settings")
-knobs = knobs_ui.settings(first, preset, key)
-params = model.to_params(knobs)
-for name in model.URL_NAMES:
-    if name in params:
-        st.query_params[name] = params[name]
-    else:
-        st.query_params.pop(name, None)
-
 
 
 def metric(where, key: str, value: str, delta: str | None = None, **kwargs) -> None:
@@ -93,75 +126,69 @@ def short_duration(seconds: float) -> str:
 
 
 # ----- the closed form ------------------------------------------------------------------------------------------
-estimate = model.closed_form(knobs)
-write_now = model.write_seconds(knobs)
-optimum_s = young_daly_interval(write_now, estimate.mttf_s)
-curve_args = {"gpus": knobs.job_gpus, "rate_per_1000_node_days": model.effective_rate(knobs),
-              "checkpoint_interval_s": knobs.interval_s, "checkpoint_write_s": write_now,
-              "restart_overhead_s": knobs.restart_s, "gpus_per_host": per_host}
-at_optimum = (closed_form_ettr(**{**curve_args, "checkpoint_interval_s": optimum_s}).ettr
-              if math.isfinite(optimum_s) and optimum_s > 0 else None)
-try:
-    scenario, invalid = model.scenario(knobs), None
-except GoodputError as err:
-    scenario, invalid = None, err
-slowdown = model.network_slowdown(scenario) if scenario is not None else None
-days_s = (scenario or build(preset)).duration_s  # the preset's days where the knobs make no scenario
-cf_losses = model.closed_form_losses(estimate, gpus=knobs.job_gpus, interval_s=knobs.interval_s, write_s=write_now,
-                                     restart_s=knobs.restart_s, duration_s=days_s, gpu_hour_usd=knobs.gpu_hour_usd)
-cf_lost = cf_losses.filter(pl.col("category").is_in(LOSS_CATEGORIES))
-st.subheader("Closed form")
-cols = st.columns(4)
-metric(cols[0], "closed_form_ettr", fmt_pct(estimate.ettr))
-metric(cols[1], "closed_form_job_mttf", fmt_hours(estimate.mttf_s / 3600.0))
-metric(cols[2], "young_daly_interval", short_duration(optimum_s) if math.isfinite(optimum_s) else "none")
-metric(cols[3], "closed_form_ettr_at_young_daly", fmt_pct(at_optimum) if at_optimum is not None else DASH,
-       f"{(at_optimum - estimate.ettr) * 100:+.1f} pts" if at_optimum is not None else None)
-cols = st.columns(4)
-metric(cols[0], "closed_form_goodput_lost", fmt_gpu_hours(cf_lost["gpu_hours"].sum()),
-       f"{fmt_usd(cf_lost['usd'].sum())} in {days_s / 86400:g} days", **BESIDE)
-if slowdown is not None:
-    metric(cols[1], "planner_placement_slowdown", "none" if slowdown <= 1.0 else f"{slowdown:.2f}x",
-           f"{knobs.placement}, {knobs.gbps_per_gpu:g} Gbps a GPU", **BESIDE)
-    st.markdown("**Spare cover**: how far the hot spares and technicians cover the failures (closed form)")
-    cover = spare_cover(scenario)
+def closed_form_section(preset: str, knobs: model.Knobs) -> Scenario | None:
+    """The closed form of the knobs; returns their scenario, or None (having said why) where they make none."""
+    estimate = model.closed_form(knobs)
+    write_now = model.write_seconds(knobs)
+    optimum_s = young_daly_interval(write_now, estimate.mttf_s)
+    curve_args = {"gpus": knobs.job_gpus, "rate_per_1000_node_days": model.effective_rate(knobs),
+                  "checkpoint_interval_s": knobs.interval_s, "checkpoint_write_s": write_now,
+                  "restart_overhead_s": knobs.restart_s, "gpus_per_host": knobs.gpus_per_host}
+    at_optimum = (closed_form_ettr(**{**curve_args, "checkpoint_interval_s": optimum_s}).ettr
+                  if math.isfinite(optimum_s) and optimum_s > 0 else None)
+    try:
+        scenario, invalid = model.scenario(knobs), None
+    except GoodputError as err:
+        scenario, invalid = None, err
+    slowdown = placement_slowdown_of(scenario) if scenario is not None else None
+    days_s = (scenario or build(preset)).duration_s  # the preset's days where the knobs make no scenario
+    cf_losses = closed_form_losses(estimate, gpus=knobs.job_gpus, interval_s=knobs.interval_s, write_s=write_now,
+                                   restart_s=knobs.restart_s, duration_s=days_s, gpu_hour_usd=knobs.gpu_hour_usd)
+    cf_lost = cf_losses.filter(pl.col("category").is_in(LOSS_CATEGORIES))
+    st.subheader("Closed form")
     cols = st.columns(4)
-    metric(cols[0], "spare_hosts_in_use", f"{cover.hosts_away:,.1f}", f"of {cover.spares:,} held", **BESIDE)
-    metric(cols[1], "spares_run_out", "< 0.1%" if cover.run_out < 0.001 else fmt_pct(cover.run_out), **BESIDE)
-    metric(cols[2], "technician_load", fmt_pct(cover.technician_load),
-           "a queue grows without end" if cover.technician_load >= 1 else None, **BESIDE)
-st.caption(f"Failure rate with the multipliers: {curve_args['rate_per_1000_node_days']:.3g} per 1,000 host-days; "
-           f"checkpoint write {short_duration(write_now)}; "
-           f"{definition('closed_form_unexpected_interruptions').label.lower()}: "
-           f"{estimate.failures_per_s * days_s:,.1f} in {days_s / 86400:g} days. A failed host is away "
-           f"{fmt_duration(spare_cover(scenario).time_away_s) if scenario else DASH} (drain, diagnosis, repair, "
-           "burn-in).")
-st.plotly_chart(charts.ettr_curve(**curve_args), width="stretch")
+    metric(cols[0], "closed_form_ettr", fmt_pct(estimate.ettr))
+    metric(cols[1], "closed_form_job_mttf", fmt_hours(estimate.mttf_s / SECONDS_PER_HOUR))
+    metric(cols[2], "young_daly_interval", short_duration(optimum_s) if math.isfinite(optimum_s) else "none")
+    metric(cols[3], "closed_form_ettr_at_young_daly", fmt_pct(at_optimum) if at_optimum is not None else DASH,
+           f"{(at_optimum - estimate.ettr) * 100:+.1f} pts" if at_optimum is not None else None)
+    cols = st.columns(4)
+    metric(cols[0], "closed_form_goodput_lost", fmt_gpu_hours(cf_lost["gpu_hours"].sum()),
+           f"{fmt_usd(cf_lost['usd'].sum())} in {days_s / SECONDS_PER_DAY:g} days", **BESIDE)
+    if slowdown is not None:
+        metric(cols[1], "planner_placement_slowdown", "none" if slowdown <= 1.0 else f"{slowdown:.2f}x",
+               f"{knobs.placement}, {knobs.gbps_per_gpu:g} Gbps a GPU", **BESIDE)
+        st.markdown("**Spare cover**: how far the hot spares and technicians cover the failures (closed form)")
+        cover = spare_cover(scenario)
+        cols = st.columns(4)
+        metric(cols[0], "spare_hosts_in_use", f"{cover.hosts_away:,.1f}", f"of {cover.spares:,} held", **BESIDE)
+        metric(cols[1], "spares_run_out", "< 0.1%" if cover.run_out < 0.001 else fmt_pct(cover.run_out), **BESIDE)
+        metric(cols[2], "technician_load", fmt_pct(cover.technician_load),
+               "a queue grows without end" if cover.technician_load >= 1 else None, **BESIDE)
+    st.caption(f"Failure rate with the multipliers: {curve_args['rate_per_1000_node_days']:.3g} per 1,000 host-days; "
+               f"checkpoint write {short_duration(write_now)}; "
+               f"{definition('closed_form_unexpected_interruptions').label.lower()}: "
+               f"{estimate.failures_per_s * days_s:,.1f} in {days_s / SECONDS_PER_DAY:g} days. A failed host is away "
+               f"{fmt_duration(spare_cover(scenario).time_away_s) if scenario else DASH} (drain, diagnosis, repair, "
+               "burn-in).")
+    st.plotly_chart(charts.ettr_curve(**curve_args), width="stretch")
+    if scenario is None:
+        st.error(f"These settings do not make a valid scenario: {md(invalid)}")
+    return scenario
 
-if scenario is None:
-    st.error(f"These settings do not make a valid scenario: {md(invalid)}")
-    st.stop()
-st.download_button("Download scenario", scenario.to_toml(), file_name=f"planner-{preset}.toml",
-                   mime="application/toml", on_click="ignore",
-                   help="`goodput simulate --scenario FILE` runs it from the command line")
-may_plan = auth.can(auth.Role.PLANNER)  # simulations run on this server: planners only, where login is on
-if not may_plan:
-    auth.missing(auth.Role.PLANNER, "Running simulations, Monte-Carlo and sweeps")
-run_tab, mc_tab, sweep_tab = st.tabs(["Simulate", "Monte-Carlo", "Sweep"])
-sets = tuple(model.scenario_sets(knobs))
 
-
-def executor(runs: int):
+def executor(plan: Plan, runs: int):
     """Processes only where the runs are worth them: one run of these settings, timed once, tells."""
     timed = st.session_state.get("planner_seconds_per_run")
-    if runs > model.IN_PROCESS_RUNS and (timed is None or timed[0] != (preset, sets)):
-        timed = ((preset, sets), model.seconds_per_run(scenario))
+    if runs > model.IN_PROCESS_RUNS and (timed is None or timed[0] != plan.settings):
+        timed = (plan.settings, model.seconds_per_run(plan.scenario))
         st.session_state["planner_seconds_per_run"] = timed
     return model.executor_for(runs, timed[1] if timed else None)
 
 
 # ----- one simulation -------------------------------------------------------------------------------------------
-with run_tab:
+def simulate_tab(plan: Plan, knobs: model.Knobs) -> None:
+    preset, scenario, settings, may_plan = plan.preset, plan.scenario, plan.settings, plan.may_plan
     cols = st.columns([2, 2, 1, 1])
     samples = knobs.cluster_gpus * scenario.duration_s / scenario["simulation.telemetry_resolution"]
     telemetry = cols[0].checkbox(
@@ -177,20 +204,20 @@ with run_tab:
         result = simulate(scenario, name=f"planner · {preset}", summary_only=True,
                           progress=lambda done: bar.progress(done, text=f"Simulating… {done:.0%}"))
         bar.empty()
-        st.session_state["planner_result"] = (preset, sets, result.summary)
+        st.session_state["planner_result"] = (settings, result.summary)
         st.session_state.pop("planner_kept", None)
     kept = st.session_state.get("planner_result")
     if kept is None:
         st.caption("Run the simulator to see simulated ETTR, MTTF and losses beside the closed form. Nothing is "
                    "stored unless you keep the result as a run.")
     else:
-        ran_preset, ran_sets, summary = kept
-        if (ran_preset, ran_sets) != (preset, sets):
+        ran_settings, summary = kept
+        if ran_settings != settings:
             st.warning("The knobs changed since this simulation ran: its figures are for the earlier settings.")
-        ran = build(ran_preset, sets=ran_sets) if (ran_preset, ran_sets) != (preset, sets) else scenario
-        ran_estimate = model.closed_form_of(ran)
+        ran = model.scenario_of(ran_settings) if ran_settings != settings else scenario
+        ran_estimate = closed_form_of(ran)
         job, inter = summary.get("job", {}), summary.get("interruptions", {})
-        losses = model.loss_table(summary, ran)
+        losses = loss_table(summary, ran)
         expected_failures = ran_estimate.failures_per_s * ran.duration_s
         lost = losses.filter(pl.col("category").is_in(LOSS_CATEGORIES))  # goodput lost: no network slowdown
         cols = st.columns(4)
@@ -199,7 +226,7 @@ with run_tab:
                f"{(simulated - ran_estimate.ettr) * 100:+.1f} pts vs closed form {fmt_pct(ran_estimate.ettr)}"
                if simulated is not None else None, **BESIDE)
         metric(cols[1], "job_mttf", fmt_hours(job.get("mttf_hours")),
-               f"closed form {fmt_hours(ran_estimate.mttf_s / 3600.0)}", **BESIDE)
+               f"closed form {fmt_hours(ran_estimate.mttf_s / SECONDS_PER_HOUR)}", **BESIDE)
         metric(cols[2], "interruptions", fmt_int(inter.get("total")),
                f"{inter.get('unexpected', 0)} unexpected, {inter.get('planned', 0)} planned", **BESIDE)
         metric(cols[3], "goodput_lost", fmt_gpu_hours(lost["sim_gpu_hours"].sum()),
@@ -209,7 +236,7 @@ with run_tab:
                    "figure is the run's own, under its definition; the deltas put the closed form beside it.")
         st.caption(f"{definition('closed_form_unexpected_interruptions').label}: {expected_failures:,.1f} in "
                    f"{ran['simulation.days']:g} days; the closed form counts no planned ones.")
-        ran_slowdown = model.job_slowdown(job)
+        ran_slowdown = job_slowdown(job)
         if ran_slowdown > 1.0:
             st.caption(f"The {job.get('placement', 'pack')} placement slows the job's collectives "
                        f"{ran_slowdown:.2f}x: with it the simulated run makes progress "
@@ -226,8 +253,7 @@ with run_tab:
             from engine.simulate import simulate
 
             bar = st.progress(0.0, text="Simulating the full run…")
-            full = simulate(build(ran_preset, sets=[*ran_sets, f"simulation.telemetry={str(telemetry).lower()}"]),
-                            name=f"planner · {ran_preset}",
+            full = simulate(model.scenario_of(ran_settings, telemetry=telemetry), name=f"planner · {ran_settings[0]}",
                             progress=lambda done: bar.progress(done, text=f"Simulating the full run… {done:.0%}"))
             bar.empty()
             st.session_state["planner_kept"] = state.store().write_run(full)
@@ -237,21 +263,23 @@ with run_tab:
             st.page_link("app_pages/overview.py", label=f"Open run {run_id}", icon=":material/open_in_new:",
                          query_params={state.RUN_PARAM: run_id})
 
+
 # ----- Monte-Carlo ----------------------------------------------------------------------------------------------
-with mc_tab:
+def monte_carlo_tab(plan: Plan) -> None:
+    scenario, settings, may_plan = plan.scenario, plan.settings, plan.may_plan
     st.caption("One run of a rare-event process misleads: a lucky month has no rack failure. Each seed is a "
                "summary-only run (seeds from the scenario's seed up).")
     n_seeds = st.slider("Seeds", 2, 200, key=state.seed("planner_mc_seeds", 10))
     if may_plan and st.button("Run Monte-Carlo", type="primary"):
         bar = st.progress(0.0, text=f"{n_seeds} runs…")
-        frame = monte_carlo(scenario, n_seeds, executor=executor(n_seeds),
+        frame = monte_carlo(scenario, n_seeds, executor=executor(plan, n_seeds),
                             progress=lambda done: bar.progress(done, text=f"{n_seeds} runs… {done:.0%}"))
         bar.empty()
-        st.session_state["planner_mc"] = (preset, sets, frame)
+        st.session_state["planner_mc"] = (settings, frame)
     mc = st.session_state.get("planner_mc")
     if mc is not None:
-        mc_preset, mc_sets, frame = mc
-        if (mc_preset, mc_sets) != (preset, sets):
+        mc_settings, frame = mc
+        if mc_settings != settings:
             st.warning("The knobs changed since these runs: their figures are for the earlier settings.")
         band = bands(frame).row(0, named=True)
         cols = st.columns(4)
@@ -268,19 +296,21 @@ with mc_tab:
         st.caption(f"{band['runs']} runs; {definition('closed_form_ettr').label.lower()} "
                    f"{fmt_pct(band['closed_form_ettr_mean'])}.")
 
+
 # ----- sweeps ---------------------------------------------------------------------------------------------------
-with sweep_tab:
+def sweeps_tab(plan: Plan) -> None:
+    preset, scenario, settings, may_plan = plan.preset, plan.scenario, plan.settings, plan.may_plan
     st.caption("One or two settings over a grid, each point run with several seeds (the same seeds at every "
                "point, so points differ by their settings, not their luck).")
     labels = {p.key: p.label for p in model.SWEEP_PARAMS}
     cols = st.columns(2)
     x_key = cols[0].selectbox("First setting (x)", list(labels), format_func=labels.get,
                               key=state.seed("planner_sweep_x", "training.checkpoint_interval"))
-    x_text = cols[0].text_input("x values", key=key(f"sweep_values:{x_key}", model.default_values(scenario, x_key)))
+    x_text = cols[0].text_input("x values", key=knob_key(preset, f"sweep_values:{x_key}", model.default_values(scenario, x_key)))
     y_options = ["", *[k for k in labels if k != x_key]]
     y_key = cols[1].selectbox("Second setting (y)", y_options, format_func=lambda k: labels.get(k, "none"),
                               key=state.seed("planner_sweep_y", "training.restart_overhead"))
-    y_text = cols[1].text_input("y values", key=key(f"sweep_values:{y_key}", model.default_values(scenario, y_key)),
+    y_text = cols[1].text_input("y values", key=knob_key(preset, f"sweep_values:{y_key}", model.default_values(scenario, y_key)),
                                 disabled=not y_key) if y_key else ""
     sweep_seeds = st.slider("Seeds per point", 1, 50, key=state.seed("planner_sweep_seeds", 3))
     try:
@@ -298,16 +328,16 @@ with sweep_tab:
         st.caption(f"{' x '.join(str(len(a.values)) for a in axes)} points x {sweep_seeds} seeds = {total} runs.")
         if may_plan and st.button("Run sweep", type="primary"):
             bar = st.progress(0.0, text=f"{total} runs…")
-            frame = sweep(scenario, axes, sweep_seeds, executor=executor(total),
+            frame = sweep(scenario, axes, sweep_seeds, executor=executor(plan, total),
                           progress=lambda done: bar.progress(done, text=f"{total} runs… {done:.0%}"))
             bar.empty()
-            st.session_state["planner_sweep"] = (preset, sets, axes, x_numbers, y_numbers, frame)
+            st.session_state["planner_sweep"] = (settings, axes, x_numbers, y_numbers, frame)
     result = st.session_state.get("planner_sweep")
     if result is not None:
-        s_preset, s_sets, s_axes, xs, ys, frame = result
-        if (s_preset, s_sets) != (preset, sets):
+        s_settings, s_axes, xs, ys, frame = result
+        if s_settings != settings:
             st.warning("The knobs changed since this sweep: its figures are for the earlier settings.")
-        base = build(s_preset, sets=s_sets)
+        base = model.scenario_of(s_settings)
         summary = bands(frame, by=["point"]).sort("point")
         x_param = model.SWEEP_BY_KEY[s_axes[0].key]
         if len(s_axes) == 2:
@@ -338,3 +368,7 @@ with sweep_tab:
             "ettr_with_network_mean": column("mean_goodput_with_network_over_seeds", "percent"),
             "mttf_hours_mean": column("mean_job_mttf_over_seeds", "%.1f h"),
             "lost_usd_mean": column("mean_goodput_lost_usd_over_seeds", "dollar")})
+
+
+st.title("Planner")
+page()

@@ -7,22 +7,29 @@ URL: ?t= (seconds since the run's start), ?measure=, ?window= (failures), ?cells
 named and explained by its definition (engine.definitions).
 """
 
+from dataclasses import dataclass
+
 import polars as pl
 import streamlit as st
 
 from dashboard import state
 from dashboard.charts import racks as charts
-from dashboard.charts.common import fmt_time
 from dashboard.charts.rack_elevation import elevation
-from dashboard.charts.text_exprs import cause_label_text, duration_text, time_text
+from dashboard.format import fmt_time
 from dashboard.queries import racks as queries
+from dashboard.text_exprs import cause_label_text, duration_text, time_text
 from engine.definitions import definition
-from engine.palette import IN_SERVICE_STATES, OUT_OF_SERVICE_STATES, TIER_LABELS
+from engine.palette import TIER_LABELS
+from engine.schema import IN_SERVICE_STATES, OUT_OF_SERVICE_STATES
+from engine.store import RunInfo
+from engine.units import SECONDS_PER_HOUR
 
 # A cell a GPU up to this size (llama3-405b's 24,576 GPUs: ~4 MB of figure); larger clusters a cell a host.
 GPU_CELLS_UP_TO = 32768
 # More racks than this and a few broken ones are lost among the healthy: the floor opens on the problems.
 PROBLEMS_FIRST_OVER_RACKS = 64
+PLAY_EVERY_S = 2.0  # seconds between frames while playing: a full page rerun each, with fresh queries
+AT_T = "Shown at the time t chosen above."
 
 
 def metric(column, key: str, value: str, note: str = "") -> None:
@@ -30,240 +37,295 @@ def metric(column, key: str, value: str, note: str = "") -> None:
     d = definition(key)
     column.metric(d.label, value, help=d.help + (f" {note}" if note else ""))
 
-PLAY_EVERY_S = 2.0  # seconds between frames while playing: a full page rerun each, with fresh queries
 
-st.title("Racks")
-run = state.run_or_stop()
+def page(run_id: str) -> None:
+    """The page, top to bottom: the time t (and play), the floor at t with its figures, one rack opened, and
+    what a failure would interrupt at t."""
+    run = state.store().info(run_id)  # read again on every rerun: a live run grows between them
+    t_s = time_section(run)
+    floor = floor_at(run, t_s)
+    if floor is None:
+        st.info("This run has no hosts table (nothing to lay out on the floor).")
+        return
+    figures_section(floor)
+    clicked = floor_plan_section(run, floor)
+    rack = one_rack(run, floor, clicked)
+    blast_radius(run, floor, rack)
+
+
+@dataclass(frozen=True)
+class Floor:
+    """The cluster at time t, as every section below reads it."""
+
+    t_s: float
+    hosts: pl.DataFrame  # a row a host: its rack, position and state at t
+    cells: pl.DataFrame  # a row a GPU: its host's state, readings, failures in the window, job and its kind
+    power: pl.DataFrame  # a row a rack: its power at t against its budget
+    problems: pl.DataFrame  # the racks with a host out of service or a failed GPU at t
+    measure: str  # what the floor is coloured by
+    window: str  # the failures window (queries.WINDOWS)
+    tdp_w: float
+    budget_kw: float
+
 
 # ----- time t, and play -------------------------------------------------------------------------------------
-duration_h = max(run.duration_s / 3600.0, 1 / 60)
-t_key = state.seed(f"racks_t:{run.run_id}", queries.parse_t(st.query_params.get("t"), run.duration_s) / 3600.0)
-if "racks_next_t" in st.session_state:  # a step of play, applied before the slider is drawn
-    st.session_state[t_key] = st.session_state.pop("racks_next_t")
-if st.session_state.pop("racks_stop", False):
-    st.session_state["racks_play"] = False
-controls = st.columns([6, 1, 1])
-t_h = controls[0].slider("Time (hours since the run's start)", 0.0, duration_h,
-                         step=max(duration_h / 500, 1 / 60), format="%.2f h", key=t_key)
-playing = controls[1].toggle("Play", key="racks_play", help="Step the floor forward through the run")
-step_key = state.seed("racks_step", "1h")
-step = controls[2].selectbox("Step", list(queries.PLAY_STEPS), key=step_key)
-st.query_params["t"] = f"{t_h * 3600.0:.0f}"
-t_s = queries.state_time(t_h * 3600.0, run.duration_s)
-st.caption(f"The cluster at {fmt_time(run.started_at, t_s)}")
+def time_section(run: RunInfo) -> float:
+    """The time slider and play; returns t (seconds since the run's start), kept in the URL as ?t=."""
+    duration_h = max(run.duration_s / SECONDS_PER_HOUR, 1 / 60)
+    t_key = state.seed(f"racks_t:{run.run_id}", queries.parse_t(st.query_params.get("t"), run.duration_s) / SECONDS_PER_HOUR)
+    if "racks_next_t" in st.session_state:  # a step of play, applied before the slider is drawn
+        st.session_state[t_key] = st.session_state.pop("racks_next_t")
+    if st.session_state.pop("racks_stop", False):
+        st.session_state["racks_play"] = False
+    controls = st.columns([6, 1, 1])
+    t_h = controls[0].slider("Time (hours since the run's start)", 0.0, duration_h,
+                             step=max(duration_h / 500, 1 / 60), format="%.2f h", key=t_key)
+    playing = controls[1].toggle("Play", key="racks_play", help="Step the floor forward through the run")
+    step_key = state.seed("racks_step", "1h")
+    step = controls[2].selectbox("Step", list(queries.PLAY_STEPS), key=step_key)
+    st.query_params["t"] = f"{t_h * SECONDS_PER_HOUR:.0f}"
+    t_s = queries.state_time(t_h * SECONDS_PER_HOUR, run.duration_s)
+    st.caption(f"The cluster at {fmt_time(run.started_at, t_s)}")
 
+    @st.fragment(run_every=PLAY_EVERY_S if playing else None)
+    def _clock() -> None:
+        """While playing, each tick moves t one step and reruns the page (the app run itself does not step)."""
+        if st.session_state.pop("racks_app_run", False) or not st.session_state.get("racks_play"):
+            return
+        t_next, more = queries.next_t(st.session_state[t_key] * SECONDS_PER_HOUR, queries.PLAY_STEPS[step], run.duration_s)
+        st.session_state["racks_next_t"] = t_next / SECONDS_PER_HOUR
+        st.session_state["racks_stop"] = not more
+        st.rerun(scope="app")
 
-@st.fragment(run_every=PLAY_EVERY_S if playing else None)
-def _clock() -> None:
-    """While playing, each tick moves t one step and reruns the page (the app run itself does not step)."""
-    if st.session_state.pop("racks_app_run", False) or not st.session_state.get("racks_play"):
-        return
-    t_next, more = queries.next_t(st.session_state[t_key] * 3600.0, queries.PLAY_STEPS[step], run.duration_s)
-    st.session_state["racks_next_t"] = t_next / 3600.0
-    st.session_state["racks_stop"] = not more
-    st.rerun(scope="app")
+    st.session_state["racks_app_run"] = True
+    _clock()
+    return t_s
 
-
-st.session_state["racks_app_run"] = True
-_clock()
 
 # ----- the floor at t -------------------------------------------------------------------------------------
-hosts = queries.hosts_at(run.run_id, t_s)
-if hosts.is_empty():
-    st.info("This run has no hosts table (nothing to lay out on the floor).")
-    st.stop()
-tdp_w, budget_kw = queries.power_limits(run.scenario)
-measure_key = state.seed(f"racks_measure:{run.run_id}", st.query_params.get("measure")
-                         if st.query_params.get("measure") in charts.MEASURES else "state")
-measure = st.segmented_control("Colour by", list(charts.MEASURES), key=measure_key,
-                               format_func=charts.MEASURES.get) or "state"
-st.query_params["measure"] = measure
-window_key = state.seed(f"racks_window:{run.run_id}", st.query_params.get("window")
-                        if st.query_params.get("window") in queries.WINDOWS else "1d")
-window = st.session_state[window_key]
-if measure == "failures":
-    window = st.selectbox("Failures in the last", list(queries.WINDOWS), key=window_key,
-                          format_func=queries.WINDOW_WORDS.get)
-    st.query_params["window"] = window
-cells_frame = queries.floor_cells(run.run_id, t_s, run.scenario, queries.WINDOWS[window])
-cells_frame = cells_frame.join(queries.jobs(run.run_id).select("job_id", "kind"), on="job_id", how="left")
-power = queries.rack_power(cells_frame)
-over = power.filter(pl.col("over"))
+def floor_at(run: RunInfo, t_s: float) -> Floor | None:
+    """What to colour the floor by, and the floor at t (None: the run has no hosts table)."""
+    hosts = queries.hosts_at(run.run_id, t_s)
+    if hosts.is_empty():
+        return None
+    tdp_w, budget_kw = queries.power_limits(run.scenario)
+    measure_key = state.seed(f"racks_measure:{run.run_id}", st.query_params.get("measure")
+                             if st.query_params.get("measure") in charts.MEASURES else "state")
+    measure = st.segmented_control("Colour by", list(charts.MEASURES), key=measure_key,
+                                   format_func=charts.MEASURES.get) or "state"
+    st.query_params["measure"] = measure
+    window_key = state.seed(f"racks_window:{run.run_id}", st.query_params.get("window")
+                            if st.query_params.get("window") in queries.WINDOWS else "1d")
+    window = st.session_state[window_key]
+    if measure == "failures":
+        window = st.selectbox("Failures in the last", list(queries.WINDOWS), key=window_key,
+                              format_func=queries.WINDOW_WORDS.get)
+        st.query_params["window"] = window
+    cells_frame = queries.floor_cells(run.run_id, t_s, run.scenario, queries.WINDOWS[window])
+    cells_frame = cells_frame.join(queries.jobs(run.run_id).select("job_id", "kind"), on="job_id", how="left")
+    return Floor(t_s, hosts, cells_frame, queries.rack_power(cells_frame), queries.problem_racks(hosts, cells_frame),
+                 measure, window, tdp_w, budget_kw)
 
-states = hosts["state"].fill_null("unknown")
-up, out, unknown = (int(states.is_in(s).sum()) for s in (IN_SERVICE_STATES, OUT_OF_SERVICE_STATES, ("unknown",)))
-problems = queries.problem_racks(hosts, cells_frame)
-n_racks = hosts["rack_id"].n_unique()
-AT_T = "Shown at the time t chosen above."
-# what an operator looks for first: what is broken at t; then the cluster's size and power
-cols = st.columns(4)
-metric(cols[0], "racks_with_a_problem", f"{problems.height:,}", AT_T)
-metric(cols[1], "hosts_out_of_service", f"{out:,}", AT_T)
-metric(cols[2], "hosts_in_service", f"{up:,}", AT_T)
-metric(cols[3], "hosts_without_a_state", f"{unknown:,}", AT_T)
-cols = st.columns(4)
-metric(cols[0], "racks", f"{n_racks:,}")
-cluster_kw = float(power["rack_kw"].sum())
-metric(cols[1], "gpu_power_drawn", f"{cluster_kw / 1000:,.2f} MW" if cluster_kw >= 1000 else f"{cluster_kw:,.1f} kW",
-       AT_T)
-metric(cols[2], "racks_over_power_budget", f"{over.height:,}", f"This run's budget: {budget_kw:g} kW a rack. {AT_T}")
 
-st.subheader("Floor plan")
-gpus = queries.gpu_count(run.run_id)
-default_cells = "gpus" if 0 < gpus <= GPU_CELLS_UP_TO else "hosts"
-wanted_cells = st.query_params.get("cells")
-cells_key = state.seed(f"racks_cells:{run.run_id}", wanted_cells if wanted_cells in ("hosts", "gpus") else default_cells)
-controls = st.columns([1, 1])
-cells = controls[0].segmented_control("Cells", ["hosts", "gpus"], key=cells_key,
-                                      format_func={"hosts": "a cell a host", "gpus": "a cell a GPU"}.get) or default_cells
-if gpus == 0:
-    cells = "hosts"
-st.query_params["cells"] = cells
-wanted_problems = st.query_params.get("problems")
-problems_key = state.seed(f"racks_problems:{run.run_id}", wanted_problems == "1" if wanted_problems in ("0", "1")
-                          else n_racks > PROBLEMS_FIRST_OVER_RACKS)
-problems_only = controls[1].toggle("Problems only", key=problems_key,
-                                   help="Grey out every rack without a host out of service or a failed GPU at t, "
-                                        "and ring the racks with one.")
-st.query_params["problems"] = "1" if problems_only else "0"
-if cells == "gpus":
-    shown = cells_frame
-    st.caption("A GPU shows its host's state, or *Failed GPU* (black) from its own incident until its repair.")
-else:  # a host cell: its host's state, its hottest GPU, its mean GPU power, its most failed GPU
-    shown = (hosts.join(cells_frame.group_by("host_id").agg(
-        pl.col("temp_c").max(), pl.col("power_w").mean(), pl.col("failures").max(), pl.col("host_kw").first(),
-        pl.col("rack_kw").first(), pl.col("budget_kw").first(), pl.col("kind").first()), on="host_id", how="left")
-        .with_columns(pl.col("failures").fill_null(0), pl.col("rack_kw").fill_null(0.0),
-                      pl.col("budget_kw").fill_null(budget_kw)))
-    st.caption("A host cell shows its hottest GPU, its mean GPU power and its most failed GPU.")
-figure = charts.floor_plan(shown, measure, tdp_w=tdp_w, window=queries.WINDOW_WORDS[window],
-                           problem_racks=problems["rack_id"].to_list() if problems_only else None)
-if problems_only:
-    hidden = n_racks - problems.height
-    st.caption(f"**Problems only**: {problems.height:,} of {n_racks:,} racks have a host out of service or a "
-               f"failed GPU at t (ringed); the other {hidden:,} are greyed out. Switch *Problems only* off to "
-               "see every rack.")
-clicked = st.plotly_chart(figure, width="stretch", on_select="rerun", selection_mode="points",
-                          key=f"racks_floor:{run.run_id}")
-notes = ["Click a rack's dot to open it below."]
-if measure == "power":
-    notes.append(f"Each GPU's latest reading at or before t, summed per host and rack against the rack budget of "
-                 f"{budget_kw:g} kW; a GPU's TDP is {tdp_w:.0f} W (H100, Llama 3 paper). Racks over budget: red ×.")
-if measure in ("temp", "power") and not queries.has_table(run.run_id, "gpu_samples"):
-    notes.append("This run has no GPU telemetry: no readings to show.")
-st.caption(" ".join(notes))
-if unknown == hosts.height:
-    st.caption("This run records no host states at t, so every host shows as unknown.")
-if over.height:
-    st.markdown("**Racks over their power budget at t**: " + ", ".join(
-        f"rack {r} ({kw:.1f} kW)" for r, kw in over.select("rack_id", "rack_kw").head(20).iter_rows())
-        + (" …" if over.height > 20 else ""))
-if problems_only and problems.height:
-    st.markdown(f"**Racks with a problem at t** ({problems.height:,}: choose one under *Rack* to open it)")
-    st.dataframe(problems.head(500).with_columns(pl.col("states").list.eval(pl.element().replace(
-        charts.STATE_WORDS))).rename({"rack_id": "rack", "hosts_out_of_service": "hosts out of service",
-                                      "failed_gpus": "failed GPUs", "states": "out-of-service states"}),
-        hide_index=True, width="stretch", height=min(400, 38 + 35 * min(problems.height, 500)))
+def figures_section(floor: Floor) -> None:
+    """What an operator looks for first: what is broken at t; then the cluster's size and power."""
+    hosts, power, problems, budget_kw = floor.hosts, floor.power, floor.problems, floor.budget_kw
+    over = power.filter(pl.col("over"))
+    states = hosts["state"].fill_null("unknown")
+    up, out, unknown = (int(states.is_in(s).sum()) for s in (IN_SERVICE_STATES, OUT_OF_SERVICE_STATES, ("unknown",)))
+    n_racks = hosts["rack_id"].n_unique()
+    cols = st.columns(4)
+    metric(cols[0], "racks_with_a_problem", f"{problems.height:,}", AT_T)
+    metric(cols[1], "hosts_out_of_service", f"{out:,}", AT_T)
+    metric(cols[2], "hosts_in_service", f"{up:,}", AT_T)
+    metric(cols[3], "hosts_without_a_state", f"{unknown:,}", AT_T)
+    cols = st.columns(4)
+    metric(cols[0], "racks", f"{n_racks:,}")
+    cluster_kw = float(power["rack_kw"].sum())
+    metric(cols[1], "gpu_power_drawn", f"{cluster_kw / 1000:,.2f} MW" if cluster_kw >= 1000 else f"{cluster_kw:,.1f} kW",
+           AT_T)
+    metric(cols[2], "racks_over_power_budget", f"{over.height:,}", f"This run's budget: {budget_kw:g} kW a rack. {AT_T}")
+
+
+def floor_plan_section(run: RunInfo, floor: Floor):
+    """The floor plan, a cell a host or a GPU; returns its selection state (a click opens a rack)."""
+    hosts, cells_frame, power, problems = floor.hosts, floor.cells, floor.power, floor.problems
+    over = power.filter(pl.col("over"))
+    n_racks = hosts["rack_id"].n_unique()
+    unknown = int(hosts["state"].fill_null("unknown").eq("unknown").sum())  # as figures_section counts it
+    measure, window, tdp_w, budget_kw = floor.measure, floor.window, floor.tdp_w, floor.budget_kw
+    st.subheader("Floor plan")
+    gpus = queries.gpu_count(run.run_id)
+    default_cells = "gpus" if 0 < gpus <= GPU_CELLS_UP_TO else "hosts"
+    wanted_cells = st.query_params.get("cells")
+    cells_key = state.seed(f"racks_cells:{run.run_id}", wanted_cells if wanted_cells in ("hosts", "gpus") else default_cells)
+    controls = st.columns([1, 1])
+    cells = controls[0].segmented_control("Cells", ["hosts", "gpus"], key=cells_key,
+                                          format_func={"hosts": "a cell a host", "gpus": "a cell a GPU"}.get) or default_cells
+    if gpus == 0:
+        cells = "hosts"
+    st.query_params["cells"] = cells
+    wanted_problems = st.query_params.get("problems")
+    problems_key = state.seed(f"racks_problems:{run.run_id}", wanted_problems == "1" if wanted_problems in ("0", "1")
+                              else n_racks > PROBLEMS_FIRST_OVER_RACKS)
+    problems_only = controls[1].toggle("Problems only", key=problems_key,
+                                       help="Grey out every rack without a host out of service or a failed GPU at t, "
+                                            "and ring the racks with one.")
+    st.query_params["problems"] = "1" if problems_only else "0"
+    if cells == "gpus":
+        shown = cells_frame
+        st.caption("A GPU shows its host's state, or *Failed GPU* (black) from its own incident until its repair.")
+    else:  # a host cell: its host's state, its hottest GPU, its mean GPU power, its most failed GPU
+        shown = (hosts.join(cells_frame.group_by("host_id").agg(
+            pl.col("temp_c").max(), pl.col("power_w").mean(), pl.col("failures").max(), pl.col("host_kw").first(),
+            pl.col("rack_kw").first(), pl.col("budget_kw").first(), pl.col("kind").first()), on="host_id", how="left")
+            .with_columns(pl.col("failures").fill_null(0), pl.col("rack_kw").fill_null(0.0),
+                          pl.col("budget_kw").fill_null(budget_kw)))
+        st.caption("A host cell shows its hottest GPU, its mean GPU power and its most failed GPU.")
+    figure = charts.floor_plan(shown, measure, tdp_w=tdp_w, window=queries.WINDOW_WORDS[window],
+                               problem_racks=problems["rack_id"].to_list() if problems_only else None)
+    if problems_only:
+        hidden = n_racks - problems.height
+        st.caption(f"**Problems only**: {problems.height:,} of {n_racks:,} racks have a host out of service or a "
+                   f"failed GPU at t (ringed); the other {hidden:,} are greyed out. Switch *Problems only* off to "
+                   "see every rack.")
+    clicked = st.plotly_chart(figure, width="stretch", on_select="rerun", selection_mode="points",
+                              key=f"racks_floor:{run.run_id}")
+    notes = ["Click a rack's dot to open it below."]
+    if measure == "power":
+        notes.append(f"Each GPU's latest reading at or before t, summed per host and rack against the rack budget of "
+                     f"{budget_kw:g} kW; a GPU's TDP is {tdp_w:.0f} W (H100, Llama 3 paper). Racks over budget: red ×.")
+    if measure in ("temp", "power") and not queries.has_table(run.run_id, "gpu_samples"):
+        notes.append("This run has no GPU telemetry: no readings to show.")
+    st.caption(" ".join(notes))
+    if unknown == hosts.height:
+        st.caption("This run records no host states at t, so every host shows as unknown.")
+    if over.height:
+        st.markdown("**Racks over their power budget at t**: " + ", ".join(
+            f"rack {r} ({kw:.1f} kW)" for r, kw in over.select("rack_id", "rack_kw").head(20).iter_rows())
+            + (" …" if over.height > 20 else ""))
+    if problems_only and problems.height:
+        st.markdown(f"**Racks with a problem at t** ({problems.height:,}: choose one under *Rack* to open it)")
+        st.dataframe(problems.head(500).with_columns(pl.col("states").list.eval(pl.element().replace(
+            charts.STATE_WORDS))).rename({"rack_id": "rack", "hosts_out_of_service": "hosts out of service",
+                                          "failed_gpus": "failed GPUs", "states": "out-of-service states"}),
+            hide_index=True, width="stretch", height=min(400, 38 + 35 * min(problems.height, 500)))
+    return clicked
+
 
 # ----- one rack -------------------------------------------------------------------------------------------
-st.subheader("Rack")
-rack_ids = queries.racks(run.run_id)["rack_id"].to_list()
-try:
-    wanted = int(st.query_params.get("rack", ""))
-except ValueError:
-    wanted = None
-rack_key = state.seed(f"racks_rack:{run.run_id}", wanted if wanted in rack_ids else None)
-click = charts.clicked_rack(clicked.selection if clicked else None)
-if click is not None and click != st.session_state.get("racks_last_click") and click in rack_ids:
-    st.session_state[rack_key] = click  # a new click on the floor opens that rack; the selectbox can move on
-st.session_state["racks_last_click"] = click
-problem_words = {r: f"rack {r} · {h} host(s) out of service, {g} failed GPU(s)"
-                 for r, h, g in problems.select("rack_id", "hosts_out_of_service", "failed_gpus").iter_rows()}
-rack = st.selectbox("Rack", rack_ids, key=rack_key, format_func=lambda r: problem_words.get(r, f"rack {r}"),
-                    placeholder="Choose a rack to see its elevation, links and events")
-if rack is None:
-    st.query_params.pop("rack", None)
-else:
-    st.query_params["rack"] = str(rack)
-    rack_hosts = hosts.filter(pl.col("rack_id") == rack)
-    rack_power = power.filter(pl.col("rack_id") == rack)
-    kw = float(rack_power["rack_kw"][0]) if rack_power.height else 0.0
-    st.markdown(f"**Rack {rack}**: pod {rack_hosts['pod_id'][0]}, row {rack_hosts['row'][0]}, position "
-                f"{rack_hosts['position'][0]}, {rack_hosts.height} hosts (top slot first) · {kw:.1f} of "
-                f"{budget_kw:g} kW" + (" · **over budget**" if kw > budget_kw else ""))
-    links = queries.rack_links(run.run_id, rack, t_s)
-    st.plotly_chart(elevation(cells_frame.filter(pl.col("rack_id") == rack), links, rack), width="stretch")
-    in_rack = rack_hosts.join(cells_frame.group_by("host_id").agg(pl.col("host_kw").first()), on="host_id",
-                              how="left").select("hostname", "slot", pl.col("state").fill_null("unknown"),
-                                                 "job_id", "host_kw", "host_id")
-    st.dataframe(in_rack.sort("slot", descending=True).with_columns(charts.state_words_expr("state"),
-                                                                    pl.col("host_kw").round(2)),
-                 hide_index=True, width="stretch")
-    if links.height:
-        st.markdown(f"**Links** ({links.height}: a cable per GPU NIC to the rack switch, the switch's uplinks)")
-        st.dataframe(links.with_columns(pl.col("tier").replace(TIER_LABELS), pl.col("util_pct").round(1)),
-                     hide_index=True, width="stretch")
-
-    incidents = queries.rack_incidents(run.run_id, rack).filter(pl.col("t_s") <= t_s).reverse()
-    st.markdown(f"**Incidents up to t** ({incidents.height})")
-    if incidents.is_empty():
-        st.caption("No incidents on this rack's hosts, GPUs or links up to t.")
+def one_rack(run: RunInfo, floor: Floor, clicked) -> int | None:
+    """The rack opened (clicked on the floor, else chosen, else ?rack=): its elevation, links and events."""
+    hosts, cells_frame, power, problems = floor.hosts, floor.cells, floor.power, floor.problems
+    t_s, budget_kw = floor.t_s, floor.budget_kw
+    st.subheader("Rack")
+    rack_ids = queries.racks(run.run_id)["rack_id"].to_list()
+    try:
+        wanted = int(st.query_params.get("rack", ""))
+    except ValueError:
+        wanted = None
+    rack_key = state.seed(f"racks_rack:{run.run_id}", wanted if wanted in rack_ids else None)
+    click = charts.clicked_rack(clicked.selection if clicked else None)
+    if click is not None and click != st.session_state.get("racks_last_click") and click in rack_ids:
+        st.session_state[rack_key] = click  # a new click on the floor opens that rack; the selectbox can move on
+    st.session_state["racks_last_click"] = click
+    problem_words = {r: f"rack {r} · {h} host(s) out of service, {g} failed GPU(s)"
+                     for r, h, g in problems.select("rack_id", "hosts_out_of_service", "failed_gpus").iter_rows()}
+    rack = st.selectbox("Rack", rack_ids, key=rack_key, format_func=lambda r: problem_words.get(r, f"rack {r}"),
+                        placeholder="Choose a rack to see its elevation, links and events")
+    if rack is None:
+        st.query_params.pop("rack", None)
     else:
-        st.dataframe(incidents.with_columns(
-            time_text("t_s", run.started_at).alias("time (UTC)"),
-            duration_text("out_of_service_s").fill_null("not repaired").alias("out_of_service"),
-            cause_label_text("cause"), pl.col("gpu_hours_lost").round(1),
-        ).select("incident_id", "time (UTC)", "hostname", "gpu_id", "link_id", "cause", "category", "planned",
-                 "xid", "jobs_hit", "gpu_hours_lost", "out_of_service"), hide_index=True, width="stretch")
-    xids = queries.rack_xids(run.run_id, rack, t_s)
-    if xids.height:
-        st.markdown(f"**XID lines up to t** ({xids.height})")
-        st.dataframe(xids.with_columns(time_text("t_s", run.started_at).alias("time (UTC)"))
-                     .select("time (UTC)", "hostname", "gpu_index", "xid", "incident_id", "message"),
+        st.query_params["rack"] = str(rack)
+        rack_hosts = hosts.filter(pl.col("rack_id") == rack)
+        rack_power = power.filter(pl.col("rack_id") == rack)
+        kw = float(rack_power["rack_kw"][0]) if rack_power.height else 0.0
+        st.markdown(f"**Rack {rack}**: pod {rack_hosts['pod_id'][0]}, row {rack_hosts['row'][0]}, position "
+                    f"{rack_hosts['position'][0]}, {rack_hosts.height} hosts (top slot first) · {kw:.1f} of "
+                    f"{budget_kw:g} kW" + (" · **over budget**" if kw > budget_kw else ""))
+        links = queries.rack_links(run.run_id, rack, t_s)
+        st.plotly_chart(elevation(cells_frame.filter(pl.col("rack_id") == rack), links, rack), width="stretch")
+        in_rack = rack_hosts.join(cells_frame.group_by("host_id").agg(pl.col("host_kw").first()), on="host_id",
+                                  how="left").select("hostname", "slot", pl.col("state").fill_null("unknown"),
+                                                     "job_id", "host_kw", "host_id")
+        st.dataframe(in_rack.sort("slot", descending=True).with_columns(charts.state_words_expr("state"),
+                                                                        pl.col("host_kw").round(2)),
                      hide_index=True, width="stretch")
-    if queries.has_table(run.run_id, "host_states"):
-        history = queries.rack_history(run.run_id, rack)
-        if history.height:
-            st.markdown("**State history**")
-            st.plotly_chart(charts.state_history(history, run.started_at), width="stretch")
+        if links.height:
+            st.markdown(f"**Links** ({links.height}: a cable per GPU NIC to the rack switch, the switch's uplinks)")
+            st.dataframe(links.with_columns(pl.col("tier").replace(TIER_LABELS), pl.col("util_pct").round(1)),
+                         hide_index=True, width="stretch")
+
+        incidents = queries.rack_incidents(run.run_id, rack).filter(pl.col("t_s") <= t_s).reverse()
+        st.markdown(f"**Incidents up to t** ({incidents.height})")
+        if incidents.is_empty():
+            st.caption("No incidents on this rack's hosts, GPUs or links up to t.")
+        else:
+            st.dataframe(incidents.with_columns(
+                time_text("t_s", run.started_at).alias("time (UTC)"),
+                duration_text("out_of_service_s").fill_null("not repaired").alias("out_of_service"),
+                cause_label_text("cause"), pl.col("gpu_hours_lost").round(1),
+            ).select("incident_id", "time (UTC)", "hostname", "gpu_id", "link_id", "cause", "category", "planned",
+                     "xid", "jobs_hit", "gpu_hours_lost", "out_of_service"), hide_index=True, width="stretch")
+        xids = queries.rack_xids(run.run_id, rack, t_s)
+        if xids.height:
+            st.markdown(f"**XID lines up to t** ({xids.height})")
+            st.dataframe(xids.with_columns(time_text("t_s", run.started_at).alias("time (UTC)"))
+                         .select("time (UTC)", "hostname", "gpu_index", "xid", "incident_id", "message"),
+                         hide_index=True, width="stretch")
+        if queries.has_table(run.run_id, "host_states"):
+            history = queries.rack_history(run.run_id, rack)
+            if history.height:
+                st.markdown("**State history**")
+                st.plotly_chart(charts.state_history(history, run.started_at), width="stretch")
+    return rack
+
 
 # ----- blast radius ---------------------------------------------------------------------------------------
-st.subheader("Blast radius")
-st.caption("What a failure would interrupt at t: every job with a host behind the failed part stops as a whole "
-           "(gang-scheduled jobs restart together).")
-wanted_blast = queries.parse_blast(st.query_params.get("blast"))
-kind_key = state.seed(f"racks_blast_kind:{run.run_id}", wanted_blast[0] if wanted_blast else "rack")
-kind = st.segmented_control("A failure of", list(queries.BLAST_KINDS), key=kind_key,
-                            format_func=queries.BLAST_KINDS.get) or "rack"
-targets = queries.blast_targets(hosts, kind)
-target_key = f"racks_blast_target:{run.run_id}:{kind}"
-follows_key = f"racks_blast_follows:{run.run_id}:{kind}"  # the open rack the target was last taken from
-of_rack = queries.blast_target_of_rack(hosts, kind, rack) if rack is not None else None
-if st.session_state.get(target_key) not in targets:  # first view: the URL's part, else the open rack's
-    from_url = wanted_blast[1] if wanted_blast and wanted_blast[0] == kind and wanted_blast[1] in targets else None
-    st.session_state[target_key] = from_url or (of_rack if of_rack in targets else targets[0])
-    st.session_state[follows_key] = rack
-elif rack is not None and st.session_state.get(follows_key) != rack and of_rack in targets:
-    st.session_state[target_key] = of_rack  # another rack opened since: the blast radius follows it
-    st.session_state[follows_key] = rack
-target = st.selectbox(queries.BLAST_KINDS[kind], targets, key=target_key,
-                      help="Opens on the rack opened above (its rack, top host, switch or pod's spine); "
-                           "opening another rack moves it there.")
-st.query_params["blast"] = f"{kind}:{target}"
-hit_hosts, spanning = queries.blast_hosts(hosts, kind, target)
-gpus_per_host = max(1, round(gpus / max(hosts.height, 1))) if gpus else 8
-hit = queries.blast_radius(hosts, gpus_per_host, queries.jobs(run.run_id), hit_hosts, spanning)
-cols = st.columns(3)
-AT_PART = f"For {queries.BLAST_KINDS[kind].lower()} {target}, at the time t chosen above."
-metric(cols[0], "blast_jobs", f"{hit.height:,}", AT_PART)
-metric(cols[1], "blast_gpus_stopped", f"{int(hit['job_gpus'].sum()):,}", AT_PART)
-metric(cols[2], "blast_gpus_behind", f"{hit_hosts.len() * gpus_per_host:,}", AT_PART)
-if hit.is_empty():
-    st.caption("No job runs behind it at t" + (" across racks" if spanning else "") + ".")
-else:
-    st.dataframe(hit.rename({"job_id": "job", "hosts_hit": "its hosts behind the part",
-                             "gpus_hit": "its GPUs behind the part", "job_gpus": "its GPUs (all stop)"}),
-                 hide_index=True, width="stretch")
-if st.toggle("Show it on the floor", key="racks_blast_floor", help="the floor plan again, the blast radius in red"):
-    st.plotly_chart(charts.floor_plan(queries.blast_cells(cells_frame, hit_hosts, hit), "blast"), width="stretch",
-                    key=f"racks_blast_floor:{run.run_id}")
+def blast_radius(run: RunInfo, floor: Floor, rack: int | None) -> None:
+    """What a failure of a rack, host, switch or pod's spine would interrupt at t (?blast=kind:target)."""
+    hosts, cells_frame = floor.hosts, floor.cells
+    gpus = queries.gpu_count(run.run_id)
+    st.subheader("Blast radius")
+    st.caption("What a failure would interrupt at t: every job with a host behind the failed part stops as a whole "
+               "(gang-scheduled jobs restart together).")
+    wanted_blast = queries.parse_blast(st.query_params.get("blast"))
+    kind_key = state.seed(f"racks_blast_kind:{run.run_id}", wanted_blast[0] if wanted_blast else "rack")
+    kind = st.segmented_control("A failure of", list(queries.BLAST_KINDS), key=kind_key,
+                                format_func=queries.BLAST_KINDS.get) or "rack"
+    targets = queries.blast_targets(hosts, kind)
+    target_key = f"racks_blast_target:{run.run_id}:{kind}"
+    follows_key = f"racks_blast_follows:{run.run_id}:{kind}"  # the open rack the target was last taken from
+    of_rack = queries.blast_target_of_rack(hosts, kind, rack) if rack is not None else None
+    if st.session_state.get(target_key) not in targets:  # first view: the URL's part, else the open rack's
+        from_url = wanted_blast[1] if wanted_blast and wanted_blast[0] == kind and wanted_blast[1] in targets else None
+        st.session_state[target_key] = from_url or (of_rack if of_rack in targets else targets[0])
+        st.session_state[follows_key] = rack
+    elif rack is not None and st.session_state.get(follows_key) != rack and of_rack in targets:
+        st.session_state[target_key] = of_rack  # another rack opened since: the blast radius follows it
+        st.session_state[follows_key] = rack
+    target = st.selectbox(queries.BLAST_KINDS[kind], targets, key=target_key,
+                          help="Opens on the rack opened above (its rack, top host, switch or pod's spine); "
+                               "opening another rack moves it there.")
+    st.query_params["blast"] = f"{kind}:{target}"
+    hit_hosts, spanning = queries.blast_hosts(hosts, kind, target)
+    gpus_per_host = max(1, round(gpus / max(hosts.height, 1))) if gpus else 8
+    hit = queries.blast_radius(hosts, gpus_per_host, queries.jobs(run.run_id), hit_hosts, spanning)
+    cols = st.columns(3)
+    AT_PART = f"For {queries.BLAST_KINDS[kind].lower()} {target}, at the time t chosen above."
+    metric(cols[0], "blast_jobs", f"{hit.height:,}", AT_PART)
+    metric(cols[1], "blast_gpus_stopped", f"{int(hit['job_gpus'].sum()):,}", AT_PART)
+    metric(cols[2], "blast_gpus_behind", f"{hit_hosts.len() * gpus_per_host:,}", AT_PART)
+    if hit.is_empty():
+        st.caption("No job runs behind it at t" + (" across racks" if spanning else "") + ".")
+    else:
+        st.dataframe(hit.rename({"job_id": "job", "hosts_hit": "its hosts behind the part",
+                                 "gpus_hit": "its GPUs behind the part", "job_gpus": "its GPUs (all stop)"}),
+                     hide_index=True, width="stretch")
+    if st.toggle("Show it on the floor", key="racks_blast_floor", help="the floor plan again, the blast radius in red"):
+        st.plotly_chart(charts.floor_plan(queries.blast_cells(cells_frame, hit_hosts, hit), "blast"), width="stretch",
+                        key=f"racks_blast_floor:{run.run_id}")
+
+
+st.title("Racks")
+state.render_run_page(page, state.run_or_stop())

@@ -14,8 +14,9 @@ import plotly.graph_objects as go
 import polars as pl
 from plotly.subplots import make_subplots
 
-from dashboard.charts.common import category_of, cause_colour, cause_label, count_axis, fmt_duration
+from dashboard.charts.common import count_axis
 from dashboard.charts.jobs import as_time
+from dashboard.format import fmt_duration
 from dashboard.text import plot, plot_expr
 from engine.definitions import definition
 from engine.palette import (
@@ -26,6 +27,9 @@ from engine.palette import (
     OTHER_COLOUR,
     UNKNOWN_STATE_COLOUR,
     UNKNOWN_STATE_LABEL,
+    category_of,
+    cause_colour,
+    cause_label,
     xid_colour,
     xid_label,
 )

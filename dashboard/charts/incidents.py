@@ -7,10 +7,11 @@ import numpy as np
 import plotly.graph_objects as go
 import polars as pl
 
-from dashboard.charts.common import CATEGORY_COLOURS, OTHER_COLOUR
 from dashboard.charts.jobs import as_time
-from dashboard.charts.text_exprs import category_text, cause_label_text
 from dashboard.text import plot, plot_all
+from dashboard.text_exprs import category_text, cause_label_text
+from engine.palette import CATEGORY_COLOURS, OTHER_COLOUR
+from engine.units import SECONDS_PER_DAY, SECONDS_PER_HOUR
 
 # The shared palette: a category keeps its colour on every page.
 CATEGORY_COLOURS = CATEGORY_COLOURS
@@ -80,7 +81,7 @@ def by_cause(counts: pl.DataFrame) -> go.Figure:
 
 def per_day(days: pl.DataFrame, started_at: datetime) -> go.Figure:
     """Interruptions a day (day index, planned, unexpected) as stacked bars."""
-    x = as_time(started_at, days["day"].to_numpy() * 86400.0)
+    x = as_time(started_at, days["day"].to_numpy() * SECONDS_PER_DAY)
     fig = go.Figure([
         go.Bar(x=x, y=days["unexpected"].to_list(), name="unexpected", marker_color="#e03131"),
         go.Bar(x=x, y=days["planned"].to_list(), name="planned", marker_color=CATEGORY_COLOURS["Planned"]),
@@ -111,7 +112,7 @@ def chain_bars(chain: pl.DataFrame) -> pl.DataFrame:
         # label and detail are Plotly text (a detail names hosts and jobs); `what` keeps the raw step name
         "label": [plot(f"{s} · {w}") for s, w in zip(chain["step"].to_list(), chain["what"].to_list(), strict=True)],
         "what": chain["what"], "detail": plot_all(chain["detail"].to_list()),
-        "start_h": (t - origin) / 3600.0, "hours": (ends - t) / 3600.0,
+        "start_h": (t - origin) / SECONDS_PER_HOUR, "hours": (ends - t) / SECONDS_PER_HOUR,
     }, schema={"label": pl.String, "what": pl.String, "detail": pl.String, "start_h": pl.Float64,
                "hours": pl.Float64})
 

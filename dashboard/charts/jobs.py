@@ -12,9 +12,10 @@ import plotly.graph_objects as go
 import polars as pl
 from plotly.subplots import make_subplots
 
-from dashboard.charts.common import count_axis, fmt_duration, state_colour
+from dashboard.charts.common import count_axis
+from dashboard.format import fmt_duration
 from dashboard.text import plot_all, plot_expr
-from engine.palette import CLEAN_END_REASONS, END_REASON_COLOURS, END_REASON_LABELS
+from engine.palette import CLEAN_END_REASONS, END_REASON_COLOURS, END_REASON_LABELS, state_colour
 
 # A row of the Gantt gets its failure, restart and checkpoint marks only while the window holds at most this
 # many of them: past it they merge into a black band (14,287 checkpoints of the flagship job in 54 days) and
@@ -100,7 +101,7 @@ def attempts_gantt(attempts: pl.DataFrame, started_at: datetime, row_order: list
     the x range and which marks are in view. Bars and marks carry the job id as customdata; hovers give dates.
     """
     # text_exprs imports charts.network, which imports as_time from here: imported when drawing
-    from dashboard.charts.text_exprs import cause_label_text, duration_text, time_text
+    from dashboard.text_exprs import cause_label_text, duration_text, time_text
 
     def when(column: str) -> pl.Expr:
         return time_text(column, started_at)

@@ -11,6 +11,7 @@ from plotly.subplots import make_subplots
 from dashboard.charts.jobs import as_time
 from dashboard.text import plot, plot_all
 from engine.palette import TIER_LABELS, TIER_ORDER, tier_colour, tier_label
+from engine.units import SECONDS_PER_DAY
 
 # The fabric's levels from the GPUs up (engine.topology.FABRIC_TIERS' order), as the tiers' labels begin.
 LEVEL_NAMES = ("NIC cables", "Rack uplinks", "Core links")
@@ -178,7 +179,7 @@ def compare_levels(frames: dict[str, pl.DataFrame]) -> go.Figure:
     for dash, (label, frame) in zip(("solid", "dash", "dot"), frames.items(), strict=False):
         for level in sorted(frame["level"].unique().to_list()):
             part = frame.filter(pl.col("level") == level).sort("t_s")
-            fig.add_trace(go.Scatter(x=(part["t_s"] / 86400).to_list(), y=part["mean_util"].to_list(), mode="lines",
+            fig.add_trace(go.Scatter(x=(part["t_s"] / SECONDS_PER_DAY).to_list(), y=part["mean_util"].to_list(), mode="lines",
                                      name=plot(f"{label}: {LEVEL_NAMES[level]}"),
                                      line={"color": colours[level % 3], "dash": dash}))
     fig.update_layout(height=320, margin={"l": 10, "r": 10, "t": 10, "b": 10}, xaxis_title="day of the run",

@@ -8,18 +8,17 @@ from datetime import datetime, timedelta
 import plotly.graph_objects as go
 import polars as pl
 
-from dashboard.charts.common import (
+from dashboard.format import fmt_gpu_hours, fmt_pct
+from dashboard.text import plot
+from engine.palette import (
     CATEGORY_COLOURS,
     LOSS_COLOURS,
     LOSS_LABELS,
     OTHER_COLOUR,
     category_of,
     cause_label,
-    fmt_gpu_hours,
-    fmt_pct,
     state_colour,
 )
-from dashboard.text import plot
 
 # A residual smaller than this share of wall-clock time is rounding, not a loss worth a bar of its own.
 RESIDUAL_SHARE = 0.005

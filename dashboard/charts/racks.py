@@ -14,13 +14,13 @@ import numpy as np
 import plotly.graph_objects as go
 import polars as pl
 
-from dashboard.charts.common import HOST_STATE_COLOURS
 from dashboard.charts.floor_grid import PLOT_WIDTH_PX, FloorGrid, grid_for
 from dashboard.charts.jobs import bars_over_time
 from dashboard.text import plot_expr
 from engine.palette import (
     GPU_FAILED_COLOUR,
     GPU_FAILED_LABEL,
+    HOST_STATE_COLOURS,
     HOST_STATE_LABELS,
     UNKNOWN_STATE_COLOUR,
     UNKNOWN_STATE_LABEL,

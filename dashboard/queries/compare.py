@@ -7,12 +7,14 @@ from typing import Any
 import polars as pl
 
 from dashboard import state
-from dashboard.charts.common import DASH, fmt_gpu_hours, fmt_hours, fmt_int, fmt_pct
+from dashboard.format import DASH, fmt_gpu_hours, fmt_hours, fmt_int, fmt_pct
 from engine.analytics import ettr_timeline
 from engine.definitions import definition
 from engine.errors import GoodputError
+from engine.incidents import FLAGSHIP_JOB_SQL
 from engine.scenario import from_dict
 from engine.store import RunInfo
+from engine.units import SECONDS_PER_DAY
 
 # (label, path into the summary, formatter): the figures `goodput simulate --json` prints, each figure under its
 # definition's label (engine/definitions), as on the Overview.
@@ -95,21 +97,19 @@ def scenario_diff(infos: list[RunInfo]) -> pl.DataFrame:
 
 # The flagship job's interruptions, as `interruptions` in the summary counts them (the Llama 3 way); a run
 # without a flagship job (a replayed trace, an ingest) counts every incident.
-INTERRUPTIONS_BY_CAUSE = """
-WITH flagship AS (
-    SELECT job_id, gpus FROM jobs WHERE kind = 'flagship' ORDER BY submit_s LIMIT 1
-)
+INTERRUPTIONS_BY_CAUSE = f"""
+WITH flagship AS ({FLAGSHIP_JOB_SQL})
 SELECT cause, count(*) AS interruptions FROM incidents
 WHERE NOT EXISTS (SELECT 1 FROM flagship) OR list_contains(job_ids, (SELECT job_id FROM flagship))
 GROUP BY cause ORDER BY cause
-"""
+"""  # noqa: S608 (only constant SQL formatted in)
 
 
 def exposure_hosts(info: RunInfo) -> float:
     """The hosts whose failures the counts cover: the flagship job's, else the cluster's."""
-    shape = state.query(info.run_id, """
+    shape = state.query(info.run_id, f"""
         SELECT (SELECT count(*) FROM hosts) AS hosts, (SELECT count(*) FROM gpus) AS gpus,
-               (SELECT gpus FROM jobs WHERE kind = 'flagship' ORDER BY submit_s LIMIT 1) AS job_gpus""").row(0)
+               (SELECT gpus FROM jobs WHERE job_id = ({FLAGSHIP_JOB_SQL})) AS job_gpus""").row(0)  # noqa: S608 (constant SQL)
     hosts, gpus, job_gpus = shape
     if job_gpus and hosts and gpus:
         return math.ceil(job_gpus / (gpus / hosts))
@@ -124,14 +124,13 @@ def interruptions_by_cause(infos: list[RunInfo], per_1000_host_days: bool = Fals
         counts = state.query(info.run_id, INTERRUPTIONS_BY_CAUSE)
         value = pl.col("interruptions").cast(pl.Float64)
         if per_1000_host_days:
-            host_days = exposure_hosts(info) * info.duration_s / 86400.0
+            host_days = exposure_hosts(info) * info.duration_s / SECONDS_PER_DAY
             value = (value * 1000.0 / host_days).round(3) if host_days > 0 else pl.lit(None, pl.Float64)
         frames.append(counts.select(pl.lit(run_label(info)).alias("run"), "cause", value.alias("interruptions")))
     return pl.concat(frames) if frames else pl.DataFrame(
         schema={"run": pl.String, "cause": pl.String, "interruptions": pl.Float64})
 
 
-FLAGSHIP_JOB = "SELECT job_id FROM jobs WHERE kind = 'flagship' ORDER BY submit_s LIMIT 1"
 JOB_ATTEMPTS = "SELECT job_id, start_s, end_s, lost_work_s FROM job_attempts WHERE job_id = ? ORDER BY start_s"
 JOB_CHECKPOINTS = "SELECT job_id, start_s, end_s FROM checkpoints WHERE job_id = ? ORDER BY start_s"
 BUCKETS_S = (3600.0, 2 * 3600.0, 6 * 3600.0, 12 * 3600.0, 86400.0, 7 * 86400.0)
@@ -149,7 +148,7 @@ def ettr_over_time(infos: list[RunInfo]) -> pl.DataFrame:
     bucket = timeline_bucket(max((info.duration_s for info in infos), default=0.0))
     frames = []
     for info in infos:
-        flagship = state.query(info.run_id, FLAGSHIP_JOB)
+        flagship = state.query(info.run_id, FLAGSHIP_JOB_SQL)
         if flagship.is_empty():
             continue
         job_id = flagship["job_id"][0]
@@ -158,7 +157,7 @@ def ettr_over_time(infos: list[RunInfo]) -> pl.DataFrame:
                                  info.duration_s)
         frames.append(timeline.select(
             pl.lit(run_label(info)).alias("run"),
-            (pl.min_horizontal(pl.col("t_s") + bucket, pl.lit(info.duration_s)) / 86400.0).alias("day"),
+            (pl.min_horizontal(pl.col("t_s") + bucket, pl.lit(info.duration_s)) / SECONDS_PER_DAY).alias("day"),
             "ettr_cumulative"))
     return pl.concat(frames) if frames else pl.DataFrame(
         schema={"run": pl.String, "day": pl.Float64, "ettr_cumulative": pl.Float64})

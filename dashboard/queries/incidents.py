@@ -9,10 +9,11 @@ import polars as pl
 import streamlit as st
 
 from dashboard import state
-from dashboard.charts.common import DASH, fmt_gpu_hours, fmt_int, fmt_pct, fmt_usd
+from dashboard.format import DASH, fmt_gpu_hours, fmt_int, fmt_pct, fmt_usd
 from engine.export import export_run_incidents
 from engine.incidents import FLAGSHIP_JOB_SQL, IncidentDetail, incident_detail, load_incidents, summary_counts
 from engine.store import RunInfo
+from engine.units import SECONDS_PER_DAY
 
 
 def incidents(run_id: str) -> pl.DataFrame:
@@ -88,9 +89,9 @@ def days_in_window(frame: pl.DataFrame, since_s: float | None, until_s: float, *
     """Planned and unexpected interruptions (of `job`, if given) for every day of the run that the window
     [since_s, until_s) touches, days counted from the run's start (engine.incidents.summary_counts's bins, which
     start at day 0, shifted to the window's first day)."""
-    first = int((since_s or 0.0) // 86400)
-    shifted = frame.with_columns(pl.col("t_s") - first * 86400.0)
-    days = summary_counts(shifted, (until_s - first * 86400.0) / 86400.0, job=job)["days"]
+    first = int((since_s or 0.0) // SECONDS_PER_DAY)
+    shifted = frame.with_columns(pl.col("t_s") - first * SECONDS_PER_DAY)
+    days = summary_counts(shifted, (until_s - first * SECONDS_PER_DAY) / SECONDS_PER_DAY, job=job)["days"]
     return days.with_columns(pl.col("day") + first)
 
 

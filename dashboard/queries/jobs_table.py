@@ -9,8 +9,8 @@ from datetime import datetime
 
 import polars as pl
 
-from dashboard.charts.common import FARTHEST_TIME_S
-from dashboard.charts.text_exprs import cause_label_text, duration_text, time_text
+from dashboard.format import FARTHEST_TIME_S
+from dashboard.text_exprs import cause_label_text, duration_text, time_text
 from engine.palette import END_REASON_LABELS, NO_WAIT_REASON, WAIT_REASON_COLOURS, WAIT_REASON_LABELS
 
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from dashboard.charts.common import fmt_duration, fmt_gpu_hours, fmt_hours, fmt_int, fmt_pct, fmt_usd
+from dashboard.format import fmt_duration, fmt_gpu_hours, fmt_hours, fmt_int, fmt_pct, fmt_usd
 from engine.definitions import definition
 
 

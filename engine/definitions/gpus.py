@@ -33,7 +33,7 @@ DEFINITIONS: tuple[Definition, ...] = (
     _d("gpus_out_of_service", "GPUs out of service", "count",
        "GPUs of the hosts out of service at the moment shown (draining, down, diagnosing, in repair or in "
        "burn-in), failed GPUs among them included: Hosts out of service times the GPUs of each.",
-       "dashboard.queries.gpus.grid_at (host_state in engine.palette.OUT_OF_SERVICE_STATES)",
+       "dashboard.queries.gpus.grid_at (host_state in engine.schema.OUT_OF_SERVICE_STATES)",
        "hosts_out_of_service", "failed_gpus", scope="view"),
     _d("xid_codes", "XID codes", "count",
        "Distinct XID and NVSwitch SXid codes among the run's XID events.",

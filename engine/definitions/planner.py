@@ -33,8 +33,9 @@ DEFINITIONS: tuple[Definition, ...] = (
        "hosts x failure rate x days. Planned ones are not counted.",
        "engine.analytics.ClosedForm.failures_per_s x simulation.days", "unexpected_interruptions"),
     _d("planner_placement_slowdown", "Placement slowdown (closed form)", "ratio",
-       "How many times as long the flagship job's steps take on its placement: its ring alone on the fabric, "
-       "every link up, at the network demand per GPU set. 1 (none) when no link is oversubscribed.",
+       "How many times as long the flagship job's steps take on the hosts its placement gives it: its ring "
+       "alone on the fabric, every link up, at the network demand per GPU set. 1 (none) when no link is "
+       "oversubscribed.",
        "engine.traffic.placement_slowdown", "network_slowdown"),
     _d("spare_hosts_in_use", "Spare hosts in use (closed form)", "hosts",
        "The flagship job's hosts away in repair at once, on average (Little's law): its failures that send a "

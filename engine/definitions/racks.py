@@ -23,8 +23,8 @@ DEFINITIONS: tuple[Definition, ...] = (
        "dashboard.queries.racks.problem_racks", "hosts_out_of_service"),
     _d("hosts_in_service", "Hosts in service", "count",
        "Hosts running a job, healthy and idle, or held as spares at the moment shown "
-       "(engine.palette.IN_SERVICE_STATES).",
-       "host_states (engine.palette.IN_SERVICE_STATES)", "hosts_out_of_service"),
+       "(engine.schema.IN_SERVICE_STATES).",
+       "host_states (engine.schema.IN_SERVICE_STATES)", "hosts_out_of_service"),
     _d("hosts_without_a_state", "Hosts without a state", "count",
        "Hosts no host_states interval covers at the moment shown (observed runs that record no states).",
        "host_states (dashboard.queries.racks.hosts_at)"),

@@ -60,7 +60,7 @@ DEFINITIONS: tuple[Definition, ...] = (
        "included, over the whole run.",
        "dashboard.queries.jobs.utilisation", "utilisation_by_allocation"),
     _d("gpus_out_of_service_mean", "Mean GPUs out of service (window)", "ratio",
-       "GPUs of hosts draining, down, diagnosing, in repair or burn-in (engine.palette.OUT_OF_SERVICE_STATES) "
+       "GPUs of hosts draining, down, diagnosing, in repair or burn-in (engine.schema.OUT_OF_SERVICE_STATES) "
        "over all GPUs, averaged over the window by time. Over the whole run it is 'GPU-hours out of service' "
        "over 'Cluster GPU-hours'.",
        "dashboard.queries.jobs.utilisation", "gpu_hours_down"),

@@ -20,6 +20,7 @@ from engine.ingest.kernel_log import KernelEvents, parse_kernel_logs
 from engine.ingest.observed import Batch, Observer, since_boot_sources
 from engine.ingest.sources import Source, SourceLike, as_sources
 from engine.run import Run
+from engine.units import SECONDS_PER_DAY
 
 __all__ = ["Source", "ingest_dcgm", "ingest_kernel_logs", "observed_run", "summary_of", "summary_text"]
 
@@ -52,9 +53,11 @@ def observed_run(dcgm: DcgmSamples | None, logs: KernelEvents | None, *, name: s
         skipped = "; ".join(f"{n} {why}" for why, n in batch.skipped.items() if n)
         raise GoodputError(f"{inputs}: nothing to ingest (no DCGM_FI_* value of a GPU, no XID line)"
                            + (f"; skipped {skipped}" if skipped else ""))
-    if observer.end_s > limits.MAX_RUN_DAYS * 86_400:  # each file was in bounds alone; together they may not be
+    # each file was in bounds alone; together they may not be
+    if observer.end_s > limits.MAX_RUN_DAYS * SECONDS_PER_DAY:
         inputs = ", ".join(s.name for s in _sources_of(dcgm, logs))
-        raise GoodputError(f"{inputs}: together they span {observer.end_s / 86_400:,.0f} days, over Goodput's limit"
+        days = observer.end_s / SECONDS_PER_DAY
+        raise GoodputError(f"{inputs}: together they span {days:,.0f} days, over Goodput's limit"
                            f" of {limits.MAX_RUN_DAYS:,} days a run (engine/limits.py MAX_RUN_DAYS)")
     tables = dict(batch.tables)
     tables["host_states"] = observer.host_states(0.0, observer.end_s)
@@ -99,7 +102,7 @@ def summary_of(batches: list[Batch], observer: Observer, **extra) -> dict:
         "other_lines": sum(b.other_lines for b in batches),
         "skipped": skipped,
         "xid_counts": {str(x): int(n) for x, n in xids.iter_rows()},
-        "days": round(observer.end_s / 86400, 6),
+        "days": round(observer.end_s / SECONDS_PER_DAY, 6),
         **extra,
     }
 

@@ -24,10 +24,11 @@ import polars as pl
 
 from engine import limits
 from engine.errors import GoodputError
+from engine.units import MILLISECONDS_PER_DAY
 
 FLOAT32_MAX = 3.4028234663852886e38
 INT32_MAX = 2**31 - 1
-DAY_MS = 86_400_000
+DAY_MS = MILLISECONDS_PER_DAY
 
 SKIP_GPU_LABEL = f"series whose gpu label is not a GPU index (0-{limits.MAX_GPUS_PER_HOST - 1})"
 SKIP_VALUE = "values out of range for their column (beyond Float32, or an XID or ECC count not a whole 0-2^31-1)"

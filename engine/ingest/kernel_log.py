@@ -27,6 +27,7 @@ from engine import limits
 from engine.errors import GoodputError
 from engine.ingest import bounds
 from engine.ingest.sources import Source, decode
+from engine.units import SECONDS_PER_DAY
 
 _PCI = r"[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}(?:\.[0-7])?"
 _XID = rf"NVRM: Xid \(PCI:({_PCI})\): ([0-9]+)(?:,[ \t]*(.*))?$"
@@ -146,7 +147,7 @@ def _check_bounds(source: Source, index: int, events: pl.DataFrame, window: boun
         row = bad.sort("line").row(0, named=True)
         raise bounds.time_error(source.name, row["line"], row["t_abs_us"] // 1000, window)
     # Since-boot times count from the file's first since-boot stamp (0): every one must lie within a run's span.
-    far = events.filter(pl.col("t_rel_s").abs() > limits.MAX_RUN_DAYS * 86_400).sort("line")
+    far = events.filter(pl.col("t_rel_s").abs() > limits.MAX_RUN_DAYS * SECONDS_PER_DAY).sort("line")
     if far.height:
         row = far.row(0, named=True)
         raise GoodputError(f"{source.name}, line {row['line']}: {row['t_rel_s']:,.0f} s from the file's first"

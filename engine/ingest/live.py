@@ -58,14 +58,19 @@ def fetch(ep: Endpoint, fetcher: Fetcher) -> Source:
 
 
 def scrape_loop(urls: list[str], every_s: float, store: Store, *, scrapes: int | None = None,
-                name: str | None = None, log: Callable[[str], None] | None = None,
+                name: str | None = None, log: Callable[[str], None] | None = None, quiet: bool = False,
                 stop: threading.Event | None = None, deadline_s: float = FETCH_DEADLINE_S) -> dict:
-    """Scrape until stopped (or `scrapes` times); return the summary of the run with its run_id."""
+    """Scrape until stopped (or `scrapes` times); return the summary of the run with its run_id.
+
+    `log` (default: stderr) gets a line for each committed scrape and for each problem (an endpoint that
+    failed, a garbled answer, a stop mid-scrape); `quiet` keeps only the problems (`--json`: its output is the
+    JSON object, and stderr speaks only of what went wrong)."""
     if every_s <= 0:
         raise GoodputError("--every: the scrape interval must be greater than 0")
     endpoints = [endpoint(url) for url in urls]
     shown = [ep.shown for ep in endpoints]
     log = log or (lambda line: print(line, file=sys.stderr, flush=True))
+    progress = (lambda _line: None) if quiet else log
     stop = stop or threading.Event()
     fetcher = Fetcher(deadline_s)
     observer = Observer()
@@ -115,9 +120,10 @@ def scrape_loop(urls: list[str], every_s: float, store: Store, *, scrapes: int |
                 else:
                     tables["host_states"] = observer.host_states(previous_end, observer.end_s)
                     store.append_to_run(run_id, tables, duration_s=observer.end_s, summary=summary)
-                log(f"scrape {number} at {datetime.now(UTC):%H:%M:%S}: {len(sources)}/{len(endpoints)} endpoints,"
-                    f" {batch.samples} samples, {batch.xid_events} XID events{_skips(batch)};"
-                    f" run {run_id}: {summary['hosts']} hosts, {summary['gpus']} GPUs, {summary['samples']} samples")
+                progress(f"scrape {number} at {datetime.now(UTC):%H:%M:%S}: {len(sources)}/{len(endpoints)}"
+                         f" endpoints, {batch.samples} samples, {batch.xid_events} XID events{_skips(batch)};"
+                         f" run {run_id}: {summary['hosts']} hosts, {summary['gpus']} GPUs,"
+                         f" {summary['samples']} samples")
     if not run_id:
         raise GoodputError("stopped before the first scrape completed; nothing was written" if stop.is_set()
                            else "no scrape completed; nothing was written")

@@ -17,8 +17,9 @@ from engine.ingest.dcgm import COLUMNS, XID_METRIC, DcgmSamples
 from engine.ingest.kernel_log import KernelEvents, normalise_pci
 from engine.reference import CAUSE_BY_KEY, XIDS
 from engine.run import UNKNOWN_START
+from engine.schema import polars_schema
 
-RACKS_PER_ROW = 16  # hosts of unknown placement are laid out one a rack, 16 racks a row (a simple floor plan)
+RACKS_PER_ROW = 16  # hosts of unknown position are laid out one a rack, 16 racks a row (a simple floor plan)
 # A burst of fatal XIDs on one GPU within one health-check period is one failure: Meta checks every 5 minutes
 # (Kokolis et al., HPCA 2025; ../shared/reference/README.md §3).
 INCIDENT_MERGE_S = 300.0
@@ -30,13 +31,9 @@ XID_CAUSE = {48: "gpu_hbm3", 64: "gpu_hbm3", 95: "gpu_hbm3", 119: "gpu_system_pr
              120: "gpu_system_processor"}
 DEFAULT_FATAL_CAUSE = "faulty_gpu"
 
-SAMPLE_TYPES = {"t_s": pl.Float64, "gpu_id": pl.Int32, "temp_c": pl.Float32, "power_w": pl.Float32,
-                "util_pct": pl.Float32, "mem_util_pct": pl.Float32, "ecc_sbe": pl.Int32, "ecc_dbe": pl.Int32,
-                "memory_temp_c": pl.Float32, "fb_used_mib": pl.Float32}
-XID_TYPES = {"t_s": pl.Float64, "gpu_id": pl.Int32, "host_id": pl.Int32, "xid": pl.Int32, "incident_id": pl.Int32,
-             "message": pl.String}
-GPU_TYPES = {"gpu_id": pl.Int32, "host_id": pl.Int32, "index": pl.Int16, "uuid": pl.String, "model": pl.String,
-             "pci": pl.String}
+SAMPLE_TYPES = polars_schema("gpu_samples")
+XID_TYPES = polars_schema("xid_events")
+GPU_TYPES = polars_schema("gpus") | {"pci": pl.String}  # the bus id, kept to match kernel-log lines to GPUs
 
 
 @dataclass

@@ -14,9 +14,9 @@ import polars as pl
 
 from engine import limits
 from engine.errors import GoodputError
+from engine.units import SECONDS_PER_DAY
 
 _SLICE = 64 * 1024 * 1024  # bytes scanned at once for newlines: bounds the scan's own memory
-SECONDS_PER_DAY = 86_400.0
 
 
 def check_text(source: str, data: bytes, max_lines: int | None = None, what: str = "lines in one trace",

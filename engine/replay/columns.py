@@ -7,6 +7,7 @@ first malformed line (`formats.check`), so one bad field names its file and line
 import polars as pl
 
 from engine.durations import UNIT_SECONDS
+from engine.units import SECONDS_PER_DAY, SECONDS_PER_HOUR, SECONDS_PER_MINUTE
 
 _DURATION = r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*(ms|s|min|m|h|d|w)?\s*$"
 _UNITS = pl.DataFrame({"unit": list(UNIT_SECONDS), "scale": list(UNIT_SECONDS.values())})
@@ -52,15 +53,15 @@ def slurm_elapsed(text: pl.Series) -> pl.Series:
     out = frame.select(
         pl.when(valid & (pl.col("n") == 3))
         .then(
-            pl.col("days") * 86400
-            + pl.col("parts").list.get(0, null_on_oob=True).cast(pl.Float64) * 3600
-            + pl.col("parts").list.get(1, null_on_oob=True).cast(pl.Float64) * 60
+            pl.col("days") * SECONDS_PER_DAY
+            + pl.col("parts").list.get(0, null_on_oob=True).cast(pl.Float64) * SECONDS_PER_HOUR
+            + pl.col("parts").list.get(1, null_on_oob=True).cast(pl.Float64) * SECONDS_PER_MINUTE
             + pl.col("parts").list.get(2, null_on_oob=True).cast(pl.Float64)
         )
         .when(valid & (pl.col("n") == 2))
         .then(
-            pl.col("days") * 86400
-            + pl.col("parts").list.get(0, null_on_oob=True).cast(pl.Float64) * 60
+            pl.col("days") * SECONDS_PER_DAY
+            + pl.col("parts").list.get(0, null_on_oob=True).cast(pl.Float64) * SECONDS_PER_MINUTE
             + pl.col("parts").list.get(1, null_on_oob=True).cast(pl.Float64)
         )
         .otherwise(None)

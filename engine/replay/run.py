@@ -1,5 +1,5 @@
 """A replayed trace as a Run(kind="replay"): the trace's cluster, its jobs as recorded or re-scheduled, the
-attempts with their hosts, host states from the placements, and why each job waited.
+attempts with their hosts, host states from those allocations, and why each job waited.
 
 Settings: engine.replay.settings (`--set replay.*`, `scheduler.*` and the cluster layout keys).
 """
@@ -15,7 +15,8 @@ from engine.replay.cluster import cluster_frame, layout, read_failures
 from engine.replay.formats import Trace, parse_trace
 from engine.replay.settings import SCENARIO_KEYS, ReplaySettings, settings_from
 from engine.run import Run
-from engine.scheduler import Cluster, Failures, Workload, dominant_reason, place_recorded, schedule
+from engine.scheduler import Cluster, Failures, Workload, allocate_recorded, dominant_reason, schedule
+from engine.units import SECONDS_PER_DAY
 
 __all__ = ["ReplaySettings", "host_states", "read_failures", "replay", "replay_file", "settings_from"]
 
@@ -192,7 +193,7 @@ def _recorded(trace, cluster, workload, settings, hosts):
     nodes = None
     if jobs["nodes"].null_count() < jobs.height:
         nodes = [[index[h] for h in row if h in index] if row else None for row in jobs["nodes"].to_list()]
-    placed = place_recorded(cluster, workload, start, end, settings.policy, nodes)
+    hosts_of = allocate_recorded(cluster, workload, start, end, settings.policy, nodes)
     ran = jobs.with_row_index("j").filter(pl.col("start_s").is_not_null())
     attempts = ran.select(
         job_id=pl.col("job_id"),
@@ -205,7 +206,7 @@ def _recorded(trace, cluster, workload, settings, hosts):
         .then(pl.lit("end_of_run"))
         .otherwise(pl.col("state")),
         lost_work_s=pl.lit(0.0),
-        hosts=pl.Series([placed[j] for j in ran["j"].to_list()], dtype=pl.List(pl.Int32)),
+        hosts=pl.Series([hosts_of[j] for j in ran["j"].to_list()], dtype=pl.List(pl.Int32)),
     )
     frame = _jobs_table(jobs, wait_reason=pl.lit(None, dtype=pl.String))
     waits = pl.DataFrame(
@@ -324,7 +325,7 @@ def _summary(trace, jobs, attempts, gpu_total, n_hosts, horizon, settings) -> di
         "jobs": jobs.height,
         "gpus": gpu_total,
         "hosts": n_hosts,
-        "days": horizon / 86400.0,
+        "days": horizon / SECONDS_PER_DAY,
         "format": trace.fmt,
         "mode": settings.mode,
         "policy": settings.policy.placement,

@@ -1,4 +1,4 @@
-"""The formatters of dashboard.charts.common as Polars expressions, for whole columns at once.
+"""The formatters of dashboard.format as Polars expressions, for whole columns at once.
 
 Pages once formatted columns by handing `fmt_time` to Polars per element: a Python callback that Polars' thread pool must
 call back into the interpreter for. Under concurrent sessions that deadlocked the server (pool threads
@@ -12,7 +12,7 @@ from datetime import datetime
 
 import polars as pl
 
-from dashboard.charts.common import DASH, FARTHEST_TIME_S, FOREVER_S
+from dashboard.format import DASH, FARTHEST_TIME_S, FOREVER_S
 from engine.palette import TIER_ORDER
 from engine.reference import CAUSE_BY_KEY, PLANNED_CAUSE
 from engine.run import start_known
