@@ -40,6 +40,17 @@ class Definition:
         return self.key.replace("_", "-")
 
 
+def section(name: str, *, default_scope: str = "run"):
+    """The one way a section module writes its entries: `_d = section(SECTION)`, then
+    `_d(key, label, unit, means, source, *not_to_confuse, scope=...)`."""
+
+    def define(key: str, label: str, unit: str, means: str, source: str, *others: str,
+               scope: str = default_scope) -> Definition:
+        return Definition(key, label, name, unit, means, source, others, scope)
+
+    return define
+
+
 def _collect() -> dict[str, Definition]:
     # Imported here, not at the top: each section module imports Definition from this package.
     from engine.definitions import (

@@ -1,12 +1,11 @@
 """Figures of the whole cluster: its hosts and GPUs, whatever job they run."""
 
-from engine.definitions import Definition
+from engine.definitions import Definition, section
 
 SECTION = "Cluster"
 
 
-def _d(key: str, label: str, unit: str, means: str, source: str, *others: str) -> Definition:
-    return Definition(key, label, SECTION, unit, means, source, others)
+_d = section(SECTION)
 
 
 DEFINITIONS: tuple[Definition, ...] = (

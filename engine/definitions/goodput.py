@@ -5,13 +5,12 @@ the buckets of Google's ML goodput measurement where they apply (checkpoint save
 infrastructure recovery, wasted progress from disruption), each in seconds, GPU-hours and dollars.
 """
 
-from engine.definitions import Definition
+from engine.definitions import Definition, section
 
 SECTION = "Goodput of the flagship job"
 
 
-def _d(key: str, label: str, unit: str, means: str, source: str, *others: str) -> Definition:
-    return Definition(key, label, SECTION, unit, means, source, others)
+_d = section(SECTION)
 
 
 DEFINITIONS: tuple[Definition, ...] = (

@@ -7,13 +7,12 @@ counts of repairs: the simulator's own count of hosts it pulled is "Lemon hosts 
 XID figures are "XID events" (telemetry).
 """
 
-from engine.definitions import Definition
+from engine.definitions import Definition, section
 
 SECTION = "GPUs"
 
 
-def _d(key: str, label: str, unit: str, means: str, source: str, *others: str, scope: str = "run") -> Definition:
-    return Definition(key, label, SECTION, unit, means, source, others, scope)
+_d = section(SECTION)
 
 
 DEFINITIONS: tuple[Definition, ...] = (

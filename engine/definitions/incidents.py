@@ -4,13 +4,12 @@
 what happens anywhere in the cluster (idle hosts, research jobs, links) is counted as "incidents".
 """
 
-from engine.definitions import Definition
+from engine.definitions import Definition, section
 
 SECTION = "Interruptions and incidents"
 
 
-def _d(key: str, label: str, unit: str, means: str, source: str, *others: str, scope: str = "run") -> Definition:
-    return Definition(key, label, SECTION, unit, means, source, others, scope)
+_d = section(SECTION)
 
 
 DEFINITIONS: tuple[Definition, ...] = (

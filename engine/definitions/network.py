@@ -6,13 +6,12 @@ network incidents (the incidents table's Network category). Likewise jobs hit (d
 interruptions (a job hit twice counts twice).
 """
 
-from engine.definitions import Definition
+from engine.definitions import Definition, section
 
 SECTION = "Network"
 
 
-def _d(key: str, label: str, unit: str, means: str, source: str, *others: str) -> Definition:
-    return Definition(key, label, SECTION, unit, means, source, others)
+_d = section(SECTION)
 
 
 _ALL_LINKS = ("Computed by the engine from every link of the tier at every sample time while it routes the "

@@ -5,13 +5,12 @@ runs says "over seeds". A single simulated run is shown under the goodput ledger
 (goodput), Job MTTF, Interruptions, Goodput lost): it is that figure, of a run not stored.
 """
 
-from engine.definitions import Definition
+from engine.definitions import Definition, section
 
 SECTION = "Planner"
 
 
-def _d(key: str, label: str, unit: str, means: str, source: str, *others: str) -> Definition:
-    return Definition(key, label, SECTION, unit, means, source, others)
+_d = section(SECTION)
 
 
 DEFINITIONS: tuple[Definition, ...] = (

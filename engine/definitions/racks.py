@@ -4,14 +4,12 @@ The page also shows "Hosts out of service" (engine.definitions.cluster): the sam
 the same t. Its blast radius counts jobs that *would* stop, not the jobs an incident did stop ("Jobs hit").
 """
 
-from engine.definitions import Definition
+from engine.definitions import Definition, section
 
 SECTION = "Racks"
 
 
-def _d(key: str, label: str, unit: str, means: str, source: str, *others: str, scope: str = "view") -> Definition:
-    # "view" unless said: the page's figures are those of the moment t it shows, or of the part chosen
-    return Definition(key, label, SECTION, unit, means, source, others, scope)
+_d = section(SECTION, default_scope="view")  # most figures here depend on the moment, window or part shown
 
 
 DEFINITIONS: tuple[Definition, ...] = (

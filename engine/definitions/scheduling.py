@@ -5,14 +5,12 @@ Figures "(window)" are computed over the time window the page's slider picks (th
 the others over the whole run, whatever the window and filters.
 """
 
-from engine.definitions import Definition
+from engine.definitions import Definition, section
 
 SECTION = "Jobs and scheduling"
 
 
-def _d(key: str, label: str, unit: str, means: str, source: str, *others: str, scope: str = "view") -> Definition:
-    # "view" unless said: most of the page's figures depend on its window, its filters or the job chosen
-    return Definition(key, label, SECTION, unit, means, source, others, scope)
+_d = section(SECTION, default_scope="view")  # most figures here depend on the moment, window or part shown
 
 
 DEFINITIONS: tuple[Definition, ...] = (

@@ -1,12 +1,11 @@
 """What an ingested run read (`goodput ingest --json`): telemetry values and XID events."""
 
-from engine.definitions import Definition
+from engine.definitions import Definition, section
 
 SECTION = "Telemetry"
 
 
-def _d(key: str, label: str, unit: str, means: str, source: str, *others: str) -> Definition:
-    return Definition(key, label, SECTION, unit, means, source, others)
+_d = section(SECTION)
 
 
 DEFINITIONS: tuple[Definition, ...] = (
