@@ -25,6 +25,7 @@ COPY pyproject.toml uv.lock README.md ./
 RUN uv sync --frozen --no-dev --no-install-project
 COPY engine ./engine
 COPY dashboard ./dashboard
+COPY data/presets ./data/presets
 COPY .streamlit ./.streamlit
 RUN uv sync --frozen --no-dev
 

@@ -8,8 +8,8 @@ from datetime import UTC, datetime
 import numpy as np
 import polars as pl
 
-from engine.run import Run
 from engine.store import Store
+from engine.store.run import Run
 
 GPUS, HOURS = 24576, 54 * 24
 WRITE_BUDGET_S = 6.0  # the store's share of issue 3's 15 s budget for a full llama3-405b run

@@ -29,7 +29,7 @@ def _cpu(who: int) -> float:
 
 def planner_run() -> dict:
     from engine.scenario import build
-    from engine.simulate import simulate
+    from engine.sim.simulate import simulate
 
     scenario = build("llama3-405b")
     simulate(scenario, summary_only=True)  # warm: imports and first-call costs, as on a page already open
@@ -44,7 +44,7 @@ def planner_run() -> dict:
 
 def sweep_run(axes: tuple[str, ...], seeds: int) -> dict:
     from engine.scenario import build
-    from engine.sweep import LocalExecutor, bands, parse_vary, sweep
+    from engine.sim.sweep import LocalExecutor, bands, parse_vary, sweep
 
     workers = os.cpu_count() or 1
     cpu, started = _cpu(resource.RUSAGE_CHILDREN) + _cpu(resource.RUSAGE_SELF), time.perf_counter()

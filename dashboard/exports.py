@@ -5,12 +5,12 @@ import io
 
 import polars as pl
 
-from engine.csv_safety import safe_csv
+from engine.report.csv_safety import safe_csv
 
 
 def to_csv(frame: pl.DataFrame) -> bytes:
     """UTF-8 CSV with a header row; list columns (which CSV cannot hold) joined with ";"; text cells that a
-    spreadsheet would take for a formula (a job name `=HYPERLINK(...)`) neutralised (engine.csv_safety)."""
+    spreadsheet would take for a formula (a job name `=HYPERLINK(...)`) neutralised (engine.report.csv_safety)."""
     flat = frame.with_columns(
         pl.col(name).cast(pl.List(pl.String)).list.join(";")
         for name, dtype in frame.schema.items() if isinstance(dtype, pl.List)

@@ -9,7 +9,7 @@ import math
 from datetime import datetime, timedelta
 
 from engine.limits import MAX_RUN_DAYS
-from engine.run import start_known
+from engine.store.run import start_known
 from engine.units import SECONDS_PER_DAY
 
 # ----- numbers with units -----------------------------------------------------------------------------------
@@ -94,7 +94,7 @@ FARTHEST_TIME_S = 10 * MAX_RUN_DAYS * SECONDS_PER_DAY
 
 def fmt_time(started_at: datetime, t_s: float | None) -> str:
     """A run time (seconds since its start) as a wall-clock date, "2024-03-02 17:40 UTC"; for a run whose date is
-    unknown (a kernel log stamped since boot: engine.run.start_known) as "+3 h 25 min from start".
+    unknown (a kernel log stamped since boot: engine.store.run.start_known) as "+3 h 25 min from start".
 
     dashboard.text_exprs.time_text is the same as a Polars expression."""
     if _missing(t_s) or not abs(t_s) <= FARTHEST_TIME_S:

@@ -1,7 +1,7 @@
 """The Planner's knobs as widgets: sliders for what is continuous (rates, durations, sizes, prices), number
 inputs for what is counted (GPUs, hosts, technicians), each with its unit in the label or in its values.
 
-Durations slide over round values (engine.planner.DURATION_LADDER_S) and read as durations ("30 min"); a value
+Durations slide over round values (engine.analysis.planner.DURATION_LADDER_S) and read as durations ("30 min"); a value
 a URL brings that is not on the ladder joins it, so a shared link shows exactly its own settings.
 """
 
@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable
 import streamlit as st
 
 from dashboard import planner_model as model
-from engine.planner import DURATION_LADDER_S, NICE_MANTISSAS
+from engine.analysis.planner import DURATION_LADDER_S, NICE_MANTISSAS
 
 # Why these knobs leave the closed-form ETTR where it is (the issue: every knob moves the headline, or the
 # page says why not). Shown next to them.

@@ -1,6 +1,6 @@
 """The Planner page's model, free of Streamlit: knobs <-> URL parameters, knobs -> scenario values, and the sweep
 axes the page offers. The maths (category multipliers, checkpoint writes, the closed form's loss split, the
-placement slowdown) is engine.planner's, so the command line can show the same figures.
+placement slowdown) is engine.analysis.planner's, so the command line can show the same figures.
 
 The failure knobs: `rate` is the all-cause rate per 1,000 host-days with every category at x1; a category's
 multiplier scales the weights of its causes (failures.mix.*) *and* the total rate by the same share, so
@@ -14,10 +14,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from engine.analytics import ClosedForm, closed_form_ettr, young_daly_interval
-from engine.durations import format_duration
-from engine.errors import GoodputError
-from engine.planner import (
+from engine.analysis.analytics import ClosedForm, closed_form_ettr, young_daly_interval
+from engine.analysis.planner import (
     category_scale,
     cause_weights,
     checkpoint_write_seconds,
@@ -26,10 +24,12 @@ from engine.planner import (
     nice_number,
     scaled_mix,
 )
+from engine.errors import GoodputError
 from engine.reference import CAUSES
 from engine.scenario import PRESETS, Scenario, build
-from engine.scenario_keys import KEY_BY_NAME
-from engine.sweep import Axis, LocalExecutor, usable_cores
+from engine.scenario.durations import format_duration
+from engine.scenario.keys import KEY_BY_NAME
+from engine.sim.sweep import Axis, LocalExecutor, usable_cores
 
 # The failure categories of the Llama 3 table (engine.reference.CAUSES) and their URL names.
 CATEGORIES: dict[str, str] = {"GPU": "m_gpu", "Host": "m_host", "Network": "m_network",
@@ -146,7 +146,7 @@ def write_seconds(knobs: Knobs) -> float:
 
 
 def effective_rate(knobs: Knobs) -> float:
-    """The all-cause rate per 1,000 host-days with the category multipliers (engine.planner.category_scale)."""
+    """The all-cause rate per 1,000 host-days with the category multipliers (engine.analysis.planner.category_scale)."""
     return knobs.rate * category_scale(base_weights(knobs.preset), knobs.multipliers)
 
 
@@ -213,7 +213,7 @@ def executor_for(runs: int, seconds_per_run: float | None = None) -> LocalExecut
 
 def seconds_per_run(s: Scenario) -> float:
     """One summary-only run of `s`, timed: what decides whether a pool of processes pays off."""
-    from engine.simulate import simulate  # the engine's heavy part, only when something is to run
+    from engine.sim.simulate import simulate  # the engine's heavy part, only when something is to run
 
     started = time.perf_counter()
     simulate(s, summary_only=True)
@@ -245,7 +245,7 @@ def default_values(s: Scenario, key: str, n: int = 4) -> str:
 
     The checkpoint interval is spread around its Young-Daly optimum (halves and doubles), so the heat map
     shows the ridge; every other key around its current value, halving and doubling. Each value is then
-    rounded to what a person would type (engine.planner.nice_duration / nice_number): 15m, not 1,437.7 s.
+    rounded to what a person would type (engine.analysis.planner.nice_duration / nice_number): 15m, not 1,437.7 s.
     """
     if key == "training.checkpoint_interval":
         optimum = young_daly_interval(s.checkpoint_write_s, closed_form_of(s).mttf_s)

@@ -21,12 +21,12 @@ HEAVY_MODULES = (
     "plotly.graph_objects",
     "plotly.subplots",
     "plotly.express",
-    "engine.simulate",
-    "engine.sweep",
+    "engine.sim.simulate",
+    "engine.sim.sweep",
     "engine.replay.run",
-    "engine.replay_incidents",
+    "engine.replay.incidents",
     "engine.ingest.dcgm",
-    "engine.export",
+    "engine.report.export",
 )
 
 

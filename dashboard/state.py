@@ -17,8 +17,8 @@ import polars as pl
 import streamlit as st
 
 from dashboard.text import code
-from engine.run import start_known
 from engine.store import DEFAULT_STORE, RunInfo, Store, StoreError, check_schema_version, query_frame
+from engine.store.run import start_known
 from engine.units import SECONDS_PER_DAY
 
 RUN_PARAM = "run"
@@ -170,7 +170,7 @@ def sidebar_run_selector() -> RunInfo | None:
     st.query_params[RUN_PARAM] = chosen
     info = by_id[chosen]
     seed = f" · seed {info.seed}" if info.seed is not None else ""
-    # a kernel log stamped since boot has no date (engine.run.UNKNOWN_START): none is shown
+    # a kernel log stamped since boot has no date (engine.store.run.UNKNOWN_START): none is shown
     start = f"{info.started_at:%Y-%m-%d %H:%M} UTC" if start_known(info.started_at) else "an unknown date (since boot)"
     st.sidebar.caption(
         f"{info.kind}{seed} · {info.duration_s / SECONDS_PER_DAY:.1f} days from "

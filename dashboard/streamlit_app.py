@@ -27,7 +27,7 @@ PAGES = {
     ],
     "Manage": [
         st.Page("app_pages/data.py", title="Data", icon=":material/database:"),
-        # every figure's help links here (engine.definitions.PAGE_PATH)
+        # every figure's help links here (engine.analysis.definitions.PAGE_PATH)
         st.Page("app_pages/definitions.py", title="Definitions", icon=":material/menu_book:",
                 url_path="definitions"),
     ],

@@ -13,9 +13,9 @@ from datetime import datetime
 import polars as pl
 
 from dashboard.format import DASH, FARTHEST_TIME_S, FOREVER_S
-from engine.palette import TIER_ORDER
 from engine.reference import CAUSE_BY_KEY, PLANNED_CAUSE
-from engine.run import start_known
+from engine.report.palette import TIER_ORDER
+from engine.store.run import start_known
 
 _US = 1_000_000
 

@@ -17,8 +17,8 @@ from engine.ingest import ingest_dcgm, ingest_kernel_logs
 from engine.replay.formats import FORMATS
 from engine.replay.run import replay_file
 from engine.replay.settings import MODES
-from engine.run import Run
 from engine.store import Store
+from engine.store.run import Run
 
 MAX_UPLOAD_MB = 200  # what the page states; Streamlit's own per-file limit (server.maxUploadSize) is 200 MB too
 MAX_UPLOAD_BYTES = MAX_UPLOAD_MB * 1024 * 1024

@@ -13,8 +13,9 @@ from pathlib import Path
 
 from engine import __version__
 from engine.errors import GoodputError
-from engine.outputs import check_output, check_store
+from engine.scenario.presets import PRESETS
 from engine.store import Store, resolve_store_dir
+from engine.store.outputs import check_output, check_store
 from engine.units import SECONDS_PER_HOUR, SECONDS_PER_MINUTE
 
 EXIT_BAD_INPUT = 2
@@ -38,7 +39,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _check_store_flag(args: argparse.Namespace) -> None:
     """`--store` refused before any work: a folder that cannot be written must not fail a long simulation at
-    its very end (engine.outputs.check_store)."""
+    its very end (engine.store.outputs.check_store)."""
     if getattr(args, "store", None) is not None and not args.store.strip():
         raise GoodputError("--store: empty; give a folder (or leave the flag out for $GOODPUT_STORE or data/store)")
     if args.command in WRITES_STORE and hasattr(args, "store"):
@@ -50,7 +51,7 @@ def _check_store_flag(args: argparse.Namespace) -> None:
 
 def cmd_simulate(args: argparse.Namespace) -> int:
     from engine.scenario import build
-    from engine.simulate import simulate
+    from engine.sim.simulate import simulate
 
     sets = list(args.set or [])
     if args.seed is not None:
@@ -87,8 +88,8 @@ def _replay_text(r: dict) -> str:
 
 
 def cmd_ingest(args: argparse.Namespace) -> int:
-    from engine.durations import parse_duration
     from engine.ingest import ingest_dcgm, ingest_kernel_logs, summary_text
+    from engine.scenario.durations import parse_duration
 
     if args.scrape:
         from engine.ingest.live import parse_urls, scrape_loop
@@ -142,10 +143,10 @@ def cmd_runs(args: argparse.Namespace) -> int:
 
 def cmd_export(args: argparse.Namespace) -> int:
     """Everything is checked and the bytes built before the file is written (atomically): no partial file."""
-    from engine.durations import parse_duration
-    from engine.export import export_run_incidents, write_export
+    from engine.report.export import export_run_incidents, write_export
+    from engine.scenario.durations import parse_duration
 
-    output = check_output(args.output, force=args.force)  # before the run is read (engine.outputs)
+    output = check_output(args.output, force=args.force)  # before the run is read (engine.store.outputs)
     store = Store(args.store)
     store.info(args.run)  # an unknown run: a clear error before anything else
     planned = True if args.planned else (False if args.unexpected else None)
@@ -161,7 +162,7 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 def cmd_sweep(args: argparse.Namespace) -> int:
     from engine.scenario import build
-    from engine.sweep import bands, make_executor, parse_vary, sweep
+    from engine.sim.sweep import bands, make_executor, parse_vary, sweep
 
     scenario = build(args.preset, file=args.scenario, sets=list(args.set or []))
     axes = [parse_vary(text) for text in args.vary]
@@ -199,8 +200,8 @@ def _sweep_text(table, keys: list[str], seeds: int) -> str:
 
 
 def cmd_ettr(args: argparse.Namespace) -> int:
-    from engine.analytics import closed_form_ettr, young_daly_interval
-    from engine.durations import format_duration, parse_duration
+    from engine.analysis.analytics import closed_form_ettr, young_daly_interval
+    from engine.scenario.durations import format_duration, parse_duration
 
     interval = parse_duration(args.checkpoint_interval, "--checkpoint-interval")
     write = parse_duration(args.checkpoint_write, "--checkpoint-write")
@@ -248,8 +249,8 @@ def _report(result: dict, as_json: bool, as_text: Callable[[dict], str]) -> None
 
 def _simulate_text(r: dict) -> str:
     """The summary in words, each figure under its engine/definitions label (the same as on the pages)."""
-    from engine.definitions import definition as d
-    from engine.palette import cause_label
+    from engine.analysis.definitions import definition as d
+    from engine.report.palette import cause_label
 
     job, inter, cluster = r.get("job", {}), r.get("interruptions", {}), r.get("cluster", {})
     lines = [
@@ -277,7 +278,7 @@ def cmd_definitions(args: argparse.Namespace) -> int:
     """Every figure Goodput shows and what it counts (engine/definitions): text, JSON or docs' Markdown."""
     from dataclasses import asdict
 
-    from engine.definitions import DEFINITIONS, markdown
+    from engine.analysis.definitions import DEFINITIONS, markdown
 
     if args.markdown:
         print(markdown(), end="")
@@ -339,7 +340,7 @@ def build_parser() -> argparse.ArgumentParser:
     def scenario_flags(sub: argparse.ArgumentParser) -> None:
         source = sub.add_mutually_exclusive_group()
         source.add_argument("--preset", metavar="NAME",
-                            help="demo, llama3-405b, meta-24k-ib, rsc1 or future-131k (default llama3-405b)")
+                            help=f"one of {', '.join(PRESETS)} (data/presets/NAME.toml; default llama3-405b)")
         source.add_argument("--scenario", metavar="FILE", help="a TOML scenario file")
         sub.add_argument("--set", action="append", metavar="KEY=VALUE",
                          help="override one scenario key, e.g. training.checkpoint_interval=30m (repeatable)")

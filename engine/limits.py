@@ -23,7 +23,7 @@ MAX_HOSTS = MAX_CLUSTER_GPUS
 # The longest run, simulated or observed (ten years): a timestamp that implies more is bad input.
 MAX_RUN_DAYS = 3_650
 
-# ----- simulations (engine/scenario_limits.py checks a scenario against these before anything is built) ---------
+# ----- simulations (engine/scenario/bounds.py checks a scenario against these before anything is built) ---------
 
 # GPU-days of one simulation (cluster.gpus x simulation.days): hosts, failures, repairs, the flagship job's
 # attempts (each lists its hosts) and host states grow with it. Peak RSS of `goodput simulate` measured here,

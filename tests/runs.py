@@ -30,10 +30,10 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from engine.analytics import closed_form_ettr
+from engine.analysis.analytics import closed_form_ettr
 from engine.reference import CAUSES
-from engine.run import Run
 from engine.store import Store
+from engine.store.run import Run
 
 STARTED_AT = datetime(2024, 3, 1, tzinfo=UTC)
 DURATION_S = 2 * 86400.0

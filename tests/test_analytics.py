@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.analytics import (
+from engine.analysis.analytics import (
     LOSS_CATEGORIES,
     _coverage,
     closed_form_ettr,
@@ -108,13 +108,13 @@ def test_loss_breakdown_reads_the_summary():
 @pytest.mark.parametrize(("statistic", "df", "p"), [(3.841459, 1, 0.05), (18.307038, 10, 0.05),
                                                      (33.408664, 17, 0.01), (0.0, 5, 1.0), (2.0, 3, 0.5724067)])
 def test_chi_square_pvalue_matches_tables(statistic, df, p):
-    from engine.analytics import _upper_regularized_gamma
+    from engine.analysis.analytics import _upper_regularized_gamma
 
     assert _upper_regularized_gamma(df / 2, statistic / 2) == pytest.approx(p, abs=1e-6)
 
 
 def test_chi_square_pvalue_of_counts():
-    from engine.analytics import chi_square_pvalue
+    from engine.analysis.analytics import chi_square_pvalue
 
     assert chi_square_pvalue([10, 10, 10], [10, 10, 10]) == pytest.approx(1.0)
     assert chi_square_pvalue([30, 0, 0], [10, 10, 10]) < 1e-10

@@ -10,10 +10,10 @@
 import numpy as np
 import pytest
 
-from engine.analytics import chi_square_pvalue, closed_form_ettr, young_daly_interval
+from engine.analysis.analytics import chi_square_pvalue, closed_form_ettr, young_daly_interval
 from engine.reference import CAUSES, LLAMA3_PLANNED, LLAMA3_UNEXPECTED
 from engine.scenario import build
-from engine.simulate import simulate
+from engine.sim.simulate import simulate
 
 SEEDS = 20
 

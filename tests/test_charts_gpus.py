@@ -1,5 +1,5 @@
 """The GPUs page's chart builders and column expressions: one colour and one name per XID code, state and cause
-(engine.palette) on every chart; XID codes as categories; counts on whole-number axes."""
+(engine.report.palette) on every chart; XID codes as categories; counts on whole-number axes."""
 
 from datetime import UTC, datetime
 
@@ -11,7 +11,8 @@ from hypothesis import strategies as st
 
 from dashboard.charts import gpus as charts
 from dashboard.charts.common import count_axis
-from engine.palette import (
+from engine.reference import CAUSE_BY_KEY, XIDS
+from engine.report.palette import (
     GPU_FAILED_COLOUR,
     HOST_STATE_COLOURS,
     XID_OTHER_COLOUR,
@@ -19,7 +20,6 @@ from engine.palette import (
     xid_colour,
     xid_label,
 )
-from engine.reference import CAUSE_BY_KEY, XIDS
 
 STARTED = datetime(2024, 12, 2, 11, 0, tzinfo=UTC)
 

@@ -1,5 +1,5 @@
 """Incidents chart builders, exact on small frames: marker sizes, the timeline, counts by cause (from
-engine.incidents.summary_counts), a day's count, and one incident's chain as a Gantt."""
+engine.analysis.incidents.summary_counts), a day's count, and one incident's chain as a Gantt."""
 
 from datetime import UTC, datetime
 
@@ -9,8 +9,8 @@ import polars as pl
 import pytest
 
 from dashboard.charts import incidents as charts
-from engine.incidents import CHAIN_SCHEMA, summary_counts
-from engine.palette import CATEGORY_COLOURS
+from engine.analysis.incidents import CHAIN_SCHEMA, summary_counts
+from engine.report.palette import CATEGORY_COLOURS
 
 STARTED = datetime(2024, 3, 1, tzinfo=UTC)
 

@@ -23,10 +23,10 @@ from dashboard import exports
 from dashboard.charts import jobs as charts
 from dashboard.queries import jobs as queries
 from dashboard.queries import jobs_table as tables
-from engine.csv_safety import restore_frame
-from engine.palette import END_REASON_COLOURS, WAIT_REASON_COLOURS
-from engine.run import Run
+from engine.report.csv_safety import restore_frame
+from engine.report.palette import END_REASON_COLOURS, WAIT_REASON_COLOURS
 from engine.store import Store
+from engine.store.run import Run
 
 STARTED = datetime(2024, 3, 1, tzinfo=UTC)
 

@@ -15,17 +15,17 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from dashboard.charts import compare, gpus, incidents, jobs, network, planner, racks
-from engine.analytics import closed_form_ettr, young_daly_interval
-from engine.palette import (
+from engine.analysis.analytics import closed_form_ettr, young_daly_interval
+from engine.report.palette import (
     CATEGORY_COLOURS,
     END_REASON_COLOURS,
     GPU_FAILED_COLOUR,
     HOST_STATE_COLOURS,
     xid_colour,
 )
-from engine.run import Run
 from engine.scenario import build
 from engine.store import Store
+from engine.store.run import Run
 
 STARTED = datetime(2024, 3, 1, tzinfo=UTC)
 DAY = 86400.0
@@ -182,7 +182,7 @@ def test_floor_plan_places_each_host_in_its_rack_cell_with_its_state_colour():
     assert z[1, 0] == order.index("running") and z[0, 0] == order.index("repair")
     assert z[4, 1] == order.index("unknown")
     assert np.isnan(z[2]).all() and np.isnan(z[0, 1])  # the blank line between rows, an empty position
-    assert heat.text[0][0] == "b · rack 0 · In repair"  # states in words (engine.palette)
+    assert heat.text[0][0] == "b · rack 0 · In repair"  # states in words (engine.report.palette)
     # the discrete scale gives each code its state colour
     scale = {round(stop, 6): colour for stop, colour in heat.colorscale}
     n = len(order)
@@ -260,7 +260,7 @@ def test_gpu_health_and_xid_charts():
     assert list(fig.data[0].marker.color) == [HOST_STATE_COLOURS["running"], GPU_FAILED_COLOUR]
     fig = gpus.xid_counts(pl.DataFrame({"xid": [79, 63], "events": [5, 2]}))
     assert list(fig.data[0].y) == ["79 GPU_HAS_FALLEN_OFF_THE_BUS", "63 DRAM_RETIREMENT_EVENT"]
-    assert list(fig.data[0].marker.color) == [xid_colour(79), xid_colour(63)]  # engine.palette's, as everywhere
+    assert list(fig.data[0].marker.color) == [xid_colour(79), xid_colour(63)]  # engine.report.palette's, as everywhere
 
 
 def test_gpu_telemetry_has_a_panel_per_metric_and_the_tdp_line():
@@ -333,7 +333,7 @@ def test_tiers_ordered_bottom_up_with_capacity_in_tbps():
     frame = pl.DataFrame({"tier": ["ctsw_atsw", "gpu_rtsw", "rtsw_ctsw"], "links": [2, 16, 4],
                           "capacity_gbps": [3200.0, 6400.0, 12800.0]})
     fig = network.tiers(frame)
-    assert list(fig.data[0].x) == ["NIC cables", "Rack uplinks", "Core links"]  # engine.palette.tier_label
+    assert list(fig.data[0].x) == ["NIC cables", "Rack uplinks", "Core links"]  # engine.report.palette.tier_label
     assert list(fig.data[0].y) == [16, 4, 2] and list(fig.data[1].y) == [6.4, 12.8, 3.2]
 
 

@@ -18,7 +18,7 @@ def test_waterfall_steps_up_to_goodput_lost():
     sim, cf = fig.data
     assert (sim.name, cf.name) == ("simulated", "closed form")
     assert list(sim.x) == ["Lost work", "Restart overhead", "Checkpoint writes", "Waiting for spare hosts",
-                           "Goodput lost"]  # the ledger's labels (engine.definitions), the total its own
+                           "Goodput lost"]  # the ledger's labels (engine.analysis.definitions), the total its own
     assert list(sim.y) == [10.0, 20.0, 1.0, 5.0, 0.0] and list(cf.y) == [12.0, 18.0, 1.5, 0.0, 0.0]
     assert list(sim.measure) == ["relative"] * 4 + ["total"]
     assert list(sim.text) == ["10 GPU-h", "20 GPU-h", "1 GPU-h", "5 GPU-h", "36 GPU-h"]  # dollars in the hover

@@ -2,7 +2,7 @@
 blast radius, on `racks_run`, a small known cluster (the page tests open it too).
 
 The cluster: 2 rows x 2 racks x 2 hosts x 2 GPUs, pods of 2 racks, one day, hourly telemetry, a rack budget of
-2.5 kW. Link names follow engine.topology (host:gpuN to rtsw-R, rtsw-R to ctsw-P-K).
+2.5 kW. Link names follow engine.fabric.topology (host:gpuN to rtsw-R, rtsw-R to ctsw-P-K).
 
     row 0: rack 0 (hosts 0, 1: pod 0)   rack 1 (hosts 2, 3: pod 0)
     row 1: rack 2 (hosts 4, 5: pod 1)   rack 3 (hosts 6, 7: pod 1)
@@ -26,8 +26,8 @@ import pytest
 from dashboard.charts import racks as charts
 from dashboard.charts.rack_elevation import LINK_COLOURS, elevation
 from dashboard.queries import racks as queries
-from engine.run import Run
 from engine.scenario import build
+from engine.store.run import Run
 
 STARTED = datetime(2024, 3, 1, tzinfo=UTC)
 DAY = 86400.0

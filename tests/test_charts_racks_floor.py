@@ -12,7 +12,7 @@ from test_charts_racks import cells_at, run_id  # noqa: F401 (the fixture)
 from dashboard.charts import floor_grid
 from dashboard.charts import racks as charts
 from dashboard.queries import racks as queries
-from engine import palette
+from engine.report import palette
 
 
 def _luminance(colour: str) -> float:

@@ -116,12 +116,12 @@ def no_work(monkeypatch):
     import engine.ingest.live
     import engine.replay.run
     import engine.scenario
-    import engine.simulate
+    import engine.sim.simulate
 
     def started(*_, **__):
         raise AssertionError("work started before the store was checked")
 
-    for module, name in [(engine.scenario, "build"), (engine.simulate, "simulate"),
+    for module, name in [(engine.scenario, "build"), (engine.sim.simulate, "simulate"),
                          (engine.replay.run, "replay_file"), (engine.ingest, "ingest_dcgm"),
                          (engine.ingest, "ingest_kernel_logs"), (engine.ingest.live, "scrape_loop")]:
         monkeypatch.setattr(module, name, started)
@@ -166,7 +166,7 @@ def test_a_read_only_store_is_refused_before_any_work(tmp_path):
 
 
 def test_a_store_not_made_yet_passes_the_check_and_the_check_leaves_nothing(tmp_path):
-    from engine.outputs import check_store
+    from engine.store.outputs import check_store
 
     check_store(tmp_path / "new" / "store")
     (tmp_path / "old" / "runs").mkdir(parents=True)

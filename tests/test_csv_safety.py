@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dashboard import exports
-from engine.csv_safety import FORMULA_PREFIXES, QUOTE, neutralise, restore, restore_frame, safe_csv
+from engine.report.csv_safety import FORMULA_PREFIXES, QUOTE, neutralise, restore, restore_frame, safe_csv
 
 # text that starts with every character the rule cares about far more often than chance would
 risky_text = st.one_of(st.text(), st.builds(lambda first, rest: first + rest,

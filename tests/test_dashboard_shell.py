@@ -11,10 +11,10 @@ from streamlit.testing.v1 import AppTest
 
 from dashboard import state
 from dashboard.format import fmt_duration, fmt_gpu_hours, fmt_hours, fmt_int, fmt_pct, fmt_run_time, fmt_usd
-from engine.palette import CATEGORY_COLOURS, HOST_STATE_COLOURS, category_of, cause_colour, cause_label
 from engine.reference import CAUSES
-from engine.schema import HOST_STATES
+from engine.report.palette import CATEGORY_COLOURS, HOST_STATE_COLOURS, category_of, cause_colour, cause_label
 from engine.store import StoreError
+from engine.store.schema import HOST_STATES
 from tests.runs import (
     DURATION_S,
     HOSTS,

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from engine.definitions import DEFINITIONS, PAGE_PATH, SECTIONS, by_label, definition, markdown
+from engine.analysis.definitions import DEFINITIONS, PAGE_PATH, SECTIONS, by_label, definition, markdown
 
 ROOT = Path(__file__).resolve().parent.parent
 APP = str(ROOT / "dashboard" / "streamlit_app.py")

@@ -9,9 +9,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from engine.cli import main
-from engine.durations import UNIT_SECONDS, format_duration, human_duration, parse_duration
 from engine.errors import GoodputError
 from engine.scenario import ScenarioError, build, from_dict
+from engine.scenario.durations import UNIT_SECONDS, format_duration, human_duration, parse_duration
 
 DURATION_KEYS = ("training.checkpoint_interval", "training.restart_overhead", "training.checkpoint_write",
                  "simulation.telemetry_resolution", "repair.fix", "repair.lemon_window")

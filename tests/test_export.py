@@ -11,10 +11,11 @@ import plotly.offline
 import polars as pl
 import pytest
 
-from engine.anonymise import KEY_FILE, pseudonym, store_key
+from engine.analysis.incidents import load_incidents
 from engine.cli import main
 from engine.errors import GoodputError
-from engine.export import (
+from engine.report.anonymise import KEY_FILE, pseudonym, store_key
+from engine.report.export import (
     EXPORT_SCHEMA,
     ExportError,
     export_frame,
@@ -23,7 +24,6 @@ from engine.export import (
     read_export,
     write_export,
 )
-from engine.incidents import load_incidents
 from tests.runs import STARTED_AT, bare_run, make_store, small_run
 
 RUN_ID = small_run().run_id
@@ -162,8 +162,8 @@ def test_write_export_never_leaves_a_partial_file(tmp_path, monkeypatch):
 
 def test_write_export_never_replaces_what_appeared_after_the_check(tmp_path, monkeypatch):
     # the first check (the CLI's) passes; a file or link made at that path before the write is never replaced
-    import engine.export
-    from engine.outputs import check_target
+    import engine.report.export
+    from engine.store.outputs import check_target
 
     calls = []
 
@@ -172,7 +172,7 @@ def test_write_export_never_replaces_what_appeared_after_the_check(tmp_path, mon
         if len(calls) > 1:
             check_target(path, force=force, flag=flag)
 
-    monkeypatch.setattr(engine.export, "check_target", first_check_passes)
+    monkeypatch.setattr(engine.report.export, "check_target", first_check_passes)
     target = tmp_path / "out.csv"
     target.write_bytes(b"someone else's")
     with pytest.raises(ExportError, match="already exists; add --force"):
@@ -272,7 +272,7 @@ def cli_export(capsys, store, output: str, *extra: str):
 ])
 @pytest.mark.parametrize("force", [False, True])
 def test_a_bad_output_is_refused_before_the_run_is_read(capsys, tmp_path, monkeypatch, output, message, force):
-    import engine.export
+    import engine.report.export
 
     if force and output.endswith("file.txt"):
         return  # an existing regular file with --force is replaced: the next test
@@ -289,7 +289,7 @@ def test_a_bad_output_is_refused_before_the_run_is_read(capsys, tmp_path, monkey
     def read(*_, **__):
         raise AssertionError("the run was read before --output was checked")
 
-    monkeypatch.setattr(engine.export, "export_run_incidents", read)
+    monkeypatch.setattr(engine.report.export, "export_run_incidents", read)
     monkeypatch.setattr(store.__class__, "info", read)
     code, out, err = cli_export(capsys, store, output.format(tmp=folder), *(["--force"] if force else []))
     assert code == 2 and out == ""
@@ -373,7 +373,7 @@ def test_html_report_escapes_every_data_string():
 
 
 def test_report_charts_give_plotly_escaped_text():
-    from engine.report_charts import by_cause_figure, timeline_figure
+    from engine.report.charts import by_cause_figure, timeline_figure
 
     frame = export_frame(hostile_frame(), STARTED_AT)
     for fig in (timeline_figure(frame), by_cause_figure(frame)):

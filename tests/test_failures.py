@@ -3,10 +3,10 @@
 import numpy as np
 import pytest
 
-from engine.analytics import chi_square_pvalue
-from engine.failures import CAUSE_KEYS, COMPONENT, NO_XID, SCOPE, XIDS_OF, draw_arrivals, draw_planned
+from engine.analysis.analytics import chi_square_pvalue
 from engine.reference import CAUSES, XID_BY_CODE
 from engine.scenario import build
+from engine.sim.failures import CAUSE_KEYS, COMPONENT, NO_XID, SCOPE, XIDS_OF, draw_arrivals, draw_planned
 
 
 def _arrivals(*sets, seed=1, hosts=3072):

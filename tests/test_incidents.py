@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.incidents import (
+from engine.analysis.incidents import (
     HARDWARE_CATEGORIES,
     IncidentError,
     filter_incidents,
@@ -15,7 +15,7 @@ from engine.incidents import (
     summary_counts,
 )
 from engine.scenario import build
-from engine.simulate import simulate
+from engine.sim.simulate import simulate
 from tests.runs import make_store, small_run
 
 

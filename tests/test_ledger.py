@@ -1,4 +1,4 @@
-"""The goodput ledger (engine.ledger): its buckets add up to the wall clock, and the summary, the stored run
+"""The goodput ledger (engine.analysis.ledger): its buckets add up to the wall clock, and the summary, the stored run
 and the ledger read back from it say the same."""
 
 import json
@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from engine.ledger import BUCKETS, LOSSES, GoodputLedger
-from engine.training import JobLedger
+from engine.analysis.ledger import BUCKETS, LOSSES, GoodputLedger
+from engine.sim.training import JobLedger
 
 
 def training(productive=900.0, lost=40.0, restart=50.0, checkpoint=6.0, waiting=4.0) -> JobLedger:

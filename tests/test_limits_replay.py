@@ -18,9 +18,9 @@ from engine.cli import main
 from engine.errors import GoodputError
 from engine.replay import parse_trace
 from engine.replay.bounds import longest_line
+from engine.replay.incidents import read_incidents_bytes
 from engine.replay.run import replay_file
 from engine.replay.sacct import expand_hostlist
-from engine.replay_incidents import read_incidents_bytes
 from engine.store import Store
 
 BIG = 100_000_000

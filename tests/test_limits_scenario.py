@@ -1,4 +1,4 @@
-"""Bounds on every size a scenario asks for (engine/limits.py, engine/scenario_limits.py): refused at
+"""Bounds on every size a scenario asks for (engine/limits.py, engine/scenario/bounds.py): refused at
 validation with the key, the value and the limit, before anything is allocated; `goodput simulate` and
 `goodput sweep` exit 2 with one `goodput: error:` line and write nothing; the Planner shows the same line."""
 
@@ -11,11 +11,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_charts_pages import open_page
 
-from engine import limits, scenario_limits
+from engine import limits
 from engine.cli import main
 from engine.errors import GoodputError
 from engine.scenario import ScenarioError, build
-from engine.sweep import Axis, check_runs, parse_vary, seeds_of, sweep
+from engine.scenario import bounds as scenario_limits
+from engine.sim.sweep import Axis, check_runs, parse_vary, seeds_of, sweep
 
 
 def run_cli(capsys, *argv) -> tuple[int, list[str]]:
@@ -69,7 +70,7 @@ def test_simulate_refuses_sizes_over_the_limits(capsys, tmp_path, monkeypatch, s
     def must_not_run(*args, **kwargs):
         raise AssertionError("simulated a scenario that should have been refused")
 
-    monkeypatch.setattr("engine.simulate.simulate", must_not_run)
+    monkeypatch.setattr("engine.sim.simulate.simulate", must_not_run)
     argv = ["simulate", "--preset", "demo"] + [a for s in sets for a in ("--set", s)]
     started = time.perf_counter()
     assert_refused(capsys, tmp_path / "store", argv, *named)

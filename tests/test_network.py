@@ -4,9 +4,9 @@ re-spread around a failed uplink, the oversubscribed core and the InfiniBand var
 import numpy as np
 import pytest
 
-from engine.network import Fabric, route, slowdown
+from engine.fabric.network import Fabric, route, slowdown
+from engine.fabric.topology import build_topology
 from engine.scenario import build
-from engine.topology import build_topology
 
 # 16 hosts of 8 GPUs, 2 hosts a rack, 2 racks a pod: 8 racks in 4 pods
 SMALL = ["cluster.gpus=128", "cluster.racks_per_pod=2", "training.gpus=64", "spares.hosts=0"]

@@ -1,5 +1,5 @@
 """Issue 13 on the Network page: every per-tier figure is right for the whole tier, every figure is named and
-explained by engine.definitions, and counts that sound alike (link faults and outages, jobs hit and job
+explained by engine.analysis.definitions, and counts that sound alike (link faults and outages, jobs hit and job
 interruptions) have their own names and values."""
 
 import numpy as np
@@ -12,13 +12,13 @@ from test_traffic import HOST_STATES, HOUR, TIMES, incidents, setup
 
 from dashboard.charts import network as charts
 from dashboard.queries.network import TIER_FIGURES, tier_figures
-from engine.definitions import DEFINITIONS, definition
-from engine.link_stats import LinkTotals
-from engine.network_incidents import network_incident_counts
-from engine.palette import TIER_LABELS, TIER_ORDER, tier_label
+from engine.analysis.definitions import DEFINITIONS, definition
+from engine.fabric.link_stats import LinkTotals
+from engine.fabric.network_incidents import network_incident_counts
+from engine.fabric.traffic import NetworkTraffic
+from engine.report.palette import TIER_LABELS, TIER_ORDER, tier_label
 from engine.scenario import build
-from engine.simulate import simulate
-from engine.traffic import NetworkTraffic
+from engine.sim.simulate import simulate
 
 PAGE = "app_pages/network.py"
 NIC = "NIC cables (GPU to rack switch)"

@@ -3,7 +3,7 @@ figure, and every figure is named and explained by its definition (engine/defini
 
 One simulated run (the demo preset, seed 7) is rendered on every page with nothing selected. For each figure
 whose definition is run-wide (scope "run"), the value each page shows must equal the engine's one computation
-(the run summary, the incidents table through engine.incidents.summary_counts), within the rounding the
+(the run summary, the incidents table through engine.analysis.incidents.summary_counts), within the rounding the
 page shows; so must the HTML and JSON exports and `goodput simulate`'s text summary. Every st.metric must carry
 a registered label (a few descriptive fields such as "Cause" are not figures) and its definition's help.
 """
@@ -19,9 +19,9 @@ import duckdb
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from engine.definitions import by_label, definition
-from engine.export import export_run_incidents
-from engine.incidents import flagship_job_id, load_incidents, summary_counts
+from engine.analysis.definitions import by_label, definition
+from engine.analysis.incidents import flagship_job_id, load_incidents, summary_counts
+from engine.report.export import export_run_incidents
 from engine.store import Store
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -8,7 +8,7 @@ import pytest
 from test_charts_pages import open_page, pages_run, sparse_run, stored_run
 
 from dashboard.queries.compare import scenario_diff, timeline_bucket
-from engine.analytics import ettr_timeline
+from engine.analysis.analytics import ettr_timeline
 from engine.store import Store
 
 PAGE = "app_pages/compare.py"

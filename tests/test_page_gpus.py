@@ -14,10 +14,10 @@ from test_charts_pages import DAY, STARTED, open_page, pages_run, sparse_run, st
 from dashboard import state
 from dashboard.charts import gpus as charts
 from dashboard.queries import gpus as queries
-from engine.definitions import DEFINITIONS, by_label
-from engine.palette import GPU_FAILED_COLOUR, HOST_STATE_COLOURS, UNKNOWN_STATE_COLOUR
-from engine.run import Run
+from engine.analysis.definitions import DEFINITIONS, by_label
+from engine.report.palette import GPU_FAILED_COLOUR, HOST_STATE_COLOURS, UNKNOWN_STATE_COLOUR
 from engine.store import Store
+from engine.store.run import Run
 
 PAGE = "app_pages/gpus.py"
 
@@ -48,7 +48,7 @@ def test_health_lemons_xids_and_a_gpu_from_the_url(store_dir):
     # host 1 (GPUs 2 and 3) is in repair: 2 GPUs out of service, GPU 3 among them failed
     assert {k: shown[k] for k in ("GPUs in the run", "Failed GPUs", "GPUs out of service", "GPUs training")} == {
         "GPUs in the run": "16", "Failed GPUs": "1", "GPUs out of service": "2", "GPUs training": "12"}
-    # every figure is named and explained by its definition (engine.definitions)
+    # every figure is named and explained by its definition (engine.analysis.definitions)
     for m in at.metric:
         known = by_label(m.label)
         if known is not None:
@@ -167,7 +167,7 @@ def test_health_grid_lays_out_racks_hosts_and_gpus_in_one_trace():
     assert text[0][0] == "GPU 0 | a #0, rack 0 | Running a job | 70 C, 650 W | XIDs 0"
     assert text[0][1] == "GPU 1 | a #1, rack 0 | Failed GPU | n/a C, n/a W | XIDs 2 (last 79) | incidents: Faulty GPU"
     assert all(t.isascii() and "<" not in t for row in text for t in row)  # no escaping bloats the JSON
-    # the legend names states in words, in the palette's colours (failed: engine.palette.GPU_FAILED_COLOUR)
+    # the legend names states in words, in the palette's colours (failed: engine.report.palette.GPU_FAILED_COLOUR)
     legend = {t.name: t.marker.color for t in fig.data[1:]}
     assert legend == {"Running a job": HOST_STATE_COLOURS["running"], "Failed GPU": GPU_FAILED_COLOUR,
                       "In repair": HOST_STATE_COLOURS["repair"], "No state recorded": UNKNOWN_STATE_COLOUR}
@@ -315,7 +315,7 @@ def test_failed_and_out_of_service_gpus_agree_with_the_racks_page(store_dir):
     """The same figures under the same names on both pages: Failed GPUs (GPU cells in state failed on the
     Racks floor) and GPUs out of service = Hosts out of service x 2 GPUs a host, at every moment."""
     from dashboard.queries import racks as racks_queries
-    from engine.palette import OUT_OF_SERVICE_STATES
+    from engine.report.palette import OUT_OF_SERVICE_STATES
 
     run_id = stored_run(store_dir)
     for t_s in (0.0, 20050.0, 30000.0, 39500.0, 71000.0, DAY - 1):

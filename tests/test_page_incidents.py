@@ -1,5 +1,5 @@
-"""Incidents page: Llama 3 counting of the filtered set (engine.incidents.summary_counts), filters that combine
-and live in the URL (engine.incidents.filter_incidents, as the exports filter), the cost table, one incident's
+"""Incidents page: Llama 3 counting of the filtered set (engine.analysis.incidents.summary_counts), filters that combine
+and live in the URL (engine.analysis.incidents.filter_incidents, as the exports filter), the cost table, one incident's
 chain and blast radius from ?incident=, download buttons and their file names, and "replay with other
 settings" writing a second run beside the first."""
 
@@ -11,9 +11,9 @@ import pytest
 from test_charts_pages import DAY, open_page, pages_run, sparse_run, stored_run
 
 from dashboard.queries import incidents as queries
-from engine.export import export_run_incidents, read_export
+from engine.report.export import export_run_incidents, read_export
 from engine.scenario import build
-from engine.simulate import simulate
+from engine.sim.simulate import simulate
 from engine.store import RunInfo, Store
 
 PAGE = "app_pages/incidents.py"
@@ -189,7 +189,7 @@ def test_download_buttons_for_the_set_and_for_one_incident(store_dir):
     assert at.download_button[7].help == f"saves incident-3-{run_id}-anon.html"
     at.download_button[0].click().run()  # a download keeps the view
     assert not at.exception and at.selectbox[0].value == 3
-    # the buttons' bytes: engine.export's, for the chosen incident with its chain, anonymised
+    # the buttons' bytes: engine.report.export's, for the chosen incident with its chain, anonymised
     document = json.loads(queries.export_bytes(run_id, "json", anonymise=True, incident_id=3))
     assert document["anonymised"] and [i["incident_id"] for i in document["incidents"]] == [3]
     assert [s["what"] for s in document["chain"]][:2] == ["checkpoint", "occurred"]

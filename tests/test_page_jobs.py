@@ -13,7 +13,7 @@ import pytest
 from test_charts_jobs import STARTED, queue_run
 from test_charts_pages import open_page, sparse_run, stored_run
 
-from engine.definitions import definition
+from engine.analysis.definitions import definition
 from engine.replay import parse_trace
 from engine.replay.run import replay, settings_from
 from engine.store import Store

@@ -1,6 +1,6 @@
 """The Jobs page says one thing per figure: the flagship job's losses bucket by bucket under the goodput
 ledger's names (never lost work + restart under "Lost work"), every metric named and explained by
-engine.definitions, the same value as the Overview wherever both show a label, and a CSV with dates."""
+engine.analysis.definitions, the same value as the Overview wherever both show a label, and a CSV with dates."""
 
 from datetime import UTC, datetime
 
@@ -12,8 +12,8 @@ from test_charts_pages import open_page
 from dashboard import exports
 from dashboard.format import fmt_gpu_hours
 from dashboard.queries import jobs_table as tables
-from engine.csv_safety import restore_frame
-from engine.definitions import by_label
+from engine.analysis.definitions import by_label
+from engine.report.csv_safety import restore_frame
 from tests.runs import FLAGSHIP, expected_summary, make_store, small_run
 
 PAGE = "app_pages/jobs.py"

@@ -6,9 +6,9 @@ import pytest
 from test_charts_pages import open_page, pages_run, sparse_run, stored_run
 
 from dashboard.charts import network as charts
-from engine.definitions import definition
+from engine.analysis.definitions import definition
 from engine.scenario import build
-from engine.simulate import simulate
+from engine.sim.simulate import simulate
 from engine.store import Store
 
 PAGE = "app_pages/network.py"
@@ -20,7 +20,7 @@ DEMO_SETS = ["network.gbps_per_gpu=200", "cluster.racks_per_pod=1", "network.fab
 
 
 def metrics(at) -> dict[str, str]:
-    """Each metric's value by its definition key (engine.definitions): the page labels figures from there."""
+    """Each metric's value by its definition key (engine.analysis.definitions): the page labels figures from there."""
     return {m.label: m.value for m in at.metric}
 
 

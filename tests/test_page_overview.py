@@ -10,8 +10,8 @@ from streamlit.testing.v1 import AppTest
 from dashboard.charts import overview as charts
 from dashboard.queries import overview as q
 from dashboard.queries import summary as summaries
-from engine.analytics import ettr_timeline
-from engine.palette import CATEGORY_COLOURS, LOSS_COLOURS, state_colour
+from engine.analysis.analytics import ettr_timeline
+from engine.report.palette import CATEGORY_COLOURS, LOSS_COLOURS, state_colour
 from tests.runs import (
     DURATION_S,
     STARTED_AT,
@@ -284,7 +284,7 @@ def test_waterfall_steps_from_wall_clock_to_productive():
     wall = 16 * 48.0
     fig = charts.goodput_waterfall(wall, s["job"]["losses_gpu_hours"], wall * s["job"]["ettr"])
     bar = fig.data[0]
-    # the buckets named by their definitions (engine/definitions/goodput.py), long ones on two lines
+    # the buckets named by their definitions (engine/analysis/definitions/goodput.py), long ones on two lines
     assert list(bar.x) == ["Wall clock", "Lost work", "Restart<br>overhead", "Checkpoint<br>writes",
                            "Productive<br>training"]
     assert list(bar.y) == pytest.approx([768.0, 38.6667, 24.0, 28.0, 677.3333], abs=1e-3)

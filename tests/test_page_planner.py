@@ -12,8 +12,8 @@ from test_charts_pages import open_page
 
 from dashboard import planner_model as model
 from dashboard.format import fmt_pct
-from engine.analytics import closed_form_ettr
-from engine.planner import placement_slowdown_of
+from engine.analysis.analytics import closed_form_ettr
+from engine.analysis.planner import placement_slowdown_of
 from engine.scenario import build, load
 from engine.store import Store
 
@@ -59,7 +59,7 @@ def test_starts_from_the_llama3_preset_and_shows_its_closed_form(store_dir):
 
 def test_starts_from_the_selected_runs_preset(store_dir):
     from engine.scenario import build as build_scenario
-    from engine.simulate import simulate
+    from engine.sim.simulate import simulate
     from engine.store import Store
 
     run_id = Store(store_dir).write_run(simulate(build_scenario("demo", sets=["simulation.telemetry=false"])))

@@ -8,7 +8,7 @@ from test_charts_pages import open_page
 from test_page_planner import PAGE, button, deltas, knob, metrics
 
 from dashboard.planner_knobs import WHY_CLUSTER_AND_SPARES, WHY_REPAIR, knob_duration
-from engine.definitions import by_label, definition
+from engine.analysis.definitions import by_label, definition
 
 DURATION_TEXT = re.compile(r"^(\d+(\.\d+)? (s|min|h|d))( \d+ (s|min|h))?$")
 ETTR = definition("closed_form_ettr").label

@@ -5,7 +5,7 @@ import pytest
 from test_charts_pages import open_page, sparse_run, stored_run
 from test_charts_racks import racks_run
 
-from engine.definitions import by_label
+from engine.analysis.definitions import by_label
 
 PAGE = "app_pages/racks.py"
 

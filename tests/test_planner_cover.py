@@ -1,4 +1,4 @@
-"""engine.planner: round values for the Planner's knobs and sweeps, and the spare cover that makes the cluster,
+"""engine.analysis.planner: round values for the Planner's knobs and sweeps, and the spare cover that makes the cluster,
 spare and repair knobs move a figure (exact on small cases, Hypothesis for the Poisson tail)."""
 
 import math
@@ -7,8 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.failures import SCOPE
-from engine.planner import (
+from engine.analysis.planner import (
     DURATION_LADDER_S,
     nice_duration,
     nice_number,
@@ -18,6 +17,7 @@ from engine.planner import (
 )
 from engine.reference import CAUSES
 from engine.scenario import build
+from engine.sim.failures import SCOPE
 
 
 @pytest.mark.parametrize(("seconds", "expected"), [(1437.7, 1200), (409.0, 300), (817.0, 900), (3267.0, 3600),

@@ -9,15 +9,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dashboard import planner_model as model
-from engine.analytics import closed_form_ettr, young_daly_interval
-from engine.errors import GoodputError
-from engine.planner import (
+from engine.analysis.analytics import closed_form_ettr, young_daly_interval
+from engine.analysis.planner import (
     category_scale,
     closed_form_losses,
     closed_form_of,
     loss_table,
     placement_slowdown_of,
 )
+from engine.errors import GoodputError
 from engine.reference import CAUSES
 from engine.scenario import MIX_PREFIX, build, load
 
@@ -226,7 +226,7 @@ def test_seconds_per_run_times_one_run():
 
 
 def test_a_131k_cluster_and_a_100k_job_finish():
-    from engine.simulate import simulate
+    from engine.sim.simulate import simulate
 
     knobs = model.from_params({"preset": "llama3-405b", "cluster": "131072", "gpus": "100000"})
     s = model.scenario(knobs)

@@ -4,9 +4,9 @@ import numpy as np
 import pytest
 import simpy
 
-from engine.repair import Repairs
 from engine.scenario import build
-from engine.schema import OUT_OF_SERVICE_STATES
+from engine.sim.repair import Repairs
+from engine.store.schema import OUT_OF_SERVICE_STATES
 from engine.units import SECONDS_PER_DAY
 
 

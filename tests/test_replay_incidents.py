@@ -8,15 +8,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from engine.errors import GoodputError
-from engine.export import export_run_incidents, write_export
-from engine.replay_incidents import (
+from engine.replay.incidents import (
     IncidentsFileError,
     replay_incidents,
     replay_incidents_data,
     replay_stored_run,
 )
+from engine.report.export import export_run_incidents, write_export
 from engine.scenario import build
-from engine.simulate import simulate
+from engine.sim.simulate import simulate
 from engine.store import Store
 
 # A busy week of the demo cluster: many failures, rack-switch failures among them, so replay must get the
@@ -201,7 +201,7 @@ def test_the_replay_command_forks_an_export_under_other_settings(exported, tmp_p
 
 
 def test_a_csv_cell_the_export_quoted_against_formulas_reads_back_as_written(tmp_path):
-    # engine/csv_safety.py puts one quote before text that starts like a formula (or with a quote); replay drops
+    # engine/report/csv_safety.py puts one quote before text that starts like a formula (or with a quote); replay drops
     # exactly that one quote, so a quoted cell and its original replay alike.
     plain, quoted = tmp_path / "plain.csv", tmp_path / "quoted.csv"
     plain.write_text(HEADER + "12,12,ssd,false,1,,\n")

@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 import simpy
 
-from engine.research import ResearchLanes
 from engine.scenario import build
+from engine.sim.research import ResearchLanes
 
 
 def _lanes(*sets, hosts=256, seed=0):

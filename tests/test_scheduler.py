@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from engine.errors import GoodputError
-from engine.scheduler import (
+from engine.scheduling.scheduler import (
     REASONS,
     Cluster,
     Failures,
@@ -310,7 +310,7 @@ def test_no_gpu_is_ever_overcommitted_and_every_job_finishes(rows, backfill, pre
 
 
 def test_wait_pieces_follow_the_class_timeline():
-    from engine.wait_reasons import cut_waits
+    from engine.scheduling.wait_reasons import cut_waits
 
     log = [
         (0, 0.0, "priority"),

@@ -1,13 +1,14 @@
-"""The simulator's typed records (engine.sim_records) and the tables built from them alone: a hand-made
+"""The simulator's typed records (engine.sim.records) and the tables built from them alone: a hand-made
 SimulationResult gives exactly the rows its records say, with no Simulation behind it."""
 
 import numpy as np
 import polars as pl
 import pytest
 
-from engine.host_timeline import host_states
+from engine.fabric.topology import build_topology
 from engine.scenario import build
-from engine.sim_records import (
+from engine.sim.host_timeline import host_states
+from engine.sim.records import (
     NONE,
     Attempt,
     FlagshipRecord,
@@ -20,10 +21,9 @@ from engine.sim_records import (
     research_job_id,
     research_job_id_expr,
 )
-from engine.simulate import simulate
-from engine.summary import summarize
-from engine.tables import incidents_frame, job_frames
-from engine.topology import build_topology
+from engine.sim.simulate import simulate
+from engine.sim.summary import summarize
+from engine.sim.tables import incidents_frame, job_frames
 from engine.units import SECONDS_PER_HOUR
 
 HORIZON = 1000.0

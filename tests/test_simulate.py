@@ -7,12 +7,12 @@ import polars as pl
 import pytest
 
 from engine.cli import main
-from engine.failures import CAUSE_KEYS, SCOPE, XIDS_OF
 from engine.reference import XID_BY_CODE
 from engine.scenario import build
-from engine.schema import HOST_STATES, TABLES
-from engine.simulate import simulate
+from engine.sim.failures import CAUSE_KEYS, SCOPE, XIDS_OF
+from engine.sim.simulate import simulate
 from engine.store import Store, query_frame
+from engine.store.schema import HOST_STATES, TABLES
 from engine.units import SECONDS_PER_DAY, SECONDS_PER_HOUR
 
 TELEMETRY_OFF = "simulation.telemetry=false"
@@ -112,7 +112,7 @@ def test_attempts_checkpoints_and_summary_agree(demo):
     assert sum(inter["by_cause"].values()) == inter["total"] == inter["planned"] + inter["unexpected"]
     # every interruption but the run's end closes an attempt or aborts a restart
     assert attempts.height - 1 <= inter["total"]
-    from engine.analytics import ettr_timeline
+    from engine.analysis.analytics import ettr_timeline
 
     timeline = ettr_timeline(demo.tables["job_attempts"], ckpt, "demo-pretrain", SECONDS_PER_HOUR,
                              demo.duration_s)
@@ -261,7 +261,7 @@ def test_network_faults_name_a_cable_or_a_rack_switch_and_a_switch_takes_its_rac
 def test_spread_puts_the_job_in_reach_of_a_rack_switch_fault_of_a_research_host(placement, hit):
     """One rack-switch fault at host 9 (rack 4: hosts 8 and 9). pack holds hosts 0-7, so only research stops;
     spread holds one host of every rack (host 8 among them), so the flagship job is interrupted too."""
-    from engine.failures import NO_XID, Arrivals
+    from engine.sim.failures import NO_XID, Arrivals
 
     sets = ["cluster.gpus=128", "cluster.racks_per_pod=2", "training.gpus=64", "spares.hosts=0",
             "simulation.days=1", TELEMETRY_OFF, f"training.placement={placement}"]

@@ -16,9 +16,9 @@ import polars as pl
 import pytest
 
 from engine.errors import GoodputError
-from engine.run import Run
-from engine.schema import SCHEMA_VERSION, TABLES
 from engine.store import Store, StoreError
+from engine.store.run import Run
+from engine.store.schema import SCHEMA_VERSION, TABLES
 from tests.file_modes import as_plain_user
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -129,7 +129,7 @@ SLOW_WRITER = textwrap.dedent("""
     import sys, time
     from datetime import UTC, datetime
     import numpy as np, polars as pl
-    from engine.run import Run
+    from engine.store.run import Run
     from engine.store import Store
 
     def chunks():

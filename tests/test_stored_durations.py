@@ -1,12 +1,12 @@
 """Scenarios stored by an earlier Goodput hold bare seconds ("telemetry_resolution": 60): pages that read a
-stored run's scenario still read them, while anything typed now must give a unit (engine.durations)."""
+stored run's scenario still read them, while anything typed now must give a unit (engine.scenario.durations)."""
 
 import pytest
 
 from dashboard.queries.gpus import repair_rule, sample_resolution
 from dashboard.queries.racks import sample_interval_s
-from engine.durations import parse_duration
 from engine.errors import GoodputError
+from engine.scenario.durations import parse_duration
 
 
 def test_pages_read_bare_seconds_of_a_stored_scenario():

@@ -1,4 +1,4 @@
-"""Sweeps, Monte-Carlo bands and the executors (engine.sweep) and `goodput sweep`."""
+"""Sweeps, Monte-Carlo bands and the executors (engine.sim.sweep) and `goodput sweep`."""
 
 import json
 import math
@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 from engine.cli import main
 from engine.errors import GoodputError
 from engine.scenario import build
-from engine.simulate import simulate
-from engine.sweep import (
+from engine.sim.simulate import simulate
+from engine.sim.sweep import (
     METRICS,
     Axis,
     LocalExecutor,

@@ -13,15 +13,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from engine import telemetry
-from engine import telemetry_precursors as precursors
 from engine.errors import GoodputError
 from engine.ingest import kernel_log
 from engine.ingest.sources import Source
 from engine.scenario import build
-from engine.schema import HOST_STATES, polars_schema
-from engine.simulate import simulate
-from engine.telemetry import gpu_samples, pci_bus_id, sample_times, xid_counts, xid_events
-from engine.telemetry_model import DIURNAL_PEAK_HOUR, SBE_AT_FAILURE
+from engine.sim.simulate import simulate
+from engine.store.schema import HOST_STATES, polars_schema
+from engine.telemetry import gpu_samples, pci_bus_id, precursors, sample_times, xid_counts, xid_events
+from engine.telemetry.model import DIURNAL_PEAK_HOUR, SBE_AT_FAILURE
 
 HOUR, DAY = 3600.0, 86400.0
 SILENT = {"down", "diagnosing", "repair"}  # hosts off the fleet's telemetry; burn_in and draining still report

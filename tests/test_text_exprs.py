@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 from dashboard.charts.network import TIER_ORDER, tier_sort_key
 from dashboard.format import DASH, FARTHEST_TIME_S, FOREVER_S, fmt_duration, fmt_time
 from dashboard.text_exprs import category_text, cause_label_text, duration_text, tier_rank, time_text
-from engine.palette import category_of, cause_label
 from engine.reference import CAUSES, PLANNED_CAUSE
+from engine.report.palette import category_of, cause_label
 
 SETTINGS = settings(max_examples=300, deadline=None)
 

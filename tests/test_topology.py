@@ -4,8 +4,8 @@ import numpy as np
 import polars as pl
 import pytest
 
+from engine.fabric.topology import ATSW_OVERSUBSCRIPTION, FLAGSHIP, RESEARCH, SPARE, build_topology
 from engine.scenario import build
-from engine.topology import ATSW_OVERSUBSCRIPTION, FLAGSHIP, RESEARCH, SPARE, build_topology
 
 
 @pytest.fixture(scope="module")

@@ -5,10 +5,10 @@ import numpy as np
 import polars as pl
 import pytest
 
-from engine.network import Fabric
+from engine.fabric.network import Fabric
+from engine.fabric.topology import build_topology
+from engine.fabric.traffic import NetworkTraffic, occupancy, ring_flows
 from engine.scenario import build
-from engine.topology import build_topology
-from engine.traffic import NetworkTraffic, occupancy, ring_flows
 
 # 16 hosts of 8 GPUs, 2 hosts a rack, 2 racks a pod (4 pods); no fabric faults of its own unless asked
 SETS = ["cluster.gpus=128", "cluster.racks_per_pod=2", "training.gpus=64", "spares.hosts=0",
@@ -159,7 +159,7 @@ def test_placement_slowdown_is_the_rings_core_bottleneck(placement, expected):
     share of the 1:7 core, 2 racks x 400 / 7 = 114.3 Gbps. pack (hosts 0-7 in order) crosses pods twice, one
     flow out of each of its two pods: 150 / 114.3 = 1.3125; spread ranks one host of each pod in turn, so every
     hop crosses pods and each pod sends two flows: 2.625."""
-    from engine.traffic import placement_slowdown
+    from engine.fabric.traffic import placement_slowdown
 
     scenario = build("demo", sets=[*SETS, f"training.placement={placement}"])
     topo = build_topology(scenario, np.random.default_rng(0))
@@ -171,7 +171,7 @@ def test_placement_slowdown_is_the_rings_core_bottleneck(placement, expected):
 
 def test_network_run_ranks_spread_jobs_in_their_dealt_order():
     """The time series agrees with the placement's own estimate when nothing fails and nothing else runs."""
-    from engine.traffic import network_run, placement_slowdown
+    from engine.fabric.traffic import network_run, placement_slowdown
 
     scenario = build("demo", sets=[*SETS, "training.placement=spread", "network.link_samples=off"])
     topo = build_topology(scenario, np.random.default_rng(0))

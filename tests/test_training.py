@@ -3,7 +3,7 @@
 import pytest
 import simpy
 
-from engine.training import RESTARTING, RUNNING, WAITING, FlagshipJob
+from engine.sim.training import RESTARTING, RUNNING, WAITING, FlagshipJob
 
 
 def _job(env, hosts, spares, dt=100.0, w=10.0, u0=50.0):

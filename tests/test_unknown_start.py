@@ -1,5 +1,5 @@
 """A kernel log stamped only in seconds since boot (`[12345.678901] NVRM: Xid ...`) says nothing of its date: the
-run records that its start is unknown (engine.run.UNKNOWN_START) instead of inventing one from the file's
+run records that its start is unknown (engine.store.run.UNKNOWN_START) instead of inventing one from the file's
 modification time, the command line prints a note, and pages show its times as "+3 h 25 min from start"."""
 
 import json
@@ -17,8 +17,8 @@ from dashboard.format import fmt_time
 from dashboard.text_exprs import time_text
 from engine.cli import main
 from engine.ingest import ingest_kernel_logs
-from engine.run import UNKNOWN_START, start_known
 from engine.store import Store
+from engine.store.run import UNKNOWN_START, start_known
 from tests.fixtures.ingest.samples import T0, kernel_log, scrape_text, xid_body
 
 APP = str(Path(__file__).resolve().parent.parent / "dashboard" / "streamlit_app.py")

@@ -186,7 +186,7 @@ def test_a_node_list_in_the_wrong_place_is_named_and_nothing_is_written(tmp_path
 
 
 def test_a_boot_relative_kernel_log_upload_keeps_its_dates_unknown(tmp_path):
-    from engine.run import UNKNOWN_START
+    from engine.store.run import UNKNOWN_START
 
     store = Store(tmp_path / "store")
     log = kernel_log("dmesg", [(0.0, xid_body(3, 79)), (3 * 3600 + 25 * 60, xid_body(3, 79))], host="node001")

@@ -16,6 +16,7 @@ from dashboard.state import Unreadable
 from dashboard.text import code, md
 from engine.errors import GoodputError
 from engine.replay.settings import MODES
+from engine.scenario.presets import PRESETS
 from engine.store import RunInfo, Store
 
 CONFIRM_KEY = "data_confirm_delete"  # the run id awaiting confirmation
@@ -207,8 +208,9 @@ def terminal_section(store: Store) -> None:
         "into this store, and it appears here on the next refresh."
     )
     st.markdown(
-        "**Simulate** a cluster from a preset (`demo`, `llama3-405b`, `meta-24k-ib`, `rsc1`, `future-131k`) "
-        "or a scenario file:"
+        "**Simulate** a cluster from a preset ("
+        + ", ".join(f"`{name}`" for name in PRESETS)
+        + "; each is a file in `data/presets` to copy) or a scenario file:"
     )
     st.code(
         f"goodput simulate --preset demo --store {where}\n"

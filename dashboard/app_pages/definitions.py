@@ -4,7 +4,7 @@ docs/definitions.md and `goodput definitions`). Every figure's help links here, 
 import streamlit as st
 
 from dashboard.text import md
-from engine.definitions import DEFINITIONS, SECTIONS
+from engine.analysis.definitions import DEFINITIONS, SECTIONS
 
 
 def page() -> None:

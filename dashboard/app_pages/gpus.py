@@ -20,8 +20,8 @@ from dashboard.queries import gpus as queries
 from dashboard.queries.racks import parse_t, state_time
 from dashboard.text import md
 from dashboard.text_exprs import cause_label_text, time_text
-from engine.definitions import definition
-from engine.palette import OUT_OF_SERVICE_STATES, cause_label, xid_label
+from engine.analysis.definitions import definition
+from engine.report.palette import OUT_OF_SERVICE_STATES, cause_label, xid_label
 from engine.store import RunInfo
 
 TELEMETRY_POINTS = 500  # buckets drawn for one GPU, whatever the run's length
@@ -35,7 +35,7 @@ T = TypeVar("T")
 
 
 def metric(column, key: str, value: str) -> None:
-    """A figure of the ledger (engine.definitions): its label and its help, wherever it is shown."""
+    """A figure of the ledger (engine.analysis.definitions): its label and its help, wherever it is shown."""
     column.metric(definition(key).label, value, help=definition(key).help)
 
 
@@ -87,7 +87,7 @@ def times(frame: pl.DataFrame, run: RunInfo, *columns: str) -> pl.DataFrame:
 
 
 def in_words(frame: pl.DataFrame) -> pl.DataFrame:
-    """States, causes and XIDs as engine.palette names them; lost GPU-hours to one decimal."""
+    """States, causes and XIDs as engine.report.palette names them; lost GPU-hours to one decimal."""
     named = {"state": charts.gpu_state_text("state"), "causes": charts.causes_text("causes"),
              "last_xid": charts.xid_label_text("last_xid"), "xid": charts.xid_label_text("xid"),
              "gpu_hours_lost": pl.col("gpu_hours_lost").round(1)}

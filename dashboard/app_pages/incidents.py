@@ -1,9 +1,9 @@
 """Incidents: a review tool for a run's failures and planned stops.
 
 Filters (time window, cause, category, rack, job, planned or unexpected) narrow every part of the page through
-engine.incidents.filter_incidents, the function the exports use; the figures are counted as the Llama 3 paper
-counts them (engine.incidents.summary_counts); a timeline sized by cost and a table sortable by cost; one
-incident's chain as a Gantt with its blast radius; downloads from engine.export.export_run_incidents (the code
+engine.analysis.incidents.filter_incidents, the function the exports use; the figures are counted as the Llama 3 paper
+counts them (engine.analysis.incidents.summary_counts); a timeline sized by cost and a table sortable by cost; one
+incident's chain as a Gantt with its blast radius; downloads from engine.report.export.export_run_incidents (the code
 path of `goodput export incidents`); and "replay with other settings", which forks the run on the same failures.
 
 URL: ?since=&until= (seconds from the run's start), ?causes=, ?categories=, ?racks=, ?jobs= (comma-separated),
@@ -21,11 +21,11 @@ from dashboard.format import fmt_duration, fmt_gpu_hours, fmt_int, fmt_pct, fmt_
 from dashboard.queries import incidents as queries
 from dashboard.text import code, md
 from dashboard.text_exprs import cause_label_text, duration_text, time_text
-from engine.definitions import definition
+from engine.analysis.definitions import definition
+from engine.analysis.incidents import filter_incidents, summary_counts
 from engine.errors import GoodputError
-from engine.incidents import filter_incidents, summary_counts
-from engine.palette import cause_label
-from engine.replay_incidents import replay_stored_run
+from engine.replay.incidents import replay_stored_run
+from engine.report.palette import cause_label
 from engine.scenario import from_dict
 from engine.store import RunInfo
 from engine.units import SECONDS_PER_DAY, SECONDS_PER_HOUR
@@ -69,7 +69,7 @@ def with_time(run: RunInfo, column: str = "t_s", alias: str = "time") -> pl.Expr
 # ----- filters --------------------------------------------------------------------------------------------
 def filters_section(run: RunInfo, everything: pl.DataFrame) -> tuple[tuple[float | None, float | None], dict]:
     """The filters, kept in the URL; returns the time window (seconds; None: the run's start or end) and the
-    engine.incidents.filter_incidents keywords."""
+    engine.analysis.incidents.filter_incidents keywords."""
     hours = run.duration_s / SECONDS_PER_HOUR
     st.subheader("Filters")
     since = queries.url_seconds(st.query_params.get("since"), 0.0, run.duration_s)
@@ -311,7 +311,7 @@ def replay_section(run: RunInfo, flagship: str | None) -> None:
                                    restart_min, key=f"incidents_restart:{run.run_id}")
     values = {"spares.hosts": int(spares), "training.checkpoint_interval": interval * 60.0,
               "training.restart_overhead": restart * 60.0}
-    # engine.replay_incidents takes `--set` strings: spelled once, here, from the values (seconds with a unit)
+    # engine.replay.incidents takes `--set` strings: spelled once, here, from the values (seconds with a unit)
     sets = [f"{k}={v:g}s" if k != "spares.hosts" else f"{k}={v}" for k, v in values.items()]
     # the new run's name says what changed (the settings left as they were add nothing to read)
     changed = [text for text, (k, v) in zip(sets, values.items(), strict=True) if v != scenario[k]]

@@ -4,7 +4,7 @@ enough to tell apart; the queue, waits and why (counted over the table's jobs); 
 service and fragmented; a filterable table that downloads as CSV or Parquet; one job's attempts, hosts, waits
 and, for the flagship job, its goodput ledger bucket by bucket.
 
-Every metric takes its label and help from engine.definitions (tests/test_page_jobs_truth.py checks it).
+Every metric takes its label and help from engine.analysis.definitions (tests/test_page_jobs_truth.py checks it).
 URL: ?from=&to= (seconds since the run's start) the window; ?job= (job id) the drill-down; ?q=, ?states=,
 ?kinds= the filters; ?order= the Gantt's order.
 """
@@ -22,8 +22,8 @@ from dashboard.queries import jobs_table as tables
 from dashboard.queries.summary import losses_from_summary
 from dashboard.text import md
 from dashboard.text_exprs import duration_text, time_text
-from engine.definitions import definition
-from engine.palette import end_reason_label, readable, wait_reason_label
+from engine.analysis.definitions import definition
+from engine.report.palette import end_reason_label, readable, wait_reason_label
 from engine.store import RunInfo
 
 MAX_GANTT_ROWS = 500  # more rows than this stop being readable and slow the browser
@@ -34,13 +34,13 @@ LOSS_DEFINITIONS = {"lost_work": "lost_work", "restart": "restart_overhead", "ch
 
 
 def metric(where, key: str, value: str, delta: str | None = None, note: str = "", **kwargs) -> None:
-    """st.metric under the label and help of engine.definitions' `key` (`note`: what this view adds)."""
+    """st.metric under the label and help of engine.analysis.definitions' `key` (`note`: what this view adds)."""
     d = definition(key)
     where.metric(d.label, value, delta, help=f"{d.help} {note}".strip(), **kwargs)
 
 
 def column(key: str, kind=st.column_config.Column, **kwargs):
-    """A table column named and explained by engine.definitions' `key`."""
+    """A table column named and explained by engine.analysis.definitions' `key`."""
     return kind(definition(key).label, help=definition(key).help, **kwargs)
 
 

@@ -1,7 +1,7 @@
 """Network: the fabric's links by tier, what each tier carried and how long it was down (over every link),
 utilisation by tier over time, the hottest links, the fabric drawn and coloured by load, links that failed or
 flapped with the jobs they slowed, the network incidents and the jobs they hit, and this run's fabric beside
-another run's (RoCE against InfiniBand: ?vs=). Every figure is named and explained by engine.definitions."""
+another run's (RoCE against InfiniBand: ?vs=). Every figure is named and explained by engine.analysis.definitions."""
 
 import polars as pl
 import streamlit as st
@@ -12,10 +12,10 @@ from dashboard.format import fmt_duration, fmt_gpu_hours, fmt_int
 from dashboard.queries import network as queries
 from dashboard.text import code
 from dashboard.text_exprs import duration_text, tier_rank
-from engine.definitions import definition
-from engine.network_incidents import network_incident_counts
+from engine.analysis.definitions import definition
+from engine.fabric.network_incidents import network_incident_counts
+from engine.fabric.topology import FABRIC_TIERS
 from engine.store import RunInfo
-from engine.topology import FABRIC_TIERS
 
 UTILISATION_POINTS = 400  # time buckets drawn, whatever the run's length
 HEATMAP_POINTS = 150

@@ -15,11 +15,11 @@ from dashboard.format import fmt_duration, fmt_hours, fmt_int, fmt_pct, fmt_run_
 from dashboard.queries import overview as q
 from dashboard.queries import summary as summaries
 from dashboard.text import md
-from engine.analytics import ettr_timeline
-from engine.definitions import definition
-from engine.palette import cause_label
-from engine.run import start_known
+from engine.analysis.analytics import ettr_timeline
+from engine.analysis.definitions import definition
+from engine.report.palette import cause_label
 from engine.store import RunInfo
+from engine.store.run import start_known
 from engine.units import SECONDS_PER_DAY, SECONDS_PER_HOUR
 
 TIME_PARAM = "t"
@@ -38,7 +38,7 @@ def page(run_id: str) -> None:
     sizes = q.host_count(run.run_id)
     flagship = q.flagship_job(run.run_id)
     end = run.started_at + timedelta(seconds=run.duration_s)
-    # a boot-relative kernel log has no date (engine.run.start_known): its span, never an invented 1970 date
+    # a boot-relative kernel log has no date (engine.store.run.start_known): its span, never an invented 1970 date
     span = (f"{run.started_at:%Y-%m-%d %H:%M} → {end:%Y-%m-%d %H:%M} UTC" if start_known(run.started_at)
             else f"date unknown (times from the start), {fmt_duration(run.duration_s)} long")
     st.caption(

@@ -17,11 +17,9 @@ from dashboard import planner_model as model
 from dashboard.charts import planner as charts
 from dashboard.format import DASH, fmt_duration, fmt_gpu_hours, fmt_hours, fmt_int, fmt_pct, fmt_usd
 from dashboard.text import md
-from engine.analytics import LOSS_CATEGORIES, closed_form_ettr, young_daly_interval
-from engine.definitions import definition
-from engine.errors import GoodputError
-from engine.palette import LOSS_LABELS
-from engine.planner import (
+from engine.analysis.analytics import LOSS_CATEGORIES, closed_form_ettr, young_daly_interval
+from engine.analysis.definitions import definition
+from engine.analysis.planner import (
     closed_form_losses,
     closed_form_of,
     job_slowdown,
@@ -29,8 +27,10 @@ from engine.planner import (
     placement_slowdown_of,
     spare_cover,
 )
+from engine.errors import GoodputError
+from engine.report.palette import LOSS_LABELS
 from engine.scenario import PRESETS, Scenario, build
-from engine.sweep import bands, monte_carlo, sweep
+from engine.sim.sweep import bands, monte_carlo, sweep
 from engine.units import SECONDS_PER_DAY, SECONDS_PER_HOUR
 
 BESIDE = {"delta_color": "off", "delta_arrow": "off"}  # a metric's delta here is a comparison, not a change
@@ -106,7 +106,7 @@ def knob_key(preset: str, name: str, value) -> str:
 
 
 def metric(where, key: str, value: str, delta: str | None = None, **kwargs) -> None:
-    """A figure under its registered label, with its definition's help (engine.definitions)."""
+    """A figure under its registered label, with its definition's help (engine.analysis.definitions)."""
     d = definition(key)
     where.metric(d.label, value, delta, help=d.help, **kwargs)
 
@@ -199,7 +199,7 @@ def simulate_tab(plan: Plan, knobs: model.Knobs) -> None:
                     f"seed {scenario['simulation.seed']}")
     if may_plan and cols[2].button("Run", type="primary", help="a summary-only simulation: seconds"):
         bar = st.progress(0.0, text="Simulating…")
-        from engine.simulate import simulate
+        from engine.sim.simulate import simulate
 
         result = simulate(scenario, name=f"planner · {preset}", summary_only=True,
                           progress=lambda done: bar.progress(done, text=f"Simulating… {done:.0%}"))
@@ -250,7 +250,7 @@ def simulate_tab(plan: Plan, knobs: model.Knobs) -> None:
         st.caption("The closed form has no queue for spare hosts: its waiting time is always 0.")
         if may_plan and st.button("Keep as run",
                                   help="simulates the full run (every table) and writes it to the store"):
-            from engine.simulate import simulate
+            from engine.sim.simulate import simulate
 
             bar = st.progress(0.0, text="Simulating the full run…")
             full = simulate(model.scenario_of(ran_settings, telemetry=telemetry), name=f"planner · {ran_settings[0]}",

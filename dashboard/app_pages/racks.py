@@ -4,7 +4,7 @@ its switch), links and events; and the blast radius of a rack, host or switch fa
 
 URL: ?t= (seconds since the run's start), ?measure=, ?window= (failures), ?cells= (hosts, gpus), ?problems=
 (1: only racks with a problem stand out), ?rack= and ?blast= (kind:name) reproduce the view. Every figure is
-named and explained by its definition (engine.definitions).
+named and explained by its definition (engine.analysis.definitions).
 """
 
 from dataclasses import dataclass
@@ -18,10 +18,10 @@ from dashboard.charts.rack_elevation import elevation
 from dashboard.format import fmt_time
 from dashboard.queries import racks as queries
 from dashboard.text_exprs import cause_label_text, duration_text, time_text
-from engine.definitions import definition
-from engine.palette import TIER_LABELS
-from engine.schema import IN_SERVICE_STATES, OUT_OF_SERVICE_STATES
+from engine.analysis.definitions import definition
+from engine.report.palette import TIER_LABELS
 from engine.store import RunInfo
+from engine.store.schema import IN_SERVICE_STATES, OUT_OF_SERVICE_STATES
 from engine.units import SECONDS_PER_HOUR
 
 # A cell a GPU up to this size (llama3-405b's 24,576 GPUs: ~4 MB of figure); larger clusters a cell a host.

@@ -1,4 +1,4 @@
-"""What every chart shares beyond the palette (engine.palette: one colour per meaning, shared with the HTML
+"""What every chart shares beyond the palette (engine.report.palette: one colour per meaning, shared with the HTML
 export) and the number formats (dashboard.format): axis settings.
 """
 

@@ -4,7 +4,7 @@ import plotly.graph_objects as go
 import polars as pl
 
 from dashboard.text import plot, plot_all
-from engine.palette import cause_label
+from engine.report.palette import cause_label
 
 
 def causes_side_by_side(counts: pl.DataFrame, y_title: str = "interruptions", runs: list[str] | None = None

@@ -1,7 +1,7 @@
 """GPUs charts: the health grid, health counts, XID counts (in total, over time, or event by event for a short
 observed run), ECC trends, the history of repeat offenders, one GPU's telemetry.
 
-Every colour and label comes from engine.palette, as on the other pages and in the HTML export: a state, a
+Every colour and label comes from engine.report.palette, as on the other pages and in the HTML export: a state, a
 cause or an XID code has one colour and one name in words on every chart. XID codes are categories, never a
 numeric axis ("20034" is a code, not 20.034k), and counts take whole-number ticks (dashboard.charts.common.
 count_axis).
@@ -18,8 +18,9 @@ from dashboard.charts.common import count_axis
 from dashboard.charts.jobs import as_time
 from dashboard.format import fmt_duration
 from dashboard.text import plot, plot_expr
-from engine.definitions import definition
-from engine.palette import (
+from engine.analysis.definitions import definition
+from engine.reference import CAUSES, PLANNED_CAUSE, XID_BY_CODE
+from engine.report.palette import (
     GPU_FAILED_COLOUR,
     GPU_FAILED_LABEL,
     HOST_STATE_COLOURS,
@@ -33,8 +34,7 @@ from engine.palette import (
     xid_colour,
     xid_label,
 )
-from engine.reference import CAUSES, PLANNED_CAUSE, XID_BY_CODE
-from engine.schema import HOST_STATES
+from engine.store.schema import HOST_STATES
 
 # A GPU cell's state: its host's, unless the GPU itself has an unrepaired incident ("failed"); "unknown" when
 # no host_states interval covers the moment (observed runs).
@@ -56,7 +56,7 @@ def gpu_state_text(column: str | pl.Expr) -> pl.Expr:
 
 
 def xid_label_text(column: str | pl.Expr) -> pl.Expr:
-    """engine.palette.xid_label for a column: "79 GPU_HAS_FALLEN_OFF_THE_BUS", a code the catalogue lacks bare."""
+    """engine.report.palette.xid_label for a column: "79 GPU_HAS_FALLEN_OFF_THE_BUS", a code the catalogue lacks bare."""
     x = pl.col(column) if isinstance(column, str) else column
     labels = {code: xid_label(code) for code in XID_BY_CODE}
     return pl.when(x.is_not_null()).then(
@@ -67,7 +67,7 @@ _CAUSE_LABELS = {c.cause: cause_label(c.cause) for c in (*CAUSES, PLANNED_CAUSE)
 
 
 def causes_text(column: str | pl.Expr) -> pl.Expr:
-    """A list column of cause keys as the list of their labels, engine.palette.cause_label element by element
+    """A list column of cause keys as the list of their labels, engine.report.palette.cause_label element by element
     (text_exprs.cause_label_text keeps its column's name, which a list element has none of)."""
     x = pl.col(column) if isinstance(column, str) else column
     key = pl.element().cast(pl.String)

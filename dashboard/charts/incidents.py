@@ -10,7 +10,7 @@ import polars as pl
 from dashboard.charts.jobs import as_time
 from dashboard.text import plot, plot_all
 from dashboard.text_exprs import category_text, cause_label_text
-from engine.palette import CATEGORY_COLOURS, OTHER_COLOUR
+from engine.report.palette import CATEGORY_COLOURS, OTHER_COLOUR
 from engine.units import SECONDS_PER_DAY, SECONDS_PER_HOUR
 
 # The shared palette: a category keeps its colour on every page.

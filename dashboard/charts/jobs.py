@@ -15,7 +15,7 @@ from plotly.subplots import make_subplots
 from dashboard.charts.common import count_axis
 from dashboard.format import fmt_duration
 from dashboard.text import plot_all, plot_expr
-from engine.palette import CLEAN_END_REASONS, END_REASON_COLOURS, END_REASON_LABELS, state_colour
+from engine.report.palette import CLEAN_END_REASONS, END_REASON_COLOURS, END_REASON_LABELS, state_colour
 
 # A row of the Gantt gets its failure, restart and checkpoint marks only while the window holds at most this
 # many of them: past it they merge into a black band (14,287 checkpoints of the flagship job in 54 days) and

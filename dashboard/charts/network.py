@@ -1,6 +1,6 @@
 """Network charts: links and capacity by tier, and link utilisation by tier over time.
 
-Tiers are named and coloured by engine.palette (tier_label, tier_colour), as in the HTML export."""
+Tiers are named and coloured by engine.report.palette (tier_label, tier_colour), as in the HTML export."""
 
 from datetime import datetime
 
@@ -10,10 +10,10 @@ from plotly.subplots import make_subplots
 
 from dashboard.charts.jobs import as_time
 from dashboard.text import plot, plot_all
-from engine.palette import TIER_LABELS, TIER_ORDER, tier_colour, tier_label
+from engine.report.palette import TIER_LABELS, TIER_ORDER, tier_colour, tier_label
 from engine.units import SECONDS_PER_DAY
 
-# The fabric's levels from the GPUs up (engine.topology.FABRIC_TIERS' order), as the tiers' labels begin.
+# The fabric's levels from the GPUs up (engine.fabric.topology.FABRIC_TIERS' order), as the tiers' labels begin.
 LEVEL_NAMES = ("NIC cables", "Rack uplinks", "Core links")
 LEVEL_TIERS = ("gpu_rtsw", "rtsw_ctsw", "ctsw_atsw")  # the RoCE tier of each level: its colour is the level's
 LOAD_SCALE = "YlOrRd"
@@ -24,7 +24,7 @@ def tier_sort_key(tier: str) -> tuple[int, str]:
 
 
 def tier_text(column: str | pl.Expr) -> pl.Expr:
-    """engine.palette.tier_label as a Polars expression (no Python callback in the plan): a tier key in words."""
+    """engine.report.palette.tier_label as a Polars expression (no Python callback in the plan): a tier key in words."""
     x = (pl.col(column) if isinstance(column, str) else column).cast(pl.String)
     words = x.str.replace_all("_", " ", literal=True)
     made = words.str.head(1).str.to_uppercase() + words.str.slice(1).str.to_lowercase()
@@ -95,7 +95,7 @@ def hot_links(frame: pl.DataFrame, started_at: datetime) -> go.Figure:
 
 def diagram_nodes(loads: pl.DataFrame, rack_pods: pl.DataFrame, tiers: tuple[str, str, str]) -> pl.DataFrame:
     """Switches placed for `fabric_diagram` from the per-switch loads (dashboard.queries.network.switch_loads)
-    of a fabric whose tiers are `tiers` (NIC, uplink, core) and whose switches are named as engine.topology
+    of a fabric whose tiers are `tiers` (NIC, uplink, core) and whose switches are named as engine.fabric.topology
     names them (`rtsw-R`, `ctsw-P-K`, `atsw-A`, or leaf/spine/core): racks in pod order with a gap between
     pods, each pod's spines spread over its racks, the core over the whole width. Empty when names differ."""
     _, up_tier, core_tier = tiers

@@ -10,7 +10,7 @@ import polars as pl
 
 from dashboard.format import fmt_gpu_hours, fmt_pct
 from dashboard.text import plot
-from engine.palette import (
+from engine.report.palette import (
     CATEGORY_COLOURS,
     LOSS_COLOURS,
     LOSS_LABELS,
@@ -39,7 +39,7 @@ def goodput_waterfall(
 ) -> go.Figure:
     """Wall-clock GPU-hours of the job, each loss taken away in turn, ending at productive GPU-hours.
 
-    `losses` maps loss categories (engine.analytics.LOSS_CATEGORIES) to GPU-hours. When the productive figure
+    `losses` maps loss categories (engine.analysis.analytics.LOSS_CATEGORIES) to GPU-hours. When the productive figure
     is given (ETTR x wall-clock) and the losses do not account for the whole difference, an "Other" step shows
     the rest instead of hiding it. Losses are often a few percent of the wall-clock, so the value axis starts
     above zero (the title says where) to keep them visible.
@@ -110,7 +110,7 @@ def ettr_over_time(
 ) -> go.Figure:
     """ETTR per time bucket (bars) and cumulative from the job's start (line), with interruptions marked.
 
-    `timeline` is engine.analytics.ettr_timeline's frame (t_s, ettr, ettr_cumulative); `interruptions` has
+    `timeline` is engine.analysis.analytics.ettr_timeline's frame (t_s, ettr, ettr_cumulative); `interruptions` has
     t_s and cause (the attempts that ended in a failure or planned stop).
     """
     start = started_at.replace(tzinfo=None)

@@ -13,9 +13,9 @@ import plotly.graph_objects as go
 import polars as pl
 
 from dashboard.format import DASH, fmt_duration, fmt_gpu_hours, fmt_usd
-from engine.analytics import LOSS_CATEGORIES, closed_form_ettr, young_daly_interval
-from engine.definitions import definition
-from engine.palette import LOSS_LABELS
+from engine.analysis.analytics import LOSS_CATEGORIES, closed_form_ettr, young_daly_interval
+from engine.analysis.definitions import definition
+from engine.report.palette import LOSS_LABELS
 
 # Where the ETTR curve's interval axis is labelled: round durations a log axis spaces evenly enough.
 CURVE_TICKS_S = (1, 2, 5, 10, 30, 60, 120, 300, 600, 1800, 3600, 2 * 3600, 4 * 3600, 12 * 3600, 86400, 2 * 86400,
@@ -77,9 +77,9 @@ def tick_text(label: str, width: int = 18) -> str:
 
 def loss_waterfall(losses: pl.DataFrame) -> go.Figure:
     """The goodput losses stacked step by step up to Goodput lost, simulated beside the closed form; the
-    network slowdown (counted apart from goodput lost, engine.definitions) stands on its own after the total.
+    network slowdown (counted apart from goodput lost, engine.analysis.definitions) stands on its own after the total.
 
-    `losses`: engine.planner.loss_table (category, sim_gpu_hours, sim_usd, cf_gpu_hours, cf_usd). Bars carry
+    `losses`: engine.analysis.planner.loss_table (category, sim_gpu_hours, sim_usd, cf_gpu_hours, cf_usd). Bars carry
     GPU-hours, the hover adds dollars. The steps start from zero, not from the job's GPU-hours: beside those,
     losses of a few per cent would not show."""
     steps = losses.filter(pl.col("category").is_in(LOSS_CATEGORIES))

@@ -6,7 +6,7 @@ import plotly.graph_objects as go
 import polars as pl
 
 from dashboard.charts.racks import STATE_COLOURS, STATE_ORDER, STATE_WORDS, _as_plot_text, state_words_expr
-from engine.palette import GPU_FAILED_LABEL
+from engine.report.palette import GPU_FAILED_LABEL
 
 LINK_COLOURS = {"up": "#2ca02c", "down": "#d62728"}
 

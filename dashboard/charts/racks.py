@@ -3,7 +3,7 @@
 The floor plan puts each rack in its row and position and stacks its hosts (slot 0 at the bottom) inside the
 rack's column; a blank line separates rows, and a floor too tall for a screen wraps its rows into blocks side
 by side (dashboard.charts.floor_grid). One Heatmap trace keeps 3,072 hosts quick where a shape per host would
-not be. States are named in words (engine.palette), never by their keys.
+not be. States are named in words (engine.report.palette), never by their keys.
 """
 
 import math
@@ -17,7 +17,7 @@ import polars as pl
 from dashboard.charts.floor_grid import PLOT_WIDTH_PX, FloorGrid, grid_for
 from dashboard.charts.jobs import bars_over_time
 from dashboard.text import plot_expr
-from engine.palette import (
+from engine.report.palette import (
     GPU_FAILED_COLOUR,
     GPU_FAILED_LABEL,
     HOST_STATE_COLOURS,
@@ -25,7 +25,7 @@ from engine.palette import (
     UNKNOWN_STATE_COLOUR,
     UNKNOWN_STATE_LABEL,
 )
-from engine.schema import HOST_STATES
+from engine.store.schema import HOST_STATES
 
 # The shared palette, plus `failed` (a GPU with an unrepaired incident, in GPU cells) and `unknown` (no interval).
 STATE_COLOURS = {**HOST_STATE_COLOURS, "failed": GPU_FAILED_COLOUR, "unknown": UNKNOWN_STATE_COLOUR}

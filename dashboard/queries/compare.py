@@ -8,10 +8,10 @@ import polars as pl
 
 from dashboard import state
 from dashboard.format import DASH, fmt_gpu_hours, fmt_hours, fmt_int, fmt_pct
-from engine.analytics import ettr_timeline
-from engine.definitions import definition
+from engine.analysis.analytics import ettr_timeline
+from engine.analysis.definitions import definition
+from engine.analysis.incidents import FLAGSHIP_JOB_SQL
 from engine.errors import GoodputError
-from engine.incidents import FLAGSHIP_JOB_SQL
 from engine.scenario import from_dict
 from engine.store import RunInfo
 from engine.units import SECONDS_PER_DAY
@@ -142,7 +142,7 @@ def timeline_bucket(duration_s: float, most: int = 200) -> float:
 
 
 def ettr_over_time(infos: list[RunInfo]) -> pl.DataFrame:
-    """Each run's flagship ETTR from the job's start to the end of every bucket (engine.analytics.ettr_timeline):
+    """Each run's flagship ETTR from the job's start to the end of every bucket (engine.analysis.analytics.ettr_timeline):
     columns run, day (bucket end, days since the run's start), ettr_cumulative. Runs without a flagship job
     (a replayed trace, an ingest) have no rows."""
     bucket = timeline_bucket(max((info.duration_s for info in infos), default=0.0))

@@ -3,8 +3,8 @@
 import polars as pl
 
 from dashboard import state
-from engine.run import start_known
 from engine.store import RunInfo
+from engine.store.run import start_known
 from engine.units import SECONDS_PER_DAY
 
 
@@ -18,7 +18,7 @@ def gpus_of(info: RunInfo) -> int | None:
 
 
 def fmt_start(started_at) -> str:
-    """A run's wall-clock start, or "unknown (since boot)" where nothing dated it (engine.run.start_known)."""
+    """A run's wall-clock start, or "unknown (since boot)" where nothing dated it (engine.store.run.start_known)."""
     return f"{started_at:%Y-%m-%d %H:%M} UTC" if start_known(started_at) else "unknown (since boot)"
 
 

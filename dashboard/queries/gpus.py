@@ -7,10 +7,10 @@ import re
 import polars as pl
 
 from dashboard import state
-from engine.durations import parse_duration
 from engine.errors import GoodputError
-from engine.failures import SCOPE
-from engine.telemetry_xid import xid_counts as count_per_window
+from engine.scenario.durations import parse_duration
+from engine.sim.failures import SCOPE
+from engine.telemetry.xid import xid_counts as count_per_window
 
 # A GPU is `failed` from its incident until the incident's repair; otherwise it takes its host's state.
 HEALTH_AT = """
@@ -111,7 +111,7 @@ def sample_resolution(kind: str, scenario: dict) -> float | None:
     if kind != "simulate" or not isinstance(simulation, dict):
         return None
     try:
-        # a stored scenario: an earlier Goodput wrote bare seconds (engine.durations, bare_seconds)
+        # a stored scenario: an earlier Goodput wrote bare seconds (engine.scenario.durations, bare_seconds)
         resolution = parse_duration(simulation.get("telemetry_resolution"), "simulation.telemetry_resolution",
                                     bare_seconds=True)
     except (GoodputError, TypeError, AttributeError):
@@ -195,8 +195,8 @@ def offender_count(run_id: str, by: str, minimum: int) -> int:
     return int(state.query(run_id, OFFENDER_COUNT[by], (minimum,))["n"][0])
 
 
-# Causes that send a host to repair in the simulator (engine.simulate: every scope but "job" calls
-# Repairs.start); only those count towards a lemon (engine.repair.Repairs._is_lemon).
+# Causes that send a host to repair in the simulator (engine.sim.simulate: every scope but "job" calls
+# Repairs.start); only those count towards a lemon (engine.sim.repair.Repairs._is_lemon).
 REPAIR_CAUSES = sorted(cause for cause, scope in SCOPE.items() if scope != "job")
 
 
@@ -239,7 +239,7 @@ def xid_counts(run_id: str) -> pl.DataFrame:
 
 
 def xid_timeline(run_id: str, window_s: float, xids: list[int] | None = None) -> pl.DataFrame:
-    """XID events counted per window and code (engine.telemetry_xid.xid_counts: every event, not the last value
+    """XID events counted per window and code (engine.telemetry.xid.xid_counts: every event, not the last value
     of the exporter's gauge); `xids` keeps only those codes. The events table is small (one row an XID line)."""
     events = state.query(run_id, "SELECT t_s, xid FROM xid_events WHERE xid IS NOT NULL")
     if xids:

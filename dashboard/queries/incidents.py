@@ -1,5 +1,5 @@
-"""Incidents page queries: the run's incidents and one incident's detail from engine.incidents (the code the
-exports use), the URL's filters as engine.incidents.filter_incidents keywords, export bytes and file names,
+"""Incidents page queries: the run's incidents and one incident's detail from engine.analysis.incidents (the code the
+exports use), the URL's filters as engine.analysis.incidents.filter_incidents keywords, export bytes and file names,
 and the figures of two runs side by side after "replay with other settings"."""
 
 import math
@@ -10,14 +10,20 @@ import streamlit as st
 
 from dashboard import state
 from dashboard.format import DASH, fmt_gpu_hours, fmt_int, fmt_pct, fmt_usd
-from engine.export import export_run_incidents
-from engine.incidents import FLAGSHIP_JOB_SQL, IncidentDetail, incident_detail, load_incidents, summary_counts
+from engine.analysis.incidents import (
+    FLAGSHIP_JOB_SQL,
+    IncidentDetail,
+    incident_detail,
+    load_incidents,
+    summary_counts,
+)
+from engine.report.export import export_run_incidents
 from engine.store import RunInfo
 from engine.units import SECONDS_PER_DAY
 
 
 def incidents(run_id: str) -> pl.DataFrame:
-    """engine.incidents.load_incidents of the run (hostname, rack, jobs hit and their names), cached per file
+    """engine.analysis.incidents.load_incidents of the run (hostname, rack, jobs hit and their names), cached per file
     version like every other query."""
     s = state.store()
     return _incidents(str(s.root), run_id, state.file_version(s, run_id))
@@ -33,7 +39,7 @@ def _incidents(root: str, run_id: str, version: int) -> pl.DataFrame:
 
 
 def detail(run_id: str, incident_id: int) -> IncidentDetail:
-    """The incident's chain, per-job cost and blast radius (engine.incidents.incident_detail)."""
+    """The incident's chain, per-job cost and blast radius (engine.analysis.incidents.incident_detail)."""
     con = state.cursor(run_id)
     try:
         return incident_detail(con, incident_id)
@@ -64,7 +70,7 @@ PLANNED = {"planned": True, "unexpected": False}
 
 def filter_keywords(*, since_s: float | None, until_s: float | None, causes: list[str], categories: list[str],
                     racks: list[int], jobs: list[str], planned: str) -> dict:
-    """The page's choices as engine.incidents.filter_incidents keywords: an empty choice filters nothing (the
+    """The page's choices as engine.analysis.incidents.filter_incidents keywords: an empty choice filters nothing (the
     page says "every cause"), so it is left out rather than passed as an empty list (which matches nothing)."""
     keywords: dict = {"since_s": since_s, "until_s": until_s, "planned": PLANNED.get(planned)}
     for name, values in (("causes", causes), ("categories", categories), ("racks", racks), ("jobs", jobs)):
@@ -87,7 +93,7 @@ def url_seconds(text: str | None, low: float, high: float) -> float | None:
 def days_in_window(frame: pl.DataFrame, since_s: float | None, until_s: float, *, job: str | None = None
                    ) -> pl.DataFrame:
     """Planned and unexpected interruptions (of `job`, if given) for every day of the run that the window
-    [since_s, until_s) touches, days counted from the run's start (engine.incidents.summary_counts's bins, which
+    [since_s, until_s) touches, days counted from the run's start (engine.analysis.incidents.summary_counts's bins, which
     start at day 0, shifted to the window's first day)."""
     first = int((since_s or 0.0) // SECONDS_PER_DAY)
     shifted = frame.with_columns(pl.col("t_s") - first * SECONDS_PER_DAY)
@@ -109,7 +115,7 @@ def export_file_name(run_id: str, fmt: str, *, incident_id: int | None = None, a
 
 def export_bytes(run_id: str, fmt: str, *, anonymise: bool = False, incident_id: int | None = None,
                  filters: dict | None = None) -> bytes:
-    """The export's bytes from engine.export.export_run_incidents: the same code path as
+    """The export's bytes from engine.report.export.export_run_incidents: the same code path as
     `goodput export incidents`."""
     return export_run_incidents(state.store(), run_id, fmt, anonymise=anonymise, incident_id=incident_id,
                                 **(filters or {}))

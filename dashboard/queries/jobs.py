@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 import polars as pl
 
 from dashboard import state
-from engine.palette import CLEAN_END_REASONS
-from engine.schema import OUT_OF_SERVICE_STATES
+from engine.report.palette import CLEAN_END_REASONS
+from engine.store.schema import OUT_OF_SERVICE_STATES
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """The Jobs page's tables as people read them and as the downloads carry them, and "why they waited".
 
 All three start from one frame, `dashboard.queries.jobs.jobs` under the page's window and filters, so the
-chart of why jobs waited counts exactly the table's rows (engine.definitions "jobs_waited") and the CSV holds
+chart of why jobs waited counts exactly the table's rows (engine.analysis.definitions "jobs_waited") and the CSV holds
 what the table shows. Pure Polars expressions: no Python callback in a plan (tests/test_no_python_in_polars).
 """
 
@@ -11,29 +11,29 @@ import polars as pl
 
 from dashboard.format import FARTHEST_TIME_S
 from dashboard.text_exprs import cause_label_text, duration_text, time_text
-from engine.palette import END_REASON_LABELS, NO_WAIT_REASON, WAIT_REASON_COLOURS, WAIT_REASON_LABELS
+from engine.report.palette import END_REASON_LABELS, NO_WAIT_REASON, WAIT_REASON_COLOURS, WAIT_REASON_LABELS
 
 
 def words(column: str | pl.Expr) -> pl.Expr:
-    """engine.palette.readable as an expression: "end_of_run" -> "End of run"."""
+    """engine.report.palette.readable as an expression: "end_of_run" -> "End of run"."""
     x = (pl.col(column) if isinstance(column, str) else column).cast(pl.String)
     spaced = x.str.replace_all("_", " ", literal=True)
     return spaced.str.head(1).str.to_uppercase() + spaced.str.slice(1).str.to_lowercase()
 
 
 def end_reason_text(column: str = "end_reason") -> pl.Expr:
-    """engine.palette.end_reason_label: "Completed", "Still running at the end of the run", "Faulty GPU"."""
+    """engine.report.palette.end_reason_label: "Completed", "Still running at the end of the run", "Faulty GPU"."""
     return pl.col(column).replace_strict(END_REASON_LABELS, default=cause_label_text(column),
                                          return_dtype=pl.String)
 
 
 def wait_reason_text(column: str = "wait_reason") -> pl.Expr:
-    """engine.palette.wait_reason_label: "No free capacity", ...; null stays null (the job did not wait)."""
+    """engine.report.palette.wait_reason_label: "No free capacity", ...; null stays null (the job did not wait)."""
     return pl.col(column).replace_strict(WAIT_REASON_LABELS, default=words(column), return_dtype=pl.String)
 
 
 def waited() -> pl.Expr:
-    """Whether a job of `jobs` waited (engine.definitions "jobs_waited"): it started after its submission,
+    """Whether a job of `jobs` waited (engine.analysis.definitions "jobs_waited"): it started after its submission,
     never started, or has a recorded wait reason (a requeue after a prompt first start)."""
     return (pl.col("wait_reason").is_not_null() | pl.col("start_s").is_null()
             | (pl.col("start_s") > pl.col("submit_s")).fill_null(False))
@@ -60,7 +60,7 @@ def why_waited(jobs: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-# The table's columns as the page shows them, in order; the page labels them from engine.definitions.
+# The table's columns as the page shows them, in order; the page labels them from engine.analysis.definitions.
 SHOWN = ("job_id", "name", "kind", "state", "user", "gpus", "priority", "submitted", "started", "ended",
          "waited", "why_it_waited", "attempts", "failures", "checkpoints", "lost_gpu_hours")
 

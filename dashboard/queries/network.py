@@ -3,7 +3,7 @@
 import polars as pl
 
 from dashboard import state
-from engine.network_incidents import NETWORK_CAUSE
+from engine.fabric.network_incidents import NETWORK_CAUSE
 
 TIER_FIGURES = {"tier": pl.String, "links": pl.Int64, "links_sampled": pl.Int64, "complete": pl.Boolean,
                 "mean_util": pl.Float64, "hottest_link_mean": pl.Float64, "max_util": pl.Float64,
@@ -83,7 +83,7 @@ def tier_coverage(run_id: str) -> pl.DataFrame:
 def tier_figures(coverage: pl.DataFrame, summary_tiers: list[dict] | None) -> pl.DataFrame:
     """The per-tier figures a page shows (TIER_FIGURES), each right for every link of its tier.
 
-    From the engine's count over every link at every sample (summary network.tiers, engine.link_stats) where
+    From the engine's count over every link at every sample (summary network.tiers, engine.fabric.link_stats) where
     the run has it; otherwise from link_samples, and only for tiers it holds completely: a tier it holds in part
     (NIC cables kept only while down or logging errors) gets no figures rather than wrong ones."""
     base = coverage.select("tier", "links", "links_sampled", "complete")
@@ -118,7 +118,7 @@ def jobs_hit(run_id: str) -> pl.DataFrame:
         GROUP BY ALL ORDER BY network_incidents DESC, hits.job_id""", (NETWORK_CAUSE,))
 
 
-# ----- the fabric model's samples (engine.traffic): heat map, diagram, outages, flapping links, comparison -------
+# ----- the fabric model's samples (engine.fabric.traffic): heat map, diagram, outages, flapping links, comparison -------
 
 
 def hot_link_heatmap(run_id: str, fabric_tiers: tuple[str, ...], limit: int, points: int) -> pl.DataFrame:

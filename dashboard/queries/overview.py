@@ -12,9 +12,9 @@ from dashboard import state
 from dashboard.format import fmt_int
 from dashboard.queries.summary import Headline
 from dashboard.text_exprs import cause_label_text, duration_text, time_text
-from engine.incidents import FLAGSHIP_JOB_SQL
+from engine.analysis.incidents import FLAGSHIP_JOB_SQL
 from engine.reference import XIDS
-from engine.schema import IN_SERVICE_STATES, OUT_OF_SERVICE_STATES
+from engine.store.schema import IN_SERVICE_STATES, OUT_OF_SERVICE_STATES
 
 # How far a host's first unavailable state may lag its incident (detection, then drain), and how far an
 # incident that names no host, or another host of the same rack (a rack switch or its cable takes the whole
@@ -25,7 +25,7 @@ HOSTLESS_WINDOW_S = 3600.0
 _AVAILABLE = ", ".join(f"'{s}'" for s in IN_SERVICE_STATES)  # constants, not user input
 _UNAVAILABLE = ", ".join(f"'{s}'" for s in OUT_OF_SERVICE_STATES)
 
-# Only a job marked flagship (engine.incidents.FLAGSHIP_JOB_SQL, the one every page and export finds): the
+# Only a job marked flagship (engine.analysis.incidents.FLAGSHIP_JOB_SQL, the one every page and export finds): the
 # largest job of a replayed trace is no training run whose ETTR means much.
 FLAGSHIP_JOB = f"SELECT job_id, name, gpus, start_s FROM jobs WHERE job_id = ({FLAGSHIP_JOB_SQL})"  # noqa: S608
 

@@ -8,9 +8,9 @@ Python loops over rows.
 import polars as pl
 
 from dashboard import state
-from engine.durations import parse_duration
-from engine.palette import OUT_OF_SERVICE_STATES
-from engine.topology import CTSW_PER_POD
+from engine.fabric.topology import CTSW_PER_POD
+from engine.report.palette import OUT_OF_SERVICE_STATES
+from engine.scenario.durations import parse_duration
 
 DEFAULT_TDP_W = 700.0  # H100 SXM with its TDP raised to 700 W (reference README §1; Llama 3 paper §3.3)
 DEFAULT_RACK_BUDGET_KW = 24.0  # engine.scenario's default cluster.rack_power_budget_kw
@@ -105,7 +105,7 @@ def power_limits(scenario: dict) -> tuple[float, float]:
 # ----- failures in a window ------------------------------------------------------------------------------
 
 # An incident counts on the GPU it names; one naming only a host on each of the host's GPUs; a GPU NIC cable
-# on its GPU; a rack switch uplink on every GPU of the rack (engine.topology names: host:gpuN, rtsw-R).
+# on its GPU; a rack switch uplink on every GPU of the rack (engine.fabric.topology names: host:gpuN, rtsw-R).
 _ON_GPUS = """
     SELECT g.gpu_id FROM hit JOIN gpus g ON g.gpu_id = hit.gpu_id
     UNION ALL
@@ -220,7 +220,7 @@ def rack_xids(run_id: str, rack_id: int, t_s: float) -> pl.DataFrame:
 
 
 def rack_links(run_id: str, rack_id: int, t_s: float) -> pl.DataFrame:
-    """The rack's links at `t_s` (engine.topology names): a gpu_rtsw cable per GPU NIC and the RTSW uplinks,
+    """The rack's links at `t_s` (engine.fabric.topology names): a gpu_rtsw cable per GPU NIC and the RTSW uplinks,
     each `down` while an incident on it is unrepaired, with its latest utilisation where link telemetry exists."""
     if not has_table(run_id, "links"):
         return pl.DataFrame()
@@ -319,7 +319,7 @@ def blast_targets(hosts: pl.DataFrame, kind: str) -> list[str]:
     if kind == "rtsw":
         return ("rtsw-" + racks_.cast(pl.String)).to_list()
     pods = hosts["pod_id"].unique().sort().to_list()
-    # engine.topology: CTSW_PER_POD spine switches per pod, named ctsw-<pod>-<k>
+    # engine.fabric.topology: CTSW_PER_POD spine switches per pod, named ctsw-<pod>-<k>
     return [f"ctsw-{p}-{k}" for p in pods for k in range(CTSW_PER_POD)]
 
 

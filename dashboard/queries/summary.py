@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import polars as pl
 
 from dashboard.format import fmt_duration, fmt_gpu_hours, fmt_hours, fmt_int, fmt_pct, fmt_usd
-from engine.definitions import definition
+from engine.analysis.definitions import definition
 
 
 def pick(summary: dict, dotted: str) -> object | None:
@@ -43,7 +43,7 @@ def causes_from_summary(summary: dict) -> pl.DataFrame | None:
 
 
 def losses_from_summary(summary: dict) -> dict[str, float] | None:
-    """GPU-hours lost by category (engine.analytics.LOSS_CATEGORIES), or None if the summary has none."""
+    """GPU-hours lost by category (engine.analysis.analytics.LOSS_CATEGORIES), or None if the summary has none."""
     losses = pick(summary, "job.losses_gpu_hours")
     if not isinstance(losses, dict) or not losses:
         return None

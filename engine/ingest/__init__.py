@@ -19,7 +19,7 @@ from engine.ingest.dcgm import DcgmSamples, parse_dcgm
 from engine.ingest.kernel_log import KernelEvents, parse_kernel_logs
 from engine.ingest.observed import Batch, Observer, since_boot_sources
 from engine.ingest.sources import Source, SourceLike, as_sources
-from engine.run import Run
+from engine.store.run import Run
 from engine.units import SECONDS_PER_DAY
 
 __all__ = ["Source", "ingest_dcgm", "ingest_kernel_logs", "observed_run", "summary_of", "summary_text"]
@@ -63,7 +63,7 @@ def observed_run(dcgm: DcgmSamples | None, logs: KernelEvents | None, *, name: s
     tables["host_states"] = observer.host_states(0.0, observer.end_s)
     scenario = {"source": "ingest", "inputs": [s.name for s in _sources_of(dcgm, logs)]}
     if not observer.start_known:
-        scenario["start"] = "unknown"  # engine.run.UNKNOWN_START: stamped since boot only
+        scenario["start"] = "unknown"  # engine.store.run.UNKNOWN_START: stamped since boot only
     summary = summary_of([batch], observer, start_known=observer.start_known,
                          notes=_clock_notes(since_boot_sources(logs), observer.start_known))
     return Run(kind="ingest", name=name, started_at=datetime.fromtimestamp(observer.origin_us / 1e6, UTC),

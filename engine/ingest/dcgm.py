@@ -26,7 +26,7 @@ from engine.ingest import bounds
 from engine.ingest.bounds import Window
 from engine.ingest.sources import Source, decode
 
-# The DCGM fields that have a column in gpu_samples (engine/schema.py), and the column each one fills.
+# The DCGM fields that have a column in gpu_samples (engine/store/schema.py), and the column each one fills.
 # Field names: ../shared/data/dcgm/default-counters.csv (the exporter's default metric list).
 COLUMNS = {
     "DCGM_FI_DEV_GPU_TEMP": "temp_c",

@@ -33,8 +33,8 @@ from engine.ingest.dcgm import DcgmSamples, parse_dcgm
 from engine.ingest.http_fetch import Endpoint, Fetcher, endpoint
 from engine.ingest.observed import Batch, Observer
 from engine.ingest.sources import Source
-from engine.run import Run
 from engine.store import Store
+from engine.store.run import Run
 
 FETCH_DEADLINE_S = 10.0  # the whole answer, however slowly it comes
 MAX_PARALLEL_FETCHES = 32

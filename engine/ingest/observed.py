@@ -16,8 +16,8 @@ from engine.errors import GoodputError
 from engine.ingest.dcgm import COLUMNS, XID_METRIC, DcgmSamples
 from engine.ingest.kernel_log import KernelEvents, normalise_pci
 from engine.reference import CAUSE_BY_KEY, XIDS
-from engine.run import UNKNOWN_START
-from engine.schema import polars_schema
+from engine.store.run import UNKNOWN_START
+from engine.store.schema import polars_schema
 
 RACKS_PER_ROW = 16  # hosts of unknown position are laid out one a rack, 16 racks a row (a simple floor plan)
 # A burst of fatal XIDs on one GPU within one health-check period is one failure: Meta checks every 5 minutes
@@ -52,7 +52,7 @@ class Observer:
 
     def __init__(self) -> None:
         self.origin_us: int | None = None
-        self.start_known = True  # False: only since-boot stamps, the run's date unknown (engine.run.UNKNOWN_START)
+        self.start_known = True  # False: only since-boot stamps, the run's date unknown (engine.store.run.UNKNOWN_START)
         self.hosts = pl.DataFrame(schema={"host_id": pl.Int32, "hostname": pl.String})
         self.gpus = pl.DataFrame(schema={**GPU_TYPES, "key": pl.String})
         self.last_xid = pl.DataFrame(schema={"gpu_id": pl.Int32, "value": pl.Float64})

@@ -13,7 +13,7 @@ from engine.replay import columns as col
 from engine.replay.delimited import column, require, split_table
 from engine.replay.formats import Trace, check, read_text, split_lines
 from engine.replay.settings import ReplaySettings
-from engine.scheduler import Failures
+from engine.scheduling.scheduler import Failures
 
 
 def cluster_frame(trace: Trace, settings: ReplaySettings) -> pl.DataFrame:

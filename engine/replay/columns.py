@@ -6,7 +6,7 @@ first malformed line (`formats.check`), so one bad field names its file and line
 
 import polars as pl
 
-from engine.durations import UNIT_SECONDS
+from engine.scenario.durations import UNIT_SECONDS
 from engine.units import SECONDS_PER_DAY, SECONDS_PER_HOUR, SECONDS_PER_MINUTE
 
 _DURATION = r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*(ms|s|min|m|h|d|w)?\s*$"

@@ -14,8 +14,15 @@ from engine.errors import GoodputError
 from engine.replay.cluster import cluster_frame, layout, read_failures
 from engine.replay.formats import Trace, parse_trace
 from engine.replay.settings import SCENARIO_KEYS, ReplaySettings, settings_from
-from engine.run import Run
-from engine.scheduler import Cluster, Failures, Workload, allocate_recorded, dominant_reason, schedule
+from engine.scheduling.scheduler import (
+    Cluster,
+    Failures,
+    Workload,
+    allocate_recorded,
+    dominant_reason,
+    schedule,
+)
+from engine.store.run import Run
 from engine.units import SECONDS_PER_DAY
 
 __all__ = ["ReplaySettings", "host_states", "read_failures", "replay", "replay_file", "settings_from"]
@@ -41,13 +48,13 @@ def replay_file(
     pod list itself (engine.replay.openb).
 
     An incidents file (the CSV or JSON `goodput export incidents` writes) is replayed instead as a failure
-    sequence through the simulator (engine.replay_incidents), `sets` then being scenario keys and `preset`
+    sequence through the simulator (engine.replay.incidents), `sets` then being scenario keys and `preset`
     the scenario a CSV export needs (a JSON export carries its own)."""
     incidents_format = _incidents_format(path_or_bytes, fmt, name)
     if incidents_format and node_list is not None:
         raise GoodputError(f"{node_list[0]}: a node list goes with an Alibaba openb pod list, not an incidents file")
     if incidents_format:
-        from engine.replay_incidents import replay_incidents_data
+        from engine.replay.incidents import replay_incidents_data
 
         where, data = _read_bytes(path_or_bytes, name)
         return replay_incidents_data(data, incidents_format, where=where, preset=preset, sets=list(sets),
@@ -86,7 +93,7 @@ def _incidents_format(path_or_bytes: str | Path | bytes, fmt: str, name: str | N
     if fmt == "incidents":
         return "csv"
     first = next((line for line in text.splitlines() if line.strip() and not line.startswith("#")), "")
-    # the export quotes its header (engine.export neutralises formulas in every text cell)
+    # the export quotes its header (engine.report.export neutralises formulas in every text cell)
     fields = {f.strip().strip('"').lower() for f in first.split(",")}
     return "csv" if {"incident_id", "t_s", "cause"} <= fields else None
 

@@ -19,9 +19,9 @@ from dataclasses import dataclass, field
 
 from engine import limits
 from engine import scenario as scenario_mod
-from engine.durations import parse_duration
 from engine.errors import GoodputError
-from engine.scheduler import Policy
+from engine.scenario.durations import parse_duration
+from engine.scheduling.scheduler import Policy
 
 MODES = ("recorded", "rescheduled")
 SCENARIO_KEYS = (

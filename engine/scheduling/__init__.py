@@ -1,0 +1,1 @@
+"""The queue and gang placement of jobs on hosts, and why jobs waited."""

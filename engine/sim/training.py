@@ -1,0 +1,151 @@
+"""The flagship job: trains, checkpoints, fails, restarts, waits for spares.
+
+An attempt is a stretch of time the job trains on a full set of hosts. Within it the job alternates
+`training.checkpoint_interval` of compute with a checkpoint write that blocks for `checkpoint_write_s`
+(given outright, or size per GPU x GPUs / shared storage bandwidth: Tectonic, Llama 3 paper §3.3), so
+checkpoint k of an attempt starting at s completes at s + k (dt + w). Checkpoints are therefore computed,
+not simulated one event each: a 54-day run has ~15,000 of them and the event loop only sees failures.
+
+A failure detected at t whose fault happened at f <= t loses the work since the last checkpoint completed
+before f (for a late-detected fault, silent data corruption or a hung collective, the checkpoints written in
+between are suspect and the job "ran" for nothing). The failed hosts are swapped for hot spares; with too few
+spares the job waits for repaired hosts. Then it pays `training.restart_overhead` (detection, rescheduling,
+initialisation, restore) and a new attempt begins. A failure during a restart restarts the restart.
+Planned interruptions stop the job gracefully (no lost work) and restart it.
+
+State changes are callbacks on SimPy timeouts tagged with a generation number, so an interrupted restart's
+timer is simply ignored when it fires.
+"""
+
+import math
+from collections.abc import Callable
+
+import numpy as np
+import simpy
+
+from engine.sim.records import Attempt, JobLedger  # the job's books: records the simulator hands on
+
+RUNNING, RESTARTING, WAITING = "running", "restarting", "waiting"
+
+
+class FlagshipJob:
+    def __init__(self, env: simpy.Environment, job_id: str, hosts: list[int], *, checkpoint_interval_s: float,
+                 checkpoint_write_s: float, restart_overhead_s: float,
+                 take_spare: Callable[[], int | None], on_hosts_changed: Callable[[list[int], list[int]], None]
+                 ) -> None:
+        self.env, self.job_id = env, job_id
+        # The job's host slots (a rank's place): a replacement takes the failed host's slot. An array, so an
+        # attempt's host list is one copy even for a 12,288-host job; -1 marks a slot waiting for a host.
+        self.slots = np.array(hosts, dtype=np.int32)
+        self.slot_of = {h: i for i, h in enumerate(hosts)}
+        self.free_slots: list[int] = []
+        self.dt, self.w, self.u0 = checkpoint_interval_s, checkpoint_write_s, restart_overhead_s
+        self.take_spare, self.on_hosts_changed = take_spare, on_hosts_changed
+        self.ledger = JobLedger()
+        self.phase = RUNNING
+        self.attempt, self.attempt_start, self.phase_since = 1, 0.0, 0.0
+        self.missing = 0
+        self._generation = 0
+
+    # ----- events from outside ------------------------------------------------------------------------
+    def interrupt(self, reason: str, failed_hosts: list[int], fault_s: float | None = None) -> bool:
+        """A failure (or planned stop) now; returns whether it interrupted the job (running or restarting).
+
+        `failed_hosts` leave the job (for repair); `fault_s` is when the fault happened, if before now."""
+        now = self.env.now
+        hit = self.phase in (RUNNING, RESTARTING)
+        if self.phase == RUNNING:
+            lost_from = now if reason == "planned_maintenance" else self._last_good(now if fault_s is None
+                                                                                    else fault_s)
+            self._close_attempt(now, reason, lost_from)
+        elif self.phase == RESTARTING:
+            self.ledger.restart_s += now - self.phase_since
+        mine = [h for h in failed_hosts if h in self.slot_of]
+        if mine:
+            self._swap(mine)
+        if self.phase == WAITING:
+            return hit
+        if self.missing:
+            self.phase, self.phase_since = WAITING, now
+        else:
+            self._begin_restart()
+        return hit
+
+    def host_returned(self, host: int) -> bool:
+        """A repaired host; taken (True) if the job is waiting for hosts."""
+        if self.missing == 0:
+            return False
+        self._seat(host, self.free_slots.pop())
+        self.on_hosts_changed([host], [])
+        self.missing -= 1
+        if self.missing == 0 and self.phase == WAITING:
+            self.ledger.waiting_s += self.env.now - self.phase_since
+            self._begin_restart()
+        return True
+
+    def finish(self, horizon: float) -> None:
+        """Close the books at the end of the run."""
+        if self.phase == RUNNING:
+            self._close_attempt(horizon, "end_of_run", horizon)
+        elif self.phase == RESTARTING:
+            self.ledger.restart_s += horizon - self.phase_since
+        else:
+            self.ledger.waiting_s += horizon - self.phase_since
+
+    # ----- inside ---------------------------------------------------------------------------------------
+    def _cycle(self) -> float:
+        return self.dt + self.w
+
+    def _last_good(self, t: float) -> float:
+        """Completion time of the last checkpoint finished by t in this attempt (its start if none)."""
+        s = self.attempt_start
+        return s + math.floor(max(t - s, 0.0) / self._cycle()) * self._cycle()
+
+    def _close_attempt(self, end: float, reason: str, good_until: float) -> None:
+        s, cycle = self.attempt_start, self._cycle()
+        done = math.floor((end - s) / cycle)  # checkpoints completed
+        good = math.floor((good_until - s) / cycle + 1e-9) if good_until < end else done  # good_until is a completion
+        if done:
+            self.ledger.checkpoint_starts.append(s + np.arange(1, done + 1) * cycle - self.w)
+        lost = end - good_until if good_until < end else 0.0
+        self.ledger.lost_work_s += lost
+        self.ledger.checkpoint_s += good * self.w
+        self.ledger.productive_s += (end - s) - lost - good * self.w
+        self.ledger.attempts.append(Attempt(self.attempt, s, end, reason, lost, self.slots.copy()))
+        self.attempt += 1
+
+    @property
+    def hosts(self) -> list[int]:
+        return [int(h) for h in self.slots if h >= 0]
+
+    def _seat(self, host: int, slot: int) -> None:
+        self.slots[slot] = host
+        self.slot_of[host] = slot
+
+    def _swap(self, failed: list[int]) -> None:
+        added = []
+        for host in failed:
+            slot = self.slot_of.pop(host)
+            spare = self.take_spare()
+            if spare is None:
+                self.slots[slot] = -1
+                self.free_slots.append(slot)
+                self.missing += 1
+            else:
+                self._seat(spare, slot)
+                added.append(spare)
+        self.on_hosts_changed(added, failed)
+
+    def _begin_restart(self) -> None:
+        self.phase, self.phase_since = RESTARTING, self.env.now
+        self._generation += 1
+        timer = self.env.timeout(self.u0)
+        timer.callbacks.append(lambda _e, g=self._generation: self._restarted(g))
+
+    def _restarted(self, generation: int) -> None:
+        if generation != self._generation or self.phase != RESTARTING:
+            return  # a later failure restarted the restart
+        now = self.env.now
+        self.ledger.restart_s += now - self.phase_since
+        self.ledger.resumed_at.append(now)
+        self.phase, self.attempt_start = RUNNING, now

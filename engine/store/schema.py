@@ -1,0 +1,159 @@
+"""The store's tables: the contract between the engine (which writes them) and the dashboard (which reads them).
+
+Names and columns follow DESIGN "The store". Tables may gain columns; the ones listed in DESIGN stay.
+Time columns (`*_s`) are seconds since the run's start; `runs.started_at` anchors them to the wall clock.
+Bump SCHEMA_VERSION whenever a column changes meaning or type; readers refuse versions they do not know.
+"""
+
+import polars as pl
+
+SCHEMA_VERSION = 1
+
+HOST_STATES = ("healthy", "running", "draining", "down", "diagnosing", "repair", "burn_in", "spare")
+# A host in one of these does no work and is not available to jobs ("out of service", "what is down").
+OUT_OF_SERVICE_STATES = ("draining", "down", "diagnosing", "repair", "burn_in")
+IN_SERVICE_STATES = ("healthy", "running", "spare")
+assert set(OUT_OF_SERVICE_STATES) | set(IN_SERVICE_STATES) == set(HOST_STATES)
+
+TABLES: dict[str, dict[str, str]] = {
+    "runs": {
+        "run_id": "VARCHAR",
+        "kind": "VARCHAR",  # simulate, replay, ingest
+        "name": "VARCHAR",
+        "scenario": "VARCHAR",  # JSON of the validated scenario
+        "seed": "BIGINT",
+        "started_at": "TIMESTAMPTZ",
+        "duration_s": "DOUBLE",
+        "created_at": "TIMESTAMPTZ",
+        "engine_version": "VARCHAR",
+        "summary": "VARCHAR",  # JSON: the object `goodput simulate --json` prints (less run_id)
+    },
+    "hosts": {
+        "host_id": "INTEGER",
+        "hostname": "VARCHAR",
+        "rack_id": "INTEGER",
+        "pod_id": "INTEGER",
+        "row": "INTEGER",
+        "position": "INTEGER",
+        "slot": "INTEGER",  # the host's place inside its rack, 0 at the bottom
+    },
+    "gpus": {
+        "gpu_id": "INTEGER",
+        "host_id": "INTEGER",
+        "index": "SMALLINT",
+        "uuid": "VARCHAR",
+        "model": "VARCHAR",
+    },
+    "links": {
+        "link_id": "INTEGER",
+        "tier": "VARCHAR",  # gpu_rtsw, rtsw_ctsw, ctsw_atsw, ...
+        "a": "VARCHAR",
+        "b": "VARCHAR",
+        "capacity_gbps": "DOUBLE",
+    },
+    "jobs": {
+        "job_id": "VARCHAR",
+        "name": "VARCHAR",
+        "gpus": "DOUBLE",  # fractional where a trace shares GPUs
+        "priority": "INTEGER",
+        "submit_s": "DOUBLE",
+        "start_s": "DOUBLE",
+        "end_s": "DOUBLE",
+        "state": "VARCHAR",
+        "user": "VARCHAR",
+        "kind": "VARCHAR",  # flagship, research, trace
+        "wait_reason": "VARCHAR",  # the reason it waited longest: no_capacity, fragmentation, priority, failed_hosts
+    },
+    "job_attempts": {
+        "job_id": "VARCHAR",
+        "attempt": "INTEGER",
+        "start_s": "DOUBLE",
+        "end_s": "DOUBLE",
+        "end_reason": "VARCHAR",  # a failure cause, planned_maintenance, completed, preempted, end_of_run
+        "lost_work_s": "DOUBLE",
+        "hosts": "INTEGER[]",
+    },
+    "job_waits": {  # why a job waited, piece by piece (engine.scheduling.scheduler.REASONS)
+        "job_id": "VARCHAR",
+        "start_s": "DOUBLE",
+        "end_s": "DOUBLE",
+        "reason": "VARCHAR",
+    },
+    "checkpoints": {
+        "job_id": "VARCHAR",
+        "start_s": "DOUBLE",
+        "end_s": "DOUBLE",
+    },
+    "incidents": {
+        "incident_id": "INTEGER",
+        "t_s": "DOUBLE",
+        "detected_s": "DOUBLE",
+        "mitigated_s": "DOUBLE",
+        "repaired_s": "DOUBLE",
+        "cause": "VARCHAR",
+        "category": "VARCHAR",
+        "planned": "BOOLEAN",
+        "xid": "INTEGER",
+        "host_id": "INTEGER",
+        "gpu_id": "INTEGER",
+        "link_id": "INTEGER",
+        "jobs_hit": "INTEGER",  # how many jobs it interrupted
+        "gpu_hours_lost": "DOUBLE",
+        "job_ids": "VARCHAR[]",  # which ones
+    },
+    "host_states": {
+        "host_id": "INTEGER",
+        "state": "VARCHAR",  # one of HOST_STATES
+        "start_s": "DOUBLE",
+        "end_s": "DOUBLE",
+        "job_id": "VARCHAR",  # the job on the host while running
+    },
+    "gpu_samples": {
+        "t_s": "DOUBLE",
+        "gpu_id": "INTEGER",
+        "temp_c": "REAL",
+        "power_w": "REAL",
+        "util_pct": "REAL",
+        "mem_util_pct": "REAL",
+        "ecc_sbe": "INTEGER",
+        "ecc_dbe": "INTEGER",
+        # Filled by ingest only (DCGM_FI_DEV_MEMORY_TEMP, DCGM_FI_DEV_FB_USED); null in simulated runs.
+        "memory_temp_c": "REAL",
+        "fb_used_mib": "REAL",
+    },
+    "link_samples": {
+        "t_s": "DOUBLE",
+        "link_id": "INTEGER",
+        "util_pct": "REAL",
+        "errors": "INTEGER",
+    },
+    "xid_events": {
+        "t_s": "DOUBLE",
+        "gpu_id": "INTEGER",
+        "host_id": "INTEGER",
+        "xid": "INTEGER",
+        "incident_id": "INTEGER",
+        "message": "VARCHAR",
+    },
+}
+
+
+# The Polars type of each SQL type TABLES uses: frames built for a table carry exactly the types DuckDB
+# stores, so writing them converts nothing and an empty frame has the table's schema.
+POLARS_TYPES: dict[str, pl.DataType] = {
+    "VARCHAR": pl.String, "DOUBLE": pl.Float64, "REAL": pl.Float32, "BIGINT": pl.Int64, "INTEGER": pl.Int32,
+    "SMALLINT": pl.Int16, "BOOLEAN": pl.Boolean, "INTEGER[]": pl.List(pl.Int32),
+    "VARCHAR[]": pl.List(pl.String),
+}
+
+
+def polars_schema(table: str, columns: tuple[str, ...] | None = None) -> dict[str, pl.DataType]:
+    """Polars types of a store table's columns (all of them in table order, or only those in `columns`)."""
+    return {name: POLARS_TYPES[sql] for name, sql in TABLES[table].items()
+            if columns is None or name in columns}
+
+
+def create_statement(table: str) -> str:
+    """`CREATE TABLE` for one of TABLES (identifiers quoted: `index` and `row` are SQL keywords)."""
+    columns = ", ".join(f'"{name}" {sql_type}' for name, sql_type in TABLES[table].items())
+    return f'CREATE TABLE "{table}" ({columns})'
