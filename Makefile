@@ -46,6 +46,7 @@ run: $(VENV)/.synced-run
 
 lint: $(VENV)/.synced-test
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/hadolint Dockerfile
 
 # The load test (marker `load`: 20 Chromium sessions against one server, health within 2 s) runs alone after

@@ -25,8 +25,13 @@ TARGET_S = 1.0  # issue 5
 
 def make_run(store: Path) -> str:
     goodput = Path(sys.executable).parent / "goodput"
-    out = subprocess.run([str(goodput), "simulate", "--preset", "llama3-405b", "--store", str(store), "--json"],
-                         check=True, capture_output=True, text=True, cwd=ROOT)
+    out = subprocess.run(
+        [str(goodput), "simulate", "--preset", "llama3-405b", "--store", str(store), "--json"],
+        check=True,
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
     return json.loads(out.stdout)["run_id"]
 
 
@@ -58,7 +63,9 @@ def main() -> int:
         os.environ["GOODPUT_STORE"] = str(store)
         from engine.store import Store
 
-        runs = [r for r in Store(store).list_runs() if r.summary.get("gpus") == 24576] if store.exists() else []
+        runs = (
+            [r for r in Store(store).list_runs() if r.summary.get("gpus") == 24576] if store.exists() else []
+        )
         started = time.perf_counter()
         run_id = runs[0].run_id if runs else make_run(store)
         made_s = time.perf_counter() - started
@@ -74,7 +81,9 @@ def main() -> int:
         at, first, first_cpu = render({"run": run_id})
         at.switch_page("app_pages/gpus.py")
         rerun, rerun_cpu = timed(at)
-        _, later_t, later_cpu = render({"run": run_id, "t": "2000000", "state": "failed,repair", "gpu": "21764"})
+        _, later_t, later_cpu = render(
+            {"run": run_id, "t": "2000000", "state": "failed,repair", "gpu": "21764"}
+        )
     print(f"{'what':48} {'wall s':>8} {'CPU s':>8}")
     print(f"{'llama3-405b run (made or found)':48} {made_s:>8.2f}")
     print(f"{'first render (cold caches)':48} {first:>8.2f} {first_cpu:>8.2f}")

@@ -26,7 +26,9 @@ RUNS = 3
 def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "scrapes.prom"
-        xid = {(h, h % 8, 50 + h): 79 for h in range(0, HOSTS, 7)}  # a few XIDs, so events and incidents exist
+        xid = {
+            (h, h % 8, 50 + h): 79 for h in range(0, HOSTS, 7)
+        }  # a few XIDs, so events and incidents exist
         path.write_text(scrape_text(HOSTS, GPUS, SCRAPES, xid=xid))
         size_mb = path.stat().st_size / 1e6
         times, cpu = [], []

@@ -47,7 +47,9 @@ def runs() -> list:
             pl.lit(None, dtype=pl.Float64).alias("start_s"),
             pl.lit(None, dtype=pl.Float64).alias("end_s"),
         )
-        made.append(("Alibaba openb, all at t=0 on 300 hosts", replay(queued, settings_from(["replay.hosts=300"]))))
+        made.append(
+            ("Alibaba openb, all at t=0 on 300 hosts", replay(queued, settings_from(["replay.hosts=300"])))
+        )
     if not made or "--simulated" in sys.argv:
         made.append(("llama3-405b simulated, 54 d", simulate(build("llama3-405b"))))
     return made
@@ -73,7 +75,9 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         # a server already running has imported the page's modules: one render of a two-job run first
         warm = Path(tmp) / "warm"
-        warm_run = replay_file(b"job_id,submit,gpus,duration,priority\nj1,0,8,1h,1\nj2,10m,16,2h,2\n", name="warm.csv")
+        warm_run = replay_file(
+            b"job_id,submit,gpus,duration,priority\nj1,0,8,1h,1\nj2,10m,16,2h,2\n", name="warm.csv"
+        )
         render(warm, Store(warm).write_run(warm_run)).run()
         store = Path(tmp) / "store"
         print(f"{'run':42} {'jobs':>6} {'first s':>8} {'rerun s':>8} {'window s':>9}")
@@ -90,7 +94,10 @@ def main() -> int:
             jobs = run.tables["jobs"].height
             slow = max(first, again, window) > TARGET_S
             ok &= not slow
-            print(f"{label:42} {jobs:>6,} {first:>8.2f} {again:>8.2f} {window:>9.2f}" + ("  SLOW" if slow else ""))
+            print(
+                f"{label:42} {jobs:>6,} {first:>8.2f} {again:>8.2f} {window:>9.2f}"
+                + ("  SLOW" if slow else "")
+            )
     print(f"target: every render <= {TARGET_S} s server-side: {'met' if ok else 'MISSED'}")
     return 0 if ok else 1
 

@@ -45,7 +45,9 @@ def main() -> int:
         runs = load.build_store(store, Path(tmp) / "inputs")
         print(f"store: {', '.join(f'{k} {v}' for k, v in runs.items())} ({time.perf_counter() - made:.0f} s)")
         server_cpus, browser_cpus = load.cpu_split()
-        print(f"{os.cpu_count()} cores: server on CPUs {sorted(server_cpus)}, browsers on {sorted(browser_cpus)}")
+        print(
+            f"{os.cpu_count()} cores: server on CPUs {sorted(server_cpus)}, browsers on {sorted(browser_cpus)}"
+        )
         server = load.start_server(store, Path(tmp) / "dashboard.log")
         control = load.start_control(Path(tmp) / "control.log")
         health = load.HealthPoller(server.url)
@@ -55,20 +57,31 @@ def main() -> int:
         control_health.start()
         memory.start()
         load_before = os.getloadavg()
-        print(f"{'round':>5} {'visits':>6} {'left':>5} {'polls':>6} {'health max s':>12} {'slowest render s':>16} "
-              f"{'seconds':>8}  verdict")
+        print(
+            f"{'round':>5} {'visits':>6} {'left':>5} {'polls':>6} {'health max s':>12} {'slowest render s':>16} "
+            f"{'seconds':>8}  verdict"
+        )
 
         def report(r: load.Round) -> None:
             answered = [x for x in r.health if x is not None]
             renders = [v.render_s for v in r.visits if v.render_s is not None]
-            print(f"{r.index:>5} {len(r.visits):>6} {sum(v.left_early for v in r.visits):>5} {len(r.health):>6} "
-                  f"{max(answered, default=float('nan')):>12.3f} {max(renders, default=float('nan')):>16.1f} "
-                  f"{r.seconds:>8.1f}  {'pass' if r.passed else 'FAIL: ' + '; '.join(r.problems[:3])}",
-                  flush=True)
+            print(
+                f"{r.index:>5} {len(r.visits):>6} {sum(v.left_early for v in r.visits):>5} {len(r.health):>6} "
+                f"{max(answered, default=float('nan')):>12.3f} {max(renders, default=float('nan')):>16.1f} "
+                f"{r.seconds:>8.1f}  {'pass' if r.passed else 'FAIL: ' + '; '.join(r.problems[:3])}",
+                flush=True,
+            )
 
         try:
-            rounds = load.run_rounds(server, runs, rounds=args.rounds, sessions=args.sessions,
-                                     deadline_s=RENDER_DEADLINE_S, health=health, on_round=report)
+            rounds = load.run_rounds(
+                server,
+                runs,
+                rounds=args.rounds,
+                sessions=args.sessions,
+                deadline_s=RENDER_DEADLINE_S,
+                health=health,
+                on_round=report,
+            )
         finally:
             health.stop()
             control_health.stop()
@@ -86,24 +99,42 @@ def main() -> int:
     late = sum(not load.in_time(x) for r in rounds for x in r.health)
     print(f"\n{'page':10} {'renders':>7} {'p95 first render s':>18} {'max s':>7} {'median s':>8}")
     for page in load.PAGES:
-        times = [v.render_s for r in rounds for v in r.visits if v.page == page.name and v.render_s is not None]
-        print(f"{page.name:10} {len(times):>7} {load.percentile(times, 95):>18.1f} "
-              f"{max(times, default=float('nan')):>7.1f} "
-              f"{statistics.median(times) if times else float('nan'):>8.1f}")
+        times = [
+            v.render_s for r in rounds for v in r.visits if v.page == page.name and v.render_s is not None
+        ]
+        print(
+            f"{page.name:10} {len(times):>7} {load.percentile(times, 95):>18.1f} "
+            f"{max(times, default=float('nan')):>7.1f} "
+            f"{statistics.median(times) if times else float('nan'):>8.1f}"
+        )
     print(f"\nrounds passed: {passed} of {args.rounds} (budget: all)")
-    print(f"health polls: {sum(len(r.health) for r in rounds)}, unanswered or over {load.HEALTH_TIMEOUT_S:g} s: "
-          f"{late}; latency "
-          f"max {max(latencies, default=float('nan')):.3f} s, p99 {load.percentile(latencies, 99):.3f} s")
+    print(
+        f"health polls: {sum(len(r.health) for r in rounds)}, unanswered or over {load.HEALTH_TIMEOUT_S:g} s: "
+        f"{late}; latency "
+        f"max {max(latencies, default=float('nan')):.3f} s, p99 {load.percentile(latencies, 99):.3f} s"
+    )
     control_latencies = [x for _, x in control_health.samples if x is not None]
-    print(f"control server (trivial, same priority, same poller): {len(control_health.samples)} polls, unanswered "
-          f"or over {load.HEALTH_TIMEOUT_S:g} s: {len(control_health.late)}; latency max "
-          f"{max(control_latencies, default=float('nan')):.3f} s, p99 {load.percentile(control_latencies, 99):.3f} s")
-    print(f"server peak memory: {memory.peak_rss_kib / 1024:,.0f} MiB summed VmRSS of its process tree "
-          f"(VmHWM {memory.peak_hwm_kib / 1024:,.0f} MiB)")
-    print("SIGTERM: " + (f"exited in {stopped:.1f} s" if stopped is not None
-                         else f"IGNORED for {load.STOP_TIMEOUT_S:g} s (killed)"))
-    print(f"machine: {os.cpu_count()} cores, load average {load_before[0]:.1f} before, {load_after[0]:.1f} after "
-          "(1-minute; the browser's 20 tabs included)")
+    print(
+        f"control server (trivial, same priority, same poller): {len(control_health.samples)} polls, unanswered "
+        f"or over {load.HEALTH_TIMEOUT_S:g} s: {len(control_health.late)}; latency max "
+        f"{max(control_latencies, default=float('nan')):.3f} s, p99 {load.percentile(control_latencies, 99):.3f} s"
+    )
+    print(
+        f"server peak memory: {memory.peak_rss_kib / 1024:,.0f} MiB summed VmRSS of its process tree "
+        f"(VmHWM {memory.peak_hwm_kib / 1024:,.0f} MiB)"
+    )
+    print(
+        "SIGTERM: "
+        + (
+            f"exited in {stopped:.1f} s"
+            if stopped is not None
+            else f"IGNORED for {load.STOP_TIMEOUT_S:g} s (killed)"
+        )
+    )
+    print(
+        f"machine: {os.cpu_count()} cores, load average {load_before[0]:.1f} before, {load_after[0]:.1f} after "
+        "(1-minute; the browser's 20 tabs included)"
+    )
     ok = passed == args.rounds and stopped is not None and len(rounds) == args.rounds
     print(f"budget: {'met' if ok else 'MISSED'}")
     return 0 if ok else 1

@@ -26,9 +26,22 @@ T_S = 20 * 86400.0  # day 21 of the 54: mid-run, jobs and repairs under way
 
 def simulate(store: Path, full: bool) -> str:
     sets = [] if full else ["--set", "simulation.telemetry_resolution=6h"]
-    out = subprocess.run([str(Path(sys.executable).parent / "goodput"), "simulate", "--preset", "llama3-405b",
-                          *sets, "--store", str(store), "--json"], capture_output=True, text=True, check=False,
-                         cwd=ROOT)
+    out = subprocess.run(
+        [
+            str(Path(sys.executable).parent / "goodput"),
+            "simulate",
+            "--preset",
+            "llama3-405b",
+            *sets,
+            "--store",
+            str(store),
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=ROOT,
+    )
     if out.returncode:
         raise SystemExit(f"goodput simulate failed:\n{out.stderr[-3000:]}")
     return json.loads(out.stdout)["run_id"]
@@ -47,7 +60,8 @@ def measure(store: Path, run_id: str) -> bool:
     for label in ("queries, cold", "queries, warm"):
         started = time.perf_counter()
         cells = queries.floor_cells(run_id, T_S, info.scenario, queries.WINDOWS["1d"]).join(
-            queries.jobs(run_id).select("job_id", "kind"), on="job_id", how="left")
+            queries.jobs(run_id).select("job_id", "kind"), on="job_id", how="left"
+        )
         print(f"{label:40} {time.perf_counter() - started:>9.3f}")
     print(f"{'GPU cells':40} {cells.height:>9,}")
     tdp_w, _ = queries.power_limits(info.scenario)
@@ -62,8 +76,11 @@ def measure(store: Path, run_id: str) -> bool:
     print(f"(budgets: {FIGURE_BUDGET_S} s and {JSON_BUDGET_BYTES / 1e6:.0f} MB a figure)")
 
     from streamlit.testing.v1 import AppTest
-    for label, params in (("whole page (AppTest), first open", {"measure": "state"}),
-                          ("whole page (AppTest), power, rack 700", {"measure": "power", "rack": "700"})):
+
+    for label, params in (
+        ("whole page (AppTest), first open", {"measure": "state"}),
+        ("whole page (AppTest), power, rack 700", {"measure": "power", "rack": "700"}),
+    ):
         at = AppTest.from_file(str(ROOT / "dashboard" / "streamlit_app.py"), default_timeout=300)
         for key, value in {"run": run_id, "t": f"{T_S:.0f}", **params}.items():
             at.query_params[key] = value
@@ -85,6 +102,7 @@ def main() -> int:
     args = parser.parse_args()
     if args.store:
         from engine.store import Store
+
         return 0 if measure(Path(args.store), Store(args.store).run_ids()[0]) else 1
     with tempfile.TemporaryDirectory() as tmp:
         started = time.perf_counter()

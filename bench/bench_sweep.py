@@ -51,8 +51,12 @@ def sweep_run(axes: tuple[str, ...], seeds: int) -> dict:
     frame = sweep(build("llama3-405b"), [parse_vary(a) for a in axes], seeds, executor=LocalExecutor(workers))
     seconds = time.perf_counter() - started
     table = bands(frame, by=[a.split("=")[0] for a in axes])
-    return {"seconds": seconds, "cpu_s": _cpu(resource.RUSAGE_CHILDREN) + _cpu(resource.RUSAGE_SELF) - cpu,
-            "runs": frame.height, "ettr_range": (table["ettr_mean"].min(), table["ettr_mean"].max())}
+    return {
+        "seconds": seconds,
+        "cpu_s": _cpu(resource.RUSAGE_CHILDREN) + _cpu(resource.RUSAGE_SELF) - cpu,
+        "runs": frame.height,
+        "ettr_range": (table["ettr_mean"].min(), table["ettr_mean"].max()),
+    }
 
 
 def main() -> int:
@@ -62,14 +66,18 @@ def main() -> int:
     failed = False
     cases = [("planner run, llama3-405b summary only", planner_run(), PLANNER_BUDGET_S)]
     if quick:
-        cases.append(("sweep 2 x 2 x 2 seeds (quick)", sweep_run(tuple(a.rsplit(",", 3)[0] for a in AXES), 2), None))
+        cases.append(
+            ("sweep 2 x 2 x 2 seeds (quick)", sweep_run(tuple(a.rsplit(",", 3)[0] for a in AXES), 2), None)
+        )
     else:
         cases.append(("sweep 5 x 5 x 10 seeds, llama3-405b, local", sweep_run(AXES, SEEDS), SWEEP_BUDGET_S))
     for label, r, budget in cases:
         ok = budget is None or r["seconds"] <= budget
         failed |= not ok
-        print(f"{label:46} {r['runs']:5d} {r['seconds']:8.2f} {budget if budget else '-':>7} {r['cpu_s']:7.2f}"
-              f" {r['cpu_s'] / r['runs']:9.3f}  {'yes' if ok else 'NO'}")
+        print(
+            f"{label:46} {r['runs']:5d} {r['seconds']:8.2f} {budget if budget else '-':>7} {r['cpu_s']:7.2f}"
+            f" {r['cpu_s'] / r['runs']:9.3f}  {'yes' if ok else 'NO'}"
+        )
         if "ettr_range" in r:
             lo, hi = r["ettr_range"]
             print(f"{'':46} mean ETTR over the grid {lo:.3f} .. {hi:.3f}")

@@ -31,18 +31,34 @@ CASES = [  # (label, gpus, days, resolution, flagship gpus, budget seconds, budg
     ("demo-size 15m", 512, 7, "15m", 384, None, None),
     ("llama3-405b 6h", 24576, 54, "6h", 16384, None, None),
 ]
-GPU_XIDS = {"faulty_gpu": 79, "gpu_hbm3": 48, "gpu_sram": 95, "gpu_system_processor": 119, "gpu_thermal": 79,
-            "silent_data_corruption": 13}
-REPAIR_STEPS = (("draining", 120.0), ("down", 600.0), ("diagnosing", 900.0), ("repair", 4 * 3600.0),
-                ("burn_in", 2 * 3600.0))
+GPU_XIDS = {
+    "faulty_gpu": 79,
+    "gpu_hbm3": 48,
+    "gpu_sram": 95,
+    "gpu_system_processor": 119,
+    "gpu_thermal": 79,
+    "silent_data_corruption": 13,
+}
+REPAIR_STEPS = (
+    ("draining", 120.0),
+    ("down", 600.0),
+    ("diagnosing", 900.0),
+    ("repair", 4 * 3600.0),
+    ("burn_in", 2 * 3600.0),
+)
 
 
 def synthetic_run(gpus: int, days: float, job_gpus: int, seed: int = 1):
     """(gpus, host_states, incidents, checkpoints) of a plausible run, built vectorised."""
     rng = np.random.default_rng(seed)
     hosts, duration = gpus // 8, days * 86400.0
-    gpu_frame = pl.DataFrame({"gpu_id": np.arange(gpus, dtype=np.int32), "host_id": np.arange(gpus) // 8,
-                              "index": np.arange(gpus) % 8})
+    gpu_frame = pl.DataFrame(
+        {
+            "gpu_id": np.arange(gpus, dtype=np.int32),
+            "host_id": np.arange(gpus) // 8,
+            "index": np.arange(gpus) % 8,
+        }
+    )
     # failures: the Llama 3 rate (3.79 per 1,000 host-days), at most one per host here, causes by the mix
     n_fail = min(hosts, int(rng.poisson(3.79e-3 * hosts * days)))
     failed = rng.choice(hosts, n_fail, replace=False)
@@ -53,23 +69,65 @@ def synthetic_run(gpus: int, days: float, job_gpus: int, seed: int = 1):
     repaired = t_fail + steps[-1]
     job_of_host = np.where(np.arange(hosts) < job_gpus // 8, "flagship", "research")
     healthy = np.setdiff1d(np.arange(hosts), failed)
-    parts = [pl.DataFrame({"host_id": healthy, "state": "running", "start_s": 0.0, "end_s": duration,
-                           "job_id": job_of_host[healthy]}),
-             pl.DataFrame({"host_id": failed, "state": "running", "start_s": 0.0, "end_s": t_fail,
-                           "job_id": job_of_host[failed]})]
+    parts = [
+        pl.DataFrame(
+            {
+                "host_id": healthy,
+                "state": "running",
+                "start_s": 0.0,
+                "end_s": duration,
+                "job_id": job_of_host[healthy],
+            }
+        ),
+        pl.DataFrame(
+            {
+                "host_id": failed,
+                "state": "running",
+                "start_s": 0.0,
+                "end_s": t_fail,
+                "job_id": job_of_host[failed],
+            }
+        ),
+    ]
     for (state, _), begin, end in zip(REPAIR_STEPS, steps[:-1], steps[1:], strict=True):
-        parts.append(pl.DataFrame({"host_id": failed, "state": state, "start_s": t_fail + begin,
-                                   "end_s": np.minimum(t_fail + end, duration), "job_id": None}))
-    parts.append(pl.DataFrame({"host_id": failed, "state": "spare", "start_s": np.minimum(repaired, duration),
-                               "end_s": duration, "job_id": None}))
-    host_states = (pl.concat([p.with_columns(pl.col("host_id").cast(pl.Int64), pl.col("job_id").cast(pl.String))
-                              for p in parts])
-                   .filter(pl.col("end_s") > pl.col("start_s")))
+        parts.append(
+            pl.DataFrame(
+                {
+                    "host_id": failed,
+                    "state": state,
+                    "start_s": t_fail + begin,
+                    "end_s": np.minimum(t_fail + end, duration),
+                    "job_id": None,
+                }
+            )
+        )
+    parts.append(
+        pl.DataFrame(
+            {
+                "host_id": failed,
+                "state": "spare",
+                "start_s": np.minimum(repaired, duration),
+                "end_s": duration,
+                "job_id": None,
+            }
+        )
+    )
+    host_states = pl.concat(
+        [p.with_columns(pl.col("host_id").cast(pl.Int64), pl.col("job_id").cast(pl.String)) for p in parts]
+    ).filter(pl.col("end_s") > pl.col("start_s"))
     xid = pl.Series([GPU_XIDS.get(c) for c in cause], dtype=pl.Int64)
-    incidents = pl.DataFrame({"incident_id": np.arange(n_fail), "t_s": t_fail, "detected_s": t_fail,
-                              "repaired_s": repaired, "cause": cause, "host_id": failed,
-                              "gpu_id": np.where(xid.is_null().to_numpy(), -1, failed * 8 + rng.integers(0, 8, n_fail)),
-                              "xid": xid})
+    incidents = pl.DataFrame(
+        {
+            "incident_id": np.arange(n_fail),
+            "t_s": t_fail,
+            "detected_s": t_fail,
+            "repaired_s": repaired,
+            "cause": cause,
+            "host_id": failed,
+            "gpu_id": np.where(xid.is_null().to_numpy(), -1, failed * 8 + rng.integers(0, 8, n_fail)),
+            "xid": xid,
+        }
+    )
     incidents = incidents.with_columns(pl.when(pl.col("gpu_id") >= 0).then(pl.col("gpu_id")).alias("gpu_id"))
     starts = np.arange(0.0, duration, 300.0)
     checkpoints = pl.DataFrame({"job_id": "flagship", "start_s": starts, "end_s": starts + 3.3})
@@ -77,9 +135,16 @@ def synthetic_run(gpus: int, days: float, job_gpus: int, seed: int = 1):
 
 
 def run_case(gpus: int, days: float, resolution: str, job_gpus: int) -> dict:
-    scenario = build("llama3-405b", sets=[f"cluster.gpus={gpus}", f"simulation.days={days}",
-                                          f"simulation.telemetry_resolution={resolution}",
-                                          f"training.gpus={job_gpus}", "spares.hosts=0"])
+    scenario = build(
+        "llama3-405b",
+        sets=[
+            f"cluster.gpus={gpus}",
+            f"simulation.days={days}",
+            f"simulation.telemetry_resolution={resolution}",
+            f"training.gpus={job_gpus}",
+            "spares.hosts=0",
+        ],
+    )
     frames = synthetic_run(gpus, days, job_gpus)
     began, cpu = time.perf_counter(), time.process_time()
     rows = chunks = 0
@@ -88,8 +153,14 @@ def run_case(gpus: int, days: float, resolution: str, job_gpus: int) -> dict:
         chunks += 1
     seconds, cpu = time.perf_counter() - began, time.process_time() - cpu
     events = xid_events(frames[2], frames[0], np.random.default_rng(7))
-    return {"rows": rows, "chunks": chunks, "seconds": seconds, "cpu_seconds": cpu, "xid_events": events.height,
-            "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+    return {
+        "rows": rows,
+        "chunks": chunks,
+        "seconds": seconds,
+        "cpu_seconds": cpu,
+        "xid_events": events.height,
+        "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+    }
 
 
 def main() -> int:
@@ -101,23 +172,38 @@ def main() -> int:
         print(json.dumps(run_case(gpus, days, resolution, job_gpus)))
         return 0
     load = os.getloadavg()[0]
-    print(f"load average {load:.1f} on {os.cpu_count()} cores"
-          + ("  (busy machine: wall times are inflated; cpu s is this process alone)" if load > 1.5 else ""))
-    print(f"{'case':<16} {'GPUs':>8} {'days':>5} {'res':>4} {'samples':>12} {'chunks':>6} {'seconds':>8} "
-          f"{'cpu s':>6} {'M samples/s':>11} {'peak MB':>8} {'budget':>14}  result")
+    print(
+        f"load average {load:.1f} on {os.cpu_count()} cores"
+        + ("  (busy machine: wall times are inflated; cpu s is this process alone)" if load > 1.5 else "")
+    )
+    print(
+        f"{'case':<16} {'GPUs':>8} {'days':>5} {'res':>4} {'samples':>12} {'chunks':>6} {'seconds':>8} "
+        f"{'cpu s':>6} {'M samples/s':>11} {'peak MB':>8} {'budget':>14}  result"
+    )
     missed = False
     for i, (label, gpus, days, resolution, _, budget_s, budget_mb) in enumerate(CASES):
-        out = subprocess.run([sys.executable, __file__, "--case", str(i)], capture_output=True, text=True,
-                             check=True)
+        out = subprocess.run(
+            [sys.executable, __file__, "--case", str(i)], capture_output=True, text=True, check=True
+        )
         result = json.loads(out.stdout)
-        ok = (budget_s is None or result["seconds"] <= budget_s) and (budget_mb is None
-                                                                      or result["peak_mb"] <= budget_mb)
+        ok = (budget_s is None or result["seconds"] <= budget_s) and (
+            budget_mb is None or result["peak_mb"] <= budget_mb
+        )
         missed |= not ok
-        budget = " ".join(filter(None, [f"<={budget_s:g}s" if budget_s else "",
-                                        f"<={budget_mb}MB" if budget_mb else ""])) or "-"
-        print(f"{label:<16} {gpus:>8,} {days:>5} {resolution:>4} {result['rows']:>12,} {result['chunks']:>6} "
-              f"{result['seconds']:>8.2f} {result['cpu_seconds']:>6.2f} {result['rows'] / result['seconds'] / 1e6:>11.1f} "
-              f"{result['peak_mb']:>8.0f} {budget:>14}  {'ok' if ok else 'MISSED'}")
+        budget = (
+            " ".join(
+                filter(
+                    None, [f"<={budget_s:g}s" if budget_s else "", f"<={budget_mb}MB" if budget_mb else ""]
+                )
+            )
+            or "-"
+        )
+        print(
+            f"{label:<16} {gpus:>8,} {days:>5} {resolution:>4} {result['rows']:>12,} {result['chunks']:>6} "
+            f"{result['seconds']:>8.2f} {result['cpu_seconds']:>6.2f} "
+            f"{result['rows'] / result['seconds'] / 1e6:>11.1f} "
+            f"{result['peak_mb']:>8.0f} {budget:>14}  {'ok' if ok else 'MISSED'}"
+        )
     return 1 if missed else 0
 
 

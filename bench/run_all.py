@@ -18,8 +18,11 @@ HERE = Path(__file__).resolve().parent
 def main() -> int:
     only = sys.argv[1:]
     scripts = sorted(p for p in HERE.glob("bench_*.py") if not only or any(o in p.stem for o in only))
-    print(f"# Goodput benchmarks on {os.cpu_count()} cores, {platform.processor() or platform.machine()},"
-          f" Python {platform.python_version()}\n", flush=True)
+    print(
+        f"# Goodput benchmarks on {os.cpu_count()} cores, {platform.processor() or platform.machine()},"
+        f" Python {platform.python_version()}\n",
+        flush=True,
+    )
     results = []
     for script in scripts:
         print(f"## {script.stem}", flush=True)
@@ -29,8 +32,10 @@ def main() -> int:
         print(flush=True)
     print("## summary")
     for name, code, seconds in results:
-        print(f"{name:32} {'ok' if code == 0 else 'MISSED BUDGET' if code == 1 else f'ERROR ({code})':16}"
-              f" {seconds:7.1f} s")
+        print(
+            f"{name:32} {'ok' if code == 0 else 'MISSED BUDGET' if code == 1 else f'ERROR ({code})':16}"
+            f" {seconds:7.1f} s"
+        )
     return 0 if all(code == 0 for _, code, _ in results) else 1
 
 

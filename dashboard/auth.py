@@ -88,8 +88,10 @@ class RoleRules:
             raise GoodputError(f"{where}: must be a table, got {type(table).__name__}")
         unknown = sorted(set(table) - {"claim", *GRANTED_ROLES})
         if unknown:
-            raise GoodputError(f"{where}: unknown key {unknown[0]!r} (known: claim, operator, planner; every "
-                               "logged-in user is a viewer)")
+            raise GoodputError(
+                f"{where}: unknown key {unknown[0]!r} (known: claim, operator, planner; every "
+                "logged-in user is a viewer)"
+            )
         claim = table.get("claim", DEFAULT_GROUPS_CLAIM)
         if not isinstance(claim, str) or not claim:
             raise GoodputError(f"{where}.claim: must be the name of an ID-token claim, got {claim!r}")
@@ -156,8 +158,10 @@ def is_loopback(host: str) -> bool:
 
 def check_login_config(secrets: Mapping[str, object], source: str) -> LoginConfig:
     """Check that `secrets` (a parsed secrets file) configures an OIDC login Streamlit can use."""
-    how = (f"add an [auth] table to {source} with redirect_uri, cookie_secret, client_id, client_secret and "
-           "server_metadata_url (README, 'Login')")
+    how = (
+        f"add an [auth] table to {source} with redirect_uri, cookie_secret, client_id, client_secret and "
+        "server_metadata_url (README, 'Login')"
+    )
     auth = secrets.get("auth")
     if not isinstance(auth, Mapping):
         raise GoodputError(f"login is required but {source} has no [auth] table: {how}")
@@ -165,14 +169,19 @@ def check_login_config(secrets: Mapping[str, object], source: str) -> LoginConfi
         if not isinstance(auth.get(key), str) or not auth[key].strip():
             raise GoodputError(f"{source}: [auth].{key} is missing: {how}")
     if not auth["redirect_uri"].startswith(("https://", "http://")) or not auth["redirect_uri"].rstrip(
-            "/").endswith("/oauth2callback"):
-        raise GoodputError(f"{source}: [auth].redirect_uri must be the dashboard's address ending in "
-                           f"/oauth2callback, e.g. https://goodput.example.com/oauth2callback, got "
-                           f"{auth['redirect_uri']!r}")
+        "/"
+    ).endswith("/oauth2callback"):
+        raise GoodputError(
+            f"{source}: [auth].redirect_uri must be the dashboard's address ending in "
+            f"/oauth2callback, e.g. https://goodput.example.com/oauth2callback, got "
+            f"{auth['redirect_uri']!r}"
+        )
     if len(auth["cookie_secret"]) < MIN_COOKIE_SECRET_CHARS:
-        raise GoodputError(f"{source}: [auth].cookie_secret has {len(auth['cookie_secret'])} characters, "
-                           f"fewer than {MIN_COOKIE_SECRET_CHARS}: make one with python -c 'import secrets; "
-                           "print(secrets.token_hex(32))'")
+        raise GoodputError(
+            f"{source}: [auth].cookie_secret has {len(auth['cookie_secret'])} characters, "
+            f"fewer than {MIN_COOKIE_SECRET_CHARS}: make one with python -c 'import secrets; "
+            "print(secrets.token_hex(32))'"
+        )
     goodput = secrets.get("goodput", {})
     if not isinstance(goodput, Mapping):
         raise GoodputError(f"{source}: [goodput] must be a table")
@@ -260,8 +269,14 @@ def login_screen() -> None:
     provider = _goodput_table().get("login_provider")
     st.title("Goodput")
     st.write("Log in to see the cluster. Your organisation's sign-in page opens, then brings you back here.")
-    st.button("Log in", type="primary", icon=":material/login:", key="auth_login", on_click=st.login,
-              args=(provider,) if provider else ())
+    st.button(
+        "Log in",
+        type="primary",
+        icon=":material/login:",
+        key="auth_login",
+        on_click=st.login,
+        args=(provider,) if provider else (),
+    )
 
 
 def sidebar_user(access: Access) -> None:

@@ -13,7 +13,8 @@ def to_csv(frame: pl.DataFrame) -> bytes:
     spreadsheet would take for a formula (a job name `=HYPERLINK(...)`) neutralised (engine.report.csv_safety)."""
     flat = frame.with_columns(
         pl.col(name).cast(pl.List(pl.String)).list.join(";")
-        for name, dtype in frame.schema.items() if isinstance(dtype, pl.List)
+        for name, dtype in frame.schema.items()
+        if isinstance(dtype, pl.List)
     )
     return safe_csv(flat)
 

@@ -32,9 +32,14 @@ from engine.scenario.keys import KEY_BY_NAME
 from engine.sim.sweep import Axis, LocalExecutor, usable_cores
 
 # The failure categories of the Llama 3 table (engine.reference.CAUSES) and their URL names.
-CATEGORIES: dict[str, str] = {"GPU": "m_gpu", "Host": "m_host", "Network": "m_network",
-                              "Dependency": "m_dependency", "Unplanned maintenance": "m_maint",
-                              "Unknown": "m_unknown"}
+CATEGORIES: dict[str, str] = {
+    "GPU": "m_gpu",
+    "Host": "m_host",
+    "Network": "m_network",
+    "Dependency": "m_dependency",
+    "Unplanned maintenance": "m_maint",
+    "Unknown": "m_unknown",
+}
 assert {c.category for c in CAUSES} == set(CATEGORIES), "every reference category needs a multiplier"
 WRITE_MODES = ("time", "storage")  # checkpoint write given as a time, or as size per GPU / bandwidth
 MAX_MULTIPLIER = 100.0
@@ -71,22 +76,40 @@ def defaults(preset: str) -> Knobs:
     base = build(preset)
     given = base["training.checkpoint_write"]
     return Knobs(
-        preset=preset, cluster_gpus=base["cluster.gpus"], job_gpus=base["training.gpus"],
+        preset=preset,
+        cluster_gpus=base["cluster.gpus"],
+        job_gpus=base["training.gpus"],
         rate=base["failures.rate_per_1000_node_days"] * base["failures.scale"],
-        interval_s=base["training.checkpoint_interval"], write_mode="storage" if given is None else "time",
-        write_s=base.checkpoint_write_s, checkpoint_gb_per_gpu=base["storage.checkpoint_gb_per_gpu"],
-        bandwidth_gb_per_s=base["storage.bandwidth_gb_per_s"], restart_s=base["training.restart_overhead"],
-        spares=base["spares.hosts"], repair_fix_s=base["repair.fix"], technicians=base["repair.technicians"],
-        gpu_hour_usd=base["cost.gpu_hour_usd"], gpus_per_host=base["cluster.gpus_per_host"],
-        placement=base["training.placement"], gbps_per_gpu=base["network.gbps_per_gpu"])
+        interval_s=base["training.checkpoint_interval"],
+        write_mode="storage" if given is None else "time",
+        write_s=base.checkpoint_write_s,
+        checkpoint_gb_per_gpu=base["storage.checkpoint_gb_per_gpu"],
+        bandwidth_gb_per_s=base["storage.bandwidth_gb_per_s"],
+        restart_s=base["training.restart_overhead"],
+        spares=base["spares.hosts"],
+        repair_fix_s=base["repair.fix"],
+        technicians=base["repair.technicians"],
+        gpu_hour_usd=base["cost.gpu_hour_usd"],
+        gpus_per_host=base["cluster.gpus_per_host"],
+        placement=base["training.placement"],
+        gbps_per_gpu=base["network.gbps_per_gpu"],
+    )
 
 
 # (knob field, URL name, lowest, highest): numbers outside are clamped, text that is no number falls back.
 NUMERIC: tuple[tuple[str, str, float, float], ...] = (
-    ("cluster_gpus", "cluster", 8, 1_048_576), ("job_gpus", "gpus", 0, 1_048_576), ("rate", "rate", 0, 1000),
-    ("interval_s", "interval", 1, 7 * 86400), ("write_s", "write", 0, 86400), ("checkpoint_gb_per_gpu", "gb", 0, 1e4),
-    ("bandwidth_gb_per_s", "bw", 0.001, 1e7), ("restart_s", "restart", 0, 7 * 86400), ("spares", "spares", 0, 1e5),
-    ("repair_fix_s", "fix", 0, 365 * 86400), ("technicians", "techs", 1, 10_000), ("gpu_hour_usd", "price", 0, 1e4),
+    ("cluster_gpus", "cluster", 8, 1_048_576),
+    ("job_gpus", "gpus", 0, 1_048_576),
+    ("rate", "rate", 0, 1000),
+    ("interval_s", "interval", 1, 7 * 86400),
+    ("write_s", "write", 0, 86400),
+    ("checkpoint_gb_per_gpu", "gb", 0, 1e4),
+    ("bandwidth_gb_per_s", "bw", 0.001, 1e7),
+    ("restart_s", "restart", 0, 7 * 86400),
+    ("spares", "spares", 0, 1e5),
+    ("repair_fix_s", "fix", 0, 365 * 86400),
+    ("technicians", "techs", 1, 10_000),
+    ("gpu_hour_usd", "price", 0, 1e4),
     ("gbps_per_gpu", "gbps", 0, 3200),
 )
 PLACEMENTS = KEY_BY_NAME["training.placement"].choices
@@ -114,8 +137,9 @@ def from_params(params: Mapping[str, str]) -> Knobs:
         changes["write_mode"] = params["ckpt"]
     if params.get("place") in PLACEMENTS:
         changes["placement"] = params["place"]
-    changes["multipliers"] = {cat: _number(params.get(url), 1.0, 0.0, MAX_MULTIPLIER)
-                              for cat, url in CATEGORIES.items()}
+    changes["multipliers"] = {
+        cat: _number(params.get(url), 1.0, 0.0, MAX_MULTIPLIER) for cat, url in CATEGORIES.items()
+    }
     return replace(knobs, **changes)
 
 
@@ -155,18 +179,27 @@ def scenario_values(knobs: Knobs) -> dict[str, Any]:
     (Scenario.with_values)."""
     weights = base_weights(knobs.preset)
     values: dict[str, Any] = {
-        "cluster.gpus": knobs.cluster_gpus, "training.gpus": knobs.job_gpus,
+        "cluster.gpus": knobs.cluster_gpus,
+        "training.gpus": knobs.job_gpus,
         "failures.rate_per_1000_node_days": knobs.rate,
         "failures.scale": category_scale(weights, knobs.multipliers),
-        "training.checkpoint_interval": knobs.interval_s, "training.restart_overhead": knobs.restart_s,
-        "spares.hosts": knobs.spares, "repair.fix": knobs.repair_fix_s, "repair.technicians": knobs.technicians,
-        "cost.gpu_hour_usd": knobs.gpu_hour_usd, "training.placement": knobs.placement,
-        "network.gbps_per_gpu": knobs.gbps_per_gpu}
+        "training.checkpoint_interval": knobs.interval_s,
+        "training.restart_overhead": knobs.restart_s,
+        "spares.hosts": knobs.spares,
+        "repair.fix": knobs.repair_fix_s,
+        "repair.technicians": knobs.technicians,
+        "cost.gpu_hour_usd": knobs.gpu_hour_usd,
+        "training.placement": knobs.placement,
+        "network.gbps_per_gpu": knobs.gbps_per_gpu,
+    }
     if knobs.write_mode == "time":
         values["training.checkpoint_write"] = knobs.write_s
     else:  # None: derived from the size and the bandwidth (Scenario.checkpoint_write_s)
-        values |= {"training.checkpoint_write": None, "storage.checkpoint_gb_per_gpu": knobs.checkpoint_gb_per_gpu,
-                   "storage.bandwidth_gb_per_s": knobs.bandwidth_gb_per_s}
+        values |= {
+            "training.checkpoint_write": None,
+            "storage.checkpoint_gb_per_gpu": knobs.checkpoint_gb_per_gpu,
+            "storage.bandwidth_gb_per_s": knobs.bandwidth_gb_per_s,
+        }
     return values | scaled_mix(weights, knobs.multipliers)
 
 
@@ -192,9 +225,14 @@ def scenario(knobs: Knobs, *, telemetry: bool = False) -> Scenario:
 
 def closed_form(knobs: Knobs) -> ClosedForm:
     """The closed form of the knobs, even where they make no valid scenario (a job larger than the cluster)."""
-    return closed_form_ettr(gpus=knobs.job_gpus, gpus_per_host=knobs.gpus_per_host,
-                            rate_per_1000_node_days=effective_rate(knobs), checkpoint_interval_s=knobs.interval_s,
-                            checkpoint_write_s=write_seconds(knobs), restart_overhead_s=knobs.restart_s)
+    return closed_form_ettr(
+        gpus=knobs.job_gpus,
+        gpus_per_host=knobs.gpus_per_host,
+        rate_per_1000_node_days=effective_rate(knobs),
+        checkpoint_interval_s=knobs.interval_s,
+        checkpoint_write_s=write_seconds(knobs),
+        restart_overhead_s=knobs.restart_s,
+    )
 
 
 # ----- Monte-Carlo and sweeps ---------------------------------------------------------------------------------
@@ -263,8 +301,10 @@ def default_values(s: Scenario, key: str, n: int = 4) -> str:
         step = s["cluster.gpus_per_host"] if key == "training.gpus" else 1
         low = 0 if key == "spares.hosts" else step
         centre = centre if centre > 0 else 2 * step
-        high = {"spares.hosts": s.hosts - s.job_hosts,  # what still fits beside the job (or its spares)
-                "training.gpus": s["cluster.gpus"] - s["spares.hosts"] * step}.get(key, math.inf)
+        high = {
+            "spares.hosts": s.hosts - s.job_hosts,  # what still fits beside the job (or its spares)
+            "training.gpus": s["cluster.gpus"] - s["spares.hosts"] * step,
+        }.get(key, math.inf)
         values = sorted({min(max(low, round(nice_number(centre * f) / step) * step), high) for f in factors})
         return ",".join(str(int(v)) for v in values)
     centre = centre if centre > 0 else 1.0

@@ -128,18 +128,24 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     os.environ[auth.LOGIN_ENV] = auth.REQUIRED if login else "off"
     store = os.environ.get("GOODPUT_STORE", "data/store")
-    print(f"Goodput dashboard on http://{args.host}:{args.port} (store {store}; login "
-          f"{'required' if login else 'off: loopback only'})", file=sys.stderr)
+    print(
+        f"Goodput dashboard on http://{args.host}:{args.port} (store {store}; login "
+        f"{'required' if login else 'off: loopback only'})",
+        file=sys.stderr,
+    )
     preload_and_freeze()  # long GC pauses held every answer under load (dashboard/preload.py)
-    st.App(args.app, middleware=[Middleware(SecurityHeaders)]).run(config={
-        "server.port": args.port,
-        "server.address": args.host,
-        "server.headless": True,
-        "browser.gatherUsageStats": False,
-        "client.showErrorDetails": "none",
-        "server.fileWatcherType": "none",  # watching blocked the event loop per new session (.streamlit/config.toml)
-        "secrets.files": [str(p) for p in files],
-    })
+    st.App(args.app, middleware=[Middleware(SecurityHeaders)]).run(
+        config={
+            "server.port": args.port,
+            "server.address": args.host,
+            "server.headless": True,
+            "browser.gatherUsageStats": False,
+            "client.showErrorDetails": "none",
+            # watching blocked the event loop per new session (.streamlit/config.toml)
+            "server.fileWatcherType": "none",
+            "secrets.files": [str(p) for p in files],
+        }
+    )
     return 0
 
 

@@ -153,7 +153,9 @@ def sidebar_run_selector() -> RunInfo | None:
     ids = list(by_id)
     wanted = st.query_params.get(RUN_PARAM)
     if wanted and wanted not in by_id:
-        st.sidebar.warning(f"Run {code(wanted)} is not in the store (deleted?); showing the newest run instead.")
+        st.sidebar.warning(
+            f"Run {code(wanted)} is not in the store (deleted?); showing the newest run instead."
+        )
     # the URL wins over the widget's remembered value, so a pasted link shows the run it names; a pick in the
     # widget reaches the URL first through `_on_pick`, so it is not undone here
     if wanted in by_id:
@@ -171,7 +173,11 @@ def sidebar_run_selector() -> RunInfo | None:
     info = by_id[chosen]
     seed = f" · seed {info.seed}" if info.seed is not None else ""
     # a kernel log stamped since boot has no date (engine.store.run.UNKNOWN_START): none is shown
-    start = f"{info.started_at:%Y-%m-%d %H:%M} UTC" if start_known(info.started_at) else "an unknown date (since boot)"
+    start = (
+        f"{info.started_at:%Y-%m-%d %H:%M} UTC"
+        if start_known(info.started_at)
+        else "an unknown date (since boot)"
+    )
     st.sidebar.caption(
         f"{info.kind}{seed} · {info.duration_s / SECONDS_PER_DAY:.1f} days from "
         f"{start} · made {info.created_at:%Y-%m-%d %H:%M}"
@@ -242,7 +248,11 @@ def live_refresh_s(info: RunInfo, now: float | None = None) -> float | None:
     replaced within LIVE_STALE_S. The interval follows the scrapes (the run's span over its scrapes), kept
     between 5 s and a minute.
     """
-    if info.kind != "ingest" or not isinstance(info.scenario, dict) or info.scenario.get("source") != "scrape":
+    if (
+        info.kind != "ingest"
+        or not isinstance(info.scenario, dict)
+        or info.scenario.get("source") != "scrape"
+    ):
         return None
     try:
         modified = store().path_of(info.run_id).stat().st_mtime
@@ -251,7 +261,11 @@ def live_refresh_s(info: RunInfo, now: float | None = None) -> float | None:
     if (now if now is not None else time.time()) - modified > LIVE_STALE_S:
         return None
     scrapes = info.summary.get("scrapes") if isinstance(info.summary, dict) else None
-    every = info.duration_s / (scrapes - 1) if isinstance(scrapes, int) and scrapes > 1 else LIVE_REFRESH_MAX_S / 2
+    every = (
+        info.duration_s / (scrapes - 1)
+        if isinstance(scrapes, int) and scrapes > 1
+        else LIVE_REFRESH_MAX_S / 2
+    )
     return min(max(every, LIVE_REFRESH_MIN_S), LIVE_REFRESH_MAX_S)
 
 

@@ -28,8 +28,12 @@ PAGES = {
     "Manage": [
         st.Page("app_pages/data.py", title="Data", icon=":material/database:"),
         # every figure's help links here (engine.analysis.definitions.PAGE_PATH)
-        st.Page("app_pages/definitions.py", title="Definitions", icon=":material/menu_book:",
-                url_path="definitions"),
+        st.Page(
+            "app_pages/definitions.py",
+            title="Definitions",
+            icon=":material/menu_book:",
+            url_path="definitions",
+        ),
     ],
 }
 
@@ -49,7 +53,10 @@ if access.login_required and not access.logged_in:
     # it, so a shared link does not say "page not found"): no run list, no sidebar, no data
     screens = [st.Page(auth.login_screen, title="Log in", default=True)] + [
         st.Page(auth.login_screen, title=p.title, url_path=p.url_path)
-        for group in PAGES.values() for p in group if p.url_path]
+        for group in PAGES.values()
+        for p in group
+        if p.url_path
+    ]
     st.navigation(screens, position="hidden").run()
     st.stop()
 page = st.navigation(PAGES)

@@ -27,8 +27,8 @@ _ENTITY = re.compile(r"&(?=[#A-Za-z])")  # `&amp;`, `&#60;`: character reference
 # GFM links `www.x`, `http://x` and `a@b.c` in text nodes, after escapes are resolved: a joiner inside `www.`
 # and after `@` (and the one after `http:`, below) breaks their patterns
 _WWW = re.compile(r"(?<=[wW]{3})\.")
-# A colon before a letter, `/`, `+`, `-`, `_` (or an escaped one) starts a directive (`:red[x]`, `:help[x]`, `::name`), a URL
-# (`http://`) or an icon (`:material/x:`, which Streamlit rewrites in the raw source); one that opens a
+# A colon before a letter, `/`, `+`, `-`, `_` (or an escaped one) starts a directive (`:red[x]`, `:help[x]`,
+# `::name`), a URL (`http://`) or an icon (`:material/x:`, which Streamlit rewrites in the raw source); one that opens a
 # `:code:` pair is an emoji. Escaped, and followed by an invisible joiner (Streamlit's emoji, icon and logo
 # plugins match text after escapes are resolved).
 _COLON = re.compile(r":(?=[A-Za-z/+_\\-]|[0-9A-Za-z_+-]+:)")
@@ -79,8 +79,11 @@ def plot(value: object) -> str:
 def plot_expr(expr: pl.Expr | str) -> pl.Expr:
     """`plot` for a Polars column (vectorised: no Python callback in the plan)."""
     expr = (pl.col(expr) if isinstance(expr, str) else expr).cast(pl.String)  # an all-null column may be Null
-    return (expr.str.replace_all("&", "&amp;", literal=True).str.replace_all("<", "&lt;", literal=True)
-            .str.replace_all(">", "&gt;", literal=True))
+    return (
+        expr.str.replace_all("&", "&amp;", literal=True)
+        .str.replace_all("<", "&lt;", literal=True)
+        .str.replace_all(">", "&gt;", literal=True)
+    )
 
 
 def plot_all(values) -> list[str | None]:

@@ -1,7 +1,7 @@
 """The formatters of dashboard.format as Polars expressions, for whole columns at once.
 
-Pages once formatted columns by handing `fmt_time` to Polars per element: a Python callback that Polars' thread pool must
-call back into the interpreter for. Under concurrent sessions that deadlocked the server (pool threads
+Pages once formatted columns by handing `fmt_time` to Polars per element: a Python callback that Polars'
+thread pool must call back into the interpreter for. Under concurrent sessions that deadlocked the server (pool threads
 waiting for the GIL while the thread holding it waited for the pool), so no page may put Python inside a
 Polars plan. These expressions give the same text as the Python formatters, value for value
 (tests/test_text_exprs.py proves it with Hypothesis); a null stays null, as it did through that callback,
@@ -56,22 +56,37 @@ def duration_text(column: str | pl.Expr) -> pl.Expr:
     minutes, hours, days = s // 60, s // 3600, s // 86400
     minute_part, hour_part = (minutes % 60).cast(pl.String), (hours % 24).cast(pl.String)
     text = (
-        pl.when(x.is_nan()).then(pl.lit(DASH))
-        .when(x >= FOREVER_S).then(pl.lit("∞"))
-        .when(x <= -FOREVER_S).then(pl.lit("-∞"))
-        .when(s < 60).then(s.cast(pl.String) + " s")
-        .when(s < 3600).then(minutes.cast(pl.String) + " min")
-        .when(s < 86400).then(hours.cast(pl.String) + " h"
-                              + pl.when(minutes % 60 == 0).then(pl.lit("")).otherwise(" " + minute_part + " min"))
-        .otherwise(days.cast(pl.String) + " d"
-                   + pl.when(hours % 24 == 0).then(pl.lit("")).otherwise(" " + hour_part + " h"))
+        pl.when(x.is_nan())
+        .then(pl.lit(DASH))
+        .when(x >= FOREVER_S)
+        .then(pl.lit("∞"))
+        .when(x <= -FOREVER_S)
+        .then(pl.lit("-∞"))
+        .when(s < 60)
+        .then(s.cast(pl.String) + " s")
+        .when(s < 3600)
+        .then(minutes.cast(pl.String) + " min")
+        .when(s < 86400)
+        .then(
+            hours.cast(pl.String)
+            + " h"
+            + pl.when(minutes % 60 == 0).then(pl.lit("")).otherwise(" " + minute_part + " min")
+        )
+        .otherwise(
+            days.cast(pl.String)
+            + " d"
+            + pl.when(hours % 24 == 0).then(pl.lit("")).otherwise(" " + hour_part + " h")
+        )
     )
     return _keep_null(x, text)
 
 
 _CATEGORIES = {key: cause.category for key, cause in CAUSE_BY_KEY.items()} | {
-    PLANNED_CAUSE.cause: PLANNED_CAUSE.category}
-_LABELS = {key: cause.label for key, cause in CAUSE_BY_KEY.items()} | {PLANNED_CAUSE.cause: PLANNED_CAUSE.label}
+    PLANNED_CAUSE.cause: PLANNED_CAUSE.category
+}
+_LABELS = {key: cause.label for key, cause in CAUSE_BY_KEY.items()} | {
+    PLANNED_CAUSE.cause: PLANNED_CAUSE.label
+}
 
 
 def category_text(column: str | pl.Expr) -> pl.Expr:
@@ -92,5 +107,6 @@ def tier_rank(column: str | pl.Expr) -> pl.Expr:
     """network.tier_sort_key's first part: a tier's place from the bottom of the fabric up (unknown ones last).
     Sort by [tier_rank(tier), tier] for the whole key."""
     x = _column(column).cast(pl.String)
-    return x.replace_strict({t: i for i, t in enumerate(TIER_ORDER)}, default=len(TIER_ORDER),
-                            return_dtype=pl.Int64)
+    return x.replace_strict(
+        {t: i for i, t in enumerate(TIER_ORDER)}, default=len(TIER_ORDER), return_dtype=pl.Int64
+    )

@@ -20,7 +20,9 @@ from engine.replay.settings import MODES
 from engine.store import Store
 from engine.store.run import Run
 
-MAX_UPLOAD_MB = 200  # what the page states; Streamlit's own per-file limit (server.maxUploadSize) is 200 MB too
+MAX_UPLOAD_MB = (
+    200  # what the page states; Streamlit's own per-file limit (server.maxUploadSize) is 200 MB too
+)
 MAX_UPLOAD_BYTES = MAX_UPLOAD_MB * 1024 * 1024
 TRACE_FORMATS = ("auto", *FORMATS)
 
@@ -58,14 +60,22 @@ def check_size(files: Sequence[tuple[str, bytes]], limit: int = MAX_UPLOAD_BYTES
     total = sum(len(data) for _, data in files)
     if total > limit:
         largest = max(files, key=lambda f: len(f[1]))
-        raise UploadError(f"the uploads hold {total / 1e6:,.1f} MB, over the {limit / 1e6:,.0f} MB limit"
-                          f" (the largest is {largest[0]}, {len(largest[1]) / 1e6:,.1f} MB); import larger"
-                          " files with the command line")
+        raise UploadError(
+            f"the uploads hold {total / 1e6:,.1f} MB, over the {limit / 1e6:,.0f} MB limit"
+            f" (the largest is {largest[0]}, {len(largest[1]) / 1e6:,.1f} MB); import larger"
+            " files with the command line"
+        )
     return total
 
 
-def import_telemetry(store: Store, dcgm: Sequence = (), kernel_logs: Sequence = (), *, name: str | None = None,
-                     limit: int = MAX_UPLOAD_BYTES) -> Imported:
+def import_telemetry(
+    store: Store,
+    dcgm: Sequence = (),
+    kernel_logs: Sequence = (),
+    *,
+    name: str | None = None,
+    limit: int = MAX_UPLOAD_BYTES,
+) -> Imported:
     """DCGM exporter scrapes and/or kernel logs (XIDs mapped to the scraped GPUs) as a new observed run."""
     scrapes, logs = named_bytes(dcgm), named_bytes(kernel_logs)
     if not scrapes and not logs:
@@ -78,8 +88,16 @@ def import_telemetry(store: Store, dcgm: Sequence = (), kernel_logs: Sequence = 
     return _write(store, run)
 
 
-def import_trace(store: Store, trace, *, fmt: str = "auto", mode: str = "rescheduled", name: str | None = None,
-                 node_list=None, limit: int = MAX_UPLOAD_BYTES) -> Imported:
+def import_trace(
+    store: Store,
+    trace,
+    *,
+    fmt: str = "auto",
+    mode: str = "rescheduled",
+    name: str | None = None,
+    node_list=None,
+    limit: int = MAX_UPLOAD_BYTES,
+) -> Imported:
     """A job trace (goodput CSV, Slurm sacct, SWF, Alibaba openb) replayed into a new run.
 
     `node_list`: an openb pod list's node list (openb_node_list_gpu_node.csv), the upload's counterpart of the

@@ -22,5 +22,7 @@ def read_bounded(path: str | Path, what: str, limit: int | None = None, source: 
     except OSError as err:
         raise GoodputError(f"{source}: cannot read {what}: {err.strerror or err}") from None
     if len(data) > limit:
-        raise GoodputError(f"{source}: {what} is larger than Goodput's limit of {limit:,} bytes (engine/limits.py)")
+        raise GoodputError(
+            f"{source}: {what} is larger than Goodput's limit of {limit:,} bytes (engine/limits.py)"
+        )
     return data

@@ -41,7 +41,9 @@ def _check_store_flag(args: argparse.Namespace) -> None:
     """`--store` refused before any work: a folder that cannot be written must not fail a long simulation at
     its very end (engine.store.outputs.check_store)."""
     if getattr(args, "store", None) is not None and not args.store.strip():
-        raise GoodputError("--store: empty; give a folder (or leave the flag out for $GOODPUT_STORE or data/store)")
+        raise GoodputError(
+            "--store: empty; give a folder (or leave the flag out for $GOODPUT_STORE or data/store)"
+        )
     if args.command in WRITES_STORE and hasattr(args, "store"):
         check_store(resolve_store_dir(args.store))
 
@@ -57,7 +59,9 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     if args.seed is not None:
         sets.append(f"simulation.seed={args.seed}")
     scenario = build(args.preset, file=args.scenario, sets=sets)
-    name = args.name or (Path(args.scenario).stem if args.scenario else None)  # default: the file, else preset
+    name = args.name or (
+        Path(args.scenario).stem if args.scenario else None
+    )  # default: the file, else preset
     run = simulate(scenario, name=name, progress=_progress_printer(args.json))
     run_id = Store(args.store).write_run(run)
     _report({"run_id": run_id, **run.summary}, args.json, _simulate_text)
@@ -67,8 +71,15 @@ def cmd_simulate(args: argparse.Namespace) -> int:
 def cmd_replay(args: argparse.Namespace) -> int:
     from engine.replay.run import replay_file
 
-    run = replay_file(args.file, fmt=args.format, sets=list(args.set or []), mode=args.mode,
-                      placement=args.policy, name=args.name, preset=args.preset)
+    run = replay_file(
+        args.file,
+        fmt=args.format,
+        sets=list(args.set or []),
+        mode=args.mode,
+        placement=args.policy,
+        name=args.name,
+        preset=args.preset,
+    )
     run_id = Store(args.store).write_run(run)
     text = _simulate_text if run.summary.get("format") == "incidents" else _replay_text
     _report({"run_id": run_id, **run.summary}, args.json, text)
@@ -79,12 +90,14 @@ def _replay_text(r: dict) -> str:
     reasons = ", ".join(f"{k} {v}" for k, v in r.get("wait_reasons", {}).items()) or "no job waited"
     if r.get("mode") == "recorded":
         reasons = "not in a recorded trace (replay with --mode rescheduled to see why)"
-    return (f"run {r['run_id']}: {r['jobs']:,} jobs ({r['format']}, {r['mode']}, {r['policy']}) on"
-            f" {r['gpus']:,} GPUs in {r['hosts']:,} hosts over {r['days']:.1f} days\n"
-            f"  wait mean {r['wait_mean_s'] / SECONDS_PER_MINUTE:.1f} min,"
-            f" p95 {r['wait_p95_s'] / SECONDS_PER_MINUTE:.1f} min;"
-            f" utilisation {r['utilization']:.1%}; {r['pending']:,} never started\n"
-            f"  waited mostly for: {reasons}" + "".join(f"\n  note: {n}" for n in r.get("notes", [])))
+    return (
+        f"run {r['run_id']}: {r['jobs']:,} jobs ({r['format']}, {r['mode']}, {r['policy']}) on"
+        f" {r['gpus']:,} GPUs in {r['hosts']:,} hosts over {r['days']:.1f} days\n"
+        f"  wait mean {r['wait_mean_s'] / SECONDS_PER_MINUTE:.1f} min,"
+        f" p95 {r['wait_p95_s'] / SECONDS_PER_MINUTE:.1f} min;"
+        f" utilisation {r['utilization']:.1%}; {r['pending']:,} never started\n"
+        f"  waited mostly for: {reasons}" + "".join(f"\n  note: {n}" for n in r.get("notes", []))
+    )
 
 
 def cmd_ingest(args: argparse.Namespace) -> int:
@@ -101,8 +114,14 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         if args.scrapes is not None and args.scrapes < 1:
             raise GoodputError(f"--scrapes: must be at least 1, got {args.scrapes}")
         every = parse_duration(args.every, "--every")
-        result = scrape_loop(parse_urls(args.scrape), every, Store(args.store), scrapes=args.scrapes,
-                             name=args.name, quiet=args.json)
+        result = scrape_loop(
+            parse_urls(args.scrape),
+            every,
+            Store(args.store),
+            scrapes=args.scrapes,
+            name=args.name,
+            quiet=args.json,
+        )
         _report(result, args.json, summary_text)
         return 0
     if not args.files:
@@ -151,10 +170,17 @@ def cmd_export(args: argparse.Namespace) -> int:
     store.info(args.run)  # an unknown run: a clear error before anything else
     planned = True if args.planned else (False if args.unexpected else None)
     data = export_run_incidents(
-        store, args.run, args.format, anonymise=args.anonymise, incident_id=args.incident,
+        store,
+        args.run,
+        args.format,
+        anonymise=args.anonymise,
+        incident_id=args.incident,
         since_s=None if args.since is None else parse_duration(args.since, "--since"),
         until_s=None if args.until is None else parse_duration(args.until, "--until"),
-        causes=args.cause, categories=args.category, planned=planned)
+        causes=args.cause,
+        categories=args.category,
+        planned=planned,
+    )
     write_export(output, data, force=args.force)
     print(f"wrote {output} ({len(data):,} bytes, {args.format})", file=sys.stderr)
     return 0
@@ -166,8 +192,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
     scenario = build(args.preset, file=args.scenario, sets=list(args.set or []))
     axes = [parse_vary(text) for text in args.vary]
-    executor = make_executor(args.executor, workers=args.workers, address=args.ray_address,
-                             quiet=args.json)
+    executor = make_executor(args.executor, workers=args.workers, address=args.ray_address, quiet=args.json)
     frame = sweep(scenario, axes, args.seeds, executor=executor, progress=_progress_printer(args.json))
     keys = [a.key for a in axes]
     if args.json:
@@ -179,22 +204,33 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
 def _sweep_text(table, keys: list[str], seeds: int) -> str:
     """Means and 5-95 % bands per grid point, one line each."""
+
     def band(row: dict, metric: str, spec: str) -> str:
         mean, lo, hi = (row[f"{metric}_{s}"] for s in ("mean", "p5", "p95"))
         if mean is None:
             return "-"
         return f"{mean:{spec}} [{lo:{spec}}, {hi:{spec}}]"
 
-    columns = [("ETTR", "ettr", ".3f"), ("closed form", "closed_form_ettr", ".3f"),
-               ("MTTF h", "mttf_hours", ".2f"), ("interruptions", "interruptions", ".1f"),
-               ("lost GPU-h", "lost_gpu_hours", ",.0f")]
-    if any(r["ettr_with_network_mean"] != r["ettr_mean"] for r in table.to_dicts()):  # a placement slows the job
+    columns = [
+        ("ETTR", "ettr", ".3f"),
+        ("closed form", "closed_form_ettr", ".3f"),
+        ("MTTF h", "mttf_hours", ".2f"),
+        ("interruptions", "interruptions", ".1f"),
+        ("lost GPU-h", "lost_gpu_hours", ",.0f"),
+    ]
+    if any(
+        r["ettr_with_network_mean"] != r["ettr_mean"] for r in table.to_dicts()
+    ):  # a placement slows the job
         columns.insert(1, ("with network", "ettr_with_network", ".3f"))
-    rows = [[str(r[k]) for k in keys] + [band(r, m, spec) for _, m, spec in columns] for r in table.to_dicts()]
+    rows = [
+        [str(r[k]) for k in keys] + [band(r, m, spec) for _, m, spec in columns] for r in table.to_dicts()
+    ]
     header = keys + [title for title, _, _ in columns]
     widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
-    lines = [f"{len(rows)} grid points x {seeds} seeds: mean [5%, 95%]",
-             "  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)).rstrip()]
+    lines = [
+        f"{len(rows)} grid points x {seeds} seeds: mean [5%, 95%]",
+        "  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)).rstrip(),
+    ]
     lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
     return "\n".join(lines)
 
@@ -212,14 +248,24 @@ def cmd_ettr(args: argparse.Namespace) -> int:
         raise GoodputError(f"--node-failure-rate: must be at least 0, got {args.node_failure_rate}")
     if interval <= 0:
         raise GoodputError("--checkpoint-interval: must be greater than 0")
-    estimate = closed_form_ettr(gpus=args.gpus, gpus_per_host=args.gpus_per_host,
-                                rate_per_1000_node_days=args.node_failure_rate, checkpoint_interval_s=interval,
-                                checkpoint_write_s=write, restart_overhead_s=restart)
-    result = {"ettr": estimate.ettr, "mttf_hours": estimate.mttf_s / SECONDS_PER_HOUR,
-              "optimal_checkpoint_interval_s": young_daly_interval(write, estimate.mttf_s)}
+    estimate = closed_form_ettr(
+        gpus=args.gpus,
+        gpus_per_host=args.gpus_per_host,
+        rate_per_1000_node_days=args.node_failure_rate,
+        checkpoint_interval_s=interval,
+        checkpoint_write_s=write,
+        restart_overhead_s=restart,
+    )
+    result = {
+        "ettr": estimate.ettr,
+        "mttf_hours": estimate.mttf_s / SECONDS_PER_HOUR,
+        "optimal_checkpoint_interval_s": young_daly_interval(write, estimate.mttf_s),
+    }
     if not args.json:  # the text echoes the durations as read, so a unit mistaken is seen (`5m` vs `5h`)
-        print(f"read: {args.gpus:,} GPUs, {args.node_failure_rate:g} failures per 1,000 host-days, checkpoint every"
-              f" {format_duration(interval)}, {format_duration(write)} a write, {format_duration(restart)} a restart")
+        print(
+            f"read: {args.gpus:,} GPUs, {args.node_failure_rate:g} failures per 1,000 host-days, checkpoint every"
+            f" {format_duration(interval)}, {format_duration(write)} a write, {format_duration(restart)} a restart"
+        )
     _report(result, args.json, _ettr_text)
     return 0
 
@@ -266,10 +312,15 @@ def _simulate_text(r: dict) -> str:
     if top:
         lines.append("  top causes: " + ", ".join(f"{cause_label(cause)} {n}" for cause, n in top if n))
     if cluster:
-        lines.append(f"  {d('utilisation_by_allocation').label} {cluster.get('utilization', 0):.1%}"
-                     + (f", {d('utilisation_by_progress').label} {cluster['utilization_progress']:.1%}"
-                        if "utilization_progress" in cluster else "")
-                     + f", {d('gpu_hours_down').label} {cluster.get('gpu_hours_down', 0):,.0f} GPU-hours")
+        lines.append(
+            f"  {d('utilisation_by_allocation').label} {cluster.get('utilization', 0):.1%}"
+            + (
+                f", {d('utilisation_by_progress').label} {cluster['utilization_progress']:.1%}"
+                if "utilization_progress" in cluster
+                else ""
+            )
+            + f", {d('gpu_hours_down').label} {cluster.get('gpu_hours_down', 0):,.0f} GPU-hours"
+        )
     lines.append("  definitions: `goodput definitions` (docs/definitions.md)")
     return "\n".join(lines)
 
@@ -297,8 +348,10 @@ def _hours(value: float | None) -> str:
 
 def _ettr_text(r: dict) -> str:
     interval_min = r["optimal_checkpoint_interval_s"] / SECONDS_PER_MINUTE
-    return (f"expected ETTR {r['ettr']:.4f}; job MTTF {r['mttf_hours']:.2f} h;"
-            f" Young-Daly checkpoint interval {interval_min:.1f} min")
+    return (
+        f"expected ETTR {r['ettr']:.4f}; job MTTF {r['mttf_hours']:.2f} h;"
+        f" Young-Daly checkpoint interval {interval_min:.1f} min"
+    )
 
 
 def _progress_printer(as_json: bool) -> Callable[[float], None] | None:
@@ -310,7 +363,9 @@ def _progress_printer(as_json: bool) -> Callable[[float], None] | None:
     def show(fraction: float) -> None:
         filled = int(fraction * 30)
         end = "\n" if fraction >= 1 else ""
-        print(f"\r[{'#' * filled}{'.' * (30 - filled)}] {fraction:4.0%}", end=end, file=sys.stderr, flush=True)
+        print(
+            f"\r[{'#' * filled}{'.' * (30 - filled)}] {fraction:4.0%}", end=end, file=sys.stderr, flush=True
+        )
 
     return show
 
@@ -332,18 +387,27 @@ def build_parser() -> argparse.ArgumentParser:
         return sub
 
     def store_flag(sub: argparse.ArgumentParser) -> None:
-        sub.add_argument("--store", metavar="DIR", help="run store folder (default: $GOODPUT_STORE or data/store)")
+        sub.add_argument(
+            "--store", metavar="DIR", help="run store folder (default: $GOODPUT_STORE or data/store)"
+        )
 
     def json_flag(sub: argparse.ArgumentParser) -> None:
         sub.add_argument("--json", action="store_true", help="print one JSON object instead of text")
 
     def scenario_flags(sub: argparse.ArgumentParser) -> None:
         source = sub.add_mutually_exclusive_group()
-        source.add_argument("--preset", metavar="NAME",
-                            help=f"one of {', '.join(PRESETS)} (data/presets/NAME.toml; default llama3-405b)")
+        source.add_argument(
+            "--preset",
+            metavar="NAME",
+            help=f"one of {', '.join(PRESETS)} (data/presets/NAME.toml; default llama3-405b)",
+        )
         source.add_argument("--scenario", metavar="FILE", help="a TOML scenario file")
-        sub.add_argument("--set", action="append", metavar="KEY=VALUE",
-                         help="override one scenario key, e.g. training.checkpoint_interval=30m (repeatable)")
+        sub.add_argument(
+            "--set",
+            action="append",
+            metavar="KEY=VALUE",
+            help="override one scenario key, e.g. training.checkpoint_interval=30m (repeatable)",
+        )
 
     sim = command("simulate", cmd_simulate, "simulate a cluster and its flagship job through failures")
     scenario_flags(sim)
@@ -353,34 +417,65 @@ def build_parser() -> argparse.ArgumentParser:
     json_flag(sim)
 
     rep = command("replay", cmd_replay, "replay a job trace (or an incidents file) into a run")
-    rep.add_argument("file", metavar="FILE", help="a job trace (goodput CSV, sacct --parsable2, SWF 2.2, openb) or"
-                     " an incidents file written by `goodput export incidents` (CSV or JSON)")
-    rep.add_argument("--format", default="auto", choices=["auto", "goodput", "sacct", "swf", "openb", "incidents"],
-                     help="trace format (default auto: told apart by the first lines)")
-    rep.add_argument("--set", action="append", metavar="KEY=VALUE",
-                     help="a replay setting (replay.*, scheduler.*) or a cluster layout key; for an incidents file"
-                     " a scenario key such as spares.hosts=96 (repeatable)")
-    rep.add_argument("--preset", metavar="NAME",
-                     help="incidents file: the scenario to replay its failures under (a JSON export carries its"
-                     " own; a CSV needs one)")
-    rep.add_argument("--mode", choices=["recorded", "rescheduled"],
-                     help="start times as recorded, or re-scheduled from submit times (default rescheduled)")
+    rep.add_argument(
+        "file",
+        metavar="FILE",
+        help="a job trace (goodput CSV, sacct --parsable2, SWF 2.2, openb) or"
+        " an incidents file written by `goodput export incidents` (CSV or JSON)",
+    )
+    rep.add_argument(
+        "--format",
+        default="auto",
+        choices=["auto", "goodput", "sacct", "swf", "openb", "incidents"],
+        help="trace format (default auto: told apart by the first lines)",
+    )
+    rep.add_argument(
+        "--set",
+        action="append",
+        metavar="KEY=VALUE",
+        help="a replay setting (replay.*, scheduler.*) or a cluster layout key; for an incidents file"
+        " a scenario key such as spares.hosts=96 (repeatable)",
+    )
+    rep.add_argument(
+        "--preset",
+        metavar="NAME",
+        help="incidents file: the scenario to replay its failures under (a JSON export carries its"
+        " own; a CSV needs one)",
+    )
+    rep.add_argument(
+        "--mode",
+        choices=["recorded", "rescheduled"],
+        help="start times as recorded, or re-scheduled from submit times (default rescheduled)",
+    )
     rep.add_argument("--policy", choices=["pack", "spread"], help="placement policy (default pack)")
     rep.add_argument("--name", help="name of the run (default: the trace's file name)")
     store_flag(rep)
     json_flag(rep)
 
-    ing = command("ingest", cmd_ingest, "ingest real telemetry: DCGM exporter scrapes or kernel logs with XIDs")
+    ing = command(
+        "ingest", cmd_ingest, "ingest real telemetry: DCGM exporter scrapes or kernel logs with XIDs"
+    )
     ing.add_argument("source", choices=["dcgm", "kernel-log"])
     ing.add_argument("files", nargs="*", metavar="FILE")
-    ing.add_argument("--scrape", metavar="URL[,URL...]",
-                     help="scrape live DCGM exporter endpoints (one a host) until stopped")
+    ing.add_argument(
+        "--scrape",
+        metavar="URL[,URL...]",
+        help="scrape live DCGM exporter endpoints (one a host) until stopped",
+    )
     ing.add_argument("--every", default="30s", metavar="DURATION", help="scrape interval (default 30s)")
     ing.add_argument("--scrapes", type=int, metavar="N", help="stop after N scrapes (default: until stopped)")
-    ing.add_argument("--dcgm", action="append", metavar="FILE",
-                     help="kernel-log: a DCGM scrape of the same hosts, to map bus ids and UUIDs to GPUs")
-    ing.add_argument("--kernel-log", action="append", metavar="FILE",
-                     help="dcgm: kernel logs of the same hosts, ingested into the same run")
+    ing.add_argument(
+        "--dcgm",
+        action="append",
+        metavar="FILE",
+        help="kernel-log: a DCGM scrape of the same hosts, to map bus ids and UUIDs to GPUs",
+    )
+    ing.add_argument(
+        "--kernel-log",
+        action="append",
+        metavar="FILE",
+        help="dcgm: kernel logs of the same hosts, ingested into the same run",
+    )
     ing.add_argument("--year", type=int, help="year of syslog stamps, which carry none (default: the file's)")
     ing.add_argument("--name", help="name of the run (default: from the first file or endpoint)")
     store_flag(ing)
@@ -395,63 +490,126 @@ def build_parser() -> argparse.ArgumentParser:
     exp.add_argument("what", choices=["incidents"])
     exp.add_argument("--run", required=True, metavar="RUN_ID")
     exp.add_argument("--format", required=True, choices=["csv", "json", "parquet", "html"])
-    exp.add_argument("--output", required=True, metavar="FILE",
-                     help="a new file (an existing one only with --force; never a folder, device or link)")
-    exp.add_argument("--force", action="store_true", help="replace --output if it is an existing regular file")
-    exp.add_argument("--anonymise", action="store_true",
-                     help="replace hostnames, job names and users by stable pseudonyms (key: <store>/anonymise.key)")
+    exp.add_argument(
+        "--output",
+        required=True,
+        metavar="FILE",
+        help="a new file (an existing one only with --force; never a folder, device or link)",
+    )
+    exp.add_argument(
+        "--force", action="store_true", help="replace --output if it is an existing regular file"
+    )
+    exp.add_argument(
+        "--anonymise",
+        action="store_true",
+        help="replace hostnames, job names and users by stable pseudonyms (key: <store>/anonymise.key)",
+    )
     exp.add_argument("--incident", type=int, metavar="ID", help="export one incident, with its chain")
     exp.add_argument("--cause", action="append", metavar="CAUSE", help="only this cause (repeatable)")
-    exp.add_argument("--category", action="append", metavar="CATEGORY",
-                     help="only this category, e.g. GPU, Host, Network, Planned (repeatable)")
+    exp.add_argument(
+        "--category",
+        action="append",
+        metavar="CATEGORY",
+        help="only this category, e.g. GPU, Host, Network, Planned (repeatable)",
+    )
     kind = exp.add_mutually_exclusive_group()
     kind.add_argument("--planned", action="store_true", help="only planned interruptions")
     kind.add_argument("--unexpected", action="store_true", help="only unexpected interruptions")
-    exp.add_argument("--since", metavar="D", help="only incidents at or after this time into the run, e.g. 2d")
+    exp.add_argument(
+        "--since", metavar="D", help="only incidents at or after this time into the run, e.g. 2d"
+    )
     exp.add_argument("--until", metavar="D", help="only incidents before this time into the run, e.g. 3d12h")
     store_flag(exp)
 
     swp = command("sweep", cmd_sweep, "run a grid of scenarios times seeds (summary-only simulations)")
     scenario_flags(swp)
-    swp.add_argument("--vary", action="append", required=True, metavar="KEY=V1,V2,...",
-                     help="a scenario key and its values, e.g. training.checkpoint_interval=5m,10m,30m (repeatable:"
-                          " the grid is every combination)")
-    swp.add_argument("--seeds", type=int, required=True, metavar="N",
-                     help="runs per grid point, with seeds simulation.seed, simulation.seed + 1, ...")
-    swp.add_argument("--executor", default="local", choices=["local", "ray"],
-                     help="local processes (default) or Ray (the optional extra goodput[ray])")
-    swp.add_argument("--workers", type=int, metavar="N", help="worker processes or Ray CPUs (default: all cores)")
-    swp.add_argument("--ray-address", metavar="ADDR",
-                     help="an existing Ray cluster, e.g. ray://head:10001 or auto (default: Ray on this machine)")
+    swp.add_argument(
+        "--vary",
+        action="append",
+        required=True,
+        metavar="KEY=V1,V2,...",
+        help="a scenario key and its values, e.g. training.checkpoint_interval=5m,10m,30m (repeatable:"
+        " the grid is every combination)",
+    )
+    swp.add_argument(
+        "--seeds",
+        type=int,
+        required=True,
+        metavar="N",
+        help="runs per grid point, with seeds simulation.seed, simulation.seed + 1, ...",
+    )
+    swp.add_argument(
+        "--executor",
+        default="local",
+        choices=["local", "ray"],
+        help="local processes (default) or Ray (the optional extra goodput[ray])",
+    )
+    swp.add_argument(
+        "--workers", type=int, metavar="N", help="worker processes or Ray CPUs (default: all cores)"
+    )
+    swp.add_argument(
+        "--ray-address",
+        metavar="ADDR",
+        help="an existing Ray cluster, e.g. ray://head:10001 or auto (default: Ray on this machine)",
+    )
     json_flag(swp)
 
     ettr = command("ettr", cmd_ettr, "closed-form ETTR, job MTTF and the Young-Daly checkpoint interval")
     ettr.add_argument("--gpus", type=int, required=True, metavar="N", help="GPUs of the job")
     ettr.add_argument("--gpus-per-host", type=int, default=8, metavar="N", help="GPUs per host (default 8)")
-    ettr.add_argument("--node-failure-rate", type=float, required=True, metavar="R",
-                      help="failures per 1,000 host-days (Llama 3: 3.79, RSC-1: 6.5)")
-    ettr.add_argument("--checkpoint-interval", required=True, metavar="D",
-                      help="time between checkpoints, with its unit: 90s, 30m, 2h, 1d (a bare number is refused)")
-    ettr.add_argument("--checkpoint-write", required=True, metavar="D",
-                      help="time a checkpoint blocks training, with its unit, e.g. 20s")
-    ettr.add_argument("--restart-overhead", required=True, metavar="D",
-                      help="detection, restart and restore after a failure, with its unit, e.g. 10m")
+    ettr.add_argument(
+        "--node-failure-rate",
+        type=float,
+        required=True,
+        metavar="R",
+        help="failures per 1,000 host-days (Llama 3: 3.79, RSC-1: 6.5)",
+    )
+    ettr.add_argument(
+        "--checkpoint-interval",
+        required=True,
+        metavar="D",
+        help="time between checkpoints, with its unit: 90s, 30m, 2h, 1d (a bare number is refused)",
+    )
+    ettr.add_argument(
+        "--checkpoint-write",
+        required=True,
+        metavar="D",
+        help="time a checkpoint blocks training, with its unit, e.g. 20s",
+    )
+    ettr.add_argument(
+        "--restart-overhead",
+        required=True,
+        metavar="D",
+        help="detection, restart and restore after a failure, with its unit, e.g. 10m",
+    )
     json_flag(ettr)
 
-    defs = command("definitions", cmd_definitions, "what every figure on the pages, in exports and here counts")
+    defs = command(
+        "definitions", cmd_definitions, "what every figure on the pages, in exports and here counts"
+    )
     defs.add_argument("--markdown", action="store_true", help="print docs/definitions.md")
     json_flag(defs)
 
     dash = command("dashboard", cmd_dashboard, "serve the dashboard")
     store_flag(dash)
     dash.add_argument("--port", type=int, default=8501)
-    dash.add_argument("--host", default="127.0.0.1", metavar="ADDR",
-                      help="listen address (default 127.0.0.1); any other address requires login")
-    dash.add_argument("--require-login", action="store_true",
-                      help="require login on a loopback address too (off there by default)")
-    dash.add_argument("--secrets", metavar="FILE",
-                      help="Streamlit secrets file with [auth] and [goodput.roles] (default $GOODPUT_SECRETS, "
-                           "else ~/.streamlit/secrets.toml and .streamlit/secrets.toml)")
+    dash.add_argument(
+        "--host",
+        default="127.0.0.1",
+        metavar="ADDR",
+        help="listen address (default 127.0.0.1); any other address requires login",
+    )
+    dash.add_argument(
+        "--require-login",
+        action="store_true",
+        help="require login on a loopback address too (off there by default)",
+    )
+    dash.add_argument(
+        "--secrets",
+        metavar="FILE",
+        help="Streamlit secrets file with [auth] and [goodput.roles] (default $GOODPUT_SECRETS, "
+        "else ~/.streamlit/secrets.toml and .streamlit/secrets.toml)",
+    )
     return parser
 
 

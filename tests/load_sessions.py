@@ -31,7 +31,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 GOODPUT = Path(sys.executable).parent / "goodput"
 CHROMIUM = Path("/usr/bin/chromium")
-BROWSER_NICE = 19  # the browser side at the lowest CPU priority: it stands in for users on their own machines (run_rounds)
+# the browser side at the lowest CPU priority: it stands in for users on their own machines (run_rounds)
+BROWSER_NICE = 19
 
 
 def cpu_split() -> tuple[set[int], set[int]]:
@@ -50,9 +51,18 @@ def cpu_split() -> tuple[set[int], set[int]]:
 def _on_cpus(cpus: set[int]):
     """A Popen preexec_fn that pins the child (and everything it starts) to `cpus`."""
     return lambda: os.sched_setaffinity(0, cpus)
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync", "--no-first-run", "--disable-quic",
-                 "--disable-dev-shm-usage"]  # 20 renderers outgrow a container's small /dev/shm
+
+
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
+    "--disable-dev-shm-usage",
+]  # 20 renderers outgrow a container's small /dev/shm
 
 HEALTH_EVERY_S = 0.25
 HEALTH_TIMEOUT_S = 2.0  # the issue's budget: the health endpoint answers within 2 s throughout
@@ -86,8 +96,9 @@ PAGES = (
 
 
 def _goodput(*args: str) -> dict:
-    done = subprocess.run([str(GOODPUT), *args, "--json"], capture_output=True, text=True, timeout=600,
-                          check=False, cwd=ROOT)
+    done = subprocess.run(
+        [str(GOODPUT), *args, "--json"], capture_output=True, text=True, timeout=600, check=False, cwd=ROOT
+    )
     if done.returncode != 0:
         raise RuntimeError(f"goodput {' '.join(args)} exited {done.returncode}: {done.stderr[-2000:]}")
     return json.loads(done.stdout)
@@ -97,7 +108,9 @@ def trace_csv(jobs: int) -> str:
     """A goodput job trace of `jobs` jobs on 1-4 hosts, arriving every 5 minutes (deterministic)."""
     lines = ["job_id,submit,gpus,duration,priority,name,user"]
     for i in range(jobs):
-        lines.append(f"j{i},{i * 300},{8 * (1 + i % 4)},{30 + 17 * (i % 11)}m,{i % 3},job-{i % 7},user{i % 5}")
+        lines.append(
+            f"j{i},{i * 300},{8 * (1 + i % 4)},{30 + 17 * (i % 11)}m,{i % 3},job-{i % 7},user{i % 5}"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -178,9 +191,14 @@ def start_server(store: Path, log: Path) -> Server:
     """`goodput dashboard` on a free port of 127.0.0.1, in its own process group, once healthy."""
     port = free_port()
     with log.open("w") as out:
-        process = subprocess.Popen([str(GOODPUT), "dashboard", "--store", str(store), "--port", str(port),
-                                    "--host", "127.0.0.1"], stdout=out, stderr=subprocess.STDOUT, cwd=ROOT,
-                                   start_new_session=True, preexec_fn=_on_cpus(cpu_split()[0]))
+        process = subprocess.Popen(
+            [str(GOODPUT), "dashboard", "--store", str(store), "--port", str(port), "--host", "127.0.0.1"],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            cwd=ROOT,
+            start_new_session=True,
+            preexec_fn=_on_cpus(cpu_split()[0]),
+        )
     server = Server(process, f"http://127.0.0.1:{port}", log)
     deadline = time.monotonic() + START_TIMEOUT_S
     while time.monotonic() < deadline:
@@ -190,7 +208,9 @@ def start_server(store: Path, log: Path) -> Server:
             return server
         time.sleep(0.3)
     server.stop()
-    raise RuntimeError(f"goodput dashboard was not healthy within {START_TIMEOUT_S:.0f} s:\n{server.log_tail()}")
+    raise RuntimeError(
+        f"goodput dashboard was not healthy within {START_TIMEOUT_S:.0f} s:\n{server.log_tail()}"
+    )
 
 
 # A trivial HTTP server answering "ok" at the same path, at the same priority as the dashboard: polled beside it,
@@ -210,9 +230,13 @@ http.server.ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), Ok).serve_forev
 def start_control(log: Path) -> Server:
     port = free_port()
     with log.open("w") as out:
-        process = subprocess.Popen([sys.executable, "-c", CONTROL_SERVER, str(port)], stdout=out,
-                                   stderr=subprocess.STDOUT, start_new_session=True,
-                                   preexec_fn=_on_cpus(cpu_split()[0]))
+        process = subprocess.Popen(
+            [sys.executable, "-c", CONTROL_SERVER, str(port)],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            preexec_fn=_on_cpus(cpu_split()[0]),
+        )
     control = Server(process, f"http://127.0.0.1:{port}", log)
     deadline = time.monotonic() + START_TIMEOUT_S
     while not in_time(health_latency(control.url)):
@@ -352,8 +376,16 @@ async def _finished(page, deadline: float) -> None:
         await asyncio.sleep(0.3)
 
 
-async def visit(browser, url: str, page: Page, run_kind: str, run_id: str, *, leave_after_s: float | None,
-                deadline_s: float) -> Visit:
+async def visit(
+    browser,
+    url: str,
+    page: Page,
+    run_kind: str,
+    run_id: str,
+    *,
+    leave_after_s: float | None,
+    deadline_s: float,
+) -> Visit:
     """Open `page` of run `run_id` in a fresh context (its own Streamlit session); wait for its first render
     (title, the page's marker on the simulated run, the script done, no exception element) or leave early."""
     from playwright.async_api import Error as PlaywrightError
@@ -371,7 +403,9 @@ async def visit(browser, url: str, page: Page, run_kind: str, run_id: str, *, le
         remaining_ms = lambda: max(1.0, (deadline - time.monotonic()) * 1000)  # noqa: E731
         await main.get_by_role("heading", name=page.name, exact=True).first.wait_for(timeout=remaining_ms())
         if run_kind == "simulate":
-            await main.get_by_role("heading", name=page.marker, exact=True).first.wait_for(timeout=remaining_ms())
+            await main.get_by_role("heading", name=page.marker, exact=True).first.wait_for(
+                timeout=remaining_ms()
+            )
         await _finished(tab, deadline)
         rendered = time.monotonic() - started
         exceptions = await tab.get_by_test_id("stException").count()
@@ -380,8 +414,12 @@ async def visit(browser, url: str, page: Page, run_kind: str, run_id: str, *, le
             return Visit(page.name, run_kind, False, error=f"exception shown: {text[:300]}")
         return Visit(page.name, run_kind, False, render_s=rendered)
     except (PlaywrightError, TimeoutError) as err:
-        return Visit(page.name, run_kind, leave_after_s is not None,
-                     error=f"{type(err).__name__}: {str(err).splitlines()[0][:300]}")
+        return Visit(
+            page.name,
+            run_kind,
+            leave_after_s is not None,
+            error=f"{type(err).__name__}: {str(err).splitlines()[0][:300]}",
+        )
     finally:
         await context.close()
 
@@ -390,8 +428,12 @@ def plan(sessions: int, runs: dict[str, str]) -> list[tuple[Page, str, bool]]:
     """(page, run kind, leaves early) for each session of a round: pages in turn, so all ten are covered;
     the simulated run on most (it has every table), the replayed and ingested runs on the pages they feed;
     every third session leaves after LEAVE_AFTER_S."""
-    kinds = {"Jobs": ("simulate", "replay"), "GPUs": ("simulate", "ingest"), "Racks": ("simulate", "ingest"),
-             "Overview": ("simulate", "replay", "ingest")}
+    kinds = {
+        "Jobs": ("simulate", "replay"),
+        "GPUs": ("simulate", "ingest"),
+        "Racks": ("simulate", "ingest"),
+        "Overview": ("simulate", "replay", "ingest"),
+    }
     out = []
     for i in range(sessions):
         page = PAGES[i % len(PAGES)]
@@ -402,12 +444,22 @@ def plan(sessions: int, runs: dict[str, str]) -> list[tuple[Page, str, bool]]:
 
 async def _round(browser, url: str, runs: dict[str, str], sessions: int, deadline_s: float) -> list[Visit]:
     async def session(page: Page, kind: str, leaves: bool) -> list[Visit]:
-        first = await visit(browser, url, page, kind, runs[kind], leave_after_s=LEAVE_AFTER_S if leaves else None,
-                            deadline_s=deadline_s)
+        first = await visit(
+            browser,
+            url,
+            page,
+            kind,
+            runs[kind],
+            leave_after_s=LEAVE_AFTER_S if leaves else None,
+            deadline_s=deadline_s,
+        )
         if not leaves:
             return [first]
         # the one who left is replaced by a newcomer on the same page, who must render
-        return [first, await visit(browser, url, page, kind, runs[kind], leave_after_s=None, deadline_s=deadline_s)]
+        return [
+            first,
+            await visit(browser, url, page, kind, runs[kind], leave_after_s=None, deadline_s=deadline_s),
+        ]
 
     done = await asyncio.gather(*(session(p, k, leaves) for p, k, leaves in plan(sessions, runs)))
     return [v for visits in done for v in visits]
@@ -430,19 +482,42 @@ async def drive(url: str, runs: dict[str, str], rounds: int, sessions: int, dead
 
 def _driver_main(argv: list[str]) -> int:
     """`python -m tests.load_sessions URL RUNS_JSON ROUNDS SESSIONS DEADLINE_S`: one JSON line per round."""
-    url, runs, rounds, sessions, deadline_s = argv[0], json.loads(argv[1]), int(argv[2]), int(argv[3]), float(argv[4])
+    url, runs, rounds, sessions, deadline_s = (
+        argv[0],
+        json.loads(argv[1]),
+        int(argv[2]),
+        int(argv[3]),
+        float(argv[4]),
+    )
 
     async def main() -> None:
         async for index, started, ended, visits in drive(url, runs, rounds, sessions, deadline_s):
-            print(json.dumps({"index": index, "started": started, "ended": ended,
-                              "visits": [asdict(v) for v in visits]}), flush=True)
+            print(
+                json.dumps(
+                    {
+                        "index": index,
+                        "started": started,
+                        "ended": ended,
+                        "visits": [asdict(v) for v in visits],
+                    }
+                ),
+                flush=True,
+            )
 
     asyncio.run(main())
     return 0
 
 
-def run_rounds(server: Server, runs: dict[str, str], *, rounds: int, sessions: int, deadline_s: float,
-               health: HealthPoller, on_round=None) -> list[Round]:
+def run_rounds(
+    server: Server,
+    runs: dict[str, str],
+    *,
+    rounds: int,
+    sessions: int,
+    deadline_s: float,
+    health: HealthPoller,
+    on_round=None,
+) -> list[Round]:
     """`rounds` rounds of `sessions` concurrent sessions; each round judged on its own, with the health polls
     made while it ran.
 
@@ -452,19 +527,35 @@ def run_rounds(server: Server, runs: dict[str, str], *, rounds: int, sessions: i
     the poller being measured.
     CLOCK_MONOTONIC is one clock for every process, so the child's round times slice this process's polls.
     """
-    command = ["nice", "-n", str(BROWSER_NICE), sys.executable, "-m", "tests.load_sessions", server.url,
-               json.dumps(runs), str(rounds), str(sessions), str(deadline_s)]
+    command = [
+        "nice",
+        "-n",
+        str(BROWSER_NICE),
+        sys.executable,
+        "-m",
+        "tests.load_sessions",
+        server.url,
+        json.dumps(runs),
+        str(rounds),
+        str(sessions),
+        str(deadline_s),
+    ]
     results: list[Round] = []
-    with subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, text=True,
-                          preexec_fn=_on_cpus(cpu_split()[1])) as driver:
+    with subprocess.Popen(
+        command, cwd=ROOT, stdout=subprocess.PIPE, text=True, preexec_fn=_on_cpus(cpu_split()[1])
+    ) as driver:
         try:
             for line in driver.stdout:
                 if not line.startswith("{"):
                     continue
                 record = json.loads(line)
-                result = Round(record["index"], [Visit(**v) for v in record["visits"]],
-                               health.between(record["started"], record["ended"]),
-                               record["ended"] - record["started"], server.alive())
+                result = Round(
+                    record["index"],
+                    [Visit(**v) for v in record["visits"]],
+                    health.between(record["started"], record["ended"]),
+                    record["ended"] - record["started"],
+                    server.alive(),
+                )
                 result.problems = judge(result)
                 results.append(result)
                 if on_round:
@@ -476,8 +567,10 @@ def run_rounds(server: Server, runs: dict[str, str], *, rounds: int, sessions: i
                 driver.terminate()
             driver.wait(timeout=60)
     if len(results) < rounds and (not results or results[-1].server_alive):
-        raise RuntimeError(f"the browser driver stopped after {len(results)} of {rounds} rounds "
-                           f"(exit status {driver.returncode})")
+        raise RuntimeError(
+            f"the browser driver stopped after {len(results)} of {rounds} rounds "
+            f"(exit status {driver.returncode})"
+        )
     return results
 
 
@@ -488,8 +581,10 @@ def judge(result: Round) -> list[str]:
         problems.append("the server exited")
     missed = [x for x in result.health if not in_time(x)]
     if missed:
-        problems.append(f"health endpoint silent or slower than {HEALTH_TIMEOUT_S:g} s on {len(missed)} of "
-                        f"{len(result.health)} polls")
+        problems.append(
+            f"health endpoint silent or slower than {HEALTH_TIMEOUT_S:g} s on {len(missed)} of "
+            f"{len(result.health)} polls"
+        )
     if not result.health:
         problems.append("no health poll during the round")
     problems += [f"{v.page} ({v.run_kind}): {v.error}" for v in result.visits if not v.ok]

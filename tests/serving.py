@@ -26,8 +26,14 @@ def free_port() -> int:
 
 def start(command: Sequence[str], log: Path, env: dict | None = None) -> subprocess.Popen:
     with log.open("w") as out:
-        return subprocess.Popen(list(command), stdout=out, stderr=subprocess.STDOUT, cwd=ROOT,
-                                env={**os.environ, **(env or {})}, start_new_session=True)
+        return subprocess.Popen(
+            list(command),
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            cwd=ROOT,
+            env={**os.environ, **(env or {})},
+            start_new_session=True,
+        )
 
 
 def wait_until(url: str, server: subprocess.Popen, log: Path, expect: bytes | None = None) -> None:

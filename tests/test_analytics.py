@@ -19,19 +19,34 @@ from engine.analysis.analytics import (
 
 
 def _attempts(rows):
-    return pl.DataFrame(rows, schema={"job_id": pl.String, "attempt": pl.Int32, "start_s": pl.Float64,
-                                      "end_s": pl.Float64, "end_reason": pl.String, "lost_work_s": pl.Float64},
-                        orient="row")
+    return pl.DataFrame(
+        rows,
+        schema={
+            "job_id": pl.String,
+            "attempt": pl.Int32,
+            "start_s": pl.Float64,
+            "end_s": pl.Float64,
+            "end_reason": pl.String,
+            "lost_work_s": pl.Float64,
+        },
+        orient="row",
+    )
 
 
 def _checkpoints(rows):
-    return pl.DataFrame(rows, schema={"job_id": pl.String, "start_s": pl.Float64, "end_s": pl.Float64},
-                        orient="row")
+    return pl.DataFrame(
+        rows, schema={"job_id": pl.String, "start_s": pl.Float64, "end_s": pl.Float64}, orient="row"
+    )
 
 
 def test_closed_form_and_young_daly_match_hand_arithmetic():
-    est = closed_form_ettr(gpus=16384, rate_per_1000_node_days=419 / 54 / 2048 * 1000,
-                           checkpoint_interval_s=300, checkpoint_write_s=3.3, restart_overhead_s=600)
+    est = closed_form_ettr(
+        gpus=16384,
+        rate_per_1000_node_days=419 / 54 / 2048 * 1000,
+        checkpoint_interval_s=300,
+        checkpoint_write_s=3.3,
+        restart_overhead_s=600,
+    )
     rate = 419 / 54 / 86400
     assert est.mttf_s == pytest.approx(1 / rate)
     assert est.ettr == pytest.approx((1 - rate * (600 + 150)) / (1 + 3.3 / 300))
@@ -41,8 +56,13 @@ def test_closed_form_and_young_daly_match_hand_arithmetic():
 
 
 def test_ettr_timeline_exact_small_trace():
-    attempts = _attempts([("j", 1, 0.0, 40.0, "faulty_gpu", 10.0), ("j", 2, 50.0, 100.0, "end_of_run", 0.0),
-                          ("other", 1, 0.0, 100.0, "end_of_run", 0.0)])
+    attempts = _attempts(
+        [
+            ("j", 1, 0.0, 40.0, "faulty_gpu", 10.0),
+            ("j", 2, 50.0, 100.0, "end_of_run", 0.0),
+            ("other", 1, 0.0, 100.0, "end_of_run", 0.0),
+        ]
+    )
     ckpts = _checkpoints([("j", 10.0, 12.0), ("j", 22.0, 24.0), ("j", 60.0, 62.0), ("other", 0.0, 50.0)])
     tl = ettr_timeline(attempts, ckpts, "j", 50.0, 100.0)
     assert tl["t_s"].to_list() == [0.0, 50.0]
@@ -62,8 +82,10 @@ def test_ettr_timeline_before_the_job_starts_is_null():
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.tuples(st.floats(0, 1000), st.floats(0, 200)), max_size=30),
-       st.lists(st.floats(0, 1300), min_size=1, max_size=20))
+@given(
+    st.lists(st.tuples(st.floats(0, 1000), st.floats(0, 200)), max_size=30),
+    st.lists(st.floats(0, 1300), min_size=1, max_size=20),
+)
 def test_coverage_equals_the_measure_of_the_union(intervals, times):
     starts = np.array([a for a, _ in intervals])
     ends = np.array([a + length for a, length in intervals])
@@ -94,10 +116,17 @@ def test_ettr_timeline_stays_in_0_1_and_ends_at_total_productive_share(parts):
 
 
 def test_loss_breakdown_reads_the_summary():
-    summary = {"job": {"losses_gpu_hours": {"lost_work": 10.0, "restart": 5.0, "checkpoint": 2.0,
-                                            "waiting_for_spares": 0.0},
-                       "losses_usd": {"lost_work": 25.0, "restart": 12.5, "checkpoint": 5.0,
-                                      "waiting_for_spares": 0.0}}}
+    summary = {
+        "job": {
+            "losses_gpu_hours": {
+                "lost_work": 10.0,
+                "restart": 5.0,
+                "checkpoint": 2.0,
+                "waiting_for_spares": 0.0,
+            },
+            "losses_usd": {"lost_work": 25.0, "restart": 12.5, "checkpoint": 5.0, "waiting_for_spares": 0.0},
+        }
+    }
     frame = loss_breakdown(summary)
     assert frame["category"].to_list() == list(LOSS_CATEGORIES)
     assert frame["gpu_hours"].to_list() == [10.0, 5.0, 2.0, 0.0]
@@ -105,8 +134,10 @@ def test_loss_breakdown_reads_the_summary():
     assert loss_breakdown({})["gpu_hours"].sum() == 0.0
 
 
-@pytest.mark.parametrize(("statistic", "df", "p"), [(3.841459, 1, 0.05), (18.307038, 10, 0.05),
-                                                     (33.408664, 17, 0.01), (0.0, 5, 1.0), (2.0, 3, 0.5724067)])
+@pytest.mark.parametrize(
+    ("statistic", "df", "p"),
+    [(3.841459, 1, 0.05), (18.307038, 10, 0.05), (33.408664, 17, 0.01), (0.0, 5, 1.0), (2.0, 3, 0.5724067)],
+)
 def test_chi_square_pvalue_matches_tables(statistic, df, p):
     from engine.analysis.analytics import _upper_regularized_gamma
 

@@ -27,8 +27,11 @@ SKIPPED_DIRS = {"tests", "__pycache__", "node_modules", "build", "dist"}  # besi
 
 # A string that starts like a statement DuckDB runs: upper-case keywords as the house writes SQL, or a
 # lower-case `select ... from`.
-_SQL = re.compile(r"^\s*(SELECT|WITH|INSERT|UPDATE|DELETE|CREATE|DROP|ATTACH|COPY|PRAGMA)\b"
-                  r"|^\s*select\s.*\bfrom\b", re.DOTALL)
+_SQL = re.compile(
+    r"^\s*(SELECT|WITH|INSERT|UPDATE|DELETE|CREATE|DROP|ATTACH|COPY|PRAGMA)\b"
+    r"|^\s*select\s.*\bfrom\b",
+    re.DOTALL,
+)
 
 
 def _imports(tree: ast.Module, package: tuple[str, ...]) -> Iterator[tuple[int, tuple[str, ...]]]:
@@ -63,7 +66,9 @@ def _from_tests(module: str) -> bool:
 
 def _sql_literals(tree: ast.Module) -> Iterator[tuple[int, str]]:
     """(line, text) of every string literal that reads as SQL, f-strings included (by their first part)."""
-    parts_of_fstrings = {id(v) for node in ast.walk(tree) if isinstance(node, ast.JoinedStr) for v in node.values}
+    parts_of_fstrings = {
+        id(v) for node in ast.walk(tree) if isinstance(node, ast.JoinedStr) for v in node.values
+    }
     for node in ast.walk(tree):
         if id(node) in parts_of_fstrings:
             continue
@@ -79,19 +84,33 @@ def _sql_literals(tree: ast.Module) -> Iterator[tuple[int, str]]:
 
 def _page_idiom(tree: ast.Module) -> Iterator[tuple[int, str]]:
     """Where a page departs from the one idiom (module docstring): (line, what is wrong)."""
-    body = [node for node in tree.body if not (isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant))]
+    body = [
+        node
+        for node in tree.body
+        if not (isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant))
+    ]
     ending = [ast.unparse(node) for node in body[-2:]]
-    if len(ending) < 2 or not ending[0].startswith("st.title(") or ending[1] not in (
-            "page()", "state.render_run_page(page, state.run_or_stop())"):
-        yield (body[-1].lineno if body else 1), ("a page ends with st.title(...) and page() or "
-                                                 "state.render_run_page(page, state.run_or_stop())")
+    if (
+        len(ending) < 2
+        or not ending[0].startswith("st.title(")
+        or ending[1] not in ("page()", "state.render_run_page(page, state.run_or_stop())")
+    ):
+        yield (
+            (body[-1].lineno if body else 1),
+            ("a page ends with st.title(...) and page() or state.render_run_page(page, state.run_or_stop())"),
+        )
     if not any(isinstance(node, ast.FunctionDef) and node.name == "page" for node in body):
         yield 1, "a page draws itself in a function named page"
     for node in body[:-2]:
         if isinstance(node, ast.Import | ast.ImportFrom | ast.FunctionDef | ast.ClassDef):
             continue
-        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
-            node, ast.AnnAssign) else []
+        targets = (
+            node.targets
+            if isinstance(node, ast.Assign)
+            else [node.target]
+            if isinstance(node, ast.AnnAssign)
+            else []
+        )
         if targets and all(isinstance(t, ast.Name) and t.id.isupper() for t in targets):
             continue  # a constant
         yield node.lineno, f"top-level code in a page ({ast.unparse(node)[:50]!r}); draw it from page()"
@@ -118,16 +137,24 @@ def violations(root: Path) -> list[str]:
         in_charts = folders[:2] == ("dashboard", "charts")
         for line, reached in _imports(tree, folders):
             if in_engine and (module := _first(reached, "streamlit", "dashboard")):
-                found.append(f"{where}:{line}: the engine imports {module}; the engine never imports streamlit "
-                             "or the dashboard (DESIGN: the model never imports the UI)")
+                found.append(
+                    f"{where}:{line}: the engine imports {module}; the engine never imports streamlit "
+                    "or the dashboard (DESIGN: the model never imports the UI)"
+                )
             if in_pages and _first(reached, "duckdb"):
-                found.append(f"{where}:{line}: a page imports duckdb; pages ask dashboard/queries, never the store")
+                found.append(
+                    f"{where}:{line}: a page imports duckdb; pages ask dashboard/queries, never the store"
+                )
             if in_queries and (module := _first(reached, "dashboard.charts")):
-                found.append(f"{where}:{line}: a query imports {module}; queries never import charts (shared "
-                             "formats are in dashboard.format and dashboard.text_exprs)")
+                found.append(
+                    f"{where}:{line}: a query imports {module}; queries never import charts (shared "
+                    "formats are in dashboard.format and dashboard.text_exprs)"
+                )
             if in_charts and (module := _first(reached, "dashboard.queries", "streamlit")):
-                found.append(f"{where}:{line}: a chart imports {module}; charts take frames and return figures, "
-                             "never importing queries or streamlit")
+                found.append(
+                    f"{where}:{line}: a chart imports {module}; charts take frames and return figures, "
+                    "never importing queries or streamlit"
+                )
             shipped = folders[:1] in (("engine",), ("dashboard",))
             if shipped and (module := next((m for m in reached if _from_tests(m)), None)):
                 found.append(f"{where}:{line}: imports {module} from tests/; only tests import tests")
@@ -136,8 +163,10 @@ def violations(root: Path) -> list[str]:
         if in_pages:
             for line, text in _sql_literals(tree):
                 first = text.strip().splitlines()[0][:60]
-                found.append(f"{where}:{line}: a page issues SQL ({first!r}); move it into its dashboard/queries "
-                             "module")
+                found.append(
+                    f"{where}:{line}: a page issues SQL ({first!r}); move it into its dashboard/queries "
+                    "module"
+                )
     return found
 
 
@@ -149,7 +178,12 @@ def test_the_house_keeps_its_import_rules():
 def test_the_checker_reads_the_real_tree():
     """The rules above cannot pass by reading nothing: the folders they name exist and hold modules."""
     files = [p.relative_to(ROOT).parts[:2] for p in _python_files(ROOT)]
-    for folder in (("engine",), ("dashboard", "app_pages"), ("dashboard", "queries"), ("dashboard", "charts")):
+    for folder in (
+        ("engine",),
+        ("dashboard", "app_pages"),
+        ("dashboard", "queries"),
+        ("dashboard", "charts"),
+    ):
         assert sum(1 for parts in files if parts[: len(folder)] == folder) >= 2, folder
 
 
@@ -157,14 +191,20 @@ BROKEN = {
     "engine/core/model.py": "import numpy\n\nimport streamlit as st\n",
     "engine/core/deep/sim.py": "from dashboard.state import store\n",
     "engine/ok.py": "from engine.core import model\n",
-    "dashboard/app_pages/page.py": ('import streamlit as st\nimport duckdb\n\nROWS = "SELECT * FROM jobs"\n'
-                                    'st.title("Jobs: with every attempt")\n'),
-    "dashboard/app_pages/other.py": ('import streamlit as st\n\n\ndef page():\n'
-                                     '    return f"WITH x AS (SELECT 1) SELECT * FROM {t}"\n\n\n'
-                                     'run = state.run_or_stop()\nst.title("Other")\npage()\n'),
-    "dashboard/app_pages/fine.py": ('"""A page."""\n\nTEXT = "With these settings, select a run from the list"\n\n\n'
-                                    'def page(run_id):\n    st.caption(TEXT)\n\n\n'
-                                    'st.title("Fine")\nstate.render_run_page(page, state.run_or_stop())\n'),
+    "dashboard/app_pages/page.py": (
+        'import streamlit as st\nimport duckdb\n\nROWS = "SELECT * FROM jobs"\n'
+        'st.title("Jobs: with every attempt")\n'
+    ),
+    "dashboard/app_pages/other.py": (
+        "import streamlit as st\n\n\ndef page():\n"
+        '    return f"WITH x AS (SELECT 1) SELECT * FROM {t}"\n\n\n'
+        'run = state.run_or_stop()\nst.title("Other")\npage()\n'
+    ),
+    "dashboard/app_pages/fine.py": (
+        '"""A page."""\n\nTEXT = "With these settings, select a run from the list"\n\n\n'
+        "def page(run_id):\n    st.caption(TEXT)\n\n\n"
+        'st.title("Fine")\nstate.render_run_page(page, state.run_or_stop())\n'
+    ),
     "dashboard/queries/jobs.py": "from dashboard.charts.common import count_axis\n",
     "dashboard/queries/rel.py": "from ..charts import jobs\n",
     "dashboard/charts/jobs.py": "from dashboard import queries\nimport streamlit\n",
@@ -206,11 +246,15 @@ def test_the_checker_names_file_and_line_of_each_broken_rule(broken_tree):
 
 
 def test_a_clean_tree_has_no_violations(tmp_path):
-    for rel, text in {"engine/a/b.py": "import polars\nfrom engine.a import c\n",
-                      "dashboard/app_pages/p.py": ("from dashboard.queries import jobs\n\n\ndef page():\n"
-                                                   "    jobs.count()\n\n\nst.title('P')\npage()\n"),
-                      "dashboard/queries/jobs.py": "from dashboard.format import fmt_int\n",
-                      "dashboard/charts/c.py": "from dashboard.format import fmt_int\nimport plotly\n"}.items():
+    for rel, text in {
+        "engine/a/b.py": "import polars\nfrom engine.a import c\n",
+        "dashboard/app_pages/p.py": (
+            "from dashboard.queries import jobs\n\n\ndef page():\n"
+            "    jobs.count()\n\n\nst.title('P')\npage()\n"
+        ),
+        "dashboard/queries/jobs.py": "from dashboard.format import fmt_int\n",
+        "dashboard/charts/c.py": "from dashboard.format import fmt_int\nimport plotly\n",
+    }.items():
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / rel).write_text(text, encoding="utf-8")
     assert violations(tmp_path) == []

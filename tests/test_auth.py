@@ -22,17 +22,23 @@ from tests.serving import GOODPUT, ROOT, free_port, start, stop, wait_until
 
 SECRET = "0123456789abcdef" * 4
 
-RULES = RoleRules(grants={
-    Role.OPERATOR: Grant(emails=frozenset({"ops@example.com"}), groups=frozenset({"oncall"})),
-    Role.PLANNER: Grant(groups=frozenset({"capacity"})),
-})
+RULES = RoleRules(
+    grants={
+        Role.OPERATOR: Grant(emails=frozenset({"ops@example.com"}), groups=frozenset({"oncall"})),
+        Role.PLANNER: Grant(groups=frozenset({"capacity"})),
+    }
+)
 
 
 def valid_secrets(**goodput) -> dict:
     return {
-        "auth": {"redirect_uri": "https://goodput.example.com/oauth2callback", "cookie_secret": SECRET,
-                 "client_id": "goodput", "client_secret": "s3cret",
-                 "server_metadata_url": "https://idp.example.com/.well-known/openid-configuration"},
+        "auth": {
+            "redirect_uri": "https://goodput.example.com/oauth2callback",
+            "cookie_secret": SECRET,
+            "client_id": "goodput",
+            "client_secret": "s3cret",
+            "server_metadata_url": "https://idp.example.com/.well-known/openid-configuration",
+        },
         "goodput": goodput,
     }
 
@@ -40,20 +46,23 @@ def valid_secrets(**goodput) -> dict:
 # ----- role rules ------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("claims", "roles"), [
-    ({"email": "someone@example.com"}, {Role.VIEWER}),
-    ({"email": "ops@example.com"}, {Role.VIEWER, Role.OPERATOR}),
-    ({"email": " OPS@Example.COM "}, {Role.VIEWER, Role.OPERATOR}),  # emails compare without case
-    ({"email": "ops@example.com", "email_verified": False}, {Role.VIEWER}),  # unverified: grants nothing
-    ({"email": "ops@example.com", "email_verified": True}, {Role.VIEWER, Role.OPERATOR}),
-    ({"groups": ["capacity"]}, {Role.VIEWER, Role.PLANNER}),
-    ({"groups": "capacity"}, {Role.VIEWER, Role.PLANNER}),  # a single group as a string
-    ({"groups": ["Capacity"]}, {Role.VIEWER}),  # group names are exact
-    ({"groups": ["oncall", "capacity"], "email": "x@example.com"}, set(Role)),
-    ({"email_verified": False, "groups": ["oncall"]}, {Role.VIEWER, Role.OPERATOR}),
-    ({"groups": [3, None, {"a": 1}]}, {Role.VIEWER}),  # junk in the claim is no group
-    ({}, {Role.VIEWER}),
-])
+@pytest.mark.parametrize(
+    ("claims", "roles"),
+    [
+        ({"email": "someone@example.com"}, {Role.VIEWER}),
+        ({"email": "ops@example.com"}, {Role.VIEWER, Role.OPERATOR}),
+        ({"email": " OPS@Example.COM "}, {Role.VIEWER, Role.OPERATOR}),  # emails compare without case
+        ({"email": "ops@example.com", "email_verified": False}, {Role.VIEWER}),  # unverified: grants nothing
+        ({"email": "ops@example.com", "email_verified": True}, {Role.VIEWER, Role.OPERATOR}),
+        ({"groups": ["capacity"]}, {Role.VIEWER, Role.PLANNER}),
+        ({"groups": "capacity"}, {Role.VIEWER, Role.PLANNER}),  # a single group as a string
+        ({"groups": ["Capacity"]}, {Role.VIEWER}),  # group names are exact
+        ({"groups": ["oncall", "capacity"], "email": "x@example.com"}, set(Role)),
+        ({"email_verified": False, "groups": ["oncall"]}, {Role.VIEWER, Role.OPERATOR}),
+        ({"groups": [3, None, {"a": 1}]}, {Role.VIEWER}),  # junk in the claim is no group
+        ({}, {Role.VIEWER}),
+    ],
+)
 def test_roles_of_claims(claims, roles):
     assert RULES.roles_of(claims) == roles
 
@@ -71,16 +80,19 @@ def test_role_table_parses_exactly():
     assert RoleRules.from_table(None) == RoleRules()
 
 
-@pytest.mark.parametrize(("table", "words"), [
-    ({"viewer": {"emails": ["a@x.org"]}}, "unknown key 'viewer'"),
-    ({"admin": {}}, "unknown key 'admin'"),
-    ({"claim": ""}, "[goodput.roles].claim"),
-    ({"operator": ["a@x.org"]}, "[goodput.roles].operator: must be a table"),
-    ({"operator": {"emails": "a@x.org"}}, "[goodput.roles].operator.emails: must be a list"),
-    ({"planner": {"groups": [""]}}, "[goodput.roles].planner.groups"),
-    ({"planner": {"users": []}}, "unknown key 'users'"),
-    ("operators", "must be a table"),
-])
+@pytest.mark.parametrize(
+    ("table", "words"),
+    [
+        ({"viewer": {"emails": ["a@x.org"]}}, "unknown key 'viewer'"),
+        ({"admin": {}}, "unknown key 'admin'"),
+        ({"claim": ""}, "[goodput.roles].claim"),
+        ({"operator": ["a@x.org"]}, "[goodput.roles].operator: must be a table"),
+        ({"operator": {"emails": "a@x.org"}}, "[goodput.roles].operator.emails: must be a list"),
+        ({"planner": {"groups": [""]}}, "[goodput.roles].planner.groups"),
+        ({"planner": {"users": []}}, "unknown key 'users'"),
+        ("operators", "must be a table"),
+    ],
+)
 def test_bad_role_tables_are_named(table, words):
     with pytest.raises(GoodputError) as err:
         RoleRules.from_table(table)
@@ -88,11 +100,14 @@ def test_bad_role_tables_are_named(table, words):
 
 
 names = st.sampled_from(["ops@example.com", "a@x.org", "oncall", "capacity", "x", ""])
-claims_strategy = st.fixed_dictionaries({}, optional={
-    "email": st.one_of(names, st.integers(), st.none()),
-    "email_verified": st.one_of(st.booleans(), st.none(), st.text(max_size=3)),
-    "groups": st.one_of(names, st.lists(st.one_of(names, st.integers()), max_size=4), st.none()),
-})
+claims_strategy = st.fixed_dictionaries(
+    {},
+    optional={
+        "email": st.one_of(names, st.integers(), st.none()),
+        "email_verified": st.one_of(st.booleans(), st.none(), st.text(max_size=3)),
+        "groups": st.one_of(names, st.lists(st.one_of(names, st.integers()), max_size=4), st.none()),
+    },
+)
 
 
 @given(claims_strategy, st.lists(names, max_size=3))
@@ -110,10 +125,11 @@ def test_without_rules_a_logged_in_user_is_only_a_viewer(claims):
 
 
 table_keys = st.sampled_from(["claim", "operator", "planner", "emails", "groups", "x"])
-json_values = st.recursive(st.one_of(st.none(), st.booleans(), st.integers(), st.text(max_size=8)),
-                           lambda inner: st.one_of(st.lists(inner, max_size=3),
-                                                   st.dictionaries(table_keys, inner, max_size=4)),
-                           max_leaves=12)
+json_values = st.recursive(
+    st.one_of(st.none(), st.booleans(), st.integers(), st.text(max_size=8)),
+    lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(table_keys, inner, max_size=4)),
+    max_leaves=12,
+)
 
 
 @given(json_values)
@@ -145,21 +161,27 @@ def test_a_complete_configuration_passes():
     assert checked.provider == "okta" and checked.rules.grants[Role.PLANNER].groups == {"p"}
 
 
-@pytest.mark.parametrize(("change", "words"), [
-    (lambda s: s.pop("auth"), "has no [auth] table"),
-    (lambda s: s["auth"].pop("redirect_uri"), "[auth].redirect_uri is missing"),
-    (lambda s: s["auth"].pop("cookie_secret"), "[auth].cookie_secret is missing"),
-    (lambda s: s["auth"].pop("client_id"), "[auth].client_id is missing"),
-    (lambda s: s["auth"].pop("client_secret"), "[auth].client_secret is missing"),
-    (lambda s: s["auth"].pop("server_metadata_url"), "[auth].server_metadata_url is missing"),
-    (lambda s: s["auth"].update(client_id="  "), "[auth].client_id is missing"),
-    (lambda s: s["auth"].update(cookie_secret="short"), "has 5 characters, fewer than 32"),
-    (lambda s: s["auth"].update(redirect_uri="https://goodput.example.com/"), "ending in /oauth2callback"),
-    (lambda s: s["auth"].update(redirect_uri="goodput/oauth2callback"), "ending in /oauth2callback"),
-    (lambda s: s.update(goodput={"login_provider": "okta"}), "names no [auth.NAME] table"),
-    (lambda s: s.update(goodput={"roles": {"viewer": {}}}), "unknown key 'viewer'"),
-    (lambda s: s.update(goodput="x"), "[goodput] must be a table"),
-])
+@pytest.mark.parametrize(
+    ("change", "words"),
+    [
+        (lambda s: s.pop("auth"), "has no [auth] table"),
+        (lambda s: s["auth"].pop("redirect_uri"), "[auth].redirect_uri is missing"),
+        (lambda s: s["auth"].pop("cookie_secret"), "[auth].cookie_secret is missing"),
+        (lambda s: s["auth"].pop("client_id"), "[auth].client_id is missing"),
+        (lambda s: s["auth"].pop("client_secret"), "[auth].client_secret is missing"),
+        (lambda s: s["auth"].pop("server_metadata_url"), "[auth].server_metadata_url is missing"),
+        (lambda s: s["auth"].update(client_id="  "), "[auth].client_id is missing"),
+        (lambda s: s["auth"].update(cookie_secret="short"), "has 5 characters, fewer than 32"),
+        (
+            lambda s: s["auth"].update(redirect_uri="https://goodput.example.com/"),
+            "ending in /oauth2callback",
+        ),
+        (lambda s: s["auth"].update(redirect_uri="goodput/oauth2callback"), "ending in /oauth2callback"),
+        (lambda s: s.update(goodput={"login_provider": "okta"}), "names no [auth.NAME] table"),
+        (lambda s: s.update(goodput={"roles": {"viewer": {}}}), "unknown key 'viewer'"),
+        (lambda s: s.update(goodput="x"), "[goodput] must be a table"),
+    ],
+)
 def test_an_incomplete_configuration_is_named(change, words):
     secrets = valid_secrets()
     change(secrets)
@@ -168,11 +190,22 @@ def test_an_incomplete_configuration_is_named(change, words):
     assert words in str(err.value)
 
 
-@pytest.mark.parametrize(("host", "loopback"), [
-    ("127.0.0.1", True), ("127.8.9.10", True), ("::1", True), ("[::1]", True), ("localhost", True),
-    ("LOCALHOST", True), ("0.0.0.0", False), ("::", False), ("10.0.0.5", False),
-    ("goodput.example.com", False), ("", False),
-])
+@pytest.mark.parametrize(
+    ("host", "loopback"),
+    [
+        ("127.0.0.1", True),
+        ("127.8.9.10", True),
+        ("::1", True),
+        ("[::1]", True),
+        ("localhost", True),
+        ("LOCALHOST", True),
+        ("0.0.0.0", False),
+        ("::", False),
+        ("10.0.0.5", False),
+        ("goodput.example.com", False),
+        ("", False),
+    ],
+)
 def test_loopback_addresses(host, loopback):
     assert auth.is_loopback(host) is loopback
 
@@ -208,8 +241,10 @@ def test_later_secrets_files_win_table_by_table(tmp_path):
     first, second = tmp_path / "a.toml", tmp_path / "b.toml"
     first.write_text('[auth]\nclient_id = "a"\n[goodput]\nx = 1\n')
     second.write_text('[auth]\nclient_id = "b"\n')
-    assert read_secrets([first, second, tmp_path / "absent.toml"]) == {"auth": {"client_id": "b"},
-                                                                       "goodput": {"x": 1}}
+    assert read_secrets([first, second, tmp_path / "absent.toml"]) == {
+        "auth": {"client_id": "b"},
+        "goodput": {"x": 1},
+    }
     second.write_text("[auth\n")
     with pytest.raises(GoodputError, match="b.toml: cannot be read"):
         read_secrets([second])
@@ -229,8 +264,9 @@ def test_security_headers_are_added_once():
     assert out[b"x-frame-options"] == b"DENY"
     assert out[b"content-security-policy"] == b"frame-ancestors 'none'"
     assert out[b"x-content-type-options"] == b"nosniff"
-    kept = with_security_headers([(b"X-Frame-Options", b"SAMEORIGIN"), (b"Content-Security-Policy",
-                                                                        b"default-src 'self';")])
+    kept = with_security_headers(
+        [(b"X-Frame-Options", b"SAMEORIGIN"), (b"Content-Security-Policy", b"default-src 'self';")]
+    )
     assert kept.count((b"X-Frame-Options", b"SAMEORIGIN")) == 1 and len(kept) == 3  # nosniff added only
     assert (b"Content-Security-Policy", b"default-src 'self'; frame-ancestors 'none'") in kept
     strict = [(b"content-security-policy", b"frame-ancestors 'self'")]
@@ -244,9 +280,14 @@ def test_every_http_answer_of_a_running_dashboard_forbids_framing(tmp_path):
     base = f"http://127.0.0.1:{port}"
     try:
         wait_until(f"{base}/_stcore/health", server, log, expect=b"ok")
-        for path, status in (("/", 200), ("/_stcore/health", 200), ("/data", 200),
-                             ("/_stcore/host-config", 200), ("/media/absent.png", 404),
-                             ("/%2e%2e/etc/passwd", 400)):
+        for path, status in (
+            ("/", 200),
+            ("/_stcore/health", 200),
+            ("/data", 200),
+            ("/_stcore/host-config", 200),
+            ("/media/absent.png", 404),
+            ("/%2e%2e/etc/passwd", 400),
+        ):
             try:
                 with urllib.request.urlopen(base + path, timeout=10) as r:  # noqa: S310 (local)
                     code, headers = r.status, r.headers
@@ -266,8 +307,9 @@ def test_every_http_answer_of_a_running_dashboard_forbids_framing(tmp_path):
 def refuse(command: list[str], env: dict | None = None) -> str:
     """Run a command that must refuse at once: exit 2 and one line on stderr, and no server left behind."""
     try:
-        done = subprocess.run(command, capture_output=True, text=True, timeout=60, cwd=ROOT, check=False,
-                              env=env)
+        done = subprocess.run(
+            command, capture_output=True, text=True, timeout=60, cwd=ROOT, check=False, env=env
+        )
     except subprocess.TimeoutExpired:
         pytest.fail(f"{command} started a server instead of refusing")
     assert done.returncode == 2, done.stderr
@@ -280,20 +322,51 @@ def refuse(command: list[str], env: dict | None = None) -> str:
 def test_dashboard_on_a_network_address_without_login_refuses_to_start(tmp_path):
     empty = tmp_path / "secrets.toml"
     empty.write_text('[goodput]\nnote = "no [auth] here"\n')
-    line = refuse([str(GOODPUT), "dashboard", "--host", "0.0.0.0", "--port", str(free_port()),  # noqa: S104
-                   "--secrets", str(empty), "--store", str(tmp_path / "store")])
+    line = refuse(
+        [
+            str(GOODPUT),
+            "dashboard",
+            "--host",
+            "0.0.0.0",
+            "--port",
+            str(free_port()),  # noqa: S104
+            "--secrets",
+            str(empty),
+            "--store",
+            str(tmp_path / "store"),
+        ]
+    )
     assert "login is required on --host 0.0.0.0" in line and "[auth]" in line and "README" in line
     partial = tmp_path / "partial.toml"
     without_secret = {k: v for k, v in valid_secrets()["auth"].items() if k != "client_secret"}
     partial.write_text(toml({"auth": without_secret}))
-    line = refuse([str(GOODPUT), "dashboard", "--host", "10.0.0.1", "--port", str(free_port()),
-                   "--secrets", str(partial)])
+    line = refuse(
+        [
+            str(GOODPUT),
+            "dashboard",
+            "--host",
+            "10.0.0.1",
+            "--port",
+            str(free_port()),
+            "--secrets",
+            str(partial),
+        ]
+    )
     assert "[auth].client_secret is missing" in line
 
 
 def test_require_login_on_loopback_refuses_without_auth(tmp_path):
-    line = refuse([str(GOODPUT), "dashboard", "--require-login", "--port", str(free_port()),
-                   "--secrets", str(tmp_path / "absent.toml")])
+    line = refuse(
+        [
+            str(GOODPUT),
+            "dashboard",
+            "--require-login",
+            "--port",
+            str(free_port()),
+            "--secrets",
+            str(tmp_path / "absent.toml"),
+        ]
+    )
     assert "absent.toml: not found" in line
 
 
@@ -318,9 +391,9 @@ def test_the_readme_secrets_example_is_a_valid_configuration():
     import tomllib
 
     readme = (ROOT / "README.md").read_text()
-    login = readme[readme.index("## Login"):]
+    login = readme[readme.index("## Login") :]
     start = login.index("```toml") + len("```toml")
-    example = tomllib.loads(login[start:login.index("```", start)])
+    example = tomllib.loads(login[start : login.index("```", start)])
     example["auth"]["cookie_secret"] = SECRET  # the README leaves the secret to make
     rules = auth.check_login_config(example, "README.md").rules
     assert rules.roles_of({"email": "Ana@example.com"}) == {Role.VIEWER, Role.OPERATOR}

@@ -17,8 +17,15 @@ from tests.serving import GOODPUT, ROOT, free_port, start, stop, wait_until
 pytestmark = pytest.mark.browser
 
 CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic"]
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
+]
 TIMEOUT_MS = 60_000
 # The provider's predefined users: its authorization form has one button per subject.
 USERS = {
@@ -40,13 +47,15 @@ def site(tmp_path_factory):
     idp_port, port = free_port(), free_port()
     idp_url, url = f"http://127.0.0.1:{idp_port}", f"http://127.0.0.1:{port}"
     users = [a for claims in USERS.values() for a in ("--user-claims", json.dumps(claims))]
-    idp = start([sys.executable, "-m", "oidc_provider_mock", "--host", "127.0.0.1", "--port", str(idp_port),
-                 *users], tmp / "idp.log")
+    idp = start(
+        [sys.executable, "-m", "oidc_provider_mock", "--host", "127.0.0.1", "--port", str(idp_port), *users],
+        tmp / "idp.log",
+    )
     secrets = tmp / "secrets.toml"
     secrets.write_text(f"""
 [auth]
 redirect_uri = "{url}/oauth2callback"
-cookie_secret = "{'5e' * 32}"
+cookie_secret = "{"5e" * 32}"
 client_id = "goodput-test"
 client_secret = "goodput-test-secret"
 server_metadata_url = "{idp_url}/.well-known/openid-configuration"
@@ -59,9 +68,21 @@ groups = ["capacity"]
     dashboard = None
     try:
         wait_until(f"{idp_url}/.well-known/openid-configuration", idp, tmp / "idp.log", expect=b"issuer")
-        dashboard = start([str(GOODPUT), "dashboard", "--require-login", "--secrets", str(secrets), "--store",
-                           str(store), "--port", str(port)], tmp / "dashboard.log",
-                          env={"NO_PROXY": "127.0.0.1,localhost", "no_proxy": "127.0.0.1,localhost"})
+        dashboard = start(
+            [
+                str(GOODPUT),
+                "dashboard",
+                "--require-login",
+                "--secrets",
+                str(secrets),
+                "--store",
+                str(store),
+                "--port",
+                str(port),
+            ],
+            tmp / "dashboard.log",
+            env={"NO_PROXY": "127.0.0.1,localhost", "no_proxy": "127.0.0.1,localhost"},
+        )
         wait_until(f"{url}/_stcore/health", dashboard, tmp / "dashboard.log", expect=b"ok")
         yield url, store
     finally:
@@ -219,8 +240,15 @@ def test_an_exception_on_a_page_shows_no_traceback_or_server_path(page, tmp_path
         error = page.get_by_test_id("stException")
         expect(error).to_be_visible(timeout=TIMEOUT_MS)
         shown = page.inner_text("body")
-        for secret in ("secret-detail", "Traceback", "RuntimeError", str(ROOT), "raising_app.py", "/home",
-                       "site-packages"):
+        for secret in (
+            "secret-detail",
+            "Traceback",
+            "RuntimeError",
+            str(ROOT),
+            "raising_app.py",
+            "/home",
+            "site-packages",
+        ):
             assert secret not in shown, secret
         assert "secret-detail" in log.read_text()  # the details went to the server's log instead
     finally:

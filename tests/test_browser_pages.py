@@ -21,9 +21,18 @@ pytestmark = pytest.mark.browser
 ARTIFACTS = Path(os.environ.get("GOODPUT_ARTIFACTS", ROOT / "artifacts")) / "screenshots"
 PAGE_TIMEOUT_MS = 180_000  # a 24,576-GPU run on a busy 2-core machine
 # url path -> text every render of the page shows once its figures are in
-PAGES = {"": "ETTR (goodput)", "racks": "Racks", "gpus": "GPUs", "jobs": "Jobs", "network": "Network",
-         "incidents": "Interruptions", "planner": "Planner", "compare": "Compare", "data": "Data",
-         "definitions": "Definitions"}
+PAGES = {
+    "": "ETTR (goodput)",
+    "racks": "Racks",
+    "gpus": "GPUs",
+    "jobs": "Jobs",
+    "network": "Network",
+    "incidents": "Interruptions",
+    "planner": "Planner",
+    "compare": "Compare",
+    "data": "Data",
+    "definitions": "Definitions",
+}
 
 
 @pytest.fixture(scope="module")
@@ -34,14 +43,34 @@ def llama3(tmp_path_factory):
     folder = tmp_path_factory.mktemp("llama3")
     store = folder / "store"
     simulated = subprocess.run(
-        [str(GOODPUT), "simulate", "--preset", "llama3-405b", "--name", "llama3-405b (default)", "--store",
-         str(store), "--json"], capture_output=True, text=True, timeout=600, check=False, cwd=ROOT)
+        [
+            str(GOODPUT),
+            "simulate",
+            "--preset",
+            "llama3-405b",
+            "--name",
+            "llama3-405b (default)",
+            "--store",
+            str(store),
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+        cwd=ROOT,
+    )
     assert simulated.returncode == 0, simulated.stderr
     summary = json.loads(simulated.stdout)
     port, log = free_port(), folder / "dashboard.log"
     with log.open("w") as out:
-        server = subprocess.Popen([str(GOODPUT), "dashboard", "--store", str(store), "--port", str(port)],
-                                  stdout=out, stderr=subprocess.STDOUT, cwd=ROOT, start_new_session=True)
+        server = subprocess.Popen(
+            [str(GOODPUT), "dashboard", "--store", str(store), "--port", str(port)],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            cwd=ROOT,
+            start_new_session=True,
+        )
     url = f"http://127.0.0.1:{port}"
     try:
         wait_healthy(url, server, log)
@@ -71,9 +100,12 @@ def test_every_page_of_the_default_run(llama3):
                 expect(page.get_by_test_id("stAlertContentError")).to_have_count(0)
                 if path == "":
                     metrics = page.get_by_test_id("stMetric")
-                    expect(metrics.filter(has_text="ETTR (goodput)")).to_contain_text(fmt_pct(summary["job"]["ettr"]))
+                    expect(metrics.filter(has_text="ETTR (goodput)")).to_contain_text(
+                        fmt_pct(summary["job"]["ettr"])
+                    )
                     expect(metrics.filter(has_text="Interruptions")).to_contain_text(
-                        fmt_int(summary["interruptions"]["total"]))
+                        fmt_int(summary["interruptions"]["total"])
+                    )
                 page.wait_for_timeout(1000)  # Plotly's transitions
                 shot = ARTIFACTS / f"{path or 'overview'}.png"
                 page.screenshot(path=str(shot), full_page=True)

@@ -35,8 +35,13 @@ def serve(store: Path, tmp_path: Path):
     """`goodput dashboard` on `store`; returns (url, server) once healthy."""
     port, log = free_port(), tmp_path / "dashboard.log"
     with log.open("w") as out:
-        server = subprocess.Popen([str(GOODPUT), "dashboard", "--store", str(store), "--port", str(port)],
-                                  stdout=out, stderr=subprocess.STDOUT, cwd=ROOT, start_new_session=True)
+        server = subprocess.Popen(
+            [str(GOODPUT), "dashboard", "--store", str(store), "--port", str(port)],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            cwd=ROOT,
+            start_new_session=True,
+        )
     url = f"http://127.0.0.1:{port}"
     try:
         wait_healthy(url, server, log)
@@ -113,8 +118,9 @@ def test_clicking_a_rack_on_the_floor_plan_opens_its_elevation(racks_dashboard, 
             page.mouse.click(x, y)
             page.wait_for_function("() => location.search.includes('rack=3')", timeout=30_000)
             page.get_by_text("Rack 3:").wait_for(timeout=30_000)
-            page.wait_for_function("() => document.querySelectorAll('.js-plotly-plot').length >= 2",
-                                   timeout=RENDER_TIMEOUT_MS)
+            page.wait_for_function(
+                "() => document.querySelectorAll('.js-plotly-plot').length >= 2", timeout=RENDER_TIMEOUT_MS
+            )
             body = page.inner_text("body")
             assert "gt-p01-r00003-h1" in body and "gt-p00-r00000-h0" not in body
             shot = tmp_path / "racks-elevation.png"
@@ -158,8 +164,11 @@ def test_llama3_floor_plan_in_chromium(tmp_path):
         store = Path(os.environ["GOODPUT_RACKS_STORE"])
     else:  # coarse telemetry keeps the run quick; the floor is the same size
         store = tmp_path / "llama3"
-        Store(store).write_run(simulate(build("llama3-405b", sets=["simulation.telemetry_resolution=12h",
-                                                                   "network.link_samples=off"])))
+        Store(store).write_run(
+            simulate(
+                build("llama3-405b", sets=["simulation.telemetry_resolution=12h", "network.link_samples=off"])
+            )
+        )
     run_id = Store(store).run_ids()[0]
     url, server = serve(store, tmp_path)
     try:

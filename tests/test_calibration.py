@@ -36,7 +36,9 @@ def test_llama3_unexpected_interruptions_average_419(llama_runs):
 
 @pytest.mark.slow
 def test_llama3_cause_mix_matches_the_table(llama_runs):
-    observed = np.array([[r["interruptions"]["by_cause"][c.cause] for c in CAUSES] for r in llama_runs]).sum(0)
+    observed = np.array([[r["interruptions"]["by_cause"][c.cause] for c in CAUSES] for r in llama_runs]).sum(
+        0
+    )
     weights = np.array([c.count for c in CAUSES], dtype=float)
     expected = weights / weights.sum() * observed.sum()
     assert expected.min() > 5  # the chi-square approximation holds
@@ -55,22 +57,45 @@ def test_llama3_planned_interruptions_and_ettr(llama_runs):
 
 # A job of 128 hosts with 32 hot spares and nothing else on the cluster; late detection off (the closed form
 # assumes a failure is noticed when it happens); checkpoint write and restart as in Daly's worked example.
-IDEAL = ["cluster.gpus=1280", "cluster.racks_per_pod=8", "training.gpus=1024", "spares.hosts=32",
-         "failures.planned_per_day=0", "failures.sdc_detection_delay=0s", "failures.nccl_timeout_detection=0s",
-         "failures.network_rack_share=0", "research.utilization=0", "repair.technicians=64",
-         "training.restart_overhead=10m", "training.checkpoint_write=5m", "simulation.days=300"]
+IDEAL = [
+    "cluster.gpus=1280",
+    "cluster.racks_per_pod=8",
+    "training.gpus=1024",
+    "spares.hosts=32",
+    "failures.planned_per_day=0",
+    "failures.sdc_detection_delay=0s",
+    "failures.nccl_timeout_detection=0s",
+    "failures.network_rack_share=0",
+    "research.utilization=0",
+    "repair.technicians=64",
+    "training.restart_overhead=10m",
+    "training.checkpoint_write=5m",
+    "simulation.days=300",
+]
 
 
 def _ideal(rate, interval_min, seed):
-    return _summary("demo", *IDEAL, f"failures.rate_per_1000_node_days={rate}",
-                    f"training.checkpoint_interval={interval_min}m", f"simulation.seed={seed}")
+    return _summary(
+        "demo",
+        *IDEAL,
+        f"failures.rate_per_1000_node_days={rate}",
+        f"training.checkpoint_interval={interval_min}m",
+        f"simulation.seed={seed}",
+    )
 
 
-@pytest.mark.parametrize(("rate", "interval_min"), [(31.25, 30), (31.25, 90), (62.5, 20), (75.0, 39), (10.0, 60)])
+@pytest.mark.parametrize(
+    ("rate", "interval_min"), [(31.25, 30), (31.25, 90), (62.5, 20), (75.0, 39), (10.0, 60)]
+)
 def test_ettr_matches_the_closed_form_where_failures_are_rare(rate, interval_min):
     hosts = 128
-    estimate = closed_form_ettr(gpus=1024, rate_per_1000_node_days=rate, checkpoint_interval_s=interval_min * 60,
-                                checkpoint_write_s=300, restart_overhead_s=600)
+    estimate = closed_form_ettr(
+        gpus=1024,
+        rate_per_1000_node_days=rate,
+        checkpoint_interval_s=interval_min * 60,
+        checkpoint_write_s=300,
+        restart_overhead_s=600,
+    )
     assert estimate.failures_per_s * (600 + interval_min * 30) < 0.2  # the regime the issue names
     runs = [_ideal(rate, interval_min, seed) for seed in range(3)]
     assert all(r["job"]["losses_gpu_hours"]["waiting_for_spares"] == 0 for r in runs)  # spares were ample

@@ -27,8 +27,9 @@ STARTED = datetime(2024, 12, 2, 11, 0, tzinfo=UTC)
 def test_an_xid_code_has_one_colour_and_one_name_on_every_chart():
     # the simulator's codes and the codes a real log brings (13, and NVSwitch SXid 20034 outside the catalogue)
     counts = pl.DataFrame({"xid": [45, 79, 20034, 13], "events": [1075, 123, 6, 2]})
-    per_window = pl.DataFrame({"t_s": [0.0, 0.0, 3600.0, 3600.0, 3600.0], "xid": [45, 79, 79, 20034, 13],
-                               "count": [3, 1, 2, 6, 2]})
+    per_window = pl.DataFrame(
+        {"t_s": [0.0, 0.0, 3600.0, 3600.0, 3600.0], "xid": [45, 79, 79, 20034, 13], "count": [3, 1, 2, 6, 2]}
+    )
     events = pl.DataFrame({"t_s": [0.0, 12.0, 12.0, 40.0], "xid": [79, 20034, 20034, 13]})
     bars = charts.xid_counts(counts).data[0]
     by_chart = [
@@ -40,19 +41,26 @@ def test_an_xid_code_has_one_colour_and_one_name_on_every_chart():
     for colours in by_chart:
         assert colours == {name: expected[name] for name in colours}
     assert expected["20034"] == XID_OTHER_COLOUR and xid_colour(79) != xid_colour(45)
-    assert set(by_chart[0]) == set(expected) and set(by_chart[2]) == {"79 GPU_HAS_FALLEN_OFF_THE_BUS", "20034",
-                                                                      "13 GR_EXCEPTION"}
+    assert set(by_chart[0]) == set(expected) and set(by_chart[2]) == {
+        "79 GPU_HAS_FALLEN_OFF_THE_BUS",
+        "20034",
+        "13 GR_EXCEPTION",
+    }
 
 
 def test_xid_codes_are_categories_and_counts_whole_numbers():
     fig = charts.xid_counts(pl.DataFrame({"xid": [20034, 79, 13], "events": [6, 1, 2]}))
     # a code is a category: "20034" must not become a numeric axis that prints 20.034k
-    assert fig.layout.yaxis.type == "category" and list(fig.data[0].y) == ["20034", "79 GPU_HAS_FALLEN_OFF_THE_BUS",
-                                                                          "13 GR_EXCEPTION"]
+    assert fig.layout.yaxis.type == "category" and list(fig.data[0].y) == [
+        "20034",
+        "79 GPU_HAS_FALLEN_OFF_THE_BUS",
+        "13 GR_EXCEPTION",
+    ]
     assert fig.layout.xaxis.dtick == 1 and fig.layout.xaxis.tickformat == ",d"  # 6 events: 0, 1, ..., 6
     assert fig.layout.xaxis.title.text == "XID events"
-    fig = charts.xid_timeline(pl.DataFrame({"t_s": [0.0, 0.0, 60.0], "xid": [79, 13, 13], "count": [1, 2, 1]}),
-                              STARTED, 60.0)
+    fig = charts.xid_timeline(
+        pl.DataFrame({"t_s": [0.0, 0.0, 60.0], "xid": [79, 13, 13], "count": [1, 2, 1]}), STARTED, 60.0
+    )
     assert fig.layout.yaxis.dtick == 1 and fig.layout.yaxis.rangemode == "tozero"  # stacked: 3 in the first
     assert fig.layout.yaxis.title.text == "XID events per 1 min"
     fig = charts.xid_strip(pl.DataFrame({"t_s": [0.0, 12.0, 12.5], "xid": [79, 20034, 20034]}), STARTED)
@@ -66,7 +74,10 @@ def test_xid_codes_are_categories_and_counts_whole_numbers():
 def test_count_axes_have_whole_ticks():
     assert count_axis(3) == {"rangemode": "tozero", "tickformat": ",d", "dtick": 1}
     assert count_axis(None)["dtick"] == 1  # nothing to count: still whole numbers
-    assert count_axis(1075) == {"rangemode": "tozero", "tickformat": ",d"}  # Plotly's own steps are whole there
+    assert count_axis(1075) == {
+        "rangemode": "tozero",
+        "tickformat": ",d",
+    }  # Plotly's own steps are whole there
     fig = charts.health_counts(pl.DataFrame({"state": ["running", "failed", None], "gpus": [14, 2, 1]}))
     assert fig.layout.yaxis.tickformat == ",d" and fig.layout.xaxis.type == "category"
     assert list(fig.data[0].x) == ["Running a job", "Failed GPU", "No state recorded"]
@@ -82,14 +93,25 @@ def test_one_sample_is_drawn_as_a_point():
     assert {t.mode for t in fig.data} == {"lines+markers"}
     # a minute around the one scrape, not milliseconds around it
     assert [str(x)[:19] for x in fig.layout.xaxis.range] == ["2024-12-02 10:59:30", "2024-12-02 11:00:30"]
-    many = pl.DataFrame({"t_s": np.arange(100.0), "temp_c": np.full(100, 60.0), "power_w": np.full(100, 500.0),
-                         "util_pct": np.full(100, 90.0)})
+    many = pl.DataFrame(
+        {
+            "t_s": np.arange(100.0),
+            "temp_c": np.full(100, 60.0),
+            "power_w": np.full(100, 500.0),
+            "util_pct": np.full(100, 90.0),
+        }
+    )
     assert {t.mode for t in charts.gpu_telemetry(many, STARTED).data} == {"lines"}
 
 
 def test_offenders_are_named_in_words_on_a_category_axis():
-    frame = pl.DataFrame({"label": ["1001", "1001", "1002"], "t_s": [0.0, 10.0, 5.0],
-                          "cause": ["gpu_hbm3", "network_switch_cable", "some_new_cause"]})
+    frame = pl.DataFrame(
+        {
+            "label": ["1001", "1001", "1002"],
+            "t_s": [0.0, 10.0, 5.0],
+            "cause": ["gpu_hbm3", "network_switch_cable", "some_new_cause"],
+        }
+    )
     fig = charts.offender_history(frame, STARTED)
     assert {t.name for t in fig.data} == {"GPU HBM3 memory", "Network switch/cable", "Some new cause"}
     assert fig.layout.yaxis.type == "category"  # hostnames that look like numbers stay names
@@ -98,15 +120,23 @@ def test_offenders_are_named_in_words_on_a_category_axis():
 snake_keys = st.from_regex(r"[a-z][a-z0-9]{0,6}(_[a-z0-9]{1,6}){0,3}", fullmatch=True)
 
 
-@given(st.lists(st.one_of(st.sampled_from(sorted(CAUSE_BY_KEY) + ["planned_maintenance"]), snake_keys),
-                max_size=5))
+@given(
+    st.lists(
+        st.one_of(st.sampled_from(sorted(CAUSE_BY_KEY) + ["planned_maintenance"]), snake_keys), max_size=5
+    )
+)
 def test_causes_text_is_cause_label_for_every_element(causes):
-    shown = pl.DataFrame({"causes": [causes]}, schema={"causes": pl.List(pl.String)}).select(
-        charts.causes_text("causes"))["causes"].to_list()
+    shown = (
+        pl.DataFrame({"causes": [causes]}, schema={"causes": pl.List(pl.String)})
+        .select(charts.causes_text("causes"))["causes"]
+        .to_list()
+    )
     assert shown == [[cause_label(c) for c in causes]]
 
 
-@given(st.lists(st.one_of(st.sampled_from([x.xid for x in XIDS]), st.integers(0, 30000), st.none()), max_size=6))
+@given(
+    st.lists(st.one_of(st.sampled_from([x.xid for x in XIDS]), st.integers(0, 30000), st.none()), max_size=6)
+)
 def test_xid_label_text_is_xid_label(codes):
     shown = pl.DataFrame({"xid": codes}, schema={"xid": pl.Int32}).select(charts.xid_label_text("xid"))["xid"]
     assert shown.to_list() == [None if x is None else xid_label(x) for x in codes]
@@ -114,15 +144,30 @@ def test_xid_label_text_is_xid_label(codes):
 
 @given(st.lists(st.one_of(st.sampled_from(charts.GPU_STATE_ORDER), st.none()), max_size=6))
 def test_gpu_state_text_is_gpu_state_label(states):
-    shown = pl.DataFrame({"state": states}, schema={"state": pl.String}).select(charts.gpu_state_text("state"))
+    shown = pl.DataFrame({"state": states}, schema={"state": pl.String}).select(
+        charts.gpu_state_text("state")
+    )
     assert shown["state"].to_list() == [charts.gpu_state_label(s or "unknown") for s in states]
 
 
 def test_the_grid_is_one_heatmap_in_the_palette_colours():
-    cells = pl.DataFrame({
-        "gpu_id": [0, 1], "hostname": ["a", "a"], "rack_id": [0, 0], "row": [0, 0], "position": [0, 0],
-        "slot": [0, 0], "gpu_index": [0, 1], "state": ["running", "failed"], "temp_c": [70.0, None],
-        "power_w": [650.0, None], "xid_events": [0, 1], "last_xid": [None, 79], "causes": [[], ["gpu_sram"]]})
+    cells = pl.DataFrame(
+        {
+            "gpu_id": [0, 1],
+            "hostname": ["a", "a"],
+            "rack_id": [0, 0],
+            "row": [0, 0],
+            "position": [0, 0],
+            "slot": [0, 0],
+            "gpu_index": [0, 1],
+            "state": ["running", "failed"],
+            "temp_c": [70.0, None],
+            "power_w": [650.0, None],
+            "xid_events": [0, 1],
+            "last_xid": [None, 79],
+            "causes": [[], ["gpu_sram"]],
+        }
+    )
     fig = charts.health_grid(cells)
     assert sum(isinstance(t, go.Heatmap) for t in fig.data) == 1
     scale = {round(p, 6): c for p, c in fig.data[0].colorscale}

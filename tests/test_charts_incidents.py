@@ -16,12 +16,17 @@ STARTED = datetime(2024, 3, 1, tzinfo=UTC)
 
 
 def frame() -> pl.DataFrame:
-    return pl.DataFrame({
-        "incident_id": [1, 2, 3, 4], "t_s": [3600.0, 7200.0, 90000.0, 100000.0],
-        "cause": ["faulty_gpu", "network_switch_cable", "planned_maintenance", "faulty_gpu"],
-        "category": ["GPU", "Network", "Planned", "GPU"], "planned": [False, False, True, False],
-        "gpu_hours_lost": [16.0, 4.0, 0.0, None], "job_ids": [["a"], ["b"], ["a"], []],
-    })
+    return pl.DataFrame(
+        {
+            "incident_id": [1, 2, 3, 4],
+            "t_s": [3600.0, 7200.0, 90000.0, 100000.0],
+            "cause": ["faulty_gpu", "network_switch_cable", "planned_maintenance", "faulty_gpu"],
+            "category": ["GPU", "Network", "Planned", "GPU"],
+            "planned": [False, False, True, False],
+            "gpu_hours_lost": [16.0, 4.0, 0.0, None],
+            "job_ids": [["a"], ["b"], ["a"], []],
+        }
+    )
 
 
 def test_marker_area_follows_cost():
@@ -35,7 +40,10 @@ def test_timeline_one_trace_per_category_with_ids_to_click():
     fig = charts.timeline(frame(), STARTED)
     assert [t.name for t in fig.data] == ["GPU", "Network", "Planned"]
     gpu = fig.data[0]
-    assert gpu.customdata.tolist() == [1, 4] and list(gpu.y) == ["Faulty GPU", "Faulty GPU"]  # causes in words
+    assert gpu.customdata.tolist() == [1, 4] and list(gpu.y) == [
+        "Faulty GPU",
+        "Faulty GPU",
+    ]  # causes in words
     assert gpu.marker.color == CATEGORY_COLOURS["GPU"] and gpu.marker.size.tolist() == [30.0, 6.0]
     assert str(gpu.x[0]) == "2024-03-01T01:00:00.000"
     assert charts.clicked_incident({"points": [{"customdata": 4}]}) == 4
@@ -51,8 +59,11 @@ def test_by_cause_from_summary_counts_coloured_by_category():
     assert list(bar.y) == ["Planned maintenance", "Network switch/cable", "Faulty GPU"]  # in words
     assert fig.layout.xaxis.tickformat == ",d"  # no half interruptions on the axis
     assert list(bar.x) == [1, 1, 2]
-    assert list(bar.marker.color) == [CATEGORY_COLOURS["Planned"], CATEGORY_COLOURS["Network"],
-                                      CATEGORY_COLOURS["GPU"]]
+    assert list(bar.marker.color) == [
+        CATEGORY_COLOURS["Planned"],
+        CATEGORY_COLOURS["Network"],
+        CATEGORY_COLOURS["GPU"],
+    ]
 
 
 def test_per_day_stacks_planned_on_unexpected():
@@ -64,10 +75,15 @@ def test_per_day_stacks_planned_on_unexpected():
 
 
 def chain() -> pl.DataFrame:
-    rows = [(1, 1000.0, "checkpoint", "j: restarts from here"), (2, 1600.0, "occurred", "faulty_gpu"),
-            (3, 1660.0, "detected", "XID 79"), (4, 1660.0, "job interrupted", "j: attempt 1 ended"),
-            (5, 3460.0, "job running again", "j: attempt 2"), (6, 5200.0, "repair: repair", "h1"),
-            (7, 16000.0, "host returned", "h1 back as healthy")]
+    rows = [
+        (1, 1000.0, "checkpoint", "j: restarts from here"),
+        (2, 1600.0, "occurred", "faulty_gpu"),
+        (3, 1660.0, "detected", "XID 79"),
+        (4, 1660.0, "job interrupted", "j: attempt 1 ended"),
+        (5, 3460.0, "job running again", "j: attempt 2"),
+        (6, 5200.0, "repair: repair", "h1"),
+        (7, 16000.0, "host returned", "h1 back as healthy"),
+    ]
     return pl.DataFrame(rows, schema=CHAIN_SCHEMA, orient="row")
 
 
@@ -75,10 +91,12 @@ def test_chain_bars_in_hours_from_the_fault():
     bars = charts.chain_bars(chain())
     assert bars["label"].to_list()[:2] == ["1 · checkpoint", "2 · occurred"]
     # a step lasts until the next one; the checkpoint lies before the fault (the work lost)
-    assert bars["start_h"].to_list() == pytest.approx([-600 / 3600, 0.0, 60 / 3600, 60 / 3600, 1860 / 3600,
-                                                       3600 / 3600, 14400 / 3600])
-    assert bars["hours"].to_list() == pytest.approx([600 / 3600, 60 / 3600, 0.0, 1800 / 3600, 1740 / 3600,
-                                                     10800 / 3600, 0.0])
+    assert bars["start_h"].to_list() == pytest.approx(
+        [-600 / 3600, 0.0, 60 / 3600, 60 / 3600, 1860 / 3600, 3600 / 3600, 14400 / 3600]
+    )
+    assert bars["hours"].to_list() == pytest.approx(
+        [600 / 3600, 60 / 3600, 0.0, 1800 / 3600, 1740 / 3600, 10800 / 3600, 0.0]
+    )
 
 
 def test_chain_figure_is_a_gantt_in_story_order():

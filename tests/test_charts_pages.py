@@ -35,61 +35,102 @@ def _host_states() -> pl.DataFrame:
     rows = []  # (host_id, state, start_s, end_s, job_id)
     for host in range(4):  # the flagship job's hosts
         rows.append((host, "running", 0.0, 20000.0, "j-flag"))
-    rows += [(0, "running", 21000.0, DAY, "j-flag"), (2, "running", 21000.0, DAY, "j-flag"),
-             (3, "running", 21000.0, DAY, "j-flag"), (7, "spare", 0.0, 21000.0, None),
-             (7, "running", 21000.0, DAY, "j-flag")]
-    rows += [(1, "draining", 20000.0, 20100.0, None), (1, "diagnosing", 20100.0, 21000.0, None),
-             (1, "repair", 21000.0, 39000.0, None), (1, "burn_in", 39000.0, 40000.0, None),
-             (1, "healthy", 40000.0, 70000.0, None), (1, "down", 70000.0, 72000.0, None),
-             (1, "repair", 72000.0, DAY, None)]
-    rows += [(4, "running", 1000.0, 40000.0, "j-r1"), (5, "running", 1000.0, 40000.0, "j-r1"),
-             (4, "healthy", 40000.0, DAY, None), (5, "healthy", 40000.0, DAY, None),
-             (4, "healthy", 0.0, 1000.0, None), (5, "healthy", 0.0, 1000.0, None),
-             (6, "healthy", 0.0, 5000.0, None), (6, "running", 5000.0, 30000.0, "j-r2"),
-             (6, "healthy", 30000.0, 31000.0, None), (6, "running", 31000.0, 60000.0, "j-r2"),
-             (6, "healthy", 60000.0, DAY, None)]
+    rows += [
+        (0, "running", 21000.0, DAY, "j-flag"),
+        (2, "running", 21000.0, DAY, "j-flag"),
+        (3, "running", 21000.0, DAY, "j-flag"),
+        (7, "spare", 0.0, 21000.0, None),
+        (7, "running", 21000.0, DAY, "j-flag"),
+    ]
+    rows += [
+        (1, "draining", 20000.0, 20100.0, None),
+        (1, "diagnosing", 20100.0, 21000.0, None),
+        (1, "repair", 21000.0, 39000.0, None),
+        (1, "burn_in", 39000.0, 40000.0, None),
+        (1, "healthy", 40000.0, 70000.0, None),
+        (1, "down", 70000.0, 72000.0, None),
+        (1, "repair", 72000.0, DAY, None),
+    ]
+    rows += [
+        (4, "running", 1000.0, 40000.0, "j-r1"),
+        (5, "running", 1000.0, 40000.0, "j-r1"),
+        (4, "healthy", 40000.0, DAY, None),
+        (5, "healthy", 40000.0, DAY, None),
+        (4, "healthy", 0.0, 1000.0, None),
+        (5, "healthy", 0.0, 1000.0, None),
+        (6, "healthy", 0.0, 5000.0, None),
+        (6, "running", 5000.0, 30000.0, "j-r2"),
+        (6, "healthy", 30000.0, 31000.0, None),
+        (6, "running", 31000.0, 60000.0, "j-r2"),
+        (6, "healthy", 60000.0, DAY, None),
+    ]
     host, state, start, end, job = zip(*rows, strict=True)
-    return pl.DataFrame({"host_id": host, "state": state, "start_s": start, "end_s": end, "job_id": job},
-                        schema_overrides={"host_id": pl.Int32})
+    return pl.DataFrame(
+        {"host_id": host, "state": state, "start_s": start, "end_s": end, "job_id": job},
+        schema_overrides={"host_id": pl.Int32},
+    )
 
 
 def _incidents() -> pl.DataFrame:
-    return pl.DataFrame({
-        "incident_id": [1, 2, 3, 4],
-        "t_s": [20000.0, 30000.0, 50000.0, 70000.0],
-        "detected_s": [20030.0, 30600.0, 50000.0, 70010.0],
-        "mitigated_s": [21000.0, 31000.0, 51000.0, 70100.0],
-        "repaired_s": [40000.0, 30900.0, 51000.0, None],
-        "cause": ["faulty_gpu", "network_switch_cable", "planned_maintenance", "gpu_hbm3"],
-        "category": ["GPU", "Network", "Planned", "GPU"],
-        "planned": [False, False, True, False],
-        "xid": [79, None, None, 48],
-        "host_id": [1, 6, None, 1],
-        "gpu_id": [3, None, None, 3],
-        "link_id": [None, 18, None, None],
-        "jobs_hit": [1, 1, 1, 0],
-        "gpu_hours_lost": [8 * 1600 / 3600, 2 * 2200 / 3600, 8 * 1000 / 3600, 0.0],
-        "job_ids": [["j-flag"], ["j-r2"], ["j-flag"], []],
-    }, schema_overrides={"xid": pl.Int32, "host_id": pl.Int32, "gpu_id": pl.Int32, "link_id": pl.Int32,
-                         "jobs_hit": pl.Int32, "incident_id": pl.Int32})
+    return pl.DataFrame(
+        {
+            "incident_id": [1, 2, 3, 4],
+            "t_s": [20000.0, 30000.0, 50000.0, 70000.0],
+            "detected_s": [20030.0, 30600.0, 50000.0, 70010.0],
+            "mitigated_s": [21000.0, 31000.0, 51000.0, 70100.0],
+            "repaired_s": [40000.0, 30900.0, 51000.0, None],
+            "cause": ["faulty_gpu", "network_switch_cable", "planned_maintenance", "gpu_hbm3"],
+            "category": ["GPU", "Network", "Planned", "GPU"],
+            "planned": [False, False, True, False],
+            "xid": [79, None, None, 48],
+            "host_id": [1, 6, None, 1],
+            "gpu_id": [3, None, None, 3],
+            "link_id": [None, 18, None, None],
+            "jobs_hit": [1, 1, 1, 0],
+            "gpu_hours_lost": [8 * 1600 / 3600, 2 * 2200 / 3600, 8 * 1000 / 3600, 0.0],
+            "job_ids": [["j-flag"], ["j-r2"], ["j-flag"], []],
+        },
+        schema_overrides={
+            "xid": pl.Int32,
+            "host_id": pl.Int32,
+            "gpu_id": pl.Int32,
+            "link_id": pl.Int32,
+            "jobs_hit": pl.Int32,
+            "incident_id": pl.Int32,
+        },
+    )
 
 
 def _attempts() -> pl.DataFrame:
-    return pl.DataFrame({
-        "job_id": ["j-flag", "j-flag", "j-flag", "j-r1", "j-r2", "j-r2"],
-        "attempt": [1, 2, 3, 1, 1, 2],
-        "start_s": [0.0, 21000.0, 51000.0, 1000.0, 5000.0, 31000.0],
-        "end_s": [20000.0, 50000.0, DAY, 40000.0, 30000.0, 60000.0],
-        "end_reason": ["faulty_gpu", "planned_maintenance", "end_of_run", "completed", "network_switch_cable",
-                       "completed"],
-        "lost_work_s": [600.0, 0.0, 0.0, 0.0, 1200.0, 0.0],
-        "hosts": [[0, 1, 2, 3], [0, 2, 3, 7], [0, 2, 3, 7], [4, 5], [6], [6]],
-    }, schema_overrides={"hosts": pl.List(pl.Int32), "attempt": pl.Int32})
+    return pl.DataFrame(
+        {
+            "job_id": ["j-flag", "j-flag", "j-flag", "j-r1", "j-r2", "j-r2"],
+            "attempt": [1, 2, 3, 1, 1, 2],
+            "start_s": [0.0, 21000.0, 51000.0, 1000.0, 5000.0, 31000.0],
+            "end_s": [20000.0, 50000.0, DAY, 40000.0, 30000.0, 60000.0],
+            "end_reason": [
+                "faulty_gpu",
+                "planned_maintenance",
+                "end_of_run",
+                "completed",
+                "network_switch_cable",
+                "completed",
+            ],
+            "lost_work_s": [600.0, 0.0, 0.0, 0.0, 1200.0, 0.0],
+            "hosts": [[0, 1, 2, 3], [0, 2, 3, 7], [0, 2, 3, 7], [4, 5], [6], [6]],
+        },
+        schema_overrides={"hosts": pl.List(pl.Int32), "attempt": pl.Int32},
+    )
 
 
 def _checkpoints() -> pl.DataFrame:
-    starts = np.concatenate([np.arange(1800.0, 20000.0, 1800.0), np.arange(22800.0, 50000.0, 1800.0),
-                             np.arange(52800.0, DAY, 1800.0)])
+    starts = np.concatenate(
+        [
+            np.arange(1800.0, 20000.0, 1800.0),
+            np.arange(22800.0, 50000.0, 1800.0),
+            np.arange(52800.0, DAY, 1800.0),
+        ]
+    )
     return pl.DataFrame({"job_id": ["j-flag"] * starts.size, "start_s": starts, "end_s": starts + 5.0})
 
 
@@ -98,80 +139,169 @@ def _gpu_samples() -> pl.DataFrame:
     frames = []
     for gpu in (0, 3):
         busy = (t < 20000.0) | ((gpu == 0) & (t >= 21000.0))
-        frames.append(pl.DataFrame({
-            "t_s": t, "gpu_id": np.full(t.size, gpu, dtype=np.int32),
-            "temp_c": np.where(busy, 70.0, 35.0).astype(np.float32),
-            "power_w": np.where(busy, 650.0, 90.0).astype(np.float32),
-            "util_pct": np.where(busy, 98.0, 0.0).astype(np.float32),
-            "mem_util_pct": np.where(busy, 80.0, 0.0).astype(np.float32),
-            "ecc_sbe": np.zeros(t.size, dtype=np.int32), "ecc_dbe": np.zeros(t.size, dtype=np.int32)}))
+        frames.append(
+            pl.DataFrame(
+                {
+                    "t_s": t,
+                    "gpu_id": np.full(t.size, gpu, dtype=np.int32),
+                    "temp_c": np.where(busy, 70.0, 35.0).astype(np.float32),
+                    "power_w": np.where(busy, 650.0, 90.0).astype(np.float32),
+                    "util_pct": np.where(busy, 98.0, 0.0).astype(np.float32),
+                    "mem_util_pct": np.where(busy, 80.0, 0.0).astype(np.float32),
+                    "ecc_sbe": np.zeros(t.size, dtype=np.int32),
+                    "ecc_dbe": np.zeros(t.size, dtype=np.int32),
+                }
+            )
+        )
     return pl.concat(frames)
 
 
 def _links() -> pl.DataFrame:
     tiers = ["gpu_rtsw"] * 16 + ["rtsw_ctsw"] * 4 + ["ctsw_atsw"] * 2
     capacity = [400.0] * 16 + [3200.0] * 4 + [1600.0] * 2
-    return pl.DataFrame({"link_id": np.arange(22, dtype=np.int32), "tier": tiers,
-                         "a": [f"a{i}" for i in range(22)], "b": [f"b{i}" for i in range(22)],
-                         "capacity_gbps": capacity})
+    return pl.DataFrame(
+        {
+            "link_id": np.arange(22, dtype=np.int32),
+            "tier": tiers,
+            "a": [f"a{i}" for i in range(22)],
+            "b": [f"b{i}" for i in range(22)],
+            "capacity_gbps": capacity,
+        }
+    )
 
 
 def _link_samples() -> pl.DataFrame:
     t = np.repeat(np.arange(0.0, DAY, 3600.0), 22)
     link = np.tile(np.arange(22, dtype=np.int32), 24)
-    return pl.DataFrame({"t_s": t, "link_id": link, "util_pct": (10.0 + link).astype(np.float32),
-                         "errors": np.zeros(t.size, dtype=np.int32)})
+    return pl.DataFrame(
+        {
+            "t_s": t,
+            "link_id": link,
+            "util_pct": (10.0 + link).astype(np.float32),
+            "errors": np.zeros(t.size, dtype=np.int32),
+        }
+    )
 
 
 def pages_run(name: str = "pages", *, link_telemetry: bool = False, preset_sets: tuple[str, ...] = ()) -> Run:
     """A small consistent run with every table the pages read (link_samples only if `link_telemetry`)."""
     host = np.arange(8, dtype=np.int32)
     rack = host // 2
-    hosts = pl.DataFrame({"host_id": host, "hostname": [f"host-{h:03d}" for h in host], "rack_id": rack,
-                          "pod_id": np.zeros(8, dtype=np.int32), "row": rack // 2, "position": rack % 2,
-                          "slot": host % 2})
+    hosts = pl.DataFrame(
+        {
+            "host_id": host,
+            "hostname": [f"host-{h:03d}" for h in host],
+            "rack_id": rack,
+            "pod_id": np.zeros(8, dtype=np.int32),
+            "row": rack // 2,
+            "position": rack % 2,
+            "slot": host % 2,
+        }
+    )
     gpu = np.arange(16, dtype=np.int32)
-    gpus_frame = pl.DataFrame({"gpu_id": gpu, "host_id": gpu // 2, "index": (gpu % 2).astype(np.int16),
-                               "uuid": [f"GPU-{g:04d}" for g in gpu], "model": ["H100-SXM5-80GB"] * 16})
-    job_frame = pl.DataFrame({
-        "job_id": ["j-flag", "j-r1", "j-r2", "j-r3"], "name": ["demo-pretrain", "sweep-a", "eval-b", "queued-c"],
-        "gpus": [8.0, 4.0, 2.0, 16.0], "priority": [10, 1, 1, 1], "submit_s": [0.0, 500.0, 4000.0, 60000.0],
-        "start_s": [0.0, 1000.0, 5000.0, None], "end_s": [DAY, 40000.0, 60000.0, None],
-        "state": ["running", "completed", "completed", "pending"], "user": ["llm", "ana", "bo", "cy"],
-        "kind": ["flagship", "research", "research", "research"]})
-    xid = pl.DataFrame({"t_s": [20000.0, 69000.0, 70000.0], "gpu_id": [3, 3, 3], "host_id": [1, 1, 1],
-                        "xid": [79, 63, 48], "incident_id": [1, None, 4],
-                        "message": ["fallen off the bus", "row remap", "DBE"]},
-                       schema_overrides={"gpu_id": pl.Int32, "host_id": pl.Int32, "xid": pl.Int32,
-                                         "incident_id": pl.Int32})
-    tables = {"hosts": hosts, "gpus": gpus_frame, "links": _links(), "jobs": job_frame,
-              "job_attempts": _attempts(), "checkpoints": _checkpoints(), "incidents": _incidents(),
-              "host_states": _host_states(), "gpu_samples": _gpu_samples(), "xid_events": xid}
+    gpus_frame = pl.DataFrame(
+        {
+            "gpu_id": gpu,
+            "host_id": gpu // 2,
+            "index": (gpu % 2).astype(np.int16),
+            "uuid": [f"GPU-{g:04d}" for g in gpu],
+            "model": ["H100-SXM5-80GB"] * 16,
+        }
+    )
+    job_frame = pl.DataFrame(
+        {
+            "job_id": ["j-flag", "j-r1", "j-r2", "j-r3"],
+            "name": ["demo-pretrain", "sweep-a", "eval-b", "queued-c"],
+            "gpus": [8.0, 4.0, 2.0, 16.0],
+            "priority": [10, 1, 1, 1],
+            "submit_s": [0.0, 500.0, 4000.0, 60000.0],
+            "start_s": [0.0, 1000.0, 5000.0, None],
+            "end_s": [DAY, 40000.0, 60000.0, None],
+            "state": ["running", "completed", "completed", "pending"],
+            "user": ["llm", "ana", "bo", "cy"],
+            "kind": ["flagship", "research", "research", "research"],
+        }
+    )
+    xid = pl.DataFrame(
+        {
+            "t_s": [20000.0, 69000.0, 70000.0],
+            "gpu_id": [3, 3, 3],
+            "host_id": [1, 1, 1],
+            "xid": [79, 63, 48],
+            "incident_id": [1, None, 4],
+            "message": ["fallen off the bus", "row remap", "DBE"],
+        },
+        schema_overrides={"gpu_id": pl.Int32, "host_id": pl.Int32, "xid": pl.Int32, "incident_id": pl.Int32},
+    )
+    tables = {
+        "hosts": hosts,
+        "gpus": gpus_frame,
+        "links": _links(),
+        "jobs": job_frame,
+        "job_attempts": _attempts(),
+        "checkpoints": _checkpoints(),
+        "incidents": _incidents(),
+        "host_states": _host_states(),
+        "gpu_samples": _gpu_samples(),
+        "xid_events": xid,
+    }
     if link_telemetry:
         tables["link_samples"] = _link_samples()
     scenario = build("demo", sets=list(preset_sets))
-    summary = {"gpus": 16, "hosts": 8, "days": 1, "seed": 7,
-               "interruptions": {"total": 2, "planned": 1, "unexpected": 1, "by_cause": {"faulty_gpu": 1}},
-               "job": {"name": "demo-pretrain", "gpus": 8, "ettr": 0.93, "mttf_hours": 5.5, "checkpoints": 46,
-                       "lost_gpu_hours": 5.8},
-               "cluster": {"gpu_hours": 384.0, "gpu_hours_down": 40.0, "utilization": 0.7}}
-    return Run(kind="simulate", name=name, started_at=STARTED, duration_s=DAY, scenario=scenario.to_dict(),
-               seed=7, summary=summary, tables=tables)
+    summary = {
+        "gpus": 16,
+        "hosts": 8,
+        "days": 1,
+        "seed": 7,
+        "interruptions": {"total": 2, "planned": 1, "unexpected": 1, "by_cause": {"faulty_gpu": 1}},
+        "job": {
+            "name": "demo-pretrain",
+            "gpus": 8,
+            "ettr": 0.93,
+            "mttf_hours": 5.5,
+            "checkpoints": 46,
+            "lost_gpu_hours": 5.8,
+        },
+        "cluster": {"gpu_hours": 384.0, "gpu_hours_down": 40.0, "utilization": 0.7},
+    }
+    return Run(
+        kind="simulate",
+        name=name,
+        started_at=STARTED,
+        duration_s=DAY,
+        scenario=scenario.to_dict(),
+        seed=7,
+        summary=summary,
+        tables=tables,
+    )
 
 
 # ----- time helper --------------------------------------------------------------------------------------
 
+
 def test_as_time_maps_seconds_to_utc_dates():
     times = jobs.as_time(STARTED, [0.0, 90.0, DAY])
-    assert [str(t) for t in times] == ["2024-03-01T00:00:00.000", "2024-03-01T00:01:30.000",
-                                        "2024-03-02T00:00:00.000"]
+    assert [str(t) for t in times] == [
+        "2024-03-01T00:00:00.000",
+        "2024-03-01T00:01:30.000",
+        "2024-03-02T00:00:00.000",
+    ]
 
 
 # ----- racks --------------------------------------------------------------------------------------------
 
+
 def test_floor_plan_places_each_host_in_its_rack_cell_with_its_state_colour():
-    cells = pl.DataFrame({"hostname": ["a", "b", "c"], "rack_id": [0, 0, 3], "row": [0, 0, 1],
-                          "position": [0, 0, 1], "slot": [0, 1, 0], "state": ["running", "repair", None]})
+    cells = pl.DataFrame(
+        {
+            "hostname": ["a", "b", "c"],
+            "rack_id": [0, 0, 3],
+            "row": [0, 0, 1],
+            "position": [0, 0, 1],
+            "slot": [0, 1, 0],
+            "state": ["running", "repair", None],
+        }
+    )
     fig = racks.floor_plan(cells)
     heat = fig.data[0]
     assert isinstance(heat, go.Heatmap) and len([t for t in fig.data if isinstance(t, go.Heatmap)]) == 1
@@ -192,20 +322,38 @@ def test_floor_plan_places_each_host_in_its_rack_cell_with_its_state_colour():
     handles = fig.data[-1]
     assert handles.name == racks.RACK_HANDLES
     assert list(handles.customdata) == [0, 3] and list(handles.x) == [0, 1] and list(handles.y) == [0.5, 3.5]
-    assert handles.text[0] == ("<b>rack 0</b> (click to open)<br>row 0, position 0<br>b: In repair"
-                               "<br>a: Running a job")  # top slot first
+    assert handles.text[0] == (
+        "<b>rack 0</b> (click to open)<br>row 0, position 0<br>b: In repair<br>a: Running a job"
+    )  # top slot first
 
 
 def test_floor_plan_of_gpus_puts_a_hosts_gpus_side_by_side():
-    cells = pl.DataFrame({"hostname": ["a", "a", "b", "b"], "rack_id": [0, 0, 1, 1], "row": [0, 0, 0, 0],
-                          "position": [0, 0, 1, 1], "slot": [0, 0, 0, 0], "gpu_index": [0, 1, 0, 1],
-                          "state": ["running", "failed", "spare", "spare"]})
+    cells = pl.DataFrame(
+        {
+            "hostname": ["a", "a", "b", "b"],
+            "rack_id": [0, 0, 1, 1],
+            "row": [0, 0, 0, 0],
+            "position": [0, 0, 1, 1],
+            "slot": [0, 0, 0, 0],
+            "gpu_index": [0, 1, 0, 1],
+            "state": ["running", "failed", "spare", "spare"],
+        }
+    )
     fig = racks.floor_plan(cells)
     z = np.asarray(fig.data[0].z)
     order = racks.STATE_ORDER
     assert z.shape == (2, 6)  # 2 racks x (2 GPUs + a blank column)
-    assert list(z[0]) == pytest.approx([order.index("running"), order.index("failed"), np.nan,
-                                        order.index("spare"), order.index("spare"), np.nan], nan_ok=True)
+    assert list(z[0]) == pytest.approx(
+        [
+            order.index("running"),
+            order.index("failed"),
+            np.nan,
+            order.index("spare"),
+            order.index("spare"),
+            np.nan,
+        ],
+        nan_ok=True,
+    )
     assert fig.data[0].text[0][1] == "a · rack 0 · GPU 1 · Failed GPU"
     assert list(fig.layout.xaxis.tickvals) == [0.5, 3.5]  # each rack's label under the middle of its GPUs
     assert list(fig.data[-1].x) == [0.5, 3.5] and list(fig.data[-1].customdata) == [0, 1]
@@ -222,9 +370,15 @@ def test_clicked_rack_reads_a_plotly_selection():
 
 
 def test_state_history_draws_one_bar_per_interval_in_state_colours():
-    intervals = pl.DataFrame({"hostname": ["a", "a", "b"], "state": ["running", "repair", "running"],
-                              "start_s": [0.0, 3600.0, 0.0], "end_s": [3600.0, 7200.0, 7200.0],
-                              "job_id": ["j", None, "j"]})
+    intervals = pl.DataFrame(
+        {
+            "hostname": ["a", "a", "b"],
+            "state": ["running", "repair", "running"],
+            "start_s": [0.0, 3600.0, 0.0],
+            "end_s": [3600.0, 7200.0, 7200.0],
+            "job_id": ["j", None, "j"],
+        }
+    )
     fig = racks.state_history(intervals, STARTED)
     by_name = {t.name: t for t in fig.data}
     assert set(by_name) == {"Running a job", "In repair"}
@@ -234,6 +388,7 @@ def test_state_history_draws_one_bar_per_interval_in_state_colours():
 
 
 # ----- jobs ---------------------------------------------------------------------------------------------
+
 
 def test_gantt_colours_attempts_by_how_they_ended_and_marks_failures():
     attempts = _attempts().with_columns(pl.col("job_id").alias("label"))
@@ -247,12 +402,16 @@ def test_gantt_colours_attempts_by_how_they_ended_and_marks_failures():
     assert list(marks.text) == ["Faulty GPU", "Network switch/cable"]  # words, not keys
     assert list(fig.layout.yaxis.categoryarray) == ["j-r2", "j-r1", "j-flag"]  # the first row on top
     assert list(fig.layout.yaxis.range) == [-0.6, 2.6]  # no empty band above or below the rows
-    assert list(bars["Failure"].customdata) == ["j-flag", "j-r2"] and list(marks.customdata) == ["j-flag", "j-r2"]
+    assert list(bars["Failure"].customdata) == ["j-flag", "j-r2"] and list(marks.customdata) == [
+        "j-flag",
+        "j-r2",
+    ]
     assert jobs.clicked_job({"points": [{"curve_number": 1, "customdata": "j-r2"}]}) == "j-r2"
     assert jobs.clicked_job({"points": []}) is None and jobs.clicked_job(None) is None
 
 
 # ----- gpus ---------------------------------------------------------------------------------------------
+
 
 def test_gpu_health_and_xid_charts():
     fig = gpus.health_counts(pl.DataFrame({"state": ["running", "failed"], "gpus": [14, 2]}))
@@ -260,7 +419,10 @@ def test_gpu_health_and_xid_charts():
     assert list(fig.data[0].marker.color) == [HOST_STATE_COLOURS["running"], GPU_FAILED_COLOUR]
     fig = gpus.xid_counts(pl.DataFrame({"xid": [79, 63], "events": [5, 2]}))
     assert list(fig.data[0].y) == ["79 GPU_HAS_FALLEN_OFF_THE_BUS", "63 DRAM_RETIREMENT_EVENT"]
-    assert list(fig.data[0].marker.color) == [xid_colour(79), xid_colour(63)]  # engine.report.palette's, as everywhere
+    assert list(fig.data[0].marker.color) == [
+        xid_colour(79),
+        xid_colour(63),
+    ]  # engine.report.palette's, as everywhere
 
 
 def test_gpu_telemetry_has_a_panel_per_metric_and_the_tdp_line():
@@ -272,13 +434,17 @@ def test_gpu_telemetry_has_a_panel_per_metric_and_the_tdp_line():
 
 
 def test_offender_history_one_trace_per_cause_in_category_colours():
-    frame = pl.DataFrame({"label": ["host-001", "host-001"], "t_s": [20000.0, 70000.0],
-                          "cause": ["faulty_gpu", "gpu_hbm3"]})
+    frame = pl.DataFrame(
+        {"label": ["host-001", "host-001"], "t_s": [20000.0, 70000.0], "cause": ["faulty_gpu", "gpu_hbm3"]}
+    )
     frame = pl.concat([frame, pl.DataFrame({"label": ["host-009"], "t_s": [100.0], "cause": ["nic"]})])
     fig = gpus.offender_history(frame, STARTED)
     assert [t.name for t in fig.data] == ["Faulty GPU", "GPU HBM3 memory", "NIC"]  # by category, then cause
-    assert [t.marker.color for t in fig.data] == [CATEGORY_COLOURS["GPU"], CATEGORY_COLOURS["GPU"],
-                                                  CATEGORY_COLOURS["Host"]]
+    assert [t.marker.color for t in fig.data] == [
+        CATEGORY_COLOURS["GPU"],
+        CATEGORY_COLOURS["GPU"],
+        CATEGORY_COLOURS["Host"],
+    ]
     assert [t.marker.symbol for t in fig.data] == ["diamond", "circle", "diamond"]  # told apart inside GPU
     assert list(fig.layout.yaxis.categoryarray) == ["host-009", "host-001"]  # the first row on top
     # with GPU ids, each marker carries its GPU for a click to open
@@ -289,6 +455,7 @@ def test_offender_history_one_trace_per_cause_in_category_colours():
 
 
 # ----- incidents ----------------------------------------------------------------------------------------
+
 
 def test_incident_timeline_sizes_by_cost_and_colours_by_category():
     fig = incidents.timeline(_incidents(), STARTED)
@@ -318,7 +485,9 @@ def test_marker_sizes_scale_area_with_cost():
 
 
 def test_by_cause_and_per_day():
-    counts = pl.DataFrame({"cause": ["faulty_gpu", "nic"], "category": ["GPU", "Host"], "interruptions": [5, 1]})
+    counts = pl.DataFrame(
+        {"cause": ["faulty_gpu", "nic"], "category": ["GPU", "Host"], "interruptions": [5, 1]}
+    )
     fig = incidents.by_cause(counts)
     assert list(fig.data[0].y) == ["NIC", "Faulty GPU"] and list(fig.data[0].x) == [1, 5]
     days = pl.DataFrame({"day": [0, 1], "planned": [1, 0], "unexpected": [2, 3]})
@@ -329,28 +498,54 @@ def test_by_cause_and_per_day():
 
 # ----- network ------------------------------------------------------------------------------------------
 
+
 def test_tiers_ordered_bottom_up_with_capacity_in_tbps():
-    frame = pl.DataFrame({"tier": ["ctsw_atsw", "gpu_rtsw", "rtsw_ctsw"], "links": [2, 16, 4],
-                          "capacity_gbps": [3200.0, 6400.0, 12800.0]})
+    frame = pl.DataFrame(
+        {
+            "tier": ["ctsw_atsw", "gpu_rtsw", "rtsw_ctsw"],
+            "links": [2, 16, 4],
+            "capacity_gbps": [3200.0, 6400.0, 12800.0],
+        }
+    )
     fig = network.tiers(frame)
-    assert list(fig.data[0].x) == ["NIC cables", "Rack uplinks", "Core links"]  # engine.report.palette.tier_label
+    assert list(fig.data[0].x) == [
+        "NIC cables",
+        "Rack uplinks",
+        "Core links",
+    ]  # engine.report.palette.tier_label
     assert list(fig.data[0].y) == [16, 4, 2] and list(fig.data[1].y) == [6.4, 12.8, 3.2]
 
 
 def test_utilisation_mean_and_hottest_per_tier():
-    frame = pl.DataFrame({"t_s": [0.0, 3600.0, 0.0], "tier": ["gpu_rtsw", "gpu_rtsw", "ctsw_atsw"],
-                          "mean_util": [10.0, 20.0, 5.0], "max_util": [50.0, 60.0, 7.0]})
+    frame = pl.DataFrame(
+        {
+            "t_s": [0.0, 3600.0, 0.0],
+            "tier": ["gpu_rtsw", "gpu_rtsw", "ctsw_atsw"],
+            "mean_util": [10.0, 20.0, 5.0],
+            "max_util": [50.0, 60.0, 7.0],
+        }
+    )
     fig = network.utilisation(frame, STARTED)
-    assert [t.name for t in fig.data] == ["NIC cables: mean", "NIC cables: busiest link", "Core links: mean",
-                                          "Core links: busiest link"]
+    assert [t.name for t in fig.data] == [
+        "NIC cables: mean",
+        "NIC cables: busiest link",
+        "Core links: mean",
+        "Core links: busiest link",
+    ]
     assert list(fig.data[1].y) == [50.0, 60.0]
 
 
 # ----- planner ------------------------------------------------------------------------------------------
 
+
 def test_ettr_curve_marks_the_young_daly_optimum_at_the_curve_maximum():
-    args = {"gpus": 16384, "rate_per_1000_node_days": 3.79, "checkpoint_interval_s": 1800.0,
-            "checkpoint_write_s": 60.0, "restart_overhead_s": 600.0}
+    args = {
+        "gpus": 16384,
+        "rate_per_1000_node_days": 3.79,
+        "checkpoint_interval_s": 1800.0,
+        "checkpoint_write_s": 60.0,
+        "restart_overhead_s": 600.0,
+    }
     fig = planner.ettr_curve(**args)
     curve, chosen, optimum = fig.data
     mttf = closed_form_ettr(**args).mttf_s
@@ -363,16 +558,23 @@ def test_ettr_curve_marks_the_young_daly_optimum_at_the_curve_maximum():
 
 
 def test_ettr_curve_without_failures_has_no_optimum():
-    fig = planner.ettr_curve(gpus=8, rate_per_1000_node_days=0.0, checkpoint_interval_s=600.0,
-                             checkpoint_write_s=10.0, restart_overhead_s=60.0)
+    fig = planner.ettr_curve(
+        gpus=8,
+        rate_per_1000_node_days=0.0,
+        checkpoint_interval_s=600.0,
+        checkpoint_write_s=10.0,
+        restart_overhead_s=60.0,
+    )
     assert [t.name for t in fig.data] == ["Closed-form ETTR", "chosen interval"]
 
 
 # ----- compare ------------------------------------------------------------------------------------------
 
+
 def test_causes_side_by_side_groups_by_cause_with_a_bar_per_run():
-    counts = pl.DataFrame({"run": ["a", "a", "b"], "cause": ["faulty_gpu", "nic", "faulty_gpu"],
-                           "interruptions": [3, 1, 5]})
+    counts = pl.DataFrame(
+        {"run": ["a", "a", "b"], "cause": ["faulty_gpu", "nic", "faulty_gpu"], "interruptions": [3, 1, 5]}
+    )
     fig = compare.causes_side_by_side(counts)
     assert [t.name for t in fig.data] == ["a", "b"]
     assert list(fig.data[0].x) == ["Faulty GPU", "NIC"]  # causes in words
@@ -385,8 +587,11 @@ def test_pages_run_is_consistent():
     run = pages_run()
     hs = run.tables["host_states"]
     # no host has two states at once
-    overlaps = (hs.sort(["host_id", "start_s"]).with_columns(prev_end=pl.col("end_s").shift().over("host_id"))
-                .filter(pl.col("prev_end") > pl.col("start_s")))
+    overlaps = (
+        hs.sort(["host_id", "start_s"])
+        .with_columns(prev_end=pl.col("end_s").shift().over("host_id"))
+        .filter(pl.col("prev_end") > pl.col("start_s"))
+    )
     assert overlaps.is_empty()
     assert run.tables["checkpoints"].height == 46 == run.summary["job"]["checkpoints"]
 
@@ -422,8 +627,16 @@ def test_floor_plan_of_a_llama3_sized_cluster_is_one_light_trace():
     # 1,536 racks of 2 hosts in rows of 16 (the llama3-405b shape), then its 24,576 GPUs
     host = np.arange(3072)
     rack = host // 2
-    hosts = pl.DataFrame({"hostname": [f"h{h}" for h in host], "rack_id": rack, "row": rack // 16,
-                          "position": rack % 16, "slot": host % 2, "state": ["running"] * 3072})
+    hosts = pl.DataFrame(
+        {
+            "hostname": [f"h{h}" for h in host],
+            "rack_id": rack,
+            "row": rack // 16,
+            "position": rack % 16,
+            "slot": host % 2,
+            "state": ["running"] * 3072,
+        }
+    )
     fig = racks.floor_plan(hosts)
     # one heatmap, the legend entry and one trace of 1,536 rack handles
     assert sum(isinstance(t, go.Heatmap) for t in fig.data) == 1 and len(fig.data) == 3

@@ -38,15 +38,30 @@ HOURLY = 3600.0
 def _hosts() -> pl.DataFrame:
     host = np.arange(8, dtype=np.int32)
     rack, pod = host // 2, host // 4
-    return pl.DataFrame({"host_id": host, "hostname": [f"gt-p{p:02d}-r{r:05d}-h{h % 2}" for h, r, p in
-                                                       zip(host, rack, pod, strict=True)],
-                         "rack_id": rack, "pod_id": pod, "row": rack // 2, "position": rack % 2, "slot": host % 2})
+    return pl.DataFrame(
+        {
+            "host_id": host,
+            "hostname": [f"gt-p{p:02d}-r{r:05d}-h{h % 2}" for h, r, p in zip(host, rack, pod, strict=True)],
+            "rack_id": rack,
+            "pod_id": pod,
+            "row": rack // 2,
+            "position": rack % 2,
+            "slot": host % 2,
+        }
+    )
 
 
 def _gpus() -> pl.DataFrame:
     gpu = np.arange(16, dtype=np.int32)
-    return pl.DataFrame({"gpu_id": gpu, "host_id": gpu // 2, "index": (gpu % 2).astype(np.int16),
-                         "uuid": [f"GPU-{g:04d}" for g in gpu], "model": ["H100-SXM5-80GB"] * 16})
+    return pl.DataFrame(
+        {
+            "gpu_id": gpu,
+            "host_id": gpu // 2,
+            "index": (gpu % 2).astype(np.int16),
+            "uuid": [f"GPU-{g:04d}" for g in gpu],
+            "model": ["H100-SXM5-80GB"] * 16,
+        }
+    )
 
 
 def _links() -> pl.DataFrame:
@@ -55,36 +70,68 @@ def _links() -> pl.DataFrame:
     nic_b = [f"rtsw-{g // 4}" for g in range(16)]
     up_a = [f"rtsw-{r}" for r in range(4) for _ in range(2)]
     up_b = [f"ctsw-{r // 2}-{k}" for r in range(4) for k in range(2)]
-    return pl.DataFrame({"link_id": np.arange(24, dtype=np.int32), "tier": ["gpu_rtsw"] * 16 + ["rtsw_ctsw"] * 8,
-                         "a": nic_a + up_a, "b": nic_b + up_b, "capacity_gbps": [400.0] * 16 + [800.0] * 8})
+    return pl.DataFrame(
+        {
+            "link_id": np.arange(24, dtype=np.int32),
+            "tier": ["gpu_rtsw"] * 16 + ["rtsw_ctsw"] * 8,
+            "a": nic_a + up_a,
+            "b": nic_b + up_b,
+            "capacity_gbps": [400.0] * 16 + [800.0] * 8,
+        }
+    )
 
 
 HOST_STATES = [  # (host, state, start, end, job)
-    (0, "running", 0.0, DAY, "flag"), (2, "running", 0.0, DAY, "flag"), (3, "running", 0.0, DAY, "flag"),
-    (1, "running", 0.0, 20000.0, "flag"), (1, "down", 20000.0, 21000.0, None), (1, "repair", 21000.0, DAY, None),
-    (7, "spare", 0.0, 21000.0, None), (7, "running", 21000.0, DAY, "flag"),
-    (4, "running", 0.0, DAY, "r1"), (5, "running", 0.0, DAY, "r1"), (6, "healthy", 0.0, DAY, None),
+    (0, "running", 0.0, DAY, "flag"),
+    (2, "running", 0.0, DAY, "flag"),
+    (3, "running", 0.0, DAY, "flag"),
+    (1, "running", 0.0, 20000.0, "flag"),
+    (1, "down", 20000.0, 21000.0, None),
+    (1, "repair", 21000.0, DAY, None),
+    (7, "spare", 0.0, 21000.0, None),
+    (7, "running", 21000.0, DAY, "flag"),
+    (4, "running", 0.0, DAY, "r1"),
+    (5, "running", 0.0, DAY, "r1"),
+    (6, "healthy", 0.0, DAY, None),
 ]
 
 
 def _host_states() -> pl.DataFrame:
     host, state, start, end, job = zip(*HOST_STATES, strict=True)
-    return pl.DataFrame({"host_id": host, "state": state, "start_s": start, "end_s": end, "job_id": job},
-                        schema_overrides={"host_id": pl.Int32, "job_id": pl.String})
+    return pl.DataFrame(
+        {"host_id": host, "state": state, "start_s": start, "end_s": end, "job_id": job},
+        schema_overrides={"host_id": pl.Int32, "job_id": pl.String},
+    )
 
 
 def _incidents() -> pl.DataFrame:
-    return pl.DataFrame({
-        "incident_id": [1, 2, 3, 4], "t_s": [20000.0, 40000.0, 50000.0, 60000.0],
-        "detected_s": [20030.0, 40030.0, 50030.0, 60030.0], "mitigated_s": [21000.0, 40100.0, 50100.0, 60100.0],
-        "repaired_s": [None, 40500.0, 52000.0, 61000.0],
-        "cause": ["faulty_gpu", "network_switch_cable", "network_switch_cable", "host_maintenance"],
-        "category": ["GPU", "Network", "Network", "Unplanned maintenance"], "planned": [False] * 4,
-        "xid": [79, None, None, None], "host_id": [1, None, None, 6], "gpu_id": [3, None, None, None],
-        "link_id": [None, 9, 20, None], "jobs_hit": [1, 1, 1, 0], "gpu_hours_lost": [4.0, 1.0, 1.0, 0.0],
-        "job_ids": [["flag"], ["r1"], ["r1"], []],
-    }, schema_overrides={"incident_id": pl.Int32, "xid": pl.Int32, "host_id": pl.Int32, "gpu_id": pl.Int32,
-                         "link_id": pl.Int32, "jobs_hit": pl.Int32})
+    return pl.DataFrame(
+        {
+            "incident_id": [1, 2, 3, 4],
+            "t_s": [20000.0, 40000.0, 50000.0, 60000.0],
+            "detected_s": [20030.0, 40030.0, 50030.0, 60030.0],
+            "mitigated_s": [21000.0, 40100.0, 50100.0, 60100.0],
+            "repaired_s": [None, 40500.0, 52000.0, 61000.0],
+            "cause": ["faulty_gpu", "network_switch_cable", "network_switch_cable", "host_maintenance"],
+            "category": ["GPU", "Network", "Network", "Unplanned maintenance"],
+            "planned": [False] * 4,
+            "xid": [79, None, None, None],
+            "host_id": [1, None, None, 6],
+            "gpu_id": [3, None, None, None],
+            "link_id": [None, 9, 20, None],
+            "jobs_hit": [1, 1, 1, 0],
+            "gpu_hours_lost": [4.0, 1.0, 1.0, 0.0],
+            "job_ids": [["flag"], ["r1"], ["r1"], []],
+        },
+        schema_overrides={
+            "incident_id": pl.Int32,
+            "xid": pl.Int32,
+            "host_id": pl.Int32,
+            "gpu_id": pl.Int32,
+            "link_id": pl.Int32,
+            "jobs_hit": pl.Int32,
+        },
+    )
 
 
 def _gpu_samples() -> pl.DataFrame:
@@ -95,40 +142,89 @@ def _gpu_samples() -> pl.DataFrame:
     power = np.select([flag, np.isin(host, [4, 5]), host == 7], [650.0, 600.0, 80.0], 100.0)
     temp = np.where(power > 500, 70.0 + gpu % 3, 35.0)
     keep = ~((host == 1) & (t >= 20000.0))  # host 1 is silent once down
-    return pl.DataFrame({"t_s": t, "gpu_id": gpu, "temp_c": temp.astype(np.float32),
-                         "power_w": power.astype(np.float32), "util_pct": np.where(power > 500, 97.0, 0.0)
-                         .astype(np.float32), "mem_util_pct": np.zeros(t.size, dtype=np.float32),
-                         "ecc_sbe": np.zeros(t.size, dtype=np.int32), "ecc_dbe": np.zeros(t.size, dtype=np.int32)
-                         }).filter(pl.Series(keep))
+    return pl.DataFrame(
+        {
+            "t_s": t,
+            "gpu_id": gpu,
+            "temp_c": temp.astype(np.float32),
+            "power_w": power.astype(np.float32),
+            "util_pct": np.where(power > 500, 97.0, 0.0).astype(np.float32),
+            "mem_util_pct": np.zeros(t.size, dtype=np.float32),
+            "ecc_sbe": np.zeros(t.size, dtype=np.int32),
+            "ecc_dbe": np.zeros(t.size, dtype=np.int32),
+        }
+    ).filter(pl.Series(keep))
 
 
 def racks_run(name: str = "racks") -> Run:
-    jobs = pl.DataFrame({"job_id": ["flag", "r1"], "name": ["pretrain", "sweep"], "gpus": [8.0, 4.0],
-                         "priority": [10, 1], "submit_s": [0.0, 0.0], "start_s": [0.0, 0.0], "end_s": [None, None],
-                         "state": ["running", "running"], "user": ["llm", "ana"], "kind": ["flagship", "research"]},
-                        schema_overrides={"priority": pl.Int32, "end_s": pl.Float64})
-    xids = pl.DataFrame({"t_s": [20000.0], "gpu_id": [3], "host_id": [1], "xid": [79], "incident_id": [1],
-                         "message": ["NVRM: Xid (PCI:0000:9a:00): 79, GPU has fallen off the bus."]},
-                        schema_overrides={"gpu_id": pl.Int32, "host_id": pl.Int32, "xid": pl.Int32,
-                                          "incident_id": pl.Int32})
-    scenario = build("demo", sets=[f"cluster.rack_power_budget_kw={BUDGET_KW}", "simulation.telemetry_resolution=1h",
-                                   "simulation.days=1"])
-    tables = {"hosts": _hosts(), "gpus": _gpus(), "links": _links(), "jobs": jobs, "incidents": _incidents(),
-              "host_states": _host_states(), "gpu_samples": _gpu_samples(), "xid_events": xids}
-    return Run(kind="simulate", name=name, started_at=STARTED, duration_s=DAY, scenario=scenario.to_dict(), seed=7,
-               summary={}, tables=tables)
+    jobs = pl.DataFrame(
+        {
+            "job_id": ["flag", "r1"],
+            "name": ["pretrain", "sweep"],
+            "gpus": [8.0, 4.0],
+            "priority": [10, 1],
+            "submit_s": [0.0, 0.0],
+            "start_s": [0.0, 0.0],
+            "end_s": [None, None],
+            "state": ["running", "running"],
+            "user": ["llm", "ana"],
+            "kind": ["flagship", "research"],
+        },
+        schema_overrides={"priority": pl.Int32, "end_s": pl.Float64},
+    )
+    xids = pl.DataFrame(
+        {
+            "t_s": [20000.0],
+            "gpu_id": [3],
+            "host_id": [1],
+            "xid": [79],
+            "incident_id": [1],
+            "message": ["NVRM: Xid (PCI:0000:9a:00): 79, GPU has fallen off the bus."],
+        },
+        schema_overrides={"gpu_id": pl.Int32, "host_id": pl.Int32, "xid": pl.Int32, "incident_id": pl.Int32},
+    )
+    scenario = build(
+        "demo",
+        sets=[
+            f"cluster.rack_power_budget_kw={BUDGET_KW}",
+            "simulation.telemetry_resolution=1h",
+            "simulation.days=1",
+        ],
+    )
+    tables = {
+        "hosts": _hosts(),
+        "gpus": _gpus(),
+        "links": _links(),
+        "jobs": jobs,
+        "incidents": _incidents(),
+        "host_states": _host_states(),
+        "gpu_samples": _gpu_samples(),
+        "xid_events": xids,
+    }
+    return Run(
+        kind="simulate",
+        name=name,
+        started_at=STARTED,
+        duration_s=DAY,
+        scenario=scenario.to_dict(),
+        seed=7,
+        summary={},
+        tables=tables,
+    )
 
 
 @pytest.fixture
 def run_id(store_dir) -> str:
     from engine.store import Store
+
     return Store(store_dir).write_run(racks_run())
 
 
 def cells_at(run_id: str, t_s: float, window_s: float = DAY) -> pl.DataFrame:
     run = racks_run()
     return queries.floor_cells(run_id, t_s, run.scenario, window_s).join(
-        queries.jobs(run_id).select("job_id", "kind"), on="job_id", how="left")
+        queries.jobs(run_id).select("job_id", "kind"), on="job_id", how="left"
+    )
 
 
 def z_of(fig: go.Figure) -> np.ndarray:
@@ -145,11 +241,14 @@ def colour_of(fig: go.Figure, code: float) -> str:
 
 # ----- queries --------------------------------------------------------------------------------------------
 
+
 def test_floor_cells_at_30000_read_states_power_and_silence(run_id):
     cells = cells_at(run_id, 30000.0)
     assert cells.height == 16
     by_gpu = {r["gpu_id"]: r for r in cells.iter_rows(named=True)}
-    assert by_gpu[3]["state"] == "failed" and by_gpu[2]["state"] == "repair"  # GPU 3's own incident, its host's
+    assert (
+        by_gpu[3]["state"] == "failed" and by_gpu[2]["state"] == "repair"
+    )  # GPU 3's own incident, its host's
     assert by_gpu[2]["power_w"] is None and by_gpu[2]["temp_c"] is None  # host 1 is silent: no reading
     assert by_gpu[0]["power_w"] == 650.0 and by_gpu[0]["temp_c"] == 70.0
     assert by_gpu[14]["job_id"] == "flag" and by_gpu[14]["power_w"] == 650.0  # host 7 took host 1's place
@@ -196,8 +295,11 @@ def test_blast_radius_of_a_rack_host_and_switches_at_30000(run_id):
 
     def hit(kind, name):
         hit_hosts, spanning = queries.blast_hosts(hosts, kind, name)
-        return queries.blast_radius(hosts, 2, jobs, hit_hosts, spanning).select(
-            "job_id", "hosts_hit", "gpus_hit", "job_gpus").rows()
+        return (
+            queries.blast_radius(hosts, 2, jobs, hit_hosts, spanning)
+            .select("job_id", "hosts_hit", "gpus_hit", "job_gpus")
+            .rows()
+        )
 
     assert hit("rack", "1") == [("flag", 2, 4, 8)]  # flag holds hosts 0, 2, 3 and 7 at 30,000 s
     assert hit("rtsw", "rtsw-2") == [("r1", 2, 4, 4)]
@@ -218,6 +320,7 @@ def test_play_steps_forward_and_stops_at_the_end():
 
 # ----- the floor plan, measure by measure -------------------------------------------------------------------
 
+
 # GPU g sits at line row * 3 + (1 - slot), column position * 3 + index (racks 2 GPUs + a blank column wide)
 def place(gpu: int) -> tuple[int, int]:
     host, index = divmod(gpu, 2)
@@ -232,11 +335,18 @@ def test_state_measure_colours_each_gpu_by_its_state(run_id):
     expected = {0: "running", 2: "repair", 3: "failed", 12: "healthy", 14: "running"}
     for gpu, state in expected.items():
         assert colour_of(fig, z[place(gpu)]) == charts.STATE_COLOURS[state]
-    assert np.isnan(z[2]).all() and np.isnan(z[:, 2]).all()  # the blank line between rows, column between racks
+    assert (
+        np.isnan(z[2]).all() and np.isnan(z[:, 2]).all()
+    )  # the blank line between rows, column between racks
     assert fig.data[0].text[place(3)[0]][place(3)[1]] == "gt-p00-r00000-h1 · rack 0 · GPU 1 · Failed GPU"
     # the legend names states in words, never by their keys
-    assert {t.name for t in fig.data[1:-1]} == {"Running a job", "In repair", "Failed GPU", "Healthy (idle)",
-                                                charts.OVER_BUDGET}
+    assert {t.name for t in fig.data[1:-1]} == {
+        "Running a job",
+        "In repair",
+        "Failed GPU",
+        "Healthy (idle)",
+        charts.OVER_BUDGET,
+    }
 
 
 def test_temperature_measure_with_grey_for_no_reading(run_id):
@@ -244,7 +354,9 @@ def test_temperature_measure_with_grey_for_no_reading(run_id):
     z = z_of(fig)
     low, high = charts.TEMP_RANGE_C
     assert z[place(2)] == 0.0 and colour_of(fig, 0.0) == charts.NO_READING  # silent host 1
-    assert z[place(0)] == pytest.approx(charts._EDGE + (1 - charts._EDGE) * (70 - low) / (high - low), abs=1e-3)
+    assert z[place(0)] == pytest.approx(
+        charts._EDGE + (1 - charts._EDGE) * (70 - low) / (high - low), abs=1e-3
+    )
     assert z[place(12)] < z[place(0)]  # idle host 6 at 35 °C is cooler than busy host 0 at 70 °C
     assert fig.data[0].text[place(0)[0]][place(0)[1]].endswith("GPU 0 · 70 °C (Running a job)")
     assert fig.data[0].showscale and "no reading" in {t.name for t in fig.data}
@@ -258,8 +370,10 @@ def test_power_measure_puts_racks_over_budget_in_the_red_and_crosses_them_out(ru
     # the scale steps to red at the budget: rack 1's cells lie past that step, rack 0's among the greens
     assert colour_of(fig, z[place(4)]) == "#d73027"
     assert colour_of(fig, z[place(0)]) == "#a1d99b"
-    assert fig.data[0].text[place(4)[0]][place(4)[1]] == \
-        "gt-p00-r00001-h0 · rack 1 · GPU 0 · 650 W = 93% TDP · host 1.3 kW · rack 2.6/2.5 kW (Running a job)"
+    assert (
+        fig.data[0].text[place(4)[0]][place(4)[1]]
+        == "gt-p00-r00001-h0 · rack 1 · GPU 0 · 650 W = 93% TDP · host 1.3 kW · rack 2.6/2.5 kW (Running a job)"
+    )
     over = next(t for t in fig.data if t.name == charts.OVER_BUDGET)
     assert list(over.customdata) == [1] and list(over.x) == [3.5] and list(over.y) == [0.5]
     handles = fig.data[-1]
@@ -309,15 +423,28 @@ def test_floor_plan_of_24576_gpus_stays_under_5_mb():
     measured in bench/bench_racks.py, not here)."""
     host = np.repeat(np.arange(3072), 8)
     rack = host // 2
-    cells = pl.DataFrame({"host_id": host, "hostname": [f"gt-p{h // 384:02d}-r{h // 2:05d}-h{h % 2}" for h in host],
-                          "rack_id": rack, "row": rack // 16, "position": rack % 16, "slot": host % 2,
-                          "gpu_index": np.tile(np.arange(8), 3072), "state": ["running"] * 24576,
-                          "job_id": np.where(host < 2048, "flag", "r" + pl.Series(host // 8).cast(pl.String)),
-                          "kind": np.where(host < 2048, "flagship", "research"),
-                          "temp_c": 60.0 + host % 20, "power_w": 600.0 + host % 90, "failures": host % 3})
-    cells = cells.with_columns((pl.col("power_w").sum().over("host_id") / 1000).alias("host_kw"),
-                               (pl.col("power_w").sum().over("rack_id") / 1000).alias("rack_kw"),
-                               pl.lit(24.0).alias("budget_kw"))
+    cells = pl.DataFrame(
+        {
+            "host_id": host,
+            "hostname": [f"gt-p{h // 384:02d}-r{h // 2:05d}-h{h % 2}" for h in host],
+            "rack_id": rack,
+            "row": rack // 16,
+            "position": rack % 16,
+            "slot": host % 2,
+            "gpu_index": np.tile(np.arange(8), 3072),
+            "state": ["running"] * 24576,
+            "job_id": np.where(host < 2048, "flag", "r" + pl.Series(host // 8).cast(pl.String)),
+            "kind": np.where(host < 2048, "flagship", "research"),
+            "temp_c": 60.0 + host % 20,
+            "power_w": 600.0 + host % 90,
+            "failures": host % 3,
+        }
+    )
+    cells = cells.with_columns(
+        (pl.col("power_w").sum().over("host_id") / 1000).alias("host_kw"),
+        (pl.col("power_w").sum().over("rack_id") / 1000).alias("rack_kw"),
+        pl.lit(24.0).alias("budget_kw"),
+    )
     for measure in charts.MEASURES:
         fig = charts.floor_plan(cells, measure)
         size = len(fig.to_json())
@@ -333,7 +460,13 @@ def test_blast_measure_marks_the_failed_part_and_the_jobs_that_stop(run_id):
     z = z_of(fig)
     colours = dict(charts.BLAST_BANDS)
     assert [colour_of(fig, z[place(g)]) for g in (4, 7)] == [colours["behind the failed part"]] * 2  # rack 1
-    assert [colour_of(fig, z[place(g)]) for g in (0, 14)] == [colours["in a job that stops"]] * 2  # flag elsewhere
-    assert [colour_of(fig, z[place(g)]) for g in (2, 8, 12)] == [colours["unaffected"]] * 3  # host 1, r1, idle
-    assert fig.data[0].text[place(0)[0]][place(0)[1]] == \
-        "gt-p00-r00000-h0 · rack 0 · GPU 0 · in a job that stops (Running a job)"
+    assert [colour_of(fig, z[place(g)]) for g in (0, 14)] == [
+        colours["in a job that stops"]
+    ] * 2  # flag elsewhere
+    assert [colour_of(fig, z[place(g)]) for g in (2, 8, 12)] == [
+        colours["unaffected"]
+    ] * 3  # host 1, r1, idle
+    assert (
+        fig.data[0].text[place(0)[0]][place(0)[1]]
+        == "gt-p00-r00000-h0 · rack 0 · GPU 0 · in a job that stops (Running a job)"
+    )

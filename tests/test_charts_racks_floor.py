@@ -17,9 +17,11 @@ from engine.report import palette
 
 def _luminance(colour: str) -> float:
     """WCAG relative luminance of "#rrggbb"."""
+
     def channel(c: float) -> float:
         return c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4
-    r, g, b = (channel(int(colour[i:i + 2], 16) / 255) for i in (1, 3, 5))
+
+    r, g, b = (channel(int(colour[i : i + 2], 16) / 255) for i in (1, 3, 5))
     return 0.2126 * r + 0.7152 * g + 0.0722 * b
 
 
@@ -39,6 +41,7 @@ def test_a_failed_gpu_differs_from_every_state_by_lightness_not_hue_alone():
 
 # ----- the grid ---------------------------------------------------------------------------------------------
 
+
 def test_llama3_floor_wraps_into_two_blocks_that_fit_a_1080p_screen():
     grid = floor_grid.grid_for(rows=96, positions=16, slots=2, per_rack=9)  # 1,536 racks, GPU cells
     assert (grid.blocks, grid.rows_per_block) == (2, 48)
@@ -47,7 +50,9 @@ def test_llama3_floor_wraps_into_two_blocks_that_fit_a_1080p_screen():
     assert grid.block_rows() == [(0, 47), (48, 95)]
     # row 48 starts the second block, on the first block's top line
     assert int(grid.y(np.array(48), np.array(1))) == 0 and int(grid.x(np.array(48), np.array(0))) == 144 + 9
-    hosts = floor_grid.grid_for(rows=96, positions=16, slots=2, per_rack=1)  # host cells: squarer, more blocks
+    hosts = floor_grid.grid_for(
+        rows=96, positions=16, slots=2, per_rack=1
+    )  # host cells: squarer, more blocks
     assert hosts.blocks > 2 and hosts.shape[0] <= floor_grid.MAX_LINES
 
 
@@ -57,12 +62,24 @@ def test_a_small_floor_stays_one_block_as_laid_out():
 
 
 @settings(max_examples=150, deadline=None)
-@given(rows=st.integers(1, 400), positions=st.integers(1, 40), slots=st.integers(1, 8),
-       per_rack=st.sampled_from([1, 3, 5, 9]))
+@given(
+    rows=st.integers(1, 400),
+    positions=st.integers(1, 40),
+    slots=st.integers(1, 8),
+    per_rack=st.sampled_from([1, 3, 5, 9]),
+)
 def test_every_cell_of_any_floor_has_a_place_of_its_own(rows, positions, slots, per_rack):
     grid = floor_grid.grid_for(rows, positions, slots, per_rack)
-    row, position, slot, column = (a.ravel() for a in np.meshgrid(
-        np.arange(rows), np.arange(positions), np.arange(slots), np.arange(max(per_rack - 1, 1)), indexing="ij"))
+    row, position, slot, column = (
+        a.ravel()
+        for a in np.meshgrid(
+            np.arange(rows),
+            np.arange(positions),
+            np.arange(slots),
+            np.arange(max(per_rack - 1, 1)),
+            indexing="ij",
+        )
+    )
     x, y = grid.x(row, position, column), grid.y(row, slot)
     assert x.min() >= 0 and y.min() >= 0 and x.max() < grid.shape[1] and y.max() < grid.shape[0]
     assert len(set(zip(x.tolist(), y.tolist(), strict=True))) == x.size  # no two cells on one spot
@@ -77,13 +94,24 @@ def test_every_cell_of_any_floor_has_a_place_of_its_own(rows, positions, slots, 
 
 # ----- problems only ----------------------------------------------------------------------------------------
 
+
 def test_problem_racks_at_30000_and_before_the_failure(run_id):  # noqa: F811 (the fixture)
     at = queries.hosts_at(run_id, 30000.0)
     problems = queries.problem_racks(at, cells_at(run_id, 30000.0))
-    assert problems.to_dicts() == [{"rack_id": 0, "row": 0, "position": 0, "hosts_out_of_service": 1,
-                                    "failed_gpus": 1, "states": ["repair"]}]
+    assert problems.to_dicts() == [
+        {
+            "rack_id": 0,
+            "row": 0,
+            "position": 0,
+            "hosts_out_of_service": 1,
+            "failed_gpus": 1,
+            "states": ["repair"],
+        }
+    ]
     # a link incident is no host out of service: at 51,000 s rack 2's uplink is down, yet only rack 0 counts
-    assert queries.problem_racks(queries.hosts_at(run_id, 51000.0), cells_at(run_id, 51000.0))["rack_id"].to_list() == [0]
+    assert queries.problem_racks(queries.hosts_at(run_id, 51000.0), cells_at(run_id, 51000.0))[
+        "rack_id"
+    ].to_list() == [0]
     assert queries.problem_racks(queries.hosts_at(run_id, 10000.0), cells_at(run_id, 10000.0)).is_empty()
 
 
@@ -116,10 +144,18 @@ def test_problems_only_without_a_problem_greys_the_whole_floor(run_id):  # noqa:
 def test_the_24576_gpu_floor_in_problems_only_view_stays_small():
     host = np.repeat(np.arange(3072), 8)
     rack = host // 2
-    cells = pl.DataFrame({"host_id": host, "hostname": [f"h{h}" for h in host], "rack_id": rack,
-                          "row": rack // 16, "position": rack % 16, "slot": host % 2,
-                          "gpu_index": np.tile(np.arange(8), 3072),
-                          "state": np.where(host % 700 == 3, "repair", "running")})
+    cells = pl.DataFrame(
+        {
+            "host_id": host,
+            "hostname": [f"h{h}" for h in host],
+            "rack_id": rack,
+            "row": rack // 16,
+            "position": rack % 16,
+            "slot": host % 2,
+            "gpu_index": np.tile(np.arange(8), 3072),
+            "state": np.where(host % 700 == 3, "repair", "running"),
+        }
+    )
     fig = charts.floor_plan(cells, "state", problem_racks=[1, 351, 701, 1051, 1401])
     assert len(fig.to_json()) < 5_000_000
     assert fig.layout.height <= floor_grid.MAX_HEIGHT_PX
@@ -130,8 +166,12 @@ def test_the_24576_gpu_floor_in_problems_only_view_stays_small():
 
 def test_the_blast_radius_opens_on_the_open_rack(run_id):  # noqa: F811
     hosts = queries.hosts_at(run_id, 30000.0)
-    assert [queries.blast_target_of_rack(hosts, k, 2) for k in queries.BLAST_KINDS] == \
-        ["2", "gt-p01-r00002-h1", "rtsw-2", "ctsw-1-0"]
+    assert [queries.blast_target_of_rack(hosts, k, 2) for k in queries.BLAST_KINDS] == [
+        "2",
+        "gt-p01-r00002-h1",
+        "rtsw-2",
+        "ctsw-1-0",
+    ]
     assert queries.blast_target_of_rack(hosts, "rack", 99) is None
 
 
@@ -142,7 +182,12 @@ def test_the_elevation_names_each_hosts_own_state_in_words(run_id):  # noqa: F81
     fig = elevation(cells, queries.rack_links(run_id, 0, 30000.0), 0)
     hosts = sorted(a.text for a in fig.layout.annotations if a.text.startswith("<b>gt-"))
     # host 1's GPU 3 failed: its cell is a failed GPU, the host itself is in repair
-    assert hosts == ["<b>gt-p00-r00000-h0</b><br>Running a job<br>flag · 1.3 kW",
-                     "<b>gt-p00-r00000-h1</b><br>In repair<br>no job · 0.0 kW"]
+    assert hosts == [
+        "<b>gt-p00-r00000-h0</b><br>Running a job<br>flag · 1.3 kW",
+        "<b>gt-p00-r00000-h1</b><br>In repair<br>no job · 0.0 kW",
+    ]
     assert {t.name for t in fig.data if t.name in charts.STATE_WORDS.values()} == {
-        "Running a job", "In repair", "Failed GPU"}
+        "Running a job",
+        "In repair",
+        "Failed GPU",
+    }

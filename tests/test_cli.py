@@ -19,14 +19,22 @@ COMMANDS = ["simulate", "replay", "ingest", "runs", "export", "sweep", "ettr", "
 
 def test_every_command_has_help():
     for command in COMMANDS:
-        out = subprocess.run([sys.executable, "-m", "engine.cli", command, "--help"], capture_output=True,
-                             text=True, check=True).stdout
+        out = subprocess.run(
+            [sys.executable, "-m", "engine.cli", command, "--help"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
         assert f"goodput {command}" in out and "--" in out
 
 
 def test_console_script_is_installed():
-    out = subprocess.run([str(__import__("pathlib").Path(sys.executable).parent / "goodput"), "--version"],
-                         capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        [str(__import__("pathlib").Path(sys.executable).parent / "goodput"), "--version"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     assert out.startswith("goodput ")
 
 
@@ -37,9 +45,21 @@ def run_cli(capsys, *argv):
 
 
 def test_ettr_json_matches_the_closed_form(capsys):
-    code, out, _ = run_cli(capsys, "ettr", "--gpus", "16384", "--node-failure-rate", "3.79",
-                           "--checkpoint-interval", "5m", "--checkpoint-write", "3.3s",
-                           "--restart-overhead", "10m", "--json")
+    code, out, _ = run_cli(
+        capsys,
+        "ettr",
+        "--gpus",
+        "16384",
+        "--node-failure-rate",
+        "3.79",
+        "--checkpoint-interval",
+        "5m",
+        "--checkpoint-write",
+        "3.3s",
+        "--restart-overhead",
+        "10m",
+        "--json",
+    )
     assert code == 0
     result = json.loads(out)
     assert set(result) == {"ettr", "mttf_hours", "optimal_checkpoint_interval_s"}
@@ -47,32 +67,93 @@ def test_ettr_json_matches_the_closed_form(capsys):
     assert result["mttf_hours"] == pytest.approx(24 / (2048 * 3.79e-3), rel=1e-9)
     rate = 2048 * 3.79e-3 / 86400
     assert result["ettr"] == pytest.approx((1 - rate * (600 + 150)) / (1 + 3.3 / 300), rel=1e-9)
-    assert result["optimal_checkpoint_interval_s"] == pytest.approx((2 * 3.3 * 3600 * result["mttf_hours"]) ** 0.5)
+    assert result["optimal_checkpoint_interval_s"] == pytest.approx(
+        (2 * 3.3 * 3600 * result["mttf_hours"]) ** 0.5
+    )
 
 
 def test_ettr_reproduces_dalys_worked_example(capsys):
     # Daly (2006): checkpoint 5 min, MTBF 24 h -> Young's interval sqrt(2 * 5 min * 24 h) = 120 min
     # (Daly's refined 117 min is the higher-order correction). One host failing at 1/day gives MTBF 24 h.
-    code, out, _ = run_cli(capsys, "ettr", "--gpus", "8", "--node-failure-rate", "1000",
-                           "--checkpoint-interval", "2h", "--checkpoint-write", "5m",
-                           "--restart-overhead", "10m", "--json")
+    code, out, _ = run_cli(
+        capsys,
+        "ettr",
+        "--gpus",
+        "8",
+        "--node-failure-rate",
+        "1000",
+        "--checkpoint-interval",
+        "2h",
+        "--checkpoint-write",
+        "5m",
+        "--restart-overhead",
+        "10m",
+        "--json",
+    )
     assert code == 0
     assert json.loads(out)["optimal_checkpoint_interval_s"] / 60 == pytest.approx(120.0)
 
 
-@pytest.mark.parametrize(("argv", "message"), [
-    (["ettr", "--gpus", "8", "--node-failure-rate", "1", "--checkpoint-interval", "soon",
-      "--checkpoint-write", "1s", "--restart-overhead", "1m"], "--checkpoint-interval"),
-    (["ettr", "--gpus", "0", "--node-failure-rate", "1", "--checkpoint-interval", "1h",
-      "--checkpoint-write", "1s", "--restart-overhead", "1m"], "--gpus"),
-    (["ettr", "--gpus", "8", "--node-failure-rate", "-1", "--checkpoint-interval", "1h",
-      "--checkpoint-write", "1s", "--restart-overhead", "1m"], "--node-failure-rate"),
-    (["runs", "--delete", "sim-nope"], "no run 'sim-nope'"),
-    (["simulate", "--preset", "nope"], "unknown preset 'nope'"),
-    (["simulate", "--preset", "demo", "--set", "training.checkpoint_intervall=5m"],
-     "did you mean 'training.checkpoint_interval'"),
-    (["simulate", "--scenario", "/no/such/file.toml"], "/no/such/file.toml"),
-])
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (
+            [
+                "ettr",
+                "--gpus",
+                "8",
+                "--node-failure-rate",
+                "1",
+                "--checkpoint-interval",
+                "soon",
+                "--checkpoint-write",
+                "1s",
+                "--restart-overhead",
+                "1m",
+            ],
+            "--checkpoint-interval",
+        ),
+        (
+            [
+                "ettr",
+                "--gpus",
+                "0",
+                "--node-failure-rate",
+                "1",
+                "--checkpoint-interval",
+                "1h",
+                "--checkpoint-write",
+                "1s",
+                "--restart-overhead",
+                "1m",
+            ],
+            "--gpus",
+        ),
+        (
+            [
+                "ettr",
+                "--gpus",
+                "8",
+                "--node-failure-rate",
+                "-1",
+                "--checkpoint-interval",
+                "1h",
+                "--checkpoint-write",
+                "1s",
+                "--restart-overhead",
+                "1m",
+            ],
+            "--node-failure-rate",
+        ),
+        (["runs", "--delete", "sim-nope"], "no run 'sim-nope'"),
+        (["simulate", "--preset", "nope"], "unknown preset 'nope'"),
+        (
+            ["simulate", "--preset", "demo", "--set", "training.checkpoint_intervall=5m"],
+            "did you mean 'training.checkpoint_interval'",
+        ),
+        (["simulate", "--scenario", "/no/such/file.toml"], "/no/such/file.toml"),
+    ],
+)
 def test_bad_input_is_one_line_and_exit_2(capsys, store_dir, argv, message):
     code, out, err = run_cli(capsys, *argv, *(["--store", str(store_dir)] if argv[0] in ("runs",) else []))
     assert code == 2
@@ -81,8 +162,9 @@ def test_bad_input_is_one_line_and_exit_2(capsys, store_dir, argv, message):
 
 
 def test_usage_errors_exit_2():
-    result = subprocess.run([sys.executable, "-m", "engine.cli", "ettr", "--gpus", "many"], capture_output=True,
-                            text=True)
+    result = subprocess.run(
+        [sys.executable, "-m", "engine.cli", "ettr", "--gpus", "many"], capture_output=True, text=True
+    )
     assert result.returncode == 2 and "invalid int value" in result.stderr
 
 
@@ -121,9 +203,14 @@ def no_work(monkeypatch):
     def started(*_, **__):
         raise AssertionError("work started before the store was checked")
 
-    for module, name in [(engine.scenario, "build"), (engine.sim.simulate, "simulate"),
-                         (engine.replay.run, "replay_file"), (engine.ingest, "ingest_dcgm"),
-                         (engine.ingest, "ingest_kernel_logs"), (engine.ingest.live, "scrape_loop")]:
+    for module, name in [
+        (engine.scenario, "build"),
+        (engine.sim.simulate, "simulate"),
+        (engine.replay.run, "replay_file"),
+        (engine.ingest, "ingest_dcgm"),
+        (engine.ingest, "ingest_kernel_logs"),
+        (engine.ingest.live, "scrape_loop"),
+    ]:
         monkeypatch.setattr(module, name, started)
 
 
@@ -137,15 +224,22 @@ WRITING_COMMANDS = [
 
 
 @pytest.mark.parametrize("argv", WRITING_COMMANDS, ids=lambda argv: " ".join(argv[:2]))
-@pytest.mark.parametrize(("store", "message"), [
-    ("file", "--store: {tmp}/file is not a folder"),
-    ("file/store", "--store: {tmp}/file/store cannot be a folder (a file is on its path)"),
-    ("/proc", "--store: /proc cannot be written ("),
-    ("/proc/goodput/store", "--store: /proc (where /proc/goodput/store would be made) cannot be written ("),
-    ("", "--store: empty"),
-])
-def test_a_store_that_cannot_be_written_is_refused_before_any_work(capsys, tmp_path, no_work, argv, store,
-                                                                   message):
+@pytest.mark.parametrize(
+    ("store", "message"),
+    [
+        ("file", "--store: {tmp}/file is not a folder"),
+        ("file/store", "--store: {tmp}/file/store cannot be a folder (a file is on its path)"),
+        ("/proc", "--store: /proc cannot be written ("),
+        (
+            "/proc/goodput/store",
+            "--store: /proc (where /proc/goodput/store would be made) cannot be written (",
+        ),
+        ("", "--store: empty"),
+    ],
+)
+def test_a_store_that_cannot_be_written_is_refused_before_any_work(
+    capsys, tmp_path, no_work, argv, store, message
+):
     (tmp_path / "file").write_text("I am a file\n")
     where = store if store.startswith("/") or not store else str(tmp_path / store)
     code, out, err = run_cli(capsys, *argv, "--store", where)
@@ -158,8 +252,14 @@ def test_a_read_only_store_is_refused_before_any_work(tmp_path):
     store = tmp_path / "store"
     (store / "runs").mkdir(parents=True)
     (store / "runs").chmod(0o555)
-    done = subprocess.run(as_plain_user([sys.executable, "-m", "engine.cli", "simulate", "--preset", "demo",
-                                         "--store", str(store)]), capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        as_plain_user(
+            [sys.executable, "-m", "engine.cli", "simulate", "--preset", "demo", "--store", str(store)]
+        ),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 2, done.stderr
     assert done.stderr == f"goodput: error: --store: {store / 'runs'} cannot be written (Permission denied)\n"
     assert list((store / "runs").iterdir()) == []
@@ -183,8 +283,12 @@ def test_runs_skips_odd_files_with_one_warning_each(capsys, store_dir):
     code, out, err = run_cli(capsys, "runs", "--store", str(store_dir), "--json")
     assert code == 0 and [r["run_id"] for r in json.loads(out)] == [good]
     lines = err.splitlines()
-    assert len(lines) == len(ODD_FILES) and all(line.startswith("goodput: warning: skipped runs/") for line in lines)
-    assert sorted(line.split(":")[2].strip().removeprefix("skipped runs/") for line in lines) == sorted(ODD_FILES)
+    assert len(lines) == len(ODD_FILES) and all(
+        line.startswith("goodput: warning: skipped runs/") for line in lines
+    )
+    assert sorted(line.split(":")[2].strip().removeprefix("skipped runs/") for line in lines) == sorted(
+        ODD_FILES
+    )
     code, out, err = run_cli(capsys, "runs", "--store", str(store_dir))
     assert code == 0 and good in out and "my run" not in out and err.count("\n") == len(ODD_FILES)
 
@@ -196,8 +300,10 @@ def on_a_terminal(tmp_path: Path, *argv: str) -> tuple[int, str, str]:
     """The command with its stderr on a pseudo-terminal, as in a person's shell, where a progress bar shows
     (engine.cli draws one only on a terminal); stdout to a file. Returns the exit status, stdout, stderr."""
     controller, terminal = pty.openpty()
-    with (tmp_path / "stdout").open("wb") as out, subprocess.Popen(
-            [sys.executable, "-m", "engine.cli", *argv], stdout=out, stderr=terminal) as process:
+    with (
+        (tmp_path / "stdout").open("wb") as out,
+        subprocess.Popen([sys.executable, "-m", "engine.cli", *argv], stdout=out, stderr=terminal) as process,
+    ):
         os.close(terminal)
         err = b""
         while True:
@@ -214,23 +320,44 @@ def on_a_terminal(tmp_path: Path, *argv: str) -> tuple[int, str, str]:
 
 def test_the_terminal_here_shows_the_progress_bar_without_json(tmp_path):
     """The check below would see a bar: without --json the same command draws one on this terminal."""
-    code, out, err = on_a_terminal(tmp_path, "simulate", "--preset", "demo", "--set", "simulation.days=1",
-                                   "--store", str(tmp_path / "store"))
+    code, out, err = on_a_terminal(
+        tmp_path,
+        "simulate",
+        "--preset",
+        "demo",
+        "--set",
+        "simulation.days=1",
+        "--store",
+        str(tmp_path / "store"),
+    )
     assert code == 0 and out.startswith("run sim-") and "100%" in err
 
 
-SWEEP = ["sweep", "--preset", "demo", "--set", "simulation.days=1", "--vary",
-         "training.checkpoint_interval=5m,30m", "--seeds", "1"]
+SWEEP = [
+    "sweep",
+    "--preset",
+    "demo",
+    "--set",
+    "simulation.days=1",
+    "--vary",
+    "training.checkpoint_interval=5m,30m",
+    "--seeds",
+    "1",
+]
 
 
-@pytest.mark.parametrize("argv", [
-    ["simulate", "--preset", "demo", "--set", "simulation.days=1"],
-    [*SWEEP, "--workers", "1"],
-    [*SWEEP, "--workers", "2"],
-    ["replay", "tests/fixtures/replay/sacct.txt"],
-    ["ingest", "dcgm", "{scrape}"],
-    ["ingest", "kernel-log", "{log}", "--dcgm", "{scrape}"],
-], ids=["simulate", "sweep in-process", "sweep processes", "replay", "ingest dcgm", "ingest kernel-log"])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["simulate", "--preset", "demo", "--set", "simulation.days=1"],
+        [*SWEEP, "--workers", "1"],
+        [*SWEEP, "--workers", "2"],
+        ["replay", "tests/fixtures/replay/sacct.txt"],
+        ["ingest", "dcgm", "{scrape}"],
+        ["ingest", "kernel-log", "{log}", "--dcgm", "{scrape}"],
+    ],
+    ids=["simulate", "sweep in-process", "sweep processes", "replay", "ingest dcgm", "ingest kernel-log"],
+)
 def test_json_prints_only_the_object(tmp_path, argv):
     from tests.fixtures.ingest.samples import kernel_log, scrape_text, xid_body
 
@@ -245,7 +372,21 @@ def test_json_prints_only_the_object(tmp_path, argv):
 
 def test_sweep_on_ray_with_json_keeps_rays_start_up_lines_off_stderr(tmp_path):
     pytest.importorskip("ray")  # the optional extra goodput[ray]
-    code, out, err = on_a_terminal(tmp_path, "sweep", "--preset", "demo", "--set", "simulation.days=1",
-                                   "--vary", "training.checkpoint_interval=5m", "--seeds", "1",
-                                   "--executor", "ray", "--workers", "1", "--json")
+    code, out, err = on_a_terminal(
+        tmp_path,
+        "sweep",
+        "--preset",
+        "demo",
+        "--set",
+        "simulation.days=1",
+        "--vary",
+        "training.checkpoint_interval=5m",
+        "--seeds",
+        "1",
+        "--executor",
+        "ray",
+        "--workers",
+        "1",
+        "--json",
+    )
     assert (code, err) == (0, "") and len(json.loads(out)["results"]) == 1

@@ -41,13 +41,18 @@ def test_the_words_of_the_issue_name_different_figures():
 
 
 def test_cli_prints_the_same_definitions():
-    run = subprocess.run([sys.executable, "-m", "engine.cli", "definitions", "--json"], capture_output=True,
-                         text=True, check=True)
+    run = subprocess.run(
+        [sys.executable, "-m", "engine.cli", "definitions", "--json"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     printed = json.loads(run.stdout)
     assert [d["key"] for d in printed] == list(DEFINITIONS)
     assert printed[0]["label"] == next(iter(DEFINITIONS.values())).label
-    text = subprocess.run([sys.executable, "-m", "engine.cli", "definitions"], capture_output=True, text=True,
-                          check=True).stdout
+    text = subprocess.run(
+        [sys.executable, "-m", "engine.cli", "definitions"], capture_output=True, text=True, check=True
+    ).stdout
     assert f"Interruptions [count] (interruptions): {definition('interruptions').means}" in text.splitlines()
 
 
@@ -56,7 +61,9 @@ def test_definitions_page_lists_every_figure_under_its_anchor_and_finds_one(stor
     at.switch_page("app_pages/definitions.py").run()
     assert not at.exception
     assert [h.value for h in at.header] == list(SECTIONS)
-    assert [(s.value, s.proto.anchor) for s in at.subheader] == [(d.label, d.anchor) for d in DEFINITIONS.values()]
+    assert [(s.value, s.proto.anchor) for s in at.subheader] == [
+        (d.label, d.anchor) for d in DEFINITIONS.values()
+    ]
     at.text_input(key="definitions_find").input("lost work").run()
     found = [s.value for s in at.subheader]
     assert definition("lost_work").label in found and definition("ettr").label not in found

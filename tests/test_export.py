@@ -28,8 +28,19 @@ from tests.runs import STARTED_AT, bare_run, make_store, small_run
 
 RUN_ID = small_run().run_id
 # every name tests/runs.py gives a host, a job or a user
-NAMES = ("h0000", "h0001", "h0002", "h0003", "tiny-pretrain", "ablation-a", "research-1", "flagship", "alice",
-         '"pretrain"', ">pretrain<")
+NAMES = (
+    "h0000",
+    "h0001",
+    "h0002",
+    "h0003",
+    "tiny-pretrain",
+    "ablation-a",
+    "research-1",
+    "flagship",
+    "alice",
+    '"pretrain"',
+    ">pretrain<",
+)
 
 
 @pytest.fixture(scope="module")
@@ -56,15 +67,26 @@ def test_round_trip_to_the_same_frame(frame, fmt):
 
 
 def test_csv_list_cells_survive_quotes_and_commas():
-    tricky = pl.DataFrame({"incident_id": [0], "t_s": [1.0], "cause": ["ssd"], "category": ["Host"],
-                           "planned": [False], "job_ids": [['a "quoted", job', "back\\slash", ""]]})
+    tricky = pl.DataFrame(
+        {
+            "incident_id": [0],
+            "t_s": [1.0],
+            "cause": ["ssd"],
+            "category": ["Host"],
+            "planned": [False],
+            "job_ids": [['a "quoted", job', "back\\slash", ""]],
+        }
+    )
     back, _ = read_export(export_incidents(tricky, "csv"), "csv")
     assert back["job_ids"].to_list() == [['a "quoted", job', "back\\slash", ""]]
 
 
 def test_json_carries_run_metadata_summary_and_records(store):
     document = json.loads(export_run_incidents(store, RUN_ID, "json"))
-    assert document["run"]["name"] == "tiny" and document["run"]["scenario"]["training"]["name"] == "tiny-pretrain"
+    assert (
+        document["run"]["name"] == "tiny"
+        and document["run"]["scenario"]["training"]["name"] == "tiny-pretrain"
+    )
     assert document["run"]["started_at"] == "2024-03-01T00:00:00+00:00"
     assert document["summary"]["total"] == 5 and document["summary"]["unexpected"] == 4
     assert [r["incident_id"] for r in document["incidents"]] == [1, 2, 3, 4, 5]
@@ -82,7 +104,7 @@ def test_html_report_holds_every_incident_and_loads_nothing_from_the_network(sto
     assert tags and all(not re.search(r"\b(?:src|href|data)\s*=", tag, flags=re.I) for tag in tags)
     assert "fetch(" not in rest and "XMLHttpRequest" not in rest and "import(" not in rest
     assert rest.count('class="plotly-graph-div"') == 2  # the timeline and the by-cause chart
-    table = rest[rest.index('<table class="incidents">'):]
+    table = rest[rest.index('<table class="incidents">') :]
     rows = re.findall(r"<tr><td>(\d+)</td>", table)
     assert rows == ["1", "2", "3", "4", "5"]
     assert "network_switch_cable" in table and "h0001" in table
@@ -91,14 +113,15 @@ def test_html_report_holds_every_incident_and_loads_nothing_from_the_network(sto
 def test_html_of_one_incident_shows_its_chain(store):
     page = export_run_incidents(store, RUN_ID, "html", incident_id=1, charts=False).decode()
     assert "Chain of the incident" in page and "tiny-pretrain: hosts h0003 replace h0001" in page
-    assert re.findall(r"<tr><td>(\d+)</td>", page[page.index('<table class="incidents">'):]) == ["1"]
+    assert re.findall(r"<tr><td>(\d+)</td>", page[page.index('<table class="incidents">') :]) == ["1"]
     assert "plotly" not in page.lower()  # charts=False: a light report
 
 
 @pytest.mark.parametrize("fmt", ["csv", "json", "parquet", "html"])
 def test_anonymised_exports_name_no_host_job_or_user(store, fmt):
-    data = export_run_incidents(store, RUN_ID, fmt, anonymise=True, incident_id=4 if fmt == "html" else None,
-                                charts=False)
+    data = export_run_incidents(
+        store, RUN_ID, fmt, anonymise=True, incident_id=4 if fmt == "html" else None, charts=False
+    )
     text = data.decode("latin-1")
     for name in NAMES:
         assert name not in text, name
@@ -157,7 +180,9 @@ def test_write_export_never_leaves_a_partial_file(tmp_path, monkeypatch):
     with pytest.raises(GoodputError, match="already exists; add --force"):
         write_export(target, b"new contents")
     write_export(target, b"new contents", force=True)
-    assert target.read_bytes() == b"new contents" and sorted(p.name for p in tmp_path.iterdir()) == ["out.csv"]
+    assert target.read_bytes() == b"new contents" and sorted(p.name for p in tmp_path.iterdir()) == [
+        "out.csv"
+    ]
 
 
 def test_write_export_never_replaces_what_appeared_after_the_check(tmp_path, monkeypatch):
@@ -210,8 +235,19 @@ def run_cli(capsys, *argv):
 @pytest.mark.parametrize("fmt", ["csv", "json", "parquet", "html"])
 def test_cli_writes_each_format(capsys, store, tmp_path, fmt):
     out = tmp_path / f"incidents.{fmt}"
-    code, _, err = run_cli(capsys, "export", "incidents", "--run", RUN_ID, "--format", fmt, "--output", str(out),
-                           "--store", str(store.root))
+    code, _, err = run_cli(
+        capsys,
+        "export",
+        "incidents",
+        "--run",
+        RUN_ID,
+        "--format",
+        fmt,
+        "--output",
+        str(out),
+        "--store",
+        str(store.root),
+    )
     assert code == 0 and out.stat().st_size > 0 and "wrote" in err
     if fmt != "html":
         assert read_export(out.read_bytes(), fmt)[0].height == 5
@@ -219,59 +255,135 @@ def test_cli_writes_each_format(capsys, store, tmp_path, fmt):
 
 def test_cli_filters_and_one_incident(capsys, store, tmp_path):
     out = tmp_path / "some.json"
-    code, _, _ = run_cli(capsys, "export", "incidents", "--run", RUN_ID, "--format", "json", "--output", str(out),
-                         "--store", str(store.root), "--unexpected", "--since", "12h", "--until", "2d",
-                         "--category", "GPU", "--category", "Network")
+    code, _, _ = run_cli(
+        capsys,
+        "export",
+        "incidents",
+        "--run",
+        RUN_ID,
+        "--format",
+        "json",
+        "--output",
+        str(out),
+        "--store",
+        str(store.root),
+        "--unexpected",
+        "--since",
+        "12h",
+        "--until",
+        "2d",
+        "--category",
+        "GPU",
+        "--category",
+        "Network",
+    )
     assert code == 0
     document = json.loads(out.read_text())
     assert [r["incident_id"] for r in document["incidents"]] == [2, 4]
-    assert document["filters"] == {"since_s": 43200.0, "until_s": 172800.0, "categories": ["GPU", "Network"],
-                                   "planned": False}
-    code, _, _ = run_cli(capsys, "export", "incidents", "--run", RUN_ID, "--format", "json", "--output", str(out),
-                         "--store", str(store.root), "--incident", "4", "--anonymise", "--force")
+    assert document["filters"] == {
+        "since_s": 43200.0,
+        "until_s": 172800.0,
+        "categories": ["GPU", "Network"],
+        "planned": False,
+    }
+    code, _, _ = run_cli(
+        capsys,
+        "export",
+        "incidents",
+        "--run",
+        RUN_ID,
+        "--format",
+        "json",
+        "--output",
+        str(out),
+        "--store",
+        str(store.root),
+        "--incident",
+        "4",
+        "--anonymise",
+        "--force",
+    )
     document = json.loads(out.read_text())
     assert code == 0 and [r["incident_id"] for r in document["incidents"]] == [4] and document["anonymised"]
     assert [s["what"] for s in document["chain"]].count("job interrupted") == 2
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["--run", "sim-nope"], "no run 'sim-nope'"),
-    (["--run", RUN_ID, "--cause", "gpu_on_fire"], "unknown cause gpu_on_fire"),
-    (["--run", RUN_ID, "--incident", "99"], "has no incident 99"),
-    (["--run", RUN_ID, "--since", "soon"], "--since"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--run", "sim-nope"], "no run 'sim-nope'"),
+        (["--run", RUN_ID, "--cause", "gpu_on_fire"], "unknown cause gpu_on_fire"),
+        (["--run", RUN_ID, "--incident", "99"], "has no incident 99"),
+        (["--run", RUN_ID, "--since", "soon"], "--since"),
+    ],
+)
 def test_cli_bad_input_exits_2_and_writes_nothing(capsys, store, tmp_path, argv, message):
     out = tmp_path / "x.csv"
-    code, stdout, err = run_cli(capsys, "export", "incidents", "--format", "csv", "--output", str(out),
-                                "--store", str(store.root), *argv)
+    code, stdout, err = run_cli(
+        capsys,
+        "export",
+        "incidents",
+        "--format",
+        "csv",
+        "--output",
+        str(out),
+        "--store",
+        str(store.root),
+        *argv,
+    )
     assert code == 2 and stdout == "" and err.startswith("goodput: error: ") and message in err
-    assert list(tmp_path.glob("*.csv")) == [] and not any(p.name.startswith(".x.csv") for p in tmp_path.iterdir())
+    assert list(tmp_path.glob("*.csv")) == [] and not any(
+        p.name.startswith(".x.csv") for p in tmp_path.iterdir()
+    )
 
 
 # ----- --output checked before the run is read ----------------------------------------------------------
 
 
 def cli_export(capsys, store, output: str, *extra: str):
-    return run_cli(capsys, "export", "incidents", "--run", RUN_ID, "--format", "csv", "--output", output,
-                   "--store", str(store.root), *extra)
+    return run_cli(
+        capsys,
+        "export",
+        "incidents",
+        "--run",
+        RUN_ID,
+        "--format",
+        "csv",
+        "--output",
+        output,
+        "--store",
+        str(store.root),
+        *extra,
+    )
 
 
-@pytest.mark.parametrize(("output", "message"), [
-    ("", "--output: empty; give the name of a file to write"),
-    ("{tmp}", "--output: {tmp} is a folder; give the name of a file to write inside it"),
-    ("{tmp}/", "--output: {tmp}/ names a folder; give the name of a file to write inside it"),
-    ("{tmp}/missing/x.csv", "--output: folder {tmp}/missing does not exist"),
-    ("{tmp}/file.txt/x.csv", "--output: {tmp}/file.txt is not a folder"),
-    ("/dev/null", "--output: /dev/null is not a regular file (a device, FIFO or socket); Goodput writes only"
-                  " regular files"),
-    ("{tmp}/fifo", "--output: {tmp}/fifo is not a regular file (a device, FIFO or socket)"),
-    ("{tmp}/link.csv", "--output: {tmp}/link.csv is a symbolic link; Goodput does not write through links"),
-    ("{tmp}/dangling.csv", "--output: {tmp}/dangling.csv is a symbolic link"),
-    ("{tmp}/file.txt", "--output: {tmp}/file.txt already exists; add --force to replace it"),
-    ("/proc/incidents.csv", "--output: /proc cannot be written ("),
-])
+@pytest.mark.parametrize(
+    ("output", "message"),
+    [
+        ("", "--output: empty; give the name of a file to write"),
+        ("{tmp}", "--output: {tmp} is a folder; give the name of a file to write inside it"),
+        ("{tmp}/", "--output: {tmp}/ names a folder; give the name of a file to write inside it"),
+        ("{tmp}/missing/x.csv", "--output: folder {tmp}/missing does not exist"),
+        ("{tmp}/file.txt/x.csv", "--output: {tmp}/file.txt is not a folder"),
+        (
+            "/dev/null",
+            "--output: /dev/null is not a regular file (a device, FIFO or socket); Goodput writes only"
+            " regular files",
+        ),
+        ("{tmp}/fifo", "--output: {tmp}/fifo is not a regular file (a device, FIFO or socket)"),
+        (
+            "{tmp}/link.csv",
+            "--output: {tmp}/link.csv is a symbolic link; Goodput does not write through links",
+        ),
+        ("{tmp}/dangling.csv", "--output: {tmp}/dangling.csv is a symbolic link"),
+        ("{tmp}/file.txt", "--output: {tmp}/file.txt already exists; add --force to replace it"),
+        ("/proc/incidents.csv", "--output: /proc cannot be written ("),
+    ],
+)
 @pytest.mark.parametrize("force", [False, True])
-def test_a_bad_output_is_refused_before_the_run_is_read(capsys, tmp_path, monkeypatch, output, message, force):
+def test_a_bad_output_is_refused_before_the_run_is_read(
+    capsys, tmp_path, monkeypatch, output, message, force
+):
     import engine.report.export
 
     if force and output.endswith("file.txt"):
@@ -294,7 +406,9 @@ def test_a_bad_output_is_refused_before_the_run_is_read(capsys, tmp_path, monkey
     code, out, err = cli_export(capsys, store, output.format(tmp=folder), *(["--force"] if force else []))
     assert code == 2 and out == ""
     assert err.startswith("goodput: error: " + message.format(tmp=folder)) and err.count("\n") == 1
-    assert {p.name: (p.lstat().st_mode, p.lstat().st_ino) for p in folder.iterdir()} == before  # nothing written
+    assert {
+        p.name: (p.lstat().st_mode, p.lstat().st_ino) for p in folder.iterdir()
+    } == before  # nothing written
     assert (folder / "file.txt").read_bytes() == b"keep me"
     assert stat.S_ISCHR(os.stat("/dev/null").st_mode) and os.stat("/dev/null").st_rdev == null.st_rdev
 
@@ -311,9 +425,17 @@ def test_force_replaces_an_existing_file_atomically(capsys, store, tmp_path):
 
 # ----- hostile names: CSV formula injection and HTML ------------------------------------------------------
 
-HOSTILE = ['=HYPERLINK("http://evil","x")', "<img src=x onerror=alert(1)>", '<a href="http://evil/">click</a>',
-           "![x](http://evil/i.png)",
-           "+cmd|' /C calc'!A0", "@SUM(1+1)*cmd", "-2+3", "\t=1", "'=already quoted"]
+HOSTILE = [
+    '=HYPERLINK("http://evil","x")',
+    "<img src=x onerror=alert(1)>",
+    '<a href="http://evil/">click</a>',
+    "![x](http://evil/i.png)",
+    "+cmd|' /C calc'!A0",
+    "@SUM(1+1)*cmd",
+    "-2+3",
+    "\t=1",
+    "'=already quoted",
+]
 
 
 def hostile_frame() -> pl.DataFrame:
@@ -324,7 +446,8 @@ def hostile_frame() -> pl.DataFrame:
         cause=pl.Series([HOSTILE[(i + 1) % len(HOSTILE)] for i in range(n)]),
         category=pl.Series([HOSTILE[(i + 2) % len(HOSTILE)] for i in range(n)]),
         job_names=pl.Series([[HOSTILE[(i + 3) % len(HOSTILE)]] for i in range(n)]),
-        users=pl.Series([[h] for h in HOSTILE[:n]]))
+        users=pl.Series([[h] for h in HOSTILE[:n]]),
+    )
 
 
 def test_csv_export_neutralises_formulas_and_reads_back_the_original():
@@ -345,7 +468,9 @@ def test_csv_export_neutralises_formulas_and_reads_back_the_original():
 
 
 def test_csv_keeps_negative_numbers_as_numbers():
-    frame = pl.DataFrame({"incident_id": [1], "t_s": [-5.0], "xid": [-1], "cause": ["-5"], "planned": [False]})
+    frame = pl.DataFrame(
+        {"incident_id": [1], "t_s": [-5.0], "xid": [-1], "cause": ["-5"], "planned": [False]}
+    )
     line = export_incidents(frame, "csv").decode().splitlines()[1]
     assert line.startswith("1,,-5.0,") and ",-1," in line and ",'-5," in line
 
@@ -361,15 +486,34 @@ def test_json_and_parquet_keep_hostile_text_as_it_is():
 def test_html_report_escapes_every_data_string():
     frame = hostile_frame()
     chain = pl.DataFrame({"step": [1], "t_s": [36000.0], "what": [HOSTILE[1]], "detail": [HOSTILE[0]]})
-    page = export_incidents(frame, "html", run_info={"name": HOSTILE[1], "run_id": "sim-x",
-                                                     "started_at": STARTED_AT}, chain=chain).decode()
+    page = export_incidents(
+        frame, "html", run_info={"name": HOSTILE[1], "run_id": "sim-x", "started_at": STARTED_AT}, chain=chain
+    ).decode()
     body = page.replace(plotly.offline.get_plotlyjs(), "")
     assert "<img" not in body and "\\u003cimg" not in body  # neither in the tables nor in the charts' data
     assert body.count("&lt;img src=x onerror=alert(1)&gt;") >= 3  # title, table rows, chain
     assert "![x](http://evil/i.png)" in body  # HTML does not read Markdown: shown as it is, loads nothing
     tags = set(re.findall(r"<([a-zA-Z][a-zA-Z0-9]*)", body))
-    assert tags <= {"html", "head", "meta", "title", "style", "body", "h1", "h2", "p", "b", "table", "thead",
-                    "tbody", "tr", "th", "td", "div", "script"}, tags
+    assert tags <= {
+        "html",
+        "head",
+        "meta",
+        "title",
+        "style",
+        "body",
+        "h1",
+        "h2",
+        "p",
+        "b",
+        "table",
+        "thead",
+        "tbody",
+        "tr",
+        "th",
+        "td",
+        "div",
+        "script",
+    }, tags
 
 
 def test_report_charts_give_plotly_escaped_text():
@@ -385,8 +529,15 @@ def test_report_charts_give_plotly_escaped_text():
 # ----- the report in a browser, offline ---------------------------------------------------------------------
 
 CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync", "--no-first-run", "--disable-quic"]
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
+]
 
 
 @pytest.mark.browser
@@ -420,8 +571,10 @@ def test_hostile_names_in_the_html_report_stay_text_in_chromium(tmp_path):
         pytest.skip(f"{CHROMIUM} is missing: install Debian's chromium (apt-get install -y chromium)")
     sync_api = pytest.importorskip("playwright.sync_api")
     report = tmp_path / "report.html"
-    write_export(report, export_incidents(hostile_frame(), "html", run_info={"name": HOSTILE[1],
-                                                                             "started_at": STARTED_AT}))
+    write_export(
+        report,
+        export_incidents(hostile_frame(), "html", run_info={"name": HOSTILE[1], "started_at": STARTED_AT}),
+    )
     requested, dialogs = [], []
     with sync_api.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
@@ -434,7 +587,9 @@ def test_hostile_names_in_the_html_report_stay_text_in_chromium(tmp_path):
             images = page.locator("img, svg image").count()
             links = page.locator("a[href*='evil'], svg a").count()
             hosts = page.locator("table.incidents tbody tr td:nth-child(7)").all_inner_texts()
-            ticks = page.locator(".plotly-graph-div .ytick text").evaluate_all("els => els.map(e => e.textContent)")
+            ticks = page.locator(".plotly-graph-div .ytick text").evaluate_all(
+                "els => els.map(e => e.textContent)"
+            )
         finally:
             browser.close()
     assert images == 0 and links == 0 and dialogs == [] and requested == [report.as_uri()]

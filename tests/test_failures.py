@@ -81,8 +81,13 @@ def test_same_seed_same_arrivals():
 
 def test_weibull_keeps_the_mean_rate_and_front_loads_failures_below_shape_one():
     # a renewal process with mean gap 1/r: over a long run the count approaches hosts x r x T
-    scenario, a = _arrivals("failures.distribution=weibull", "failures.weibull_shape=0.7", "simulation.days=2000",
-                            "simulation.telemetry=false", hosts=200)  # 2,000 days of hourly samples: over the limit
+    scenario, a = _arrivals(
+        "failures.distribution=weibull",
+        "failures.weibull_shape=0.7",
+        "simulation.days=2000",
+        "simulation.telemetry=false",
+        hosts=200,
+    )  # 2,000 days of hourly samples: over the limit
     expected = scenario["failures.rate_per_1000_node_days"] / 1000 * 200 * 2000
     assert len(a) == pytest.approx(expected, rel=0.08)
     # infant mortality: in a 54-day run, more failures in the first half than in the second

@@ -34,7 +34,11 @@ def test_chain_of_a_gpu_falling_off_the_bus_is_exact(tables):
         (36000.0, "occurred", "faulty_gpu (GPU) on host h0001, GPU 11, XID 79"),
         (36000.0, "job interrupted", "tiny-pretrain: attempt 1 on 2 hosts ended, 6,900 s of work lost"),
         (36000.0, "hosts drained", "h0001 taken out of service (down)"),
-        (36060.0, "detected", "XID 79 in the kernel log (NVRM: Xid (PCI:0000:9a:00): 79, GPU has fallen off the bus.)"),
+        (
+            36060.0,
+            "detected",
+            "XID 79 in the kernel log (NVRM: Xid (PCI:0000:9a:00): 79, GPU has fallen off the bus.)",
+        ),
         (36600.0, "repair: diagnosing", "h0001"),
         (37800.0, "spares swapped in", "tiny-pretrain: hosts h0003 replace h0001"),
         (37800.0, "job running again", "tiny-pretrain: attempt 2 on 2 hosts"),
@@ -55,7 +59,8 @@ def test_chain_of_a_rack_switch_failure_hits_two_jobs_and_two_hosts(tables):
     whats = detail.chain["what"].to_list()
     assert whats.count("job interrupted") == 2 and whats.count("host returned") == 2
     assert ("spares swapped in", "tiny-pretrain: hosts h0001 replace h0003") in list(
-        zip(detail.chain["what"], detail.chain["detail"], strict=True))
+        zip(detail.chain["what"], detail.chain["detail"], strict=True)
+    )
     assert detail.chain["t_s"].is_sorted()
 
 
@@ -69,7 +74,9 @@ def test_a_planned_stop_loses_nothing_to_repair_and_a_spare_host_failure_hits_no
 
 
 def test_cost_of_every_hand_made_incident_matches_the_runs_gpu_hours(tables):
-    expected = dict(zip(tables["incidents"]["incident_id"], tables["incidents"]["gpu_hours_lost"], strict=True))
+    expected = dict(
+        zip(tables["incidents"]["incident_id"], tables["incidents"]["gpu_hours_lost"], strict=True)
+    )
     for incident_id, gpu_hours in expected.items():
         assert incident_detail(tables, incident_id).gpu_hours_lost == pytest.approx(gpu_hours, rel=1e-12)
 
@@ -88,7 +95,9 @@ def test_unknown_incident_is_a_clear_error(tables):
 
 def test_simulated_chains_cost_what_the_simulator_charged():
     # a high failure rate, so research jobs are hit and the flagship job is hit while restarting too
-    run = simulate(build("demo", sets=["simulation.days=3", "failures.scale=4", "simulation.telemetry=false"]))
+    run = simulate(
+        build("demo", sets=["simulation.days=3", "failures.scale=4", "simulation.telemetry=false"])
+    )
     incidents = run.tables["incidents"]
     assert incidents.height >= 3
     for row in incidents.iter_rows(named=True):
@@ -116,7 +125,10 @@ def test_filters_combine_with_and_and_values_with_or(tables):
     assert filter_incidents(frame, categories=["GPU"], planned=False)["incident_id"].to_list() == [1, 2]
     assert filter_incidents(frame, since_s=50000, until_s=160000)["incident_id"].to_list() == [2, 3, 4]
     assert filter_incidents(frame, jobs=["research-1"], racks=[1])["incident_id"].to_list() == [2]
-    assert filter_incidents(frame, causes=["ssd", "faulty_gpu"], racks=[0, 1])["incident_id"].to_list() == [1, 5]
+    assert filter_incidents(frame, causes=["ssd", "faulty_gpu"], racks=[0, 1])["incident_id"].to_list() == [
+        1,
+        5,
+    ]
     assert filter_incidents(frame, planned=True)["incident_id"].to_list() == [3]
     assert filter_incidents(frame, causes=[]).height == 0
     with pytest.raises(IncidentError, match="unknown cause gpu_on_fire"):
@@ -129,20 +141,37 @@ _FRAME = load_incidents(small_run().tables)
 
 
 @settings(max_examples=150, deadline=None)
-@given(since=st.none() | st.floats(0, 200000), until=st.none() | st.floats(0, 200000),
-       causes=st.none() | st.lists(st.sampled_from(sorted(set(_FRAME["cause"]))), unique=True),
-       categories=st.none() | st.lists(st.sampled_from(sorted(set(_FRAME["category"]))), unique=True),
-       racks=st.none() | st.lists(st.sampled_from([0, 1, 7]), unique=True),
-       jobs=st.none() | st.lists(st.sampled_from(["flagship", "research-1", "research-2"]), unique=True),
-       planned=st.none() | st.booleans())
+@given(
+    since=st.none() | st.floats(0, 200000),
+    until=st.none() | st.floats(0, 200000),
+    causes=st.none() | st.lists(st.sampled_from(sorted(set(_FRAME["cause"]))), unique=True),
+    categories=st.none() | st.lists(st.sampled_from(sorted(set(_FRAME["category"]))), unique=True),
+    racks=st.none() | st.lists(st.sampled_from([0, 1, 7]), unique=True),
+    jobs=st.none() | st.lists(st.sampled_from(["flagship", "research-1", "research-2"]), unique=True),
+    planned=st.none() | st.booleans(),
+)
 def test_filters_match_a_row_by_row_reading(since, until, causes, categories, racks, jobs, planned):
-    got = filter_incidents(_FRAME, since_s=since, until_s=until, causes=causes, categories=categories,
-                           racks=racks, jobs=jobs, planned=planned)["incident_id"].to_list()
-    expected = [r["incident_id"] for r in _FRAME.iter_rows(named=True)
-                if (since is None or r["t_s"] >= since) and (until is None or r["t_s"] < until)
-                and (causes is None or r["cause"] in causes) and (categories is None or r["category"] in categories)
-                and (racks is None or r["rack_id"] in racks) and (jobs is None or set(r["job_ids"]) & set(jobs))
-                and (planned is None or r["planned"] == planned)]
+    got = filter_incidents(
+        _FRAME,
+        since_s=since,
+        until_s=until,
+        causes=causes,
+        categories=categories,
+        racks=racks,
+        jobs=jobs,
+        planned=planned,
+    )["incident_id"].to_list()
+    expected = [
+        r["incident_id"]
+        for r in _FRAME.iter_rows(named=True)
+        if (since is None or r["t_s"] >= since)
+        and (until is None or r["t_s"] < until)
+        and (causes is None or r["cause"] in causes)
+        and (categories is None or r["category"] in categories)
+        and (racks is None or r["rack_id"] in racks)
+        and (jobs is None or set(r["job_ids"]) & set(jobs))
+        and (planned is None or r["planned"] == planned)
+    ]
     assert got == expected
 
 
@@ -151,12 +180,13 @@ def test_filters_match_a_row_by_row_reading(since, until, causes, categories, ra
 
 def test_counts_of_the_llama3_table_give_its_hardware_share(shared_reference):
     table = pl.read_csv(shared_reference / "llama3_interruptions.csv")
-    unexpected = table.select(pl.col("cause").repeat_by("count").explode(),
-                              pl.col("category").repeat_by("count").explode())
+    unexpected = table.select(
+        pl.col("cause").repeat_by("count").explode(), pl.col("category").repeat_by("count").explode()
+    )
     planned = pl.DataFrame({"cause": ["planned_maintenance"] * 47, "category": ["Planned"] * 47})
-    frame = pl.concat([unexpected.with_columns(planned=pl.lit(False)), planned.with_columns(planned=pl.lit(True))]
-                      ).with_columns(t_s=pl.int_range(pl.len()).cast(pl.Float64) * 54 * 86400 / 466,
-                                     gpu_hours_lost=pl.lit(1.0))
+    frame = pl.concat(
+        [unexpected.with_columns(planned=pl.lit(False)), planned.with_columns(planned=pl.lit(True))]
+    ).with_columns(t_s=pl.int_range(pl.len()).cast(pl.Float64) * 54 * 86400 / 466, gpu_hours_lost=pl.lit(1.0))
     counts = summary_counts(frame, days=54)
     # Llama 3 paper: 466 interruptions in 54 days, 47 planned, 419 unexpected, "about 78%" hardware
     assert (counts["total"], counts["planned"], counts["unexpected"]) == (466, 47, 419)
@@ -180,12 +210,18 @@ def test_counts_of_the_hand_made_run(tables):
 
 
 def test_counts_of_the_flagship_job_match_the_run_summary():
-    run = simulate(build("demo", sets=["simulation.days=3", "failures.scale=4", "simulation.telemetry=false"]))
+    run = simulate(
+        build("demo", sets=["simulation.days=3", "failures.scale=4", "simulation.telemetry=false"])
+    )
     frame = load_incidents(run.tables)
     counts = summary_counts(frame, 3, job=run.summary["job"]["name"])
     expected = run.summary["interruptions"]
     assert (counts["total"], counts["planned"], counts["unexpected"]) == (
-        expected["total"], expected["planned"], expected["unexpected"])
+        expected["total"],
+        expected["planned"],
+        expected["unexpected"],
+    )
     assert dict(counts["by_cause"].select("cause", "interruptions").iter_rows()) == {
-        cause: n for cause, n in expected["by_cause"].items() if n}
+        cause: n for cause, n in expected["by_cause"].items() if n
+    }
     assert summary_counts(frame, 3)["total"] == frame.height > counts["total"]  # research jobs were hit too

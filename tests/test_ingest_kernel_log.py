@@ -70,8 +70,15 @@ def test_all_xids_and_their_incidents():
     incidents = run.tables["incidents"]
     assert sorted(incidents["xid"].to_list()) == sorted(fatal * 2)
     causes = dict(zip(incidents["xid"], incidents["cause"], strict=True))
-    assert causes == {48: "gpu_hbm3", 64: "gpu_hbm3", 95: "gpu_hbm3", 119: "gpu_system_processor",
-                      120: "gpu_system_processor", 74: "faulty_gpu", 79: "faulty_gpu"}
+    assert causes == {
+        48: "gpu_hbm3",
+        64: "gpu_hbm3",
+        95: "gpu_hbm3",
+        119: "gpu_system_processor",
+        120: "gpu_system_processor",
+        74: "faulty_gpu",
+        79: "faulty_gpu",
+    }
     assert incidents["category"].unique().to_list() == ["GPU"] and not incidents["planned"].any()
     linked = events.filter(pl.col("incident_id").is_not_null())
     assert sorted(linked["xid"].to_list()) == sorted(fatal * 2)
@@ -81,21 +88,38 @@ def test_all_xids_and_their_incidents():
 
 
 def test_a_burst_of_fatal_xids_is_one_incident():
-    body = [(0, xid_body(0, 48)), (60, xid_body(0, 48)), (200, xid_body(0, 95)), (900, xid_body(0, 79)),
-            (100, xid_body(1, 79))]
+    body = [
+        (0, xid_body(0, 48)),
+        (60, xid_body(0, 48)),
+        (200, xid_body(0, 95)),
+        (900, xid_body(0, 79)),
+        (100, xid_body(1, 79)),
+    ]
     run = ingest_kernel_logs([("n.log", kernel_log("iso", sorted(body), noise=0).encode())])
     assert run.tables["incidents"].select("incident_id", "t_s", "xid", "gpu_id").rows() == [
-        (0, 0.0, 48, 0), (1, 100.0, 79, 1), (2, 900.0, 79, 0)]
+        (0, 0.0, 48, 0),
+        (1, 100.0, 79, 1),
+        (2, 900.0, 79, 0),
+    ]
     assert run.tables["xid_events"].select("t_s", "incident_id").rows() == [
-        (0.0, 0), (60.0, 0), (100.0, 1), (200.0, 0), (900.0, 2)]
+        (0.0, 0),
+        (60.0, 0),
+        (100.0, 1),
+        (200.0, 0),
+        (900.0, 2),
+    ]
 
 
 def test_xids_map_to_scraped_gpus_by_bus_id_and_by_uuid():
     scrape = ("scrape.prom", scrape_text(3, 8, 2).encode())
     # node001 names its host (journal); the dmesg log names none but announces GPU 5's UUID of node002
     journal = kernel_log("journal", [(0, xid_body(3, 79))], host="node001").encode()
-    dmesg = (kernel_line("dmesg", T0, f"NVRM: GPU at PCI:0000:ab:00: {uuid(2, 5)}") + "\n"
-             + kernel_line("dmesg", T0 + timedelta(seconds=5), xid_body(5, 48)) + "\n").encode()
+    dmesg = (
+        kernel_line("dmesg", T0, f"NVRM: GPU at PCI:0000:ab:00: {uuid(2, 5)}")
+        + "\n"
+        + kernel_line("dmesg", T0 + timedelta(seconds=5), xid_body(5, 48))
+        + "\n"
+    ).encode()
     run = ingest_dcgm([scrape], kernel_logs=[("j.log", journal), ("mystery.log", dmesg)])
     assert run.summary["gpus"] == 24 and run.summary["hosts"] == 3  # no GPU or host invented
     gpus = run.tables["gpus"]
@@ -103,7 +127,10 @@ def test_xids_map_to_scraped_gpus_by_bus_id_and_by_uuid():
     assert ev.select("xid", "index", "uuid").rows() == [(48, 5, uuid(2, 5)), (79, 3, uuid(1, 3))]
     # the same through `ingest_kernel_logs(..., dcgm=...)`
     again = ingest_kernel_logs([("j.log", journal), ("mystery.log", dmesg)], dcgm=[scrape])
-    assert again.tables["xid_events"].select("gpu_id", "xid").sort("xid").rows() == ev.select("gpu_id", "xid").rows()
+    assert (
+        again.tables["xid_events"].select("gpu_id", "xid").sort("xid").rows()
+        == ev.select("gpu_id", "xid").rows()
+    )
 
 
 def test_a_dmesg_log_beside_a_single_scraped_host_is_that_host():
@@ -121,7 +148,9 @@ def test_real_logs(shared_data):
     assert run.summary["xid_events"] == 26 and run.summary["other_lines"] == 4
     gpus = run.tables["gpus"].join(run.tables["hosts"], on="host_id")
     assert gpus.select("hostname", "uuid").sort("hostname").rows() == [
-        ("dmesg-xid13-sm-exceptions", None), ("sxid20034_xid79", "GPU-b6c3b2be-c55b-d076-fa0e-d464e4c7e08b")]
+        ("dmesg-xid13-sm-exceptions", None),
+        ("sxid20034_xid79", "GPU-b6c3b2be-c55b-d076-fa0e-d464e4c7e08b"),
+    ]
     xid13 = run.tables["xid_events"].filter(pl.col("xid") == 43)
     assert xid13["t_s"][0] == pytest.approx(0.287197 - 0.283302, abs=1e-6)  # 04:41:44,287197 after ,283302
     incidents = run.tables["incidents"]
@@ -130,8 +159,11 @@ def test_real_logs(shared_data):
 
 def test_garbled_xid_line_names_file_and_line():
     good = kernel_log("dmesg", [(0, xid_body(0, 13))], noise=1)
-    for broken in ("[ 3700.000000] NVRM: Xid (PCI:0000:18:00): ", "[ 3700.000000] NVRM: Xid (PCI:0000:18",
-                   "[ 3700.0] nvidia-nvswitch0: SXid (PCI:0000:05:00.0): , Fatal"):
+    for broken in (
+        "[ 3700.000000] NVRM: Xid (PCI:0000:18:00): ",
+        "[ 3700.000000] NVRM: Xid (PCI:0000:18",
+        "[ 3700.0] nvidia-nvswitch0: SXid (PCI:0000:05:00.0): , Fatal",
+    ):
         with pytest.raises(GoodputError, match=r"k\.log, line 3: truncated or garbled"):
             ingest_kernel_logs([("k.log", (good + broken + "\n").encode())])
 
@@ -147,10 +179,27 @@ def test_other_lines_are_not_errors():
     assert parsed.events.height == 0 and parsed.other_lines == 4
 
 
-LOG_BITS = st.sampled_from(["NVRM: Xid (PCI:0000:3b:00): ", "79", ", ", "SXid (PCI:0000:05:00.0): ", "20034",
-                            "nvidia-nvswitch0: ", "[ 12.5] ", "[Mon Dec  2 10:11:12 2024] ", "4,1,2,-;",
-                            "2024-12-02T10:11:12+0000 h kernel: ", "Dec  2 10:11:12 h kernel: ", "\n", " ", "x",
-                            "NVRM: GPU at PCI:0000:3b:00: GPU-1-2", "99999999999", "kern  :warn  : "])
+LOG_BITS = st.sampled_from(
+    [
+        "NVRM: Xid (PCI:0000:3b:00): ",
+        "79",
+        ", ",
+        "SXid (PCI:0000:05:00.0): ",
+        "20034",
+        "nvidia-nvswitch0: ",
+        "[ 12.5] ",
+        "[Mon Dec  2 10:11:12 2024] ",
+        "4,1,2,-;",
+        "2024-12-02T10:11:12+0000 h kernel: ",
+        "Dec  2 10:11:12 h kernel: ",
+        "\n",
+        " ",
+        "x",
+        "NVRM: GPU at PCI:0000:3b:00: GPU-1-2",
+        "99999999999",
+        "kern  :warn  : ",
+    ]
+)
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -171,9 +220,16 @@ def test_cli_kernel_log_with_dcgm(tmp_path, store_dir, capsys):
     scrape, log = tmp_path / "s.prom", tmp_path / "node001.log"
     scrape.write_text(scrape_text(2, 8, 3))
     log.write_text(kernel_log("journal", [(0, xid_body(1, 79)), (5, xid_body(1, 45))], host="node001"))
-    code = main(["ingest", "kernel-log", str(log), "--dcgm", str(scrape), "--store", str(store_dir), "--json"])
+    code = main(
+        ["ingest", "kernel-log", str(log), "--dcgm", str(scrape), "--store", str(store_dir), "--json"]
+    )
     result = json.loads(capsys.readouterr().out)
-    assert code == 0 and (result["hosts"], result["gpus"], result["xid_events"], result["incidents"]) == (2, 16, 2, 1)
+    assert code == 0 and (result["hosts"], result["gpus"], result["xid_events"], result["incidents"]) == (
+        2,
+        16,
+        2,
+        1,
+    )
     assert result["samples"] == 2 * 8 * 3 * 11
     assert Store(store_dir).table(result["run_id"], "incidents")["gpu_id"].to_list() == [9]
 
@@ -188,8 +244,14 @@ def test_cli_garbled_kernel_log_exits_2_and_writes_nothing(tmp_path, store_dir, 
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.tuples(st.integers(0, 3), st.integers(0, 5000), st.sampled_from([13, 43, 48, 79, 95, 119])),
-                min_size=1, max_size=40, unique_by=lambda e: (e[0], e[1])))
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 3), st.integers(0, 5000), st.sampled_from([13, 43, 48, 79, 95, 119])),
+        min_size=1,
+        max_size=40,
+        unique_by=lambda e: (e[0], e[1]),
+    )
+)
 def test_incidents_are_bursts_of_fatal_xids_per_gpu(events):
     """Against a plain reference: per GPU, a fatal XID more than 300 s after the previous fatal one opens one."""
     body = sorted((t, xid_body(g, x)) for g, t, x in events)
@@ -199,8 +261,9 @@ def test_incidents_are_bursts_of_fatal_xids_per_gpu(events):
     expected = []
     for g in present:
         fatal = sorted(t for gg, t, x in events if gg == g and XID_BY_CODE[x].fatal)
-        expected += [(present.index(g), float(t - t0)) for i, t in enumerate(fatal)
-                     if i == 0 or t - fatal[i - 1] > 300]
+        expected += [
+            (present.index(g), float(t - t0)) for i, t in enumerate(fatal) if i == 0 or t - fatal[i - 1] > 300
+        ]
     got = run.tables["incidents"].join(run.tables["gpus"], on="gpu_id").select("index", "t_s").rows()
     assert sorted(got) == sorted(expected)
     assert run.tables["incidents"]["incident_id"].to_list() == list(range(len(expected)))

@@ -31,7 +31,9 @@ ROOT = Path(__file__).resolve().parent.parent
 MiB = 1024 * 1024
 
 
-def sample(metric: str, value, t_ms: int | None = T0_MS, h: int = 0, g: int = 0, label_text: str | None = None) -> str:
+def sample(
+    metric: str, value, t_ms: int | None = T0_MS, h: int = 0, g: int = 0, label_text: str | None = None
+) -> str:
     stamp = f" {t_ms}" if t_ms is not None else ""
     return f"{metric}{{{label_text or labels(h, g)}}} {value}{stamp}\n"
 
@@ -71,13 +73,19 @@ runpy.run_module("engine.cli", run_name="__main__")
 def peak_rss_mib(argv: list[str], tmp_path: Path) -> tuple[int, str, float]:
     """Run the CLI in a child; its exit status, stderr and its own peak resident memory in MiB."""
     peak_file = tmp_path / "peak_kib"
-    done = subprocess.run([sys.executable, "-c", _PEAK_WRAPPER, *argv], cwd=ROOT, stderr=subprocess.PIPE,
-                          stdout=subprocess.DEVNULL, timeout=600,
-                          env={**os.environ, "PYTHONPATH": str(ROOT), "GOODPUT_TEST_PEAK_FILE": str(peak_file)})
+    done = subprocess.run(
+        [sys.executable, "-c", _PEAK_WRAPPER, *argv],
+        cwd=ROOT,
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        timeout=600,
+        env={**os.environ, "PYTHONPATH": str(ROOT), "GOODPUT_TEST_PEAK_FILE": str(peak_file)},
+    )
     return done.returncode, done.stderr.decode(), int(peak_file.read_text()) / 1024
 
 
 # ----- compression ---------------------------------------------------------------------------------------------
+
 
 def test_a_zstd_bomb_is_refused_by_the_cli_without_inflating_it(tmp_path, store_dir):
     bomb = tmp_path / "node001.prom.zst"
@@ -85,8 +93,10 @@ def test_a_zstd_bomb_is_refused_by_the_cli_without_inflating_it(tmp_path, store_
     assert bomb.stat().st_size < 200_000
     code, err, peak = peak_rss_mib(["ingest", "dcgm", str(bomb), "--store", str(store_dir)], tmp_path)
     assert code == 2 and err.count("\n") == 1, err
-    assert err == (f"goodput: error: {bomb}: zstd data inflates past {limits.MAX_INPUT_BYTES:,} bytes, over"
-                   " Goodput's limit (engine/limits.py MAX_INPUT_BYTES); nothing was read\n")
+    assert err == (
+        f"goodput: error: {bomb}: zstd data inflates past {limits.MAX_INPUT_BYTES:,} bytes, over"
+        " Goodput's limit (engine/limits.py MAX_INPUT_BYTES); nothing was read\n"
+    )
     assert peak < 400, f"peak {peak:.0f} MiB: the bomb was held in memory"  # the CLI alone: ~130 MiB
     assert not (store_dir / "runs").exists() or not list((store_dir / "runs").iterdir())
 
@@ -106,13 +116,18 @@ def test_a_gzip_bomb_upload_shows_the_cli_line(tmp_path, store_dir, monkeypatch,
     assert Store(store_dir).run_ids() == []
 
 
-@pytest.mark.parametrize("pack", [
-    pytest.param(lambda b: gzip.compress(b), id="gzip"),
-    pytest.param(lambda b: zlib.compress(b, 9), id="zlib"),
-    pytest.param(lambda b: pa.compress(b, "zstd", asbytes=True), id="zstd"),
-    pytest.param(lambda b: pa.compress(b[:40], "zstd", asbytes=True) + pa.compress(b[40:], "zstd", asbytes=True),
-                 id="zstd-two-frames"),
-])
+@pytest.mark.parametrize(
+    "pack",
+    [
+        pytest.param(lambda b: gzip.compress(b), id="gzip"),
+        pytest.param(lambda b: zlib.compress(b, 9), id="zlib"),
+        pytest.param(lambda b: pa.compress(b, "zstd", asbytes=True), id="zstd"),
+        pytest.param(
+            lambda b: pa.compress(b[:40], "zstd", asbytes=True) + pa.compress(b[40:], "zstd", asbytes=True),
+            id="zstd-two-frames",
+        ),
+    ],
+)
 def test_compressed_files_and_uploads_read_as_the_plain_text(tmp_path, pack):
     plain = ingest_dcgm([("n.prom", good_text().encode())])
     path = tmp_path / "n.prom"
@@ -149,19 +164,25 @@ def test_plain_inputs_past_the_limit_are_refused_before_reading(tmp_path, monkey
     monkeypatch.setattr(limits, "MAX_INPUT_BYTES", 1000)
     big = tmp_path / "big.prom"
     big.write_bytes(good_text().encode() * 20)
-    for item, name in ((big, str(big)), (("up.prom", big.read_bytes()), "up.prom"),
-                       (Path("/dev/zero"), "/dev/zero")):
+    for item, name in (
+        (big, str(big)),
+        (("up.prom", big.read_bytes()), "up.prom"),
+        (Path("/dev/zero"), "/dev/zero"),
+    ):
         with pytest.raises(GoodputError, match=rf"^{name}: more than 1,000 bytes, over Goodput's limit"):
             ingest_dcgm([item])
 
 
 # ----- lines, hosts, GPUs -------------------------------------------------------------------------------------
 
+
 def test_a_long_line_is_an_error_naming_it(monkeypatch):
     monkeypatch.setattr(limits, "MAX_LINE_BYTES", 400)
     long_label = labels(0, 0) + ',note="' + "x" * 400 + '"'
     text = good_text() + sample("DCGM_FI_DEV_GPU_TEMP", 52, T0_MS + 60_000, label_text=long_label)
-    with pytest.raises(GoodputError, match=r"^l\.prom, line 3: 6\d\d bytes in one line, over Goodput's limit of 400"):
+    with pytest.raises(
+        GoodputError, match=r"^l\.prom, line 3: 6\d\d bytes in one line, over Goodput's limit of 400"
+    ):
         ingest_dcgm([("l.prom", text.encode())])
     exact = text.replace("} 5", "}\t5")  # tabs: the exact reader
     with pytest.raises(GoodputError, match=r"^l\.prom, line 3: \d+ bytes in one line"):
@@ -177,8 +198,10 @@ def test_too_many_hosts_or_gpus_name_the_line_that_passes_the_limit(monkeypatch)
     with pytest.raises(GoodputError, match=r"^h\.prom, line 3: more than 2 hosts, over Goodput's limit"):
         ingest_dcgm([("h.prom", text.encode())])
     monkeypatch.setattr(limits, "MAX_HOSTS", 100)
-    crowded = "".join(sample("DCGM_FI_DEV_GPU_TEMP", 50, label_text=f'UUID="GPU-{u}",Hostname="big"')
-                      for u in range(limits.MAX_GPUS_PER_HOST + 1))
+    crowded = "".join(
+        sample("DCGM_FI_DEV_GPU_TEMP", 50, label_text=f'UUID="GPU-{u}",Hostname="big"')
+        for u in range(limits.MAX_GPUS_PER_HOST + 1)
+    )
     with pytest.raises(GoodputError, match=r"^g\.prom, line 73: host 'big' has more than 72 GPUs"):
         ingest_dcgm([("g.prom", crowded.encode())])
     monkeypatch.setattr(limits, "MAX_CLUSTER_GPUS", 3)
@@ -209,14 +232,24 @@ def test_kernel_log_gpus_per_host_are_bounded():
 
 # ----- clocks --------------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize(("stamp", "words"), [
-    (-5, r"timestamp -5 ms \(1969-12-31\) is before 2000-01-01"),
-    (0, r"timestamp 0 ms \(1970-01-01\) is before 2000-01-01"),
-    (915_148_800_000, r"timestamp 915148800000 ms \(1999-01-01\) is before 2000-01-01 \(engine/limits.py EARLIEST_TIMESTAMP_S\)"),
-    (10**17, r"timestamp 100000000000000000 ms \(year 3,170,844\) is more than 86,400 s ahead of this"
-             r" machine's clock \(engine/limits.py MAX_CLOCK_AHEAD_S\)"),
-    (2**63 - 1, r"timestamp 9223372036854775807 ms \(year 292,278,995\) is more than 86,400 s ahead"),
-])
+
+@pytest.mark.parametrize(
+    ("stamp", "words"),
+    [
+        (-5, r"timestamp -5 ms \(1969-12-31\) is before 2000-01-01"),
+        (0, r"timestamp 0 ms \(1970-01-01\) is before 2000-01-01"),
+        (
+            915_148_800_000,
+            r"timestamp 915148800000 ms \(1999-01-01\) is before 2000-01-01 \(engine/limits.py EARLIEST_TIMESTAMP_S\)",
+        ),
+        (
+            10**17,
+            r"timestamp 100000000000000000 ms \(year 3,170,844\) is more than 86,400 s ahead of this"
+            r" machine's clock \(engine/limits.py MAX_CLOCK_AHEAD_S\)",
+        ),
+        (2**63 - 1, r"timestamp 9223372036854775807 ms \(year 292,278,995\) is more than 86,400 s ahead"),
+    ],
+)
 def test_dcgm_timestamps_out_of_range_name_file_and_line(stamp, words):
     text = good_text() + sample("DCGM_FI_DEV_GPU_TEMP", 52, stamp)
     with pytest.raises(GoodputError, match=rf"^t\.prom, line 3: {words}"):
@@ -224,15 +257,20 @@ def test_dcgm_timestamps_out_of_range_name_file_and_line(stamp, words):
 
 
 def test_a_timestamp_past_int64_is_an_error_too():
-    with pytest.raises(GoodputError, match=r"^t\.prom, line 1: timestamp '99999999999999999999' is not an integer"):
+    with pytest.raises(
+        GoodputError, match=r"^t\.prom, line 1: timestamp '99999999999999999999' is not an integer"
+    ):
         ingest_dcgm([("t.prom", sample("DCGM_FI_DEV_GPU_TEMP", 52, 99999999999999999999).encode())])
 
 
 def test_a_span_longer_than_a_run_names_the_latest_sample(monkeypatch):
     late = T0_MS - 20 * 365 * bounds.DAY_MS  # twenty years before T0: both in range, the span is not
     text = sample("DCGM_FI_DEV_GPU_TEMP", 50) + sample("DCGM_FI_DEV_GPU_TEMP", 51, late)
-    with pytest.raises(GoodputError, match=r"^s\.prom, line 1: timestamp \d+ ms \(2024-12-02\) is 7,300 days after"
-                                           r" the earliest \(s\.prom, line 2\); a run may span at most 3,650 days"):
+    with pytest.raises(
+        GoodputError,
+        match=r"^s\.prom, line 1: timestamp \d+ ms \(2024-12-02\) is 7,300 days after"
+        r" the earliest \(s\.prom, line 2\); a run may span at most 3,650 days",
+    ):
         ingest_dcgm([("s.prom", text.encode())])
 
 
@@ -241,7 +279,10 @@ def test_the_cli_exits_2_with_one_line_for_a_bad_clock(tmp_path, store_dir, caps
     path.write_text(good_text() + sample("DCGM_FI_DEV_GPU_TEMP", 52, 10**17))
     assert main(["ingest", "dcgm", str(path), "--store", str(store_dir)]) == 2
     err = capsys.readouterr().err
-    assert err.startswith(f"goodput: error: {path}, line 3: timestamp 100000000000000000 ms") and err.count("\n") == 1
+    assert (
+        err.startswith(f"goodput: error: {path}, line 3: timestamp 100000000000000000 ms")
+        and err.count("\n") == 1
+    )
 
 
 def test_a_file_mtime_out_of_range_gives_way_to_the_clock(tmp_path):
@@ -252,14 +293,24 @@ def test_a_file_mtime_out_of_range_gives_way_to_the_clock(tmp_path):
     assert abs((datetime.now(UTC) - run.started_at).total_seconds()) < 60
 
 
-@pytest.mark.parametrize(("log", "words"), [
-    ("[Fri Jan  1 10:00:00 1999] NVRM: Xid (PCI:0000:18:00): 79, pid=1\n", r"line 1: timestamp \d+ ms \(1999-01-01\)"
-                                                                           r" is before 2000-01-01"),
-    ("2224-01-01T00:00:00+00:00 h kernel: NVRM: Xid (PCI:0000:18:00): 79, pid=1\n",
-     r"line 1: timestamp \d+ ms \(2224-01-01\) is more than 86,400 s ahead"),
-    ("[    1.0] boot\n[99999999999.5] NVRM: Xid (PCI:0000:18:00): 79, pid=1\n",
-     r"line 2: 99,999,999,998 s from the file's first since-boot stamp, more than a run may span \(3,650 days"),
-])
+@pytest.mark.parametrize(
+    ("log", "words"),
+    [
+        (
+            "[Fri Jan  1 10:00:00 1999] NVRM: Xid (PCI:0000:18:00): 79, pid=1\n",
+            r"line 1: timestamp \d+ ms \(1999-01-01\)"
+            r" is before 2000-01-01",
+        ),
+        (
+            "2224-01-01T00:00:00+00:00 h kernel: NVRM: Xid (PCI:0000:18:00): 79, pid=1\n",
+            r"line 1: timestamp \d+ ms \(2224-01-01\) is more than 86,400 s ahead",
+        ),
+        (
+            "[    1.0] boot\n[99999999999.5] NVRM: Xid (PCI:0000:18:00): 79, pid=1\n",
+            r"line 2: 99,999,999,998 s from the file's first since-boot stamp, more than a run may span \(3,650 days",
+        ),
+    ],
+)
 def test_kernel_log_clocks_out_of_range_name_the_line(log, words):
     with pytest.raises(GoodputError, match=rf"^k\.log, {words}"):
         ingest_kernel_logs([("k.log", log.encode())])
@@ -267,44 +318,63 @@ def test_kernel_log_clocks_out_of_range_name_the_line(log, words):
 
 def test_logs_and_scrapes_together_may_not_span_more_than_a_run():
     log = "2001-01-01T00:00:00+00:00 node000 kernel: NVRM: Xid (PCI:0000:18:00): 79, pid=1\n"
-    with pytest.raises(GoodputError, match=r"^s\.prom, k\.log: together they span 8,736 days, over Goodput's limit"):
+    with pytest.raises(
+        GoodputError, match=r"^s\.prom, k\.log: together they span 8,736 days, over Goodput's limit"
+    ):
         ingest_dcgm([("s.prom", good_text().encode())], kernel_logs=[("k.log", log.encode())])
 
 
 # ----- values and labels ---------------------------------------------------------------------------------------
 
+
 def test_values_no_column_holds_and_bad_gpu_labels_are_counted_skips():
-    text = good_text() + "".join([
-        sample("DCGM_FI_DEV_GPU_TEMP", "1e308", T0_MS + 60_000),  # inf as Float32
-        sample("DCGM_FI_DEV_XID_ERRORS", "3e9", T0_MS + 60_000),  # past Int32
-        sample("DCGM_FI_DEV_XID_ERRORS", "79.5", T0_MS + 90_000),  # no XID is a fraction
-        sample("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", "-1", T0_MS + 60_000),
-        sample("DCGM_FI_DEV_POWER_USAGE", "-3e38", T0_MS + 60_000),  # fits Float32: kept
-        sample("DCGM_FI_DEV_GPU_TEMP", 50, label_text='gpu="4000000000",UUID="GPU-x",Hostname="node000"'),
-        sample("DCGM_FI_DEV_GPU_TEMP", 50, label_text='gpu="72",Hostname="node000"'),
-        sample("DCGM_FI_DEV_GPU_TEMP", 50, label_text='gpu="zero",Hostname="node000"'),
-    ])
+    text = good_text() + "".join(
+        [
+            sample("DCGM_FI_DEV_GPU_TEMP", "1e308", T0_MS + 60_000),  # inf as Float32
+            sample("DCGM_FI_DEV_XID_ERRORS", "3e9", T0_MS + 60_000),  # past Int32
+            sample("DCGM_FI_DEV_XID_ERRORS", "79.5", T0_MS + 90_000),  # no XID is a fraction
+            sample("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", "-1", T0_MS + 60_000),
+            sample("DCGM_FI_DEV_POWER_USAGE", "-3e38", T0_MS + 60_000),  # fits Float32: kept
+            sample("DCGM_FI_DEV_GPU_TEMP", 50, label_text='gpu="4000000000",UUID="GPU-x",Hostname="node000"'),
+            sample("DCGM_FI_DEV_GPU_TEMP", 50, label_text='gpu="72",Hostname="node000"'),
+            sample("DCGM_FI_DEV_GPU_TEMP", 50, label_text='gpu="zero",Hostname="node000"'),
+        ]
+    )
     run = ingest_dcgm([("v.prom", text.encode())])
     assert run.summary["skipped"] == {bounds.SKIP_VALUE: 4, bounds.SKIP_GPU_LABEL: 3}
     assert run.summary["samples"] == 3 and run.summary["gpus"] == 1 and run.tables["xid_events"].height == 0
     assert run.tables["gpu_samples"].select("temp_c", "power_w").rows() == [
-        (50.0, None), (51.0, None), (None, pl.Series([-3e38], dtype=pl.Float32)[0])]
+        (50.0, None),
+        (51.0, None),
+        (None, pl.Series([-3e38], dtype=pl.Float32)[0]),
+    ]
 
 
 # ----- Hypothesis: any timestamp, value or label is an error naming the file or a counted skip ----------------
 
-METRICS = st.sampled_from(["DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_XID_ERRORS", "DCGM_FI_DEV_ECC_SBE_VOL_TOTAL",
-                           "DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_SM_CLOCK"])
-VALUES = st.one_of(st.floats(allow_nan=True, allow_infinity=True).map(repr),
-                   st.integers(-2**70, 2**70).map(str), st.sampled_from(["1e308", "3e9", "-0", "+Inf", "NaN"]))
-STAMPS = st.one_of(st.none(), st.integers(-2**64, 2**64), st.integers(T0_MS - 10**12, T0_MS + 10**12))
+METRICS = st.sampled_from(
+    [
+        "DCGM_FI_DEV_GPU_TEMP",
+        "DCGM_FI_DEV_XID_ERRORS",
+        "DCGM_FI_DEV_ECC_SBE_VOL_TOTAL",
+        "DCGM_FI_DEV_FB_USED",
+        "DCGM_FI_DEV_SM_CLOCK",
+    ]
+)
+VALUES = st.one_of(
+    st.floats(allow_nan=True, allow_infinity=True).map(repr),
+    st.integers(-(2**70), 2**70).map(str),
+    st.sampled_from(["1e308", "3e9", "-0", "+Inf", "NaN"]),
+)
+STAMPS = st.one_of(st.none(), st.integers(-(2**64), 2**64), st.integers(T0_MS - 10**12, T0_MS + 10**12))
 GPUS = st.one_of(st.integers(-5, 2**40).map(str), st.sampled_from(["", "x", "1.5", "0x1", " 3"]))
 ROWS = st.lists(st.tuples(METRICS, VALUES, STAMPS, GPUS, st.integers(0, 3)), min_size=1, max_size=12)
 
 
 def _text(rows) -> str:
-    return "".join(sample(m, v, t, label_text=f'gpu="{g}",UUID="GPU-{h}-{g}",Hostname="n{h}"')
-                   for m, v, t, g, h in rows)
+    return "".join(
+        sample(m, v, t, label_text=f'gpu="{g}",UUID="GPU-{h}-{g}",Hostname="n{h}"') for m, v, t, g, h in rows
+    )
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -326,10 +396,18 @@ def test_any_stamp_value_or_label_is_an_error_or_a_counted_skip(rows):
 
 # One row a series (Prometheus refuses a series twice in one scrape), stamps that parse as int64 (it refuses
 # others): what is left is what a live scrape must take, skipping the bad samples.
-LIVE_ROWS = st.lists(st.tuples(METRICS, VALUES, st.one_of(st.none(), st.integers(-2**63, 2**63 - 1), STAMPS),
-                               GPUS, st.integers(0, 3)),
-                     min_size=1, max_size=12, unique_by=lambda r: (r[0], r[3], r[4])).filter(
-    lambda rows: all(t is None or -2**63 <= t < 2**63 for _, _, t, _, _ in rows))
+LIVE_ROWS = st.lists(
+    st.tuples(
+        METRICS,
+        VALUES,
+        st.one_of(st.none(), st.integers(-(2**63), 2**63 - 1), STAMPS),
+        GPUS,
+        st.integers(0, 3),
+    ),
+    min_size=1,
+    max_size=12,
+    unique_by=lambda r: (r[0], r[3], r[4]),
+).filter(lambda rows: all(t is None or -(2**63) <= t < 2**63 for _, _, t, _, _ in rows))
 
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -343,11 +421,20 @@ def test_a_live_parse_skips_every_bad_sample_and_raises_for_none(rows):
 
 
 @settings(max_examples=100, deadline=None)
-@given(st.lists(st.tuples(st.sampled_from(["[{s}]", "{k}"]), st.floats(0, 1e25, allow_nan=False)),
-                min_size=1, max_size=6))
+@given(
+    st.lists(
+        st.tuples(st.sampled_from(["[{s}]", "{k}"]), st.floats(0, 1e25, allow_nan=False)),
+        min_size=1,
+        max_size=6,
+    )
+)
 def test_any_since_boot_stamp_is_an_error_or_a_run_within_its_span(stamps):
-    text = "".join((form.format(s=f"{s:.6f}") + " NVRM: Xid (PCI:0000:18:00): 79, pid=1\n") if form == "[{s}]"
-                   else f"4,1,{int(s)},-;NVRM: Xid (PCI:0000:18:00): 79, pid=1\n" for form, s in stamps)
+    text = "".join(
+        (form.format(s=f"{s:.6f}") + " NVRM: Xid (PCI:0000:18:00): 79, pid=1\n")
+        if form == "[{s}]"
+        else f"4,1,{int(s)},-;NVRM: Xid (PCI:0000:18:00): 79, pid=1\n"
+        for form, s in stamps
+    )
     try:
         run = ingest_kernel_logs([("b.log", text.encode())])
     except GoodputError as err:

@@ -32,8 +32,10 @@ def exporter_page(host: int, request: int, xid: int = 0) -> str:
     """What dcgm-exporter serves: no timestamps, two GPUs; the temperature follows the request number."""
     rows = ["# HELP DCGM_FI_DEV_GPU_TEMP GPU temperature (in C).", "# TYPE DCGM_FI_DEV_GPU_TEMP gauge"]
     rows += [f"DCGM_FI_DEV_GPU_TEMP{{{labels(host, g)}}} {50 + request + g}" for g in range(2)]
-    rows += ["# HELP DCGM_FI_DEV_XID_ERRORS Value of the last XID error encountered.",
-             "# TYPE DCGM_FI_DEV_XID_ERRORS gauge"]
+    rows += [
+        "# HELP DCGM_FI_DEV_XID_ERRORS Value of the last XID error encountered.",
+        "# TYPE DCGM_FI_DEV_XID_ERRORS gauge",
+    ]
     rows += [f"DCGM_FI_DEV_XID_ERRORS{{{labels(host, g)}}} {xid if g == 1 else 0}" for g in range(2)]
     return "\n".join(rows) + "\n"
 
@@ -92,7 +94,10 @@ def dead_url() -> str:
 
 def test_each_scrape_is_committed_to_one_run(store_dir):
     lines: list[str] = []
-    with exporters(lambda n: exporter_page(0, n, xid=79 if n >= 2 else 0), lambda n: exporter_page(1, n)) as (a, b):
+    with exporters(lambda n: exporter_page(0, n, xid=79 if n >= 2 else 0), lambda n: exporter_page(1, n)) as (
+        a,
+        b,
+    ):
         result = scrape_loop([a.url, b.url], 0.05, Store(store_dir), scrapes=4, log=lines.append)
     store = Store(store_dir)
     assert store.run_ids() == [result["run_id"]]
@@ -112,12 +117,16 @@ def test_each_scrape_is_committed_to_one_run(store_dir):
     assert store.table(result["run_id"], "incidents")["xid"].to_list() == [79]
     states = store.table(result["run_id"], "host_states").sort("host_id", "start_s")
     host0 = states.filter(pl.col("host_id") == 0)
-    assert host0["state"].to_list()[-1] == "down" and host0.filter(pl.col("state") == "down")["start_s"].min() \
-        == times[2]
+    assert (
+        host0["state"].to_list()[-1] == "down"
+        and host0.filter(pl.col("state") == "down")["start_s"].min() == times[2]
+    )
     # intervals of each host tile [0, end) without gaps or overlaps
     for host in (0, 1):
         rows = states.filter(pl.col("host_id") == host)
-        assert rows["start_s"][0] == pytest.approx(0.0, abs=0.05) and rows["end_s"][-1] == samples["t_s"].max()
+        assert (
+            rows["start_s"][0] == pytest.approx(0.0, abs=0.05) and rows["end_s"][-1] == samples["t_s"].max()
+        )
         assert (rows["start_s"].slice(1) == rows["end_s"].slice(0, rows.height - 1)).all()
     info = store.info(result["run_id"])
     assert info.kind == "ingest" and info.summary["scrapes"] == 4 and info.duration_s == samples["t_s"].max()
@@ -133,7 +142,7 @@ def test_a_dead_endpoint_on_the_first_scrape_is_an_error_and_writes_nothing(stor
 def test_later_failures_are_counted_and_reported(store_dir):
     lines: list[str] = []
     broken_after_first = lambda n: exporter_page(0, n) if n == 0 else None  # noqa: E731
-    garbled_second = lambda n: exporter_page(1, n) if n != 1 else "DCGM_FI_DEV_GPU_TEMP{gpu=\"0\"\n"  # noqa: E731
+    garbled_second = lambda n: exporter_page(1, n) if n != 1 else 'DCGM_FI_DEV_GPU_TEMP{gpu="0"\n'  # noqa: E731
     with exporters(broken_after_first, garbled_second) as (a, b):
         result = scrape_loop([a.url, b.url], 0.05, Store(store_dir), scrapes=3, log=lines.append)
     assert result["failed_scrapes"] == {a.url: 2, "garbled scrapes": 1}
@@ -170,8 +179,10 @@ def test_stopping_ends_cleanly_after_a_commit(store_dir):
 
 
 def test_urls_and_interval_are_checked():
-    assert parse_urls("http://a:9400/metrics, http://b:9400/metrics") == ["http://a:9400/metrics",
-                                                                         "http://b:9400/metrics"]
+    assert parse_urls("http://a:9400/metrics, http://b:9400/metrics") == [
+        "http://a:9400/metrics",
+        "http://b:9400/metrics",
+    ]
     with pytest.raises(GoodputError, match="not an http"):
         parse_urls("file:///etc/passwd")
     with pytest.raises(GoodputError, match="--every"):
@@ -180,8 +191,21 @@ def test_urls_and_interval_are_checked():
 
 def test_cli_scrapes_n_times(store_dir, capsys):
     with exporters(lambda n: exporter_page(3, n)) as (a,):
-        code = main(["ingest", "dcgm", "--scrape", a.url, "--every", "50ms", "--scrapes", "2", "--store",
-                     str(store_dir), "--json"])
+        code = main(
+            [
+                "ingest",
+                "dcgm",
+                "--scrape",
+                a.url,
+                "--every",
+                "50ms",
+                "--scrapes",
+                "2",
+                "--store",
+                str(store_dir),
+                "--json",
+            ]
+        )
     captured = capsys.readouterr()
     result = json.loads(captured.out)
     assert code == 0 and result["scrapes"] == 2 and result["gpus"] == 2 and result["samples"] == 8
@@ -200,10 +224,26 @@ def test_cli_dead_endpoint_exits_2(store_dir, capsys):
 def test_sigterm_stops_the_command_after_its_commit(store_dir):
     with exporters(lambda n: exporter_page(0, n)) as (a,):
         process = subprocess.Popen(
-            [sys.executable, "-m", "engine.cli", "ingest", "dcgm", "--scrape", a.url, "--every", "100ms",
-             "--store", str(store_dir), "--json"],
-            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-            env={**os.environ, "PYTHONPATH": str(ROOT)})
+            [
+                sys.executable,
+                "-m",
+                "engine.cli",
+                "ingest",
+                "dcgm",
+                "--scrape",
+                a.url,
+                "--every",
+                "100ms",
+                "--store",
+                str(store_dir),
+                "--json",
+            ],
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+        )
         try:
             # --json reports no scrape on stderr: the first commit shows as the run in the store (written
             # whole under a temporary name, then renamed, so a run listed is a committed scrape)
@@ -230,8 +270,12 @@ def test_a_stamped_page_served_again_is_not_read_twice(store_dir):
     with exporters(page) as (a,):
         result = scrape_loop([a.url], 0.05, Store(store_dir), scrapes=4, log=lambda _: None)
     samples = Store(store_dir).table(result["run_id"], "gpu_samples").sort("t_s", "gpu_id")
-    assert samples.select("t_s", "gpu_id", "temp_c").rows() == [(0.0, 0, 60.0), (0.0, 1, 60.0), (30.0, 0, 62.0),
-                                                                 (30.0, 1, 62.0)]
+    assert samples.select("t_s", "gpu_id", "temp_c").rows() == [
+        (0.0, 0, 60.0),
+        (0.0, 1, 60.0),
+        (30.0, 0, 62.0),
+        (30.0, 1, 62.0),
+    ]
     assert result["skipped"] == {"values already read in an earlier scrape": 4} and result["samples"] == 4
 
 
@@ -244,11 +288,17 @@ def test_feeding_scrapes_one_by_one_gives_the_tables_of_one_file():
 
     # (host, gpu, scrape) -> XID; scrape n is built alone, its gauge showing the last XID up to n, its stamps moved
     xid = {(1, 3, 2): 79, (1, 3, 3): 48, (2, 5, 6): 13, (0, 0, 4): 95}
-    scrapes = [scrape_text(3, 8, 1, xid={(h, g, 0): v for (h, g, s), v in xid.items() if s <= n})
-               .replace("1733133600000", str(1733133600000 + 30_000 * n)) for n in range(8)]
+    scrapes = [
+        scrape_text(3, 8, 1, xid={(h, g, 0): v for (h, g, s), v in xid.items() if s <= n}).replace(
+            "1733133600000", str(1733133600000 + 30_000 * n)
+        )
+        for n in range(8)
+    ]
     whole = observed_run(parse_dcgm([Source("all.prom", "".join(scrapes).encode())]), None, name="whole")
     observer = Observer()
-    batches = [observer.add(parse_dcgm([Source(f"s{n}.prom", text.encode())])) for n, text in enumerate(scrapes)]
+    batches = [
+        observer.add(parse_dcgm([Source(f"s{n}.prom", text.encode())])) for n, text in enumerate(scrapes)
+    ]
     for table in ("hosts", "gpus", "gpu_samples", "xid_events", "incidents"):
         pieces = pl.concat([b.tables[table] for b in batches], how="vertical_relaxed")
         assert pieces.equals(whole.tables[table]), table
@@ -256,6 +306,7 @@ def test_feeding_scrapes_one_by_one_gives_the_tables_of_one_file():
 
 
 # ----- hostile endpoints: slow drip, redirects, bad samples, credentials, bombs --------------------------------
+
 
 class Endpoint:
     """A local HTTP server whose `respond(handler, request_number)` writes the whole answer itself."""
@@ -342,7 +393,9 @@ def test_a_silent_endpoint_and_a_later_drip_are_counted_and_the_loop_carries_on(
             send(handler, exporter_page(0, number))
 
     with endpoints(flaky) as (flaky_ep,):
-        result = scrape_loop([flaky_ep.url], 0.05, Store(store_dir), scrapes=4, log=lines.append, deadline_s=0.5)
+        result = scrape_loop(
+            [flaky_ep.url], 0.05, Store(store_dir), scrapes=4, log=lines.append, deadline_s=0.5
+        )
     assert result["failed_scrapes"] == {flaky_ep.url: 2} and result["scrapes"] == 2
     assert sum("no complete answer within 0.5 s" in line for line in lines) == 2
     assert Store(store_dir).table(result["run_id"], "gpu_samples").height == 2 * 2
@@ -355,8 +408,11 @@ def test_an_answer_past_the_size_limit_is_refused(store_dir, monkeypatch):
     chunked = lambda h, n: drip(h, ep.closing, every_s=0.0005)  # noqa: E731 (no length: refused as it arrives)
     with endpoints(lambda h, n: send(h, page), chunked) as (big, ep):
         for url in (big.url, ep.url):
-            with pytest.raises(GoodputError, match=rf"^{url}: answer larger than 1,000 bytes, over Goodput's limit"
-                                                   r" \(engine/limits.py MAX_SCRAPE_BYTES\)"):
+            with pytest.raises(
+                GoodputError,
+                match=rf"^{url}: answer larger than 1,000 bytes, over Goodput's limit"
+                r" \(engine/limits.py MAX_SCRAPE_BYTES\)",
+            ):
                 scrape_loop([url], 0.05, Store(store_dir), scrapes=1, log=lambda _: None, deadline_s=5)
 
 
@@ -408,27 +464,37 @@ def test_bad_samples_are_skipped_counted_and_reported(store_dir):
     def bad_second(handler, number):
         page = exporter_page(0, number)
         if number == 1:
-            page += "".join([
-                f"DCGM_FI_DEV_XID_ERRORS{{{labels(0, 0)}}} 3e9\n".replace('gpu="0"', 'gpu="0",x="1"'),
-                f"DCGM_FI_DEV_GPU_TEMP{{{labels(0, 0)}}} 60 100000000000000000\n".replace('gpu="0"', 'gpu="0",x="2"'),
-                f"DCGM_FI_DEV_POWER_USAGE{{{labels(0, 1)}}} 1e308\n",
-                f"DCGM_FI_DEV_GPU_TEMP{{{labels(0, 0)}}} 61\n".replace('gpu="0"', 'gpu="4000000000"'),
-            ])
+            page += "".join(
+                [
+                    f"DCGM_FI_DEV_XID_ERRORS{{{labels(0, 0)}}} 3e9\n".replace('gpu="0"', 'gpu="0",x="1"'),
+                    f"DCGM_FI_DEV_GPU_TEMP{{{labels(0, 0)}}} 60 100000000000000000\n".replace(
+                        'gpu="0"', 'gpu="0",x="2"'
+                    ),
+                    f"DCGM_FI_DEV_POWER_USAGE{{{labels(0, 1)}}} 1e308\n",
+                    f"DCGM_FI_DEV_GPU_TEMP{{{labels(0, 0)}}} 61\n".replace('gpu="0"', 'gpu="4000000000"'),
+                ]
+            )
         send(handler, page)
 
     lines: list[str] = []
     with endpoints(bad_second) as (ep,):
         result = scrape_loop([ep.url], 0.05, Store(store_dir), scrapes=3, log=lines.append)
     assert result["scrapes"] == 3 and result["failed_scrapes"] == {}
-    assert result["skipped"] == {"values out of range for their column (beyond Float32, or an XID or ECC count not"
-                                 " a whole 0-2^31-1)": 2, "samples stamped outside the run's time window": 1,
-                                 "series whose gpu label is not a GPU index (0-71)": 1}
+    assert result["skipped"] == {
+        "values out of range for their column (beyond Float32, or an XID or ECC count not"
+        " a whole 0-2^31-1)": 2,
+        "samples stamped outside the run's time window": 1,
+        "series whose gpu label is not a GPU index (0-71)": 1,
+    }
     assert "skipped 4 bad samples" in lines[1] and "skipped" not in lines[0] + lines[2]
     store = Store(store_dir)
     assert store.info(result["run_id"]).summary["skipped"] == result["skipped"]
     samples = store.table(result["run_id"], "gpu_samples")
     assert samples.height == 3 * 2 and samples["power_w"].null_count() == 6
-    assert store.table(result["run_id"], "xid_events").height == 0 and store.info(result["run_id"]).duration_s < 60
+    assert (
+        store.table(result["run_id"], "xid_events").height == 0
+        and store.info(result["run_id"]).duration_s < 60
+    )
 
 
 def test_credentials_are_used_but_never_shown_or_stored(store_dir, capsys):
@@ -445,8 +511,21 @@ def test_credentials_are_used_but_never_shown_or_stored(store_dir, capsys):
     with endpoints(guarded) as (ep,):
         url = ep.url.replace("//", "//scraper:s3cr3t-pw@")
         shown = ep.url.replace("//", "//scraper:***@")
-        code = main(["ingest", "dcgm", "--scrape", url, "--every", "50ms", "--scrapes", "3", "--store",
-                     str(store_dir), "--json"])
+        code = main(
+            [
+                "ingest",
+                "dcgm",
+                "--scrape",
+                url,
+                "--every",
+                "50ms",
+                "--scrapes",
+                "3",
+                "--store",
+                str(store_dir),
+                "--json",
+            ]
+        )
         captured = capsys.readouterr()
         assert code == 0 and ep.seen_auth[0] == token
         result = json.loads(captured.out)
@@ -457,9 +536,14 @@ def test_credentials_are_used_but_never_shown_or_stored(store_dir, capsys):
         assert info.name == f"live: {shown}" and info.scenario["endpoints"] == [shown]
         wrong = ep.url.replace("//", "//scraper:wrong-pw@")
         assert main(["ingest", "dcgm", "--scrape", wrong, "--scrapes", "1", "--store", str(store_dir)]) == 2
-        assert main(["ingest", "dcgm", "--scrape", "ftp://scraper:s3cr3t-pw@host/x", "--store", str(store_dir)]) == 2
+        assert (
+            main(["ingest", "dcgm", "--scrape", "ftp://scraper:s3cr3t-pw@host/x", "--store", str(store_dir)])
+            == 2
+        )
         captured_errors = capsys.readouterr()
-    everything = captured.out + captured.err + captured_errors.out + captured_errors.err + json.dumps(info.summary)
+    everything = (
+        captured.out + captured.err + captured_errors.out + captured_errors.err + json.dumps(info.summary)
+    )
     assert "s3cr3t" not in everything and "wrong-pw" not in everything
     assert "scraper:***@" in captured_errors.err and "HTTP 401" in captured_errors.err
     for path in store_dir.rglob("*"):
@@ -499,10 +583,26 @@ def test_a_signal_ends_the_command_while_its_endpoint_hangs(store_dir, sig):
 
     with endpoints(hang_after_first) as (ep,):
         process = subprocess.Popen(
-            [sys.executable, "-m", "engine.cli", "ingest", "dcgm", "--scrape", ep.url, "--every", "100ms",
-             "--store", str(store_dir), "--json"],
-            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-            env={**os.environ, "PYTHONPATH": str(ROOT)})
+            [
+                sys.executable,
+                "-m",
+                "engine.cli",
+                "ingest",
+                "dcgm",
+                "--scrape",
+                ep.url,
+                "--every",
+                "100ms",
+                "--store",
+                str(store_dir),
+                "--json",
+            ],
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+        )
         try:
             while ep.requests < 2:  # the first scrape is committed, the second is hanging now
                 time.sleep(0.05)

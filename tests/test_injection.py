@@ -38,6 +38,7 @@ PAGES = ("overview", "racks", "gpus", "jobs", "network", "incidents", "planner",
 
 # ----- the hostile runs, through the real input paths ------------------------------------------------------
 
+
 def dcgm_scrape() -> str:
     """Three scrapes of three hosts named by the payloads, two GPUs each (model: a payload too), an XID 79
     on each host's GPU 0 in the last scrape."""
@@ -46,31 +47,38 @@ def dcgm_scrape() -> str:
         t = T0_MS + 3_600_000 + scrape * 30_000
         for h, host in enumerate(PAYLOADS):
             for g in range(2):
-                labels = (f'gpu="{g}",UUID="GPU-{h:08x}-{g:04x}",pci_bus_id="{pci_bus_id(g)}",device="nvidia{g}",'
-                          f'modelName="{TAG}",Hostname="{host}"')
-                lines += [f"DCGM_FI_DEV_GPU_TEMP{{{labels}}} {50 + g} {t}",
-                          f"DCGM_FI_DEV_POWER_USAGE{{{labels}}} 600 {t}",
-                          f"DCGM_FI_DEV_ECC_SBE_VOL_TOTAL{{{labels}}} {scrape} {t}",
-                          f"DCGM_FI_DEV_XID_ERRORS{{{labels}}} {79 if scrape == 2 and g == 0 else 0} {t}"]
+                labels = (
+                    f'gpu="{g}",UUID="GPU-{h:08x}-{g:04x}",pci_bus_id="{pci_bus_id(g)}",device="nvidia{g}",'
+                    f'modelName="{TAG}",Hostname="{host}"'
+                )
+                lines += [
+                    f"DCGM_FI_DEV_GPU_TEMP{{{labels}}} {50 + g} {t}",
+                    f"DCGM_FI_DEV_POWER_USAGE{{{labels}}} 600 {t}",
+                    f"DCGM_FI_DEV_ECC_SBE_VOL_TOTAL{{{labels}}} {scrape} {t}",
+                    f"DCGM_FI_DEV_XID_ERRORS{{{labels}}} {79 if scrape == 2 and g == 0 else 0} {t}",
+                ]
     return "\n".join(lines) + "\n"
 
 
 def goodput_csv() -> str:
     return "job_id,submit,gpus,duration,priority,start,end,name,user\n" + "".join(
-        f"j{i},{i * 10}m,8,2h,{i},,,{name},{user}\n" for i, (name, user) in enumerate(zip(PAYLOADS, PAYLOADS[::-1],
-                                                                                           strict=True)))
+        f"j{i},{i * 10}m,8,2h,{i},,,{name},{user}\n"
+        for i, (name, user) in enumerate(zip(PAYLOADS, PAYLOADS[::-1], strict=True))
+    )
 
 
 def sacct() -> str:
     return "JobID|JobName|User|Submit|Start|End|State|AllocTRES|NNodes|NodeList|Priority\n" + "".join(
         f"{100 + i}|{name}|{user}|2024-03-01T00:{i:02d}:00|2024-03-01T00:{i:02d}:05|2024-03-01T02:00:05|FAILED|"
         f"cpu=8,gres/gpu=8,node=1|1|gpu00{i}|{i}\n"
-        for i, (name, user) in enumerate(zip(PAYLOADS, PAYLOADS[1:] + PAYLOADS[:1], strict=True)))
+        for i, (name, user) in enumerate(zip(PAYLOADS, PAYLOADS[1:] + PAYLOADS[:1], strict=True))
+    )
 
 
 def cli(*args: str) -> str:
-    done = subprocess.run([str(GOODPUT), *args, "--json"], capture_output=True, text=True, timeout=300, cwd=ROOT,
-                          check=False)
+    done = subprocess.run(
+        [str(GOODPUT), *args, "--json"], capture_output=True, text=True, timeout=300, cwd=ROOT, check=False
+    )
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)["run_id"]
 
@@ -82,8 +90,10 @@ def hostile(tmp_path_factory) -> tuple[str, dict[str, str]]:
     store = Store(root)
     runs = {
         "telemetry upload": uploads.import_telemetry(
-            store, [(f"{TAG}.prom", dcgm_scrape().encode())],
-            [(f"{IMG}.log", kernel_log("journal", [(30, xid_body(0, 79))], host=IMG).encode())]).run_id,
+            store,
+            [(f"{TAG}.prom", dcgm_scrape().encode())],
+            [(f"{IMG}.log", kernel_log("journal", [(30, xid_body(0, 79))], host=IMG).encode())],
+        ).run_id,
         "trace upload": uploads.import_trace(store, (f"{MIX}.csv", goodput_csv().encode())).run_id,
     }
     trace = root.parent / "sacct.txt"
@@ -105,8 +115,24 @@ def first(root: str, run_id: str, sql: str) -> str | None:
 
 # Fields whose text Streamlit shows as plain text: selectbox and multiselect options and values, the ids and
 # values of widgets, Plotly's JSON (checked on its own below), the text of st.text, st.code and st.json.
-PLAIN_FIELDS = {"options", "default", "raw_value", "raw_values", "set_value", "value", "id", "spec", "config",
-                "placeholder", "form_id", "query_string", "page", "page_script_hash", "data", "columns"}
+PLAIN_FIELDS = {
+    "options",
+    "default",
+    "raw_value",
+    "raw_values",
+    "set_value",
+    "value",
+    "id",
+    "spec",
+    "config",
+    "placeholder",
+    "form_id",
+    "query_string",
+    "page",
+    "page_script_hash",
+    "data",
+    "columns",
+}
 PLAIN_ELEMENTS = {"text", "code", "json", "plotly_chart", "dataframe", "arrow_data_frame"}
 _ESCAPED = re.compile(r"\\[!-/:-@\[-`{-~]")
 _CODE_SPAN = re.compile(r"(?<!`)(`+)(?!`)(.*?)(?<!`)\1(?!`)")
@@ -121,8 +147,9 @@ def masked(markdown: str) -> str:
 def as_text(markdown: str) -> str:
     """What `markdown` (as dashboard.text writes data into it) shows: escapes resolved, code fences and
     joiners dropped."""
-    out = _CODE_SPAN.sub(lambda m: m.group(2).strip(" ") if m.group(2).strip(" ") else m.group(2),
-                         markdown.replace(JOINER, ""))
+    out = _CODE_SPAN.sub(
+        lambda m: m.group(2).strip(" ") if m.group(2).strip(" ") else m.group(2), markdown.replace(JOINER, "")
+    )
     return re.sub(r"\\([!-/:-@\[-`{-~])", r"\1", out)
 
 
@@ -186,8 +213,11 @@ def figure_strings(value, key: str = ""):
 def figure_text(figures: list[dict]) -> list[str]:
     """The figures' strings as Plotly shows them (its entities decoded)."""
     entities = {"&lt;": "<", "&gt;": ">", "&amp;": "&"}
-    return [re.sub(r"&(lt|gt|amp);", lambda m: entities[m.group(0)], text)
-            for figure in figures for _, text in figure_strings(figure)]
+    return [
+        re.sub(r"&(lt|gt|amp);", lambda m: entities[m.group(0)], text)
+        for figure in figures
+        for _, text in figure_strings(figure)
+    ]
 
 
 def open_all(runs: dict[str, str], root: str) -> dict[tuple[str, str], Page]:
@@ -215,27 +245,44 @@ def shown(hostile) -> dict[tuple[str, str], Page]:
 
 # ----- the checks -----------------------------------------------------------------------------------------
 
+
 def test_no_page_renders_data_as_markdown(shown):
-    survivors = [(what, page, field, syntax, source)
-                 for (what, page), seen in shown.items() for field, source in seen.markdown
-                 for syntax in MARKDOWN_SYNTAX if syntax in masked(source)]
+    survivors = [
+        (what, page, field, syntax, source)
+        for (what, page), seen in shown.items()
+        for field, source in seen.markdown
+        for syntax in MARKDOWN_SYNTAX
+        if syntax in masked(source)
+    ]
     assert survivors == []
 
 
 def test_no_figure_carries_data_as_plotly_markup(shown):
-    raw = [(what, page, key, text) for (what, page), seen in shown.items() for figure in seen.figures
-           for key, text in figure_strings(figure) if "<img" in text]
+    raw = [
+        (what, page, key, text)
+        for (what, page), seen in shown.items()
+        for figure in seen.figures
+        for key, text in figure_strings(figure)
+        if "<img" in text
+    ]
     assert raw == []
     # and the escaped text is there: the hostnames of the uploaded telemetry in the GPUs page's grid hover
-    assert any("&lt;img src=x onerror=alert(1)&gt;" in text for figure in shown["telemetry upload", "gpus"].figures
-               for _, text in figure_strings(figure))
+    assert any(
+        "&lt;img src=x onerror=alert(1)&gt;" in text
+        for figure in shown["telemetry upload", "gpus"].figures
+        for _, text in figure_strings(figure)
+    )
 
 
 @pytest.mark.parametrize("what", ["telemetry upload", "trace upload", "sacct replay", "named simulation"])
 def test_the_data_is_still_shown_as_text(shown, what):
     seen = "\n".join(shown[what, page].shown() for page in PAGES)
-    expected = {"telemetry upload": PAYLOADS, "trace upload": PAYLOADS, "sacct replay": PAYLOADS,
-                "named simulation": (IMG,)}[what]
+    expected = {
+        "telemetry upload": PAYLOADS,
+        "trace upload": PAYLOADS,
+        "sacct replay": PAYLOADS,
+        "named simulation": (IMG,),
+    }[what]
     missing = [p for p in expected if p not in seen]
     assert missing == []
 
@@ -258,8 +305,13 @@ def test_names_from_the_url_and_the_delete_prompt_are_escaped(hostile):
     data = open_page("app_pages/data.py", {"run": runs["named simulation"]})
     data.button(key="data_delete").click().run()
     seen = [Page(a) for a in (at, at2, data)]
-    survivors = [(field, source) for page in seen for field, source in page.markdown
-                 for syntax in MARKDOWN_SYNTAX if syntax in masked(source)]
+    survivors = [
+        (field, source)
+        for page in seen
+        for field, source in page.markdown
+        for syntax in MARKDOWN_SYNTAX
+        if syntax in masked(source)
+    ]
     assert survivors == []
     shown_text = "\n".join(page.shown() for page in seen)
     assert f"Run {IMG}`{TAG} is not in the store" in shown_text

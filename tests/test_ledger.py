@@ -14,14 +14,25 @@ from engine.sim.training import JobLedger
 
 
 def training(productive=900.0, lost=40.0, restart=50.0, checkpoint=6.0, waiting=4.0) -> JobLedger:
-    return JobLedger(productive_s=productive, lost_work_s=lost, restart_s=restart, checkpoint_s=checkpoint,
-                     waiting_s=waiting)
+    return JobLedger(
+        productive_s=productive,
+        lost_work_s=lost,
+        restart_s=restart,
+        checkpoint_s=checkpoint,
+        waiting_s=waiting,
+    )
 
 
 def test_buckets_of_a_small_job_exactly():
     ledger = GoodputLedger.from_training(training(), gpus=16, wall_clock_s=1000.0)
-    assert ledger.seconds() == {"productive": 900.0, "lost_work": 40.0, "restart": 50.0, "checkpoint": 6.0,
-                                "waiting_for_spares": 4.0, "network_slowdown": 0.0}
+    assert ledger.seconds() == {
+        "productive": 900.0,
+        "lost_work": 40.0,
+        "restart": 50.0,
+        "checkpoint": 6.0,
+        "waiting_for_spares": 4.0,
+        "network_slowdown": 0.0,
+    }
     assert ledger.ettr == ledger.goodput_with_network == 0.9
     assert ledger.lost_s == 100.0 and ledger.lost_gpu_hours == pytest.approx(100.0 * 16 / 3600)
     assert ledger.gpu_hours()["restart"] == pytest.approx(50.0 * 16 / 3600)
@@ -53,15 +64,30 @@ def test_a_summary_without_a_ledger_has_none():
 
 
 def test_the_simulated_summary_is_its_ledger(tmp_path):
-    out = subprocess.run([sys.executable, "-m", "engine.cli", "simulate", "--preset", "demo", "--store",
-                          str(tmp_path), "--json"], capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "engine.cli",
+            "simulate",
+            "--preset",
+            "demo",
+            "--store",
+            str(tmp_path),
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     summary = json.loads(out.stdout)
     ledger = GoodputLedger.from_summary(summary)
     job = summary["job"]
     assert ledger.wall_clock_s == summary["days"] * 86400
     assert sum(ledger.seconds().values()) == pytest.approx(ledger.wall_clock_s, rel=1e-9)
     assert job["ettr"] == pytest.approx(ledger.ettr) and job["ettr_with_network"] == pytest.approx(
-        ledger.goodput_with_network)
+        ledger.goodput_with_network
+    )
     assert job["lost_gpu_hours"] == pytest.approx(ledger.lost_gpu_hours)
     assert job["losses_gpu_hours"] == pytest.approx({b: ledger.gpu_hours()[b] for b in LOSSES})
     assert job["productive_hours"] * 3600 == pytest.approx(ledger.productive_s + ledger.network_slowdown_s)

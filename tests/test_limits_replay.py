@@ -25,8 +25,10 @@ from engine.store import Store
 
 BIG = 100_000_000
 SACCT_HEADER = "JobID|Submit|Start|End|State|AllocTRES|NNodes|NodeList\n"
-OPENB_HEADER = ("name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,"
-                "scheduled_time\n")
+OPENB_HEADER = (
+    "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,"
+    "scheduled_time\n"
+)
 
 
 def goodput_csv(gpus, hosts="") -> str:
@@ -38,8 +40,10 @@ def swf(procs) -> str:
 
 
 def sacct(gpus, nodes=1, node_list="n1") -> str:
-    return (SACCT_HEADER + f"1|2024-03-01T00:00:00|2024-03-01T00:00:00|2024-03-01T01:00:00|COMPLETED|"
-                           f"cpu=1,gres/gpu={gpus}|{nodes}|{node_list}\n")
+    return (
+        SACCT_HEADER + f"1|2024-03-01T00:00:00|2024-03-01T00:00:00|2024-03-01T01:00:00|COMPLETED|"
+        f"cpu=1,gres/gpu={gpus}|{nodes}|{node_list}\n"
+    )
 
 
 def openb(num_gpu) -> str:
@@ -86,15 +90,22 @@ def peak_bytes(work) -> tuple[BaseException | None, int]:
 CASES = {
     "goodput.csv": (goodput_csv(BIG), ["goodput.csv, line 2", "gpus 100,000,000", "262,144"]),
     "hosts.csv": (goodput_csv(8, BIG), ["hosts.csv, line 2", "hosts 100,000,000", "262,144"]),
-    "late.csv": ("job_id,submit,gpus,duration\nj1,0,8,1h\nj2,99999999999999999,8,1h\n",
-                 ["late.csv, line 3", "submit", "315,360,000"]),
+    "late.csv": (
+        "job_id,submit,gpus,duration\nj1,0,8,1h\nj2,99999999999999999,8,1h\n",
+        ["late.csv, line 3", "submit", "315,360,000"],
+    ),
     "long.csv": ("job_id,submit,gpus,duration\nj1,0,8,99999999999999d\n", ["long.csv, line 2", "duration"]),
     "jobs.swf": (swf(BIG), ["jobs.swf, line 1", "processors (field 5, or 8) 100,000,000", "262,144"]),
-    "header.swf": ("; MaxProcs: 100000000000\n" + swf(8), ["header.swf", "MaxProcs: 100000000000", "262,144"]),
+    "header.swf": (
+        "; MaxProcs: 100000000000\n" + swf(8),
+        ["header.swf", "MaxProcs: 100000000000", "262,144"],
+    ),
     "gres.sacct": (sacct(BIG), ["gres.sacct, line 2", "AllocTRES gres/gpu 100,000,000", "262,144"]),
     "nnodes.sacct": (sacct(8, BIG), ["nnodes.sacct, line 2", "NNodes 100,000,000", "262,144"]),
-    "nodelist.sacct": (sacct(8, 3, "a[0-99999],b[0-99999],c[0-99999]"),
-                       ["nodelist.sacct, line 2", "NodeList names more than", "262,144 hosts"]),
+    "nodelist.sacct": (
+        sacct(8, 3, "a[0-99999],b[0-99999],c[0-99999]"),
+        ["nodelist.sacct, line 2", "NodeList names more than", "262,144 hosts"],
+    ),
     "pods.csv": (openb(BIG), ["pods.csv, line 2", "num_gpu 100,000,000", "262,144"]),
 }
 
@@ -114,8 +125,10 @@ def test_the_56_byte_csv_and_its_upload_give_the_same_line(capsys, tmp_path):
     path = tmp_path / "bomb.csv"
     path.write_bytes(data)
     line = refused(capsys, tmp_path, ["replay", str(path)])
-    assert line == (f"{path}, line 2: gpus 100,000,000 is over Goodput's limit of 262,144 GPUs for one job "
-                    "(engine/limits.py): 'j1,0,100000000,1h'")
+    assert line == (
+        f"{path}, line 2: gpus 100,000,000 is over Goodput's limit of 262,144 GPUs for one job "
+        "(engine/limits.py): 'j1,0,100000000,1h'"
+    )
     store = Store(tmp_path / "uploads")
     with pytest.raises(GoodputError) as upload:
         uploads.import_trace(store, ("bomb.csv", data))
@@ -127,19 +140,40 @@ def test_the_cluster_a_trace_implies_is_bounded(capsys, tmp_path):
     # two jobs of 200,000 GPUs at once: each within the limit, the cluster they need (400,000) is not
     both = tmp_path / "both.csv"
     both.write_text("job_id,submit,gpus,duration,start,end\na,0,200000,1h,0,1h\nb,0,200000,1h,0,1h\n")
-    refused(capsys, tmp_path, ["replay", str(both), "--mode", "recorded"],
-            "both.csv: the cluster from its peak use of GPUs", "400,000 GPUs", "262,144")
+    refused(
+        capsys,
+        tmp_path,
+        ["replay", str(both), "--mode", "recorded"],
+        "both.csv: the cluster from its peak use of GPUs",
+        "400,000 GPUs",
+        "262,144",
+    )
     small = tmp_path / "small.csv"
     small.write_text(goodput_csv(8))
-    refused(capsys, tmp_path, ["replay", str(small), "--set", f"replay.hosts={BIG}"],
-            "replay.hosts: 100,000,000 is over Goodput's limit of 262,144")
-    refused(capsys, tmp_path, ["replay", str(small), "--set", "replay.hosts=262144"],
-            "the cluster from replay.hosts has 2,097,152 GPUs", "262,144")
-    refused(capsys, tmp_path, ["replay", str(small), "--set", "replay.gpus_per_host=1000"],
-            "replay.gpus_per_host: 1,000 is over Goodput's limit of 72")
+    refused(
+        capsys,
+        tmp_path,
+        ["replay", str(small), "--set", f"replay.hosts={BIG}"],
+        "replay.hosts: 100,000,000 is over Goodput's limit of 262,144",
+    )
+    refused(
+        capsys,
+        tmp_path,
+        ["replay", str(small), "--set", "replay.hosts=262144"],
+        "the cluster from replay.hosts has 2,097,152 GPUs",
+        "262,144",
+    )
+    refused(
+        capsys,
+        tmp_path,
+        ["replay", str(small), "--set", "replay.gpus_per_host=1000"],
+        "replay.gpus_per_host: 1,000 is over Goodput's limit of 72",
+    )
     one = tmp_path / "one.sacct"
     one.write_text(sacct(100_000, 1, "n1"))  # 100,000 GPUs on one named node
-    refused(capsys, tmp_path, ["replay", str(one)], "the nodes its jobs name has 100,000 GPUs on one host", "72")
+    refused(
+        capsys, tmp_path, ["replay", str(one)], "the nodes its jobs name has 100,000 GPUs on one host", "72"
+    )
 
 
 def test_file_sizes_lines_and_jobs_are_bounded(capsys, tmp_path, monkeypatch):
@@ -161,8 +195,10 @@ def test_file_sizes_lines_and_jobs_are_bounded(capsys, tmp_path, monkeypatch):
 
 def test_node_list_pairs_are_bounded(capsys, tmp_path, monkeypatch):
     monkeypatch.setattr(limits, "MAX_TRACE_HOST_SLOTS", 10)
-    rows = "".join(f"{j}|2024-03-01T00:00:00|2024-03-01T00:00:00|2024-03-01T01:00:00|COMPLETED|"
-                   f"gres/gpu=32|4|n[1-4]\n" for j in range(1, 4))
+    rows = "".join(
+        f"{j}|2024-03-01T00:00:00|2024-03-01T00:00:00|2024-03-01T01:00:00|COMPLETED|gres/gpu=32|4|n[1-4]\n"
+        for j in range(1, 4)
+    )
     path = tmp_path / "pairs.sacct"
     path.write_text(SACCT_HEADER + rows)
     refused(capsys, tmp_path, ["replay", str(path)], "pairs.sacct, line 2", "10 job-host pairs")
@@ -190,7 +226,9 @@ def test_longest_line_of_any_bytes(data):
 
 
 @settings(deadline=1000, max_examples=60)
-@given(fmt=st.sampled_from(list(FORMATS)), n=st.integers(min_value=limits.MAX_CLUSTER_GPUS + 1, max_value=10**15))
+@given(
+    fmt=st.sampled_from(list(FORMATS)), n=st.integers(min_value=limits.MAX_CLUSTER_GPUS + 1, max_value=10**15)
+)
 def test_any_gpu_count_over_the_limit_is_refused_quickly_and_small(fmt, n):
     text, line = FORMATS[fmt]
     raised, peak = peak_bytes(lambda: replay_file(text(n).encode(), fmt=fmt, name=f"t.{fmt}"))
@@ -209,8 +247,9 @@ def test_any_gpu_count_within_the_limit_parses(fmt, n):
 @settings(deadline=1000, max_examples=40)
 @given(hosts=st.integers(min_value=limits.MAX_HOSTS + 1, max_value=10**30))
 def test_any_host_count_over_the_limit_is_refused(hosts):
-    raised, peak = peak_bytes(lambda: replay_file(goodput_csv(8).encode(), name="t.csv",
-                                                  sets=[f"replay.hosts={hosts}"]))
+    raised, peak = peak_bytes(
+        lambda: replay_file(goodput_csv(8).encode(), name="t.csv", sets=[f"replay.hosts={hosts}"])
+    )
     assert isinstance(raised, GoodputError) and "replay.hosts" in str(raised), raised
     assert peak < 5_000_000
 
@@ -221,8 +260,10 @@ RECORD = {"t_s": 3600, "cause": "faulty_gpu", "planned": False, "host_id": 1, "g
 
 
 def incidents_json(scenario=None, incidents=None, **run) -> bytes:
-    document = {"run": {"run_id": "sim-x", "scenario": scenario or {"preset": "demo"}, **run},
-                "incidents": [RECORD] if incidents is None else incidents}
+    document = {
+        "run": {"run_id": "sim-x", "scenario": scenario or {"preset": "demo"}, **run},
+        "incidents": [RECORD] if incidents is None else incidents,
+    }
     return json.dumps(document).encode()
 
 
@@ -238,18 +279,31 @@ JSON_CASES = {
     "deeper.json": (incidents_json(scenario=nested(40)), ["deeper.json: run.scenario.a.a", "limit of 32"]),
     "text.json": (incidents_json(scenario="llama3-405b"), ["text.json: run.scenario is not an object"]),
     "list.json": (incidents_json(scenario=[1, 2]), ["list.json: run.scenario is not an object"]),
-    "gpus.json": (incidents_json(scenario={"preset": "demo", "cluster": {"gpus": BIG}}),
-                  ["gpus.json: run.scenario: cluster.gpus: must be at most 262,144, got 100000000"]),
-    "days.json": (incidents_json(scenario={"preset": "demo", "cluster": {"gpus": 262144},
-                                           "simulation": {"days": 3650}}),
-                  ["days.json: run.scenario: cluster.gpus, simulation.days", "50,000,000"]),
+    "gpus.json": (
+        incidents_json(scenario={"preset": "demo", "cluster": {"gpus": BIG}}),
+        ["gpus.json: run.scenario: cluster.gpus: must be at most 262,144, got 100000000"],
+    ),
+    "days.json": (
+        incidents_json(
+            scenario={"preset": "demo", "cluster": {"gpus": 262144}, "simulation": {"days": 3650}}
+        ),
+        ["days.json: run.scenario: cluster.gpus, simulation.days", "50,000,000"],
+    ),
     "dict.json": (json.dumps({"incidents": {"0": RECORD}}).encode(), ["dict.json", "no `incidents` list"]),
-    "record.json": (incidents_json(incidents=[RECORD, "x"]), ["record.json: incident record 2 is not an object"]),
-    "run.json": (json.dumps({"run": [1], "incidents": [RECORD]}).encode(), ["run.json: run is not an object"]),
+    "record.json": (
+        incidents_json(incidents=[RECORD, "x"]),
+        ["record.json: incident record 2 is not an object"],
+    ),
+    "run.json": (
+        json.dumps({"run": [1], "incidents": [RECORD]}).encode(),
+        ["run.json: run is not an object"],
+    ),
     "id.json": (incidents_json(run_id={"a": 1}), ["id.json: run.run_id is not text"]),
     "digits.json": (b'{"incidents": [], "n": ' + b"9" * 5000 + b"}", ["digits.json: not valid JSON"]),
-    "type.json": (incidents_json(incidents=[{**RECORD, "t_s": {"a": 1}}]),
-                  ["type.json: incident record 1: t_s is not a number"]),
+    "type.json": (
+        incidents_json(incidents=[{**RECORD, "t_s": {"a": 1}}]),
+        ["type.json: incident record 1: t_s is not a number"],
+    ),
 }
 
 
@@ -259,8 +313,12 @@ def test_incidents_json_errors_are_one_line(capsys, tmp_path, name):
     path = tmp_path / name
     path.write_bytes(data)
     started = time.perf_counter()
-    line = refused(capsys, tmp_path, ["replay", str(path)], *[f"{tmp_path}/{n}" if n.startswith(name) else n
-                                                               for n in named])
+    line = refused(
+        capsys,
+        tmp_path,
+        ["replay", str(path)],
+        *[f"{tmp_path}/{n}" if n.startswith(name) else n for n in named],
+    )
     assert time.perf_counter() - started < 5
     store = Store(tmp_path / "uploads")
     with pytest.raises(GoodputError) as upload:
@@ -274,7 +332,9 @@ def test_incident_counts_are_bounded(monkeypatch):
     with pytest.raises(GoodputError, match="x.json: incidents: 3 records, over Goodput's limit of 2"):
         read_incidents_bytes(incidents_json(incidents=[RECORD] * 3), "json", where="x.json")
     csv = b"t_s,cause,planned,host_id\n" + b"1,faulty_gpu,false,1\n" * 5
-    with pytest.raises(GoodputError, match=r"x.csv: 6 lines, over Goodput's limit of 3 lines \(incidents and a header\)"):
+    with pytest.raises(
+        GoodputError, match=r"x.csv: 6 lines, over Goodput's limit of 3 lines \(incidents and a header\)"
+    ):
         read_incidents_bytes(csv, "csv", where="x.csv")
 
 
@@ -284,7 +344,9 @@ def test_any_nesting_past_the_limit_is_refused(depth, kind):
     opening, closing = (b"[", b"]") if kind == "[" else (b'{"a":', b"}")
     data = opening * depth + (b"1" if kind == "{" else b"") + closing * depth
     raised, peak = peak_bytes(lambda: read_incidents_bytes(data, "json", where="n.json"))
-    assert isinstance(raised, GoodputError) and "nested deeper than Goodput's limit of 32" in str(raised), raised
+    assert isinstance(raised, GoodputError) and "nested deeper than Goodput's limit of 32" in str(raised), (
+        raised
+    )
     assert peak < 20_000_000
 
 

@@ -49,17 +49,32 @@ SIMULATE_CASES = [
     (["research.max_hosts=1000000000"], ["research.max_hosts", "262,144"]),
     (["simulation.seed=9223372036854775807"], ["simulation.seed", "4,611,686,018,427,387,904"]),
     # sizes several keys make together: GPU-days, samples, events, checkpoints, research jobs
-    (["cluster.gpus=262144", "simulation.days=3650"], ["cluster.gpus, simulation.days", "956,825,600",
-                                                       "50,000,000"]),
-    (["simulation.telemetry_resolution=1s"], ["simulation.telemetry_resolution", "309,657,600", "200,000,000"]),
+    (
+        ["cluster.gpus=262144", "simulation.days=3650"],
+        ["cluster.gpus, simulation.days", "956,825,600", "50,000,000"],
+    ),
+    (
+        ["simulation.telemetry_resolution=1s"],
+        ["simulation.telemetry_resolution", "309,657,600", "200,000,000"],
+    ),
     (["failures.rate_per_1000_node_days=1000000000"], ["failures.rate_per_1000_node_days", "500,000"]),
     (["failures.planned_per_day=1e9"], ["failures.planned_per_day", "500,000"]),
     (["network.fabric_faults_per_day=1e9"], ["network.fabric_faults_per_day", "500,000"]),
-    (["training.checkpoint_interval=1s", "simulation.days=3650", "simulation.telemetry=false"],
-     ["training.checkpoint_interval", "292,867,756", "5,000,000"]),
+    (
+        ["training.checkpoint_interval=1s", "simulation.days=3650", "simulation.telemetry=false"],
+        ["training.checkpoint_interval", "292,867,756", "5,000,000"],
+    ),
     (["research.median_duration=1s", "simulation.days=30"], ["research.median_duration", "5,000,000"]),
-    (["cluster.gpus=262144", "training.gpus=262144", "spares.hosts=0", "simulation.days=100",
-      "simulation.telemetry=false"], ["training.gpus", "attempts x its hosts", "250,000,000"]),
+    (
+        [
+            "cluster.gpus=262144",
+            "training.gpus=262144",
+            "spares.hosts=0",
+            "simulation.days=100",
+            "simulation.telemetry=false",
+        ],
+        ["training.gpus", "attempts x its hosts", "250,000,000"],
+    ),
     (["training.checkpoint_interval=inf"], ["training.checkpoint_interval", "finite"]),
     (["cluster.gpus=" + "9" * 5000], ["cluster.gpus", "5,000 characters"]),
 ]
@@ -87,7 +102,9 @@ def test_the_largest_preset_is_within_every_limit():
 def test_a_scenario_file_is_bounded_like_set(tmp_path):
     path = tmp_path / "big.toml"
     path.write_text('preset = "demo"\n[cluster]\ngpus = 100_000_000\n')
-    with pytest.raises(ScenarioError, match=r"big\.toml: cluster\.gpus: must be at most 262,144, got 100000000"):
+    with pytest.raises(
+        ScenarioError, match=r"big\.toml: cluster\.gpus: must be at most 262,144, got 100000000"
+    ):
         build(file=path)
     deep = tmp_path / "deep.toml"
     deep.write_text("[" + ".".join(["a"] * 200) + "]\nx = 1\n")
@@ -112,8 +129,10 @@ def test_a_scenario_file_larger_than_its_limit_is_not_read(tmp_path, monkeypatch
 
 
 @settings(deadline=500, max_examples=60)
-@given(gpus=st.integers(min_value=limits.MAX_CLUSTER_GPUS + 1, max_value=10**15),
-       key=st.sampled_from(["cluster.gpus", "training.gpus"]))
+@given(
+    gpus=st.integers(min_value=limits.MAX_CLUSTER_GPUS + 1, max_value=10**15),
+    key=st.sampled_from(["cluster.gpus", "training.gpus"]),
+)
 def test_any_gpu_count_over_the_limit_is_refused_without_allocating(gpus, key):
     tracemalloc.start()
     try:
@@ -127,27 +146,37 @@ def test_any_gpu_count_over_the_limit_is_refused_without_allocating(gpus, key):
 
 
 @settings(deadline=500, max_examples=80)
-@given(hosts=st.integers(min_value=52, max_value=limits.MAX_CLUSTER_GPUS // 8),
-       days=st.floats(min_value=0.01, max_value=limits.MAX_RUN_DAYS),
-       resolution_s=st.integers(min_value=1, max_value=86_400),
-       interval_s=st.integers(min_value=1, max_value=86_400))
+@given(
+    hosts=st.integers(min_value=52, max_value=limits.MAX_CLUSTER_GPUS // 8),
+    days=st.floats(min_value=0.01, max_value=limits.MAX_RUN_DAYS),
+    resolution_s=st.integers(min_value=1, max_value=86_400),
+    interval_s=st.integers(min_value=1, max_value=86_400),
+)
 def test_a_scenario_builds_exactly_when_every_size_is_within_its_limit(hosts, days, resolution_s, interval_s):
     """The demo preset (a 48-host job, 4 spares, 40 failures per 1,000 host-days, one planned stop and one
     fabric fault every two days, research jobs of median 6 h on 85 % of the rest) on any cluster and span: it
     builds if and only if none of the sizes, worked out here by hand, is over its limit."""
-    sets = [f"cluster.gpus={hosts * 8}", f"simulation.days={days!r}",
-            f"simulation.telemetry_resolution={resolution_s}s", f"training.checkpoint_interval={interval_s}s"]
+    sets = [
+        f"cluster.gpus={hosts * 8}",
+        f"simulation.days={days!r}",
+        f"simulation.telemetry_resolution={resolution_s}s",
+        f"training.checkpoint_interval={interval_s}s",
+    ]
     seconds = days * 86400
     write_s = 0.4 * 384 / 2000.0  # storage.checkpoint_gb_per_gpu x training.gpus / storage.bandwidth_gb_per_s
     sizes = {
         "GPU-days": (hosts * 8 * days, limits.MAX_GPU_DAYS),
         "telemetry samples": (hosts * 8 * math.ceil(seconds / resolution_s), limits.MAX_GPU_SAMPLES),
-        "failures, planned stops and fabric faults": (40 / 1000 * hosts * days + 0.5 * days + 0.5 * days,
-                                                      limits.MAX_SIM_EVENTS),
+        "failures, planned stops and fabric faults": (
+            40 / 1000 * hosts * days + 0.5 * days + 0.5 * days,
+            limits.MAX_SIM_EVENTS,
+        ),
         "checkpoints": (seconds / (interval_s + write_s), limits.MAX_CHECKPOINTS),
         "attempts x its hosts": (48 * ((40 / 1000 * 48 + 0.5) * days + 1), limits.MAX_JOB_ATTEMPT_HOSTS),
-        "research job-host intervals": ((hosts - 52) * 0.85 * seconds / (6 * 3600 * math.exp(0.5)),
-                                        limits.MAX_RESEARCH_HOST_JOBS),
+        "research job-host intervals": (
+            (hosts - 52) * 0.85 * seconds / (6 * 3600 * math.exp(0.5)),
+            limits.MAX_RESEARCH_HOST_JOBS,
+        ),
     }
     over = [what for what, (value, limit) in sizes.items() if value > limit * (1 + 1e-9)]
     near = [what for what, (value, limit) in sizes.items() if math.isclose(value, limit, rel_tol=1e-9)]
@@ -166,10 +195,16 @@ def test_a_scenario_builds_exactly_when_every_size_is_within_its_limit(hosts, da
 
 def test_sweep_refuses_too_many_runs_before_building_the_grid(capsys):
     ten = ["--vary", f"failures.scale={','.join(str(v) for v in range(1, 11))}"]
-    line = assert_refused(capsys, None,
-                          ["sweep", "--preset", "demo", *ten, "--vary", "spares.hosts=0,1,2,3,4,5,6,7,8,9",
-                           "--seeds", "101"], "10 values of failures.scale", "10 values of spares.hosts",
-                          "101 seeds", "10,100 runs", "10,000")
+    line = assert_refused(
+        capsys,
+        None,
+        ["sweep", "--preset", "demo", *ten, "--vary", "spares.hosts=0,1,2,3,4,5,6,7,8,9", "--seeds", "101"],
+        "10 values of failures.scale",
+        "10 values of spares.hosts",
+        "101 seeds",
+        "10,100 runs",
+        "10,000",
+    )
     assert line.startswith("goodput: error: --vary/--seeds:")
     started = time.perf_counter()
     many = [Axis(f"k{i}", tuple(str(v) for v in range(10))) for i in range(10)]  # 10^10 grid points
@@ -193,8 +228,10 @@ def test_sweep_seeds_and_values_are_bounded():
 
 
 @settings(deadline=500, max_examples=50)
-@given(sizes=st.lists(st.integers(min_value=1, max_value=200), min_size=1, max_size=6),
-       seeds=st.integers(min_value=1, max_value=10**9))
+@given(
+    sizes=st.lists(st.integers(min_value=1, max_value=200), min_size=1, max_size=6),
+    seeds=st.integers(min_value=1, max_value=10**9),
+)
 def test_check_runs_counts_grid_points_times_seeds(sizes, seeds):
     axes = [Axis(f"k{i}", tuple(map(str, range(n)))) for i, n in enumerate(sizes)]
     runs = math.prod(sizes) * seeds

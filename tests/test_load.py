@@ -34,10 +34,13 @@ def test_no_source_file_watching() -> None:
 def test_the_server_freezes_its_libraries_out_of_the_collectors_way() -> None:
     """dashboard.serve calls preload_and_freeze before it listens: a full collection then walks only what
     sessions allocate, not the 100,000+ objects of Polars, pandas, Plotly and the engine."""
-    code = ("import gc; from dashboard.preload import preload_and_freeze; frozen = preload_and_freeze(); "
-            "print(frozen, len(gc.get_objects()))")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=300,
-                          check=True)
+    code = (
+        "import gc; from dashboard.preload import preload_and_freeze; frozen = preload_and_freeze(); "
+        "print(frozen, len(gc.get_objects()))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=300, check=True
+    )
     frozen, tracked = map(int, done.stdout.split()[-2:])
     assert frozen > 50_000 and tracked < frozen / 10
     assert "preload_and_freeze()" in (ROOT / "dashboard" / "serve.py").read_text()
@@ -66,8 +69,9 @@ def test_twenty_sessions_on_every_page(tmp_path: Path) -> None:
     health = load.HealthPoller(server.url)
     health.start()
     try:
-        rounds = load.run_rounds(server, runs, rounds=1, sessions=SESSIONS, deadline_s=RENDER_DEADLINE_S,
-                                 health=health)
+        rounds = load.run_rounds(
+            server, runs, rounds=1, sessions=SESSIONS, deadline_s=RENDER_DEADLINE_S, health=health
+        )
     finally:
         health.stop()
         stopped = server.stop()

@@ -45,14 +45,14 @@ def test_a_flow_between_racks_of_a_pod_spreads_over_every_spine(fab):
     assert loads.rack_up.sum() == 800.0 and loads.core_up.sum() == 0.0
     util = loads.utilisation(fab)[0]
     base = fab.rack_link_base
-    assert util[base: base + 32].tolist() == [0.125] * 32 and util[fab.core_link_base:].sum() == 0.0
+    assert util[base : base + 32].tolist() == [0.125] * 32 and util[fab.core_link_base :].sum() == 0.0
 
 
 def test_a_flow_between_pods_crosses_the_core_evenly(fab):
     loads = route(fab, [0], [0], [4], 100.0, 1)  # pod 0 -> pod 1
     assert loads.core_up[0, 0].tolist() == [50.0] * 16 and loads.core_down[0, 1].tolist() == [50.0] * 16
     util = loads.utilisation(fab)[0]
-    core = util[fab.core_link_base:].reshape(4, 16, 16)
+    core = util[fab.core_link_base :].reshape(4, 16, 16)
     per_link = 50.0 / 16 / fab.core_gbps[0]  # 3.125 Gbps on each of 256 links of 7.14 Gbps
     assert np.allclose(core[0], per_link) and np.allclose(core[1], per_link) and core[2:].sum() == 0.0
     # the core is the busiest: 800 Gbps through 2 racks x 6.4 Tbps / 7

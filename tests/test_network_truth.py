@@ -30,11 +30,19 @@ def label(key: str) -> str:
 
 # ----- the engine counts every link at every sample ---------------------------------------------------------
 
+
 def test_tier_figures_are_exact_for_every_link_whichever_links_are_stored():
     scenario, fab = setup()
     # the NIC cable of host 0 GPU 2 (link 2) is down at the 4 h sample only
-    traffic = NetworkTraffic(scenario, fab, HOST_STATES, incidents([(4 * HOUR, 5 * HOUR, "network_switch_cable", 2)]),
-                             TIMES, 6 * HOUR, np.random.default_rng(1))
+    traffic = NetworkTraffic(
+        scenario,
+        fab,
+        HOST_STATES,
+        incidents([(4 * HOUR, 5 * HOUR, "network_switch_cable", 2)]),
+        TIMES,
+        6 * HOUR,
+        np.random.default_rng(1),
+    )
     nic, up, core = traffic.tier_stats()
     # job a: 32 NICs at 75 % for 6 samples (one of them down once); job b: 16 NICs at 75 % for 4 samples
     assert (nic.tier, nic.links, nic.link_samples, nic.down_link_samples) == ("gpu_rtsw", 128, 768, 1)
@@ -43,15 +51,20 @@ def test_tier_figures_are_exact_for_every_link_whichever_links_are_stored():
     assert (up.links, up.down_link_samples, core.down_link_samples) == (fab.spines * fab.n_racks, 0, 0)
     # the same figures as the full link_samples gives, tier by tier
     every = pl.concat(traffic.samples("all")).with_columns(
-        tier=pl.when(pl.col("link_id") < fab.rack_link_base).then(0)
-        .when(pl.col("link_id") < fab.core_link_base).then(1).otherwise(2))
+        tier=pl.when(pl.col("link_id") < fab.rack_link_base)
+        .then(0)
+        .when(pl.col("link_id") < fab.core_link_base)
+        .then(1)
+        .otherwise(2)
+    )
     for stats, level in zip((nic, up, core), range(3), strict=True):
         rows = every.filter(pl.col("tier") == level)
         assert stats.link_samples == rows.height and stats.down_link_samples == rows["util_pct"].null_count()
         assert stats.mean_util_pct == pytest.approx(rows["util_pct"].mean())
         assert stats.peak_util_pct == pytest.approx(rows["util_pct"].max())
-        assert stats.hottest_link_mean_pct == pytest.approx(rows.group_by("link_id").agg(
-            pl.col("util_pct").mean())["util_pct"].max())
+        assert stats.hottest_link_mean_pct == pytest.approx(
+            rows.group_by("link_id").agg(pl.col("util_pct").mean())["util_pct"].max()
+        )
     # what "switches" stores of the NIC cables: link 2 at its flapping and down samples, a selection by trouble
     stored = pl.concat(traffic.samples("switches")).filter(pl.col("link_id") < fab.rack_link_base)
     assert stored["link_id"].unique().to_list() == [2]
@@ -68,15 +81,28 @@ def test_link_totals_skip_down_readings_and_empty_links():
     assert (tier.mean_util_pct, tier.hottest_link_mean_pct, tier.peak_util_pct) == (30.0, 50.0, 50.0)
     dead = totals.tier("t", 2, 3)
     assert (dead.mean_util_pct, dead.hottest_link_mean_pct, dead.peak_util_pct, dead.down_share) == (
-        None, None, None, 1.0)
+        None,
+        None,
+        None,
+        1.0,
+    )
     assert dead.record()["down_share"] == 1.0
 
 
 # ----- the dashboard shows only figures right for the whole tier --------------------------------------------
 
-COVERAGE = pl.DataFrame({"tier": ["gpu_rtsw", "rtsw_ctsw"], "links": [100, 10], "links_sampled": [2, 10],
-                         "complete": [False, True], "mean_util": [3.0, 40.0], "hottest_link_mean": [9.0, 60.0],
-                         "max_util": [9.0, 90.0], "down_share": [0.9, 0.01]})
+COVERAGE = pl.DataFrame(
+    {
+        "tier": ["gpu_rtsw", "rtsw_ctsw"],
+        "links": [100, 10],
+        "links_sampled": [2, 10],
+        "complete": [False, True],
+        "mean_util": [3.0, 40.0],
+        "hottest_link_mean": [9.0, 60.0],
+        "max_util": [9.0, 90.0],
+        "down_share": [0.9, 0.01],
+    }
+)
 
 
 def test_a_tier_stored_in_part_has_no_figures_from_its_rows():
@@ -87,10 +113,22 @@ def test_a_tier_stored_in_part_has_no_figures_from_its_rows():
 
 
 def test_the_engines_count_wins_for_every_tier():
-    engine = [{"tier": "gpu_rtsw", "mean_util_pct": 5.5, "hottest_link_mean_pct": 6.25, "peak_util_pct": 6.25,
-               "down_share": 0.0002},
-              {"tier": "rtsw_ctsw", "mean_util_pct": 40, "hottest_link_mean_pct": 60, "peak_util_pct": 90,
-               "down_share": 0.01}]
+    engine = [
+        {
+            "tier": "gpu_rtsw",
+            "mean_util_pct": 5.5,
+            "hottest_link_mean_pct": 6.25,
+            "peak_util_pct": 6.25,
+            "down_share": 0.0002,
+        },
+        {
+            "tier": "rtsw_ctsw",
+            "mean_util_pct": 40,
+            "hottest_link_mean_pct": 60,
+            "peak_util_pct": 90,
+            "down_share": 0.01,
+        },
+    ]
     figures = tier_figures(COVERAGE, engine)
     assert figures.row(0) == ("gpu_rtsw", 100, 2, False, 5.5, 6.25, 6.25, 0.0002)
     assert figures.row(1) == ("rtsw_ctsw", 10, 10, True, 40.0, 60.0, 90.0, 0.01)
@@ -108,17 +146,29 @@ def test_every_tier_has_words():
 
 # ----- counts of network incidents --------------------------------------------------------------------------
 
+
 def test_jobs_hit_are_distinct_and_job_interruptions_count_every_hit():
-    frame = pl.DataFrame({"cause": ["network_switch_cable"] * 3 + ["faulty_gpu"],
-                          "jobs_hit": [1, 2, 0, 1], "job_ids": [["a"], ["a", "b"], [], ["c"]],
-                          "gpu_hours_lost": [1.5, 2.0, None, 100.0]})
+    frame = pl.DataFrame(
+        {
+            "cause": ["network_switch_cable"] * 3 + ["faulty_gpu"],
+            "jobs_hit": [1, 2, 0, 1],
+            "job_ids": [["a"], ["a", "b"], [], ["c"]],
+            "gpu_hours_lost": [1.5, 2.0, None, 100.0],
+        }
+    )
     counts = network_incident_counts(frame)
-    assert (counts.incidents, counts.jobs_hit, counts.job_interruptions, counts.gpu_hours_lost) == (3, 2, 3, 3.5)
+    assert (counts.incidents, counts.jobs_hit, counts.job_interruptions, counts.gpu_hours_lost) == (
+        3,
+        2,
+        3,
+        3.5,
+    )
     for key in ("network_jobs_hit", "network_job_interruptions", "link_faults", "link_outages"):
         assert DEFINITIONS[key].not_to_confuse, key  # each names the figure it must not be mistaken for
 
 
 # ----- the page, on a llama3-405b cluster -------------------------------------------------------------------
+
 
 @pytest.fixture
 def llama_run():
@@ -141,7 +191,9 @@ def test_the_llama3_page_reports_the_nic_tier_for_every_cable(store_dir, llama_r
     assert 0 < nic["mean_util"] <= 6.25  # 25 of 400 Gbps while a multi-host job runs, 0 when idle
     # the note says what link_samples holds of the NIC cables; neither the chart nor the hottest links use them
     assert any(f"holds {nic['links_sampled']:,} of its 24,576 links" in c.value for c in at.caption)
-    hottest = next(d.value for d in at.dataframe if "errors" in d.value.columns and "capacity_gbps" in d.value)
+    hottest = next(
+        d.value for d in at.dataframe if "errors" in d.value.columns and "capacity_gbps" in d.value
+    )
     assert NIC not in set(hottest["tier"])
 
 

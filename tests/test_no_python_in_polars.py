@@ -36,7 +36,9 @@ def _is_function(arg: ast.expr, functions: set[str]) -> bool:
         return True
     if isinstance(arg, ast.Name):
         return arg.id in functions
-    if isinstance(arg, ast.Call) and isinstance(arg.func, ast.Attribute | ast.Name):  # functools.partial(f, ...)
+    if isinstance(arg, ast.Call) and isinstance(
+        arg.func, ast.Attribute | ast.Name
+    ):  # functools.partial(f, ...)
         return getattr(arg.func, "attr", getattr(arg.func, "id", "")) == "partial"
     return False
 
@@ -69,28 +71,34 @@ def test_no_module_puts_a_python_callback_in_a_polars_plan() -> None:
     assert not found, "Python callbacks in Polars plans (use dashboard.text_exprs):\n" + "\n".join(found)
 
 
-@pytest.mark.parametrize("snippet", [
-    "df.with_columns(pl.col('t').map_elements(lambda t: str(t), return_dtype=pl.String))",
-    "pl.col('t').map_elements(fmt_duration)",
-    "s.map_batches(lambda j: names.gather(j))",
-    "frame.group_by('a').map_groups(summarise)",
-    "frame.map_rows(lambda row: row[0])",
-    "def f(x):\n    return x\nframe['a'].apply(f)",
-    "frame['a'].apply(lambda v: v + 1)",
-    "pl.fold(pl.lit(0), lambda a, b: a + b, pl.all())",
-    "pl.col('a').rolling_map(sum, window_size=3)",
-    "pl.col('a').map_batches(functools.partial(g, 2))",
-])
+@pytest.mark.parametrize(
+    "snippet",
+    [
+        "df.with_columns(pl.col('t').map_elements(lambda t: str(t), return_dtype=pl.String))",
+        "pl.col('t').map_elements(fmt_duration)",
+        "s.map_batches(lambda j: names.gather(j))",
+        "frame.group_by('a').map_groups(summarise)",
+        "frame.map_rows(lambda row: row[0])",
+        "def f(x):\n    return x\nframe['a'].apply(f)",
+        "frame['a'].apply(lambda v: v + 1)",
+        "pl.fold(pl.lit(0), lambda a, b: a + b, pl.all())",
+        "pl.col('a').rolling_map(sum, window_size=3)",
+        "pl.col('a').map_batches(functools.partial(g, 2))",
+    ],
+)
 def test_the_scan_finds_each_kind_of_callback(snippet: str) -> None:
     assert callbacks(snippet) != []
 
 
-@pytest.mark.parametrize("snippet", [
-    "functools.reduce(lambda a, b: a + b, values)",
-    "frame.pipe(lambda f: f.with_columns(x=1))",
-    "pl.col('t').replace_strict({'a': 'A'}, default='B')",
-    "[fmt_duration(v) for v in frame['x'].to_list()]",
-    "sorted(tiers, key=lambda t: t)",
-])
+@pytest.mark.parametrize(
+    "snippet",
+    [
+        "functools.reduce(lambda a, b: a + b, values)",
+        "frame.pipe(lambda f: f.with_columns(x=1))",
+        "pl.col('t').replace_strict({'a': 'A'}, default='B')",
+        "[fmt_duration(v) for v in frame['x'].to_list()]",
+        "sorted(tiers, key=lambda t: t)",
+    ],
+)
 def test_the_scan_leaves_plain_python_alone(snippet: str) -> None:
     assert callbacks(snippet) == []

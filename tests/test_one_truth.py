@@ -26,7 +26,18 @@ from engine.store import Store
 
 ROOT = Path(__file__).resolve().parent.parent
 APP = str(ROOT / "dashboard" / "streamlit_app.py")
-PAGES = ("overview", "racks", "gpus", "jobs", "network", "incidents", "planner", "compare", "data", "definitions")
+PAGES = (
+    "overview",
+    "racks",
+    "gpus",
+    "jobs",
+    "network",
+    "incidents",
+    "planner",
+    "compare",
+    "data",
+    "definitions",
+)
 # st.metric used for a descriptive field, not a figure: nothing to define or to agree on
 NOT_FIGURES = {"Cause", "Category", "State", "Fabric"}
 
@@ -59,8 +70,23 @@ def run(tmp_path_factory):
     store = tmp_path_factory.mktemp("truth") / "store"
 
     def simulate(*extra: str) -> str:
-        return subprocess.run([sys.executable, "-m", "engine.cli", "simulate", "--preset", "demo", "--store",
-                               str(store), *extra], capture_output=True, text=True, check=True, cwd=ROOT).stdout
+        return subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "engine.cli",
+                "simulate",
+                "--preset",
+                "demo",
+                "--store",
+                str(store),
+                *extra,
+            ],
+            capture_output=True,
+            text=True,
+            check=True,
+            cwd=ROOT,
+        ).stdout
 
     summary = json.loads(simulate("--json"))
     text = simulate()  # the same scenario and seed: identical figures (DESIGN), another run id
@@ -71,25 +97,39 @@ def run(tmp_path_factory):
 def truth(run) -> dict[str, float]:
     """Each run-wide figure as the engine computes it, in its definition's unit."""
     store, summary, _ = run
-    with duckdb.connect(str(next((store / "runs").glob(f"{summary['run_id']}*.duckdb"))), read_only=True) as con:
+    with duckdb.connect(
+        str(next((store / "runs").glob(f"{summary['run_id']}*.duckdb"))), read_only=True
+    ) as con:
         incidents = load_incidents(con)
         flagship = flagship_job_id(con)
     days = summary["days"]
-    everything, flagship_counts = summary_counts(incidents, days), summary_counts(incidents, days, job=flagship)
+    everything, flagship_counts = (
+        summary_counts(incidents, days),
+        summary_counts(incidents, days, job=flagship),
+    )
     job, cluster, inter = summary["job"], summary["cluster"], summary["interruptions"]
     assert flagship_counts["total"] == inter["total"]  # the summary counts the rows the pages count
     return {
-        "ettr": job["ettr"], "closed_form_ettr": job["closed_form_ettr"], "job_mttf": job["mttf_hours"],
-        "goodput_with_network": job["ettr_with_network"], "goodput_lost": job["lost_gpu_hours"],
-        "checkpoints_written": job["checkpoints"], "flagship_attempts": job["attempts"],
-        "interruptions": inter["total"], "unexpected_interruptions": inter["unexpected"],
-        "planned_interruptions": inter["planned"], "hardware_share": flagship_counts["hardware_share"],
+        "ettr": job["ettr"],
+        "closed_form_ettr": job["closed_form_ettr"],
+        "job_mttf": job["mttf_hours"],
+        "goodput_with_network": job["ettr_with_network"],
+        "goodput_lost": job["lost_gpu_hours"],
+        "checkpoints_written": job["checkpoints"],
+        "flagship_attempts": job["attempts"],
+        "interruptions": inter["total"],
+        "unexpected_interruptions": inter["unexpected"],
+        "planned_interruptions": inter["planned"],
+        "hardware_share": flagship_counts["hardware_share"],
         "interruptions_per_day": flagship_counts["per_day"],
         "interruption_gpu_hours_lost": flagship_counts["gpu_hours_lost"],
-        "incidents": everything["total"], "incidents_per_day": everything["per_day"],
+        "incidents": everything["total"],
+        "incidents_per_day": everything["per_day"],
         "incident_gpu_hours_lost": everything["gpu_hours_lost"],
-        "utilisation_by_allocation": cluster["utilization"], "utilisation_by_progress": cluster["utilization_progress"],
-        "gpu_hours_down": cluster["gpu_hours_down"], "cluster_gpu_hours": cluster["gpu_hours"],
+        "utilisation_by_allocation": cluster["utilization"],
+        "utilisation_by_progress": cluster["utilization_progress"],
+        "gpu_hours_down": cluster["gpu_hours_down"],
+        "cluster_gpu_hours": cluster["gpu_hours"],
     }
 
 
@@ -126,7 +166,9 @@ def test_every_page_shows_the_engines_value(pages, truth):
             d = by_label(m.label)
             if d is None or d.scope != "run" or d.key not in truth or truth[d.key] is None:
                 continue
-            assert agrees(m.value, truth[d.key]), f"{page}: {m.label} shows {m.value}, the engine says {truth[d.key]}"
+            assert agrees(m.value, truth[d.key]), (
+                f"{page}: {m.label} shows {m.value}, the engine says {truth[d.key]}"
+            )
             checked.add(d.key)
     # the headline figures were on some page (a test that checked nothing would pass too)
     assert {"ettr", "interruptions", "goodput_lost", "utilisation_by_allocation", "gpu_hours_down"} <= checked
@@ -143,7 +185,8 @@ def test_a_run_wide_figure_has_one_value_across_pages(pages):
                 other_page, other = seen[d.key]
                 a, b = reading(other), reading(m.value)
                 assert a is not None and b is not None and abs(a[0] - b[0]) <= max(a[1], b[1]), (
-                    f"{m.label}: {other} on {other_page}, {m.value} on {page}")
+                    f"{m.label}: {other} on {other_page}, {m.value} on {page}"
+                )
             else:
                 seen[d.key] = (page, m.value)
 
@@ -151,7 +194,10 @@ def test_a_run_wide_figure_has_one_value_across_pages(pages):
 def facts(report: str) -> dict[str, str]:
     """The HTML report's summary table: label -> value."""
     table = report.split("<h2>Summary</h2>", 1)[1].split("</table>", 1)[0]
-    return {html.unescape(k): html.unescape(v) for k, v in re.findall(r"<tr><td>(.*?)</td><td>(.*?)</td></tr>", table)}
+    return {
+        html.unescape(k): html.unescape(v)
+        for k, v in re.findall(r"<tr><td>(.*?)</td><td>(.*?)</td></tr>", table)
+    }
 
 
 def test_exports_say_what_the_pages_say(run, truth):
@@ -162,8 +208,10 @@ def test_exports_say_what_the_pages_say(run, truth):
         if d is None:
             continue  # run facts such as "run started (UTC)"
         assert agrees(value, truth[d.key]), f"HTML export: {label} {value}, the engine says {truth[d.key]}"
-    assert {definition(k).label for k in ("incidents", "interruptions", "incident_gpu_hours_lost",
-                                          "interruption_gpu_hours_lost")} <= set(report)
+    assert {
+        definition(k).label
+        for k in ("incidents", "interruptions", "incident_gpu_hours_lost", "interruption_gpu_hours_lost")
+    } <= set(report)
     document = json.loads(export_run_incidents(Store(store), summary["run_id"], "json"))
     assert document["summary"]["total"] == truth["incidents"] == len(document["incidents"])
     assert document["interruptions"]["total"] == truth["interruptions"]
@@ -174,13 +222,21 @@ def test_exports_say_what_the_pages_say(run, truth):
 
 def test_cli_summary_says_what_the_pages_say(run, truth):
     _, _, text = run
+
     def shown(key: str) -> str:
         label = definition(key).label
         match = re.search(re.escape(label) + r":? ([\d,.]+%?(?: h)?)", text)
         assert match, f"the CLI summary has no {label!r}:\n{text}"
         return match[1]
 
-    for key in ("ettr", "job_mttf", "checkpoints_written", "interruptions", "utilisation_by_allocation",
-                "utilisation_by_progress", "gpu_hours_down"):
+    for key in (
+        "ettr",
+        "job_mttf",
+        "checkpoints_written",
+        "interruptions",
+        "utilisation_by_allocation",
+        "utilisation_by_progress",
+        "gpu_hours_down",
+    ):
         assert agrees(shown(key), truth[key]), (key, shown(key), truth[key])
     assert agrees(shown("goodput_lost"), truth["goodput_lost"])

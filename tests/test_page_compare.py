@@ -1,4 +1,5 @@
-"""Compare page: runs from ?runs=, headline figures side by side, the scenario keys that differ, ETTR over time,\ncauses."""
+"""Compare page: runs from ?runs=, headline figures side by side, the scenario keys that differ, ETTR over time,
+causes."""
 
 import base64
 import json
@@ -24,7 +25,9 @@ def test_empty_store_and_a_single_run(store_dir):
 
 def test_two_runs_side_by_side(store_dir):
     a = stored_run(store_dir, pages_run("base"))
-    b = stored_run(store_dir, pages_run("spares", preset_sets=("spares.hosts=8", "training.checkpoint_interval=30m")))
+    b = stored_run(
+        store_dir, pages_run("spares", preset_sets=("spares.hosts=8", "training.checkpoint_interval=30m"))
+    )
     c = stored_run(store_dir, pages_run("unused"))
     at = open_page(PAGE, {"runs": f"{a},{b}"})
     assert not at.exception
@@ -78,20 +81,26 @@ def test_three_runs_with_their_ettr_over_time(store_dir):
     diff = at.dataframe[1].value.set_index("key")  # the ingested run has no scenario at all
     assert diff.loc["training.checkpoint_interval"].tolist() == ["20m", "30m", "–"]
     assert diff.loc["preset"].tolist() == ["demo", "demo", "–"]
-    [chart] = [json.loads(ch.proto.spec) for ch in at.get("plotly_chart")
-               if json.loads(ch.proto.spec)["layout"]["yaxis"]["title"]["text"] == "ETTR since the start"]
+    [chart] = [
+        json.loads(ch.proto.spec)
+        for ch in at.get("plotly_chart")
+        if json.loads(ch.proto.spec)["layout"]["yaxis"]["title"]["text"] == "ETTR since the start"
+    ]
     assert [t["name"] for t in chart["data"]] == [f"base ({a})", f"ckpt ({b})"]
     assert any(f"No flagship job in: observed ({c})" in cap.value for cap in at.caption)
     run = pages_run()
     expected = ettr_timeline(run.tables["job_attempts"], run.tables["checkpoints"], "j-flag", 3600.0, 86400.0)
     line = chart["data"][0]
     assert decoded(line["x"]) == pytest.approx([(t + 3600.0) / 86400.0 for t in expected["t_s"]])
-    assert decoded(line["y"]) == pytest.approx(expected["ettr_cumulative"].fill_null(float("nan")).to_list(),
-                                               nan_ok=True)
+    assert decoded(line["y"]) == pytest.approx(
+        expected["ettr_cumulative"].fill_null(float("nan")).to_list(), nan_ok=True
+    )
 
 
 def test_timeline_bucket():
-    assert timeline_bucket(86400.0) == 3600.0 and timeline_bucket(54 * 86400.0) == 12 * 3600.0  # 6 h: 216 points
+    assert (
+        timeline_bucket(86400.0) == 3600.0 and timeline_bucket(54 * 86400.0) == 12 * 3600.0
+    )  # 6 h: 216 points
     assert timeline_bucket(3650 * 86400.0) == 7 * 86400.0
 
 

@@ -131,6 +131,7 @@ def test_empty_store_shows_the_commands(store_dir):
 
 # ----- uploads ---------------------------------------------------------------------------------------------
 
+
 def page_links(at: AppTest) -> list[tuple[str, str]]:
     return [(link.proto.label, link.proto.query_string) for link in at.get("page_link")]
 
@@ -146,7 +147,8 @@ def test_uploaded_scrapes_and_logs_become_a_run_with_a_link(store_dir):
     store = Store(store_dir)
     [run_id] = store.run_ids()
     assert [s.value for s in at.success] == [
-        f"Imported **rack 7 scrapes** as run `{run_id}` (ingest: 2 hosts, 16 GPUs, 528 samples, 1 XID events)."]
+        f"Imported **rack 7 scrapes** as run `{run_id}` (ingest: 2 hosts, 16 GPUs, 528 samples, 1 XID events)."
+    ]
     assert page_links(at) == [(f"Open run {run_id}", f"run={run_id}")]
     assert [r[0] for r in runs_listed(at)] == [run_id]  # the list above shows it at once
     assert store.info(run_id).kind == "ingest"
@@ -173,15 +175,20 @@ def test_an_uploaded_trace_is_replayed_in_the_chosen_mode(store_dir):
     assert not at.exception and not at.error
     [run_id] = Store(store_dir).run_ids()
     info = Store(store_dir).info(run_id)
-    assert (info.kind, info.name, info.summary["mode"], info.summary["jobs"]) == ("replay", "small.csv",
-                                                                                  "recorded", 4)
+    assert (info.kind, info.name, info.summary["mode"], info.summary["jobs"]) == (
+        "replay",
+        "small.csv",
+        "recorded",
+        4,
+    )
     assert page_links(at) == [(f"Open run {run_id}", f"run={run_id}")]
 
 
 def test_a_bad_trace_upload_names_the_line(store_dir):
     at = data_page()
-    at.file_uploader(key="upload_trace").set_value(("small.csv", TRACE.replace(b"a,0,16,2h", b"a,0,x16,2h"),
-                                                    "text/csv")).run()
+    at.file_uploader(key="upload_trace").set_value(
+        ("small.csv", TRACE.replace(b"a,0,16,2h", b"a,0,x16,2h"), "text/csv")
+    ).run()
     at.button(key="upload_replay").click().run()
     [error] = at.error
     assert error.value.startswith("Nothing was imported: small.csv, line 3: gpus must be a number")
@@ -203,7 +210,8 @@ def test_an_openb_pod_list_is_replayed_on_its_uploaded_node_list(store_dir):
     assert not at.exception and not at.error and not at.warning
     [run_id] = Store(store_dir).run_ids()
     assert [s.value for s in at.success] == [
-        f"Imported **openb_pod_list_default.csv** as run `{run_id}` (replay: 5 jobs, 2 hosts, 10 GPUs)."]
+        f"Imported **openb_pod_list_default.csv** as run `{run_id}` (replay: 5 jobs, 2 hosts, 10 GPUs)."
+    ]
     hosts = Store(store_dir).table(run_id, "hosts")["hostname"].to_list()
     assert hosts == ["node-a", "node-b"]  # the recorded nodes, as `goodput replay` reads them beside the pods
 
@@ -215,8 +223,10 @@ def test_an_openb_pod_list_alone_says_its_node_list_is_missing(store_dir):
     assert not at.exception and not at.error
     [run_id] = Store(store_dir).run_ids()
     [warning] = at.warning
-    assert warning.value.startswith("pods.csv came without its node list (openb_node_list_gpu_node.csv):"
-                                    " the cluster was inferred from the pods' peak GPU use (2 hosts, 16 GPUs).")
+    assert warning.value.startswith(
+        "pods.csv came without its node list (openb_node_list_gpu_node.csv):"
+        " the cluster was inferred from the pods' peak GPU use (2 hosts, 16 GPUs)."
+    )
     assert "add it on the Data page" in warning.value
     assert page_links(at) == [(f"Open run {run_id}", f"run={run_id}")]
 
@@ -226,7 +236,9 @@ def test_a_node_list_given_as_the_trace_says_where_it_goes(store_dir):
     at.file_uploader(key="upload_trace").set_value(("nodes.csv", NODES, "text/csv")).run()
     at.button(key="upload_replay").click().run()
     [error] = at.error
-    assert error.value.startswith("Nothing was imported: nodes.csv: an Alibaba openb node list, not a job trace")
+    assert error.value.startswith(
+        "Nothing was imported: nodes.csv: an Alibaba openb node list, not a job trace"
+    )
     assert Store(store_dir).run_ids() == []
 
 
@@ -237,8 +249,10 @@ def test_a_boot_relative_kernel_log_upload_says_its_dates_are_unknown(store_dir)
     at.button(key="upload_ingest").click().run()
     assert not at.exception and not at.error
     [warning] = at.warning
-    assert warning.value.startswith("node001.dmesg: stamped in seconds since boot only, so its dates are unknown;"
-                                    " times are shown from its first line")
+    assert warning.value.startswith(
+        "node001.dmesg: stamped in seconds since boot only, so its dates are unknown;"
+        " times are shown from its first line"
+    )
     [table] = at.dataframe
     assert table.value["started"].to_list() == ["unknown (since boot)"]
     dated = kernel_log("dmesg-T", [(10.0, xid_body(3, 79))], host="node001").encode()

@@ -46,16 +46,22 @@ def test_health_lemons_xids_and_a_gpu_from_the_url(store_dir):
     assert not at.exception
     shown = metrics(at)
     # host 1 (GPUs 2 and 3) is in repair: 2 GPUs out of service, GPU 3 among them failed
-    assert {k: shown[k] for k in ("GPUs in the run", "Failed GPUs", "GPUs out of service", "GPUs training")} == {
-        "GPUs in the run": "16", "Failed GPUs": "1", "GPUs out of service": "2", "GPUs training": "12"}
+    assert {
+        k: shown[k] for k in ("GPUs in the run", "Failed GPUs", "GPUs out of service", "GPUs training")
+    } == {"GPUs in the run": "16", "Failed GPUs": "1", "GPUs out of service": "2", "GPUs training": "12"}
     # every figure is named and explained by its definition (engine.analysis.definitions)
     for m in at.metric:
         known = by_label(m.label)
         if known is not None:
             assert m.proto.help == known.help, m.label
     assert {m.label for m in at.metric} <= {d.label for d in DEFINITIONS.values()}
-    assert [s.value for s in at.subheader] == ["Health", "XID events by code", "ECC errors",
-                                               "Lemons and repeat offenders", "One GPU"]
+    assert [s.value for s in at.subheader] == [
+        "Health",
+        "XID events by code",
+        "ECC errors",
+        "Lemons and repeat offenders",
+        "One GPU",
+    ]
     markdown = [m.value for m in at.markdown]
     captions = [c.value for c in at.caption]
     # host 1 failed twice (faulty_gpu at 20,000 s, gpu_hbm3 at 70,000 s): with repair.lemon_failures = 2 in
@@ -69,7 +75,10 @@ def test_health_lemons_xids_and_a_gpu_from_the_url(store_dir):
     assert shown["Lemon hosts pulled"] == "–" and any("no count of lemon hosts pulled" in c for c in captions)
     assert shown["Hosts with repeat incidents"] == "1" and shown["GPUs with repeat incidents"] == "1"
     assert "**Hosts with repeat incidents** (the worst 50 first)" in markdown
-    every_host, every_gpu = at.dataframe[1].value, at.dataframe[2].value  # the expander: incidents per host, GPU
+    every_host, every_gpu = (
+        at.dataframe[1].value,
+        at.dataframe[2].value,
+    )  # the expander: incidents per host, GPU
     assert every_host[["hostname", "incidents"]].values.tolist() == [["host-001", 2], ["host-006", 1]]
     assert every_gpu[["gpu_id", "incidents"]].values.tolist() == [[3, 2]]
     assert every_host["gpu_hours_lost"].tolist() == [3.6, 1.2]  # 8 x 1600 s, 2 x 2200 s: one decimal
@@ -77,7 +86,10 @@ def test_health_lemons_xids_and_a_gpu_from_the_url(store_dir):
     # causes in words, as a list, never snake_case
     assert offenders["hostname"].tolist() == ["host-001"]
     assert [list(c) for c in offenders["causes"]] == [["Faulty GPU", "GPU HBM3 memory"]]
-    assert [list(c) for c in every_host["causes"]] == [["Faulty GPU", "GPU HBM3 memory"], ["Network switch/cable"]]
+    assert [list(c) for c in every_host["causes"]] == [
+        ["Faulty GPU", "GPU HBM3 memory"],
+        ["Network switch/cable"],
+    ]
     assert shown["XID events"] == "3"
     # the XIDs counted per 1 h window (a day's run); no ECC error in this run
     assert any(c.startswith("Every XID event counted per 1 h window") for c in captions)
@@ -87,8 +99,13 @@ def test_health_lemons_xids_and_a_gpu_from_the_url(store_dir):
     assert any(m.startswith("**GPU 3**: index 1 of host host-001 (rack 0)") for m in markdown)
     assert "**Events** (5)" in markdown  # 2 incidents + 3 XID events
     events = at.dataframe[5].value
-    assert events["time"].tolist()[:2] == ["2024-03-01 05:33 UTC"] * 2 and "from_start_s" not in events.columns
-    assert events["what"].tolist()[0] == "Faulty GPU" and events["xid"].tolist()[0] == "79 GPU_HAS_FALLEN_OFF_THE_BUS"
+    assert (
+        events["time"].tolist()[:2] == ["2024-03-01 05:33 UTC"] * 2 and "from_start_s" not in events.columns
+    )
+    assert (
+        events["what"].tolist()[0] == "Faulty GPU"
+        and events["xid"].tolist()[0] == "79 GPU_HAS_FALLEN_OFF_THE_BUS"
+    )
     # 96 samples over 85,500 s in buckets of 85,500 / 500 = 171 s: one sample a bucket, nothing averaged
     assert "96 samples, each drawn as read." in captions
 
@@ -109,7 +126,9 @@ def test_filters_from_the_url_pick_gpus_out_of_the_grid(store_dir):
     assert matched(at) == [3]
     assert any("only XID 63, 79, as filtered above" in c.value for c in at.caption)
     # filters combine with AND; values the run does not know are dropped from the URL
-    at = open_page(PAGE, {"run": run_id, "t": "30000", "state": "running,failed", "cause": "faulty_gpu,bogus"})
+    at = open_page(
+        PAGE, {"run": run_id, "t": "30000", "state": "running,failed", "cause": "faulty_gpu,bogus"}
+    )
     assert matched(at) == [3] and at.query_params["cause"] == "faulty_gpu"
 
 
@@ -133,7 +152,12 @@ def test_grid_rows_state_samples_xids_and_causes(store_dir):
     grid = queries.grid_at(run_id, 30000.0)
     assert grid.height == 16 and grid["gpu_id"].to_list() == list(range(16))
     row = grid.filter(pl.col("gpu_id") == 3).row(0, named=True)
-    assert (row["state"], row["xid_events"], row["last_xid"], row["causes"]) == ("failed", 1, 79, ["faulty_gpu"])
+    assert (row["state"], row["xid_events"], row["last_xid"], row["causes"]) == (
+        "failed",
+        1,
+        79,
+        ["faulty_gpu"],
+    )
     assert grid.filter(pl.col("gpu_id") == 13)["causes"].to_list() == [["network_switch_cable"]]
     assert grid.filter(pl.col("gpu_id") == 8)["state"].to_list() == ["running"]
     # a simulated run's samples sit on its 15 min grid: t = 30,000 s reads the samples of 29,700 s
@@ -149,28 +173,48 @@ def test_grid_rows_state_samples_xids_and_causes(store_dir):
 
 
 def test_health_grid_lays_out_racks_hosts_and_gpus_in_one_trace():
-    cells = pl.DataFrame({
-        "gpu_id": [0, 1, 2, 3], "hostname": ["a", "a", "b", "b"], "rack_id": [0, 0, 1, 1], "row": [0, 0, 1, 1],
-        "position": [0, 0, 0, 0], "slot": [0, 0, 0, 0], "gpu_index": [0, 1, 0, 1],
-        "state": ["running", "failed", "repair", None], "temp_c": [70.4, None, 30.0, None],
-        "power_w": [650.0, None, 90.0, None], "xid_events": [0, 2, 0, 0], "last_xid": [None, 79, None, None],
-        "causes": [[], ["faulty_gpu"], [], []]})
+    cells = pl.DataFrame(
+        {
+            "gpu_id": [0, 1, 2, 3],
+            "hostname": ["a", "a", "b", "b"],
+            "rack_id": [0, 0, 1, 1],
+            "row": [0, 0, 1, 1],
+            "position": [0, 0, 0, 0],
+            "slot": [0, 0, 0, 0],
+            "gpu_index": [0, 1, 0, 1],
+            "state": ["running", "failed", "repair", None],
+            "temp_c": [70.4, None, 30.0, None],
+            "power_w": [650.0, None, 90.0, None],
+            "xid_events": [0, 2, 0, 0],
+            "last_xid": [None, 79, None, None],
+            "causes": [[], ["faulty_gpu"], [], []],
+        }
+    )
     fig = charts.health_grid(cells)
     assert isinstance(fig.data[0], go.Heatmap) and sum(isinstance(t, go.Heatmap) for t in fig.data) == 1
     z = np.asarray(fig.data[0].z, dtype=float)
     code = {s: i for i, s in enumerate(charts.GRID_ORDER)}
     assert z.shape == (4, 3)  # 2 rows x (1 slot + a blank line); 2 GPUs + a blank column
-    assert z[0, :2].tolist() == [code["running"], code["failed"]] and z[2, :2].tolist() == [code["repair"],
-                                                                                           code["unknown"]]
+    assert z[0, :2].tolist() == [code["running"], code["failed"]] and z[2, :2].tolist() == [
+        code["repair"],
+        code["unknown"],
+    ]
     assert np.isnan(z[1]).all() and np.isnan(z[:, 2]).all()
     text = fig.data[0].text
     assert text[0][0] == "GPU 0 | a #0, rack 0 | Running a job | 70 C, 650 W | XIDs 0"
-    assert text[0][1] == "GPU 1 | a #1, rack 0 | Failed GPU | n/a C, n/a W | XIDs 2 (last 79) | incidents: Faulty GPU"
+    assert (
+        text[0][1]
+        == "GPU 1 | a #1, rack 0 | Failed GPU | n/a C, n/a W | XIDs 2 (last 79) | incidents: Faulty GPU"
+    )
     assert all(t.isascii() and "<" not in t for row in text for t in row)  # no escaping bloats the JSON
     # the legend names states in words, in the palette's colours (failed: engine.report.palette.GPU_FAILED_COLOUR)
     legend = {t.name: t.marker.color for t in fig.data[1:]}
-    assert legend == {"Running a job": HOST_STATE_COLOURS["running"], "Failed GPU": GPU_FAILED_COLOUR,
-                      "In repair": HOST_STATE_COLOURS["repair"], "No state recorded": UNKNOWN_STATE_COLOUR}
+    assert legend == {
+        "Running a job": HOST_STATE_COLOURS["running"],
+        "Failed GPU": GPU_FAILED_COLOUR,
+        "In repair": HOST_STATE_COLOURS["repair"],
+        "No state recorded": UNKNOWN_STATE_COLOUR,
+    }
     # filtered: the other GPUs are drawn pale, in place
     fig = charts.health_grid(cells, pl.Series([False, True, False, False]))
     z = np.asarray(fig.data[0].z, dtype=float)
@@ -196,9 +240,13 @@ def ecc_run() -> Run:
     and GPU 0 with one single-bit error from 50,000 s."""
     run = pages_run()
     samples = run.tables["gpu_samples"].with_columns(
-        ecc_sbe=pl.when(pl.col("gpu_id") == 3).then((pl.col("t_s") // 900).cast(pl.Int32))
-        .when(pl.col("t_s") >= 50000).then(1).otherwise(0),
-        ecc_dbe=pl.when((pl.col("gpu_id") == 3) & (pl.col("t_s") >= 70000)).then(1).otherwise(0))
+        ecc_sbe=pl.when(pl.col("gpu_id") == 3)
+        .then((pl.col("t_s") // 900).cast(pl.Int32))
+        .when(pl.col("t_s") >= 50000)
+        .then(1)
+        .otherwise(0),
+        ecc_dbe=pl.when((pl.col("gpu_id") == 3) & (pl.col("t_s") >= 70000)).then(1).otherwise(0),
+    )
     run.tables["gpu_samples"] = samples.cast({"ecc_sbe": pl.Int32, "ecc_dbe": pl.Int32})
     return run
 
@@ -207,7 +255,9 @@ def test_ecc_trends_of_the_gpus_with_errors(store_dir):
     run_id = stored_run(store_dir, ecc_run())
     top = queries.ecc_top(run_id, 10)
     assert top.select("gpu_id", "ecc_dbe", "ecc_sbe", "first_s", "gpus_with_ecc").rows() == [
-        (3, 1, 95, 900.0, 2), (0, 0, 1, 50400.0, 2)]
+        (3, 1, 95, 900.0, 2),
+        (0, 0, 1, 50400.0, 2),
+    ]
     trend = queries.ecc_trend(run_id, [3], 43200.0)
     assert trend.rows() == [(3, 0.0, 47, 0), (3, 43200.0, 95, 1)]  # the largest count in each half day
     at = open_page(PAGE, {"run": run_id})
@@ -236,6 +286,7 @@ def test_an_ingested_run_without_incidents_or_states(store_dir):
 
 # ----- live refresh ------------------------------------------------------------------------------------------
 
+
 def live_run(samples_until: float) -> Run:
     """A run as `goodput ingest dcgm --scrape` writes it (engine.ingest.live): kind ingest, scenario source
     "scrape", a summary counting scrapes; samples every 30 s of GPU 0 and 1."""
@@ -243,16 +294,28 @@ def live_run(samples_until: float) -> Run:
     tables = {k: full.tables[k] for k in ("hosts", "gpus")}
     tables["gpu_samples"] = scrape_samples(0.0, samples_until)
     scrapes = int(samples_until // 30) + 1
-    return Run(kind="ingest", name="live: http://node:9400/metrics", started_at=STARTED, duration_s=samples_until,
-               scenario={"source": "scrape", "endpoints": ["http://node:9400/metrics"]},
-               summary={"samples": tables["gpu_samples"].height, "scrapes": scrapes}, tables=tables)
+    return Run(
+        kind="ingest",
+        name="live: http://node:9400/metrics",
+        started_at=STARTED,
+        duration_s=samples_until,
+        scenario={"source": "scrape", "endpoints": ["http://node:9400/metrics"]},
+        summary={"samples": tables["gpu_samples"].height, "scrapes": scrapes},
+        tables=tables,
+    )
 
 
 def scrape_samples(start: float, end: float) -> pl.DataFrame:
     t = np.repeat(np.arange(start, end + 1, 30.0), 2)
     gpu = np.tile(np.array([0, 1], dtype=np.int32), t.size // 2)
-    return pl.DataFrame({"t_s": t, "gpu_id": gpu, "temp_c": np.full(t.size, 60.0, np.float32),
-                         "power_w": np.full(t.size, 500.0, np.float32)})
+    return pl.DataFrame(
+        {
+            "t_s": t,
+            "gpu_id": gpu,
+            "temp_c": np.full(t.size, 60.0, np.float32),
+            "power_w": np.full(t.size, 500.0, np.float32),
+        }
+    )
 
 
 def test_a_live_run_refreshes_itself_and_shows_each_new_scrape(store_dir):
@@ -263,12 +326,21 @@ def test_a_live_run_refreshes_itself_and_shows_each_new_scrape(store_dir):
     assert state.live_refresh_s(info, now=time.time() + state.LIVE_STALE_S + 1) is None  # scraping stopped
     at = open_page(PAGE, {"run": run_id, "gpu": "0"})
     assert not at.exception
-    assert any(c.value.startswith(":material/sensors: Live: this run is still being scraped (10 scrapes, 20 "
-                                  "samples so far); the page refreshes every 30 s") for c in at.caption)
+    assert any(
+        c.value.startswith(
+            ":material/sensors: Live: this run is still being scraped (10 scrapes, 20 "
+            "samples so far); the page refreshes every 30 s"
+        )
+        for c in at.caption
+    )
     assert "10 samples, each drawn as read." in " ".join(c.value for c in at.caption)
     # the next scrape lands (copy, append, rename: a new file version) between two reruns
-    store.append_to_run(run_id, {"gpu_samples": scrape_samples(300.0, 300.0)}, duration_s=300.0,
-                        summary={"samples": 22, "scrapes": 11})
+    store.append_to_run(
+        run_id,
+        {"gpu_samples": scrape_samples(300.0, 300.0)},
+        duration_s=300.0,
+        summary={"samples": 22, "scrapes": 11},
+    )
     os.utime(store.path_of(run_id))  # a new mtime even on a coarse clock
     at.run()
     assert not at.exception
@@ -282,8 +354,12 @@ def test_overview_of_a_live_run_refreshes_with_the_newest_file(store_dir):
     assert not at.exception
     assert any("Live: this run is still being scraped (20 samples so far)" in c.value for c in at.caption)
     store = Store(store_dir)
-    store.append_to_run(run_id, {"gpu_samples": scrape_samples(300.0, 330.0)}, duration_s=330.0,
-                        summary={"samples": 24, "scrapes": 12})
+    store.append_to_run(
+        run_id,
+        {"gpu_samples": scrape_samples(300.0, 330.0)},
+        duration_s=330.0,
+        summary={"samples": 24, "scrapes": 12},
+    )
     os.utime(store.path_of(run_id))
     at.run()
     assert any("(24 samples so far)" in c.value for c in at.caption)
@@ -299,8 +375,18 @@ def test_a_simulated_or_finished_run_is_not_live(store_dir):
 @pytest.mark.parametrize("scrapes, duration, every", [(1, 0.0, 30.0), (3, 4.0, 5.0), (2, 3600.0, 60.0)])
 def test_the_refresh_follows_the_scrape_interval_within_bounds(store_dir, scrapes, duration, every):
     run = live_run(60.0)
-    run_id = stored_run(store_dir, Run(kind=run.kind, name=run.name, started_at=STARTED, duration_s=duration,
-                                       scenario=run.scenario, summary={"scrapes": scrapes}, tables=run.tables))
+    run_id = stored_run(
+        store_dir,
+        Run(
+            kind=run.kind,
+            name=run.name,
+            started_at=STARTED,
+            duration_s=duration,
+            scenario=run.scenario,
+            summary={"scrapes": scrapes},
+            tables=run.tables,
+        ),
+    )
     assert state.live_refresh_s(Store(store_dir).info(run_id)) == every
 
 

@@ -42,13 +42,19 @@ def test_a_kernel_log_of_seconds_shows_counts_and_its_span_not_rates(kernel_log_
     at = open_page(PAGE, {"run": kernel_log_run})
     assert not at.exception
     shown = {m.label: m.value for m in at.metric}
-    assert shown["XID events"] == "9" and shown["XID codes"] == "3" and shown["Span of the XID events"] == "40 s"
+    assert (
+        shown["XID events"] == "9" and shown["XID codes"] == "3" and shown["Span of the XID events"] == "40 s"
+    )
     text = page_text(at)
     assert "a day" not in text and "/day" not in text and "per day" not in text  # no rate from 40 seconds
     # too short for bars per window: each event drawn at its time, the span given with seconds from the start
-    assert any(c.value.startswith("9 XID events from 2024-12-02 11:00 UTC (0.0 s from the start) to "
-                                  "2024-12-02 11:00 UTC (40.5 s from the start): too short a span for counts")
-               for c in at.caption)
+    assert any(
+        c.value.startswith(
+            "9 XID events from 2024-12-02 11:00 UTC (0.0 s from the start) to "
+            "2024-12-02 11:00 UTC (40.5 s from the start): too short a span for counts"
+        )
+        for c in at.caption
+    )
     assert not any("counted per" in c.value for c in at.caption)
     # the time slider counts seconds, not hundredths of an hour
     assert at.slider[0].label == "Time (seconds since the run's start)" and at.slider[0].max == 40.5
@@ -82,9 +88,14 @@ def test_a_single_scrape_is_one_moment(tmp_path, store_dir, capsys):
     run_id = ingest(capsys, "dcgm", str(scrape), "--store", str(store_dir))
     at = open_page(PAGE, {"run": run_id, "gpu": "0"})
     assert not at.exception
-    assert not at.slider and any(c.value.startswith("This run is a single moment (2024-12-02 10:00 UTC")
-                                 for c in at.caption)
+    assert not at.slider and any(
+        c.value.startswith("This run is a single moment (2024-12-02 10:00 UTC") for c in at.caption
+    )
     shown = {m.label: m.value for m in at.metric}
-    assert shown["GPUs in the run"] == "8" and shown["GPUs training"] == "–" and shown["GPUs out of service"] == "–"
+    assert (
+        shown["GPUs in the run"] == "8"
+        and shown["GPUs training"] == "–"
+        and shown["GPUs out of service"] == "–"
+    )
     assert "One sample, drawn as read." in [c.value for c in at.caption]
     assert "This run recorded no XID events." in [i.value for i in at.info]

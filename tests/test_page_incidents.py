@@ -38,56 +38,116 @@ def charts(at) -> list[dict]:
 
 # ----- pure helpers ---------------------------------------------------------------------------------------
 
+
 def test_an_empty_choice_filters_nothing_and_planned_maps_to_a_bool():
-    assert queries.filter_keywords(since_s=None, until_s=None, causes=[], categories=[], racks=[], jobs=[],
-                                   planned="all") == {}
-    assert queries.filter_keywords(since_s=10.0, until_s=None, causes=["ssd"], categories=[], racks=[0, 3],
-                                   jobs=["j"], planned="unexpected") == {
-        "since_s": 10.0, "causes": ["ssd"], "racks": [0, 3], "jobs": ["j"], "planned": False}
-    assert queries.filter_keywords(since_s=None, until_s=5.0, causes=[], categories=["GPU"], racks=[], jobs=[],
-                                   planned="planned") == {"until_s": 5.0, "categories": ["GPU"], "planned": True}
+    assert (
+        queries.filter_keywords(
+            since_s=None, until_s=None, causes=[], categories=[], racks=[], jobs=[], planned="all"
+        )
+        == {}
+    )
+    assert queries.filter_keywords(
+        since_s=10.0,
+        until_s=None,
+        causes=["ssd"],
+        categories=[],
+        racks=[0, 3],
+        jobs=["j"],
+        planned="unexpected",
+    ) == {"since_s": 10.0, "causes": ["ssd"], "racks": [0, 3], "jobs": ["j"], "planned": False}
+    assert queries.filter_keywords(
+        since_s=None, until_s=5.0, causes=[], categories=["GPU"], racks=[], jobs=[], planned="planned"
+    ) == {"until_s": 5.0, "categories": ["GPU"], "planned": True}
 
 
-@pytest.mark.parametrize(("text", "expected"), [("3600", 3600.0), ("-5", 0.0), ("1e9", DAY), ("x", None),
-                                                ("", None), (None, None), ("nan", None), ("inf", None)])
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("3600", 3600.0),
+        ("-5", 0.0),
+        ("1e9", DAY),
+        ("x", None),
+        ("", None),
+        (None, None),
+        ("nan", None),
+        ("inf", None),
+    ],
+)
 def test_url_seconds_are_clipped_to_the_run(text, expected):
     assert queries.url_seconds(text, 0.0, DAY) == expected
 
 
 def test_export_file_names():
     assert queries.export_file_name("sim-1", "csv") == "incidents-sim-1.csv"
-    assert queries.export_file_name("sim-1", "html", incident_id=7, anonymise=True) == "incident-7-sim-1-anon.html"
+    assert (
+        queries.export_file_name("sim-1", "html", incident_id=7, anonymise=True)
+        == "incident-7-sim-1-anon.html"
+    )
 
 
 def test_side_by_side_figures_and_cost():
     def info(run_id, summary):
-        return RunInfo(run_id=run_id, kind="simulate", name="n", seed=1, started_at=None, duration_s=DAY,
-                       created_at=None, engine_version="x", scenario={}, summary=summary)
+        return RunInfo(
+            run_id=run_id,
+            kind="simulate",
+            name="n",
+            seed=1,
+            started_at=None,
+            duration_s=DAY,
+            created_at=None,
+            engine_version="x",
+            scenario={},
+            summary=summary,
+        )
 
-    a = info("a", {"job": {"ettr": 0.9, "lost_gpu_hours": 1234.0, "losses_usd": {"lost_work": 100.0,
-                                                                                  "restart": 50.0}},
-                   "interruptions": {"total": 12, "unexpected": 10}})
+    a = info(
+        "a",
+        {
+            "job": {
+                "ettr": 0.9,
+                "lost_gpu_hours": 1234.0,
+                "losses_usd": {"lost_work": 100.0, "restart": 50.0},
+            },
+            "interruptions": {"total": 12, "unexpected": 10},
+        },
+    )
     b = info("b", {})
     table = queries.side_by_side(a, b)
-    assert table["figure"].to_list() == ["ETTR", "interruptions", "unexpected", "lost GPU-hours",
-                                         "cost of the losses"]
+    assert table["figure"].to_list() == [
+        "ETTR",
+        "interruptions",
+        "unexpected",
+        "lost GPU-hours",
+        "cost of the losses",
+    ]
     assert table["n (a)"].to_list() == ["90.0%", "12", "10", "1.2k GPU-h", "$150"]
     assert table["n (b)"].to_list() == ["–"] * 5
 
 
 def test_days_in_the_window_count_from_the_runs_start():
-    frame = pl.DataFrame({"t_s": [3600.0, 2 * DAY + 10.0, 2 * DAY + 20.0, 3 * DAY + 5.0, 4 * DAY],
-                          "planned": [False, False, True, False, False], "gpu_hours_lost": [1.0] * 5,
-                          "cause": ["ssd"] * 5, "category": ["Host"] * 5,
-                          "job_ids": [["a"], ["a"], ["a"], ["b"], ["a"]]})
+    frame = pl.DataFrame(
+        {
+            "t_s": [3600.0, 2 * DAY + 10.0, 2 * DAY + 20.0, 3 * DAY + 5.0, 4 * DAY],
+            "planned": [False, False, True, False, False],
+            "gpu_hours_lost": [1.0] * 5,
+            "cause": ["ssd"] * 5,
+            "category": ["Host"] * 5,
+            "job_ids": [["a"], ["a"], ["a"], ["b"], ["a"]],
+        }
+    )
     inside = frame.filter((pl.col("t_s") >= 1.5 * DAY) & (pl.col("t_s") < 4 * DAY))
     days = queries.days_in_window(inside, 1.5 * DAY, 4 * DAY)
     assert days.rows() == [(1, 0, 0), (2, 1, 1), (3, 0, 1)]  # (day, planned, unexpected)
-    assert queries.days_in_window(inside, 1.5 * DAY, 4 * DAY, job="a").rows() == [(1, 0, 0), (2, 1, 1), (3, 0, 0)]
+    assert queries.days_in_window(inside, 1.5 * DAY, 4 * DAY, job="a").rows() == [
+        (1, 0, 0),
+        (2, 1, 1),
+        (3, 0, 0),
+    ]
     assert queries.days_in_window(frame, None, 5 * DAY)["day"].to_list() == [0, 1, 2, 3, 4]
 
 
 # ----- the page -------------------------------------------------------------------------------------------
+
 
 def test_empty_store(store_dir):
     at = open_page(PAGE)
@@ -101,22 +161,48 @@ def test_counts_table_and_an_incident_from_the_url(store_dir):
     assert not at.exception
     m = metrics(at)
     # the flagship's interruptions (incidents 1 and 3) of the 4, over the run's 1 day
-    assert (m["Interruptions"], m["Unexpected interruptions"], m["Planned interruptions"], m["Hardware share"],
-            m["Interruptions a day"], m["GPU-hours lost to interruptions"]) == ("2", "1", "1", "100%", "2.0", "5.8 GPU-h")
-    assert any("flagship job `j-flag`" in c.value and "4 incidents the filters keep (4 in the run)" in c.value
-               for c in at.caption)
+    assert (
+        m["Interruptions"],
+        m["Unexpected interruptions"],
+        m["Planned interruptions"],
+        m["Hardware share"],
+        m["Interruptions a day"],
+        m["GPU-hours lost to interruptions"],
+    ) == ("2", "1", "1", "100%", "2.0", "5.8 GPU-h")
+    assert any(
+        "flagship job `j-flag`" in c.value and "4 incidents the filters keep (4 in the run)" in c.value
+        for c in at.caption
+    )
     assert cost_table(at)["incident_id"].tolist() == [1, 3, 2, 4]  # costliest first
-    assert [list(j) for j in cost_table(at)["jobs"]] == [["demo-pretrain"], ["demo-pretrain"], ["eval-b"], []]  # lists
+    assert [list(j) for j in cost_table(at)["jobs"]] == [
+        ["demo-pretrain"],
+        ["demo-pretrain"],
+        ["eval-b"],
+        [],
+    ]  # lists
     # the drill-down: the cable failure on host 6's rack uplink, detected 10 minutes after it occurred
     assert at.selectbox[0].value == 2
     assert (m["Cause"], m["Category"], m["Detected after"], m["Cost of the incident"]) == (
-        "Network switch/cable", "Network", "10 min", "1.2 GPU-h")
-    assert chain_table(at)["what"].tolist() == ["checkpoint", "occurred", "job interrupted", "detected",
-                                                "job running again"]
+        "Network switch/cable",
+        "Network",
+        "10 min",
+        "1.2 GPU-h",
+    )
+    assert chain_table(at)["what"].tolist() == [
+        "checkpoint",
+        "occurred",
+        "job interrupted",
+        "detected",
+        "job running again",
+    ]
     # eval-b had no checkpoint: it restarts from its start at 5,000 s, 25,000 s before the fault
     assert chain_table(at)["after"].tolist() == ["6 h 56 min before", "0 s", "0 s", "10 min", "16 min"]
-    assert any(x.value.startswith("**Where**: host host-006 (rack 3), link 18 (the rack switch's uplink: the whole"
-                                  " rack)") for x in at.markdown)
+    assert any(
+        x.value.startswith(
+            "**Where**: host host-006 (rack 3), link 18 (the rack switch's uplink: the whole rack)"
+        )
+        for x in at.markdown
+    )
     assert (m["GPUs hit"], m["Hosts it took out of service"], m["Jobs hit"]) == ("0", "0", "1")
     cost = next(d.value for d in at.dataframe if "restart_s" in d.value.columns)
     assert cost[["job_id", "lost_work_s", "restart_s"]].values.tolist() == [["j-r2", 1200.0, 1000.0]]
@@ -127,12 +213,26 @@ def test_the_chain_of_a_hardware_failure_and_its_blast_radius(store_dir):
     at = open_page(PAGE, {"run": run_id, "incident": "1"})
     assert not at.exception
     assert chain_table(at)["what"].tolist() == [
-        "checkpoint", "occurred", "job interrupted", "hosts drained", "detected", "repair: diagnosing",
-        "spares swapped in", "job running again", "repair: repair", "repair: burn_in", "host returned"]
+        "checkpoint",
+        "occurred",
+        "job interrupted",
+        "hosts drained",
+        "detected",
+        "repair: diagnosing",
+        "spares swapped in",
+        "job running again",
+        "repair: repair",
+        "repair: burn_in",
+        "host returned",
+    ]
     assert "host-007 replace host-001" in chain_table(at)["detail"][6]
     m = metrics(at)
     assert (m["GPUs hit"], m["Hosts it took out of service"], m["Jobs hit"], m["Lost work + restart"]) == (
-        "1", "1", "1", "26 min")
+        "1",
+        "1",
+        "1",
+        "26 min",
+    )
     assert any(c.value == "Hosts taken out of service: host-001" for c in at.caption)
     [gantt] = [c for c in charts(at) if c["data"][0].get("base") is not None]
     bar = gantt["data"][0]
@@ -142,14 +242,22 @@ def test_the_chain_of_a_hardware_failure_and_its_blast_radius(store_dir):
 
 def test_filters_combine_and_go_to_the_url(store_dir):
     run_id = stored_run(store_dir)
-    at = open_page(PAGE, {"run": run_id, "since": "25000", "until": "80000", "racks": "0,3",
-                          "planned": "unexpected"})
+    at = open_page(
+        PAGE, {"run": run_id, "since": "25000", "until": "80000", "racks": "0,3", "planned": "unexpected"}
+    )
     assert not at.exception
     assert at.slider[0].value == pytest.approx((25000 / 3600, 80000 / 3600))
     # in [25000, 80000): 2, 3, 4; on rack 0 or 3: 2, 4 (3 has no host); unexpected: 2, 4
     assert cost_table(at)["incident_id"].tolist() == [2, 4]
-    keywords = queries.filter_keywords(since_s=25000.0, until_s=80000.0, causes=[], categories=[], racks=[0, 3],
-                                       jobs=[], planned="unexpected")
+    keywords = queries.filter_keywords(
+        since_s=25000.0,
+        until_s=80000.0,
+        causes=[],
+        categories=[],
+        racks=[0, 3],
+        jobs=[],
+        planned="unexpected",
+    )
     exported, _ = read_export(export_run_incidents(Store(store_dir), run_id, "csv", **keywords), "csv")
     assert sorted(exported["incident_id"].to_list()) == [2, 4]  # the export filters alike
     next(s for s in at.multiselect if s.label == "Job hit").set_value(["j-r2"]).run()
@@ -162,7 +270,9 @@ def test_filters_combine_and_go_to_the_url(store_dir):
     at.slider[0].set_value((0.0, 24.0)).run()
     assert not at.exception
     assert cost_table(at)["incident_id"].tolist() == [1, 2, 4]  # racks 0 and 3 only
-    assert "planned" not in at.query_params and "since" not in at.query_params and "until" not in at.query_params
+    assert (
+        "planned" not in at.query_params and "since" not in at.query_params and "until" not in at.query_params
+    )
 
 
 def test_category_and_cause_filters(store_dir):
@@ -179,8 +289,9 @@ def test_download_buttons_for_the_set_and_for_one_incident(store_dir):
     run_id = stored_run(store_dir)
     at = open_page(PAGE, {"run": run_id})
     assert [b.label for b in at.download_button] == FORMATS  # no incident chosen: the filtered set only
-    assert [b.help for b in at.download_button] == [f"saves incidents-{run_id}.{f}" for f in
-                                                    ("csv", "json", "parquet", "html")]
+    assert [b.help for b in at.download_button] == [
+        f"saves incidents-{run_id}.{f}" for f in ("csv", "json", "parquet", "html")
+    ]
     at.selectbox[0].set_value(3).run()
     assert [b.label for b in at.download_button] == FORMATS * 2
     assert at.download_button[4].help == f"saves incident-3-{run_id}.csv"
@@ -232,8 +343,19 @@ def test_every_change_counts(store_dir):
 
 def test_replay_with_other_settings_writes_a_second_run(store_dir):
     store = Store(store_dir)
-    run_id = store.write_run(simulate(build("demo", sets=["simulation.days=1", "simulation.telemetry=false",
-                                                           "failures.scale=4", "simulation.seed=5"])))
+    run_id = store.write_run(
+        simulate(
+            build(
+                "demo",
+                sets=[
+                    "simulation.days=1",
+                    "simulation.telemetry=false",
+                    "failures.scale=4",
+                    "simulation.seed=5",
+                ],
+            )
+        )
+    )
     at = open_page(PAGE, {"run": run_id})
     assert not at.exception
 
@@ -248,7 +370,9 @@ def test_replay_with_other_settings_writes_a_second_run(store_dir):
     # under its own settings the replay reproduces the run: the two columns read the same
     same_id = replay()
     table = next(d.value for d in at.dataframe if "figure" in d.value.columns)
-    assert table.columns[2] == f"{store.info(same_id).name} ({same_id})" and "same settings" in table.columns[2]
+    assert (
+        table.columns[2] == f"{store.info(same_id).name} ({same_id})" and "same settings" in table.columns[2]
+    )
     assert table.iloc[:, 1].tolist() == table.iloc[:, 2].tolist()
 
     spares = next(n for n in at.number_input if n.label.startswith("spares.hosts"))
@@ -259,8 +383,12 @@ def test_replay_with_other_settings_writes_a_second_run(store_dir):
     assert sorted(store.run_ids()) == sorted([run_id, same_id, forked_id])
     forked = store.info(forked_id)
     assert forked.kind == "replay" and forked.name.endswith(
-        "replay (spares.hosts=8, training.checkpoint_interval=600s)")
-    assert forked.scenario["spares"]["hosts"] == 8 and forked.scenario["training"]["checkpoint_interval"] == "600s"
+        "replay (spares.hosts=8, training.checkpoint_interval=600s)"
+    )
+    assert (
+        forked.scenario["spares"]["hosts"] == 8
+        and forked.scenario["training"]["checkpoint_interval"] == "600s"
+    )
     failures = "SELECT t_s, cause FROM incidents WHERE NOT coalesce(planned, false) ORDER BY t_s"
     with store.connect(run_id) as con:
         before = pl.DataFrame(con.execute(failures).fetchall(), orient="row")
@@ -268,8 +396,13 @@ def test_replay_with_other_settings_writes_a_second_run(store_dir):
         after = pl.DataFrame(con.execute(failures).fetchall(), orient="row")
     assert before.height > 0 and before.equals(after)  # the same failures, under other settings
     table = next(d.value for d in at.dataframe if "figure" in d.value.columns)
-    assert table["figure"].tolist() == ["ETTR", "interruptions", "unexpected", "lost GPU-hours",
-                                        "cost of the losses"]
+    assert table["figure"].tolist() == [
+        "ETTR",
+        "interruptions",
+        "unexpected",
+        "lost GPU-hours",
+        "cost of the losses",
+    ]
     assert table.iloc[:, 1].tolist() != table.iloc[:, 2].tolist()
     links = {p.proto.label: (p.proto.page, p.proto.query_string) for p in at.get("page_link")}
     assert links["Compare the two runs"] == ("compare", f"runs={run_id}%2C{forked_id}&run={run_id}")

@@ -40,14 +40,21 @@ def test_counts_gantt_table_and_a_job_from_the_url(store_dir):
     at = open_page(PAGE, {"run": run_id, "job": "j-r2"})
     assert not at.exception
     m = metrics(at)
-    assert (m["Jobs"], m["Jobs never started"], m["Failed attempts"], m["Checkpoints written"]) == ("4", "1", "2", "46")
+    assert (m["Jobs"], m["Jobs never started"], m["Failed attempts"], m["Checkpoints written"]) == (
+        "4",
+        "1",
+        "2",
+        "46",
+    )
     assert any(c.value.startswith("3 of 3 jobs that ran") for c in at.caption)
     help_of = {x.label: x.help for x in at.metric}
     assert help_of["Failed attempts"] == definition("failed_attempts").help  # every figure explains itself
     table = at.dataframe[0].value
     assert table["job_id"].tolist() == ["j-flag", "j-r1", "j-r2", "j-r3"]  # flagship, then GPU-time
     assert table.set_index("job_id").loc["j-flag", "lost_gpu_hours"] == round(8 * 600 / 3600, 1)
-    assert table.set_index("job_id").loc["j-flag", "submitted"] == "2024-03-01 00:00 UTC"  # a date, not seconds
+    assert (
+        table.set_index("job_id").loc["j-flag", "submitted"] == "2024-03-01 00:00 UTC"
+    )  # a date, not seconds
     assert job_box(at).value == "j-r2"
     assert (m["GPUs of the job"], m["Attempts of the job"], m["Wait before start"]) == ("2", "2", "16 min")
     attempts = at.dataframe[1].value
@@ -82,8 +89,10 @@ def test_gantt_order_from_the_url(store_dir):
     assert not at.exception
     order = next(b for b in at.selectbox if b.label == "Gantt order")
     assert order.value == "waited"
-    assert any(c.value.startswith("3 of 3 jobs that ran in the window (flagship first, then the longest waits)")
-               for c in at.caption)
+    assert any(
+        c.value.startswith("3 of 3 jobs that ran in the window (flagship first, then the longest waits)")
+        for c in at.caption
+    )
     order.set_value("GPU-time").run()
     assert "order" not in at.query_params
 
@@ -111,6 +120,7 @@ def test_every_change_counts_and_the_chosen_job_survives_the_filters(store_dir):
 
 # ----- the window, the queue, the drill-down's waits and hosts, the exports (tests/test_charts_jobs.queue_run)
 
+
 def test_window_from_the_url_narrows_waits_reasons_and_utilisation(store_dir):
     run_id = Store(store_dir).write_run(queue_run())
     at = open_page(PAGE, {"run": run_id, "from": "240", "to": "720"})
@@ -119,18 +129,28 @@ def test_window_from_the_url_narrows_waits_reasons_and_utilisation(store_dir):
     assert at.slider[0].value == (origin + timedelta(seconds=240), origin + timedelta(seconds=720))
     m = metrics(at)
     # started in [240, 720): B at 300 s after 300 s of waiting
-    assert (m["Jobs started (window)"], m["Wait before start, median (window)"],
-            m["Wait before start, 95th percentile (window)"]) == ("1", "5 min", "5 min")
+    assert (
+        m["Jobs started (window)"],
+        m["Wait before start, median (window)"],
+        m["Wait before start, 95th percentile (window)"],
+    ) == ("1", "5 min", "5 min")
     # busy GPU-s: A 360 x 4 + B 200 x 2 + B 20 x 2 + D 480 x 0.5 = 2,120 of 480 s x 10 GPUs; h1 down 200 s x 4
     assert (m["Mean GPUs allocated (window)"], m["Mean GPUs out of service (window)"]) == ("44.2%", "16.7%")
     # why they waited: the table's jobs A, B, C (D did not wait), as the table's "Why it waited" says
     assert m["Jobs that waited"] == "3"
-    assert any(c.value == "Of the 4 jobs in the table below (its window and filters), each under the reason it "
-                          "waited longest for: No free capacity: 2 · Higher-priority jobs first: 1." for c in at.caption)
+    assert any(
+        c.value == "Of the 4 jobs in the table below (its window and filters), each under the reason it "
+        "waited longest for: No free capacity: 2 · Higher-priority jobs first: 1."
+        for c in at.caption
+    )
     table = at.dataframe[0].value
     assert table["job_id"].tolist() == ["A", "B", "D", "C"]
-    assert table["why_it_waited"].fillna("").tolist() == ["Higher-priority jobs first", "No free capacity", "",
-                                                          "No free capacity"]
+    assert table["why_it_waited"].fillna("").tolist() == [
+        "Higher-priority jobs first",
+        "No free capacity",
+        "",
+        "No free capacity",
+    ]
     assert at.query_params["from"] == "240" and at.query_params["to"] == "720"
     at.slider[0].set_value((origin, origin + timedelta(seconds=1000))).run()  # the whole run: a clean URL
     assert not at.exception and "from" not in at.query_params and "to" not in at.query_params
@@ -153,7 +173,8 @@ def test_a_job_shows_its_hosts_and_why_it_waited(store_dir):
     assert [list(h) for h in attempts["on_hosts"]] == [["h1"], ["h1"]]  # a list, not a joined string
     assert attempts["ended_by"].tolist() == ["Faulty GPU", "Still running at the end of the run"]
     assert "**Why it waited**: No free capacity (5 min), Hosts failed or in repair (3 min)" in [
-        x.value for x in at.markdown]
+        x.value for x in at.markdown
+    ]
     waits = at.dataframe[2].value
     assert waits["reason"].tolist() == ["No free capacity", "Hosts failed or in repair"]
     assert waits["from"].tolist() == ["2024-03-01 00:00 UTC", "2024-03-01 00:08 UTC"]
@@ -190,11 +211,15 @@ def test_a_run_where_no_job_waited(store_dir):
 
 # ----- in a real browser: a replayed Alibaba run and a simulated run ---------------------------------------
 
+
 def queued_alibaba(shared_data: Path):
     """The Alibaba openb pods all submitted at t = 0 on 300 hosts: a replay with a long queue to look at."""
     trace = parse_trace(shared_data / "alibaba-openb" / "openb_pod_list_default.csv")
-    trace.jobs = trace.jobs.with_columns(pl.lit(0.0).alias("submit_s"), pl.lit(None, dtype=pl.Float64).alias("start_s"),
-                                         pl.lit(None, dtype=pl.Float64).alias("end_s"))
+    trace.jobs = trace.jobs.with_columns(
+        pl.lit(0.0).alias("submit_s"),
+        pl.lit(None, dtype=pl.Float64).alias("start_s"),
+        pl.lit(None, dtype=pl.Float64).alias("end_s"),
+    )
     return replay(trace, settings_from(["replay.hosts=300"]), name="alibaba-openb-queued")
 
 
@@ -219,18 +244,32 @@ def test_jobs_page_in_chromium(tmp_path, shared_data):
     store = tmp_path / "store"
     alibaba = queued_alibaba(shared_data)
     replayed = Store(store).write_run(alibaba)
-    waited = (alibaba.tables["jobs"].filter(pl.col("wait_reason").is_not_null() & (pl.col("start_s") < 86400))
-              .sort(pl.col("start_s") - pl.col("submit_s"), "job_id", descending=[True, False])["job_id"][0])
-    simulated = subprocess.run([str(GOODPUT), "simulate", "--preset", "demo", "--store", str(store), "--json"],
-                               capture_output=True, text=True, timeout=300, check=True, cwd=ROOT)
+    waited = (
+        alibaba.tables["jobs"]
+        .filter(pl.col("wait_reason").is_not_null() & (pl.col("start_s") < 86400))
+        .sort(pl.col("start_s") - pl.col("submit_s"), "job_id", descending=[True, False])["job_id"][0]
+    )
+    simulated = subprocess.run(
+        [str(GOODPUT), "simulate", "--preset", "demo", "--store", str(store), "--json"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+        cwd=ROOT,
+    )
     simulated = json.loads(simulated.stdout)["run_id"]
     shots = Path(os.environ.get("GOODPUT_JOBS_SCREENSHOTS") or tmp_path)
     shots.mkdir(parents=True, exist_ok=True)
     port = free_port()
     log = tmp_path / "dashboard.log"
     with log.open("w") as out:
-        server = subprocess.Popen([str(GOODPUT), "dashboard", "--store", str(store), "--port", str(port)],
-                                  stdout=out, stderr=subprocess.STDOUT, cwd=ROOT, start_new_session=True)
+        server = subprocess.Popen(
+            [str(GOODPUT), "dashboard", "--store", str(store), "--port", str(port)],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            cwd=ROOT,
+            start_new_session=True,
+        )
     url = f"http://127.0.0.1:{port}"
     views = [  # (run, URL parameters, charts on the page, a text the page must show, file)
         (replayed, f"from=0&to=86400&order=waited&job={waited}", 5, "Why it waited", "jobs-alibaba.png"),
@@ -244,17 +283,21 @@ def test_jobs_page_in_chromium(tmp_path, shared_data):
                 page = browser.new_page(viewport={"width": 1600, "height": 6400})  # Streamlit scrolls inside
                 for run_id, params, charts, text, name in views:
                     page.goto(f"{url}/jobs?run={run_id}" + (f"&{params}" if params else ""))
-                    expect(page.get_by_role("heading", name="Jobs", exact=True)).to_be_visible(timeout=RENDER_TIMEOUT_MS)
+                    expect(page.get_by_role("heading", name="Jobs", exact=True)).to_be_visible(
+                        timeout=RENDER_TIMEOUT_MS
+                    )
                     expect(page.locator(".js-plotly-plot")).to_have_count(charts, timeout=RENDER_TIMEOUT_MS)
                     expect(page.get_by_text(text).first).to_be_visible(timeout=RENDER_TIMEOUT_MS)
                     expect(page.get_by_test_id("stException")).to_have_count(0)
-                    for key in (params.split("&") if params else []):
+                    for key in params.split("&") if params else []:
                         assert key in page.url
                     page.wait_for_timeout(800)  # let Plotly finish its transitions
                     page.screenshot(path=str(shots / name), full_page=True)
                     assert (shots / name).stat().st_size > 50_000
                     # the downloads carry the whole filtered table ("Jobs in the window (N)")
-                    heading = page.get_by_role("heading", name=re.compile(r"^Jobs in the window \(")).inner_text()
+                    heading = page.get_by_role(
+                        "heading", name=re.compile(r"^Jobs in the window \(")
+                    ).inner_text()
                     shown = int(re.sub(r"\D", "", heading))
                     for label, read in (("Download CSV", pl.read_csv), ("Download Parquet", pl.read_parquet)):
                         with page.expect_download(timeout=RENDER_TIMEOUT_MS) as download:

@@ -32,16 +32,23 @@ def test_the_flagship_shows_its_ledger_buckets_not_a_sum_called_lost_work(store_
     losses = expected_summary()["job"]["losses_gpu_hours"]
     # each bucket under its own name, as the Overview's ledger has it (tests/runs.expected_summary)
     assert (m["Lost work"], m["Restart overhead"], m["Checkpoint writes"], m["Waiting for spare hosts"]) == (
-        fmt_gpu_hours(losses["lost_work"]), fmt_gpu_hours(losses["restart"]), fmt_gpu_hours(losses["checkpoint"]),
-        fmt_gpu_hours(0.0))
+        fmt_gpu_hours(losses["lost_work"]),
+        fmt_gpu_hours(losses["restart"]),
+        fmt_gpu_hours(losses["checkpoint"]),
+        fmt_gpu_hours(0.0),
+    )
     assert m["Lost work"] != fmt_gpu_hours(losses["lost_work"] + losses["restart"])
     assert "Lost work of the job" not in m
-    assert (m["Attempts of the flagship job"], m["Checkpoints written"]) == ("4", str(expected_summary()["job"]["checkpoints"]))
+    assert (m["Attempts of the flagship job"], m["Checkpoints written"]) == (
+        "4",
+        str(expected_summary()["job"]["checkpoints"]),
+    )
     # the table's flagship row carries the same lost work as the ledger (job_attempts.lost_work_s x GPUs)
     # what hit it are interruptions, and the page says why they outnumber the failed attempts
     assert "**Interruptions** (3)" in [x.value for x in at.markdown]
     assert "3 interruptions: 2 ended an attempt by a failure and 1 by planned maintenance." in [
-        c.value for c in at.caption]
+        c.value for c in at.caption
+    ]
     row = at.dataframe[0].value.set_index("job_id").loc[FLAGSHIP]
     assert row["lost_gpu_hours"] == pytest.approx(round(losses["lost_work"], 1))
 
@@ -75,18 +82,29 @@ def test_the_csv_has_iso_dates_seconds_and_neutralised_text():
     run = queue_run()
     jobs = run.tables["jobs"].with_columns(
         pl.when(pl.col("job_id") == "A").then(pl.lit("=HYPERLINK(1)")).otherwise("name").alias("name"),
-        (pl.col("start_s") - pl.col("submit_s")).alias("wait_s"), attempts=pl.lit(1), failures=pl.lit(0),
-        checkpoints=pl.lit(0), lost_gpu_hours=pl.lit(1 / 3))
+        (pl.col("start_s") - pl.col("submit_s")).alias("wait_s"),
+        attempts=pl.lit(1),
+        failures=pl.lit(0),
+        checkpoints=pl.lit(0),
+        lost_gpu_hours=pl.lit(1 / 3),
+    )
     frame = tables.export(jobs, STARTED)
     assert frame.columns[:3] == ["job_id", "name", "kind"]
     back = restore_frame(pl.read_csv(exports.to_csv(frame), schema=frame.schema))
     assert back.equals(frame)  # the formula comes back as written, and stays text in a spreadsheet
     assert exports.to_csv(frame).decode().splitlines()[1].startswith("A,'=HYPERLINK(1),trace,")
     b = frame.filter(pl.col("job_id") == "B").row(0, named=True)
-    assert (b["started_utc"], b["start_s"], b["ended_utc"], b["end_s"]) == ("2024-03-01T00:05:00Z", 300.0,
-                                                                            "2024-03-01T00:16:40Z", 1000.0)
-    assert (b["wait_before_start_s"], b["wait_reason"], b["why_it_waited"]) == (300.0, "no_capacity",
-                                                                                "No free capacity")
+    assert (b["started_utc"], b["start_s"], b["ended_utc"], b["end_s"]) == (
+        "2024-03-01T00:05:00Z",
+        300.0,
+        "2024-03-01T00:16:40Z",
+        1000.0,
+    )
+    assert (b["wait_before_start_s"], b["wait_reason"], b["why_it_waited"]) == (
+        300.0,
+        "no_capacity",
+        "No free capacity",
+    )
     c = frame.filter(pl.col("job_id") == "C").row(0, named=True)
     assert c["started_utc"] is None and c["submitted_utc"] == "2024-03-01T00:03:20Z"
     assert frame["lost_work_gpu_hours"].to_list() == [0.3] * 4  # rounded to a tenth

@@ -15,8 +15,12 @@ PAGE = "app_pages/network.py"
 # demo with pods of one rack at 200 Gbps a GPU: a ring edge leaving a pod (1,600 Gbps) overloads the pod's
 # 6.4 Tbps / 7 of core, so the flagship is slowed 1.75x (more while an uplink of its racks is down); the fabric
 # fails a few times a day of its own
-DEMO_SETS = ["network.gbps_per_gpu=200", "cluster.racks_per_pod=1", "network.fabric_faults_per_day=3",
-             "simulation.days=2"]
+DEMO_SETS = [
+    "network.gbps_per_gpu=200",
+    "cluster.racks_per_pod=1",
+    "network.fabric_faults_per_day=3",
+    "simulation.days=2",
+]
 
 
 def metrics(at) -> dict[str, str]:
@@ -45,13 +49,25 @@ def test_tiers_no_telemetry_note_and_cable_failures(store_dir):
     m = metrics(at)
     # 16 x 400 + 4 x 3,200 + 2 x 1,600 Gbps = 22.4 Tbps
     assert [m[label(k)] for k in ("fabric_links", "fabric_tiers", "fabric_capacity", "fabric_kind")] == [
-        "22", "3", "22.4 Tbps", "RoCE"]
+        "22",
+        "3",
+        "22.4 Tbps",
+        "RoCE",
+    ]
     assert any("no link telemetry" in i.value for i in at.info)
-    assert [m[label(k)] for k in ("network_incidents", "network_jobs_hit", "network_job_interruptions",
-                                  "network_gpu_hours_lost")] == ["1", "1", "1", "1.2 GPU-h"]
+    assert [
+        m[label(k)]
+        for k in (
+            "network_incidents",
+            "network_jobs_hit",
+            "network_job_interruptions",
+            "network_gpu_hours_lost",
+        )
+    ] == ["1", "1", "1", "1.2 GPU-h"]
     failures = frames_with(at, "incident_id")[0]
     assert failures["link_id"].tolist() == [18] and failures["tier"].tolist() == [
-        "Rack uplinks (rack to cluster switch)"]
+        "Rack uplinks (rack to cluster switch)"
+    ]
     assert failures["job_ids"].tolist() == ["j-r2"] and failures["hostname"].tolist() == ["host-006"]
     hit = frames_with(at, "network_incidents")[0]
     assert hit["job_id"].tolist() == ["j-r2"] and hit["name"].tolist() == ["eval-b"]
@@ -81,13 +97,15 @@ def test_a_run_without_links(store_dir):
         "This run has no link telemetry (its link_samples table is empty), so there is no utilisation to show",
         "No switch or cable failure in this run.",
         "Another run with a modelled fabric is needed to compare (for example `goodput simulate --preset "
-        "meta-24k-ib` beside `--preset llama3-405b`)."]
+        "meta-24k-ib` beside `--preset llama3-405b`).",
+    ]
 
 
 @pytest.fixture
 def demo_runs():  # fresh each test: link_samples is a generator, drawn once as the store writes it
-    return simulate(build("demo", sets=DEMO_SETS)), simulate(build("demo", sets=[*DEMO_SETS,
-                                                                                    "cluster.fabric=infiniband"]))
+    return simulate(build("demo", sets=DEMO_SETS)), simulate(
+        build("demo", sets=[*DEMO_SETS, "cluster.fabric=infiniband"])
+    )
 
 
 def test_a_simulated_run_shows_its_fabric_failures_and_slowed_jobs(store_dir, demo_runs):
@@ -112,8 +130,9 @@ def test_a_simulated_run_shows_its_fabric_failures_and_slowed_jobs(store_dir, de
     down_links = samples.filter(pl.col("util_pct").is_null())["link_id"].n_unique()
     outages = frames_with(at, "down_for")[0]
     assert int(m[label("link_outages")]) == outages.shape[0] > 0 and outages["links"].sum() >= down_links
-    assert at.radio[0].value == "peak" and any(c.value.startswith("32 racks, 512 spines and 16 core")
-                                                for c in at.caption)  # demo: 32 racks, each its own pod
+    assert at.radio[0].value == "peak" and any(
+        c.value.startswith("32 racks, 512 spines and 16 core") for c in at.caption
+    )  # demo: 32 racks, each its own pod
     assert frames_with(at, "errors")  # flapping cables before they failed
 
 
@@ -125,9 +144,14 @@ def test_roce_beside_infiniband(store_dir, demo_runs):
     assert at.selectbox(key="net_vs").value == ib_id
     stats = next(f for f in frames_with(at, "hottest_link_mean") if "run" in f.columns)
     # every tier of both fabrics, in words; the NIC cables too (their figures come from every link)
-    assert set(stats["tier"]) == {"NIC cables (GPU to rack switch)", "Rack uplinks (rack to cluster switch)",
-                                  "Core links (cluster to aggregation switch)", "NIC cables (GPU to leaf)",
-                                  "Rack uplinks (leaf to spine)", "Core links (spine to core)"}
+    assert set(stats["tier"]) == {
+        "NIC cables (GPU to rack switch)",
+        "Rack uplinks (rack to cluster switch)",
+        "Core links (cluster to aggregation switch)",
+        "NIC cables (GPU to leaf)",
+        "Rack uplinks (leaf to spine)",
+        "Core links (spine to core)",
+    }
     slow = frames_with(at, "flagship_slowdown_max")[0]
     worst = slow["flagship_slowdown_max"].tolist()
     assert worst[0] >= 1.75 and worst[1] < 1.75  # the IB core is non-blocking
@@ -144,15 +168,23 @@ def test_outages_meanwhile_counts_overlaps_only():
 
 
 def test_diagram_nodes_place_every_switch():
-    loads = pl.DataFrame({
-        "tier": ["rtsw_ctsw"] * 4 + ["ctsw_atsw"] * 4, "side": ["up", "up", "down", "down", "up", "up", "down", "down"],
-        "node": ["rtsw-0", "rtsw-1", "ctsw-0-0", "ctsw-0-1", "ctsw-0-0", "ctsw-0-1", "atsw-0", "atsw-1"],
-        "mean_util": [10.0, 30.0, 20.0, 20.0, 40.0, 0.0, 5.0, 15.0], "peak_util": [50.0] * 8,
-        "down_samples": [0, 2, 0, 0, 0, 0, 0, 0], "links": [2, 2, 2, 2, 2, 2, 2, 2],
-        "out": [False, True, False, False, False, False, False, False]})
-    nodes = charts.diagram_nodes(loads, pl.DataFrame({"rack_id": [0, 1], "pod_id": [0, 0]},
-                                                     schema={"rack_id": pl.Int32, "pod_id": pl.Int32}),
-                                 ("gpu_rtsw", "rtsw_ctsw", "ctsw_atsw"))
+    loads = pl.DataFrame(
+        {
+            "tier": ["rtsw_ctsw"] * 4 + ["ctsw_atsw"] * 4,
+            "side": ["up", "up", "down", "down", "up", "up", "down", "down"],
+            "node": ["rtsw-0", "rtsw-1", "ctsw-0-0", "ctsw-0-1", "ctsw-0-0", "ctsw-0-1", "atsw-0", "atsw-1"],
+            "mean_util": [10.0, 30.0, 20.0, 20.0, 40.0, 0.0, 5.0, 15.0],
+            "peak_util": [50.0] * 8,
+            "down_samples": [0, 2, 0, 0, 0, 0, 0, 0],
+            "links": [2, 2, 2, 2, 2, 2, 2, 2],
+            "out": [False, True, False, False, False, False, False, False],
+        }
+    )
+    nodes = charts.diagram_nodes(
+        loads,
+        pl.DataFrame({"rack_id": [0, 1], "pod_id": [0, 0]}, schema={"rack_id": pl.Int32, "pod_id": pl.Int32}),
+        ("gpu_rtsw", "rtsw_ctsw", "ctsw_atsw"),
+    )
     by_name = {r["name"]: r for r in nodes.to_dicts()}
     assert [by_name[n]["level"] for n in ("rtsw-0", "ctsw-0-1", "atsw-1")] == [0, 1, 2]
     assert by_name["ctsw-0-0"]["mean_util"] == 30.0  # its rack links (20) and core links (40) together

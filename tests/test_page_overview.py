@@ -63,7 +63,11 @@ def test_headline_figures_of_the_hand_made_run(store_dir):
     assert "2024-03-01 00:00 → 2024-03-03 00:00 UTC (2.0 days)" in at.main.caption[0].value
     assert "32 GPUs on 4 hosts" in at.main.caption[0].value
     headers = [h.value for h in at.subheader]
-    assert headers == ["What is down", "Where the flagship job's time went", "What interrupted it"]  # down first
+    assert headers == [
+        "What is down",
+        "Where the flagship job's time went",
+        "What interrupted it",
+    ]  # down first
     md = [m.value for m in at.main.markdown]
     assert "**Interruptions: 3** of the flagship job. The most frequent causes:" in md
     assert "One unexpected interruption every **24.0 h** on average (Job MTTF)." in md
@@ -149,9 +153,7 @@ def test_summary_with_only_some_keys(store_dir):
     assert not at.exception
     assert metrics(at) == {"ETTR (goodput)": ("50.0%", None), "Interruptions": ("7", None)}
     # no counts by cause in the summary: the incidents table is counted instead
-    assert "**Incidents: 5** recorded in the run. The most frequent causes:" in [
-        m.value for m in at.markdown
-    ]
+    assert "**Incidents: 5** recorded in the run. The most frequent causes:" in [m.value for m in at.markdown]
 
 
 def test_ettr_is_computed_from_attempts_when_the_summary_has_none(store_dir):
@@ -285,8 +287,13 @@ def test_waterfall_steps_from_wall_clock_to_productive():
     fig = charts.goodput_waterfall(wall, s["job"]["losses_gpu_hours"], wall * s["job"]["ettr"])
     bar = fig.data[0]
     # the buckets named by their definitions (engine/analysis/definitions/goodput.py), long ones on two lines
-    assert list(bar.x) == ["Wall clock", "Lost work", "Restart<br>overhead", "Checkpoint<br>writes",
-                           "Productive<br>training"]
+    assert list(bar.x) == [
+        "Wall clock",
+        "Lost work",
+        "Restart<br>overhead",
+        "Checkpoint<br>writes",
+        "Productive<br>training",
+    ]
     assert list(bar.y) == pytest.approx([768.0, 38.6667, 24.0, 28.0, 677.3333], abs=1e-3)
     assert list(bar.base) == pytest.approx([0.0, 729.3333, 705.3333, 677.3333, 0.0], abs=1e-3)
     assert list(bar.marker.color)[1:4] == [
@@ -301,7 +308,13 @@ def test_waterfall_steps_from_wall_clock_to_productive():
 
 def test_waterfall_shows_what_the_losses_do_not_explain():
     fig = charts.goodput_waterfall(100.0, {"lost_work": 5.0, "restart": 5.0}, productive_gpu_hours=80.0)
-    assert list(fig.data[0].x) == ["Wall clock", "Lost work", "Restart<br>overhead", "Other", "Productive<br>training"]
+    assert list(fig.data[0].x) == [
+        "Wall clock",
+        "Lost work",
+        "Restart<br>overhead",
+        "Other",
+        "Productive<br>training",
+    ]
     assert list(fig.data[0].y) == pytest.approx([100.0, 5.0, 5.0, 10.0, 80.0])
     # within rounding the residual is left out
     assert "Other" not in charts.goodput_waterfall(100.0, {"lost_work": 10.0}, 89.8).data[0].x
@@ -320,7 +333,12 @@ def test_ettr_over_time_figure():
     assert len(bars.x) == 48 and bars.x[0] == datetime(2024, 3, 1) and bars.x[10] == datetime(2024, 3, 1, 10)
     assert line.y[-1] == pytest.approx(152400 / 172800)
     # interruptions counted per hour bucket in the strip under the chart (its own axis), by category
-    assert (gpu.name, gpu.yaxis, list(gpu.x), list(gpu.y)) == ("GPU interruptions", "y2", [datetime(2024, 3, 1, 10)], [1])
+    assert (gpu.name, gpu.yaxis, list(gpu.x), list(gpu.y)) == (
+        "GPU interruptions",
+        "y2",
+        [datetime(2024, 3, 1, 10)],
+        [1],
+    )
     assert (planned.marker.color, list(planned.x)) == (CATEGORY_COLOURS["Planned"], [datetime(2024, 3, 2, 2)])
     assert gpu.marker.color == CATEGORY_COLOURS["GPU"] and fig.layout.yaxis2.tickformat == "d"
     # a bucket spent restarting has ETTR 0, so the axis runs from 0 here ...

@@ -49,9 +49,13 @@ def test_starts_from_the_llama3_preset_and_shows_its_closed_form(store_dir):
     assert at.selectbox[0].value == "llama3-405b"
     assert knob(at, "Job GPUs").value == 16384 and knob(at, "Cluster GPUs").value == 24576
     assert knob(at, "Checkpoint interval").value == 300.0 and knob(at, "Technicians").value == 8
-    expected = closed_form_ettr(gpus=16384, rate_per_1000_node_days=llama3["failures.rate_per_1000_node_days"],
-                                checkpoint_interval_s=300.0, checkpoint_write_s=llama3.checkpoint_write_s,
-                                restart_overhead_s=llama3["training.restart_overhead"])
+    expected = closed_form_ettr(
+        gpus=16384,
+        rate_per_1000_node_days=llama3["failures.rate_per_1000_node_days"],
+        checkpoint_interval_s=300.0,
+        checkpoint_write_s=llama3.checkpoint_write_s,
+        restart_overhead_s=llama3["training.restart_overhead"],
+    )
     assert metrics(at)["Closed-form ETTR"] == fmt_pct(expected.ettr)
     assert at.query_params["preset"] == "llama3-405b" and at.query_params["gpus"] == "16384"
     assert at.query_params["ckpt"] == "storage" and at.query_params["fix"] == "14400"
@@ -69,18 +73,41 @@ def test_starts_from_the_selected_runs_preset(store_dir):
 
 
 def test_a_knob_moves_the_closed_form_and_the_url(store_dir):
-    at = open_page(PAGE, {"preset": "llama3-405b", "interval": "1800", "ckpt": "time", "write": "60",
-                          "restart": "600", "rate": "3.79", "gpus": "16384"})
+    at = open_page(
+        PAGE,
+        {
+            "preset": "llama3-405b",
+            "interval": "1800",
+            "ckpt": "time",
+            "write": "60",
+            "restart": "600",
+            "rate": "3.79",
+            "gpus": "16384",
+        },
+    )
     assert not at.exception
-    expected = closed_form_ettr(gpus=16384, rate_per_1000_node_days=3.79, checkpoint_interval_s=1800.0,
-                                checkpoint_write_s=60.0, restart_overhead_s=600.0)
+    expected = closed_form_ettr(
+        gpus=16384,
+        rate_per_1000_node_days=3.79,
+        checkpoint_interval_s=1800.0,
+        checkpoint_write_s=60.0,
+        restart_overhead_s=600.0,
+    )
     m = metrics(at)
     assert m["Closed-form ETTR"] == fmt_pct(expected.ettr) and m["Closed-form job MTTF"] == "3.1 h"
     knob(at, "Failure rate (per 1,000 host-days)").set_value(8.0).run()  # about twice the rate
     assert not at.exception and at.query_params["rate"] == "8"
-    doubled = closed_form_ettr(gpus=16384, rate_per_1000_node_days=8.0, checkpoint_interval_s=1800.0,
-                               checkpoint_write_s=60.0, restart_overhead_s=600.0)
-    assert metrics(at)["Closed-form ETTR"] == fmt_pct(doubled.ettr) and metrics(at)["Closed-form job MTTF"] == "1.5 h"
+    doubled = closed_form_ettr(
+        gpus=16384,
+        rate_per_1000_node_days=8.0,
+        checkpoint_interval_s=1800.0,
+        checkpoint_write_s=60.0,
+        restart_overhead_s=600.0,
+    )
+    assert (
+        metrics(at)["Closed-form ETTR"] == fmt_pct(doubled.ettr)
+        and metrics(at)["Closed-form job MTTF"] == "1.5 h"
+    )
 
 
 def test_a_category_multiplier_moves_the_closed_form(store_dir):
@@ -122,7 +149,10 @@ def test_checkpoint_write_as_a_time_or_size_and_bandwidth(store_dir):
     knob(at, "Checkpoint write time").set_value(120.0).run()
     assert at.query_params["write"] == "120"
     knobs = model.from_params(dict(at.query_params))
-    assert metrics(at)["Closed-form ETTR"] == fmt_pct(model.closed_form(knobs).ettr) and model.write_seconds(knobs) == 120.0
+    assert (
+        metrics(at)["Closed-form ETTR"] == fmt_pct(model.closed_form(knobs).ettr)
+        and model.write_seconds(knobs) == 120.0
+    )
 
 
 def test_changing_the_preset_resets_the_knobs(store_dir):
@@ -171,7 +201,8 @@ def test_run_then_keep_as_run(store_dir):
     assert not at.exception
     [kept] = Store(store_dir).list_runs()
     assert kept.name == "planner · demo" and kept.summary["job"]["ettr"] == pytest.approx(
-        float(m["ETTR (goodput)"].rstrip("%")) / 100, abs=0.0006)  # the full run is the same run
+        float(m["ETTR (goodput)"].rstrip("%")) / 100, abs=0.0006
+    )  # the full run is the same run
     assert any(s.value.startswith(f"Kept as run {kept.run_id}") for s in at.success)
     tables = Store(store_dir).open(kept.run_id).execute("SELECT count(*) FROM host_states").fetchall()
     assert tables[0][0] > 0  # the kept run has every table, not just the summary
@@ -186,7 +217,14 @@ def test_the_downloaded_toml_reloads_to_the_same_scenario(store_dir, tmp_path, m
             kept.append(self)
 
     monkeypatch.setattr(app_test, "MemoryMediaFileStorage", Keeping)
-    params = {"preset": "rsc1", "m_network": "3", "ckpt": "time", "write": "25", "spares": "10", "price": "3.1"}
+    params = {
+        "preset": "rsc1",
+        "m_network": "3",
+        "ckpt": "time",
+        "write": "25",
+        "spares": "10",
+        "price": "3.1",
+    }
     at = open_page(PAGE, params)
     [download] = [b for b in at.download_button if b.proto.label == "Download scenario"]
     file_id = download.proto.url.rsplit("/", 1)[1]
@@ -246,8 +284,11 @@ def test_a_one_setting_sweep_shows_a_line_with_its_band(store_dir):
     button(at, "Run sweep").click().run()
     assert not at.exception
     line = next(c for c in charts(at) if c["data"][-1].get("name") == "Closed-form ETTR")
-    assert [t.get("name") for t in line["data"][1:]] == ["5-95 % of seeds", "Mean ETTR over seeds",
-                                                         "Closed-form ETTR"]
+    assert [t.get("name") for t in line["data"][1:]] == [
+        "5-95 % of seeds",
+        "Mean ETTR over seeds",
+        "Closed-form ETTR",
+    ]
     assert at.dataframe[-1].value["runs"].tolist() == [2, 2]
 
 
@@ -274,7 +315,9 @@ def test_planner_in_chromium(dashboard, tmp_path):  # noqa: F811 (the fixture im
             expect(run).to_be_enabled(timeout=RENDER_TIMEOUT_MS)
             run.click()
             expect(page.get_by_text("ETTR (goodput)")).to_be_visible(timeout=RENDER_TIMEOUT_MS)
-            expect(page.locator(".js-plotly-plot .waterfalllayer")).to_have_count(1, timeout=RENDER_TIMEOUT_MS)
+            expect(page.locator(".js-plotly-plot .waterfalllayer")).to_have_count(
+                1, timeout=RENDER_TIMEOUT_MS
+            )
             page.screenshot(path=str(tmp_path / "planner_run.png"))
             page.get_by_role("tab", name="Monte-Carlo").click()
             page.get_by_role("button", name="Run Monte-Carlo").click()

@@ -17,15 +17,29 @@ ETTR = definition("closed_form_ettr").label
 def test_continuous_knobs_are_sliders_and_durations_read_as_durations(store_dir):
     at = open_page(PAGE, {"preset": "llama3-405b"})
     sliders = {s.label for s in [*at.slider, *at.select_slider]}
-    assert {"Failure rate (per 1,000 host-days)", "Checkpoint interval", "Restart overhead", "Repair turnaround",
-            "Checkpoint size per GPU (GB)", "Storage bandwidth (GB/s)", "Network demand per GPU (Gbps)",
-            "GPU-hour price (USD)"} <= sliders
-    assert {n.label for n in at.number_input} == {"Cluster GPUs", "Job GPUs", "Hot spares (hosts)", "Technicians"}
+    assert {
+        "Failure rate (per 1,000 host-days)",
+        "Checkpoint interval",
+        "Restart overhead",
+        "Repair turnaround",
+        "Checkpoint size per GPU (GB)",
+        "Storage bandwidth (GB/s)",
+        "Network demand per GPU (Gbps)",
+        "GPU-hour price (USD)",
+    } <= sliders
+    assert {n.label for n in at.number_input} == {
+        "Cluster GPUs",
+        "Job GPUs",
+        "Hot spares (hosts)",
+        "Technicians",
+    }
     for label in ("Checkpoint interval", "Restart overhead", "Repair turnaround"):
         options = knob(at, label).options
         assert all(DURATION_TEXT.match(o) for o in options), options  # "30 min", "1 h 30 min", never "1800"
         assert len(set(options)) == len(options)  # no two positions read the same
-    assert "30 min" in knob(at, "Checkpoint interval").options and knob(at, "Checkpoint interval").value == 300.0
+    assert (
+        "30 min" in knob(at, "Checkpoint interval").options and knob(at, "Checkpoint interval").value == 300.0
+    )
     assert knob(at, "Restart overhead").value == 600.0 and knob(at, "Repair turnaround").value == 14400.0
 
 
@@ -36,16 +50,27 @@ def test_a_url_value_off_the_ladder_joins_it(store_dir):
     assert at.query_params["interval"] == "1437.7"
 
 
-@pytest.mark.parametrize(("seconds", "text"), [(0, "0 s"), (0.0768, "0.077 s"), (90, "1 min 30 s"),
-                                               (5400, "1 h 30 min"), (90000, "1 d 1 h"), (1209600, "14 d")])
+@pytest.mark.parametrize(
+    ("seconds", "text"),
+    [
+        (0, "0 s"),
+        (0.0768, "0.077 s"),
+        (90, "1 min 30 s"),
+        (5400, "1 h 30 min"),
+        (90000, "1 d 1 h"),
+        (1209600, "14 d"),
+    ],
+)
 def test_knob_durations(seconds, text):
     assert knob_duration(seconds) == text
 
 
 # (knob label, new value, the figure it moves; None: the closed-form ETTR itself)
 MOVES_ETTR = [
-    ("Job GPUs", 256, None), ("Failure rate (per 1,000 host-days)", 80.0, None),
-    ("Checkpoint interval", 3600.0, None), ("Restart overhead", 3600.0, None),
+    ("Job GPUs", 256, None),
+    ("Failure rate (per 1,000 host-days)", 80.0, None),
+    ("Checkpoint interval", 3600.0, None),
+    ("Restart overhead", 3600.0, None),
     ("Checkpoint size per GPU (GB)", 50.0, None),
 ]
 MOVES_ITS_OWN = [  # these leave the closed-form ETTR where it is: the page says why, next to them
@@ -64,7 +89,9 @@ def test_a_knob_that_changes_the_estimate_moves_the_headline(store_dir, label, v
     assert not at.exception and metrics(at)[ETTR] != before
 
 
-@pytest.mark.parametrize(("label", "value", "figure", "why"), MOVES_ITS_OWN, ids=[k[0] for k in MOVES_ITS_OWN])
+@pytest.mark.parametrize(
+    ("label", "value", "figure", "why"), MOVES_ITS_OWN, ids=[k[0] for k in MOVES_ITS_OWN]
+)
 def test_a_knob_outside_the_closed_form_moves_its_figure_and_says_why(store_dir, label, value, figure, why):
     at = open_page(PAGE, {"preset": "demo"})
     before = metrics(at)

@@ -31,29 +31,43 @@ def test_floor_at_t_from_the_url_with_power_a_rack_and_its_blast_radius(run_id):
     # at 30,000 s host 1 is in repair (GPU 3 failed at 20,000 s); rack 1 draws 2.6 kW of its 2.5 kW budget
     at = open_page(PAGE, {"run": run_id, "t": "30000", "rack": "1"})
     assert not at.exception
-    assert metrics(at) == {"racks": "4", "racks_with_a_problem": "1", "hosts_in_service": "7",
-                           "hosts_out_of_service": "1", "hosts_without_a_state": "0", "gpu_power_drawn": "7.8 kW",
-                           "racks_over_power_budget": "1",
-                           "blast_jobs": "1", "blast_gpus_stopped": "8", "blast_gpus_behind": "4"}
+    assert metrics(at) == {
+        "racks": "4",
+        "racks_with_a_problem": "1",
+        "hosts_in_service": "7",
+        "hosts_out_of_service": "1",
+        "hosts_without_a_state": "0",
+        "gpu_power_drawn": "7.8 kW",
+        "racks_over_power_budget": "1",
+        "blast_jobs": "1",
+        "blast_gpus_stopped": "8",
+        "blast_gpus_behind": "4",
+    }
     assert "2024-03-01 08:20 UTC" in at.caption[0].value
     assert [s.value for s in at.subheader] == ["Floor plan", "Rack", "Blast radius"]
     assert at.query_params["cells"] == "gpus" and at.query_params["measure"] == "state"
     assert at.query_params["problems"] == "0"  # 4 racks: every rack shown as it is
     markdown = [m.value for m in at.markdown]
     assert "**Racks over their power budget at t**: rack 1 (2.6 kW)" in markdown
-    assert any(m.startswith("**Rack 1**: pod 0, row 0, position 1, 2 hosts") and m.endswith("**over budget**")
-               for m in markdown)
+    assert any(
+        m.startswith("**Rack 1**: pod 0, row 0, position 1, 2 hosts") and m.endswith("**over budget**")
+        for m in markdown
+    )
     hosts = at.dataframe[0].value
     assert hosts["hostname"].tolist() == ["gt-p00-r00001-h1", "gt-p00-r00001-h0"]
     assert hosts["host_kw"].tolist() == pytest.approx([1.3, 1.3])
     assert hosts["state"].tolist() == ["Running a job"] * 2  # states in words, never their keys
-    assert at.dataframe[1].value["tier"].tolist() == (["NIC cables (GPU to rack switch)"] * 4  # the rack's links
-                                                      + ["Rack uplinks (rack to cluster switch)"] * 2)
+    assert at.dataframe[1].value["tier"].tolist() == (
+        ["NIC cables (GPU to rack switch)"] * 4  # the rack's links
+        + ["Rack uplinks (rack to cluster switch)"] * 2
+    )
     assert "**Incidents up to t** (0)" in markdown
     # the blast radius opens on the open rack: the flagship job's 8 GPUs stop
     assert at.query_params["blast"] == "rack:1"
     blast = at.dataframe[-1].value
-    assert blast[["job", "its GPUs behind the part", "its GPUs (all stop)"]].values.tolist() == [["flag", 4, 8]]
+    assert blast[["job", "its GPUs behind the part", "its GPUs (all stop)"]].values.tolist() == [
+        ["flag", 4, 8]
+    ]
 
 
 def test_measure_and_failure_window_are_kept_in_the_url(run_id):
@@ -79,7 +93,11 @@ def test_moving_the_time_slider_updates_the_url_the_counts_and_the_power(run_id)
     assert at.query_params["t"] == "10000"
     m = metrics(at)
     # 10,000 s: racks 0 and 1 at 2.6 kW (over), rack 2 at 2.4 kW, rack 3 idle and spare 0.36 kW
-    assert m["hosts_out_of_service"] == "0" and m["racks_over_power_budget"] == "2" and m["gpu_power_drawn"] == "8.0 kW"
+    assert (
+        m["hosts_out_of_service"] == "0"
+        and m["racks_over_power_budget"] == "2"
+        and m["gpu_power_drawn"] == "8.0 kW"
+    )
     assert m["racks_with_a_problem"] == "0"
     assert "rack" not in at.query_params  # no rack chosen: no elevation
 
@@ -99,7 +117,9 @@ def test_choosing_a_rack_shows_its_events_up_to_t(run_id):
     markdown = [m.value for m in at.markdown]
     assert "**Incidents up to t** (1)" in markdown and "**XID lines up to t** (1)" in markdown
     incidents = next(d.value for d in at.dataframe if "cause" in d.value.columns)
-    assert incidents["cause"].tolist() == ["Faulty GPU"] and incidents["out_of_service"].tolist() == ["not repaired"]
+    assert incidents["cause"].tolist() == ["Faulty GPU"] and incidents["out_of_service"].tolist() == [
+        "not repaired"
+    ]
     assert incidents["time (UTC)"].tolist() == ["2024-03-01 05:33 UTC"]
     assert at.dataframe[0].value["state"].tolist() == ["In repair", "Running a job"]  # h1 on top
     assert at.query_params["blast"] == "rack:0"
@@ -185,14 +205,21 @@ def test_problems_only_rings_the_broken_racks_and_counts_the_rest(run_id):
     assert not at.exception
     assert at.toggle(key=f"racks_problems:{run_id}").value and at.query_params["problems"] == "1"
     assert metrics(at)["racks_with_a_problem"] == "1"
-    assert any("1 of 4 racks have a host out of service or a failed GPU at t (ringed); the other 3 are greyed out"
-               in c.value for c in at.caption)
+    assert any(
+        "1 of 4 racks have a host out of service or a failed GPU at t (ringed); the other 3 are greyed out"
+        in c.value
+        for c in at.caption
+    )
     listed = next(d.value for d in at.dataframe if "failed GPUs" in d.value.columns)
     assert listed["rack"].tolist() == [0] and listed["hosts out of service"].tolist() == [1]
-    assert listed["failed GPUs"].tolist() == [1] and [list(s) for s in listed["out-of-service states"]] == [["In repair"]]
+    assert listed["failed GPUs"].tolist() == [1] and [list(s) for s in listed["out-of-service states"]] == [
+        ["In repair"]
+    ]
     # the rack chooser names the problem
-    assert at.selectbox(key=f"racks_rack:{run_id}").options[0] == \
-        "rack 0 · 1 host(s) out of service, 1 failed GPU(s)"
+    assert (
+        at.selectbox(key=f"racks_rack:{run_id}").options[0]
+        == "rack 0 · 1 host(s) out of service, 1 failed GPU(s)"
+    )
     at.toggle(key=f"racks_problems:{run_id}").set_value(False).run()
     assert not at.exception and at.query_params["problems"] == "0"
     assert not any("greyed out" in c.value for c in at.caption)
@@ -201,18 +228,30 @@ def test_problems_only_rings_the_broken_racks_and_counts_the_rest(run_id):
 def test_the_blast_radius_follows_the_rack_opened(run_id):
     at = open_page(PAGE, {"run": run_id, "t": "30000", "rack": "1"})
     assert at.query_params["blast"] == "rack:1"
-    assert [metrics(at)[k] for k in ("blast_jobs", "blast_gpus_stopped", "blast_gpus_behind")] == ["1", "8", "4"]
+    assert [metrics(at)[k] for k in ("blast_jobs", "blast_gpus_stopped", "blast_gpus_behind")] == [
+        "1",
+        "8",
+        "4",
+    ]
     at.selectbox(key=f"racks_rack:{run_id}").set_value(2).run()  # rack 2: r1's two hosts
     assert not at.exception and at.query_params["blast"] == "rack:2"
     assert at.dataframe[-1].value["job"].tolist() == ["r1"]
-    assert [metrics(at)[k] for k in ("blast_jobs", "blast_gpus_stopped", "blast_gpus_behind")] == ["1", "4", "4"]
+    assert [metrics(at)[k] for k in ("blast_jobs", "blast_gpus_stopped", "blast_gpus_behind")] == [
+        "1",
+        "4",
+        "4",
+    ]
     # another kind of part follows the open rack too: its top host
     at.button_group[2].set_value("host").run()
     assert at.query_params["blast"] == "host:gt-p01-r00002-h1"
     at.selectbox(key=f"racks_rack:{run_id}").set_value(3).run()  # rack 3: idle host 6, host 7 in the flagship
     assert at.query_params["blast"] == "host:gt-p01-r00003-h1"
     assert at.dataframe[-1].value["job"].tolist() == ["flag"]
-    assert [metrics(at)[k] for k in ("blast_jobs", "blast_gpus_stopped", "blast_gpus_behind")] == ["1", "8", "2"]
+    assert [metrics(at)[k] for k in ("blast_jobs", "blast_gpus_stopped", "blast_gpus_behind")] == [
+        "1",
+        "8",
+        "2",
+    ]
     # a part chosen by hand stays until another rack is opened
     at.selectbox(key=f"racks_blast_target:{run_id}:host").set_value("gt-p01-r00003-h0").run()
     at.slider[0].set_value(10.0).run()

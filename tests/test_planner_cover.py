@@ -20,14 +20,26 @@ from engine.scenario import build
 from engine.sim.failures import SCOPE
 
 
-@pytest.mark.parametrize(("seconds", "expected"), [(1437.7, 1200), (409.0, 300), (817.0, 900), (3267.0, 3600),
-                                                   (0.0, 0.0), (0.0768, 0.08), (1e9, 30 * 86400)])
+@pytest.mark.parametrize(
+    ("seconds", "expected"),
+    [
+        (1437.7, 1200),
+        (409.0, 300),
+        (817.0, 900),
+        (3267.0, 3600),
+        (0.0, 0.0),
+        (0.0768, 0.08),
+        (1e9, 30 * 86400),
+    ],
+)
 def test_nice_duration(seconds, expected):
     assert nice_duration(seconds) == expected
 
 
-@pytest.mark.parametrize(("x", "expected"), [(3.79 * 0.354, 1.5), (5.36, 5.0), (10.7, 10.0), (0.3, 0.3),
-                                             (16.97, 15.0), (135.8, 150.0), (0.0, 0.0)])
+@pytest.mark.parametrize(
+    ("x", "expected"),
+    [(3.79 * 0.354, 1.5), (5.36, 5.0), (10.7, 10.0), (0.3, 0.3), (16.97, 15.0), (135.8, 150.0), (0.0, 0.0)],
+)
 def test_nice_number(x, expected):
     assert nice_number(x) == expected
 
@@ -60,8 +72,10 @@ def test_spare_cover_of_llama3_by_hand():
     weights = {c.cause: c.count for c in CAUSES}  # the preset's mix is the Llama 3 table's counts
     share = sum(w for c, w in weights.items() if SCOPE[c] != "job") / 419
     rack = 0.2 * 2 + 0.8  # a fifth of network faults take the rack's two hosts
-    per = (sum(w for c, w in weights.items() if SCOPE[c] not in ("job", "network"))
-           + weights["network_switch_cable"] * rack) / sum(w for c, w in weights.items() if SCOPE[c] != "job")
+    per = (
+        sum(w for c, w in weights.items() if SCOPE[c] not in ("job", "network"))
+        + weights["network_switch_cable"] * rack
+    ) / sum(w for c, w in weights.items() if SCOPE[c] != "job")
     away = 120 + 900 + 4 * 3600 + 0.1 * 5 * 86400 + 2 * 3600  # drain, diagnose, fix, RMA share, burn-in
     per_host_s = s["failures.rate_per_1000_node_days"] / 1000 / 86400
     cover = spare_cover(s)
@@ -76,11 +90,17 @@ def test_each_cover_knob_moves_its_figure():
     base = spare_cover(build("demo"))
     assert spare_cover(build("demo", sets=["spares.hosts=1"])).run_out > base.run_out  # fewer spares
     bigger = spare_cover(build("demo", sets=["cluster.gpus=1024"]))
-    assert bigger.technician_load == pytest.approx(2 * base.technician_load) and bigger.hosts_away == base.hosts_away
+    assert (
+        bigger.technician_load == pytest.approx(2 * base.technician_load)
+        and bigger.hosts_away == base.hosts_away
+    )
     slower = spare_cover(build("demo", sets=["repair.fix=8h"]))
-    assert slower.hosts_away > base.hosts_away and slower.technician_load == pytest.approx(2 * base.technician_load)
+    assert slower.hosts_away > base.hosts_away and slower.technician_load == pytest.approx(
+        2 * base.technician_load
+    )
     assert spare_cover(build("demo", sets=["repair.technicians=4"])).technician_load == pytest.approx(
-        base.technician_load / 2)
+        base.technician_load / 2
+    )
 
 
 def test_an_overloaded_repair_shop_runs_out_of_spares():

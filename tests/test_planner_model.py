@@ -35,11 +35,28 @@ def test_defaults_are_the_preset():
 
 
 def test_url_round_trip_and_multipliers_only_when_not_one():
-    knobs = model.from_params({"preset": "rsc1", "gpus": "4096", "rate": "9.5", "ckpt": "time", "write": "30",
-                               "m_gpu": "2", "m_network": "0.5", "fix": "7200"})
-    assert (knobs.preset, knobs.job_gpus, knobs.rate, knobs.write_mode, knobs.write_s) == ("rsc1", 4096, 9.5,
-                                                                                       "time", 30.0)
-    assert knobs.multipliers["GPU"] == 2.0 and knobs.multipliers["Network"] == 0.5 and knobs.repair_fix_s == 7200
+    knobs = model.from_params(
+        {
+            "preset": "rsc1",
+            "gpus": "4096",
+            "rate": "9.5",
+            "ckpt": "time",
+            "write": "30",
+            "m_gpu": "2",
+            "m_network": "0.5",
+            "fix": "7200",
+        }
+    )
+    assert (knobs.preset, knobs.job_gpus, knobs.rate, knobs.write_mode, knobs.write_s) == (
+        "rsc1",
+        4096,
+        9.5,
+        "time",
+        30.0,
+    )
+    assert (
+        knobs.multipliers["GPU"] == 2.0 and knobs.multipliers["Network"] == 0.5 and knobs.repair_fix_s == 7200
+    )
     params = model.to_params(knobs)
     assert "m_host" not in params and params["m_gpu"] == "2"
     assert model.from_params(params) == knobs
@@ -65,7 +82,9 @@ def test_any_url_gives_knobs_that_round_trip(params):
 
 
 def test_large_whole_numbers_keep_every_digit():
-    assert model.to_params(model.from_params({"preset": "demo", "cluster": "1048576"}))["cluster"] == "1048576"
+    assert (
+        model.to_params(model.from_params({"preset": "demo", "cluster": "1048576"}))["cluster"] == "1048576"
+    )
 
 
 def test_a_category_multiplier_scales_its_causes_and_the_rate():
@@ -101,8 +120,17 @@ def test_settings_that_do_not_fit_name_the_key():
 
 
 def test_the_toml_reloads_to_the_same_scenario(tmp_path):
-    knobs = model.from_params({"preset": "rsc1", "m_host": "3", "ckpt": "time", "write": "12", "price": "4.2",
-                               "cluster": "32000", "techs": "5"})
+    knobs = model.from_params(
+        {
+            "preset": "rsc1",
+            "m_host": "3",
+            "ckpt": "time",
+            "write": "12",
+            "price": "4.2",
+            "cluster": "32000",
+            "techs": "5",
+        }
+    )
     s = model.scenario(knobs)
     path = tmp_path / "planner.toml"
     path.write_text(s.to_toml())
@@ -112,10 +140,22 @@ def test_the_toml_reloads_to_the_same_scenario(tmp_path):
 
 def test_closed_form_losses_exact():
     # one host failing once a day: lambda = 1/86400 s; T = 1 h, w = 36 s, R = 30 min, one day, 8 GPUs
-    estimate = closed_form_ettr(gpus=8, rate_per_1000_node_days=1000.0, checkpoint_interval_s=3600.0,
-                                checkpoint_write_s=36.0, restart_overhead_s=1800.0)
-    frame = closed_form_losses(estimate, gpus=8, interval_s=3600.0, write_s=36.0, restart_s=1800.0,
-                                     duration_s=86400.0, gpu_hour_usd=2.0)
+    estimate = closed_form_ettr(
+        gpus=8,
+        rate_per_1000_node_days=1000.0,
+        checkpoint_interval_s=3600.0,
+        checkpoint_write_s=36.0,
+        restart_overhead_s=1800.0,
+    )
+    frame = closed_form_losses(
+        estimate,
+        gpus=8,
+        interval_s=3600.0,
+        write_s=36.0,
+        restart_s=1800.0,
+        duration_s=86400.0,
+        gpu_hour_usd=2.0,
+    )
     hours = dict(zip(frame["category"], frame["gpu_hours"], strict=True))
     assert hours["lost_work"] == pytest.approx(4.0) and hours["restart"] == pytest.approx(4.0)
     assert hours["checkpoint"] == pytest.approx(184 * 0.01 / 1.01) and hours["waiting_for_spares"] == 0.0
@@ -125,19 +165,44 @@ def test_closed_form_losses_exact():
 
 
 def test_closed_form_losses_when_failures_outrun_progress():
-    estimate = closed_form_ettr(gpus=8, rate_per_1000_node_days=100_000.0, checkpoint_interval_s=3600.0,
-                                checkpoint_write_s=36.0, restart_overhead_s=1800.0)
+    estimate = closed_form_ettr(
+        gpus=8,
+        rate_per_1000_node_days=100_000.0,
+        checkpoint_interval_s=3600.0,
+        checkpoint_write_s=36.0,
+        restart_overhead_s=1800.0,
+    )
     assert estimate.ettr == 0.0
-    frame = closed_form_losses(estimate, gpus=8, interval_s=3600.0, write_s=36.0, restart_s=1800.0,
-                                     duration_s=86400.0, gpu_hour_usd=1.0)
+    frame = closed_form_losses(
+        estimate,
+        gpus=8,
+        interval_s=3600.0,
+        write_s=36.0,
+        restart_s=1800.0,
+        duration_s=86400.0,
+        gpu_hour_usd=1.0,
+    )
     assert frame["gpu_hours"].to_list() == pytest.approx([96.0, 96.0, 0.0, 0.0, 0.0])  # T/2 = R: half each
 
 
 def test_closed_form_losses_take_the_placements_slowdown_from_training_time():
-    estimate = closed_form_ettr(gpus=8, rate_per_1000_node_days=1000.0, checkpoint_interval_s=3600.0,
-                                checkpoint_write_s=36.0, restart_overhead_s=1800.0)
-    frame = closed_form_losses(estimate, gpus=8, interval_s=3600.0, write_s=36.0, restart_s=1800.0,
-                                     duration_s=86400.0, gpu_hour_usd=2.0, slowdown=1.25)
+    estimate = closed_form_ettr(
+        gpus=8,
+        rate_per_1000_node_days=1000.0,
+        checkpoint_interval_s=3600.0,
+        checkpoint_write_s=36.0,
+        restart_overhead_s=1800.0,
+    )
+    frame = closed_form_losses(
+        estimate,
+        gpus=8,
+        interval_s=3600.0,
+        write_s=36.0,
+        restart_s=1800.0,
+        duration_s=86400.0,
+        gpu_hour_usd=2.0,
+        slowdown=1.25,
+    )
     hours = dict(zip(frame["category"], frame["gpu_hours"], strict=True))
     # training time 192 x ETTR, of which 1 - 1/1.25 = 20 % makes no progress
     assert hours["network_slowdown"] == pytest.approx(192.0 * estimate.ettr * 0.2)
@@ -146,17 +211,26 @@ def test_closed_form_losses_take_the_placements_slowdown_from_training_time():
 
 def test_loss_table_puts_the_simulation_beside_the_closed_form():
     s = build("demo")
-    summary = {"job": {"losses_gpu_hours": {"lost_work": 10.0, "restart": 20.0, "checkpoint": 1.0,
-                                            "waiting_for_spares": 5.0},
-                       "losses_usd": {"lost_work": 25.0, "restart": 50.0, "checkpoint": 2.5,
-                                      "waiting_for_spares": 12.5}}}
+    summary = {
+        "job": {
+            "losses_gpu_hours": {
+                "lost_work": 10.0,
+                "restart": 20.0,
+                "checkpoint": 1.0,
+                "waiting_for_spares": 5.0,
+            },
+            "losses_usd": {"lost_work": 25.0, "restart": 50.0, "checkpoint": 2.5, "waiting_for_spares": 12.5},
+        }
+    }
     table = loss_table(summary, s)
     assert table["category"].to_list()[-1] == "network_slowdown"
     assert table["sim_gpu_hours"].to_list() == [10.0, 20.0, 1.0, 5.0, 0.0]  # no placement_slowdown: none
     assert table["sim_usd"].to_list() == [25.0, 50.0, 2.5, 12.5, 0.0]
     slowed = {"job": {**summary["job"], "gpus": 384, "productive_hours": 10.0, "placement_slowdown": 1.25}}
     table = loss_table(slowed, s)
-    assert table["sim_gpu_hours"][-1] == pytest.approx(10.0 * 384 * 0.2)  # a fifth of the training made nothing
+    assert table["sim_gpu_hours"][-1] == pytest.approx(
+        10.0 * 384 * 0.2
+    )  # a fifth of the training made nothing
     assert table["sim_usd"][-1] == pytest.approx(10.0 * 384 * 0.2 * 2.5) and table["cf_gpu_hours"][-1] > 0
     rate = 48 * 40.0 / 1000 / 86400  # 48 hosts at 40 per 1,000 host-days
     assert table["cf_gpu_hours"][1] == pytest.approx(rate * 600 * 384 * 7 * 24)
@@ -186,8 +260,9 @@ def test_default_values_are_four_valid_values(param):
 def test_default_intervals_straddle_the_young_daly_optimum():
     s = build("llama3-405b", sets=['training.checkpoint_write="60s"'])
     optimum = young_daly_interval(60.0, closed_form_of(s).mttf_s)
-    _, numbers = model.parse_values(s, "training.checkpoint_interval",
-                                    model.default_values(s, "training.checkpoint_interval"))
+    _, numbers = model.parse_values(
+        s, "training.checkpoint_interval", model.default_values(s, "training.checkpoint_interval")
+    )
     assert numbers[1] < optimum < numbers[2]  # 19.3 min between 15 min and 30 min
     assert numbers == [300.0, 900.0, 1800.0, 3600.0]  # round values (the issue: not 1,437.7 s)
 
@@ -208,7 +283,9 @@ def test_young_daly_curve_follows_the_row_settings():
     flat = model.young_daly_curve(s, "training.restart_overhead", ("5m", "20m"))
     assert flat[0] == flat[1]
     bent = model.young_daly_curve(s, "failures.rate_per_1000_node_days", ("1", "4"))
-    assert bent[0] == pytest.approx(2 * bent[1])  # sqrt(2 w / (N lambda)): four times the rate, half the interval
+    assert bent[0] == pytest.approx(
+        2 * bent[1]
+    )  # sqrt(2 w / (N lambda)): four times the rate, half the interval
     assert model.young_daly_curve(s, "failures.rate_per_1000_node_days", ("0",)) == [math.inf]
 
 
@@ -247,26 +324,63 @@ def test_placement_and_network_demand_reach_the_scenario_and_its_slowdown():
     assert s["training.placement"] == "spread" and s["network.gbps_per_gpu"] == 100.0
     # 256 job hosts a pod, every ring hop leaving its pod: 256 x 8 x 100 Gbps up against 192 x 16 x 400 / 7
     assert placement_slowdown_of(s) == pytest.approx(256 * 8 * 100 / (192 * 16 * 400 / 7))
-    assert placement_slowdown_of(model.scenario(model.from_params({"preset": "llama3-405b", "gbps": "100"}))) == 1.0
-    assert model.from_params({"preset": "demo", "place": "scatter"}).placement == "pack"  # unknown: the preset's
+    assert (
+        placement_slowdown_of(model.scenario(model.from_params({"preset": "llama3-405b", "gbps": "100"})))
+        == 1.0
+    )
+    assert (
+        model.from_params({"preset": "demo", "place": "scatter"}).placement == "pack"
+    )  # unknown: the preset's
 
 
 def test_the_knobs_scenario_is_the_one_the_set_strings_gave():
     """Knobs reach the engine as values (Scenario.with_values), no longer as `--set` strings: the same scenario."""
-    knobs = model.from_params({"preset": "demo", "interval": "1800", "restart": "90", "spares": "2", "rate": "30",
-                               "m_gpu": "2", "m_network": "0.5", "ckpt": "storage", "gb": "2", "bw": "500"})
+    knobs = model.from_params(
+        {
+            "preset": "demo",
+            "interval": "1800",
+            "restart": "90",
+            "spares": "2",
+            "rate": "30",
+            "m_gpu": "2",
+            "m_network": "0.5",
+            "ckpt": "storage",
+            "gb": "2",
+            "bw": "500",
+        }
+    )
     weights = model.base_weights("demo")
     category = {c.cause: c.category for c in CAUSES}
-    mix = [f"{MIX_PREFIX}{cause}={w * knobs.multipliers[category[cause]]:g}" for cause, w in weights.items()
-           if knobs.multipliers[category[cause]] != 1.0]
-    old = build("demo", sets=[
-        "cluster.gpus=512", "training.gpus=384", "failures.rate_per_1000_node_days=30",
-        f"failures.scale={category_scale(weights, knobs.multipliers):.12g}", "training.checkpoint_interval=1800s",
-        "training.restart_overhead=90s", "spares.hosts=2", "repair.fix=14400s", "repair.technicians=2",
-        "cost.gpu_hour_usd=2.5", "training.placement=pack", "network.gbps_per_gpu=25",
-        'training.checkpoint_write=""', "storage.checkpoint_gb_per_gpu=2", "storage.bandwidth_gb_per_s=500",
-        *mix, "simulation.telemetry=false"])
+    mix = [
+        f"{MIX_PREFIX}{cause}={w * knobs.multipliers[category[cause]]:g}"
+        for cause, w in weights.items()
+        if knobs.multipliers[category[cause]] != 1.0
+    ]
+    old = build(
+        "demo",
+        sets=[
+            "cluster.gpus=512",
+            "training.gpus=384",
+            "failures.rate_per_1000_node_days=30",
+            f"failures.scale={category_scale(weights, knobs.multipliers):.12g}",
+            "training.checkpoint_interval=1800s",
+            "training.restart_overhead=90s",
+            "spares.hosts=2",
+            "repair.fix=14400s",
+            "repair.technicians=2",
+            "cost.gpu_hour_usd=2.5",
+            "training.placement=pack",
+            "network.gbps_per_gpu=25",
+            'training.checkpoint_write=""',
+            "storage.checkpoint_gb_per_gpu=2",
+            "storage.bandwidth_gb_per_s=500",
+            *mix,
+            "simulation.telemetry=false",
+        ],
+    )
     new = model.scenario(knobs)
     assert new.values.keys() == old.values.keys()
-    assert all(new[k] == pytest.approx(old[k]) if isinstance(old[k], float) else new[k] == old[k] for k in old.values)
+    assert all(
+        new[k] == pytest.approx(old[k]) if isinstance(old[k], float) else new[k] == old[k] for k in old.values
+    )
     assert new.checkpoint_write_s == model.write_seconds(knobs) == pytest.approx(2 * 384 / 500)

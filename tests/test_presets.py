@@ -27,8 +27,10 @@ def test_each_preset_file_names_its_source_in_a_comment():
 def test_a_new_file_is_a_new_preset_and_a_mistyped_key_names_file_and_key(tmp_path: Path):
     (tmp_path / "small.toml").write_text("[cluster]\ngpus = 64\n[training]\ngpus = 32\n")
     assert read_presets(tmp_path) == {"small": {"cluster.gpus": 64, "training.gpus": 32}}
-    (tmp_path / "typo.toml").write_text("[training]\ncheckpoint_intervall = \"30m\"\n")
-    with pytest.raises(PresetError, match=r"typo\.toml: unknown scenario key 'training\.checkpoint_intervall'"):
+    (tmp_path / "typo.toml").write_text('[training]\ncheckpoint_intervall = "30m"\n')
+    with pytest.raises(
+        PresetError, match=r"typo\.toml: unknown scenario key 'training\.checkpoint_intervall'"
+    ):
         read_presets(tmp_path)
 
 

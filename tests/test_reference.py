@@ -24,9 +24,9 @@ def test_causes_match_the_llama3_table(shared_reference):
 def test_xids_match_the_catalogue(shared_reference):
     with open(shared_reference / "xid_catalog.csv", newline="") as f:
         rows = list(csv.DictReader(f))
-    assert [(int(r["xid"]), r["mnemonic"], r["meaning"], r["action"], r["fatal"] == "true") for r in rows] == [
-        (x.xid, x.mnemonic, x.meaning, x.action, x.fatal) for x in XIDS
-    ]
+    assert [
+        (int(r["xid"]), r["mnemonic"], r["meaning"], r["action"], r["fatal"] == "true") for r in rows
+    ] == [(x.xid, x.mnemonic, x.meaning, x.action, x.fatal) for x in XIDS]
 
 
 def test_derived_rate_is_the_readme_figure():

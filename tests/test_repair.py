@@ -23,12 +23,18 @@ def _trace(repairs, host):
 
 
 def test_stages_run_in_order_and_the_host_comes_back():
-    env, repairs, returned = _repairs("repair.drain=2m", "repair.diagnose=15m", "repair.burn_in=2h",
-                                      "repair.rma_fraction=0")
+    env, repairs, returned = _repairs(
+        "repair.drain=2m", "repair.diagnose=15m", "repair.burn_in=2h", "repair.rma_fraction=0"
+    )
     repairs.start([5], incident_id=0)
     env.run()
     trace = _trace(repairs, 5)
-    assert [s for s, _, _ in trace] == ["draining", "diagnosing", "repair", "burn_in"]  # a technician was free
+    assert [s for s, _, _ in trace] == [
+        "draining",
+        "diagnosing",
+        "repair",
+        "burn_in",
+    ]  # a technician was free
     assert trace[0][1:] == (0, 120) and trace[1][1:] == (120, 1020)
     assert trace[2][1] == 1020 and trace[3][2] - trace[3][1] == pytest.approx(7200)
     for (_, _, end), (_, start, _) in zip(trace, trace[1:], strict=False):
@@ -60,8 +66,9 @@ def test_a_rack_switch_repair_takes_its_hosts_together():
 
 
 def test_vendor_returns_take_days_without_holding_a_technician():
-    env, repairs, _ = _repairs("repair.rma_fraction=1", "repair.rma_time=5d", "repair.fix=1h",
-                               "repair.technicians=1")
+    env, repairs, _ = _repairs(
+        "repair.rma_fraction=1", "repair.rma_time=5d", "repair.fix=1h", "repair.technicians=1"
+    )
     for i in range(40):
         repairs.start([i], incident_id=i)
     env.run()
@@ -74,8 +81,9 @@ def test_vendor_returns_take_days_without_holding_a_technician():
 
 
 def test_lemons_are_flagged_after_repeated_failures_in_the_window():
-    env, repairs, _ = _repairs("repair.lemon_failures=3", "repair.lemon_window=14d", "repair.rma_fraction=0",
-                               "repair.rma_time=30d")
+    env, repairs, _ = _repairs(
+        "repair.lemon_failures=3", "repair.lemon_window=14d", "repair.rma_fraction=0", "repair.rma_time=30d"
+    )
     day = SECONDS_PER_DAY
     times = {0: 0.0, 1: day, 2: 2 * day, 3: 40 * day}  # the third within 14 days is a lemon
     for incident, t in times.items():
@@ -84,8 +92,11 @@ def test_lemons_are_flagged_after_repeated_failures_in_the_window():
         repairs.start([7], incident_id=incident)
     env.run()
     assert repairs.lemon_incidents == {2}
-    lemon_repair = [i.end_s - i.start_s for i in repairs.intervals
-                    if i.state == "repair" and 2 * day <= i.start_s < 40 * day]
+    lemon_repair = [
+        i.end_s - i.start_s
+        for i in repairs.intervals
+        if i.state == "repair" and 2 * day <= i.start_s < 40 * day
+    ]
     assert sum(lemon_repair) > day  # the lemon's part went back to the vendor (mean 30 d)
 
 

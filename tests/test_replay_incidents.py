@@ -21,8 +21,13 @@ from engine.store import Store
 
 # A busy week of the demo cluster: many failures, rack-switch failures among them, so replay must get the
 # rack-wide flag, the GPU behind a NIC cable, late detections and planned stops right.
-SETS = ["simulation.days=4", "failures.scale=6", "failures.network_rack_share=0.5", "simulation.seed=3",
-        "simulation.telemetry=false"]
+SETS = [
+    "simulation.days=4",
+    "failures.scale=6",
+    "failures.network_rack_share=0.5",
+    "simulation.seed=3",
+    "simulation.telemetry=false",
+]
 HEADER = "t_s,detected_s,cause,planned,host_id,gpu_id,xid\n"
 
 
@@ -43,18 +48,22 @@ def test_a_stored_run_forks_directly_and_an_upload_replays_from_bytes(exported):
     same = replay_stored_run(store, run.run_id)
     assert same.tables["incidents"].equals(run.tables["incidents"])
     assert same.summary["jobs"] == run.tables["jobs"].height and same.summary["format"] == "incidents"
-    uploaded = replay_incidents_data((folder / "incidents.csv").read_bytes(), "csv", where="upload.csv",
-                                     preset="demo", sets=SETS)
+    uploaded = replay_incidents_data(
+        (folder / "incidents.csv").read_bytes(), "csv", where="upload.csv", preset="demo", sets=SETS
+    )
     assert uploaded.summary["interruptions"] == run.summary["interruptions"]
     # an anonymised export keeps host and GPU ids (positions, not names), so it replays to the same run; only
     # the flagship job's name (the scenario's training.name) is now its pseudonym
-    anonymised = replay_incidents_data(export_run_incidents(store, run.run_id, "json", anonymise=True), "json")
+    anonymised = replay_incidents_data(
+        export_run_incidents(store, run.run_id, "json", anonymise=True), "json"
+    )
     assert anonymised.summary["interruptions"] == run.summary["interruptions"]
     assert anonymised.tables["incidents"].drop("job_ids").equals(run.tables["incidents"].drop("job_ids"))
     assert anonymised.summary["job"]["name"].startswith("job-")
     with pytest.raises(IncidentsFileError, match="^upload.csv: line 2: unknown cause"):
-        replay_incidents_data(HEADER.encode() + b"1,1,gpu_on_fire,false,1,,\n", "csv", where="upload.csv",
-                              preset="demo")
+        replay_incidents_data(
+            HEADER.encode() + b"1,1,gpu_on_fire,false,1,,\n", "csv", where="upload.csv", preset="demo"
+        )
 
 
 def test_replaying_a_runs_own_json_export_reproduces_it(exported):
@@ -86,48 +95,68 @@ def test_forking_keeps_the_failures_and_changes_the_outcome(exported):
     original = run.tables["incidents"].filter(pl.col("jobs_hit") > 0)
     forked = slower.tables["incidents"]
     # every failure of the file happens again at the same time on the same host with the same cause
-    assert forked.select("t_s", "host_id", "cause").sort("t_s", "host_id").equals(
-        run.tables["incidents"].select("t_s", "host_id", "cause").sort("t_s", "host_id"))
+    assert (
+        forked.select("t_s", "host_id", "cause")
+        .sort("t_s", "host_id")
+        .equals(run.tables["incidents"].select("t_s", "host_id", "cause").sort("t_s", "host_id"))
+    )
     assert original.height and slower.summary["job"]["ettr"] != run.summary["job"]["ettr"]
 
 
 def test_more_spares_never_lower_ettr_on_the_same_failures(tmp_path):
     # Hand-made: six GPUs of the demo flagship job's hosts (0-47) fail within three hours, while the hosts
     # before them are still in repair (hours), so with few spares the job waits for repaired hosts.
-    rows = [(3600.0 * (1 + i / 2), 3600.0 * (1 + i / 2) + 60, "faulty_gpu", "false", h, h * 8, 79)
-            for i, h in enumerate((0, 5, 11, 17, 23, 29))]
+    rows = [
+        (3600.0 * (1 + i / 2), 3600.0 * (1 + i / 2) + 60, "faulty_gpu", "false", h, h * 8, 79)
+        for i, h in enumerate((0, 5, 11, 17, 23, 29))
+    ]
     rows.append((20 * 3600.0, 20 * 3600.0, "planned_maintenance", "true", "", "", ""))
     path = tmp_path / "hand-made.csv"
     path.write_text(HEADER + "".join(",".join(map(str, r)) + "\n" for r in rows))
     ettr = []
     for spares in (0, 1, 2, 3, 6, 12):
         # spares alone: without them the job waits for repairs instead of preempting research jobs
-        run = replay_incidents(path, preset="demo", sets=["simulation.days=2", "simulation.telemetry=false",
-                                                           f"spares.hosts={spares}", "spares.preempt_research=false"])
+        run = replay_incidents(
+            path,
+            preset="demo",
+            sets=[
+                "simulation.days=2",
+                "simulation.telemetry=false",
+                f"spares.hosts={spares}",
+                "spares.preempt_research=false",
+            ],
+        )
         assert run.summary["interruptions"]["by_cause"]["faulty_gpu"] >= 1
         ettr.append(run.summary["job"]["ettr"])
     assert all(a <= b + 1e-12 for a, b in zip(ettr, ettr[1:], strict=False)), ettr
     assert ettr[0] < ettr[-1]  # without spares the job waited for repairs; with six or more it never did
     assert ettr[-2] == ettr[-1]  # six failures: the seventh to twelfth spares change nothing
     # with preemption (the default) research hosts stand in for the missing spares: the job never waits
-    preempting = replay_incidents(path, preset="demo", sets=["simulation.days=2", "simulation.telemetry=false",
-                                                             "spares.hosts=0"])
+    preempting = replay_incidents(
+        path, preset="demo", sets=["simulation.days=2", "simulation.telemetry=false", "spares.hosts=0"]
+    )
     assert preempting.summary["job"]["ettr"] == pytest.approx(ettr[-1], abs=1e-12)
     assert preempting.summary["cluster"]["research_preemptions"] == 6
 
 
-@pytest.mark.parametrize("text, message", [
-    ("t_s,cause\n1,ssd\n", "missing column(s) planned, host_id"),
-    (HEADER + "12,12,ssd,false,1,,\nsoon,12,ssd,false,1,,\n", "line 3: t_s is not a number: 'soon'"),
-    (HEADER + "12,12,gpu_on_fire,false,1,,\n", "line 2: unknown cause 'gpu_on_fire'"),
-    (HEADER + "12,12,ssd,false,999,,\n", "line 2: host_id is not a host of the replayed cluster (0 to 63): '999'"),
-    (HEADER + "12,12,ssd,false,,,\n", "line 2: an unexpected failure needs a host_id"),
-    (HEADER + "12,10,ssd,false,1,,\n", "line 2: detected_s is before t_s: '10'"),
-    (HEADER + "12,12,ssd,maybe,1,,\n", "line 2: planned is not true or false: 'maybe'"),
-    (HEADER + "12,12,ssd,true,1,,\n", "line 2: planned must be true exactly for planned_maintenance"),
-    (HEADER + "12,12,faulty_gpu,false,1,99,79\n", "line 2: the GPU is not one of the host's 8"),
-    (HEADER + "12,12,ssd,false,1.5,,\n", "line 2: host_id is not a whole number: '1.5'"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("t_s,cause\n1,ssd\n", "missing column(s) planned, host_id"),
+        (HEADER + "12,12,ssd,false,1,,\nsoon,12,ssd,false,1,,\n", "line 3: t_s is not a number: 'soon'"),
+        (HEADER + "12,12,gpu_on_fire,false,1,,\n", "line 2: unknown cause 'gpu_on_fire'"),
+        (
+            HEADER + "12,12,ssd,false,999,,\n",
+            "line 2: host_id is not a host of the replayed cluster (0 to 63): '999'",
+        ),
+        (HEADER + "12,12,ssd,false,,,\n", "line 2: an unexpected failure needs a host_id"),
+        (HEADER + "12,10,ssd,false,1,,\n", "line 2: detected_s is before t_s: '10'"),
+        (HEADER + "12,12,ssd,maybe,1,,\n", "line 2: planned is not true or false: 'maybe'"),
+        (HEADER + "12,12,ssd,true,1,,\n", "line 2: planned must be true exactly for planned_maintenance"),
+        (HEADER + "12,12,faulty_gpu,false,1,99,79\n", "line 2: the GPU is not one of the host's 8"),
+        (HEADER + "12,12,ssd,false,1.5,,\n", "line 2: host_id is not a whole number: '1.5'"),
+    ],
+)
 def test_bad_csv_names_file_line_and_column(tmp_path, text, message):
     path = tmp_path / "bad.csv"
     path.write_text(text)
@@ -137,10 +166,18 @@ def test_bad_csv_names_file_line_and_column(tmp_path, text, message):
 
 
 def test_bad_json_and_other_files_are_clear_errors(tmp_path):
-    cases = {"a.json": "{not json", "b.json": json.dumps({"rows": []}), "c.txt": "t_s\n",
-             "d.json": json.dumps({"incidents": [{"t_s": 1, "cause": "ssd", "planned": False, "host_id": 1}, 7]})}
-    messages = {"a.json": "not valid JSON", "b.json": "no `incidents` list", "c.txt": ".csv or .json",
-                "d.json": "incident record 2 is not an object"}
+    cases = {
+        "a.json": "{not json",
+        "b.json": json.dumps({"rows": []}),
+        "c.txt": "t_s\n",
+        "d.json": json.dumps({"incidents": [{"t_s": 1, "cause": "ssd", "planned": False, "host_id": 1}, 7]}),
+    }
+    messages = {
+        "a.json": "not valid JSON",
+        "b.json": "no `incidents` list",
+        "c.txt": ".csv or .json",
+        "d.json": "incident record 2 is not an object",
+    }
     for name, text in cases.items():
         (tmp_path / name).write_text(text)
         with pytest.raises(IncidentsFileError, match=messages[name]):
@@ -151,8 +188,10 @@ def test_bad_json_and_other_files_are_clear_errors(tmp_path):
 
 def test_json_record_errors_name_the_record(tmp_path):
     path = tmp_path / "x.json"
-    records = [{"t_s": 5.0, "cause": "ssd", "planned": False, "host_id": 1},
-               {"t_s": -5.0, "cause": "ssd", "planned": False, "host_id": 1}]
+    records = [
+        {"t_s": 5.0, "cause": "ssd", "planned": False, "host_id": 1},
+        {"t_s": -5.0, "cause": "ssd", "planned": False, "host_id": 1},
+    ]
     path.write_text(json.dumps({"incidents": records}))
     with pytest.raises(IncidentsFileError, match="incident record 2: t_s must be a time in seconds"):
         replay_incidents(path, preset="demo")
@@ -168,8 +207,12 @@ def test_any_row_either_replays_or_is_a_clear_error(tmp_path_factory, cells):
     except GoodputError as err:
         assert str(err).startswith(str(path))
     else:
-        assert run.summary["replayed"]["failures"] + run.summary["replayed"]["planned"] + \
-            run.summary["replayed"]["beyond_the_run"] == 1
+        assert (
+            run.summary["replayed"]["failures"]
+            + run.summary["replayed"]["planned"]
+            + run.summary["replayed"]["beyond_the_run"]
+            == 1
+        )
 
 
 def test_the_replay_command_forks_an_export_under_other_settings(exported, tmp_path, capsys):
@@ -179,7 +222,9 @@ def test_the_replay_command_forks_an_export_under_other_settings(exported, tmp_p
     run, folder = exported
     store, run_id = Store(folder / "store"), run.run_id
     json_path, csv_path = folder / "incidents.json", folder / "incidents.csv"
-    assert main(["replay", str(json_path), "--set", "spares.hosts=8", "--store", str(store.root), "--json"]) == 0
+    assert (
+        main(["replay", str(json_path), "--set", "spares.hosts=8", "--store", str(store.root), "--json"]) == 0
+    )
     forked = json.loads(capsys.readouterr().out)
     original = store.info(run_id).summary
 
@@ -195,8 +240,23 @@ def test_the_replay_command_forks_an_export_under_other_settings(exported, tmp_p
     assert main(["replay", str(csv_path), "--store", str(store.root)]) == 2
     assert "preset" in capsys.readouterr().err
     sets = [arg for key_value in SETS for arg in ("--set", key_value)]
-    assert main(["replay", str(csv_path), "--format", "incidents", "--preset", "demo", *sets, "--store",
-                 str(store.root), "--json"]) == 0
+    assert (
+        main(
+            [
+                "replay",
+                str(csv_path),
+                "--format",
+                "incidents",
+                "--preset",
+                "demo",
+                *sets,
+                "--store",
+                str(store.root),
+                "--json",
+            ]
+        )
+        == 0
+    )
     assert json.loads(capsys.readouterr().out)["interruptions"]["total"] == original["interruptions"]["total"]
 
 

@@ -26,8 +26,11 @@ def test_lanes_keep_the_target_utilisation():
     env, lanes = _lanes("research.utilization=0.6", "simulation.days=200")
     env.run(until=lanes.horizon)
     lanes.finish(lanes.horizon)
-    busy = sum((iv.end_s - iv.start_s) * lanes.lanes[iv.lane].hosts.size for iv in lanes.intervals
-               if iv.state == "running")
+    busy = sum(
+        (iv.end_s - iv.start_s) * lanes.lanes[iv.lane].hosts.size
+        for iv in lanes.intervals
+        if iv.state == "running"
+    )
     assert busy / (256 * lanes.horizon) == pytest.approx(0.6, abs=0.06)
     durations = np.array([j.end_s - j.start_s for j in lanes.jobs if j.state == "completed"])
     assert np.median(durations) == pytest.approx(6 * 3600, rel=0.1)

@@ -29,18 +29,21 @@ def test_llama3_defaults_come_from_the_reference():
     assert build("future-131k")["cluster.gpus"] == 131072
 
 
-@pytest.mark.parametrize(("sets", "key"), [
-    (["nonsense.key=1"], "nonsense.key"),
-    (["failures.mix.gpu_hmb3=1"], "gpu_hmb3"),
-    (["failures.rate_per_1000_node_days=-1"], "failures.rate_per_1000_node_days"),
-    (["training.gpus=30000"], "training.gpus"),
-    (["spares.hosts=2000"], "spares.hosts"),
-    (["cluster.gpus=1001"], "cluster.gpus"),
-    (["failures.network_rack_share=1.5"], "failures.network_rack_share"),
-    (["training.checkpoint_interval=soon"], "training.checkpoint_interval"),
-    (["failures.distribution=gamma"], "failures.distribution"),
-    (["simulation.days=0"], "simulation.days"),
-])
+@pytest.mark.parametrize(
+    ("sets", "key"),
+    [
+        (["nonsense.key=1"], "nonsense.key"),
+        (["failures.mix.gpu_hmb3=1"], "gpu_hmb3"),
+        (["failures.rate_per_1000_node_days=-1"], "failures.rate_per_1000_node_days"),
+        (["training.gpus=30000"], "training.gpus"),
+        (["spares.hosts=2000"], "spares.hosts"),
+        (["cluster.gpus=1001"], "cluster.gpus"),
+        (["failures.network_rack_share=1.5"], "failures.network_rack_share"),
+        (["training.checkpoint_interval=soon"], "training.checkpoint_interval"),
+        (["failures.distribution=gamma"], "failures.distribution"),
+        (["simulation.days=0"], "simulation.days"),
+    ],
+)
 def test_bad_values_name_their_key(sets, key):
     with pytest.raises(ScenarioError, match=key.replace(".", r"\.")):
         build("llama3-405b", sets=sets)

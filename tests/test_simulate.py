@@ -24,7 +24,16 @@ def demo():
 
 
 def test_tables_have_the_schema_columns(demo):
-    for table in ("hosts", "gpus", "links", "jobs", "job_attempts", "checkpoints", "incidents", "host_states"):
+    for table in (
+        "hosts",
+        "gpus",
+        "links",
+        "jobs",
+        "job_attempts",
+        "checkpoints",
+        "incidents",
+        "host_states",
+    ):
         frame = demo.tables[table]
         assert set(frame.columns) <= set(TABLES[table]), table
         assert frame.height > 0, table
@@ -36,13 +45,18 @@ def test_host_states_cover_every_host_for_the_whole_run(demo):
     states = demo.tables["host_states"].sort("host_id", "start_s")
     assert set(states["state"].unique()) <= set(HOST_STATES)
     assert states["host_id"].n_unique() == 64
-    ends = states.group_by("host_id").agg(pl.col("start_s").first(), pl.col("end_s").last(),
-                                          gaps=(pl.col("start_s").shift(-1) - pl.col("end_s")).abs().max())
+    ends = states.group_by("host_id").agg(
+        pl.col("start_s").first(),
+        pl.col("end_s").last(),
+        gaps=(pl.col("start_s").shift(-1) - pl.col("end_s")).abs().max(),
+    )
     assert (ends["start_s"] == 0).all() and (ends["end_s"] == demo.duration_s).all()
     assert ends["gaps"].fill_null(0).max() < 1e-6  # contiguous: each interval starts where the last ended
     running = states.filter(pl.col("state") == "running")
     assert running["job_id"].null_count() == 0
-    assert states.filter(pl.col("state") != "running")["job_id"].null_count() == states.height - running.height
+    assert (
+        states.filter(pl.col("state") != "running")["job_id"].null_count() == states.height - running.height
+    )
     # the flagship job holds job_hosts hosts whenever it is not short of spares
     flagship = running.filter(pl.col("job_id") == "demo-pretrain")
     assert (flagship["end_s"] - flagship["start_s"]).sum() <= 48 * demo.duration_s + 1e-6
@@ -59,8 +73,12 @@ def test_without_spares_the_flagship_preempts_research_jobs():
     states = run.tables["host_states"].sort("host_id", "start_s")
     gaps = states.group_by("host_id").agg(gap=(pl.col("start_s").shift(-1) - pl.col("end_s")).abs().max())
     assert gaps["gap"].fill_null(0).max() < 1e-6  # still one contiguous cover a host, no overlaps
-    flagship_hosts = set(range(48))  # the demo job packs into the first 48 hosts; with no spares research follows
-    lent = states.filter((pl.col("job_id") == "demo-pretrain") & ~pl.col("host_id").is_in(list(flagship_hosts)))
+    flagship_hosts = set(
+        range(48)
+    )  # the demo job packs into the first 48 hosts; with no spares research follows
+    lent = states.filter(
+        (pl.col("job_id") == "demo-pretrain") & ~pl.col("host_id").is_in(list(flagship_hosts))
+    )
     assert lent.height > 0 and lent["host_id"].min() >= 48
     waiting = simulate(build("demo", sets=[*sets, "spares.preempt_research=false"]))
     assert waiting.summary["job"]["losses_gpu_hours"]["waiting_for_spares"] > 0
@@ -72,7 +90,11 @@ def test_incidents_are_consistent(demo):
     assert set(inc["cause"].unique()) <= set(CAUSE_KEYS) | {"planned_maintenance"}
     assert (inc["detected_s"] >= inc["t_s"]).all()
     flagship = inc.filter(pl.col("job_ids").list.contains("demo-pretrain"))
-    assert (flagship.drop_nulls("mitigated_s").select((pl.col("mitigated_s") >= pl.col("detected_s")).all()).item())
+    assert (
+        flagship.drop_nulls("mitigated_s")
+        .select((pl.col("mitigated_s") >= pl.col("detected_s")).all())
+        .item()
+    )
     for row in inc.filter(~pl.col("planned")).iter_rows(named=True):
         if row["cause"] in XIDS_OF:
             assert row["xid"] in {c for c, _ in XIDS_OF[row["cause"]]} and row["xid"] in XID_BY_CODE
@@ -83,12 +105,16 @@ def test_incidents_are_consistent(demo):
             assert row["repaired_s"] == row["detected_s"] and row["jobs_hit"] >= 1
         assert row["jobs_hit"] == len(row["job_ids"])
     planned = inc.filter(pl.col("planned"))
-    assert (planned["cause"] == "planned_maintenance").all() and planned["host_id"].null_count() == planned.height
+    assert (planned["cause"] == "planned_maintenance").all() and planned[
+        "host_id"
+    ].null_count() == planned.height
     # incidents' flagship GPU-hours are the job's losses bar checkpoint overhead
     job = demo.summary["job"]
     charged = flagship["gpu_hours_lost"].sum()
     losses = job["losses_gpu_hours"]
-    assert charged == pytest.approx(losses["lost_work"] + losses["restart"] + losses["waiting_for_spares"], rel=0.02)
+    assert charged == pytest.approx(
+        losses["lost_work"] + losses["restart"] + losses["waiting_for_spares"], rel=0.02
+    )
 
 
 def test_attempts_checkpoints_and_summary_agree(demo):
@@ -114,8 +140,9 @@ def test_attempts_checkpoints_and_summary_agree(demo):
     assert attempts.height - 1 <= inter["total"]
     from engine.analysis.analytics import ettr_timeline
 
-    timeline = ettr_timeline(demo.tables["job_attempts"], ckpt, "demo-pretrain", SECONDS_PER_HOUR,
-                             demo.duration_s)
+    timeline = ettr_timeline(
+        demo.tables["job_attempts"], ckpt, "demo-pretrain", SECONDS_PER_HOUR, demo.duration_s
+    )
     assert timeline["ettr_cumulative"][-1] == pytest.approx(job["ettr"], abs=1e-3)
 
 
@@ -127,8 +154,9 @@ def test_research_jobs_fill_the_rest(demo):
     cluster = demo.summary["cluster"]
     assert 0.5 < cluster["utilization"] < 1.0
     assert cluster["gpu_hours"] == 512 * 7 * 24
-    down = demo.tables["host_states"].filter(pl.col("state").is_in(["draining", "diagnosing", "down", "repair",
-                                                                    "burn_in"]))
+    down = demo.tables["host_states"].filter(
+        pl.col("state").is_in(["draining", "diagnosing", "down", "repair", "burn_in"])
+    )
     down_s = (down["end_s"] - down["start_s"]).sum()
     assert cluster["gpu_hours_down"] == pytest.approx(down_s * 8 / SECONDS_PER_HOUR)
     running = demo.tables["host_states"].filter(pl.col("state") == "running")
@@ -161,8 +189,17 @@ def test_progress_is_reported_up_to_one():
 
 
 def test_no_failures_means_full_goodput_but_checkpoints():
-    run = simulate(build("demo", sets=[TELEMETRY_OFF, "failures.rate_per_1000_node_days=0",
-                                       "failures.planned_per_day=0", "training.checkpoint_write=60s"]))
+    run = simulate(
+        build(
+            "demo",
+            sets=[
+                TELEMETRY_OFF,
+                "failures.rate_per_1000_node_days=0",
+                "failures.planned_per_day=0",
+                "training.checkpoint_write=60s",
+            ],
+        )
+    )
     job = run.summary["job"]
     assert run.tables["incidents"].height == 0 and job["mttf_hours"] is None
     cycle = 20 * 60 + 60
@@ -179,26 +216,55 @@ def test_telemetry_tables():
 
 
 def test_cli_simulate_writes_a_run_and_prints_the_summary(capsys, store_dir):
-    code = main(["simulate", "--preset", "demo", "--set", TELEMETRY_OFF, "--set", "simulation.days=2",
-                 "--seed", "11", "--json", "--store", str(store_dir)])
+    code = main(
+        [
+            "simulate",
+            "--preset",
+            "demo",
+            "--set",
+            TELEMETRY_OFF,
+            "--set",
+            "simulation.days=2",
+            "--seed",
+            "11",
+            "--json",
+            "--store",
+            str(store_dir),
+        ]
+    )
     out = json.loads(capsys.readouterr().out)
     assert code == 0 and out["seed"] == 11 and out["gpus"] == 512 and out["days"] == 2
-    for key in ("ettr", "mttf_hours", "checkpoints", "lost_gpu_hours", "losses_gpu_hours", "losses_usd",
-                "closed_form_ettr", "young_daly_interval_s", "checkpoint_write_s", "productive_hours"):
+    for key in (
+        "ettr",
+        "mttf_hours",
+        "checkpoints",
+        "lost_gpu_hours",
+        "losses_gpu_hours",
+        "losses_usd",
+        "closed_form_ettr",
+        "young_daly_interval_s",
+        "checkpoint_write_s",
+        "productive_hours",
+    ):
         assert key in out["job"]
     store = Store(store_dir)
     with store.connect(out["run_id"]) as con:
         hosts = query_frame(con, "SELECT count(*) AS n FROM hosts")
-        attempts = query_frame(con, "SELECT count(*) AS n FROM job_attempts WHERE job_id = ?", ["demo-pretrain"])
+        attempts = query_frame(
+            con, "SELECT count(*) AS n FROM job_attempts WHERE job_id = ?", ["demo-pretrain"]
+        )
     assert hosts["n"][0] == 64 and attempts["n"][0] >= 1
 
 
-@pytest.mark.parametrize(("sets", "key"), [
-    (["bad=1"], "bad"),
-    (["training.gpus=100000"], "training.gpus"),
-    (["spares.hosts=40"], "spares.hosts"),
-    (["failures.rate_per_1000_node_days=-1"], "failures.rate_per_1000_node_days"),
-])
+@pytest.mark.parametrize(
+    ("sets", "key"),
+    [
+        (["bad=1"], "bad"),
+        (["training.gpus=100000"], "training.gpus"),
+        (["spares.hosts=40"], "spares.hosts"),
+        (["failures.rate_per_1000_node_days=-1"], "failures.rate_per_1000_node_days"),
+    ],
+)
 def test_cli_bad_input_exits_2_and_writes_nothing(capsys, store_dir, sets, key):
     argv = ["simulate", "--preset", "demo", "--json", "--store", str(store_dir)]
     for s in sets:
@@ -216,9 +282,15 @@ def test_summary_is_plain_json():
 
 
 def test_weibull_failures_come_early_and_lemons_are_counted():
-    sets = [TELEMETRY_OFF, "failures.distribution=weibull", "failures.weibull_shape=0.5",
-            "failures.rate_per_1000_node_days=200", "simulation.days=14", "repair.lemon_failures=2",
-            "repair.lemon_window=14d"]
+    sets = [
+        TELEMETRY_OFF,
+        "failures.distribution=weibull",
+        "failures.weibull_shape=0.5",
+        "failures.rate_per_1000_node_days=200",
+        "simulation.days=14",
+        "repair.lemon_failures=2",
+        "repair.lemon_window=14d",
+    ]
     run = simulate(build("demo", sets=sets))
     t = run.tables["incidents"].filter(~pl.col("planned"))["t_s"].to_numpy()
     assert (t < 7 * SECONDS_PER_DAY).sum() > 1.3 * (t >= 7 * SECONDS_PER_DAY).sum()
@@ -228,8 +300,15 @@ def test_weibull_failures_come_early_and_lemons_are_counted():
     assert 0 <= run.summary["cluster"]["hosts_in_repair_at_end"] <= 64
 
 
-@pytest.mark.parametrize("sets", [["research.utilization=0"], ["training.gpus=0"], ["spares.hosts=0"],
-                                  ["cluster.gpus=8", "training.gpus=8", "spares.hosts=0", "cluster.racks_per_pod=1"]])
+@pytest.mark.parametrize(
+    "sets",
+    [
+        ["research.utilization=0"],
+        ["training.gpus=0"],
+        ["spares.hosts=0"],
+        ["cluster.gpus=8", "training.gpus=8", "spares.hosts=0", "cluster.racks_per_pod=1"],
+    ],
+)
 def test_edge_shapes_run_and_keep_the_books(sets):
     run = simulate(build("demo", sets=[TELEMETRY_OFF, "failures.scale=3", *sets]))
     job, states = run.summary["job"], run.tables["host_states"]
@@ -242,9 +321,21 @@ def test_edge_shapes_run_and_keep_the_books(sets):
 
 def test_network_faults_name_a_cable_or_a_rack_switch_and_a_switch_takes_its_rack():
     mix = [f"failures.mix.{c}=0" for c in CAUSE_KEYS if c != "network_switch_cable"]
-    run = simulate(build("demo", sets=[TELEMETRY_OFF, *mix, "failures.network_rack_share=0.5",
-                                       "failures.rate_per_1000_node_days=100", "failures.planned_per_day=0"]))
-    inc = run.tables["incidents"].join(run.tables["links"].select("link_id", "tier"), on="link_id", how="left")
+    run = simulate(
+        build(
+            "demo",
+            sets=[
+                TELEMETRY_OFF,
+                *mix,
+                "failures.network_rack_share=0.5",
+                "failures.rate_per_1000_node_days=100",
+                "failures.planned_per_day=0",
+            ],
+        )
+    )
+    inc = run.tables["incidents"].join(
+        run.tables["links"].select("link_id", "tier"), on="link_id", how="left"
+    )
     assert inc.height > 10 and set(inc["tier"].unique()) == {"gpu_rtsw", "rtsw_ctsw"}
     hosts = run.tables["hosts"]
     states = run.tables["host_states"]
@@ -263,12 +354,24 @@ def test_spread_puts_the_job_in_reach_of_a_rack_switch_fault_of_a_research_host(
     spread holds one host of every rack (host 8 among them), so the flagship job is interrupted too."""
     from engine.sim.failures import NO_XID, Arrivals
 
-    sets = ["cluster.gpus=128", "cluster.racks_per_pod=2", "training.gpus=64", "spares.hosts=0",
-            "simulation.days=1", TELEMETRY_OFF, f"training.placement={placement}"]
-    one = Arrivals(fault_s=np.array([SECONDS_PER_HOUR]), detected_s=np.array([SECONDS_PER_HOUR]),
-                   host=np.array([9]),
-                   cause=np.array([CAUSE_KEYS.index("network_switch_cable")]), gpu_index=np.array([0]),
-                   xid=np.array([NO_XID]), rack_wide=np.array([True]))
+    sets = [
+        "cluster.gpus=128",
+        "cluster.racks_per_pod=2",
+        "training.gpus=64",
+        "spares.hosts=0",
+        "simulation.days=1",
+        TELEMETRY_OFF,
+        f"training.placement={placement}",
+    ]
+    one = Arrivals(
+        fault_s=np.array([SECONDS_PER_HOUR]),
+        detected_s=np.array([SECONDS_PER_HOUR]),
+        host=np.array([9]),
+        cause=np.array([CAUSE_KEYS.index("network_switch_cable")]),
+        gpu_index=np.array([0]),
+        xid=np.array([NO_XID]),
+        rack_wide=np.array([True]),
+    )
     run = simulate(build("demo", sets=sets), arrivals=one, planned_times=np.empty(0))
     incident = run.tables["incidents"].row(0, named=True)
     assert ("demo-pretrain" in incident["job_ids"]) is hit

@@ -25,14 +25,40 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def small_run(name: str = "small", **kw) -> Run:
-    hosts = pl.DataFrame({"host_id": [0, 1], "hostname": ["h0", "h1"], "rack_id": [0, 0], "pod_id": [0, 0],
-                          "row": [0, 0], "position": [0, 0], "slot": [0, 1]})
-    attempts = pl.DataFrame({"job_id": ["j1"], "attempt": [1], "start_s": [0.0], "end_s": [10.0],
-                             "end_reason": ["completed"], "lost_work_s": [0.0], "hosts": [[0, 1]]},
-                            schema_overrides={"hosts": pl.List(pl.Int32)})
-    return Run(kind="simulate", name=name, started_at=datetime(2024, 3, 1, tzinfo=UTC), duration_s=10.0,
-               scenario={"preset": "demo"}, seed=3, summary={"job": {"ettr": 0.9}},
-               tables={"hosts": hosts, "job_attempts": attempts}, **kw)
+    hosts = pl.DataFrame(
+        {
+            "host_id": [0, 1],
+            "hostname": ["h0", "h1"],
+            "rack_id": [0, 0],
+            "pod_id": [0, 0],
+            "row": [0, 0],
+            "position": [0, 0],
+            "slot": [0, 1],
+        }
+    )
+    attempts = pl.DataFrame(
+        {
+            "job_id": ["j1"],
+            "attempt": [1],
+            "start_s": [0.0],
+            "end_s": [10.0],
+            "end_reason": ["completed"],
+            "lost_work_s": [0.0],
+            "hosts": [[0, 1]],
+        },
+        schema_overrides={"hosts": pl.List(pl.Int32)},
+    )
+    return Run(
+        kind="simulate",
+        name=name,
+        started_at=datetime(2024, 3, 1, tzinfo=UTC),
+        duration_s=10.0,
+        scenario={"preset": "demo"},
+        seed=3,
+        summary={"job": {"ettr": 0.9}},
+        tables={"hosts": hosts, "job_attempts": attempts},
+        **kw,
+    )
 
 
 def test_write_list_read_delete(tmp_path):
@@ -150,8 +176,9 @@ SLOW_WRITER = textwrap.dedent("""
 def test_sigkill_mid_write_leaves_no_run_and_readers_keep_reading(tmp_path):
     store = Store(tmp_path)
     existing = store.write_run(small_run("existing"))
-    writer = subprocess.Popen([sys.executable, "-c", SLOW_WRITER, str(tmp_path)], cwd=ROOT,
-                              stdout=subprocess.PIPE, text=True)
+    writer = subprocess.Popen(
+        [sys.executable, "-c", SLOW_WRITER, str(tmp_path)], cwd=ROOT, stdout=subprocess.PIPE, text=True
+    )
     try:
         assert writer.stdout.readline().strip() == "writing"
         # a reader beside the writer: lists, opens and queries the finished run while the new one is written;
@@ -210,8 +237,12 @@ def test_a_partial_is_swept_exactly_when_no_process_holds_its_lock(tmp_path):
     files = [Path(f"{base}{suffix}") for suffix in (".lock", ".duckdb", ".duckdb.wal")]
     for path in files:
         path.write_bytes(b"x")
-    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(files[0])], stdin=subprocess.PIPE,
-                              stdout=subprocess.PIPE, text=True)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(files[0])],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert holder.stdout.readline().strip() == "holding"
         assert store.sweep_partials() == [] and all(p.exists() for p in files)
@@ -233,7 +264,9 @@ ODD_FILES = {
 
 
 def make_odd_files(runs_dir: Path, good: Path) -> None:
-    (runs_dir / "my run.duckdb").write_bytes(good.read_bytes())  # a good run under a name that is not a run id
+    (runs_dir / "my run.duckdb").write_bytes(
+        good.read_bytes()
+    )  # a good run under a name that is not a run id
     (runs_dir / "sim-text.duckdb").write_bytes(b"not a duckdb file at all\n" * 50)
     con = duckdb.connect(str(runs_dir / "sim-foreign.duckdb"))
     con.execute("CREATE TABLE x (a INTEGER)")
@@ -272,10 +305,18 @@ def test_an_unreadable_run_file_is_skipped(tmp_path):
     good = store.write_run(small_run("good"))
     other = store.write_run(small_run("other"))
     store.path_of(other).chmod(0)
-    code = ("import json, sys; from engine.store import Store; runs, skipped = Store(sys.argv[1]).scan(); "
-            "print(json.dumps([[i.run_id for i in runs], [[s.name, s.run_id] for s in skipped]]))")
-    done = subprocess.run(as_plain_user([sys.executable, "-c", code, str(tmp_path)]), capture_output=True,
-                          text=True, timeout=120, cwd=ROOT, check=True)
+    code = (
+        "import json, sys; from engine.store import Store; runs, skipped = Store(sys.argv[1]).scan(); "
+        "print(json.dumps([[i.run_id for i in runs], [[s.name, s.run_id] for s in skipped]]))"
+    )
+    done = subprocess.run(
+        as_plain_user([sys.executable, "-c", code, str(tmp_path)]),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+        check=True,
+    )
     assert json.loads(done.stdout) == [[good], [[f"{other}.duckdb", other]]]
 
 

@@ -31,7 +31,10 @@ from engine.sim.sweep import (
 
 # demo: a small cluster, ~0.1 s a summary-only run
 DEMO = build("demo")
-TINY_AXES = [parse_vary("training.checkpoint_interval=5m,30m"), parse_vary("training.restart_overhead=10m,1h")]
+TINY_AXES = [
+    parse_vary("training.checkpoint_interval=5m,30m"),
+    parse_vary("training.restart_overhead=10m,1h"),
+]
 
 
 class NoRuns:
@@ -46,16 +49,20 @@ class NoRuns:
 
 def test_parse_vary_keeps_values_as_given():
     assert parse_vary("training.checkpoint_interval=5m, 30m,1h") == Axis(
-        "training.checkpoint_interval", ("5m", "30m", "1h"))
+        "training.checkpoint_interval", ("5m", "30m", "1h")
+    )
     assert parse_vary("failures.scale=1").values == ("1",)
 
 
-@pytest.mark.parametrize("text, words", [
-    ("training.checkpoint_interval", "expected KEY=V1,V2"),
-    ("=5m", "expected KEY=V1,V2"),
-    ("training.checkpoint_interval=5m,,10m", "empty value"),
-    ("training.checkpoint_interval=5m,5m", "given twice"),
-])
+@pytest.mark.parametrize(
+    "text, words",
+    [
+        ("training.checkpoint_interval", "expected KEY=V1,V2"),
+        ("=5m", "expected KEY=V1,V2"),
+        ("training.checkpoint_interval=5m,,10m", "empty value"),
+        ("training.checkpoint_interval=5m,5m", "given twice"),
+    ],
+)
 def test_parse_vary_rejects_malformed_text(text, words):
     with pytest.raises(GoodputError, match=words):
         parse_vary(text)
@@ -70,20 +77,27 @@ def test_parse_vary_round_trips_any_list_of_values(values):
 
 def test_grid_is_every_combination_first_axis_slowest_each_point_validated():
     points = grid(DEMO, TINY_AXES)
-    assert [tuple(p.given.values()) for p in points] == [("5m", "10m"), ("5m", "1h"), ("30m", "10m"),
-                                                         ("30m", "1h")]
+    assert [tuple(p.given.values()) for p in points] == [
+        ("5m", "10m"),
+        ("5m", "1h"),
+        ("30m", "10m"),
+        ("30m", "1h"),
+    ]
     assert [p.index for p in points] == [0, 1, 2, 3]
     assert [p.scenario["training.checkpoint_interval"] for p in points] == [300, 300, 1800, 1800]
     assert [p.scenario["training.restart_overhead"] for p in points] == [600, 3600, 600, 3600]
     assert all(p.scenario["cluster.gpus"] == DEMO["cluster.gpus"] for p in points)  # the base stays
 
 
-@pytest.mark.parametrize("vary, words", [
-    ("training.checkpoint_interval=5m,0s", "training.checkpoint_interval=0s: .*must be at least 1"),
-    ("training.checkpoint_interval=5m,soon", "training.checkpoint_interval=soon"),
-    ("training.checkpoint_intervl=5m", "did you mean 'training.checkpoint_interval'"),
-    ("failures.scale=1,-2", "failures.scale=-2"),
-])
+@pytest.mark.parametrize(
+    "vary, words",
+    [
+        ("training.checkpoint_interval=5m,0s", "training.checkpoint_interval=0s: .*must be at least 1"),
+        ("training.checkpoint_interval=5m,soon", "training.checkpoint_interval=soon"),
+        ("training.checkpoint_intervl=5m", "did you mean 'training.checkpoint_interval'"),
+        ("failures.scale=1,-2", "failures.scale=-2"),
+    ],
+)
 def test_a_bad_value_is_one_clear_error_and_nothing_runs(vary, words):
     with pytest.raises(GoodputError, match=words):
         sweep(DEMO, [parse_vary(vary)], 2, executor=NoRuns())
@@ -133,9 +147,13 @@ def test_sweep_rows_in_grid_then_seed_order_and_progress_reaches_one():
     assert frame["seed"].to_list() == [7, 8] * 4
     assert seen == sorted(seen) and seen[-1] == 1.0 and len(seen) == 8
     # the same seed sees the same failures at every point: a longer restart only costs more restart time
-    by_seed = frame.filter(pl.col("training.checkpoint_interval") == "5m").sort("seed", "training.restart_overhead")
-    short, long_ = by_seed.filter(pl.col("training.restart_overhead") == "10m"), by_seed.filter(
-        pl.col("training.restart_overhead") == "1h")
+    by_seed = frame.filter(pl.col("training.checkpoint_interval") == "5m").sort(
+        "seed", "training.restart_overhead"
+    )
+    short, long_ = (
+        by_seed.filter(pl.col("training.restart_overhead") == "10m"),
+        by_seed.filter(pl.col("training.restart_overhead") == "1h"),
+    )
     assert (long_["restart_gpu_hours"] > short["restart_gpu_hours"]).all()
     assert (long_["ettr"] < short["ettr"]).all()
 
@@ -171,13 +189,20 @@ def test_make_executor_checks_its_flags():
 
 
 def test_bands_are_mean_and_linear_5_95_percentiles_per_group():
-    frame = pl.DataFrame({"k": ["a"] * 11 + ["b"] * 2, "ettr": [float(i) for i in range(11)] + [1.0, 3.0],
-                          "mttf_hours": [None] * 10 + [4.0] + [None, None]},
-                         schema={"k": pl.String, "ettr": pl.Float64, "mttf_hours": pl.Float64})
+    frame = pl.DataFrame(
+        {
+            "k": ["a"] * 11 + ["b"] * 2,
+            "ettr": [float(i) for i in range(11)] + [1.0, 3.0],
+            "mttf_hours": [None] * 10 + [4.0] + [None, None],
+        },
+        schema={"k": pl.String, "ettr": pl.Float64, "mttf_hours": pl.Float64},
+    )
     table = bands(frame, by=["k"])
     a, b = table.row(0, named=True), table.row(1, named=True)
     assert table["k"].to_list() == ["a", "b"] and a["runs"] == 11 and b["runs"] == 2
-    assert a["ettr_mean"] == 5.0 and a["ettr_p5"] == pytest.approx(0.5) and a["ettr_p95"] == pytest.approx(9.5)
+    assert (
+        a["ettr_mean"] == 5.0 and a["ettr_p5"] == pytest.approx(0.5) and a["ettr_p95"] == pytest.approx(9.5)
+    )
     assert b["ettr_p5"] == pytest.approx(1.1) and b["ettr_p95"] == pytest.approx(2.9)
     assert a["mttf_hours_mean"] == 4.0 and b["mttf_hours_mean"] is None  # nulls left out, not zeros
     whole = bands(frame)
@@ -208,20 +233,46 @@ def _cli(capsys, *argv):
 
 
 def test_sweep_json_has_one_object_per_point_and_seed_with_values_as_given(capsys):
-    code, out, _ = _cli(capsys, "sweep", "--preset", "demo", "--vary", "training.checkpoint_interval=5m,30m",
-                        "--vary", "failures.scale=1,1.5", "--seeds", "2", "--workers", "1", "--json")
+    code, out, _ = _cli(
+        capsys,
+        "sweep",
+        "--preset",
+        "demo",
+        "--vary",
+        "training.checkpoint_interval=5m,30m",
+        "--vary",
+        "failures.scale=1,1.5",
+        "--seeds",
+        "2",
+        "--workers",
+        "1",
+        "--json",
+    )
     results = json.loads(out)["results"]
     assert code == 0 and len(results) == 8
     assert [(r["training.checkpoint_interval"], r["failures.scale"], r["seed"]) for r in results[:3]] == [
-        ("5m", "1", 7), ("5m", "1", 8), ("5m", "1.5", 7)]
+        ("5m", "1", 7),
+        ("5m", "1", 8),
+        ("5m", "1.5", 7),
+    ]
     for r in results:
         assert {"seed", "ettr", "mttf_hours", "interruptions", "closed_form_ettr", "lost_gpu_hours"} <= set(r)
         assert r["interruptions"] == r["unexpected"] + r["planned"] and 0 < r["ettr"] <= 1
 
 
 def test_sweep_text_is_a_table_of_means_and_bands(capsys):
-    code, out, _ = _cli(capsys, "sweep", "--preset", "demo", "--vary", "training.restart_overhead=10m,1h",
-                        "--seeds", "2", "--workers", "1")
+    code, out, _ = _cli(
+        capsys,
+        "sweep",
+        "--preset",
+        "demo",
+        "--vary",
+        "training.restart_overhead=10m,1h",
+        "--seeds",
+        "2",
+        "--workers",
+        "1",
+    )
     lines = out.splitlines()
     assert code == 0 and lines[0] == "2 grid points x 2 seeds: mean [5%, 95%]"
     assert lines[1].split()[:2] == ["training.restart_overhead", "ETTR"]
@@ -230,8 +281,20 @@ def test_sweep_text_is_a_table_of_means_and_bands(capsys):
 
 
 def test_sweep_text_shows_ettr_with_network_where_a_placement_slows_the_job(capsys):
-    code, out, _ = _cli(capsys, "sweep", "--preset", "demo", "--set", "training.placement=spread",
-                        "--vary", "network.gbps_per_gpu=25,200", "--seeds", "1", "--workers", "1")
+    code, out, _ = _cli(
+        capsys,
+        "sweep",
+        "--preset",
+        "demo",
+        "--set",
+        "training.placement=spread",
+        "--vary",
+        "network.gbps_per_gpu=25,200",
+        "--seeds",
+        "1",
+        "--workers",
+        "1",
+    )
     lines = out.splitlines()
     assert code == 0 and lines[1].split()[:4] == ["network.gbps_per_gpu", "ETTR", "with", "network"]
     ettr = [float(line.split()[1]) for line in lines[2:]]
@@ -243,8 +306,9 @@ def test_sweep_text_shows_ettr_with_network_where_a_placement_slows_the_job(caps
 
 
 def test_sweep_bad_value_exits_2_naming_key_and_value(capsys):
-    code, out, err = _cli(capsys, "sweep", "--preset", "demo", "--vary", "training.checkpoint_interval=5m,-1m",
-                          "--seeds", "2")
+    code, out, err = _cli(
+        capsys, "sweep", "--preset", "demo", "--vary", "training.checkpoint_interval=5m,-1m", "--seeds", "2"
+    )
     assert code == 2 and out == ""
     assert err.startswith("goodput: error: --vary training.checkpoint_interval=-1m")
     code, _, err = _cli(capsys, "sweep", "--vary", "failures.scale=1", "--seeds", "0")

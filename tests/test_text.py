@@ -24,11 +24,32 @@ from dashboard.text import JOINER, code, md, plot, plot_all, plot_expr
 # Text as it comes in data: any character, the Markdown-significant ones made frequent.
 SYNTAX = "\\`*_~[]()<>!|$@:#+-=.&;/{}\"' \t\n1aAw"
 texts = st.text(alphabet=st.one_of(st.sampled_from(SYNTAX), st.characters(codec="utf-8")), max_size=40)
-HOSTILE = ["![x](http://evil.example/i.png)", "<img src=x onerror=alert(1)>", "**bold** :red[x] $x$",
-           "[a](javascript:alert(1))", "<https://evil.example>", "www.evil.example", "x@evil.example",
-           ":material/home: :smile: :+1: :streamlit:", "a -> b <- c <-> d -- e >= f <= g ~= h", "# heading",
-           "- item", "1. item", "> quote", "| a | b |", "~~gone~~", "_em_ __strong__", "&lt;b&gt; &#60;",
-           "`code`", "\\*", "::leaf[x]", ":help[tip]", "line\nbreak", "$$x$$", ":blue-background[x]"]
+HOSTILE = [
+    "![x](http://evil.example/i.png)",
+    "<img src=x onerror=alert(1)>",
+    "**bold** :red[x] $x$",
+    "[a](javascript:alert(1))",
+    "<https://evil.example>",
+    "www.evil.example",
+    "x@evil.example",
+    ":material/home: :smile: :+1: :streamlit:",
+    "a -> b <- c <-> d -- e >= f <= g ~= h",
+    "# heading",
+    "- item",
+    "1. item",
+    "> quote",
+    "| a | b |",
+    "~~gone~~",
+    "_em_ __strong__",
+    "&lt;b&gt; &#60;",
+    "`code`",
+    "\\*",
+    "::leaf[x]",
+    ":help[tip]",
+    "line\nbreak",
+    "$$x$$",
+    ":blue-background[x]",
+]
 
 _ESCAPE = re.compile(r"\\([!-/:-@\[-`{-~])")
 
@@ -81,8 +102,15 @@ def test_md_of_hostile_examples(text):
 
 
 def test_md_leaves_ordinary_names_alone():
-    for name in ("host-001", "Faulty GPU (HBM3)", "burn_in", "12:30", "node17.example.com", "planner · demo",
-                 "job 1/3, 50% done"):
+    for name in (
+        "host-001",
+        "Faulty GPU (HBM3)",
+        "burn_in",
+        "12:30",
+        "node17.example.com",
+        "planner · demo",
+        "job 1/3, 50% done",
+    ):
         assert md(name) == name
 
 
@@ -93,7 +121,7 @@ def test_code_is_one_literal_code_span(text):
         assert span == ""
         return
     fence = re.match(r"`+", span).group(0)
-    inner = span[len(fence):-len(fence)]
+    inner = span[len(fence) : -len(fence)]
     assert span.endswith(fence) and all(len(run) < len(fence) for run in re.findall(r"`+", inner))
     if inner.startswith(" ") and inner.endswith(" ") and inner.strip(" "):
         inner = inner[1:-1]  # CommonMark strips one space each side
@@ -118,7 +146,7 @@ def test_plot_expr_is_plot_for_a_column(values):
 
 # ----- rendered by Streamlit in Chromium ------------------------------------------------------------------
 
-APP = '''
+APP = """
 import json, os
 import streamlit as st
 from dashboard.text import md, code
@@ -130,7 +158,7 @@ for i, text in enumerate(json.loads(open(os.environ["TEXTS"], encoding="utf-8").
     with st.container(key=f"metric{i}"):
         st.metric(md(text), md(text))
 st.text("done")
-'''
+"""
 
 
 @pytest.fixture(scope="module")
@@ -151,9 +179,27 @@ def renderer(tmp_path_factory):
     env = {**__import__("os").environ, "TEXTS": str(texts_file), "PYTHONPATH": str(root)}
     with log.open("w") as out:
         server = subprocess.Popen(
-            [sys.executable, "-m", "streamlit", "run", str(folder / "app.py"), "--server.port", str(port),
-             "--server.address", "127.0.0.1", "--server.headless", "true", "--browser.gatherUsageStats", "false"],
-            stdout=out, stderr=subprocess.STDOUT, cwd=root, env=env, start_new_session=True)
+            [
+                sys.executable,
+                "-m",
+                "streamlit",
+                "run",
+                str(folder / "app.py"),
+                "--server.port",
+                str(port),
+                "--server.address",
+                "127.0.0.1",
+                "--server.headless",
+                "true",
+                "--browser.gatherUsageStats",
+                "false",
+            ],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            cwd=root,
+            env=env,
+            start_new_session=True,
+        )
     url = f"http://127.0.0.1:{port}"
     try:
         wait_healthy(url, server, log)
@@ -179,19 +225,23 @@ def render(renderer, texts: list[str]) -> list[dict]:
     page.get_by_text("done", exact=True).wait_for(timeout=60_000)
     # metrics and KaTeX come in chunks loaded on demand: wait until the last metric is drawn
     page.get_by_test_id("stMetricValue").nth(len(texts) - 1).wait_for(timeout=60_000)
-    return page.evaluate("""(n) => [...Array(n).keys()].map(i => {
+    return page.evaluate(
+        """(n) => [...Array(n).keys()].map(i => {
         const box = (k) => document.querySelector(`.st-key-${k}${i}`);
         const made = (k) => [...box(k).querySelectorAll(
             '[data-testid=stMarkdownContainer] *')].map(e => e.tagName + (e.getAttribute('style') ? '[style]' : ''))
             .filter(t => !['P', 'STRONG', 'CODE', 'DIV', 'SPAN'].includes(t));
         const styled = (k) => box(k).querySelectorAll(
-            '.stMarkdownColoredText, .stMarkdownColoredBackground, .stMarkdownBadge, .katex, [role=img], img, a').length;
+            '.stMarkdownColoredText, .stMarkdownColoredBackground, .stMarkdownBadge, .katex, '
+            + '[role=img], img, a').length;
         return {md: box('md').innerText, bold: box('bold').innerText,
                 metric: [...box('metric').querySelectorAll('[data-testid=stMetricLabel], [data-testid=stMetricValue]')]
                     .map(e => e.innerText),
                 made: [...made('md'), ...made('bold'), ...made('metric')],
                 styled: styled('md') + styled('bold') + styled('metric')};
-    })""", len(texts))
+    })""",
+        len(texts),
+    )
 
 
 def check_rendered(renderer, texts: list[str]) -> None:

@@ -24,13 +24,28 @@ SETTINGS = settings(max_examples=300, deadline=None)
 seconds = st.one_of(
     st.floats(allow_nan=True, allow_infinity=True),
     st.floats(min_value=-200_000.0, max_value=200_000.0),
-    st.integers(min_value=-10**6, max_value=10**8).map(lambda n: n / 2),  # halves: ties of the rounding
-    st.sampled_from([59.5, 60.0, 3599.5, 3600.0, 86399.5, 86400.0, FOREVER_S, -FOREVER_S, FARTHEST_TIME_S,
-                     -FARTHEST_TIME_S, 59.9999995, -60.0000005]),
+    st.integers(min_value=-(10**6), max_value=10**8).map(lambda n: n / 2),  # halves: ties of the rounding
+    st.sampled_from(
+        [
+            59.5,
+            60.0,
+            3599.5,
+            3600.0,
+            86399.5,
+            86400.0,
+            FOREVER_S,
+            -FOREVER_S,
+            FARTHEST_TIME_S,
+            -FARTHEST_TIME_S,
+            59.9999995,
+            -60.0000005,
+        ]
+    ),
 )
 values = st.lists(st.one_of(st.none(), seconds), max_size=30)
 starts = st.datetimes(min_value=datetime(1970, 1, 1), max_value=datetime(2100, 1, 1)).map(
-    lambda d: d.replace(tzinfo=UTC))
+    lambda d: d.replace(tzinfo=UTC)
+)
 
 
 def column(vals: list, expr: pl.Expr) -> list:
@@ -47,14 +62,26 @@ def test_duration_text_is_fmt_duration(vals: list) -> None:
 
 def test_duration_text_exact_cases() -> None:
     vals = [None, float("nan"), 42.0, 3720.0, 7200.0, 200_000.0, 172_800.0, -5.5, float("inf"), -float("inf")]
-    assert column(vals, duration_text("x")) == [None, DASH, "42 s", "1 h 2 min", "2 h", "2 d 7 h", "2 d",
-                                                 "-6 s", "∞", "-∞"]
+    assert column(vals, duration_text("x")) == [
+        None,
+        DASH,
+        "42 s",
+        "1 h 2 min",
+        "2 h",
+        "2 d 7 h",
+        "2 d",
+        "-6 s",
+        "∞",
+        "-∞",
+    ]
 
 
 @SETTINGS
 @given(vals=values, started_at=starts)
-@example(vals=[59.9999995, 59.9999994, -60.0000005, -59.9999995, 0.0000005, -0.0000005], started_at=datetime(
-    2024, 3, 1, tzinfo=UTC))
+@example(
+    vals=[59.9999995, 59.9999994, -60.0000005, -59.9999995, 0.0000005, -0.0000005],
+    started_at=datetime(2024, 3, 1, tzinfo=UTC),
+)
 def test_time_text_is_fmt_time(vals: list, started_at: datetime) -> None:
     expected = [None if v is None else fmt_time(started_at, v) for v in vals]
     assert column(vals, time_text("x", started_at)) == expected
@@ -67,11 +94,17 @@ def test_time_text_with_the_stores_zone_and_int_columns() -> None:
     started_at = datetime(2024, 3, 1, 23, 59, 30, tzinfo=ZoneInfo("Etc/UTC"))
     frame = pl.DataFrame({"t": [0, 29, 30, 86_400, None]})
     assert frame.select(time_text("t", started_at))["t"].to_list() == [
-        "2024-03-01 23:59 UTC", "2024-03-01 23:59 UTC", "2024-03-02 00:00 UTC", "2024-03-02 23:59 UTC", None]
+        "2024-03-01 23:59 UTC",
+        "2024-03-01 23:59 UTC",
+        "2024-03-02 00:00 UTC",
+        "2024-03-02 23:59 UTC",
+        None,
+    ]
     assert fmt_time(started_at, 30) == "2024-03-02 00:00 UTC"
     assert fmt_time(started_at, float("inf")) == DASH and fmt_time(started_at, 10 * FARTHEST_TIME_S) == DASH
-    assert fmt_time(started_at, FARTHEST_TIME_S) == (started_at + timedelta(seconds=FARTHEST_TIME_S)).strftime(
-        "%Y-%m-%d %H:%M UTC")
+    assert fmt_time(started_at, FARTHEST_TIME_S) == (
+        started_at + timedelta(seconds=FARTHEST_TIME_S)
+    ).strftime("%Y-%m-%d %H:%M UTC")
 
 
 # Cause keys as the reference table has them, made-up snake_case ones, and any text a trace might carry
@@ -100,7 +133,11 @@ def test_cause_label_and_category_text_are_the_python_ones(vals: list) -> None:
 def test_cause_label_text_exact() -> None:
     frame = pl.DataFrame({"cause": ["faulty_gpu", "planned_maintenance", "cosmic_ray", None]})
     assert frame.select(cause_label_text("cause"))["cause"].to_list() == [
-        "Faulty GPU", "Planned maintenance", "Cosmic ray", None]
+        "Faulty GPU",
+        "Planned maintenance",
+        "Cosmic ray",
+        None,
+    ]
     assert frame.select(category_text("cause"))["cause"].to_list() == ["GPU", "Planned", "Unknown", None]
 
 

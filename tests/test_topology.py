@@ -56,7 +56,9 @@ def test_links_have_three_tiers_with_the_reference_capacities(llama):
 
 def test_placement_fills_whole_pods_with_the_flagship_then_spares(llama):
     role = llama.role
-    assert (role == FLAGSHIP).sum() == 2048 and (role == SPARE).sum() == 48 and (role == RESEARCH).sum() == 976
+    assert (
+        (role == FLAGSHIP).sum() == 2048 and (role == SPARE).sum() == 48 and (role == RESEARCH).sum() == 976
+    )
     pods_full = [p for p in range(8) if (role[llama.host_pod == p] == FLAGSHIP).all()]
     assert pods_full == [0, 1, 2, 3, 4]  # 2,048 hosts = 5 whole pods of 384 and a part of the sixth
     assert np.flatnonzero(role == SPARE).min() == 2048
@@ -73,7 +75,9 @@ def test_infiniband_twin_has_leaf_spine_core_and_a_non_blocking_core():
     assert ib["tier"].unique(maintain_order=True).to_list() == ["gpu_leaf", "leaf_spine", "spine_core"]
     assert ib["b"][0] == "leaf-0" and ib.filter(pl.col("tier") == "spine_core")["b"][0] == "core-0"
     pod_down = 192 * 16 * 400.0
-    pod_up = ib.filter((pl.col("tier") == "spine_core") & pl.col("a").str.starts_with("spine-0-"))["capacity_gbps"]
+    pod_up = ib.filter((pl.col("tier") == "spine_core") & pl.col("a").str.starts_with("spine-0-"))[
+        "capacity_gbps"
+    ]
     assert pod_up.sum() == pytest.approx(pod_down)  # 1:1, where RoCE's ATSW layer is 1:7
 
 
@@ -92,7 +96,14 @@ def test_spread_deals_one_host_a_rack_round_robin_over_the_pods():
     # slot 0 of rack 0 of pods 0..3 (hosts 0, 4, 8, 12), then rack 1 of each pod, then the racks' second hosts
     assert topo.rank_order.tolist() == [0, 4, 8, 12, 2, 6, 10, 14, 1, 5, 9, 13, 3, 7, 11, 15]
     assert topo.hosts_with(FLAGSHIP).tolist() == [0, 2, 4, 6, 8, 10, 12, 14]
-    assert topo.hosts_with(SPARE).tolist() == [1, 5] and topo.hosts_with(RESEARCH).tolist() == [3, 7, 9, 11, 13, 15]
+    assert topo.hosts_with(SPARE).tolist() == [1, 5] and topo.hosts_with(RESEARCH).tolist() == [
+        3,
+        7,
+        9,
+        11,
+        13,
+        15,
+    ]
     # the same hosts, racks and links as pack: only who holds what changes
     packed = build_topology(build("demo", sets=SMALL), np.random.default_rng(0))
     assert topo.hosts.equals(packed.hosts) and topo.links.equals(packed.links)

@@ -9,9 +9,16 @@ from engine.sim.training import RESTARTING, RUNNING, WAITING, FlagshipJob
 def _job(env, hosts, spares, dt=100.0, w=10.0, u0=50.0):
     pool = list(spares)
     changes = []
-    job = FlagshipJob(env, "j", hosts, checkpoint_interval_s=dt, checkpoint_write_s=w, restart_overhead_s=u0,
-                      take_spare=lambda: pool.pop(0) if pool else None,
-                      on_hosts_changed=lambda added, removed: changes.append((env.now, added, removed)))
+    job = FlagshipJob(
+        env,
+        "j",
+        hosts,
+        checkpoint_interval_s=dt,
+        checkpoint_write_s=w,
+        restart_overhead_s=u0,
+        take_spare=lambda: pool.pop(0) if pool else None,
+        on_hosts_changed=lambda added, removed: changes.append((env.now, added, removed)),
+    )
     return job, changes
 
 
@@ -22,7 +29,9 @@ def _at(env, t, action):
 
 def _balances(job, horizon):
     ledger = job.ledger
-    total = ledger.productive_s + ledger.lost_work_s + ledger.restart_s + ledger.waiting_s + ledger.checkpoint_s
+    total = (
+        ledger.productive_s + ledger.lost_work_s + ledger.restart_s + ledger.waiting_s + ledger.checkpoint_s
+    )
     assert total == pytest.approx(horizon)
 
 

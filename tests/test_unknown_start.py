@@ -34,24 +34,32 @@ def test_the_cli_records_an_unknown_start_and_says_so(tmp_path, capsys):
     assert main(["ingest", "kernel-log", str(path), "--store", str(store)]) == 0
     out = capsys.readouterr().out
     notes = [line for line in out.splitlines() if line.startswith("  note: ")]
-    assert notes == [f"  note: {path}: stamped in seconds since boot only, so its dates are unknown; times are"
-                     " shown from its first line (\"+3 h 25 min from start\"); a log with dates (dmesg -T,"
-                     " journalctl -k -o short-iso) would date them."]
+    assert notes == [
+        f"  note: {path}: stamped in seconds since boot only, so its dates are unknown; times are"
+        ' shown from its first line ("+3 h 25 min from start"); a log with dates (dmesg -T,'
+        " journalctl -k -o short-iso) would date them."
+    ]
     [run_id] = Store(store).run_ids()
     info = Store(store).info(run_id)
     assert info.started_at == UNKNOWN_START and not start_known(info.started_at)
-    assert info.summary["start_known"] is False and info.scenario == {"source": "ingest", "inputs": [str(path)],
-                                                                      "start": "unknown"}
+    assert info.summary["start_known"] is False and info.scenario == {
+        "source": "ingest",
+        "inputs": [str(path)],
+        "start": "unknown",
+    }
     assert Store(store).table(run_id, "xid_events")["t_s"].to_list() == pytest.approx([1.0, 1.0 + LATER])
     assert main(["ingest", "kernel-log", str(path), "--store", str(store), "--json"]) == 0
     printed = json.loads(capsys.readouterr().out)
-    assert printed["start_known"] is False and printed["notes"][0].startswith(f"{path}: stamped in seconds since")
+    assert printed["start_known"] is False and printed["notes"][0].startswith(
+        f"{path}: stamped in seconds since"
+    )
 
 
 @pytest.mark.parametrize("fmt", ["dmesg-T", "iso", "journal", "syslog"])
 def test_a_dated_log_keeps_its_date_and_has_no_note(fmt):
-    run = ingest_kernel_logs([("node001.log", kernel_log(fmt, [(0.0, xid_body(3, 79))], host="node001"))],
-                             year=2024)
+    run = ingest_kernel_logs(
+        [("node001.log", kernel_log(fmt, [(0.0, xid_body(3, 79))], host="node001"))], year=2024
+    )
     assert run.started_at == T0 + timedelta(hours=1)  # its XID line's own date
     assert run.summary["start_known"] is True and run.summary["notes"] == [] and "start" not in run.scenario
 
@@ -66,8 +74,9 @@ def test_with_a_dated_scrape_the_run_is_dated_and_the_log_is_named():
     run = ingest_kernel_logs([("node001.dmesg", BOOT_LOG)], dcgm=[("scrape.prom", scrape_text(2, 8, 3))])
     assert run.started_at == T0 and run.summary["start_known"] is True
     [note] = run.summary["notes"]
-    assert note.startswith("node001.dmesg: stamped in seconds since boot only: their XIDs are placed from the run's"
-                           " start")
+    assert note.startswith(
+        "node001.dmesg: stamped in seconds since boot only: their XIDs are placed from the run's start"
+    )
 
 
 # ----- how pages show the times of such a run ---------------------------------------------------------------
@@ -78,15 +87,21 @@ def test_fmt_time_reads_from_the_start():
     assert fmt_time(UNKNOWN_START.astimezone(UTC).replace(tzinfo=None), 45) == "+45 s from start"
     assert fmt_time(UNKNOWN_START, -90) == "-1 min from start"
     assert fmt_time(UNKNOWN_START, 3 * 86400 + 7 * 3600) == "+3 d 7 h from start"
-    assert fmt_time(datetime(2024, 3, 1, tzinfo=UTC), LATER) == "2024-03-01 03:25 UTC"  # a dated run: its dates
+    assert (
+        fmt_time(datetime(2024, 3, 1, tzinfo=UTC), LATER) == "2024-03-01 03:25 UTC"
+    )  # a dated run: its dates
 
 
 finite = st.floats(min_value=-1e12, max_value=1e12, allow_nan=False)
 
 
 @settings(deadline=None)  # the first call compiles Polars' plan
-@given(st.lists(st.one_of(st.none(), finite, st.sampled_from([float("nan"), float("inf"), -0.5, 0.5, -1.5])),
-                max_size=20))
+@given(
+    st.lists(
+        st.one_of(st.none(), finite, st.sampled_from([float("nan"), float("inf"), -0.5, 0.5, -1.5])),
+        max_size=20,
+    )
+)
 @example([0.0, -0.4, -0.6, 59.5, 3599.6, 86399.5])
 def test_time_text_is_fmt_time_for_an_unknown_start(vals):
     expected = [None if v is None else fmt_time(UNKNOWN_START, v) for v in vals]

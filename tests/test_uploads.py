@@ -69,8 +69,11 @@ def test_a_trace_is_replayed_into_a_new_run(tmp_path):
     data = (FIXTURES / "small.csv").read_bytes()
     imported = uploads.import_trace(store, Uploaded("small.csv", data))
     assert imported.kind == "replay" and imported.name == "small.csv"
-    assert (imported.summary["jobs"], imported.summary["format"], imported.summary["mode"]) == (4, "goodput",
-                                                                                                "rescheduled")
+    assert (imported.summary["jobs"], imported.summary["format"], imported.summary["mode"]) == (
+        4,
+        "goodput",
+        "rescheduled",
+    )
     assert store.table(imported.run_id, "jobs").height == 4
     recorded = uploads.import_trace(store, ("small.csv", data), fmt="goodput", mode="recorded", name="as run")
     assert recorded.name == "as run" and recorded.summary["mode"] == "recorded"
@@ -118,8 +121,10 @@ def test_the_real_samples(tmp_path, shared_data):
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(data=st.binary(max_size=400) | st.text(max_size=400).map(str.encode),
-       kind=st.sampled_from(["dcgm", "kernel-log", "trace"]))
+@given(
+    data=st.binary(max_size=400) | st.text(max_size=400).map(str.encode),
+    kind=st.sampled_from(["dcgm", "kernel-log", "trace"]),
+)
 def test_any_upload_makes_one_run_or_a_clear_error_and_nothing(tmp_path_factory, data, kind):
     store = Store(tmp_path_factory.mktemp("store"))
     try:
@@ -147,14 +152,16 @@ def test_an_openb_pod_list_is_replayed_on_its_uploaded_node_list_as_the_cli_does
     from engine.replay.run import replay_file
 
     store = Store(tmp_path / "store")
-    imported = uploads.import_trace(store, Uploaded("pods.csv", PODS), node_list=Uploaded(
-        "openb_node_list_gpu_node.csv", NODES))
+    imported = uploads.import_trace(
+        store, Uploaded("pods.csv", PODS), node_list=Uploaded("openb_node_list_gpu_node.csv", NODES)
+    )
     assert (imported.summary["hosts"], imported.summary["gpus"]) == (2, 10)  # node-a 8 GPUs + node-b 2
     assert imported.summary["cluster_from"] == "node list" and imported.summary["notes"] == []
     assert store.table(imported.run_id, "hosts")["hostname"].to_list() == ["node-a", "node-b"]
     cli = replay_file(OPENB / "pods.csv")  # the file path: the node list found beside it
     assert {k: cli.summary[k] for k in ("jobs", "hosts", "gpus", "utilization", "wait_mean_s")} == {
-        k: imported.summary[k] for k in ("jobs", "hosts", "gpus", "utilization", "wait_mean_s")}
+        k: imported.summary[k] for k in ("jobs", "hosts", "gpus", "utilization", "wait_mean_s")
+    }
 
 
 def test_an_openb_pod_list_without_its_node_list_says_what_is_missing(tmp_path):
@@ -162,8 +169,10 @@ def test_an_openb_pod_list_without_its_node_list_says_what_is_missing(tmp_path):
     imported = uploads.import_trace(store, ("pods.csv", PODS))
     assert imported.summary["cluster_from"] == "inferred from peak use"
     [note] = imported.summary["notes"]
-    assert note.startswith("pods.csv came without its node list (openb_node_list_gpu_node.csv): the cluster was"
-                           " inferred from the pods' peak GPU use (2 hosts, 16 GPUs).")
+    assert note.startswith(
+        "pods.csv came without its node list (openb_node_list_gpu_node.csv): the cluster was"
+        " inferred from the pods' peak GPU use (2 hosts, 16 GPUs)."
+    )
     assert "add it on the Data page" in note
     other = uploads.import_trace(store, ("small.csv", (FIXTURES / "small.csv").read_bytes()))
     assert other.summary["notes"] == []  # only openb has a node list to miss
@@ -172,14 +181,22 @@ def test_an_openb_pod_list_without_its_node_list_says_what_is_missing(tmp_path):
 def test_a_node_list_in_the_wrong_place_is_named_and_nothing_is_written(tmp_path):
     store = Store(tmp_path / "store")
     small = (FIXTURES / "small.csv").read_bytes()
-    with pytest.raises(GoodputError, match=r"^nodes\.csv: a node list goes with an Alibaba openb pod list; "
-                                           r"small\.csv is a goodput trace"):
+    with pytest.raises(
+        GoodputError,
+        match=r"^nodes\.csv: a node list goes with an Alibaba openb pod list; "
+        r"small\.csv is a goodput trace",
+    ):
         uploads.import_trace(store, ("small.csv", small), node_list=("nodes.csv", NODES))
-    with pytest.raises(GoodputError, match=r"^nodes\.csv: an Alibaba openb node list, not a job trace: give it"
-                                           r" with its pod list"):
+    with pytest.raises(
+        GoodputError,
+        match=r"^nodes\.csv: an Alibaba openb node list, not a job trace: give it"
+        r" with its pod list",
+    ):
         uploads.import_trace(store, ("nodes.csv", NODES))
     with pytest.raises(GoodputError, match=r"^nodes\.csv, line 3: gpu must be an integer from 0 to 64"):
-        uploads.import_trace(store, ("pods.csv", PODS), node_list=("nodes.csv", NODES.replace(b",2,T4", b",x,T4")))
+        uploads.import_trace(
+            store, ("pods.csv", PODS), node_list=("nodes.csv", NODES.replace(b",2,T4", b",x,T4"))
+        )
     with pytest.raises(uploads.UploadError, match=r"^nodes\.csv: the node list is empty"):
         uploads.import_trace(store, ("pods.csv", PODS), node_list=("nodes.csv", b"\n"))
     assert runs_in(store) == []

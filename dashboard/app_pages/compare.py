@@ -35,19 +35,25 @@ def choose_runs() -> list[RunInfo] | None:
         return None
     by_id = {info.run_id: info for info in runs}
     if len(runs) < 2:
-        st.info("Comparing needs at least two runs; the store has one. Make another with `goodput simulate`, or run "
-                "and keep one on the **Planner** page.")
+        st.info(
+            "Comparing needs at least two runs; the store has one. Make another with `goodput simulate`, or run "
+            "and keep one on the **Planner** page."
+        )
         return None
 
     wanted = [r for r in st.query_params.get("runs", "").split(",") if r in by_id]
     if len(wanted) < 2:
         current = st.query_params.get(state.RUN_PARAM)
-        wanted = list(dict.fromkeys([r for r in (current, *by_id) if r in by_id]))[:2]  # the selected run and the newest
+        wanted = list(dict.fromkeys([r for r in (current, *by_id) if r in by_id]))[
+            :2
+        ]  # the selected run and the newest
     if "compare_runs" in st.session_state:  # runs deleted since the last rerun leave the choice
         st.session_state["compare_runs"] = [r for r in st.session_state["compare_runs"] if r in by_id]
     else:
         st.session_state["compare_runs"] = wanted  # the first value comes from the URL; then the widget's own
-    chosen = st.multiselect("Runs", list(by_id), key="compare_runs", format_func=lambda r: queries.run_label(by_id[r]))
+    chosen = st.multiselect(
+        "Runs", list(by_id), key="compare_runs", format_func=lambda r: queries.run_label(by_id[r])
+    )
     st.query_params["runs"] = ",".join(chosen)
     if len(chosen) < 2:
         st.info("Pick at least two runs.")
@@ -78,20 +84,29 @@ def ettr_section(infos: list[RunInfo], labels: list[str]) -> None:
         st.caption("None of these runs has a flagship job to follow.")
     else:
         missing = [label for label in labels if label not in set(timeline["run"].to_list())]
-        st.caption("The flagship job's productive share of the time since it started (Kokolis et al.'s ETTR)."
-                   + (f" No flagship job in: {', '.join(map(md, missing))}." if missing else ""))
-        st.plotly_chart(charts.ettr_over_time(timeline, [lb for lb in labels if lb not in missing]), width="stretch")
+        st.caption(
+            "The flagship job's productive share of the time since it started (Kokolis et al.'s ETTR)."
+            + (f" No flagship job in: {', '.join(map(md, missing))}." if missing else "")
+        )
+        st.plotly_chart(
+            charts.ettr_over_time(timeline, [lb for lb in labels if lb not in missing]), width="stretch"
+        )
 
 
 def causes_section(infos: list[RunInfo], labels: list[str]) -> None:
     st.subheader("Interruptions by cause")
-    st.caption("Of each run's flagship job, as the headline figures count them; every incident where a run has no "
-               "flagship job.")
+    st.caption(
+        "Of each run's flagship job, as the headline figures count them; every incident where a run has no "
+        "flagship job."
+    )
     if "compare_per" not in st.session_state:
         st.session_state["compare_per"] = st.query_params.get("per") == "host-days"
-    per_exposure = st.toggle("Per 1,000 host-days", key="compare_per",
-                             help="divide by the hosts counted (the flagship job's, else the cluster's) x days, so "
-                                  "runs of other sizes and spans compare")
+    per_exposure = st.toggle(
+        "Per 1,000 host-days",
+        key="compare_per",
+        help="divide by the hosts counted (the flagship job's, else the cluster's) x days, so "
+        "runs of other sizes and spans compare",
+    )
     if per_exposure:
         st.query_params["per"] = "host-days"
     else:
@@ -100,13 +115,20 @@ def causes_section(infos: list[RunInfo], labels: list[str]) -> None:
     if counts.is_empty():
         st.info("None of these runs has interruptions.")
     else:
-        st.plotly_chart(charts.causes_side_by_side(
-            counts, "interruptions per 1,000 host-days" if per_exposure else "interruptions", labels), width="stretch")
+        st.plotly_chart(
+            charts.causes_side_by_side(
+                counts, "interruptions per 1,000 host-days" if per_exposure else "interruptions", labels
+            ),
+            width="stretch",
+        )
         table = counts.pivot("run", index="cause", values="interruptions").fill_null(0)
         table = table.with_columns(pl.lit(0.0).alias(label) for label in labels if label not in table.columns)
         table = table.select(cause_label_text("cause").alias("cause"), *labels)
-        st.dataframe(table.sort(pl.sum_horizontal(pl.exclude("cause")), descending=True), hide_index=True,
-                     width="stretch")
+        st.dataframe(
+            table.sort(pl.sum_horizontal(pl.exclude("cause")), descending=True),
+            hide_index=True,
+            width="stretch",
+        )
 
 
 st.title("Compare")

@@ -90,8 +90,11 @@ def runs_section(store: Store, runs: list[RunInfo], unreadable: list[Unreadable]
             column_config={
                 "run_id": st.column_config.TextColumn("run id"),
                 "created": st.column_config.DatetimeColumn("created (UTC)", format="YYYY-MM-DD HH:mm"),
-                "started": st.column_config.TextColumn("run starts", help="UTC; unknown for a kernel log stamped only in "
-                                                       "seconds since boot (its times count from its first line)"),
+                "started": st.column_config.TextColumn(
+                    "run starts",
+                    help="UTC; unknown for a kernel log stamped only in "
+                    "seconds since boot (its times count from its first line)",
+                ),
                 "days": st.column_config.NumberColumn("days", format="%.1f"),
                 "GPUs": st.column_config.NumberColumn("GPUs", format="%d"),
                 "size_mb": st.column_config.NumberColumn("size (MB)", format="%.1f"),
@@ -99,12 +102,20 @@ def runs_section(store: Store, runs: list[RunInfo], unreadable: list[Unreadable]
         )
     else:
         st.info(f"No runs in {code(store.root)} yet: make one with the commands below.")
-    if unreadable:  # one odd file in runs/ never hides the others: it is listed here, and skipped everywhere else
+    if (
+        unreadable
+    ):  # one odd file in runs/ never hides the others: it is listed here, and skipped everywhere else
         st.warning(f"{len(unreadable)} file(s) in the store were skipped:", icon=":material/warning:")
     for bad in unreadable:
-        remedy = ("Delete it below, or re-create the run." if bad.run_id else
-                  "Rename or remove it in the store's runs/ folder.")
-        st.error(f"File {code(bad.name)} cannot be read as a run: {md(bad.error)}. {remedy}", icon=":material/error:")
+        remedy = (
+            "Delete it below, or re-create the run."
+            if bad.run_id
+            else "Rename or remove it in the store's runs/ folder."
+        )
+        st.error(
+            f"File {code(bad.name)} cannot be read as a run: {md(bad.error)}. {remedy}",
+            icon=":material/error:",
+        )
 
 
 # ----- delete, in two steps ---------------------------------------------------------------------------------
@@ -149,54 +160,110 @@ def import_section(store: Store, may_write: bool) -> None:
     st.subheader("Import files")
     imported = st.session_state.pop(IMPORTED_KEY, None)
     if imported is not None:
-        counted = {"jobs": "jobs", "hosts": "hosts", "gpus": "GPUs", "samples": "samples", "xid_events": "XID events"}
-        counts = ", ".join(f"{imported.summary[k]:,} {label}" for k, label in counted.items()
-                           if isinstance(imported.summary.get(k), int))
-        st.success(f"Imported **{md(imported.name)}** as run {code(imported.run_id)} ({md(imported.kind)}"
-                   + (f": {counts}" if counts else "") + ").", icon=":material/check_circle:")
+        counted = {
+            "jobs": "jobs",
+            "hosts": "hosts",
+            "gpus": "GPUs",
+            "samples": "samples",
+            "xid_events": "XID events",
+        }
+        counts = ", ".join(
+            f"{imported.summary[k]:,} {label}"
+            for k, label in counted.items()
+            if isinstance(imported.summary.get(k), int)
+        )
+        st.success(
+            f"Imported **{md(imported.name)}** as run {code(imported.run_id)} ({md(imported.kind)}"
+            + (f": {counts}" if counts else "")
+            + ").",
+            icon=":material/check_circle:",
+        )
         for note in imported.summary.get("notes") or ():  # a guess the import made, and what would replace it
             st.warning(md(note), icon=":material/info:")
-        st.page_link("app_pages/overview.py", label=f"Open run {md(imported.run_id)}", icon=":material/open_in_new:",
-                      query_params={state.RUN_PARAM: imported.run_id})
+        st.page_link(
+            "app_pages/overview.py",
+            label=f"Open run {md(imported.run_id)}",
+            icon=":material/open_in_new:",
+            query_params={state.RUN_PARAM: imported.run_id},
+        )
     if not may_write:
         auth.missing(auth.Role.OPERATOR, "Importing files and deleting runs")
     else:
-        st.caption(f"Up to {uploads.MAX_UPLOAD_MB} MB in all per import. Files are checked whole before anything "
-                   "is written: a file that does not parse is named with its line, and no run is made. Larger "
-                   "files: the commands below.")
+        st.caption(
+            f"Up to {uploads.MAX_UPLOAD_MB} MB in all per import. Files are checked whole before anything "
+            "is written: a file that does not parse is named with its line, and no run is made. Larger "
+            "files: the commands below."
+        )
         telemetry_tab, trace_tab = st.tabs(["Telemetry: DCGM scrapes and kernel logs", "Job trace"])
         with telemetry_tab:
-            scrapes = st.file_uploader("DCGM exporter scrapes (Prometheus text, e.g. `curl host:9400/metrics`)",
-                                       accept_multiple_files=True, key="upload_dcgm",
-                                       max_upload_size=uploads.MAX_UPLOAD_MB)
-            logs = st.file_uploader("Kernel logs with NVIDIA XIDs (dmesg, dmesg -T, journalctl -k, /dev/kmsg, "
-                                    "syslog)",
-                                    accept_multiple_files=True, key="upload_logs",
-                                    max_upload_size=uploads.MAX_UPLOAD_MB)
+            scrapes = st.file_uploader(
+                "DCGM exporter scrapes (Prometheus text, e.g. `curl host:9400/metrics`)",
+                accept_multiple_files=True,
+                key="upload_dcgm",
+                max_upload_size=uploads.MAX_UPLOAD_MB,
+            )
+            logs = st.file_uploader(
+                "Kernel logs with NVIDIA XIDs (dmesg, dmesg -T, journalctl -k, /dev/kmsg, syslog)",
+                accept_multiple_files=True,
+                key="upload_logs",
+                max_upload_size=uploads.MAX_UPLOAD_MB,
+            )
             telemetry_name = st.text_input("Run name (optional)", key="upload_telemetry_name")
-            if st.button("Ingest into a new run", key="upload_ingest", icon=":material/upload:",
-                         disabled=not (scrapes or logs)):
-                run_import("Ingesting", lambda: uploads.import_telemetry(store, scrapes or [], logs or [],
-                                                                         name=telemetry_name.strip() or None))
+            if st.button(
+                "Ingest into a new run",
+                key="upload_ingest",
+                icon=":material/upload:",
+                disabled=not (scrapes or logs),
+            ):
+                run_import(
+                    "Ingesting",
+                    lambda: uploads.import_telemetry(
+                        store, scrapes or [], logs or [], name=telemetry_name.strip() or None
+                    ),
+                )
         with trace_tab:
-            trace = st.file_uploader("Job trace: goodput CSV, Slurm `sacct --parsable2`, SWF, Alibaba openb pod "
-                                     "list",
-                                     key="upload_trace", max_upload_size=uploads.MAX_UPLOAD_MB)
-            nodes = st.file_uploader("Its node list, for an openb pod list (`openb_node_list_gpu_node.csv`; without "
-                                     "it the cluster is inferred from the pods)",
-                                     key="upload_nodes", max_upload_size=uploads.MAX_UPLOAD_MB)
+            trace = st.file_uploader(
+                "Job trace: goodput CSV, Slurm `sacct --parsable2`, SWF, Alibaba openb pod list",
+                key="upload_trace",
+                max_upload_size=uploads.MAX_UPLOAD_MB,
+            )
+            nodes = st.file_uploader(
+                "Its node list, for an openb pod list (`openb_node_list_gpu_node.csv`; without "
+                "it the cluster is inferred from the pods)",
+                key="upload_nodes",
+                max_upload_size=uploads.MAX_UPLOAD_MB,
+            )
             left, right = st.columns(2)
-            trace_format = left.selectbox("Format", uploads.TRACE_FORMATS, key="upload_format",
-                                          help="auto tells the formats apart by their header and columns")
-            mode = right.radio("Replay", MODES, index=MODES.index("rescheduled"), horizontal=True,
-                               key="upload_mode", help="recorded: start times from the trace; rescheduled: submit "
-                                                       "times only, under this engine's scheduler")
+            trace_format = left.selectbox(
+                "Format",
+                uploads.TRACE_FORMATS,
+                key="upload_format",
+                help="auto tells the formats apart by their header and columns",
+            )
+            mode = right.radio(
+                "Replay",
+                MODES,
+                index=MODES.index("rescheduled"),
+                horizontal=True,
+                key="upload_mode",
+                help="recorded: start times from the trace; rescheduled: submit "
+                "times only, under this engine's scheduler",
+            )
             trace_name = st.text_input("Run name (optional)", key="upload_trace_name")
-            if st.button("Replay into a new run", key="upload_replay", icon=":material/upload:",
-                         disabled=trace is None):
-                run_import("Replaying", lambda: uploads.import_trace(store, trace, fmt=trace_format, mode=mode,
-                                                                     name=trace_name.strip() or None,
-                                                                     node_list=nodes))
+            if st.button(
+                "Replay into a new run", key="upload_replay", icon=":material/upload:", disabled=trace is None
+            ):
+                run_import(
+                    "Replaying",
+                    lambda: uploads.import_trace(
+                        store,
+                        trace,
+                        fmt=trace_format,
+                        mode=mode,
+                        name=trace_name.strip() or None,
+                        node_list=nodes,
+                    ),
+                )
 
 
 # ----- adding runs ------------------------------------------------------------------------------------------

@@ -9,16 +9,23 @@ from engine.analysis.definitions import DEFINITIONS, SECTIONS
 
 def page() -> None:
     """The figures, section by section, narrowed to those that mention every word searched for."""
-    st.caption("Every figure Goodput shows, with what it counts. Two figures that count different things have "
-               "different names; a figure marked *depends on the view* changes with the time, window, filters or "
-               "selection of its page. Also in docs/definitions.md and `goodput definitions`.")
-    wanted = st.text_input("Find a figure", placeholder="e.g. interruptions, utilisation, lost", key="definitions_find")
+    st.caption(
+        "Every figure Goodput shows, with what it counts. Two figures that count different things have "
+        "different names; a figure marked *depends on the view* changes with the time, window, filters or "
+        "selection of its page. Also in docs/definitions.md and `goodput definitions`."
+    )
+    wanted = st.text_input(
+        "Find a figure", placeholder="e.g. interruptions, utilisation, lost", key="definitions_find"
+    )
     words = wanted.lower().split()
 
     shown = 0
     for section in SECTIONS:
-        entries = [d for d in DEFINITIONS.values() if d.section == section
-                   and all(w in f"{d.label} {d.key} {d.means}".lower() for w in words)]
+        entries = [
+            d
+            for d in DEFINITIONS.values()
+            if d.section == section and all(w in f"{d.label} {d.key} {d.means}".lower() for w in words)
+        ]
         if not entries:
             continue
         st.header(section, divider="gray")
@@ -30,8 +37,12 @@ def page() -> None:
             if d.scope == "view":
                 facts.append("depends on the view")
             if d.not_to_confuse:
-                facts.append("not the same as " + ", ".join(
-                    f"[{DEFINITIONS[k].label}](#{DEFINITIONS[k].anchor})" for k in d.not_to_confuse))
+                facts.append(
+                    "not the same as "
+                    + ", ".join(
+                        f"[{DEFINITIONS[k].label}](#{DEFINITIONS[k].anchor})" for k in d.not_to_confuse
+                    )
+                )
             st.caption(" · ".join(facts))
     if not shown:
         st.info(f"No figure mentions “{md(wanted)}”.")

@@ -76,21 +76,30 @@ COLUMNS = {
 
 
 def table(place, frame: pl.DataFrame) -> None:
-    place.dataframe(frame, hide_index=True, width="stretch",
-                    column_config={c: COLUMNS[c] for c in frame.columns if c in COLUMNS})
+    place.dataframe(
+        frame,
+        hide_index=True,
+        width="stretch",
+        column_config={c: COLUMNS[c] for c in frame.columns if c in COLUMNS},
+    )
 
 
 def times(frame: pl.DataFrame, run: RunInfo, *columns: str) -> pl.DataFrame:
     """Seconds-since-start columns shown as UTC times (column `first_s` becomes `first`)."""
-    return frame.with_columns(
-        time_text(c, run.started_at).alias(c.removesuffix("_s")) for c in columns).drop(*columns)
+    return frame.with_columns(time_text(c, run.started_at).alias(c.removesuffix("_s")) for c in columns).drop(
+        *columns
+    )
 
 
 def in_words(frame: pl.DataFrame) -> pl.DataFrame:
     """States, causes and XIDs as engine.report.palette names them; lost GPU-hours to one decimal."""
-    named = {"state": charts.gpu_state_text("state"), "causes": charts.causes_text("causes"),
-             "last_xid": charts.xid_label_text("last_xid"), "xid": charts.xid_label_text("xid"),
-             "gpu_hours_lost": pl.col("gpu_hours_lost").round(1)}
+    named = {
+        "state": charts.gpu_state_text("state"),
+        "causes": charts.causes_text("causes"),
+        "last_xid": charts.xid_label_text("last_xid"),
+        "xid": charts.xid_label_text("xid"),
+        "gpu_hours_lost": pl.col("gpu_hours_lost").round(1),
+    }
     return frame.with_columns(expr.alias(c) for c, expr in named.items() if c in frame.columns)
 
 
@@ -107,19 +116,32 @@ def time_slider(run: RunInfo) -> float:
         st.caption(f"This run is a single moment ({when(run, 0.0)}): the page shows it.")
         st.query_params["t"] = "0"
         return 0.0
-    unit_s, unit = (3600.0, "h") if run.duration_s >= 2 * 3600 else (60.0, "min") if run.duration_s >= 120 else (
-        1.0, "s")
+    unit_s, unit = (
+        (3600.0, "h")
+        if run.duration_s >= 2 * 3600
+        else (60.0, "min")
+        if run.duration_s >= 120
+        else (1.0, "s")
+    )
     span = run.duration_s / unit_s
     # the unit is part of the key: a live run that grows from seconds to hours gets a new slider, seeded from ?t=
-    t_key = state.seed(f"gpus_t:{run.run_id}:{unit}", parse_t(st.query_params.get("t"), run.duration_s) / unit_s)
+    t_key = state.seed(
+        f"gpus_t:{run.run_id}:{unit}", parse_t(st.query_params.get("t"), run.duration_s) / unit_s
+    )
     end_key = f"gpus_end:{run.run_id}:{unit}"
     if st.session_state.get(end_key, span) <= st.session_state[t_key] < span:
         st.session_state[t_key] = span  # a live run grew: a view of its end follows the newest scrape
     st.session_state[end_key] = span
     step = max(run.duration_s / 500, 1.0 if unit == "s" else 60.0) / unit_s
     words = {"h": "hours", "min": "minutes", "s": "seconds"}[unit]
-    value = st.slider(f"Time ({words} since the run's start)", 0.0, span, step=step,
-                      format="%.2f " + unit if unit == "h" else "%.1f " + unit, key=t_key)
+    value = st.slider(
+        f"Time ({words} since the run's start)",
+        0.0,
+        span,
+        step=step,
+        format="%.2f " + unit if unit == "h" else "%.1f " + unit,
+        key=t_key,
+    )
     st.query_params["t"] = f"{value * unit_s:.0f}"
     return state_time(value * unit_s, run.duration_s)
 
@@ -131,7 +153,9 @@ def health(run: RunInfo) -> Callable[[], None] | None:
     t_s = time_slider(run)
     # The samples' scan (the page's one slow query) runs while the rest of the page is drawn; the grid and its
     # table fill their place here once it is done.
-    samples = in_background(queries.last_samples, run.run_id, t_s, queries.sample_resolution(run.kind, run.scenario))
+    samples = in_background(
+        queries.last_samples, run.run_id, t_s, queries.sample_resolution(run.kind, run.scenario)
+    )
     grid = queries.grid_at(run.run_id, t_s)
     counts = queries.state_counts(grid)
     if counts.is_empty():
@@ -146,28 +170,45 @@ def health(run: RunInfo) -> Callable[[], None] | None:
     metric(cols[2], "gpus_out_of_service", fmt_int(out) if states_known else "–")
     metric(cols[3], "gpus_training", fmt_int(by_state.get("running", 0)) if states_known else "–")
     if not states_known:
-        st.caption("This run records no host states (an observed log or scrape): GPUs out of service and "
-                   "training are not known; a GPU is failed while an incident of its own is not repaired.")
+        st.caption(
+            "This run records no host states (an observed log or scrape): GPUs out of service and "
+            "training are not known; a GPU is failed while an incident of its own is not repaired."
+        )
 
     causes, xids = queries.causes_in_run(run.run_id), queries.xids_in_run(run.run_id)
     left, middle, right = st.columns(3)
-    chosen_states = left.multiselect("State", list(charts.GPU_STATE_ORDER), format_func=charts.gpu_state_label,
-                                     key=state.seed(f"gpus_state:{run.run_id}",
-                                                    state.url_list("state", list(charts.GPU_STATE_ORDER))))
-    chosen_causes = middle.multiselect("Incident cause (up to t)", causes, format_func=cause_label, key=state.seed(
-        f"gpus_cause:{run.run_id}", state.url_list("cause", causes)))
-    chosen_xids = right.multiselect("XID (up to t)", xids, format_func=xid_label, key=state.seed(
-        f"gpus_xid:{run.run_id}", [int(x) for x in state.url_list("xid", [str(x) for x in xids])]))
+    chosen_states = left.multiselect(
+        "State",
+        list(charts.GPU_STATE_ORDER),
+        format_func=charts.gpu_state_label,
+        key=state.seed(f"gpus_state:{run.run_id}", state.url_list("state", list(charts.GPU_STATE_ORDER))),
+    )
+    chosen_causes = middle.multiselect(
+        "Incident cause (up to t)",
+        causes,
+        format_func=cause_label,
+        key=state.seed(f"gpus_cause:{run.run_id}", state.url_list("cause", causes)),
+    )
+    chosen_xids = right.multiselect(
+        "XID (up to t)",
+        xids,
+        format_func=xid_label,
+        key=state.seed(
+            f"gpus_xid:{run.run_id}", [int(x) for x in state.url_list("xid", [str(x) for x in xids])]
+        ),
+    )
     state.set_url("state", ",".join(chosen_states))
     state.set_url("cause", ",".join(chosen_causes))
     state.set_url("xid", ",".join(str(x) for x in chosen_xids))
 
     filtered = bool(chosen_states or chosen_causes or chosen_xids)
     match = queries.matching(grid, chosen_states, chosen_causes, chosen_xids) if filtered else None
-    st.caption(f"Every GPU at {when(run, t_s)}: a rack is a column of hosts, a host a line of its "
-               "GPUs. A GPU takes its host's state unless it has failed itself; hover for its last temperature "
-               "and power, its XIDs and incidents so far."
-               + (f" **{int(match.sum()):,} of {grid.height:,} GPUs match the filters.**" if filtered else ""))
+    st.caption(
+        f"Every GPU at {when(run, t_s)}: a rack is a column of hosts, a host a line of its "
+        "GPUs. A GPU takes its host's state unless it has failed itself; hover for its last temperature "
+        "and power, its XIDs and incidents so far."
+        + (f" **{int(match.sum()):,} of {grid.height:,} GPUs match the filters.**" if filtered else "")
+    )
     place = st.container()
     with st.expander("GPUs by state"):
         st.plotly_chart(charts.health_counts(counts), width="stretch")
@@ -177,8 +218,17 @@ def health(run: RunInfo) -> Callable[[], None] | None:
         place.plotly_chart(charts.health_grid(cells, match), width="stretch", key=f"gpus_grid:{run.run_id}")
         if filtered:
             picked = cells.filter(match).select(
-                "gpu_id", "hostname", "rack_id", "gpu_index", "state", "temp_c", "power_w", "xid_events",
-                "last_xid", "causes")
+                "gpu_id",
+                "hostname",
+                "rack_id",
+                "gpu_index",
+                "state",
+                "temp_c",
+                "power_w",
+                "xid_events",
+                "last_xid",
+                "causes",
+            )
             place.markdown(f"**GPUs that match** ({picked.height:,}; open one below by its id)")
             table(place, in_words(picked.head(MATCH_ROWS)))
 
@@ -228,13 +278,17 @@ def xid_section(run: RunInfo) -> None:
     window = queries.xid_window(run.duration_s)
     if run.duration_s / window < FEW_WINDOWS:
         # minutes of one kernel log: bars per window (or a rate a day) would say nothing; each event at its time
-        st.caption(f"{events.height:,} XID events from {when(run, first)} to {when(run, last)}: too short a "
-                   f"span for counts per window, so each event is drawn at its time{only}.")
+        st.caption(
+            f"{events.height:,} XID events from {when(run, first)} to {when(run, last)}: too short a "
+            f"span for counts per window, so each event is drawn at its time{only}."
+        )
         st.plotly_chart(charts.xid_strip(events, run.started_at), width="stretch")
     else:
         timeline = queries.xid_timeline(run.run_id, window, picked)
-        st.caption(f"Every XID event counted per {fmt_duration(window)} window, not the last value of the "
-                   f"exporter's gauge (which never resets){only or '; a code keeps its colour on every chart'}.")
+        st.caption(
+            f"Every XID event counted per {fmt_duration(window)} window, not the last value of the "
+            f"exporter's gauge (which never resets){only or '; a code keeps its colour on every chart'}."
+        )
         st.plotly_chart(charts.xid_timeline(timeline, run.started_at, window), width="stretch")
     st.plotly_chart(charts.xid_counts(totals), width="stretch")
 
@@ -246,11 +300,15 @@ def ecc_section(run: RunInfo, ecc_top: Callable[[], pl.DataFrame]) -> None:
         st.info("No GPU of this run reported an ECC error.")
         return
     metric(st, "gpus_with_ecc_errors", fmt_int(top["gpus_with_ecc"][0]))
-    labels = {g: f"GPU {g} ({h} #{i})" for g, h, i in top.select("gpu_id", "hostname", "gpu_index").iter_rows()}
+    labels = {
+        g: f"GPU {g} ({h} #{i})" for g, h, i in top.select("gpu_id", "hostname", "gpu_index").iter_rows()
+    }
     bucket = max(run.duration_s / ECC_POINTS, 1.0)
     trend = queries.ecc_trend(run.run_id, top["gpu_id"].to_list(), bucket)
-    st.caption(f"The {top.height} GPUs with the most ECC errors (double-bit first), the largest count in each "
-               f"{fmt_duration(bucket)}. Rising single-bit counts come before HBM failures.")
+    st.caption(
+        f"The {top.height} GPUs with the most ECC errors (double-bit first), the largest count in each "
+        f"{fmt_duration(bucket)}. Rising single-bit counts come before HBM failures."
+    )
     st.plotly_chart(charts.ecc_trend(trend, labels, run.started_at), width="stretch")
     table(st, times(top.drop("gpus_with_ecc"), run, "first_s"))
 
@@ -266,13 +324,23 @@ def lemon_section(run: RunInfo) -> int | None:
     metric(cols[1], "lemons_pulled", fmt_int(pulled) if isinstance(pulled, int) else "–")
     metric(cols[2], "repeat_offender_hosts", fmt_int(queries.offender_count(run.run_id, "host", 2)))
     metric(cols[3], "repeat_offender_gpus", fmt_int(queries.offender_count(run.run_id, "gpu", 2)))
-    short = (f" This run spans {fmt_duration(run.duration_s)}, less than the rule's window: only failures that "
-             "close together can meet it." if 0 < run.duration_s < window else "")
-    st.caption(f"The lemon rule, on the incidents this run observed: {failures} hardware failures within "
-               f"{fmt_duration(window)} (the run's repair.lemon_failures and repair.lemon_window) send a host's "
-               "part back to the vendor." + short
-               + ("" if isinstance(pulled, int) else " The run has no count of lemon hosts pulled: only the "
-                  "simulator's repair model pulls hosts."))
+    short = (
+        f" This run spans {fmt_duration(run.duration_s)}, less than the rule's window: only failures that "
+        "close together can meet it."
+        if 0 < run.duration_s < window
+        else ""
+    )
+    st.caption(
+        f"The lemon rule, on the incidents this run observed: {failures} hardware failures within "
+        f"{fmt_duration(window)} (the run's repair.lemon_failures and repair.lemon_window) send a host's "
+        "part back to the vendor."
+        + short
+        + (
+            ""
+            if isinstance(pulled, int)
+            else " The run has no count of lemon hosts pulled: only the simulator's repair model pulls hosts."
+        )
+    )
     if not lemons.is_empty():
         st.markdown(f"**{definition('lemon_rule_hosts').label}**")
         table(st, in_words(times(lemons.head(SHOWN_ROWS), run, "flagged_s")))
@@ -296,8 +364,13 @@ def lemon_section(run: RunInfo) -> int | None:
     if history.is_empty():
         return None
     st.caption("Each incident of the worst hosts; click one on a GPU to open that GPU below.")
-    clicked = st.plotly_chart(charts.offender_history(history, run.started_at), width="stretch",
-                              on_select="rerun", selection_mode="points", key=f"gpus_offenders:{run.run_id}")
+    clicked = st.plotly_chart(
+        charts.offender_history(history, run.started_at),
+        width="stretch",
+        on_select="rerun",
+        selection_mode="points",
+        key=f"gpus_offenders:{run.run_id}",
+    )
     return charts.clicked_gpu(clicked.selection if clicked else None)
 
 
@@ -305,11 +378,23 @@ def gpu_events(events: pl.DataFrame, run: RunInfo) -> pl.DataFrame:
     """One GPU's incidents (their cause in words) and XID lines, at UTC times; seconds from the start too in a
     short run, where a burst of XIDs falls within one minute."""
     shown = events.with_columns(
-        pl.when(pl.col("kind") == "incident").then(cause_label_text("what")).otherwise(pl.col("what")).alias("what"),
-        pl.col("t_s").alias("time_s"), pl.col("t_s").round(3).alias("from_start_s"))
+        pl.when(pl.col("kind") == "incident")
+        .then(cause_label_text("what"))
+        .otherwise(pl.col("what"))
+        .alias("what"),
+        pl.col("t_s").alias("time_s"),
+        pl.col("t_s").round(3).alias("from_start_s"),
+    )
     shown = in_words(times(shown, run, "time_s"))
-    columns = ["time", *(["from_start_s"] if run.duration_s < SHORT_RUN_S else []), "kind", "what", "xid",
-               "incident_id", "gpu_hours_lost"]
+    columns = [
+        "time",
+        *(["from_start_s"] if run.duration_s < SHORT_RUN_S else []),
+        "kind",
+        "what",
+        "xid",
+        "incident_id",
+        "gpu_hours_lost",
+    ]
     return shown.select(columns)
 
 
@@ -328,9 +413,14 @@ def one_gpu(run: RunInfo, click: int | None) -> None:
     if click is not None and click != st.session_state.get("gpus_last_click") and first <= click <= last:
         st.session_state[gpu_key] = click  # a new click on an offender's incident opens its GPU
     st.session_state["gpus_last_click"] = click
-    gpu = st.number_input("GPU id", min_value=int(first), max_value=int(last), step=1,
-                          key=state.seed(gpu_key, wanted),
-                          placeholder="Enter a GPU id to see its telemetry and events")
+    gpu = st.number_input(
+        "GPU id",
+        min_value=int(first),
+        max_value=int(last),
+        step=1,
+        key=state.seed(gpu_key, wanted),
+        placeholder="Enter a GPU id to see its telemetry and events",
+    )
     if gpu is None:
         st.query_params.pop("gpu", None)
         return
@@ -342,8 +432,10 @@ def one_gpu(run: RunInfo, click: int | None) -> None:
         return
     row = info.row(0, named=True)
     known = ", ".join(md(row[k]) for k in ("model", "uuid") if row[k])  # a kernel log names neither
-    st.markdown(f"**GPU {gpu}**: index {row['gpu_index']} of host {md(row['hostname'])} (rack {row['rack_id']})"
-                + (f", {known}" if known else ""))
+    st.markdown(
+        f"**GPU {gpu}**: index {row['gpu_index']} of host {md(row['hostname'])} (rack {row['rack_id']})"
+        + (f", {known}" if known else "")
+    )
     events = queries.gpu_events(run.run_id, gpu)
     st.markdown(f"**Events** ({events.height})")
     if events.is_empty():
@@ -357,19 +449,25 @@ def one_gpu(run: RunInfo, click: int | None) -> None:
         return
     tdp = run.scenario.get("cluster", {}).get("gpu_tdp_w")
     samples = int(telemetry["samples"].sum())
-    st.caption(("One sample, drawn as read." if samples == 1 else f"{samples:,} samples, each drawn as read.")
-               if samples == telemetry.height else
-               f"{samples:,} samples averaged over {fmt_duration(telemetry['bucket_s'][0])} buckets.")
-    st.plotly_chart(charts.gpu_telemetry(telemetry, run.started_at, float(tdp) if tdp else None), width="stretch")
+    st.caption(
+        ("One sample, drawn as read." if samples == 1 else f"{samples:,} samples, each drawn as read.")
+        if samples == telemetry.height
+        else f"{samples:,} samples averaged over {fmt_duration(telemetry['bucket_s'][0])} buckets."
+    )
+    st.plotly_chart(
+        charts.gpu_telemetry(telemetry, run.started_at, float(tdp) if tdp else None), width="stretch"
+    )
 
 
 def page(run_id: str) -> None:
     run = state.store().info(run_id)  # read again on every rerun: a live run grows between them
     live_every = state.live_refresh_s(run)
     if live_every:
-        st.caption(f":material/sensors: Live: this run is still being scraped ({run.summary.get('scrapes', '?')} "
-                   f"scrapes, {run.summary.get('samples', 0):,} samples so far); the page refreshes every "
-                   f"{fmt_duration(live_every)}.")
+        st.caption(
+            f":material/sensors: Live: this run is still being scraped ({run.summary.get('scrapes', '?')} "
+            f"scrapes, {run.summary.get('samples', 0):,} samples so far); the page refreshes every "
+            f"{fmt_duration(live_every)}."
+        )
     # the two scans of the samples (ECC here, the grid's temperatures in `health`) start first and run while
     # the rest of the page is drawn
     ecc_top = in_background(queries.ecc_top, run.run_id, ECC_GPUS)

@@ -30,7 +30,11 @@ from engine.scenario import from_dict
 from engine.store import RunInfo
 from engine.units import SECONDS_PER_DAY, SECONDS_PER_HOUR
 
-PLANNED_CHOICES = {"all": "planned and unexpected", "planned": "planned only", "unexpected": "unexpected only"}
+PLANNED_CHOICES = {
+    "all": "planned and unexpected",
+    "planned": "planned only",
+    "unexpected": "unexpected only",
+}
 FORMATS = {"csv": "CSV", "json": "JSON", "parquet": "Parquet", "html": "HTML report"}
 
 
@@ -74,10 +78,19 @@ def filters_section(run: RunInfo, everything: pl.DataFrame) -> tuple[tuple[float
     st.subheader("Filters")
     since = queries.url_seconds(st.query_params.get("since"), 0.0, run.duration_s)
     until = queries.url_seconds(st.query_params.get("until"), 0.0, run.duration_s)
-    window_h = st.slider("Time window (hours from the run's start)", 0.0, hours,
-                         key=state.seed(f"incidents_window:{run.run_id}",
-                                        ((since or 0.0) / SECONDS_PER_HOUR, (until if until is not None else run.duration_s) / SECONDS_PER_HOUR)),
-                         step=max(round(hours / 400.0, 2), 0.01))
+    window_h = st.slider(
+        "Time window (hours from the run's start)",
+        0.0,
+        hours,
+        key=state.seed(
+            f"incidents_window:{run.run_id}",
+            (
+                (since or 0.0) / SECONDS_PER_HOUR,
+                (until if until is not None else run.duration_s) / SECONDS_PER_HOUR,
+            ),
+        ),
+        step=max(round(hours / 400.0, 2), 0.01),
+    )
     since_s = window_h[0] * SECONDS_PER_HOUR if window_h[0] > 0 else None
     until_s = window_h[1] * SECONDS_PER_HOUR if window_h[1] < hours else None
     state.set_url("since", "" if since_s is None else f"{since_s:g}")
@@ -86,74 +99,123 @@ def filters_section(run: RunInfo, everything: pl.DataFrame) -> tuple[tuple[float
     all_causes = sorted(everything["cause"].drop_nulls().unique().to_list())
     all_categories = sorted(everything["category"].drop_nulls().unique().to_list())
     all_racks = [str(r) for r in sorted(everything["rack_id"].drop_nulls().unique().to_list())]
-    hit = everything.select(pl.col("job_ids").explode(), pl.col("job_names").explode()).drop_nulls().unique("job_ids")
+    hit = (
+        everything.select(pl.col("job_ids").explode(), pl.col("job_names").explode())
+        .drop_nulls()
+        .unique("job_ids")
+    )
     job_names = dict(zip(hit["job_ids"].to_list(), hit["job_names"].to_list(), strict=True))
     all_jobs = sorted(job_names)
     cols = st.columns(3)
-    causes = cols[0].multiselect("Cause", all_causes, placeholder="every cause",
-                                 key=state.seed(f"incidents_causes:{run.run_id}", state.url_list("causes", all_causes)))
-    categories = cols[1].multiselect("Category", all_categories, placeholder="every category",
-                                     key=state.seed(f"incidents_categories:{run.run_id}",
-                                                    state.url_list("categories", all_categories)))
+    causes = cols[0].multiselect(
+        "Cause",
+        all_causes,
+        placeholder="every cause",
+        key=state.seed(f"incidents_causes:{run.run_id}", state.url_list("causes", all_causes)),
+    )
+    categories = cols[1].multiselect(
+        "Category",
+        all_categories,
+        placeholder="every category",
+        key=state.seed(f"incidents_categories:{run.run_id}", state.url_list("categories", all_categories)),
+    )
     planned_key = st.query_params.get("planned", "all")
-    planned_key = cols[2].radio("Planned", list(PLANNED_CHOICES), format_func=PLANNED_CHOICES.get, horizontal=True,
-                                key=state.seed(f"incidents_planned:{run.run_id}",
-                                               planned_key if planned_key in PLANNED_CHOICES else "all"))
+    planned_key = cols[2].radio(
+        "Planned",
+        list(PLANNED_CHOICES),
+        format_func=PLANNED_CHOICES.get,
+        horizontal=True,
+        key=state.seed(
+            f"incidents_planned:{run.run_id}", planned_key if planned_key in PLANNED_CHOICES else "all"
+        ),
+    )
     cols = st.columns(3)
-    racks = cols[0].multiselect("Rack", all_racks, placeholder="every rack",
-                                key=state.seed(f"incidents_racks:{run.run_id}", state.url_list("racks", all_racks)))
-    jobs = cols[1].multiselect("Job hit", all_jobs, placeholder="any job or none",
-                               format_func=lambda j: j if job_names.get(j) in (None, j) else f"{job_names[j]} ({j})",
-                               key=state.seed(f"incidents_jobs:{run.run_id}", state.url_list("jobs", all_jobs)))
+    racks = cols[0].multiselect(
+        "Rack",
+        all_racks,
+        placeholder="every rack",
+        key=state.seed(f"incidents_racks:{run.run_id}", state.url_list("racks", all_racks)),
+    )
+    jobs = cols[1].multiselect(
+        "Job hit",
+        all_jobs,
+        placeholder="any job or none",
+        format_func=lambda j: j if job_names.get(j) in (None, j) else f"{job_names[j]} ({j})",
+        key=state.seed(f"incidents_jobs:{run.run_id}", state.url_list("jobs", all_jobs)),
+    )
     state.set_url("causes", ",".join(causes))
     state.set_url("categories", ",".join(categories))
     state.set_url("racks", ",".join(racks))
     state.set_url("jobs", ",".join(jobs))
     state.set_url("planned", "" if planned_key == "all" else planned_key)
-    filters = queries.filter_keywords(since_s=since_s, until_s=until_s, causes=causes, categories=categories,
-                                      racks=[int(r) for r in racks], jobs=jobs, planned=planned_key)
+    filters = queries.filter_keywords(
+        since_s=since_s,
+        until_s=until_s,
+        causes=causes,
+        categories=categories,
+        racks=[int(r) for r in racks],
+        jobs=jobs,
+        planned=planned_key,
+    )
     return (since_s, until_s), filters
 
 
 # ----- counted as the Llama 3 paper counts them -----------------------------------------------------------
-def counted_section(run: RunInfo, everything: pl.DataFrame, shown: pl.DataFrame,
-                    window: tuple[float | None, float | None], flagship: str | None) -> None:
+def counted_section(
+    run: RunInfo,
+    everything: pl.DataFrame,
+    shown: pl.DataFrame,
+    window: tuple[float | None, float | None],
+    flagship: str | None,
+) -> None:
     since_s, until_s = window
     days = ((until_s if until_s is not None else run.duration_s) - (since_s or 0.0)) / SECONDS_PER_DAY
     figures = summary_counts(shown, days, job=flagship)
     span = f"{days:,.1f} days" if days >= 1 else fmt_duration(days * SECONDS_PER_DAY)
     if flagship:
         st.subheader("Interruptions of the flagship job")
-        st.caption(f"Counted as the Llama 3 paper counts its 466: interruptions of the flagship job {code(flagship)}, "
-                   f"among the {shown.height:,} incidents the filters keep ({everything.height:,} in the run), "
-                   f"over {span}.")
+        st.caption(
+            f"Counted as the Llama 3 paper counts its 466: interruptions of the flagship job {code(flagship)}, "
+            f"among the {shown.height:,} incidents the filters keep ({everything.height:,} in the run), "
+            f"over {span}."
+        )
         shown_figures = (
             ("interruptions", fmt_int(figures["total"])),
             ("unexpected_interruptions", fmt_int(figures["unexpected"])),
             ("planned_interruptions", fmt_int(figures["planned"])),
             ("hardware_share", fmt_pct(figures["hardware_share"], 0)),
             # a rate from less than a day of data says nothing: the count and the span say it instead
-            ("interruptions_per_day", "–" if figures["per_day"] is None or days < 1 else f"{figures['per_day']:.1f}"),
+            (
+                "interruptions_per_day",
+                "–" if figures["per_day"] is None or days < 1 else f"{figures['per_day']:.1f}",
+            ),
             ("interruption_gpu_hours_lost", fmt_gpu_hours(figures["gpu_hours_lost"])),
         )
     else:
         # no flagship job (a replayed trace, ingested telemetry): nothing here is an interruption of it
         st.subheader("Incidents")
-        st.caption(f"This run has no flagship job, so every incident is counted: {shown.height:,} the filters keep "
-                   f"({everything.height:,} in the run), over {span}.")
-        shown_figures = (("incidents", fmt_int(figures["total"])),
-                         ("incident_gpu_hours_lost", fmt_gpu_hours(figures["gpu_hours_lost"])))
+        st.caption(
+            f"This run has no flagship job, so every incident is counted: {shown.height:,} the filters keep "
+            f"({everything.height:,} in the run), over {span}."
+        )
+        shown_figures = (
+            ("incidents", fmt_int(figures["total"])),
+            ("incident_gpu_hours_lost", fmt_gpu_hours(figures["gpu_hours_lost"])),
+        )
     for column, (key, value) in zip(st.columns(6), shown_figures, strict=False):
         column.metric(definition(key).label, value, help=definition(key).help)
     if figures["total"]:
         left, right = st.columns([3, 2])
         left.plotly_chart(charts.by_cause(figures["by_cause"]), width="stretch")
-        gpu_hours = {"gpu_hours_lost": st.column_config.NumberColumn("GPU-h lost", format="%.1f"),
-                     "pct_of_unexpected": st.column_config.NumberColumn("% of unexpected", format="%.1f")}
+        gpu_hours = {
+            "gpu_hours_lost": st.column_config.NumberColumn("GPU-h lost", format="%.1f"),
+            "pct_of_unexpected": st.column_config.NumberColumn("% of unexpected", format="%.1f"),
+        }
         right.dataframe(figures["by_category"], hide_index=True, width="stretch", column_config=gpu_hours)
         right.dataframe(figures["by_cause"], hide_index=True, width="stretch", column_config=gpu_hours)
-        per_day = queries.days_in_window(shown, since_s, until_s if until_s is not None else run.duration_s,
-                                         job=flagship)
+        per_day = queries.days_in_window(
+            shown, since_s, until_s if until_s is not None else run.duration_s, job=flagship
+        )
         st.plotly_chart(charts.per_day(per_day, run.started_at), width="stretch")
 
 
@@ -165,19 +227,44 @@ def timeline_section(run: RunInfo, shown: pl.DataFrame):
     if shown.is_empty():
         st.info("No incident matches the filters.")
     else:
-        st.caption(f"{shown.height:,} incidents; marker area follows the GPU-hours each cost. Click one to open it "
-                   "below.")
-        clicked = st.plotly_chart(charts.timeline(shown, run.started_at), width="stretch", on_select="rerun",
-                                  selection_mode="points", key=f"incidents_timeline:{run.run_id}")
+        st.caption(
+            f"{shown.height:,} incidents; marker area follows the GPU-hours each cost. Click one to open it "
+            "below."
+        )
+        clicked = st.plotly_chart(
+            charts.timeline(shown, run.started_at),
+            width="stretch",
+            on_select="rerun",
+            selection_mode="points",
+            key=f"incidents_timeline:{run.run_id}",
+        )
         st.markdown(f"**Incidents by cost** ({shown.height:,}; click a column's header to sort by it)")
         st.dataframe(
-            shown.sort("gpu_hours_lost", descending=True, nulls_last=True).with_columns(
-                with_time(run), cause_label_text("cause").alias("cause"), pl.col("job_names").alias("jobs"))
-            .select("incident_id", "time", "cause", "category", "planned", "gpu_hours_lost", "jobs_hit", "jobs",
-                    "hostname", "rack_id", "gpu_id", "link_id", "xid"),
-            hide_index=True, width="stretch",
-            column_config={"gpu_hours_lost": st.column_config.NumberColumn("GPU-h lost", format="%.1f"),
-                           "jobs": st.column_config.ListColumn("jobs")},
+            shown.sort("gpu_hours_lost", descending=True, nulls_last=True)
+            .with_columns(
+                with_time(run), cause_label_text("cause").alias("cause"), pl.col("job_names").alias("jobs")
+            )
+            .select(
+                "incident_id",
+                "time",
+                "cause",
+                "category",
+                "planned",
+                "gpu_hours_lost",
+                "jobs_hit",
+                "jobs",
+                "hostname",
+                "rack_id",
+                "gpu_id",
+                "link_id",
+                "xid",
+            ),
+            hide_index=True,
+            width="stretch",
+            column_config={
+                "gpu_hours_lost": st.column_config.NumberColumn("GPU-h lost", format="%.1f"),
+                "jobs": st.column_config.ListColumn("jobs"),
+            },
         )
     return clicked
 
@@ -185,12 +272,18 @@ def timeline_section(run: RunInfo, shown: pl.DataFrame):
 # ----- exports --------------------------------------------------------------------------------------------
 def export_section(run: RunInfo, shown: pl.DataFrame, filters: dict) -> Export:
     st.subheader("Export")
-    anonymise = st.toggle("Anonymise (hostnames, job names and users become stable pseudonyms)",
-                          key=state.seed(f"incidents_anon:{run.run_id}", st.query_params.get("anon") == "1"))
+    anonymise = st.toggle(
+        "Anonymise (hostnames, job names and users become stable pseudonyms)",
+        key=state.seed(f"incidents_anon:{run.run_id}", st.query_params.get("anon") == "1"),
+    )
     state.set_url("anon", "1" if anonymise else "")
     exported = Export(filters, anonymise)
-    download_row(run, f"The filtered set ({shown.height:,} incidents), as `goodput export incidents` writes it",
-                 None, exported)
+    download_row(
+        run,
+        f"The filtered set ({shown.height:,} incidents), as `goodput export incidents` writes it",
+        None,
+        exported,
+    )
     return exported
 
 
@@ -199,12 +292,25 @@ def download_row(run: RunInfo, label: str, incident_id: int | None, exported: Ex
     st.markdown(label)
     cols = st.columns(len(FORMATS))
     for col, (fmt, name) in zip(cols, FORMATS.items(), strict=True):
-        file_name = queries.export_file_name(run.run_id, fmt, incident_id=incident_id, anonymise=exported.anonymise)
+        file_name = queries.export_file_name(
+            run.run_id, fmt, incident_id=incident_id, anonymise=exported.anonymise
+        )
         col.download_button(
-            name, lambda fmt=fmt: queries.export_bytes(run.run_id, fmt, anonymise=exported.anonymise,
-                                                       incident_id=incident_id, filters=exported.filters),
-            file_name=file_name, mime=queries.MIME[fmt], help=f"saves {file_name}", on_click="ignore",
-            key=f"incidents_download:{fmt}:{incident_id}", icon=":material/download:")
+            name,
+            lambda fmt=fmt: queries.export_bytes(
+                run.run_id,
+                fmt,
+                anonymise=exported.anonymise,
+                incident_id=incident_id,
+                filters=exported.filters,
+            ),
+            file_name=file_name,
+            mime=queries.MIME[fmt],
+            help=f"saves {file_name}",
+            on_click="ignore",
+            key=f"incidents_download:{fmt}:{incident_id}",
+            icon=":material/download:",
+        )
 
 
 # ----- one incident ---------------------------------------------------------------------------------------
@@ -218,8 +324,11 @@ def choose_incident(run: RunInfo, everything: pl.DataFrame, shown: pl.DataFrame,
         st.session_state[incident_key] = click  # a new click on the timeline opens that incident
     st.session_state["incidents_last_click"] = click
     try:
-        wanted = st.session_state[incident_key] if incident_key in st.session_state else int(
-            st.query_params.get("incident", ""))
+        wanted = (
+            st.session_state[incident_key]
+            if incident_key in st.session_state
+            else int(st.query_params.get("incident", ""))
+        )
     except ValueError:
         wanted = None
     if wanted is not None and wanted not in ids and wanted in everything["incident_id"].to_list():
@@ -227,9 +336,13 @@ def choose_incident(run: RunInfo, everything: pl.DataFrame, shown: pl.DataFrame,
     if wanted not in ids:
         wanted = st.session_state[incident_key] = None
     by_id = {row["incident_id"]: row for row in everything.iter_rows(named=True)}
-    chosen = st.selectbox("Incident (costliest first)", ids, key=state.seed(incident_key, wanted),
-                          format_func=lambda i: f"{i} · {by_id[i]['cause']} · {fmt_time(run.started_at, by_id[i]['t_s'])}",
-                          placeholder="Choose an incident to see its chain")
+    chosen = st.selectbox(
+        "Incident (costliest first)",
+        ids,
+        key=state.seed(incident_key, wanted),
+        format_func=lambda i: f"{i} · {by_id[i]['cause']} · {fmt_time(run.started_at, by_id[i]['t_s'])}",
+        placeholder="Choose an incident to see its chain",
+    )
     state.set_url("incident", "" if chosen is None else str(chosen))
     return chosen
 
@@ -245,22 +358,37 @@ def drill_down(run: RunInfo, everything: pl.DataFrame, incident_id: int, exporte
     cols = st.columns(4)
     cols[0].metric("Cause", cause_label(row["cause"]))
     cols[1].metric("Category", row["category"] or "–")
-    cols[2].metric(definition("incident_cost").label, fmt_gpu_hours(detail.gpu_hours_lost),
-                   help=definition("incident_cost").help)
-    cols[3].metric(definition("incident_detected_after").label, fmt_duration(row["detected_s"] - row["t_s"]),
-                   help=definition("incident_detected_after").help)
-    where = [f"host {md(row['hostname'])} (rack {row['rack_id']})" if row["hostname"] else None,
-             f"GPU {row['gpu_id']}" if row["gpu_id"] is not None else None,
-             f"link {row['link_id']}" + (" (the rack switch's uplink: the whole rack)" if row["rack_wide"] else "")
-             if row["link_id"] is not None else None,
-             f"XID {row['xid']}" if row["xid"] is not None else None]
-    st.markdown(f"**Where**: {', '.join(w for w in where if w) or 'no single host (planned or job-wide)'}; "
-                f"{'planned' if row['planned'] else 'unexpected'}; at {fmt_time(run.started_at, row['t_s'])}.")
+    cols[2].metric(
+        definition("incident_cost").label,
+        fmt_gpu_hours(detail.gpu_hours_lost),
+        help=definition("incident_cost").help,
+    )
+    cols[3].metric(
+        definition("incident_detected_after").label,
+        fmt_duration(row["detected_s"] - row["t_s"]),
+        help=definition("incident_detected_after").help,
+    )
+    where = [
+        f"host {md(row['hostname'])} (rack {row['rack_id']})" if row["hostname"] else None,
+        f"GPU {row['gpu_id']}" if row["gpu_id"] is not None else None,
+        f"link {row['link_id']}" + (" (the rack switch's uplink: the whole rack)" if row["rack_wide"] else "")
+        if row["link_id"] is not None
+        else None,
+        f"XID {row['xid']}" if row["xid"] is not None else None,
+    ]
+    st.markdown(
+        f"**Where**: {', '.join(w for w in where if w) or 'no single host (planned or job-wide)'}; "
+        f"{'planned' if row['planned'] else 'unexpected'}; at {fmt_time(run.started_at, row['t_s'])}."
+    )
     st.markdown("**Its chain**, in hours from the fault (a bar lasts until the next step)")
     st.plotly_chart(charts.chain_figure(detail.chain), width="stretch", key=f"incidents_chain:{incident_id}")
-    st.dataframe(detail.chain.with_columns(
-        with_time(run), after_fault_text(pl.col("t_s") - row["t_s"]).alias("after")
-    ).select("step", "time", "after", "what", "detail"), hide_index=True, width="stretch")
+    st.dataframe(
+        detail.chain.with_columns(
+            with_time(run), after_fault_text(pl.col("t_s") - row["t_s"]).alias("after")
+        ).select("step", "time", "after", "what", "detail"),
+        hide_index=True,
+        width="stretch",
+    )
 
     st.markdown("**Blast radius**")
     cols = st.columns(4)
@@ -272,12 +400,20 @@ def drill_down(run: RunInfo, everything: pl.DataFrame, incident_id: int, exporte
     ):
         column.metric(definition(key).label, value, help=definition(key).help)
     if detail.hosts:
-        st.caption("Hosts taken out of service: " + ", ".join(map(md, queries.hostnames(run.run_id, detail.hosts))))
+        st.caption(
+            "Hosts taken out of service: " + ", ".join(map(md, queries.hostnames(run.run_id, detail.hosts)))
+        )
     if detail.cost.height:
-        st.dataframe(detail.cost.sort("gpu_hours_lost", descending=True), hide_index=True, width="stretch",
-                     column_config={"gpu_hours_lost": st.column_config.NumberColumn("GPU-h lost", format="%.2f"),
-                                    "lost_work_s": st.column_config.NumberColumn("lost work (s)", format="%.0f"),
-                                    "restart_s": st.column_config.NumberColumn("restart (s)", format="%.0f")})
+        st.dataframe(
+            detail.cost.sort("gpu_hours_lost", descending=True),
+            hide_index=True,
+            width="stretch",
+            column_config={
+                "gpu_hours_lost": st.column_config.NumberColumn("GPU-h lost", format="%.2f"),
+                "lost_work_s": st.column_config.NumberColumn("lost work (s)", format="%.0f"),
+                "restart_s": st.column_config.NumberColumn("restart (s)", format="%.0f"),
+            },
+        )
     xids = queries.xid_events(run.run_id, incident_id)
     if not xids.is_empty():
         st.markdown("**XID events**")
@@ -293,38 +429,73 @@ def replay_section(run: RunInfo, flagship: str | None) -> None:
     except GoodputError:
         scenario = None
     if scenario is None or not flagship:
-        st.info("This run has no scenario to replay under (an observed or hand-made run). Export its incidents "
-                "and replay the file with `goodput replay FILE --preset ... --set ...`.")
+        st.info(
+            "This run has no scenario to replay under (an observed or hand-made run). Export its incidents "
+            "and replay the file with `goodput replay FILE --preset ... --set ...`."
+        )
         return
-    st.caption("The same failures at the same times on the same hosts, under other settings: what would this "
-               "run have cost with more spares, another checkpoint interval or faster restarts?")
+    st.caption(
+        "The same failures at the same times on the same hosts, under other settings: what would this "
+        "run have cost with more spares, another checkpoint interval or faster restarts?"
+    )
     spare_room = max(scenario.hosts - scenario.job_hosts, 0)
     cols = st.columns(3)
-    spares = cols[0].number_input("spares.hosts (hot spare hosts)", 0, spare_room,
-                                  min(int(scenario["spares.hosts"]), spare_room), key=f"incidents_spares:{run.run_id}")
-    interval_min, restart_min = (scenario["training.checkpoint_interval"] / 60.0,
-                                 scenario["training.restart_overhead"] / 60.0)
+    spares = cols[0].number_input(
+        "spares.hosts (hot spare hosts)",
+        0,
+        spare_room,
+        min(int(scenario["spares.hosts"]), spare_room),
+        key=f"incidents_spares:{run.run_id}",
+    )
+    interval_min, restart_min = (
+        scenario["training.checkpoint_interval"] / 60.0,
+        scenario["training.restart_overhead"] / 60.0,
+    )
     # bounds: the scenario key's minimum (1 s) and a day, or the run's own value where it is longer
-    interval = cols[1].number_input("training.checkpoint_interval (minutes)", 1 / 60, max(24 * 60.0, interval_min),
-                                    interval_min, key=f"incidents_interval:{run.run_id}")
-    restart = cols[2].number_input("training.restart_overhead (minutes)", 0.0, max(24 * 60.0, restart_min),
-                                   restart_min, key=f"incidents_restart:{run.run_id}")
-    values = {"spares.hosts": int(spares), "training.checkpoint_interval": interval * 60.0,
-              "training.restart_overhead": restart * 60.0}
+    interval = cols[1].number_input(
+        "training.checkpoint_interval (minutes)",
+        1 / 60,
+        max(24 * 60.0, interval_min),
+        interval_min,
+        key=f"incidents_interval:{run.run_id}",
+    )
+    restart = cols[2].number_input(
+        "training.restart_overhead (minutes)",
+        0.0,
+        max(24 * 60.0, restart_min),
+        restart_min,
+        key=f"incidents_restart:{run.run_id}",
+    )
+    values = {
+        "spares.hosts": int(spares),
+        "training.checkpoint_interval": interval * 60.0,
+        "training.restart_overhead": restart * 60.0,
+    }
     # engine.replay.incidents takes `--set` strings: spelled once, here, from the values (seconds with a unit)
     sets = [f"{k}={v:g}s" if k != "spares.hosts" else f"{k}={v}" for k, v in values.items()]
     # the new run's name says what changed (the settings left as they were add nothing to read)
     changed = [text for text, (k, v) in zip(sets, values.items(), strict=True) if v != scenario[k]]
     if not auth.can(auth.Role.PLANNER):  # a replay is a simulation run on this server
         auth.missing(auth.Role.PLANNER, "Replaying with other settings")
-    elif st.button("Replay with these settings", icon=":material/replay:", key=f"incidents_replay:{run.run_id}"):
-        with st.status("Replaying the run's failures under " + ", ".join(sets) + " …", expanded=False) as status:
+    elif st.button(
+        "Replay with these settings", icon=":material/replay:", key=f"incidents_replay:{run.run_id}"
+    ):
+        with st.status(
+            "Replaying the run's failures under " + ", ".join(sets) + " …", expanded=False
+        ) as status:
             try:
-                forked = replay_stored_run(state.store(), run.run_id, sets=sets,
-                                           name=f"{run.name} · replay ({', '.join(changed) or 'same settings'})")
+                forked = replay_stored_run(
+                    state.store(),
+                    run.run_id,
+                    sets=sets,
+                    name=f"{run.name} · replay ({', '.join(changed) or 'same settings'})",
+                )
                 state.set_url("replay", state.store().write_run(forked))
-                status.update(label=f"Replayed {forked.summary['replayed']['failures']:,} failures and "
-                                    f"{forked.summary['replayed']['planned']:,} planned stops", state="complete")
+                status.update(
+                    label=f"Replayed {forked.summary['replayed']['failures']:,} failures and "
+                    f"{forked.summary['replayed']['planned']:,} planned stops",
+                    state="complete",
+                )
             except GoodputError as err:
                 status.update(label="The replay failed", state="error")
                 st.error(md(err))
@@ -337,13 +508,23 @@ def replay_section(run: RunInfo, flagship: str | None) -> None:
     except (GoodputError, OSError):
         st.warning(f"Run {code(new_id)} (the replay) is not in the store any more.")
         return
-    st.markdown("**The two runs side by side** (the flagship job's figures; cost: its losses at the run's price)")
+    st.markdown(
+        "**The two runs side by side** (the flagship job's figures; cost: its losses at the run's price)"
+    )
     st.dataframe(queries.side_by_side(run, forked_info), hide_index=True, width="stretch")
     cols = st.columns(2)
-    cols[0].page_link("app_pages/compare.py", label="Compare the two runs", icon=":material/compare_arrows:",
-                      query_params={"runs": f"{run.run_id},{new_id}", "run": run.run_id})
-    cols[1].page_link("app_pages/incidents.py", label="Open the replay's incidents", icon=":material/open_in_new:",
-                      query_params={"run": new_id})
+    cols[0].page_link(
+        "app_pages/compare.py",
+        label="Compare the two runs",
+        icon=":material/compare_arrows:",
+        query_params={"runs": f"{run.run_id},{new_id}", "run": run.run_id},
+    )
+    cols[1].page_link(
+        "app_pages/incidents.py",
+        label="Open the replay's incidents",
+        icon=":material/open_in_new:",
+        query_params={"run": new_id},
+    )
 
 
 st.title("Incidents")

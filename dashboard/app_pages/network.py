@@ -72,17 +72,22 @@ def time_text(run: RunInfo, column: str) -> pl.Expr:
     return text_exprs.time_text(column, run.started_at)
 
 
-TIER_COLUMNS = {"tier": "Tier", "mean_util": number("tier_mean_utilisation", "%.2f", " (%)"),
-                "hottest_link_mean": number("tier_hottest_link", "%.2f", " (%)"),
-                "max_util": number("tier_peak_utilisation", "%.2f", " (%)"),
-                "down_pct": number("tier_down_share", "%.4f", " (%)"),
-                "links_sampled": number("links_sampled"), "links": number("fabric_links")}
+TIER_COLUMNS = {
+    "tier": "Tier",
+    "mean_util": number("tier_mean_utilisation", "%.2f", " (%)"),
+    "hottest_link_mean": number("tier_hottest_link", "%.2f", " (%)"),
+    "max_util": number("tier_peak_utilisation", "%.2f", " (%)"),
+    "down_pct": number("tier_down_share", "%.4f", " (%)"),
+    "links_sampled": number("links_sampled"),
+    "links": number("fabric_links"),
+}
 
 
 def tier_table(figures: pl.DataFrame) -> pl.DataFrame:
     """The per-tier figures in words and percent, bottom of the fabric first."""
     return figures.sort(tier_rank("tier"), "tier").with_columns(
-        charts.tier_text("tier"), (pl.col("down_share") * 100).alias("down_pct"))
+        charts.tier_text("tier"), (pl.col("down_share") * 100).alias("down_pct")
+    )
 
 
 # ----- the fabric -----------------------------------------------------------------------------------------
@@ -100,13 +105,22 @@ def fabric_section(run: RunInfo) -> tuple[pl.DataFrame, str | None]:
     metric(cols[2], "fabric_capacity", f"{tiers['capacity_gbps'].sum() / 1000:,.1f} Tbps")
     metric(cols[3], "fabric_kind", FABRIC_NAMES.get(fabric, "other"))
     st.plotly_chart(charts.tiers(tiers), width="stretch")
-    st.dataframe(tiers.sort(tier_rank("tier"), "tier").with_columns(
-        charts.tier_text("tier"), pl.col("capacity_gbps").round(0), pl.col("min_link_gbps", "max_link_gbps").round(1)),
-                 hide_index=True, width="stretch", column_config={
-                     "tier": "Tier", "links": number("fabric_links"),
-                     "capacity_gbps": number("fabric_capacity", unit=" (Gbps)"),
-                     "min_link_gbps": st.column_config.NumberColumn("Slowest link (Gbps)", format="localized"),
-                     "max_link_gbps": st.column_config.NumberColumn("Fastest link (Gbps)", format="localized")})
+    st.dataframe(
+        tiers.sort(tier_rank("tier"), "tier").with_columns(
+            charts.tier_text("tier"),
+            pl.col("capacity_gbps").round(0),
+            pl.col("min_link_gbps", "max_link_gbps").round(1),
+        ),
+        hide_index=True,
+        width="stretch",
+        column_config={
+            "tier": "Tier",
+            "links": number("fabric_links"),
+            "capacity_gbps": number("fabric_capacity", unit=" (Gbps)"),
+            "min_link_gbps": st.column_config.NumberColumn("Slowest link (Gbps)", format="localized"),
+            "max_link_gbps": st.column_config.NumberColumn("Fastest link (Gbps)", format="localized"),
+        },
+    )
     return tiers, fabric
 
 
@@ -118,16 +132,23 @@ def partial_note(figures: pl.DataFrame) -> str:
         f"{row['tier']}: link_samples holds {row['links_sampled']:,} of its {row['links']:,} links, and those "
         "only at the samples where they were down or logged errors (network.link_samples = switches), a "
         "selection by trouble rather than a sample, so the tier is not drawn from them."
-        for row in partial.with_columns(charts.tier_text("tier")).iter_rows(named=True))
+        for row in partial.with_columns(charts.tier_text("tier")).iter_rows(named=True)
+    )
 
 
 def no_telemetry(run: RunInfo, figures: pl.DataFrame) -> None:
     st.subheader("Utilisation by tier")
     if network_summary(run).get("tiers"):
-        st.dataframe(tier_table(figures).select(*TIER_COLUMNS), hide_index=True, width="stretch",
-                     column_config=TIER_COLUMNS)
-    st.info("This run has no link telemetry (its link_samples table is empty), so there is no utilisation to "
-            "show: simulate with telemetry on (simulation.telemetry) and network.link_samples other than off.")
+        st.dataframe(
+            tier_table(figures).select(*TIER_COLUMNS),
+            hide_index=True,
+            width="stretch",
+            column_config=TIER_COLUMNS,
+        )
+    st.info(
+        "This run has no link telemetry (its link_samples table is empty), so there is no utilisation to "
+        "show: simulate with telemetry on (simulation.telemetry) and network.link_samples other than off."
+    )
 
 
 def show_utilisation(run: RunInfo, samples: int, figures: pl.DataFrame) -> None:
@@ -141,60 +162,100 @@ def show_utilisation(run: RunInfo, samples: int, figures: pl.DataFrame) -> None:
         metric(cols[2], "flagship_slowdown_mean", "-" if mean is None else f"{mean:.3f}x")
         metric(cols[3], "flagship_slowdown_max", "-" if worst is None else f"{worst:.3f}x")
     from_engine = bool(summary.get("tiers"))
-    st.dataframe(tier_table(figures).select(*TIER_COLUMNS), hide_index=True, width="stretch",
-                 column_config=TIER_COLUMNS)
-    st.caption(("Each tier over the whole run, from every link at every sample time (the engine's count while "
-                "it routed the traffic). " if from_engine else
-                "Each tier over the whole run, from link_samples: a tier it does not hold completely has no "
-                "figures. ") + partial_note(figures))
+    st.dataframe(
+        tier_table(figures).select(*TIER_COLUMNS),
+        hide_index=True,
+        width="stretch",
+        column_config=TIER_COLUMNS,
+    )
+    st.caption(
+        (
+            "Each tier over the whole run, from every link at every sample time (the engine's count while "
+            "it routed the traffic). "
+            if from_engine
+            else "Each tier over the whole run, from link_samples: a tier it does not hold completely has no "
+            "figures. "
+        )
+        + partial_note(figures)
+    )
     drawn = tuple(figures.filter(pl.col("complete"))["tier"])
     if not drawn:
         st.info("No tier has a sample of every link at every step, so no utilisation over time is drawn.")
         return
     utilisation = queries.utilisation_by_tier(run.run_id, UTILISATION_POINTS)
-    st.caption(f"Tiers sampled at every step, averaged over {fmt_duration(utilisation['bucket_s'][0])} buckets: "
-               "solid, the mean of the tier's links; dotted, its busiest link.")
-    st.plotly_chart(charts.utilisation(utilisation.filter(pl.col("tier").is_in(drawn)), run.started_at),
-                    width="stretch")
+    st.caption(
+        f"Tiers sampled at every step, averaged over {fmt_duration(utilisation['bucket_s'][0])} buckets: "
+        "solid, the mean of the tier's links; dotted, its busiest link."
+    )
+    st.plotly_chart(
+        charts.utilisation(utilisation.filter(pl.col("tier").is_in(drawn)), run.started_at), width="stretch"
+    )
 
 
-HOT_COLUMNS = {"link_id": "Link", "tier": "Tier", "a": "From", "b": "To",
-               "capacity_gbps": st.column_config.NumberColumn("Capacity (Gbps)", format="localized"),
-               "mean_util": st.column_config.NumberColumn("Its mean utilisation (%)", format="%.2f"),
-               "max_util": st.column_config.NumberColumn("Its peak utilisation (%)", format="%.2f"),
-               "errors": st.column_config.NumberColumn("Errors", format="localized")}
+HOT_COLUMNS = {
+    "link_id": "Link",
+    "tier": "Tier",
+    "a": "From",
+    "b": "To",
+    "capacity_gbps": st.column_config.NumberColumn("Capacity (Gbps)", format="localized"),
+    "mean_util": st.column_config.NumberColumn("Its mean utilisation (%)", format="%.2f"),
+    "max_util": st.column_config.NumberColumn("Its peak utilisation (%)", format="%.2f"),
+    "errors": st.column_config.NumberColumn("Errors", format="localized"),
+}
 
 
 def show_hot_links(run: RunInfo, tiers: pl.DataFrame, fabric: str | None, complete: tuple[str, ...]) -> None:
     st.subheader("Hottest links")
-    above_nic = tuple(t for t in (FABRIC_TIERS[fabric][1:] if fabric else tiers["tier"].to_list())
-                      if t in complete and charts.tier_sort_key(t)[0] > 1)
+    above_nic = tuple(
+        t
+        for t in (FABRIC_TIERS[fabric][1:] if fabric else tiers["tier"].to_list())
+        if t in complete and charts.tier_sort_key(t)[0] > 1
+    )
     heat = queries.hot_link_heatmap(run.run_id, above_nic, HOT_LINKS, HEATMAP_POINTS) if above_nic else None
     if heat is None or heat.is_empty():
         st.info("No samples of links between switches in this run.")
     else:
-        st.caption(f"The {heat['link_id'].n_unique()} links between switches with the highest mean utilisation, "
-                   "over time (rack uplinks and core links).")
+        st.caption(
+            f"The {heat['link_id'].n_unique()} links between switches with the highest mean utilisation, "
+            "over time (rack uplinks and core links)."
+        )
         st.plotly_chart(charts.hot_links(heat, run.started_at), width="stretch")
-    st.dataframe(queries.hottest_links(run.run_id, complete).with_columns(charts.tier_text("tier")),
-                 hide_index=True, width="stretch", column_config=HOT_COLUMNS)
+    st.dataframe(
+        queries.hottest_links(run.run_id, complete).with_columns(charts.tier_text("tier")),
+        hide_index=True,
+        width="stretch",
+        column_config=HOT_COLUMNS,
+    )
 
 
 def show_fabric(run: RunInfo, fabric: str | None) -> None:
     st.subheader("The fabric")
-    nodes = charts.diagram_nodes(queries.switch_loads(run.run_id), queries.rack_pods(run.run_id),
-                                 FABRIC_TIERS[fabric]) if fabric else None
+    nodes = (
+        charts.diagram_nodes(
+            queries.switch_loads(run.run_id), queries.rack_pods(run.run_id), FABRIC_TIERS[fabric]
+        )
+        if fabric
+        else None
+    )
     if nodes is None or nodes.is_empty():
-        st.info("This run's switches are not named the way the engine names them, so the fabric cannot be drawn.")
+        st.info(
+            "This run's switches are not named the way the engine names them, so the fabric cannot be drawn."
+        )
         return
     initial = st.query_params.get("colour", "mean")
-    colour = st.radio("Colour switches by", list(COLOUR_BY), horizontal=True,
-                      key=state.seed("net_colour", initial if initial in COLOUR_BY else "mean"))
+    colour = st.radio(
+        "Colour switches by",
+        list(COLOUR_BY),
+        horizontal=True,
+        key=state.seed("net_colour", initial if initial in COLOUR_BY else "mean"),
+    )
     state.set_url("colour", "" if colour == "mean" else colour)
-    st.caption(f"{(nodes['level'] == 0).sum():,} racks, {(nodes['level'] == 1).sum():,} spines and "
-               f"{(nodes['level'] == 2).sum():,} core switches, coloured by the {colour} utilisation of their "
-               "links; outlined: the switch was out of service (every link of it down at once) at some point. "
-               "A single cable down is in the hover text, not outlined.")
+    st.caption(
+        f"{(nodes['level'] == 0).sum():,} racks, {(nodes['level'] == 1).sum():,} spines and "
+        f"{(nodes['level'] == 2).sum():,} core switches, coloured by the {colour} utilisation of their "
+        "links; outlined: the switch was out of service (every link of it down at once) at some point. "
+        "A single cable down is in the hover text, not outlined."
+    )
     st.plotly_chart(charts.fabric_diagram(nodes, COLOUR_BY[colour]), width="stretch")
 
 
@@ -202,51 +263,92 @@ def show_failed_links(run: RunInfo) -> None:
     st.subheader("Failed and degraded links")
     summary = network_summary(run)
     outages = queries.outages(run.run_id)
-    slowed = pl.DataFrame(summary.get("slowed") or [], schema={
-        "job_id": pl.String, "start_s": pl.Float64, "end_s": pl.Float64, "worst": pl.Float64})
+    slowed = pl.DataFrame(
+        summary.get("slowed") or [],
+        schema={"job_id": pl.String, "start_s": pl.Float64, "end_s": pl.Float64, "worst": pl.Float64},
+    )
     jobs_slowed = summary.get("jobs_slowed", slowed["job_id"].n_unique())
     cols = st.columns(3)
     if "link_faults" in summary:
-        metric(cols[0], "link_faults", fmt_int(summary["link_faults"]),
-               f" This run: {fmt_int(summary['link_faults'] - summary.get('fabric_faults', 0))} "
-               f"from network incidents, {fmt_int(summary.get('fabric_faults'))} of the fabric itself.")
+        metric(
+            cols[0],
+            "link_faults",
+            fmt_int(summary["link_faults"]),
+            f" This run: {fmt_int(summary['link_faults'] - summary.get('fabric_faults', 0))} "
+            f"from network incidents, {fmt_int(summary.get('fabric_faults'))} of the fabric itself.",
+        )
     metric(cols[1], "link_outages", fmt_int(outages.height))
     metric(cols[2], "jobs_slowed", fmt_int(jobs_slowed))
     if outages.is_empty():
         st.info("No link went down in this run.")
     else:
-        st.markdown("**Outages** (a cable: one link; a rack switch: its NIC cables and uplinks; a spine switch: "
-                    "its uplinks and core links)")
-        st.dataframe(outages.with_columns(
-            time_text(run, "from_s").alias("down_at"),
-            duration_text(pl.col("until_s") - pl.col("from_s")).alias("down_for"),
-            pl.col("tiers").list.eval(charts.tier_text(pl.element())).list.join(", "),
-            pl.col("jobs_stopped").list.join(", ").fill_null("–"),
-        ).select("down_at", "down_for", "links", "tiers", "a", "b", "jobs_stopped"), hide_index=True,
-            width="stretch", column_config={
-                "down_at": "Down at", "down_for": "Down for (to the sampling step)", "links": "Links down",
-                "tiers": "Tiers", "a": "First link from", "b": "First link to",
-                "jobs_stopped": "Jobs its network incident hit"})
+        st.markdown(
+            "**Outages** (a cable: one link; a rack switch: its NIC cables and uplinks; a spine switch: "
+            "its uplinks and core links)"
+        )
+        st.dataframe(
+            outages.with_columns(
+                time_text(run, "from_s").alias("down_at"),
+                duration_text(pl.col("until_s") - pl.col("from_s")).alias("down_for"),
+                pl.col("tiers").list.eval(charts.tier_text(pl.element())).list.join(", "),
+                pl.col("jobs_stopped").list.join(", ").fill_null("–"),
+            ).select("down_at", "down_for", "links", "tiers", "a", "b", "jobs_stopped"),
+            hide_index=True,
+            width="stretch",
+            column_config={
+                "down_at": "Down at",
+                "down_for": "Down for (to the sampling step)",
+                "links": "Links down",
+                "tiers": "Tiers",
+                "a": "First link from",
+                "b": "First link to",
+                "jobs_stopped": "Jobs its network incident hit",
+            },
+        )
     if not slowed.is_empty():
-        st.markdown("**Jobs slowed by the network** (their busiest link over capacity; outages meanwhile: "
-                    "links down while they ran slowed, whose load the siblings took)")
-        st.dataframe(charts.with_outages_meanwhile(slowed, outages).with_columns(
-            time_text(run, "start_s").alias("from"), time_text(run, "end_s").alias("until"),
-            pl.col("worst").fill_null(float("inf")).alias("worst_slowdown"),
-        ).select("job_id", "from", "until", "worst_slowdown", "outages_meanwhile"), hide_index=True,
-            width="stretch", column_config={
-                "job_id": "Job", "from": "From", "until": "Until",
+        st.markdown(
+            "**Jobs slowed by the network** (their busiest link over capacity; outages meanwhile: "
+            "links down while they ran slowed, whose load the siblings took)"
+        )
+        st.dataframe(
+            charts.with_outages_meanwhile(slowed, outages)
+            .with_columns(
+                time_text(run, "start_s").alias("from"),
+                time_text(run, "end_s").alias("until"),
+                pl.col("worst").fill_null(float("inf")).alias("worst_slowdown"),
+            )
+            .select("job_id", "from", "until", "worst_slowdown", "outages_meanwhile"),
+            hide_index=True,
+            width="stretch",
+            column_config={
+                "job_id": "Job",
+                "from": "From",
+                "until": "Until",
                 "worst_slowdown": st.column_config.NumberColumn("Worst step slowdown", format="%.3fx"),
-                "outages_meanwhile": st.column_config.NumberColumn("Outages meanwhile", format="%d")})
+                "outages_meanwhile": st.column_config.NumberColumn("Outages meanwhile", format="%d"),
+            },
+        )
     flapping = queries.flapping_links(run.run_id)
     if not flapping.is_empty():
         st.markdown("**Flapping links** (error counters rising, usually before the link fails)")
-        st.dataframe(flapping.with_columns(time_text(run, "first_error_s").alias("first_errors"),
-                                           time_text(run, "failed_s").alias("failed"), charts.tier_text("tier")).select(
-            "link_id", "tier", "a", "b", "errors", "first_errors", "failed"), hide_index=True, width="stretch",
-            column_config={"link_id": "Link", "tier": "Tier", "a": "From", "b": "To",
-                           "errors": st.column_config.NumberColumn("Errors", format="localized"),
-                           "first_errors": "First errors", "failed": "Went down"})
+        st.dataframe(
+            flapping.with_columns(
+                time_text(run, "first_error_s").alias("first_errors"),
+                time_text(run, "failed_s").alias("failed"),
+                charts.tier_text("tier"),
+            ).select("link_id", "tier", "a", "b", "errors", "first_errors", "failed"),
+            hide_index=True,
+            width="stretch",
+            column_config={
+                "link_id": "Link",
+                "tier": "Tier",
+                "a": "From",
+                "b": "To",
+                "errors": st.column_config.NumberColumn("Errors", format="localized"),
+                "first_errors": "First errors",
+                "failed": "Went down",
+            },
+        )
 
 
 # ----- network incidents ----------------------------------------------------------------------------------
@@ -262,21 +364,57 @@ def incidents_section(run: RunInfo) -> None:
         metric(cols[1], "network_jobs_hit", fmt_int(counts.jobs_hit))
         metric(cols[2], "network_job_interruptions", fmt_int(counts.job_interruptions))
         metric(cols[3], "network_gpu_hours_lost", fmt_gpu_hours(counts.gpu_hours_lost))
-        st.dataframe(incidents.with_columns(
-            time_text(run, "t_s").alias("time"),
-            duration_text("out_s").fill_null("not repaired").alias("out_of_service"),
-            charts.tier_text("tier"),
-            pl.col("job_ids").list.join(", "),
-        ).select("incident_id", "time", "out_of_service", "link_id", "tier", "a", "b", "hostname", "jobs_hit",
-                 "job_ids", "gpu_hours_lost"), hide_index=True, width="stretch", column_config={
-            "incident_id": "Incident", "time": "At", "out_of_service": "Out of service for", "link_id": "Link",
-            "tier": "Tier", "a": "From", "b": "To", "hostname": "Host", "jobs_hit": number("jobs_hit"),
-            "job_ids": "Jobs", "gpu_hours_lost": number("incident_gpu_hours_lost", "%.1f")})
+        st.dataframe(
+            incidents.with_columns(
+                time_text(run, "t_s").alias("time"),
+                duration_text("out_s").fill_null("not repaired").alias("out_of_service"),
+                charts.tier_text("tier"),
+                pl.col("job_ids").list.join(", "),
+            ).select(
+                "incident_id",
+                "time",
+                "out_of_service",
+                "link_id",
+                "tier",
+                "a",
+                "b",
+                "hostname",
+                "jobs_hit",
+                "job_ids",
+                "gpu_hours_lost",
+            ),
+            hide_index=True,
+            width="stretch",
+            column_config={
+                "incident_id": "Incident",
+                "time": "At",
+                "out_of_service": "Out of service for",
+                "link_id": "Link",
+                "tier": "Tier",
+                "a": "From",
+                "b": "To",
+                "hostname": "Host",
+                "jobs_hit": number("jobs_hit"),
+                "job_ids": "Jobs",
+                "gpu_hours_lost": number("incident_gpu_hours_lost", "%.1f"),
+            },
+        )
         st.markdown("**Jobs they hit**")
-        st.dataframe(queries.jobs_hit(run.run_id), hide_index=True, width="stretch", column_config={
-            "job_id": "Job", "name": "Name", "kind": "Kind", "gpus": st.column_config.NumberColumn("GPUs", format="%d"),
-            "network_incidents": number("network_job_interruptions"),
-            "incident_gpu_hours_lost": st.column_config.NumberColumn("GPU-h lost in these incidents", format="%.1f")})
+        st.dataframe(
+            queries.jobs_hit(run.run_id),
+            hide_index=True,
+            width="stretch",
+            column_config={
+                "job_id": "Job",
+                "name": "Name",
+                "kind": "Kind",
+                "gpus": st.column_config.NumberColumn("GPUs", format="%d"),
+                "network_incidents": number("network_job_interruptions"),
+                "incident_gpu_hours_lost": st.column_config.NumberColumn(
+                    "GPU-h lost in these incidents", format="%.1f"
+                ),
+            },
+        )
 
 
 # ----- another run's fabric -------------------------------------------------------------------------------
@@ -284,13 +422,19 @@ def compare_section(run: RunInfo, fabric: str | None, figures: pl.DataFrame, sam
     st.subheader("Compare with another run")
     others = [info for info in state.list_runs() if info.run_id != run.run_id]
     if not fabric or not others or samples == 0:
-        st.info("Another run with a modelled fabric is needed to compare (for example `goodput simulate --preset "
-                "meta-24k-ib` beside `--preset llama3-405b`).")
+        st.info(
+            "Another run with a modelled fabric is needed to compare (for example `goodput simulate --preset "
+            "meta-24k-ib` beside `--preset llama3-405b`)."
+        )
         return
     by_id = {info.run_id: info for info in others}
     wanted = st.query_params.get("vs", "")
-    choice = st.selectbox("Second run", ["", *by_id], key=state.seed("net_vs", wanted if wanted in by_id else ""),
-                          format_func=lambda r: "pick a run" if not r else f"{by_id[r].name} · {r}")
+    choice = st.selectbox(
+        "Second run",
+        ["", *by_id],
+        key=state.seed("net_vs", wanted if wanted in by_id else ""),
+        format_func=lambda r: "pick a run" if not r else f"{by_id[r].name} · {r}",
+    )
     state.set_url("vs", choice)
     if not choice:
         return
@@ -301,32 +445,76 @@ def compare_section(run: RunInfo, fabric: str | None, figures: pl.DataFrame, sam
         return
     labels = {run.run_id: f"{run.name} ({fabric})", choice: f"{by_id[choice].name} ({other_fabric})"}
     summaries = {run.run_id: network_summary(run), choice: (by_id[choice].summary or {}).get("network") or {}}
-    per_run = {run.run_id: (figures, fabric),
-               choice: (queries.tier_figures(queries.tier_coverage(choice), summaries[choice].get("tiers")), other_fabric)}
-    stats = pl.concat([f.join(pl.DataFrame({"tier": list(level_map(fab)), "level": list(level_map(fab).values())}),
-                              on="tier").with_columns(run=pl.lit(labels[r])) for r, (f, fab) in per_run.items()])
-    st.dataframe(tier_table(stats.sort("level")).with_columns(
-        pl.col("level").replace_strict(dict(enumerate(charts.LEVEL_NAMES)), return_dtype=pl.String))
+    per_run = {
+        run.run_id: (figures, fabric),
+        choice: (
+            queries.tier_figures(queries.tier_coverage(choice), summaries[choice].get("tiers")),
+            other_fabric,
+        ),
+    }
+    stats = pl.concat(
+        [
+            f.join(
+                pl.DataFrame({"tier": list(level_map(fab)), "level": list(level_map(fab).values())}),
+                on="tier",
+            ).with_columns(run=pl.lit(labels[r]))
+            for r, (f, fab) in per_run.items()
+        ]
+    )
+    st.dataframe(
+        tier_table(stats.sort("level"))
+        .with_columns(
+            pl.col("level").replace_strict(dict(enumerate(charts.LEVEL_NAMES)), return_dtype=pl.String)
+        )
         .select("level", "run", "tier", *list(TIER_COLUMNS)[1:]),
-        hide_index=True, width="stretch", column_config={"level": "Level", "run": "Run"} | TIER_COLUMNS)
-    st.dataframe(pl.DataFrame([{"run": labels[r], "flagship_slowdown_mean": s.get("flagship_slowdown_mean"),
-                                "flagship_slowdown_max": s.get("flagship_slowdown_max"),
-                                "flagship_progress_rate": s.get("flagship_progress_rate"),
-                                "jobs_slowed": s.get("jobs_slowed", len({e["job_id"] for e in s.get("slowed") or []})),
-                                "link_faults": s.get("link_faults")} for r, s in summaries.items()],
-                              schema={"run": pl.String, "flagship_slowdown_mean": pl.Float64,
-                                      "flagship_slowdown_max": pl.Float64, "flagship_progress_rate": pl.Float64,
-                                      "jobs_slowed": pl.Int64, "link_faults": pl.Int64}),
-                 hide_index=True, width="stretch", column_config={
-                     "run": "Run", "flagship_slowdown_mean": number("flagship_slowdown_mean", "%.3fx"),
-                     "flagship_slowdown_max": number("flagship_slowdown_max", "%.3fx"),
-                     "flagship_progress_rate": number("flagship_progress_rate", "%.4f"),
-                     "jobs_slowed": number("jobs_slowed"), "link_faults": number("link_faults")})
-    drawn = {r: {t: lv for t, lv in level_map(fab).items() if t in set(f.filter(pl.col("complete"))["tier"])}
-             for r, (f, fab) in per_run.items()}
+        hide_index=True,
+        width="stretch",
+        column_config={"level": "Level", "run": "Run"} | TIER_COLUMNS,
+    )
+    st.dataframe(
+        pl.DataFrame(
+            [
+                {
+                    "run": labels[r],
+                    "flagship_slowdown_mean": s.get("flagship_slowdown_mean"),
+                    "flagship_slowdown_max": s.get("flagship_slowdown_max"),
+                    "flagship_progress_rate": s.get("flagship_progress_rate"),
+                    "jobs_slowed": s.get("jobs_slowed", len({e["job_id"] for e in s.get("slowed") or []})),
+                    "link_faults": s.get("link_faults"),
+                }
+                for r, s in summaries.items()
+            ],
+            schema={
+                "run": pl.String,
+                "flagship_slowdown_mean": pl.Float64,
+                "flagship_slowdown_max": pl.Float64,
+                "flagship_progress_rate": pl.Float64,
+                "jobs_slowed": pl.Int64,
+                "link_faults": pl.Int64,
+            },
+        ),
+        hide_index=True,
+        width="stretch",
+        column_config={
+            "run": "Run",
+            "flagship_slowdown_mean": number("flagship_slowdown_mean", "%.3fx"),
+            "flagship_slowdown_max": number("flagship_slowdown_max", "%.3fx"),
+            "flagship_progress_rate": number("flagship_progress_rate", "%.4f"),
+            "jobs_slowed": number("jobs_slowed"),
+            "link_faults": number("link_faults"),
+        },
+    )
+    drawn = {
+        r: {t: lv for t, lv in level_map(fab).items() if t in set(f.filter(pl.col("complete"))["tier"])}
+        for r, (f, fab) in per_run.items()
+    }
     st.caption("Mean utilisation over time of each run's levels that its link_samples holds at every step.")
-    st.plotly_chart(charts.compare_levels({labels[r]: queries.utilisation_by_level(r, drawn[r], UTILISATION_POINTS)
-                                           for r in per_run}), width="stretch")
+    st.plotly_chart(
+        charts.compare_levels(
+            {labels[r]: queries.utilisation_by_level(r, drawn[r], UTILISATION_POINTS) for r in per_run}
+        ),
+        width="stretch",
+    )
 
 
 st.title("Network")

@@ -39,13 +39,21 @@ def page(run_id: str) -> None:
     flagship = q.flagship_job(run.run_id)
     end = run.started_at + timedelta(seconds=run.duration_s)
     # a boot-relative kernel log has no date (engine.store.run.start_known): its span, never an invented 1970 date
-    span = (f"{run.started_at:%Y-%m-%d %H:%M} → {end:%Y-%m-%d %H:%M} UTC" if start_known(run.started_at)
-            else f"date unknown (times from the start), {fmt_duration(run.duration_s)} long")
+    span = (
+        f"{run.started_at:%Y-%m-%d %H:%M} → {end:%Y-%m-%d %H:%M} UTC"
+        if start_known(run.started_at)
+        else f"date unknown (times from the start), {fmt_duration(run.duration_s)} long"
+    )
     st.caption(
         f"**{md(run.name)}** · {md(run.kind)} · {span} "
-        f"({run.duration_s / SECONDS_PER_DAY:.1f} days) · {fmt_int(sizes['gpus'])} GPUs on {fmt_int(sizes['hosts'])} hosts"
+        f"({run.duration_s / SECONDS_PER_DAY:.1f} days) · {fmt_int(sizes['gpus'])} GPUs "
+        f"on {fmt_int(sizes['hosts'])} hosts"
         + (f" · seed {run.seed}" if run.seed is not None else "")
-        + (f" · flagship job **{md(flagship['name'])}** on {fmt_int(flagship['gpus'])} GPUs" if flagship else "")
+        + (
+            f" · flagship job **{md(flagship['name'])}** on {fmt_int(flagship['gpus'])} GPUs"
+            if flagship
+            else ""
+        )
     )
 
     # ----- headline figures -------------------------------------------------------------------------------------
@@ -66,7 +74,9 @@ def page(run_id: str) -> None:
         figures.insert(
             0,
             summaries.Headline(
-                definition("ettr_from_attempts").label, fmt_pct(ettr), help=definition("ettr_from_attempts").help
+                definition("ettr_from_attempts").label,
+                fmt_pct(ettr),
+                help=definition("ettr_from_attempts").help,
             ),
         )
     if summaries.number(summary, "job.ettr") is None and timeline is None:
@@ -141,7 +151,11 @@ def page(run_id: str) -> None:
         with right:
             top = counts.sort("count", descending=True).head(3)
             total = int(counts["count"].sum())
-            what = definition("interruptions").label if scope == "of the flagship job" else definition("incidents").label
+            what = (
+                definition("interruptions").label
+                if scope == "of the flagship job"
+                else definition("incidents").label
+            )
             st.markdown(f"**{what}: {total:,}** {scope}. The most frequent causes:")
             for row in top.iter_rows(named=True):
                 if row["count"]:
@@ -242,4 +256,6 @@ def what_is_down(run: RunInfo, sizes: dict) -> None:
 
 
 st.title("Overview")
-state.render_run_page(page, state.run_or_stop())  # while a live-ingest run is selected, reruns as scrapes arrive
+state.render_run_page(
+    page, state.run_or_stop()
+)  # while a live-ingest run is selected, reruns as scrapes arrive

@@ -40,15 +40,22 @@ MAX_PLANNER_SAMPLES = 5_000_000  # telemetry beyond this takes minutes and gigab
 def page() -> None:
     """The page, top to bottom: the preset and the knobs, the closed form they give at once, then a run, many
     seeds or a sweep of the same settings."""
-    st.caption("The closed form is Kokolis et al.'s first-order estimate (HPCA 2025); the optimum interval is "
-               "Young-Daly's sqrt(2 w MTTF). Neither needs a run: they follow the knobs at once.")
+    st.caption(
+        "The closed form is Kokolis et al.'s first-order estimate (HPCA 2025); the optimum interval is "
+        "Young-Daly's sqrt(2 w MTTF). Neither needs a run: they follow the knobs at once."
+    )
     preset, knobs = settings_section()
     scenario = closed_form_section(preset, knobs)
     if scenario is None:
         return
-    st.download_button("Download scenario", scenario.to_toml(), file_name=f"planner-{preset}.toml",
-                       mime="application/toml", on_click="ignore",
-                       help="`goodput simulate --scenario FILE` runs it from the command line")
+    st.download_button(
+        "Download scenario",
+        scenario.to_toml(),
+        file_name=f"planner-{preset}.toml",
+        mime="application/toml",
+        on_click="ignore",
+        help="`goodput simulate --scenario FILE` runs it from the command line",
+    )
     may_plan = auth.can(auth.Role.PLANNER)  # simulations run on this server: planners only, where login is on
     if not may_plan:
         auth.missing(auth.Role.PLANNER, "Running simulations, Monte-Carlo and sweeps")
@@ -69,7 +76,9 @@ class Plan:
 
     preset: str
     scenario: Scenario
-    settings: tuple  # planner_model.settings_of: kept beside each result, to tell whether the knobs moved since
+    settings: (
+        tuple  # planner_model.settings_of: kept beside each result, to tell whether the knobs moved since
+    )
     may_plan: bool
 
 
@@ -82,8 +91,9 @@ def settings_section() -> tuple[str, model.Knobs]:
     run_preset = selected.scenario.get("preset") if selected else None
     start = run_preset if run_preset in presets else "llama3-405b"
     wanted = st.query_params.get("preset", start)
-    preset = st.selectbox("Start from preset", presets,
-                          key=state.seed("planner_preset", wanted if wanted in presets else start))
+    preset = st.selectbox(
+        "Start from preset", presets, key=state.seed("planner_preset", wanted if wanted in presets else start)
+    )
     if preset != st.query_params.get("preset"):  # a new preset: its own defaults, not the old knobs
         for name in model.URL_NAMES:
             st.query_params.pop(name, None)
@@ -131,46 +141,88 @@ def closed_form_section(preset: str, knobs: model.Knobs) -> Scenario | None:
     estimate = model.closed_form(knobs)
     write_now = model.write_seconds(knobs)
     optimum_s = young_daly_interval(write_now, estimate.mttf_s)
-    curve_args = {"gpus": knobs.job_gpus, "rate_per_1000_node_days": model.effective_rate(knobs),
-                  "checkpoint_interval_s": knobs.interval_s, "checkpoint_write_s": write_now,
-                  "restart_overhead_s": knobs.restart_s, "gpus_per_host": knobs.gpus_per_host}
-    at_optimum = (closed_form_ettr(**{**curve_args, "checkpoint_interval_s": optimum_s}).ettr
-                  if math.isfinite(optimum_s) and optimum_s > 0 else None)
+    curve_args = {
+        "gpus": knobs.job_gpus,
+        "rate_per_1000_node_days": model.effective_rate(knobs),
+        "checkpoint_interval_s": knobs.interval_s,
+        "checkpoint_write_s": write_now,
+        "restart_overhead_s": knobs.restart_s,
+        "gpus_per_host": knobs.gpus_per_host,
+    }
+    at_optimum = (
+        closed_form_ettr(**{**curve_args, "checkpoint_interval_s": optimum_s}).ettr
+        if math.isfinite(optimum_s) and optimum_s > 0
+        else None
+    )
     try:
         scenario, invalid = model.scenario(knobs), None
     except GoodputError as err:
         scenario, invalid = None, err
     slowdown = placement_slowdown_of(scenario) if scenario is not None else None
     days_s = (scenario or build(preset)).duration_s  # the preset's days where the knobs make no scenario
-    cf_losses = closed_form_losses(estimate, gpus=knobs.job_gpus, interval_s=knobs.interval_s, write_s=write_now,
-                                   restart_s=knobs.restart_s, duration_s=days_s, gpu_hour_usd=knobs.gpu_hour_usd)
+    cf_losses = closed_form_losses(
+        estimate,
+        gpus=knobs.job_gpus,
+        interval_s=knobs.interval_s,
+        write_s=write_now,
+        restart_s=knobs.restart_s,
+        duration_s=days_s,
+        gpu_hour_usd=knobs.gpu_hour_usd,
+    )
     cf_lost = cf_losses.filter(pl.col("category").is_in(LOSS_CATEGORIES))
     st.subheader("Closed form")
     cols = st.columns(4)
     metric(cols[0], "closed_form_ettr", fmt_pct(estimate.ettr))
     metric(cols[1], "closed_form_job_mttf", fmt_hours(estimate.mttf_s / SECONDS_PER_HOUR))
     metric(cols[2], "young_daly_interval", short_duration(optimum_s) if math.isfinite(optimum_s) else "none")
-    metric(cols[3], "closed_form_ettr_at_young_daly", fmt_pct(at_optimum) if at_optimum is not None else DASH,
-           f"{(at_optimum - estimate.ettr) * 100:+.1f} pts" if at_optimum is not None else None)
+    metric(
+        cols[3],
+        "closed_form_ettr_at_young_daly",
+        fmt_pct(at_optimum) if at_optimum is not None else DASH,
+        f"{(at_optimum - estimate.ettr) * 100:+.1f} pts" if at_optimum is not None else None,
+    )
     cols = st.columns(4)
-    metric(cols[0], "closed_form_goodput_lost", fmt_gpu_hours(cf_lost["gpu_hours"].sum()),
-           f"{fmt_usd(cf_lost['usd'].sum())} in {days_s / SECONDS_PER_DAY:g} days", **BESIDE)
+    metric(
+        cols[0],
+        "closed_form_goodput_lost",
+        fmt_gpu_hours(cf_lost["gpu_hours"].sum()),
+        f"{fmt_usd(cf_lost['usd'].sum())} in {days_s / SECONDS_PER_DAY:g} days",
+        **BESIDE,
+    )
     if slowdown is not None:
-        metric(cols[1], "planner_placement_slowdown", "none" if slowdown <= 1.0 else f"{slowdown:.2f}x",
-               f"{knobs.placement}, {knobs.gbps_per_gpu:g} Gbps a GPU", **BESIDE)
-        st.markdown("**Spare cover**: how far the hot spares and technicians cover the failures (closed form)")
+        metric(
+            cols[1],
+            "planner_placement_slowdown",
+            "none" if slowdown <= 1.0 else f"{slowdown:.2f}x",
+            f"{knobs.placement}, {knobs.gbps_per_gpu:g} Gbps a GPU",
+            **BESIDE,
+        )
+        st.markdown(
+            "**Spare cover**: how far the hot spares and technicians cover the failures (closed form)"
+        )
         cover = spare_cover(scenario)
         cols = st.columns(4)
-        metric(cols[0], "spare_hosts_in_use", f"{cover.hosts_away:,.1f}", f"of {cover.spares:,} held", **BESIDE)
-        metric(cols[1], "spares_run_out", "< 0.1%" if cover.run_out < 0.001 else fmt_pct(cover.run_out), **BESIDE)
-        metric(cols[2], "technician_load", fmt_pct(cover.technician_load),
-               "a queue grows without end" if cover.technician_load >= 1 else None, **BESIDE)
-    st.caption(f"Failure rate with the multipliers: {curve_args['rate_per_1000_node_days']:.3g} per 1,000 host-days; "
-               f"checkpoint write {short_duration(write_now)}; "
-               f"{definition('closed_form_unexpected_interruptions').label.lower()}: "
-               f"{estimate.failures_per_s * days_s:,.1f} in {days_s / SECONDS_PER_DAY:g} days. A failed host is away "
-               f"{fmt_duration(spare_cover(scenario).time_away_s) if scenario else DASH} (drain, diagnosis, repair, "
-               "burn-in).")
+        metric(
+            cols[0], "spare_hosts_in_use", f"{cover.hosts_away:,.1f}", f"of {cover.spares:,} held", **BESIDE
+        )
+        metric(
+            cols[1], "spares_run_out", "< 0.1%" if cover.run_out < 0.001 else fmt_pct(cover.run_out), **BESIDE
+        )
+        metric(
+            cols[2],
+            "technician_load",
+            fmt_pct(cover.technician_load),
+            "a queue grows without end" if cover.technician_load >= 1 else None,
+            **BESIDE,
+        )
+    st.caption(
+        f"Failure rate with the multipliers: {curve_args['rate_per_1000_node_days']:.3g} per 1,000 host-days; "
+        f"checkpoint write {short_duration(write_now)}; "
+        f"{definition('closed_form_unexpected_interruptions').label.lower()}: "
+        f"{estimate.failures_per_s * days_s:,.1f} in {days_s / SECONDS_PER_DAY:g} days. A failed host is away "
+        f"{fmt_duration(spare_cover(scenario).time_away_s) if scenario else DASH} (drain, diagnosis, repair, "
+        "burn-in)."
+    )
     st.plotly_chart(charts.ettr_curve(**curve_args), width="stretch")
     if scenario is None:
         st.error(f"These settings do not make a valid scenario: {md(invalid)}")
@@ -192,28 +244,40 @@ def simulate_tab(plan: Plan, knobs: model.Knobs) -> None:
     cols = st.columns([2, 2, 1, 1])
     samples = knobs.cluster_gpus * scenario.duration_s / scenario["simulation.telemetry_resolution"]
     telemetry = cols[0].checkbox(
-        "Keep with GPU telemetry", value=False, disabled=samples > MAX_PLANNER_SAMPLES,
+        "Keep with GPU telemetry",
+        value=False,
+        disabled=samples > MAX_PLANNER_SAMPLES,
         help=f"{samples:,.0f} samples: slower; only needed to browse a kept run on the GPUs page"
-        + (" (too many for the page: use `goodput simulate`)" if samples > MAX_PLANNER_SAMPLES else ""))
-    cols[1].caption(f"{scenario.hosts:,} hosts, {scenario['simulation.days']:g} days, "
-                    f"seed {scenario['simulation.seed']}")
+        + (" (too many for the page: use `goodput simulate`)" if samples > MAX_PLANNER_SAMPLES else ""),
+    )
+    cols[1].caption(
+        f"{scenario.hosts:,} hosts, {scenario['simulation.days']:g} days, seed {scenario['simulation.seed']}"
+    )
     if may_plan and cols[2].button("Run", type="primary", help="a summary-only simulation: seconds"):
         bar = st.progress(0.0, text="Simulating…")
         from engine.sim.simulate import simulate
 
-        result = simulate(scenario, name=f"planner · {preset}", summary_only=True,
-                          progress=lambda done: bar.progress(done, text=f"Simulating… {done:.0%}"))
+        result = simulate(
+            scenario,
+            name=f"planner · {preset}",
+            summary_only=True,
+            progress=lambda done: bar.progress(done, text=f"Simulating… {done:.0%}"),
+        )
         bar.empty()
         st.session_state["planner_result"] = (settings, result.summary)
         st.session_state.pop("planner_kept", None)
     kept = st.session_state.get("planner_result")
     if kept is None:
-        st.caption("Run the simulator to see simulated ETTR, MTTF and losses beside the closed form. Nothing is "
-                   "stored unless you keep the result as a run.")
+        st.caption(
+            "Run the simulator to see simulated ETTR, MTTF and losses beside the closed form. Nothing is "
+            "stored unless you keep the result as a run."
+        )
     else:
         ran_settings, summary = kept
         if ran_settings != settings:
-            st.warning("The knobs changed since this simulation ran: its figures are for the earlier settings.")
+            st.warning(
+                "The knobs changed since this simulation ran: its figures are for the earlier settings."
+            )
         ran = model.scenario_of(ran_settings) if ran_settings != settings else scenario
         ran_estimate = closed_form_of(ran)
         job, inter = summary.get("job", {}), summary.get("interruptions", {})
@@ -222,58 +286,108 @@ def simulate_tab(plan: Plan, knobs: model.Knobs) -> None:
         lost = losses.filter(pl.col("category").is_in(LOSS_CATEGORIES))  # goodput lost: no network slowdown
         cols = st.columns(4)
         simulated = job.get("ettr")
-        metric(cols[0], "ettr", fmt_pct(simulated),
-               f"{(simulated - ran_estimate.ettr) * 100:+.1f} pts vs closed form {fmt_pct(ran_estimate.ettr)}"
-               if simulated is not None else None, **BESIDE)
-        metric(cols[1], "job_mttf", fmt_hours(job.get("mttf_hours")),
-               f"closed form {fmt_hours(ran_estimate.mttf_s / SECONDS_PER_HOUR)}", **BESIDE)
-        metric(cols[2], "interruptions", fmt_int(inter.get("total")),
-               f"{inter.get('unexpected', 0)} unexpected, {inter.get('planned', 0)} planned", **BESIDE)
-        metric(cols[3], "goodput_lost", fmt_gpu_hours(lost["sim_gpu_hours"].sum()),
-               f"{fmt_usd(lost['sim_usd'].sum())}; closed form {fmt_gpu_hours(lost['cf_gpu_hours'].sum())}, "
-               f"{fmt_usd(lost['cf_usd'].sum())}", **BESIDE)
-        st.caption(f"One summary-only run of these settings (seed {ran['simulation.seed']}), not stored: each "
-                   "figure is the run's own, under its definition; the deltas put the closed form beside it.")
-        st.caption(f"{definition('closed_form_unexpected_interruptions').label}: {expected_failures:,.1f} in "
-                   f"{ran['simulation.days']:g} days; the closed form counts no planned ones.")
+        metric(
+            cols[0],
+            "ettr",
+            fmt_pct(simulated),
+            f"{(simulated - ran_estimate.ettr) * 100:+.1f} pts vs closed form {fmt_pct(ran_estimate.ettr)}"
+            if simulated is not None
+            else None,
+            **BESIDE,
+        )
+        metric(
+            cols[1],
+            "job_mttf",
+            fmt_hours(job.get("mttf_hours")),
+            f"closed form {fmt_hours(ran_estimate.mttf_s / SECONDS_PER_HOUR)}",
+            **BESIDE,
+        )
+        metric(
+            cols[2],
+            "interruptions",
+            fmt_int(inter.get("total")),
+            f"{inter.get('unexpected', 0)} unexpected, {inter.get('planned', 0)} planned",
+            **BESIDE,
+        )
+        metric(
+            cols[3],
+            "goodput_lost",
+            fmt_gpu_hours(lost["sim_gpu_hours"].sum()),
+            f"{fmt_usd(lost['sim_usd'].sum())}; closed form {fmt_gpu_hours(lost['cf_gpu_hours'].sum())}, "
+            f"{fmt_usd(lost['cf_usd'].sum())}",
+            **BESIDE,
+        )
+        st.caption(
+            f"One summary-only run of these settings (seed {ran['simulation.seed']}), not stored: each "
+            "figure is the run's own, under its definition; the deltas put the closed form beside it."
+        )
+        st.caption(
+            f"{definition('closed_form_unexpected_interruptions').label}: {expected_failures:,.1f} in "
+            f"{ran['simulation.days']:g} days; the closed form counts no planned ones."
+        )
         ran_slowdown = job_slowdown(job)
         if ran_slowdown > 1.0:
-            st.caption(f"The {job.get('placement', 'pack')} placement slows the job's collectives "
-                       f"{ran_slowdown:.2f}x: with it the simulated run makes progress "
-                       f"{fmt_pct(job.get('ettr_with_network'))} of the time (the network slowdown step below).")
+            st.caption(
+                f"The {job.get('placement', 'pack')} placement slows the job's collectives "
+                f"{ran_slowdown:.2f}x: with it the simulated run makes progress "
+                f"{fmt_pct(job.get('ettr_with_network'))} of the time (the network slowdown step below)."
+            )
         st.markdown("**Where the flagship's time went**: simulated beside the closed form")
         st.plotly_chart(charts.loss_waterfall(losses), width="stretch")
-        st.dataframe([{"loss": LOSS_LABELS[r["category"]],
-                       "simulated": fmt_gpu_hours(r["sim_gpu_hours"]), "simulated cost": fmt_usd(r["sim_usd"]),
-                       "closed form": fmt_gpu_hours(r["cf_gpu_hours"]), "closed-form cost": fmt_usd(r["cf_usd"])}
-                      for r in losses.iter_rows(named=True)], hide_index=True)
+        st.dataframe(
+            [
+                {
+                    "loss": LOSS_LABELS[r["category"]],
+                    "simulated": fmt_gpu_hours(r["sim_gpu_hours"]),
+                    "simulated cost": fmt_usd(r["sim_usd"]),
+                    "closed form": fmt_gpu_hours(r["cf_gpu_hours"]),
+                    "closed-form cost": fmt_usd(r["cf_usd"]),
+                }
+                for r in losses.iter_rows(named=True)
+            ],
+            hide_index=True,
+        )
         st.caption("The closed form has no queue for spare hosts: its waiting time is always 0.")
-        if may_plan and st.button("Keep as run",
-                                  help="simulates the full run (every table) and writes it to the store"):
+        if may_plan and st.button(
+            "Keep as run", help="simulates the full run (every table) and writes it to the store"
+        ):
             from engine.sim.simulate import simulate
 
             bar = st.progress(0.0, text="Simulating the full run…")
-            full = simulate(model.scenario_of(ran_settings, telemetry=telemetry), name=f"planner · {ran_settings[0]}",
-                            progress=lambda done: bar.progress(done, text=f"Simulating the full run… {done:.0%}"))
+            full = simulate(
+                model.scenario_of(ran_settings, telemetry=telemetry),
+                name=f"planner · {ran_settings[0]}",
+                progress=lambda done: bar.progress(done, text=f"Simulating the full run… {done:.0%}"),
+            )
             bar.empty()
             st.session_state["planner_kept"] = state.store().write_run(full)
         run_id = st.session_state.get("planner_kept")
         if run_id:
             st.success(f"Kept as run {run_id}.")
-            st.page_link("app_pages/overview.py", label=f"Open run {run_id}", icon=":material/open_in_new:",
-                         query_params={state.RUN_PARAM: run_id})
+            st.page_link(
+                "app_pages/overview.py",
+                label=f"Open run {run_id}",
+                icon=":material/open_in_new:",
+                query_params={state.RUN_PARAM: run_id},
+            )
 
 
 # ----- Monte-Carlo ----------------------------------------------------------------------------------------------
 def monte_carlo_tab(plan: Plan) -> None:
     scenario, settings, may_plan = plan.scenario, plan.settings, plan.may_plan
-    st.caption("One run of a rare-event process misleads: a lucky month has no rack failure. Each seed is a "
-               "summary-only run (seeds from the scenario's seed up).")
+    st.caption(
+        "One run of a rare-event process misleads: a lucky month has no rack failure. Each seed is a "
+        "summary-only run (seeds from the scenario's seed up)."
+    )
     n_seeds = st.slider("Seeds", 2, 200, key=state.seed("planner_mc_seeds", 10))
     if may_plan and st.button("Run Monte-Carlo", type="primary"):
         bar = st.progress(0.0, text=f"{n_seeds} runs…")
-        frame = monte_carlo(scenario, n_seeds, executor=executor(plan, n_seeds),
-                            progress=lambda done: bar.progress(done, text=f"{n_seeds} runs… {done:.0%}"))
+        frame = monte_carlo(
+            scenario,
+            n_seeds,
+            executor=executor(plan, n_seeds),
+            progress=lambda done: bar.progress(done, text=f"{n_seeds} runs… {done:.0%}"),
+        )
         bar.empty()
         st.session_state["planner_mc"] = (settings, frame)
     mc = st.session_state.get("planner_mc")
@@ -283,35 +397,80 @@ def monte_carlo_tab(plan: Plan) -> None:
             st.warning("The knobs changed since these runs: their figures are for the earlier settings.")
         band = bands(frame).row(0, named=True)
         cols = st.columns(4)
-        metric(cols[0], "mean_ettr_over_seeds", fmt_pct(band["ettr_mean"]),
-               f"5-95 %: {fmt_pct(band['ettr_p5'])} – {fmt_pct(band['ettr_p95'])}", **BESIDE)
-        metric(cols[1], "mean_job_mttf_over_seeds", fmt_hours(band["mttf_hours_mean"]),
-               f"5-95 %: {fmt_hours(band['mttf_hours_p5'])} – {fmt_hours(band['mttf_hours_p95'])}", **BESIDE)
-        metric(cols[2], "mean_interruptions_over_seeds", f"{band['interruptions_mean']:,.1f}",
-               f"5-95 %: {band['interruptions_p5']:,.1f} – {band['interruptions_p95']:,.1f}", **BESIDE)
-        metric(cols[3], "mean_goodput_lost_usd_over_seeds", fmt_usd(band["lost_usd_mean"]),
-               f"5-95 %: {fmt_usd(band['lost_usd_p5'])} – {fmt_usd(band['lost_usd_p95'])}", **BESIDE)
-        st.plotly_chart(charts.monte_carlo_histogram(
-            frame["ettr"].to_list(), (band["ettr_mean"], band["ettr_p5"], band["ettr_p95"])), width="stretch")
-        st.caption(f"{band['runs']} runs; {definition('closed_form_ettr').label.lower()} "
-                   f"{fmt_pct(band['closed_form_ettr_mean'])}.")
+        metric(
+            cols[0],
+            "mean_ettr_over_seeds",
+            fmt_pct(band["ettr_mean"]),
+            f"5-95 %: {fmt_pct(band['ettr_p5'])} – {fmt_pct(band['ettr_p95'])}",
+            **BESIDE,
+        )
+        metric(
+            cols[1],
+            "mean_job_mttf_over_seeds",
+            fmt_hours(band["mttf_hours_mean"]),
+            f"5-95 %: {fmt_hours(band['mttf_hours_p5'])} – {fmt_hours(band['mttf_hours_p95'])}",
+            **BESIDE,
+        )
+        metric(
+            cols[2],
+            "mean_interruptions_over_seeds",
+            f"{band['interruptions_mean']:,.1f}",
+            f"5-95 %: {band['interruptions_p5']:,.1f} – {band['interruptions_p95']:,.1f}",
+            **BESIDE,
+        )
+        metric(
+            cols[3],
+            "mean_goodput_lost_usd_over_seeds",
+            fmt_usd(band["lost_usd_mean"]),
+            f"5-95 %: {fmt_usd(band['lost_usd_p5'])} – {fmt_usd(band['lost_usd_p95'])}",
+            **BESIDE,
+        )
+        st.plotly_chart(
+            charts.monte_carlo_histogram(
+                frame["ettr"].to_list(), (band["ettr_mean"], band["ettr_p5"], band["ettr_p95"])
+            ),
+            width="stretch",
+        )
+        st.caption(
+            f"{band['runs']} runs; {definition('closed_form_ettr').label.lower()} "
+            f"{fmt_pct(band['closed_form_ettr_mean'])}."
+        )
 
 
 # ----- sweeps ---------------------------------------------------------------------------------------------------
 def sweeps_tab(plan: Plan) -> None:
     preset, scenario, settings, may_plan = plan.preset, plan.scenario, plan.settings, plan.may_plan
-    st.caption("One or two settings over a grid, each point run with several seeds (the same seeds at every "
-               "point, so points differ by their settings, not their luck).")
+    st.caption(
+        "One or two settings over a grid, each point run with several seeds (the same seeds at every "
+        "point, so points differ by their settings, not their luck)."
+    )
     labels = {p.key: p.label for p in model.SWEEP_PARAMS}
     cols = st.columns(2)
-    x_key = cols[0].selectbox("First setting (x)", list(labels), format_func=labels.get,
-                              key=state.seed("planner_sweep_x", "training.checkpoint_interval"))
-    x_text = cols[0].text_input("x values", key=knob_key(preset, f"sweep_values:{x_key}", model.default_values(scenario, x_key)))
+    x_key = cols[0].selectbox(
+        "First setting (x)",
+        list(labels),
+        format_func=labels.get,
+        key=state.seed("planner_sweep_x", "training.checkpoint_interval"),
+    )
+    x_text = cols[0].text_input(
+        "x values", key=knob_key(preset, f"sweep_values:{x_key}", model.default_values(scenario, x_key))
+    )
     y_options = ["", *[k for k in labels if k != x_key]]
-    y_key = cols[1].selectbox("Second setting (y)", y_options, format_func=lambda k: labels.get(k, "none"),
-                              key=state.seed("planner_sweep_y", "training.restart_overhead"))
-    y_text = cols[1].text_input("y values", key=knob_key(preset, f"sweep_values:{y_key}", model.default_values(scenario, y_key)),
-                                disabled=not y_key) if y_key else ""
+    y_key = cols[1].selectbox(
+        "Second setting (y)",
+        y_options,
+        format_func=lambda k: labels.get(k, "none"),
+        key=state.seed("planner_sweep_y", "training.restart_overhead"),
+    )
+    y_text = (
+        cols[1].text_input(
+            "y values",
+            key=knob_key(preset, f"sweep_values:{y_key}", model.default_values(scenario, y_key)),
+            disabled=not y_key,
+        )
+        if y_key
+        else ""
+    )
     sweep_seeds = st.slider("Seeds per point", 1, 50, key=state.seed("planner_sweep_seeds", 3))
     try:
         x_axis, x_numbers = model.parse_values(scenario, x_key, x_text)
@@ -325,11 +484,18 @@ def sweeps_tab(plan: Plan) -> None:
         axes = []
     if axes:
         total = math.prod(len(a.values) for a in axes) * sweep_seeds
-        st.caption(f"{' x '.join(str(len(a.values)) for a in axes)} points x {sweep_seeds} seeds = {total} runs.")
+        st.caption(
+            f"{' x '.join(str(len(a.values)) for a in axes)} points x {sweep_seeds} seeds = {total} runs."
+        )
         if may_plan and st.button("Run sweep", type="primary"):
             bar = st.progress(0.0, text=f"{total} runs…")
-            frame = sweep(scenario, axes, sweep_seeds, executor=executor(plan, total),
-                          progress=lambda done: bar.progress(done, text=f"{total} runs… {done:.0%}"))
+            frame = sweep(
+                scenario,
+                axes,
+                sweep_seeds,
+                executor=executor(plan, total),
+                progress=lambda done: bar.progress(done, text=f"{total} runs… {done:.0%}"),
+            )
             bar.empty()
             st.session_state["planner_sweep"] = (settings, axes, x_numbers, y_numbers, frame)
     result = st.session_state.get("planner_sweep")
@@ -348,26 +514,59 @@ def sweeps_tab(plan: Plan) -> None:
             on = "x" if x_param.key == interval else "y" if y_param.key == interval else None
             other = s_axes[1] if on == "x" else s_axes[0]
             curve = model.young_daly_curve(base, other.key, other.values) if on else None
-            st.plotly_chart(charts.sweep_heatmap(grid, xs, ys, x_title=x_param.label, y_title=y_param.label,
-                                                 x_duration=x_param.duration, y_duration=y_param.duration,
-                                                 young_daly_s=curve, young_daly_on=on or "x"), width="stretch")
+            st.plotly_chart(
+                charts.sweep_heatmap(
+                    grid,
+                    xs,
+                    ys,
+                    x_title=x_param.label,
+                    y_title=y_param.label,
+                    x_duration=x_param.duration,
+                    y_duration=y_param.duration,
+                    young_daly_s=curve,
+                    young_daly_on=on or "x",
+                ),
+                width="stretch",
+            )
         else:
-            st.plotly_chart(charts.sweep_line(xs, summary["ettr_mean"].to_list(), summary["ettr_p5"].to_list(),
-                                              summary["ettr_p95"].to_list(), x_title=x_param.label,
-                                              x_duration=x_param.duration,
-                                              closed_form=summary["closed_form_ettr_mean"].to_list()),
-                            width="stretch")
+            st.plotly_chart(
+                charts.sweep_line(
+                    xs,
+                    summary["ettr_mean"].to_list(),
+                    summary["ettr_p5"].to_list(),
+                    summary["ettr_p95"].to_list(),
+                    x_title=x_param.label,
+                    x_duration=x_param.duration,
+                    closed_form=summary["closed_form_ettr_mean"].to_list(),
+                ),
+                width="stretch",
+            )
         shown = bands(frame, by=[a.key for a in s_axes]).select(
-            *[a.key for a in s_axes], "runs", "ettr_mean", "ettr_p5", "ettr_p95", "closed_form_ettr_mean",
-            "ettr_with_network_mean", "mttf_hours_mean", "lost_usd_mean")
-        st.dataframe(shown, hide_index=True, width="stretch", column_config={
-            **{a.key: st.column_config.TextColumn(labels[a.key]) for a in s_axes},
-            "ettr_mean": column("mean_ettr_over_seeds", "percent"),
-            "ettr_p5": column("ettr_p5_over_seeds", "percent"), "ettr_p95": column("ettr_p95_over_seeds", "percent"),
-            "closed_form_ettr_mean": column("closed_form_ettr", "percent"),
-            "ettr_with_network_mean": column("mean_goodput_with_network_over_seeds", "percent"),
-            "mttf_hours_mean": column("mean_job_mttf_over_seeds", "%.1f h"),
-            "lost_usd_mean": column("mean_goodput_lost_usd_over_seeds", "dollar")})
+            *[a.key for a in s_axes],
+            "runs",
+            "ettr_mean",
+            "ettr_p5",
+            "ettr_p95",
+            "closed_form_ettr_mean",
+            "ettr_with_network_mean",
+            "mttf_hours_mean",
+            "lost_usd_mean",
+        )
+        st.dataframe(
+            shown,
+            hide_index=True,
+            width="stretch",
+            column_config={
+                **{a.key: st.column_config.TextColumn(labels[a.key]) for a in s_axes},
+                "ettr_mean": column("mean_ettr_over_seeds", "percent"),
+                "ettr_p5": column("ettr_p5_over_seeds", "percent"),
+                "ettr_p95": column("ettr_p95_over_seeds", "percent"),
+                "closed_form_ettr_mean": column("closed_form_ettr", "percent"),
+                "ettr_with_network_mean": column("mean_goodput_with_network_over_seeds", "percent"),
+                "mttf_hours_mean": column("mean_job_mttf_over_seeds", "%.1f h"),
+                "lost_usd_mean": column("mean_goodput_lost_usd_over_seeds", "dollar"),
+            },
+        )
 
 
 st.title("Planner")

@@ -72,14 +72,22 @@ class Floor:
 def time_section(run: RunInfo) -> float:
     """The time slider and play; returns t (seconds since the run's start), kept in the URL as ?t=."""
     duration_h = max(run.duration_s / SECONDS_PER_HOUR, 1 / 60)
-    t_key = state.seed(f"racks_t:{run.run_id}", queries.parse_t(st.query_params.get("t"), run.duration_s) / SECONDS_PER_HOUR)
+    t_key = state.seed(
+        f"racks_t:{run.run_id}", queries.parse_t(st.query_params.get("t"), run.duration_s) / SECONDS_PER_HOUR
+    )
     if "racks_next_t" in st.session_state:  # a step of play, applied before the slider is drawn
         st.session_state[t_key] = st.session_state.pop("racks_next_t")
     if st.session_state.pop("racks_stop", False):
         st.session_state["racks_play"] = False
     controls = st.columns([6, 1, 1])
-    t_h = controls[0].slider("Time (hours since the run's start)", 0.0, duration_h,
-                             step=max(duration_h / 500, 1 / 60), format="%.2f h", key=t_key)
+    t_h = controls[0].slider(
+        "Time (hours since the run's start)",
+        0.0,
+        duration_h,
+        step=max(duration_h / 500, 1 / 60),
+        format="%.2f h",
+        key=t_key,
+    )
     playing = controls[1].toggle("Play", key="racks_play", help="Step the floor forward through the run")
     step_key = state.seed("racks_step", "1h")
     step = controls[2].selectbox("Step", list(queries.PLAY_STEPS), key=step_key)
@@ -92,7 +100,9 @@ def time_section(run: RunInfo) -> float:
         """While playing, each tick moves t one step and reruns the page (the app run itself does not step)."""
         if st.session_state.pop("racks_app_run", False) or not st.session_state.get("racks_play"):
             return
-        t_next, more = queries.next_t(st.session_state[t_key] * SECONDS_PER_HOUR, queries.PLAY_STEPS[step], run.duration_s)
+        t_next, more = queries.next_t(
+            st.session_state[t_key] * SECONDS_PER_HOUR, queries.PLAY_STEPS[step], run.duration_s
+        )
         st.session_state["racks_next_t"] = t_next / SECONDS_PER_HOUR
         st.session_state["racks_stop"] = not more
         st.rerun(scope="app")
@@ -109,22 +119,43 @@ def floor_at(run: RunInfo, t_s: float) -> Floor | None:
     if hosts.is_empty():
         return None
     tdp_w, budget_kw = queries.power_limits(run.scenario)
-    measure_key = state.seed(f"racks_measure:{run.run_id}", st.query_params.get("measure")
-                             if st.query_params.get("measure") in charts.MEASURES else "state")
-    measure = st.segmented_control("Colour by", list(charts.MEASURES), key=measure_key,
-                                   format_func=charts.MEASURES.get) or "state"
+    measure_key = state.seed(
+        f"racks_measure:{run.run_id}",
+        st.query_params.get("measure") if st.query_params.get("measure") in charts.MEASURES else "state",
+    )
+    measure = (
+        st.segmented_control(
+            "Colour by", list(charts.MEASURES), key=measure_key, format_func=charts.MEASURES.get
+        )
+        or "state"
+    )
     st.query_params["measure"] = measure
-    window_key = state.seed(f"racks_window:{run.run_id}", st.query_params.get("window")
-                            if st.query_params.get("window") in queries.WINDOWS else "1d")
+    window_key = state.seed(
+        f"racks_window:{run.run_id}",
+        st.query_params.get("window") if st.query_params.get("window") in queries.WINDOWS else "1d",
+    )
     window = st.session_state[window_key]
     if measure == "failures":
-        window = st.selectbox("Failures in the last", list(queries.WINDOWS), key=window_key,
-                              format_func=queries.WINDOW_WORDS.get)
+        window = st.selectbox(
+            "Failures in the last",
+            list(queries.WINDOWS),
+            key=window_key,
+            format_func=queries.WINDOW_WORDS.get,
+        )
         st.query_params["window"] = window
     cells_frame = queries.floor_cells(run.run_id, t_s, run.scenario, queries.WINDOWS[window])
     cells_frame = cells_frame.join(queries.jobs(run.run_id).select("job_id", "kind"), on="job_id", how="left")
-    return Floor(t_s, hosts, cells_frame, queries.rack_power(cells_frame), queries.problem_racks(hosts, cells_frame),
-                 measure, window, tdp_w, budget_kw)
+    return Floor(
+        t_s,
+        hosts,
+        cells_frame,
+        queries.rack_power(cells_frame),
+        queries.problem_racks(hosts, cells_frame),
+        measure,
+        window,
+        tdp_w,
+        budget_kw,
+    )
 
 
 def figures_section(floor: Floor) -> None:
@@ -132,7 +163,9 @@ def figures_section(floor: Floor) -> None:
     hosts, power, problems, budget_kw = floor.hosts, floor.power, floor.problems, floor.budget_kw
     over = power.filter(pl.col("over"))
     states = hosts["state"].fill_null("unknown")
-    up, out, unknown = (int(states.is_in(s).sum()) for s in (IN_SERVICE_STATES, OUT_OF_SERVICE_STATES, ("unknown",)))
+    up, out, unknown = (
+        int(states.is_in(s).sum()) for s in (IN_SERVICE_STATES, OUT_OF_SERVICE_STATES, ("unknown",))
+    )
     n_racks = hosts["rack_id"].n_unique()
     cols = st.columns(4)
     metric(cols[0], "racks_with_a_problem", f"{problems.height:,}", AT_T)
@@ -142,9 +175,18 @@ def figures_section(floor: Floor) -> None:
     cols = st.columns(4)
     metric(cols[0], "racks", f"{n_racks:,}")
     cluster_kw = float(power["rack_kw"].sum())
-    metric(cols[1], "gpu_power_drawn", f"{cluster_kw / 1000:,.2f} MW" if cluster_kw >= 1000 else f"{cluster_kw:,.1f} kW",
-           AT_T)
-    metric(cols[2], "racks_over_power_budget", f"{over.height:,}", f"This run's budget: {budget_kw:g} kW a rack. {AT_T}")
+    metric(
+        cols[1],
+        "gpu_power_drawn",
+        f"{cluster_kw / 1000:,.2f} MW" if cluster_kw >= 1000 else f"{cluster_kw:,.1f} kW",
+        AT_T,
+    )
+    metric(
+        cols[2],
+        "racks_over_power_budget",
+        f"{over.height:,}",
+        f"This run's budget: {budget_kw:g} kW a rack. {AT_T}",
+    )
 
 
 def floor_plan_section(run: RunInfo, floor: Floor):
@@ -158,58 +200,113 @@ def floor_plan_section(run: RunInfo, floor: Floor):
     gpus = queries.gpu_count(run.run_id)
     default_cells = "gpus" if 0 < gpus <= GPU_CELLS_UP_TO else "hosts"
     wanted_cells = st.query_params.get("cells")
-    cells_key = state.seed(f"racks_cells:{run.run_id}", wanted_cells if wanted_cells in ("hosts", "gpus") else default_cells)
+    cells_key = state.seed(
+        f"racks_cells:{run.run_id}", wanted_cells if wanted_cells in ("hosts", "gpus") else default_cells
+    )
     controls = st.columns([1, 1])
-    cells = controls[0].segmented_control("Cells", ["hosts", "gpus"], key=cells_key,
-                                          format_func={"hosts": "a cell a host", "gpus": "a cell a GPU"}.get) or default_cells
+    cells = (
+        controls[0].segmented_control(
+            "Cells",
+            ["hosts", "gpus"],
+            key=cells_key,
+            format_func={"hosts": "a cell a host", "gpus": "a cell a GPU"}.get,
+        )
+        or default_cells
+    )
     if gpus == 0:
         cells = "hosts"
     st.query_params["cells"] = cells
     wanted_problems = st.query_params.get("problems")
-    problems_key = state.seed(f"racks_problems:{run.run_id}", wanted_problems == "1" if wanted_problems in ("0", "1")
-                              else n_racks > PROBLEMS_FIRST_OVER_RACKS)
-    problems_only = controls[1].toggle("Problems only", key=problems_key,
-                                       help="Grey out every rack without a host out of service or a failed GPU at t, "
-                                            "and ring the racks with one.")
+    problems_key = state.seed(
+        f"racks_problems:{run.run_id}",
+        wanted_problems == "1" if wanted_problems in ("0", "1") else n_racks > PROBLEMS_FIRST_OVER_RACKS,
+    )
+    problems_only = controls[1].toggle(
+        "Problems only",
+        key=problems_key,
+        help="Grey out every rack without a host out of service or a failed GPU at t, "
+        "and ring the racks with one.",
+    )
     st.query_params["problems"] = "1" if problems_only else "0"
     if cells == "gpus":
         shown = cells_frame
-        st.caption("A GPU shows its host's state, or *Failed GPU* (black) from its own incident until its repair.")
+        st.caption(
+            "A GPU shows its host's state, or *Failed GPU* (black) from its own incident until its repair."
+        )
     else:  # a host cell: its host's state, its hottest GPU, its mean GPU power, its most failed GPU
-        shown = (hosts.join(cells_frame.group_by("host_id").agg(
-            pl.col("temp_c").max(), pl.col("power_w").mean(), pl.col("failures").max(), pl.col("host_kw").first(),
-            pl.col("rack_kw").first(), pl.col("budget_kw").first(), pl.col("kind").first()), on="host_id", how="left")
-            .with_columns(pl.col("failures").fill_null(0), pl.col("rack_kw").fill_null(0.0),
-                          pl.col("budget_kw").fill_null(budget_kw)))
+        shown = hosts.join(
+            cells_frame.group_by("host_id").agg(
+                pl.col("temp_c").max(),
+                pl.col("power_w").mean(),
+                pl.col("failures").max(),
+                pl.col("host_kw").first(),
+                pl.col("rack_kw").first(),
+                pl.col("budget_kw").first(),
+                pl.col("kind").first(),
+            ),
+            on="host_id",
+            how="left",
+        ).with_columns(
+            pl.col("failures").fill_null(0),
+            pl.col("rack_kw").fill_null(0.0),
+            pl.col("budget_kw").fill_null(budget_kw),
+        )
         st.caption("A host cell shows its hottest GPU, its mean GPU power and its most failed GPU.")
-    figure = charts.floor_plan(shown, measure, tdp_w=tdp_w, window=queries.WINDOW_WORDS[window],
-                               problem_racks=problems["rack_id"].to_list() if problems_only else None)
+    figure = charts.floor_plan(
+        shown,
+        measure,
+        tdp_w=tdp_w,
+        window=queries.WINDOW_WORDS[window],
+        problem_racks=problems["rack_id"].to_list() if problems_only else None,
+    )
     if problems_only:
         hidden = n_racks - problems.height
-        st.caption(f"**Problems only**: {problems.height:,} of {n_racks:,} racks have a host out of service or a "
-                   f"failed GPU at t (ringed); the other {hidden:,} are greyed out. Switch *Problems only* off to "
-                   "see every rack.")
-    clicked = st.plotly_chart(figure, width="stretch", on_select="rerun", selection_mode="points",
-                              key=f"racks_floor:{run.run_id}")
+        st.caption(
+            f"**Problems only**: {problems.height:,} of {n_racks:,} racks have a host out of service or a "
+            f"failed GPU at t (ringed); the other {hidden:,} are greyed out. Switch *Problems only* off to "
+            "see every rack."
+        )
+    clicked = st.plotly_chart(
+        figure, width="stretch", on_select="rerun", selection_mode="points", key=f"racks_floor:{run.run_id}"
+    )
     notes = ["Click a rack's dot to open it below."]
     if measure == "power":
-        notes.append(f"Each GPU's latest reading at or before t, summed per host and rack against the rack budget of "
-                     f"{budget_kw:g} kW; a GPU's TDP is {tdp_w:.0f} W (H100, Llama 3 paper). Racks over budget: red ×.")
+        notes.append(
+            f"Each GPU's latest reading at or before t, summed per host and rack against the rack budget of "
+            f"{budget_kw:g} kW; a GPU's TDP is {tdp_w:.0f} W (H100, Llama 3 paper). Racks over budget: red ×."
+        )
     if measure in ("temp", "power") and not queries.has_table(run.run_id, "gpu_samples"):
         notes.append("This run has no GPU telemetry: no readings to show.")
     st.caption(" ".join(notes))
     if unknown == hosts.height:
         st.caption("This run records no host states at t, so every host shows as unknown.")
     if over.height:
-        st.markdown("**Racks over their power budget at t**: " + ", ".join(
-            f"rack {r} ({kw:.1f} kW)" for r, kw in over.select("rack_id", "rack_kw").head(20).iter_rows())
-            + (" …" if over.height > 20 else ""))
+        st.markdown(
+            "**Racks over their power budget at t**: "
+            + ", ".join(
+                f"rack {r} ({kw:.1f} kW)" for r, kw in over.select("rack_id", "rack_kw").head(20).iter_rows()
+            )
+            + (" …" if over.height > 20 else "")
+        )
     if problems_only and problems.height:
-        st.markdown(f"**Racks with a problem at t** ({problems.height:,}: choose one under *Rack* to open it)")
-        st.dataframe(problems.head(500).with_columns(pl.col("states").list.eval(pl.element().replace(
-            charts.STATE_WORDS))).rename({"rack_id": "rack", "hosts_out_of_service": "hosts out of service",
-                                          "failed_gpus": "failed GPUs", "states": "out-of-service states"}),
-            hide_index=True, width="stretch", height=min(400, 38 + 35 * min(problems.height, 500)))
+        st.markdown(
+            f"**Racks with a problem at t** ({problems.height:,}: choose one under *Rack* to open it)"
+        )
+        st.dataframe(
+            problems.head(500)
+            .with_columns(pl.col("states").list.eval(pl.element().replace(charts.STATE_WORDS)))
+            .rename(
+                {
+                    "rack_id": "rack",
+                    "hosts_out_of_service": "hosts out of service",
+                    "failed_gpus": "failed GPUs",
+                    "states": "out-of-service states",
+                }
+            ),
+            hide_index=True,
+            width="stretch",
+            height=min(400, 38 + 35 * min(problems.height, 500)),
+        )
     return clicked
 
 
@@ -227,12 +324,21 @@ def one_rack(run: RunInfo, floor: Floor, clicked) -> int | None:
     rack_key = state.seed(f"racks_rack:{run.run_id}", wanted if wanted in rack_ids else None)
     click = charts.clicked_rack(clicked.selection if clicked else None)
     if click is not None and click != st.session_state.get("racks_last_click") and click in rack_ids:
-        st.session_state[rack_key] = click  # a new click on the floor opens that rack; the selectbox can move on
+        st.session_state[rack_key] = (
+            click  # a new click on the floor opens that rack; the selectbox can move on
+        )
     st.session_state["racks_last_click"] = click
-    problem_words = {r: f"rack {r} · {h} host(s) out of service, {g} failed GPU(s)"
-                     for r, h, g in problems.select("rack_id", "hosts_out_of_service", "failed_gpus").iter_rows()}
-    rack = st.selectbox("Rack", rack_ids, key=rack_key, format_func=lambda r: problem_words.get(r, f"rack {r}"),
-                        placeholder="Choose a rack to see its elevation, links and events")
+    problem_words = {
+        r: f"rack {r} · {h} host(s) out of service, {g} failed GPU(s)"
+        for r, h, g in problems.select("rack_id", "hosts_out_of_service", "failed_gpus").iter_rows()
+    }
+    rack = st.selectbox(
+        "Rack",
+        rack_ids,
+        key=rack_key,
+        format_func=lambda r: problem_words.get(r, f"rack {r}"),
+        placeholder="Choose a rack to see its elevation, links and events",
+    )
     if rack is None:
         st.query_params.pop("rack", None)
     else:
@@ -240,39 +346,73 @@ def one_rack(run: RunInfo, floor: Floor, clicked) -> int | None:
         rack_hosts = hosts.filter(pl.col("rack_id") == rack)
         rack_power = power.filter(pl.col("rack_id") == rack)
         kw = float(rack_power["rack_kw"][0]) if rack_power.height else 0.0
-        st.markdown(f"**Rack {rack}**: pod {rack_hosts['pod_id'][0]}, row {rack_hosts['row'][0]}, position "
-                    f"{rack_hosts['position'][0]}, {rack_hosts.height} hosts (top slot first) · {kw:.1f} of "
-                    f"{budget_kw:g} kW" + (" · **over budget**" if kw > budget_kw else ""))
+        st.markdown(
+            f"**Rack {rack}**: pod {rack_hosts['pod_id'][0]}, row {rack_hosts['row'][0]}, position "
+            f"{rack_hosts['position'][0]}, {rack_hosts.height} hosts (top slot first) · {kw:.1f} of "
+            f"{budget_kw:g} kW" + (" · **over budget**" if kw > budget_kw else "")
+        )
         links = queries.rack_links(run.run_id, rack, t_s)
-        st.plotly_chart(elevation(cells_frame.filter(pl.col("rack_id") == rack), links, rack), width="stretch")
-        in_rack = rack_hosts.join(cells_frame.group_by("host_id").agg(pl.col("host_kw").first()), on="host_id",
-                                  how="left").select("hostname", "slot", pl.col("state").fill_null("unknown"),
-                                                     "job_id", "host_kw", "host_id")
-        st.dataframe(in_rack.sort("slot", descending=True).with_columns(charts.state_words_expr("state"),
-                                                                        pl.col("host_kw").round(2)),
-                     hide_index=True, width="stretch")
+        st.plotly_chart(
+            elevation(cells_frame.filter(pl.col("rack_id") == rack), links, rack), width="stretch"
+        )
+        in_rack = rack_hosts.join(
+            cells_frame.group_by("host_id").agg(pl.col("host_kw").first()), on="host_id", how="left"
+        ).select("hostname", "slot", pl.col("state").fill_null("unknown"), "job_id", "host_kw", "host_id")
+        st.dataframe(
+            in_rack.sort("slot", descending=True).with_columns(
+                charts.state_words_expr("state"), pl.col("host_kw").round(2)
+            ),
+            hide_index=True,
+            width="stretch",
+        )
         if links.height:
-            st.markdown(f"**Links** ({links.height}: a cable per GPU NIC to the rack switch, the switch's uplinks)")
-            st.dataframe(links.with_columns(pl.col("tier").replace(TIER_LABELS), pl.col("util_pct").round(1)),
-                         hide_index=True, width="stretch")
+            st.markdown(
+                f"**Links** ({links.height}: a cable per GPU NIC to the rack switch, the switch's uplinks)"
+            )
+            st.dataframe(
+                links.with_columns(pl.col("tier").replace(TIER_LABELS), pl.col("util_pct").round(1)),
+                hide_index=True,
+                width="stretch",
+            )
 
         incidents = queries.rack_incidents(run.run_id, rack).filter(pl.col("t_s") <= t_s).reverse()
         st.markdown(f"**Incidents up to t** ({incidents.height})")
         if incidents.is_empty():
             st.caption("No incidents on this rack's hosts, GPUs or links up to t.")
         else:
-            st.dataframe(incidents.with_columns(
-                time_text("t_s", run.started_at).alias("time (UTC)"),
-                duration_text("out_of_service_s").fill_null("not repaired").alias("out_of_service"),
-                cause_label_text("cause"), pl.col("gpu_hours_lost").round(1),
-            ).select("incident_id", "time (UTC)", "hostname", "gpu_id", "link_id", "cause", "category", "planned",
-                     "xid", "jobs_hit", "gpu_hours_lost", "out_of_service"), hide_index=True, width="stretch")
+            st.dataframe(
+                incidents.with_columns(
+                    time_text("t_s", run.started_at).alias("time (UTC)"),
+                    duration_text("out_of_service_s").fill_null("not repaired").alias("out_of_service"),
+                    cause_label_text("cause"),
+                    pl.col("gpu_hours_lost").round(1),
+                ).select(
+                    "incident_id",
+                    "time (UTC)",
+                    "hostname",
+                    "gpu_id",
+                    "link_id",
+                    "cause",
+                    "category",
+                    "planned",
+                    "xid",
+                    "jobs_hit",
+                    "gpu_hours_lost",
+                    "out_of_service",
+                ),
+                hide_index=True,
+                width="stretch",
+            )
         xids = queries.rack_xids(run.run_id, rack, t_s)
         if xids.height:
             st.markdown(f"**XID lines up to t** ({xids.height})")
-            st.dataframe(xids.with_columns(time_text("t_s", run.started_at).alias("time (UTC)"))
-                         .select("time (UTC)", "hostname", "gpu_index", "xid", "incident_id", "message"),
-                         hide_index=True, width="stretch")
+            st.dataframe(
+                xids.with_columns(time_text("t_s", run.started_at).alias("time (UTC)")).select(
+                    "time (UTC)", "hostname", "gpu_index", "xid", "incident_id", "message"
+                ),
+                hide_index=True,
+                width="stretch",
+            )
         if queries.has_table(run.run_id, "host_states"):
             history = queries.rack_history(run.run_id, rack)
             if history.height:
@@ -287,26 +427,40 @@ def blast_radius(run: RunInfo, floor: Floor, rack: int | None) -> None:
     hosts, cells_frame = floor.hosts, floor.cells
     gpus = queries.gpu_count(run.run_id)
     st.subheader("Blast radius")
-    st.caption("What a failure would interrupt at t: every job with a host behind the failed part stops as a whole "
-               "(gang-scheduled jobs restart together).")
+    st.caption(
+        "What a failure would interrupt at t: every job with a host behind the failed part stops as a whole "
+        "(gang-scheduled jobs restart together)."
+    )
     wanted_blast = queries.parse_blast(st.query_params.get("blast"))
     kind_key = state.seed(f"racks_blast_kind:{run.run_id}", wanted_blast[0] if wanted_blast else "rack")
-    kind = st.segmented_control("A failure of", list(queries.BLAST_KINDS), key=kind_key,
-                                format_func=queries.BLAST_KINDS.get) or "rack"
+    kind = (
+        st.segmented_control(
+            "A failure of", list(queries.BLAST_KINDS), key=kind_key, format_func=queries.BLAST_KINDS.get
+        )
+        or "rack"
+    )
     targets = queries.blast_targets(hosts, kind)
     target_key = f"racks_blast_target:{run.run_id}:{kind}"
     follows_key = f"racks_blast_follows:{run.run_id}:{kind}"  # the open rack the target was last taken from
     of_rack = queries.blast_target_of_rack(hosts, kind, rack) if rack is not None else None
     if st.session_state.get(target_key) not in targets:  # first view: the URL's part, else the open rack's
-        from_url = wanted_blast[1] if wanted_blast and wanted_blast[0] == kind and wanted_blast[1] in targets else None
+        from_url = (
+            wanted_blast[1]
+            if wanted_blast and wanted_blast[0] == kind and wanted_blast[1] in targets
+            else None
+        )
         st.session_state[target_key] = from_url or (of_rack if of_rack in targets else targets[0])
         st.session_state[follows_key] = rack
     elif rack is not None and st.session_state.get(follows_key) != rack and of_rack in targets:
         st.session_state[target_key] = of_rack  # another rack opened since: the blast radius follows it
         st.session_state[follows_key] = rack
-    target = st.selectbox(queries.BLAST_KINDS[kind], targets, key=target_key,
-                          help="Opens on the rack opened above (its rack, top host, switch or pod's spine); "
-                               "opening another rack moves it there.")
+    target = st.selectbox(
+        queries.BLAST_KINDS[kind],
+        targets,
+        key=target_key,
+        help="Opens on the rack opened above (its rack, top host, switch or pod's spine); "
+        "opening another rack moves it there.",
+    )
     st.query_params["blast"] = f"{kind}:{target}"
     hit_hosts, spanning = queries.blast_hosts(hosts, kind, target)
     gpus_per_host = max(1, round(gpus / max(hosts.height, 1))) if gpus else 8
@@ -319,12 +473,26 @@ def blast_radius(run: RunInfo, floor: Floor, rack: int | None) -> None:
     if hit.is_empty():
         st.caption("No job runs behind it at t" + (" across racks" if spanning else "") + ".")
     else:
-        st.dataframe(hit.rename({"job_id": "job", "hosts_hit": "its hosts behind the part",
-                                 "gpus_hit": "its GPUs behind the part", "job_gpus": "its GPUs (all stop)"}),
-                     hide_index=True, width="stretch")
-    if st.toggle("Show it on the floor", key="racks_blast_floor", help="the floor plan again, the blast radius in red"):
-        st.plotly_chart(charts.floor_plan(queries.blast_cells(cells_frame, hit_hosts, hit), "blast"), width="stretch",
-                        key=f"racks_blast_floor:{run.run_id}")
+        st.dataframe(
+            hit.rename(
+                {
+                    "job_id": "job",
+                    "hosts_hit": "its hosts behind the part",
+                    "gpus_hit": "its GPUs behind the part",
+                    "job_gpus": "its GPUs (all stop)",
+                }
+            ),
+            hide_index=True,
+            width="stretch",
+        )
+    if st.toggle(
+        "Show it on the floor", key="racks_blast_floor", help="the floor plan again, the blast radius in red"
+    ):
+        st.plotly_chart(
+            charts.floor_plan(queries.blast_cells(cells_frame, hit_hosts, hit), "blast"),
+            width="stretch",
+            key=f"racks_blast_floor:{run.run_id}",
+        )
 
 
 st.title("Racks")

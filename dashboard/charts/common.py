@@ -4,6 +4,7 @@ export) and the number formats (dashboard.format): axis settings.
 
 # ----- axes ------------------------------------------------------------------------------------------------
 
+
 def count_axis(largest: float | None) -> dict:
     """Axis settings for a count (events, GPUs): whole numbers from zero, never "0.5 events"; for a small
     largest count (an observed run with a handful of XIDs) a tick at every whole number, since Plotly would

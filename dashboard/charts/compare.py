@@ -7,21 +7,36 @@ from dashboard.text import plot, plot_all
 from engine.report.palette import cause_label
 
 
-def causes_side_by_side(counts: pl.DataFrame, y_title: str = "interruptions", runs: list[str] | None = None
-                        ) -> go.Figure:
+def causes_side_by_side(
+    counts: pl.DataFrame, y_title: str = "interruptions", runs: list[str] | None = None
+) -> go.Figure:
     """Counts (columns run, cause, interruptions) as grouped bars; causes ordered by their total.
 
     `runs` orders the bars (a run without any row still gets its zero bars); default: as they come."""
-    order = (counts.group_by("cause").agg(pl.col("interruptions").sum())
-             .sort(["interruptions", "cause"], descending=[True, False])["cause"].to_list())
+    order = (
+        counts.group_by("cause")
+        .agg(pl.col("interruptions").sum())
+        .sort(["interruptions", "cause"], descending=[True, False])["cause"]
+        .to_list()
+    )
     fig = go.Figure()
     for run in runs if runs is not None else counts["run"].unique(maintain_order=True).to_list():
         part = counts.filter(pl.col("run") == run)
         by_cause = dict(zip(part["cause"].to_list(), part["interruptions"].to_list(), strict=True))
-        fig.add_trace(go.Bar(x=plot_all([cause_label(c) for c in order]), y=[by_cause.get(c, 0) for c in order],
-                             name=plot(run)))
-    fig.update_layout(barmode="group", height=340, margin={"l": 10, "r": 10, "t": 10, "b": 10},
-                      yaxis_title=y_title, legend={"orientation": "h", "y": 1.02, "yanchor": "bottom"})
+        fig.add_trace(
+            go.Bar(
+                x=plot_all([cause_label(c) for c in order]),
+                y=[by_cause.get(c, 0) for c in order],
+                name=plot(run),
+            )
+        )
+    fig.update_layout(
+        barmode="group",
+        height=340,
+        margin={"l": 10, "r": 10, "t": 10, "b": 10},
+        yaxis_title=y_title,
+        legend={"orientation": "h", "y": 1.02, "yanchor": "bottom"},
+    )
     return fig
 
 
@@ -30,9 +45,17 @@ def ettr_over_time(timeline: pl.DataFrame, runs: list[str] | None = None) -> go.
     fig = go.Figure()
     for run in runs if runs is not None else timeline["run"].unique(maintain_order=True).to_list():
         part = timeline.filter(pl.col("run") == run)
-        fig.add_trace(go.Scatter(x=part["day"].to_list(), y=part["ettr_cumulative"].to_list(), mode="lines",
-                                 name=plot(run)))
-    fig.update_layout(height=340, margin={"l": 10, "r": 10, "t": 10, "b": 10}, yaxis_title="ETTR since the start",
-                      xaxis_title="day", legend={"orientation": "h", "y": 1.02, "yanchor": "bottom"})
+        fig.add_trace(
+            go.Scatter(
+                x=part["day"].to_list(), y=part["ettr_cumulative"].to_list(), mode="lines", name=plot(run)
+            )
+        )
+    fig.update_layout(
+        height=340,
+        margin={"l": 10, "r": 10, "t": 10, "b": 10},
+        yaxis_title="ETTR since the start",
+        xaxis_title="day",
+        legend={"orientation": "h", "y": 1.02, "yanchor": "bottom"},
+    )
     fig.update_yaxes(tickformat=".0%")
     return fig

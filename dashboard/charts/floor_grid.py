@@ -17,7 +17,9 @@ MAX_HEIGHT_PX = 820  # the figure's height: with the page's header, a 1080p scre
 MIN_HEIGHT_PX = 240
 LINE_PX = 9  # a line's height while the floor is small enough
 FRAME_PX = 120  # legend, axes and margins around the cells
-PLOT_WIDTH_PX = 1100  # about the width Streamlit gives a chart on a 1600 px screen (for the cells' shape only)
+PLOT_WIDTH_PX = (
+    1100  # about the width Streamlit gives a chart on a 1600 px screen (for the cells' shape only)
+)
 MAX_BLOCKS = 12
 
 
@@ -40,8 +42,10 @@ class FloorGrid(NamedTuple):
 
     @property
     def shape(self) -> tuple[int, int]:
-        return (self.rows_per_block * (self.slots + 1),
-                self.blocks * self.block_columns + (self.blocks - 1) * self.gap)
+        return (
+            self.rows_per_block * (self.slots + 1),
+            self.blocks * self.block_columns + (self.blocks - 1) * self.gap,
+        )
 
     @property
     def height_px(self) -> int:
@@ -62,13 +66,17 @@ class FloorGrid(NamedTuple):
     def rack_centre(self, row: np.ndarray, position: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Where a rack's handle (its dot) sits: the middle of its cells."""
         inside = (self.per_rack - 2) / 2 if self.per_rack > 1 else 0.0
-        return (self.x(row, position) + inside,
-                (row % self.rows_per_block) * (self.slots + 1) + (self.slots - 1) / 2)
+        return (
+            self.x(row, position) + inside,
+            (row % self.rows_per_block) * (self.slots + 1) + (self.slots - 1) / 2,
+        )
 
     def block_rows(self) -> list[tuple[int, int]]:
         """(first row, last row) of each block, left to right."""
-        return [(b * self.rows_per_block, min(self.rows, (b + 1) * self.rows_per_block) - 1)
-                for b in range(self.blocks)]
+        return [
+            (b * self.rows_per_block, min(self.rows, (b + 1) * self.rows_per_block) - 1)
+            for b in range(self.blocks)
+        ]
 
 
 def grid_for(rows: int, positions: int, slots: int, per_rack: int) -> FloorGrid:

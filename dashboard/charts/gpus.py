@@ -39,9 +39,16 @@ from engine.store.schema import HOST_STATES
 # A GPU cell's state: its host's, unless the GPU itself has an unrepaired incident ("failed"); "unknown" when
 # no host_states interval covers the moment (observed runs).
 GPU_STATE_ORDER: tuple[str, ...] = (*HOST_STATES, "failed", "unknown")
-GPU_STATE_COLOURS: dict[str, str] = {**HOST_STATE_COLOURS, "failed": GPU_FAILED_COLOUR,
-                                     "unknown": UNKNOWN_STATE_COLOUR}
-GPU_STATE_LABELS: dict[str, str] = {**HOST_STATE_LABELS, "failed": GPU_FAILED_LABEL, "unknown": UNKNOWN_STATE_LABEL}
+GPU_STATE_COLOURS: dict[str, str] = {
+    **HOST_STATE_COLOURS,
+    "failed": GPU_FAILED_COLOUR,
+    "unknown": UNKNOWN_STATE_COLOUR,
+}
+GPU_STATE_LABELS: dict[str, str] = {
+    **HOST_STATE_LABELS,
+    "failed": GPU_FAILED_LABEL,
+    "unknown": UNKNOWN_STATE_LABEL,
+}
 TDP_COLOUR = "#c92a2a"  # the TDP line on the power panel: a limit, not a state
 
 
@@ -56,11 +63,15 @@ def gpu_state_text(column: str | pl.Expr) -> pl.Expr:
 
 
 def xid_label_text(column: str | pl.Expr) -> pl.Expr:
-    """engine.report.palette.xid_label for a column: "79 GPU_HAS_FALLEN_OFF_THE_BUS", a code the catalogue lacks bare."""
+    """engine.report.palette.xid_label for a column: "79 GPU_HAS_FALLEN_OFF_THE_BUS", a code the catalogue
+    lacks bare."""
     x = pl.col(column) if isinstance(column, str) else column
     labels = {code: xid_label(code) for code in XID_BY_CODE}
-    return pl.when(x.is_not_null()).then(
-        x.cast(pl.Int64).replace_strict(labels, default=x.cast(pl.String), return_dtype=pl.String)).name.keep()
+    return (
+        pl.when(x.is_not_null())
+        .then(x.cast(pl.Int64).replace_strict(labels, default=x.cast(pl.String), return_dtype=pl.String))
+        .name.keep()
+    )
 
 
 _CAUSE_LABELS = {c.cause: cause_label(c.cause) for c in (*CAUSES, PLANNED_CAUSE)}
@@ -88,10 +99,14 @@ def colour_bands(colours: list[str]) -> list[list]:
 def health_counts(counts: pl.DataFrame) -> go.Figure:
     """GPUs by state (columns state, gpus) as one bar per state, named in words, in the state colours."""
     states = counts["state"].fill_null("unknown").to_list()
-    fig = go.Figure(go.Bar(
-        x=[gpu_state_label(s) for s in states], y=counts["gpus"].to_list(), text=counts["gpus"].to_list(),
-        marker_color=[GPU_STATE_COLOURS.get(s, OTHER_COLOUR) for s in states],
-    ))
+    fig = go.Figure(
+        go.Bar(
+            x=[gpu_state_label(s) for s in states],
+            y=counts["gpus"].to_list(),
+            text=counts["gpus"].to_list(),
+            marker_color=[GPU_STATE_COLOURS.get(s, OTHER_COLOUR) for s in states],
+        )
+    )
     fig.update_layout(height=280, margin={"l": 10, "r": 10, "t": 10, "b": 10})
     fig.update_xaxes(type="category")
     fig.update_yaxes(title="GPUs", **count_axis(max(counts["gpus"].to_list(), default=0)))
@@ -102,13 +117,20 @@ def xid_counts(counts: pl.DataFrame) -> go.Figure:
     """XID events by code (columns xid, events), most first: one bar per code in its palette colour, the code
     and its name as a category label."""
     codes = counts["xid"].to_list()
-    fig = go.Figure(go.Bar(
-        x=counts["events"].to_list(), y=[xid_label(x) for x in codes], orientation="h",
-        text=counts["events"].to_list(), marker_color=[xid_colour(x) for x in codes],
-        hovertemplate="%{y}<br>%{x:,d} events<extra></extra>",
-    ))
+    fig = go.Figure(
+        go.Bar(
+            x=counts["events"].to_list(),
+            y=[xid_label(x) for x in codes],
+            orientation="h",
+            text=counts["events"].to_list(),
+            marker_color=[xid_colour(x) for x in codes],
+            hovertemplate="%{y}<br>%{x:,d} events<extra></extra>",
+        )
+    )
     fig.update_layout(height=max(200, 28 * counts.height + 80), margin={"l": 10, "r": 10, "t": 10, "b": 10})
-    fig.update_xaxes(title=definition("xid_events").label, **count_axis(max(counts["events"].to_list(), default=0)))
+    fig.update_xaxes(
+        title=definition("xid_events").label, **count_axis(max(counts["events"].to_list(), default=0))
+    )
     fig.update_yaxes(type="category", autorange="reversed")
     return fig
 
@@ -117,19 +139,31 @@ def xid_timeline(counts: pl.DataFrame, started_at: datetime, window_s: float) ->
     """XID events per window (columns t_s, xid, count from engine xid_counts) as bars stacked by code, the
     code with the most events first, each code in its palette colour."""
     fig = go.Figure()
-    totals = counts.group_by("xid").agg(pl.col("count").sum()).sort(["count", "xid"], descending=[True, False])
+    totals = (
+        counts.group_by("xid").agg(pl.col("count").sum()).sort(["count", "xid"], descending=[True, False])
+    )
     for xid in totals["xid"].to_list():
         part = counts.filter(pl.col("xid") == xid)
-        fig.add_trace(go.Bar(
-            x=as_time(started_at, part["t_s"].to_numpy() + window_s / 2), y=part["count"].to_list(),
-            width=window_s * 1000 * 0.9, name=xid_label(xid), marker_color=xid_colour(xid),
-            hovertemplate="%{x}<br>%{y:,d} events<extra>%{fullData.name}</extra>",
-        ))
+        fig.add_trace(
+            go.Bar(
+                x=as_time(started_at, part["t_s"].to_numpy() + window_s / 2),
+                y=part["count"].to_list(),
+                width=window_s * 1000 * 0.9,
+                name=xid_label(xid),
+                marker_color=xid_colour(xid),
+                hovertemplate="%{x}<br>%{y:,d} events<extra>%{fullData.name}</extra>",
+            )
+        )
     per_window = counts.group_by("t_s").agg(pl.col("count").sum())["count"].max() if counts.height else 0
-    fig.update_layout(barmode="stack", height=320, margin={"l": 10, "r": 10, "t": 10, "b": 10},
-                      legend={"orientation": "h", "y": -0.2})
-    fig.update_yaxes(title=f"{definition('xid_events').label} per {fmt_duration(window_s)}",
-                     **count_axis(per_window))
+    fig.update_layout(
+        barmode="stack",
+        height=320,
+        margin={"l": 10, "r": 10, "t": 10, "b": 10},
+        legend={"orientation": "h", "y": -0.2},
+    )
+    fig.update_yaxes(
+        title=f"{definition('xid_events').label} per {fmt_duration(window_s)}", **count_axis(per_window)
+    )
     return fig
 
 
@@ -137,24 +171,35 @@ def xid_strip(events: pl.DataFrame, started_at: datetime) -> go.Figure:
     """Each XID event (columns t_s, xid) as a mark at its time on its code's row: for an observed run too
     short for counts per window (one kernel log of a few seconds), where bars would say nothing."""
     fig = go.Figure()
-    order = (events.group_by("xid").agg(pl.len().alias("n")).sort(["n", "xid"], descending=[True, False])
-             ["xid"].to_list())
+    order = (
+        events.group_by("xid")
+        .agg(pl.len().alias("n"))
+        .sort(["n", "xid"], descending=[True, False])["xid"]
+        .to_list()
+    )
     for xid in order:
         part = events.filter(pl.col("xid") == xid)
-        fig.add_trace(go.Scatter(
-            x=as_time(started_at, part["t_s"].to_numpy()), y=[xid_label(xid)] * part.height, mode="markers",
-            name=xid_label(xid), marker={"size": 22, "symbol": "line-ns-open", "line": {"width": 3},
-                                         "color": xid_colour(xid)},
-            hovertemplate="%{x|%Y-%m-%d %H:%M:%S.%L} UTC<extra>%{fullData.name}</extra>",
-        ))
-    fig.update_layout(height=max(180, 40 * len(order) + 100), margin={"l": 10, "r": 10, "t": 10, "b": 10},
-                      showlegend=False)
+        fig.add_trace(
+            go.Scatter(
+                x=as_time(started_at, part["t_s"].to_numpy()),
+                y=[xid_label(xid)] * part.height,
+                mode="markers",
+                name=xid_label(xid),
+                marker={"size": 22, "symbol": "line-ns-open", "line": {"width": 3}, "color": xid_colour(xid)},
+                hovertemplate="%{x|%Y-%m-%d %H:%M:%S.%L} UTC<extra>%{fullData.name}</extra>",
+            )
+        )
+    fig.update_layout(
+        height=max(180, 40 * len(order) + 100), margin={"l": 10, "r": 10, "t": 10, "b": 10}, showlegend=False
+    )
     if events.height:  # a margin either side, so the first and last marks are not cut by the frame
         first, last = events["t_s"].min(), events["t_s"].max()
         pad = max(last - first, 1.0) * 0.05
         fig.update_xaxes(range=list(as_time(started_at, np.array([first - pad, last + pad]))))
     fig.update_xaxes(tickformat="%H:%M:%S", title="time (UTC)")
-    fig.update_yaxes(type="category", categoryorder="array", categoryarray=[xid_label(x) for x in reversed(order)])
+    fig.update_yaxes(
+        type="category", categoryorder="array", categoryarray=[xid_label(x) for x in reversed(order)]
+    )
     return fig
 
 
@@ -174,13 +219,18 @@ def offender_history(incidents: pl.DataFrame, started_at: datetime) -> go.Figure
         rank_in_category[category_of(cause)] = rank_in_category.get(category_of(cause), 0) + 1
         part = incidents.filter(pl.col("cause") == cause)
         gpu = part["gpu_id"].to_list() if "gpu_id" in part.columns else [None] * part.height
-        fig.add_trace(go.Scatter(
-            x=as_time(started_at, part["t_s"].to_numpy()), y=part["label"].to_list(), mode="markers",
-            name=plot(cause_label(cause)), marker={"size": 11, "symbol": symbol, "color": cause_colour(cause)},
-            customdata=gpu,  # what a click hands the page: the GPU to open (None: a host-level incident)
-            text=[f"GPU {g}" if g is not None else "the host" for g in gpu],
-            hovertemplate="%{y}<br>%{x}<br>%{text}<extra>%{fullData.name}</extra>",
-        ))
+        fig.add_trace(
+            go.Scatter(
+                x=as_time(started_at, part["t_s"].to_numpy()),
+                y=part["label"].to_list(),
+                mode="markers",
+                name=plot(cause_label(cause)),
+                marker={"size": 11, "symbol": symbol, "color": cause_colour(cause)},
+                customdata=gpu,  # what a click hands the page: the GPU to open (None: a host-level incident)
+                text=[f"GPU {g}" if g is not None else "the host" for g in gpu],
+                hovertemplate="%{y}<br>%{x}<br>%{text}<extra>%{fullData.name}</extra>",
+            )
+        )
     labels = incidents["label"].unique(maintain_order=True).to_list()
     fig.update_layout(height=max(200, 28 * len(labels) + 100), margin={"l": 10, "r": 10, "t": 10, "b": 10})
     fig.update_yaxes(type="category", categoryorder="array", categoryarray=list(reversed(labels)))
@@ -189,7 +239,11 @@ def offender_history(incidents: pl.DataFrame, started_at: datetime) -> go.Figure
 
 def clicked_gpu(selection) -> int | None:
     """The GPU id (customdata) of the first selected offender incident on a GPU, else None."""
-    points = (selection or {}).get("points", []) if isinstance(selection, dict) else getattr(selection, "points", [])
+    points = (
+        (selection or {}).get("points", [])
+        if isinstance(selection, dict)
+        else getattr(selection, "points", [])
+    )
     for point in points or []:
         if isinstance(point.get("customdata"), int | float):
             return int(point["customdata"])
@@ -202,13 +256,21 @@ FEW_POINTS = 50  # below this many buckets a line gets its markers too: one scra
 
 def gpu_telemetry(samples: pl.DataFrame, started_at: datetime, tdp_w: float | None = None) -> go.Figure:
     """Temperature, power and utilisation over time (columns t_s and TELEMETRY_PANELS), one panel each."""
-    fig = make_subplots(rows=len(TELEMETRY_PANELS), cols=1, shared_xaxes=True, vertical_spacing=0.05,
-                        subplot_titles=[title for _, title in TELEMETRY_PANELS])
+    fig = make_subplots(
+        rows=len(TELEMETRY_PANELS),
+        cols=1,
+        shared_xaxes=True,
+        vertical_spacing=0.05,
+        subplot_titles=[title for _, title in TELEMETRY_PANELS],
+    )
     x = as_time(started_at, samples["t_s"].to_numpy())
     mode = "lines+markers" if samples.height < FEW_POINTS else "lines"
     for i, (column, title) in enumerate(TELEMETRY_PANELS, start=1):
-        fig.add_trace(go.Scatter(x=x, y=samples[column].to_numpy(), mode=mode, name=title,
-                                 showlegend=False), row=i, col=1)
+        fig.add_trace(
+            go.Scatter(x=x, y=samples[column].to_numpy(), mode=mode, name=title, showlegend=False),
+            row=i,
+            col=1,
+        )
     if tdp_w:
         fig.add_hline(y=tdp_w, line_dash="dot", line_color=TDP_COLOUR, annotation_text="TDP", row=2, col=1)
     fig.update_layout(height=560, margin={"l": 10, "r": 10, "t": 30, "b": 10})
@@ -234,15 +296,25 @@ def grid_hover(cells: pl.DataFrame) -> pl.Series:
     """One plain ASCII line per GPU: Plotly's JSON escapes every `<`, `/` and non-ASCII character (six bytes
     each), and a per-cell template over customdata costs ten times more to build and serialise, so 24,576 hover
     texts stay one line without markup (about 2 MB, 0.07 s on the page). States and causes in words."""
-    return cells.select(pl.format(
-        "GPU {} | {} #{}, rack {} | {} | {} C, {} W | XIDs {}{}{}",
-        "gpu_id", plot_expr("hostname"), "gpu_index", "rack_id", gpu_state_text("state"), _number("temp_c"),
-        _number("power_w"), "xid_events",
-        pl.when(pl.col("last_xid").is_not_null()).then(pl.format(" (last {})", "last_xid")).otherwise(pl.lit("")),
-        pl.when(pl.col("causes").list.len() > 0)
-        .then(pl.lit(" | incidents: ") + plot_expr(causes_text("causes").list.join(", ")))
-        .otherwise(pl.lit("")),
-    ).alias("hover"))["hover"]
+    return cells.select(
+        pl.format(
+            "GPU {} | {} #{}, rack {} | {} | {} C, {} W | XIDs {}{}{}",
+            "gpu_id",
+            plot_expr("hostname"),
+            "gpu_index",
+            "rack_id",
+            gpu_state_text("state"),
+            _number("temp_c"),
+            _number("power_w"),
+            "xid_events",
+            pl.when(pl.col("last_xid").is_not_null())
+            .then(pl.format(" (last {})", "last_xid"))
+            .otherwise(pl.lit("")),
+            pl.when(pl.col("causes").list.len() > 0)
+            .then(pl.lit(" | incidents: ") + plot_expr(causes_text("causes").list.join(", ")))
+            .otherwise(pl.lit("")),
+        ).alias("hover")
+    )["hover"]
 
 
 def health_grid(cells: pl.DataFrame, match: pl.Series | None = None) -> go.Figure:
@@ -255,9 +327,12 @@ def health_grid(cells: pl.DataFrame, match: pl.Series | None = None) -> go.Figur
     "filtered out" (pale) so the floor keeps its shape while the filters pick GPUs out.
     """
     states = cells["state"].fill_null("unknown")
-    shown = states if match is None else pl.Series(np.where(match.to_numpy(), states.to_numpy(), FILTERED_OUT))
-    codes = shown.replace_strict({s: i for i, s in enumerate(GRID_ORDER)}, default=GRID_ORDER.index("unknown"),
-                                 return_dtype=pl.Int64).to_numpy()
+    shown = (
+        states if match is None else pl.Series(np.where(match.to_numpy(), states.to_numpy(), FILTERED_OUT))
+    )
+    codes = shown.replace_strict(
+        {s: i for i, s in enumerate(GRID_ORDER)}, default=GRID_ORDER.index("unknown"), return_dtype=pl.Int64
+    ).to_numpy()
     n = cells.height
     slots = int(cells["slot"].max()) + 1 if n else 1
     rows = int(cells["row"].max()) + 1 if n else 1
@@ -269,23 +344,52 @@ def health_grid(cells: pl.DataFrame, match: pl.Series | None = None) -> go.Figur
     z[y, x] = codes
     text = np.full(z.shape, "", dtype=object)
     text[y, x] = grid_hover(cells).to_numpy()
-    fig = go.Figure(go.Heatmap(
-        z=z, text=text, hovertemplate="%{text}<extra></extra>", hoverongaps=False, zmin=-0.5,
-        zmax=len(GRID_ORDER) - 0.5, xgap=1, ygap=1,
-        colorscale=colour_bands([GRID_COLOURS[s] for s in GRID_ORDER]), showscale=False,
-    ))
+    fig = go.Figure(
+        go.Heatmap(
+            z=z,
+            text=text,
+            hovertemplate="%{text}<extra></extra>",
+            hoverongaps=False,
+            zmin=-0.5,
+            zmax=len(GRID_ORDER) - 0.5,
+            xgap=1,
+            ygap=1,
+            colorscale=colour_bands([GRID_COLOURS[s] for s in GRID_ORDER]),
+            showscale=False,
+        )
+    )
     present = set(shown.to_list())
     for state in [s for s in GRID_ORDER if s in present]:  # a named legend entry for every colour in use
-        fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=GRID_LABELS[state], showlegend=True,
-                                 marker={"symbol": "square", "size": 12, "color": GRID_COLOURS[state]}))
-    fig.update_layout(height=min(1400, max(240, 6 * z.shape[0] + 120)), margin={"l": 10, "r": 10, "t": 30, "b": 10},
-                      plot_bgcolor="white", legend={"orientation": "h", "y": 1.0, "yanchor": "bottom"})
-    fig.update_xaxes(title="rack position in its row (a rack's hosts stacked, each host's GPUs side by side)",
-                     showgrid=False, zeroline=False,
-                     tickvals=np.arange(positions) * (per_host + 1) + (per_host - 1) / 2,
-                     ticktext=[str(p) for p in range(positions)])
-    fig.update_yaxes(tickvals=np.arange(rows) * (slots + 1) + (slots - 1) / 2,
-                     ticktext=[f"row {r}" for r in range(rows)], showgrid=False, zeroline=False, autorange="reversed")
+        fig.add_trace(
+            go.Scatter(
+                x=[None],
+                y=[None],
+                mode="markers",
+                name=GRID_LABELS[state],
+                showlegend=True,
+                marker={"symbol": "square", "size": 12, "color": GRID_COLOURS[state]},
+            )
+        )
+    fig.update_layout(
+        height=min(1400, max(240, 6 * z.shape[0] + 120)),
+        margin={"l": 10, "r": 10, "t": 30, "b": 10},
+        plot_bgcolor="white",
+        legend={"orientation": "h", "y": 1.0, "yanchor": "bottom"},
+    )
+    fig.update_xaxes(
+        title="rack position in its row (a rack's hosts stacked, each host's GPUs side by side)",
+        showgrid=False,
+        zeroline=False,
+        tickvals=np.arange(positions) * (per_host + 1) + (per_host - 1) / 2,
+        ticktext=[str(p) for p in range(positions)],
+    )
+    fig.update_yaxes(
+        tickvals=np.arange(rows) * (slots + 1) + (slots - 1) / 2,
+        ticktext=[f"row {r}" for r in range(rows)],
+        showgrid=False,
+        zeroline=False,
+        autorange="reversed",
+    )
     return fig
 
 
@@ -294,20 +398,58 @@ def ecc_trend(trend: pl.DataFrame, labels: dict[int, str], started_at: datetime)
     ecc_dbe), a line per GPU named by `labels`. Two y axes on one x axis, laid out by hand: make_subplots
     costs a tenth of a second, a tenth of the page's budget."""
     fig = go.Figure()
-    palette = ("#1c7ed6", "#e8590c", "#2f9e44", "#c92a2a", "#862e9c", "#f08c00", "#0c8599", "#5c940d",
-               "#d6336c", "#495057")
+    palette = (
+        "#1c7ed6",
+        "#e8590c",
+        "#2f9e44",
+        "#c92a2a",
+        "#862e9c",
+        "#f08c00",
+        "#0c8599",
+        "#5c940d",
+        "#d6336c",
+        "#495057",
+    )
     for i, gpu in enumerate(trend["gpu_id"].unique(maintain_order=True).to_list()):
         part = trend.filter(pl.col("gpu_id") == gpu)
         x = as_time(started_at, part["t_s"].to_numpy())
         style = {"color": palette[i % len(palette)]}
         name = plot(labels.get(gpu, f"GPU {gpu}"))
-        fig.add_trace(go.Scatter(x=x, y=part["ecc_sbe"].to_list(), mode="lines", name=name, legendgroup=name,
-                                 line=style, yaxis="y"))
-        fig.add_trace(go.Scatter(x=x, y=part["ecc_dbe"].to_list(), mode="lines", name=name, legendgroup=name,
-                                 line=style, showlegend=False, yaxis="y2"))
+        fig.add_trace(
+            go.Scatter(
+                x=x,
+                y=part["ecc_sbe"].to_list(),
+                mode="lines",
+                name=name,
+                legendgroup=name,
+                line=style,
+                yaxis="y",
+            )
+        )
+        fig.add_trace(
+            go.Scatter(
+                x=x,
+                y=part["ecc_dbe"].to_list(),
+                mode="lines",
+                name=name,
+                legendgroup=name,
+                line=style,
+                showlegend=False,
+                yaxis="y2",
+            )
+        )
     fig.update_layout(
-        height=460, margin={"l": 10, "r": 10, "t": 10, "b": 10},
-        yaxis={"domain": [0.55, 1.0], "title": "single-bit (corrected)", **count_axis(trend["ecc_sbe"].max())},
-        yaxis2={"domain": [0.0, 0.45], "title": "double-bit (uncorrectable)", **count_axis(trend["ecc_dbe"].max())},
+        height=460,
+        margin={"l": 10, "r": 10, "t": 10, "b": 10},
+        yaxis={
+            "domain": [0.55, 1.0],
+            "title": "single-bit (corrected)",
+            **count_axis(trend["ecc_sbe"].max()),
+        },
+        yaxis2={
+            "domain": [0.0, 0.45],
+            "title": "double-bit (uncorrectable)",
+            **count_axis(trend["ecc_dbe"].max()),
+        },
     )
     return fig

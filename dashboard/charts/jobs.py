@@ -37,9 +37,18 @@ def end_kind(reasons: pl.Series) -> pl.Series:
     ).to_series()
 
 
-def bars_over_time(frame: pl.DataFrame, *, started_at: datetime, row: str, colour_by: str,
-                   colours: dict[str, str], hover: str = "", key: str = "", names: dict[str, str] | None = None,
-                   outline: str | None = None) -> list[go.Bar]:
+def bars_over_time(
+    frame: pl.DataFrame,
+    *,
+    started_at: datetime,
+    row: str,
+    colour_by: str,
+    colours: dict[str, str],
+    hover: str = "",
+    key: str = "",
+    names: dict[str, str] | None = None,
+    outline: str | None = None,
+) -> list[go.Bar]:
     """Horizontal bars from start_s to end_s, one trace per colour class (so the legend names them).
 
     `frame` has `row` (the y label), `start_s`, `end_s` and `colour_by`; `hover` names a text column and
@@ -50,19 +59,30 @@ def bars_over_time(frame: pl.DataFrame, *, started_at: datetime, row: str, colou
     for value in [v for v in colours if v in set(frame[colour_by].to_list())]:
         part = frame.filter(pl.col(colour_by) == value)
         width_ms = ((part["end_s"] - part["start_s"]) * 1000.0).to_numpy()
-        traces.append(go.Bar(
-            base=as_time(started_at, part["start_s"].to_numpy()), x=width_ms, y=part[row].to_list(),
-            orientation="h", name=(names or {}).get(value, value), marker_color=colours[value],
-            marker_line={"width": 1, "color": outline} if outline else None,
-            hovertext=part[hover].to_list() if hover else None, hoverinfo="text+name" if hover else "all",
-            customdata=part[key].to_list() if key else None,
-        ))
+        traces.append(
+            go.Bar(
+                base=as_time(started_at, part["start_s"].to_numpy()),
+                x=width_ms,
+                y=part[row].to_list(),
+                orientation="h",
+                name=(names or {}).get(value, value),
+                marker_color=colours[value],
+                marker_line={"width": 1, "color": outline} if outline else None,
+                hovertext=part[hover].to_list() if hover else None,
+                hoverinfo="text+name" if hover else "all",
+                customdata=part[key].to_list() if key else None,
+            )
+        )
     return traces
 
 
 def clicked_job(selection) -> str | None:
     """The job id (customdata) of the first selected bar or failure mark of the Gantt, else None."""
-    points = (selection or {}).get("points", []) if isinstance(selection, dict) else getattr(selection, "points", [])
+    points = (
+        (selection or {}).get("points", [])
+        if isinstance(selection, dict)
+        else getattr(selection, "points", [])
+    )
     for point in points or []:
         if isinstance(point.get("customdata"), str):
             return point["customdata"]
@@ -76,20 +96,30 @@ CHECKPOINT_COLOUR = "rgba(90,90,90,0.45)"  # a thin, light tick: checkpoints are
 
 
 def _in_window(frame: pl.DataFrame, column: str, window: tuple[float, float] | None) -> pl.DataFrame:
-    return frame if window is None else frame.filter(pl.col(column).is_between(window[0], window[1], closed="left"))
+    return (
+        frame
+        if window is None
+        else frame.filter(pl.col(column).is_between(window[0], window[1], closed="left"))
+    )
 
 
-def few_enough(frame: pl.DataFrame, column: str, window: tuple[float, float] | None,
-               limit: int = MARKS_IN_VIEW) -> pl.DataFrame:
+def few_enough(
+    frame: pl.DataFrame, column: str, window: tuple[float, float] | None, limit: int = MARKS_IN_VIEW
+) -> pl.DataFrame:
     """The marks of `frame` (a row per mark at `column`, rows named by `label`) inside the window, kept only
     for the rows with at most `limit` of them there: more cannot be told apart on one row."""
     inside = _in_window(frame, column, window)
     return inside.filter(pl.len().over("label") <= limit)
 
 
-def attempts_gantt(attempts: pl.DataFrame, started_at: datetime, row_order: list[str],
-                   checkpoints: pl.DataFrame | None = None, window: tuple[float, float] | None = None,
-                   waiting: pl.DataFrame | None = None) -> go.Figure:
+def attempts_gantt(
+    attempts: pl.DataFrame,
+    started_at: datetime,
+    row_order: list[str],
+    checkpoints: pl.DataFrame | None = None,
+    window: tuple[float, float] | None = None,
+    waiting: pl.DataFrame | None = None,
+) -> go.Figure:
     """Gantt of attempts: a row per job (`label`), a bar per attempt coloured by how it ended (parted from its
     neighbours by a white line), a light bar in each gap between two attempts, and, on rows where the window
     holds at most MARKS_IN_VIEW of them, an x at each failure, a triangle at each restart and a light tick at
@@ -108,90 +138,195 @@ def attempts_gantt(attempts: pl.DataFrame, started_at: datetime, row_order: list
 
     # job names and end reasons come from traces: Plotly text (labels, hover, the y axis) only as entities
     row_order = plot_all(row_order)
-    ended_by = pl.col("end_reason").replace_strict(END_REASON_LABELS, default=cause_label_text("end_reason"),
-                                                   return_dtype=pl.String)
+    ended_by = pl.col("end_reason").replace_strict(
+        END_REASON_LABELS, default=cause_label_text("end_reason"), return_dtype=pl.String
+    )
     ordered = attempts.sort("job_id", "attempt")
     frame = ordered.with_columns(
-        plot_expr("label"), plot_expr(ended_by).alias("ended_by"), end_kind(ordered["end_reason"]).alias("end_kind"),
+        plot_expr("label"),
+        plot_expr(ended_by).alias("ended_by"),
+        end_kind(ordered["end_reason"]).alias("end_kind"),
     ).with_columns(
-        pl.format("attempt {}: {} → {}<br>ran {} · ended by {}<br>{} of training lost", pl.col("attempt"),
-                  when("start_s"), when("end_s"), duration_text(pl.col("end_s") - pl.col("start_s")),
-                  pl.col("ended_by"), duration_text("lost_work_s")).alias("hover"),
+        pl.format(
+            "attempt {}: {} → {}<br>ran {} · ended by {}<br>{} of training lost",
+            pl.col("attempt"),
+            when("start_s"),
+            when("end_s"),
+            duration_text(pl.col("end_s") - pl.col("start_s")),
+            pl.col("ended_by"),
+            duration_text("lost_work_s"),
+        ).alias("hover"),
     )
     fig = go.Figure()
     if waiting is not None:
-        waits = waiting.with_columns(plot_expr("label")).filter(pl.col("start_s") > pl.col("submit_s")).select(
-            "job_id", "label", pl.col("submit_s").alias("start_s"), pl.col("start_s").alias("end_s"),
-            pl.lit("waiting").alias("kind"),
-            pl.format("submitted {}<br>waited {} before its first start", when("submit_s"),
-                      duration_text(pl.col("start_s") - pl.col("submit_s"))).alias("hover"))
-        fig.add_traces(bars_over_time(waits, started_at=started_at, row="label", colour_by="kind",
-                                      colours={"waiting": WAITING_COLOUR}, hover="hover", key="job_id",
-                                      names={"waiting": "Waiting for a first start"}))
-    gaps = frame.with_columns(pl.col("end_s").alias("gap_from"), pl.col("start_s").shift(-1).over("job_id")
-                              .alias("gap_to")).filter(pl.col("gap_to") > pl.col("gap_from")).select(
-        "job_id", "label", pl.col("gap_from").alias("start_s"), pl.col("gap_to").alias("end_s"),
-        pl.lit("gap").alias("kind"),
-        pl.format("after attempt {}: {} until the next attempt", pl.col("attempt"),
-                  duration_text(pl.col("gap_to") - pl.col("gap_from"))).alias("hover"))
-    fig.add_traces(bars_over_time(gaps, started_at=started_at, row="label", colour_by="kind",
-                                  colours={"gap": GAP_COLOUR}, hover="hover", key="job_id",
-                                  names={"gap": "Restarting or requeued"}))
-    fig.add_traces(bars_over_time(frame, started_at=started_at, row="label", colour_by="end_kind",
-                                  colours=END_REASON_COLOURS, hover="hover", key="job_id", names=END_REASON_LABELS,
-                                  outline="white"))
+        waits = (
+            waiting.with_columns(plot_expr("label"))
+            .filter(pl.col("start_s") > pl.col("submit_s"))
+            .select(
+                "job_id",
+                "label",
+                pl.col("submit_s").alias("start_s"),
+                pl.col("start_s").alias("end_s"),
+                pl.lit("waiting").alias("kind"),
+                pl.format(
+                    "submitted {}<br>waited {} before its first start",
+                    when("submit_s"),
+                    duration_text(pl.col("start_s") - pl.col("submit_s")),
+                ).alias("hover"),
+            )
+        )
+        fig.add_traces(
+            bars_over_time(
+                waits,
+                started_at=started_at,
+                row="label",
+                colour_by="kind",
+                colours={"waiting": WAITING_COLOUR},
+                hover="hover",
+                key="job_id",
+                names={"waiting": "Waiting for a first start"},
+            )
+        )
+    gaps = (
+        frame.with_columns(
+            pl.col("end_s").alias("gap_from"), pl.col("start_s").shift(-1).over("job_id").alias("gap_to")
+        )
+        .filter(pl.col("gap_to") > pl.col("gap_from"))
+        .select(
+            "job_id",
+            "label",
+            pl.col("gap_from").alias("start_s"),
+            pl.col("gap_to").alias("end_s"),
+            pl.lit("gap").alias("kind"),
+            pl.format(
+                "after attempt {}: {} until the next attempt",
+                pl.col("attempt"),
+                duration_text(pl.col("gap_to") - pl.col("gap_from")),
+            ).alias("hover"),
+        )
+    )
+    fig.add_traces(
+        bars_over_time(
+            gaps,
+            started_at=started_at,
+            row="label",
+            colour_by="kind",
+            colours={"gap": GAP_COLOUR},
+            hover="hover",
+            key="job_id",
+            names={"gap": "Restarting or requeued"},
+        )
+    )
+    fig.add_traces(
+        bars_over_time(
+            frame,
+            started_at=started_at,
+            row="label",
+            colour_by="end_kind",
+            colours=END_REASON_COLOURS,
+            hover="hover",
+            key="job_id",
+            names=END_REASON_LABELS,
+            outline="white",
+        )
+    )
     failed = few_enough(frame.filter(pl.col("end_kind") == "failure"), "end_s", window)
     if failed.height:
-        fig.add_trace(go.Scatter(
-            x=as_time(started_at, failed["end_s"].to_numpy()), y=failed["label"].to_list(), mode="markers",
-            marker={"symbol": "x", "size": 9, "color": MARK_COLOUR}, name="Failure here",
-            text=failed["ended_by"].to_list(), customdata=failed["job_id"].to_list(),
-            hovertemplate="%{y}<br>%{x|%Y-%m-%d %H:%M:%S} UTC<br>%{text}<extra>failure</extra>",
-        ))
+        fig.add_trace(
+            go.Scatter(
+                x=as_time(started_at, failed["end_s"].to_numpy()),
+                y=failed["label"].to_list(),
+                mode="markers",
+                marker={"symbol": "x", "size": 9, "color": MARK_COLOUR},
+                name="Failure here",
+                text=failed["ended_by"].to_list(),
+                customdata=failed["job_id"].to_list(),
+                hovertemplate="%{y}<br>%{x|%Y-%m-%d %H:%M:%S} UTC<br>%{text}<extra>failure</extra>",
+            )
+        )
     restarts = few_enough(frame.filter(pl.col("attempt") > 1), "start_s", window)
     if restarts.height:
-        fig.add_trace(go.Scatter(
-            x=as_time(started_at, restarts["start_s"].to_numpy()), y=restarts["label"].to_list(), mode="markers",
-            marker={"symbol": "triangle-right", "size": 9, "color": MARK_COLOUR}, name="Restart",
-            text=restarts["attempt"].to_list(), customdata=restarts["job_id"].to_list(),
-            hovertemplate="%{y}<br>%{x|%Y-%m-%d %H:%M:%S} UTC<br>attempt %{text}<extra>restart</extra>",
-        ))
-    marks = few_enough(checkpoints.with_columns(plot_expr("label")), "start_s", window) \
-        if checkpoints is not None else None
+        fig.add_trace(
+            go.Scatter(
+                x=as_time(started_at, restarts["start_s"].to_numpy()),
+                y=restarts["label"].to_list(),
+                mode="markers",
+                marker={"symbol": "triangle-right", "size": 9, "color": MARK_COLOUR},
+                name="Restart",
+                text=restarts["attempt"].to_list(),
+                customdata=restarts["job_id"].to_list(),
+                hovertemplate="%{y}<br>%{x|%Y-%m-%d %H:%M:%S} UTC<br>attempt %{text}<extra>restart</extra>",
+            )
+        )
+    marks = (
+        few_enough(checkpoints.with_columns(plot_expr("label")), "start_s", window)
+        if checkpoints is not None
+        else None
+    )
     if marks is not None and marks.height:
-        fig.add_trace(go.Scatter(
-            x=as_time(started_at, marks["start_s"].to_numpy()), y=marks["label"].to_list(),
-            mode="markers", marker={"symbol": "line-ns", "size": 9, "line": {"width": 1, "color": CHECKPOINT_COLOUR}},
-            name="Checkpoint", customdata=marks["job_id"].to_list(),
-            hovertemplate="%{y}<br>%{x|%Y-%m-%d %H:%M:%S} UTC<extra>checkpoint</extra>",
-        ))
+        fig.add_trace(
+            go.Scatter(
+                x=as_time(started_at, marks["start_s"].to_numpy()),
+                y=marks["label"].to_list(),
+                mode="markers",
+                marker={"symbol": "line-ns", "size": 9, "line": {"width": 1, "color": CHECKPOINT_COLOUR}},
+                name="Checkpoint",
+                customdata=marks["job_id"].to_list(),
+                hovertemplate="%{y}<br>%{x|%Y-%m-%d %H:%M:%S} UTC<extra>checkpoint</extra>",
+            )
+        )
     if window is not None:
         fig.update_xaxes(range=list(as_time(started_at, list(window))))
     fig.update_layout(
-        barmode="overlay", height=max(260, 22 * len(row_order) + 140), margin={"l": 10, "r": 10, "t": 80, "b": 10},
+        barmode="overlay",
+        height=max(260, 22 * len(row_order) + 140),
+        margin={"l": 10, "r": 10, "t": 80, "b": 10},
         legend={"orientation": "h", "y": 1.0, "yanchor": "top", "yref": "container"},  # above the top axis
     )
     # a Gantt of hundreds of rows: dates where the reading starts, in UTC (the run's times are UTC)
     fig.update_xaxes(type="date", side="top", title_text="UTC", title_standoff=4)
-    fig.update_yaxes(categoryorder="array", categoryarray=list(reversed(row_order)), range=[-0.6, len(row_order) - 0.4])
+    fig.update_yaxes(
+        categoryorder="array", categoryarray=list(reversed(row_order)), range=[-0.6, len(row_order) - 0.4]
+    )
     return fig
 
 
 # ----- the queue, waits and why -----------------------------------------------------------------------------
+
 
 def queue_over_time(queue: pl.DataFrame, started_at: datetime) -> go.Figure:
     """Queued jobs (left axis) and the GPUs they ask for (right axis) per bucket: `queue` has t_s (bucket
     start), queued_jobs, queued_gpus; steps, since each value holds for its whole bucket."""
     x = as_time(started_at, queue["t_s"].to_numpy())
     fig = make_subplots(specs=[[{"secondary_y": True}]])
-    fig.add_trace(go.Scatter(x=x, y=queue["queued_jobs"].to_list(), name="queued jobs", line_shape="hv",
-                             line={"color": "#1f77b4"}), secondary_y=False)
-    fig.add_trace(go.Scatter(x=x, y=queue["queued_gpus"].to_list(), name="GPUs asked for", line_shape="hv",
-                             line={"color": "#ff7f0e", "dash": "dot"}), secondary_y=True)
+    fig.add_trace(
+        go.Scatter(
+            x=x,
+            y=queue["queued_jobs"].to_list(),
+            name="queued jobs",
+            line_shape="hv",
+            line={"color": "#1f77b4"},
+        ),
+        secondary_y=False,
+    )
+    fig.add_trace(
+        go.Scatter(
+            x=x,
+            y=queue["queued_gpus"].to_list(),
+            name="GPUs asked for",
+            line_shape="hv",
+            line={"color": "#ff7f0e", "dash": "dot"},
+        ),
+        secondary_y=True,
+    )
     fig.update_yaxes(title_text="jobs waiting (mean)", rangemode="tozero", secondary_y=False)
     fig.update_yaxes(title_text="GPUs asked for", rangemode="tozero", secondary_y=True)
-    fig.update_layout(height=300, margin={"l": 10, "r": 10, "t": 30, "b": 10}, hovermode="x unified",
-                      legend={"orientation": "h", "y": 1.12})
+    fig.update_layout(
+        height=300,
+        margin={"l": 10, "r": 10, "t": 30, "b": 10},
+        hovermode="x unified",
+        legend={"orientation": "h", "y": 1.12},
+    )
     return fig
 
 
@@ -214,16 +349,33 @@ def wait_histogram(waits_s: np.ndarray) -> go.Figure:
     edges = WAIT_EDGES_MIN
     index = np.clip(np.searchsorted(edges, minutes, side="right") - 1, 0, len(edges) - 1)
     counts = np.bincount(index, minlength=len(edges))
-    labels = ["< 1 min"] + [f"{_minutes(a)}–{_minutes(b)}" for a, b in zip(edges[1:-1], edges[2:], strict=True)]
+    labels = ["< 1 min"] + [
+        f"{_minutes(a)}–{_minutes(b)}" for a, b in zip(edges[1:-1], edges[2:], strict=True)
+    ]
     labels.append(f"≥ {_minutes(edges[-1])}")
     p50, p95 = wait_percentiles(waits_s)
-    fig = go.Figure(go.Bar(x=labels, y=counts.tolist(), marker_color="#1f77b4", name="jobs",
-                           hovertemplate="%{x}: %{y} jobs<extra></extra>"))
-    title = "no job started" if len(minutes) == 0 else (
-        f"{len(minutes):,} jobs started · p50 {fmt_duration(p50)} · p95 {fmt_duration(p95)}")
-    fig.update_layout(title={"text": title, "font": {"size": 13}}, height=300, bargap=0.05,
-                      margin={"l": 10, "r": 10, "t": 40, "b": 10}, xaxis_title="wait before a first start",
-                      yaxis={"title": "jobs", **count_axis(int(counts.max()) if counts.size else None)})
+    fig = go.Figure(
+        go.Bar(
+            x=labels,
+            y=counts.tolist(),
+            marker_color="#1f77b4",
+            name="jobs",
+            hovertemplate="%{x}: %{y} jobs<extra></extra>",
+        )
+    )
+    title = (
+        "no job started"
+        if len(minutes) == 0
+        else (f"{len(minutes):,} jobs started · p50 {fmt_duration(p50)} · p95 {fmt_duration(p95)}")
+    )
+    fig.update_layout(
+        title={"text": title, "font": {"size": 13}},
+        height=300,
+        bargap=0.05,
+        margin={"l": 10, "r": 10, "t": 40, "b": 10},
+        xaxis_title="wait before a first start",
+        yaxis={"title": "jobs", **count_axis(int(counts.max()) if counts.size else None)},
+    )
     return fig
 
 
@@ -240,41 +392,95 @@ def why_waited(reasons: pl.DataFrame) -> go.Figure:
     """Jobs that waited by the reason each waited longest for, the most jobs on top: `reasons` is
     dashboard.queries.jobs_table.why_waited (label, colour, jobs, waited_s, never_started)."""
     ordered = reasons.reverse()  # Plotly draws the first bar at the bottom
-    fig = go.Figure(go.Bar(
-        x=ordered["jobs"].to_list(), y=ordered["label"].to_list(), orientation="h",
-        marker_color=ordered["colour"].to_list(), text=[f"{n:,} jobs" for n in ordered["jobs"].to_list()],
-        textposition="auto",
-        customdata=np.column_stack([[fmt_duration(w) for w in ordered["waited_s"].to_list()],
-                                    ordered["never_started"].to_numpy()]),
-        hovertemplate="%{y}: %{x:,} jobs<br>%{customdata[0]} of waits before a first start, "
-                      "%{customdata[1]} never started<extra></extra>",
-    ))
-    fig.update_layout(height=80 + 40 * max(ordered.height, 1), margin={"l": 10, "r": 10, "t": 10, "b": 10},
-                      xaxis={"title": "jobs (each under its longest reason)",
-                             **count_axis(ordered["jobs"].max() if ordered.height else None)})
+    fig = go.Figure(
+        go.Bar(
+            x=ordered["jobs"].to_list(),
+            y=ordered["label"].to_list(),
+            orientation="h",
+            marker_color=ordered["colour"].to_list(),
+            text=[f"{n:,} jobs" for n in ordered["jobs"].to_list()],
+            textposition="auto",
+            customdata=np.column_stack(
+                [
+                    [fmt_duration(w) for w in ordered["waited_s"].to_list()],
+                    ordered["never_started"].to_numpy(),
+                ]
+            ),
+            hovertemplate="%{y}: %{x:,} jobs<br>%{customdata[0]} of waits before a first start, "
+            "%{customdata[1]} never started<extra></extra>",
+        )
+    )
+    fig.update_layout(
+        height=80 + 40 * max(ordered.height, 1),
+        margin={"l": 10, "r": 10, "t": 10, "b": 10},
+        xaxis={
+            "title": "jobs (each under its longest reason)",
+            **count_axis(ordered["jobs"].max() if ordered.height else None),
+        },
+    )
     return fig
 
 
 # ----- utilisation and fragmentation ------------------------------------------------------------------------
+
 
 def utilisation_and_fragmentation(util: pl.DataFrame, frag: pl.DataFrame, started_at: datetime) -> go.Figure:
     """Two panels sharing the time axis: allocated and out-of-service GPUs as % of all GPUs (`util`: t_s,
     busy_gpus, unavailable_gpus, total_gpus), in the palette's colours of a running and a down host, and
     fragmentation, the % of free GPUs stranded on partly used hosts
     (`frag`: t_s, fragmentation)."""
-    fig = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.08, row_heights=[0.6, 0.4],
-                        subplot_titles=("GPUs allocated and out of service", "Fragmentation of free GPUs"))
+    fig = make_subplots(
+        rows=2,
+        cols=1,
+        shared_xaxes=True,
+        vertical_spacing=0.08,
+        row_heights=[0.6, 0.4],
+        subplot_titles=("GPUs allocated and out of service", "Fragmentation of free GPUs"),
+    )
     total = util["total_gpus"].cast(pl.Float64).replace(0.0, None)
     x = as_time(started_at, util["t_s"].to_numpy())
-    fig.add_trace(go.Scatter(x=x, y=(util["busy_gpus"] / total * 100).to_list(), name="allocated to a running attempt",
-                             line_shape="hv", stackgroup="gpus", line={"color": state_colour("running")}), row=1, col=1)
-    fig.add_trace(go.Scatter(x=x, y=(util["unavailable_gpus"] / total * 100).to_list(), name="out of service",
-                             line_shape="hv", stackgroup="gpus", line={"color": state_colour("down")}), row=1, col=1)
-    fig.add_trace(go.Scatter(x=as_time(started_at, frag["t_s"].to_numpy()),
-                             y=(frag["fragmentation"] * 100).to_list(), name="fragmentation", mode="lines",
-                             line={"color": "#ff7f0e"}, connectgaps=False), row=2, col=1)
+    fig.add_trace(
+        go.Scatter(
+            x=x,
+            y=(util["busy_gpus"] / total * 100).to_list(),
+            name="allocated to a running attempt",
+            line_shape="hv",
+            stackgroup="gpus",
+            line={"color": state_colour("running")},
+        ),
+        row=1,
+        col=1,
+    )
+    fig.add_trace(
+        go.Scatter(
+            x=x,
+            y=(util["unavailable_gpus"] / total * 100).to_list(),
+            name="out of service",
+            line_shape="hv",
+            stackgroup="gpus",
+            line={"color": state_colour("down")},
+        ),
+        row=1,
+        col=1,
+    )
+    fig.add_trace(
+        go.Scatter(
+            x=as_time(started_at, frag["t_s"].to_numpy()),
+            y=(frag["fragmentation"] * 100).to_list(),
+            name="fragmentation",
+            mode="lines",
+            line={"color": "#ff7f0e"},
+            connectgaps=False,
+        ),
+        row=2,
+        col=1,
+    )
     fig.update_yaxes(title_text="% of GPUs", range=[0, 100], row=1, col=1)
     fig.update_yaxes(title_text="% of free", range=[0, 100], row=2, col=1)
-    fig.update_layout(height=440, margin={"l": 10, "r": 10, "t": 70, "b": 10}, hovermode="x unified",
-                      legend={"orientation": "h", "y": 1.0, "yanchor": "top", "yref": "container"})  # above the titles
+    fig.update_layout(
+        height=440,
+        margin={"l": 10, "r": 10, "t": 70, "b": 10},
+        hovermode="x unified",
+        legend={"orientation": "h", "y": 1.0, "yanchor": "top", "yref": "container"},
+    )  # above the titles
     return fig

@@ -31,7 +31,7 @@ def _two_lines(label: str) -> str:
         return label
     middle = len(label) // 2
     cut = min((i for i, c in enumerate(label) if c == " "), key=lambda i: abs(i - middle))
-    return label[:cut] + "<br>" + label[cut + 1:]
+    return label[:cut] + "<br>" + label[cut + 1 :]
 
 
 def goodput_waterfall(
@@ -161,12 +161,24 @@ def ettr_over_time(
     return fig
 
 
-def _interruption_counts(fig: go.Figure, interruptions: pl.DataFrame | None, timeline: pl.DataFrame,
-                         when: list, width_ms: float | None) -> None:
+def _interruption_counts(
+    fig: go.Figure,
+    interruptions: pl.DataFrame | None,
+    timeline: pl.DataFrame,
+    when: list,
+    width_ms: float | None,
+) -> None:
     """Interruptions per ETTR bucket, stacked by category, in a strip under the ETTR chart (its own y axis):
     hundreds of them stay legible as counts, where markers on one line would hide each other."""
-    fig.update_layout(yaxis2={"title": "interruptions", "domain": [0.0, 0.22], "rangemode": "tozero",
-                              "tickformat": "d", "anchor": "x"})
+    fig.update_layout(
+        yaxis2={
+            "title": "interruptions",
+            "domain": [0.0, 0.22],
+            "rangemode": "tozero",
+            "tickformat": "d",
+            "anchor": "x",
+        }
+    )
     if interruptions is None or not interruptions.height or timeline.height < 1:
         return
     starts = timeline["t_s"].cast(pl.Float64)
@@ -175,14 +187,21 @@ def _interruption_counts(fig: go.Figure, interruptions: pl.DataFrame | None, tim
     buckets = (
         interruptions.with_columns(
             bucket=((pl.col("t_s") - first) // width_s).clip(0, timeline.height - 1).cast(pl.Int64)
-            if width_s != float("inf") else pl.lit(0, pl.Int64),
+            if width_s != float("inf")
+            else pl.lit(0, pl.Int64),
             category=pl.col("cause").replace_strict(
-                {c: category_of(c) for c in interruptions["cause"].unique().to_list()}, return_dtype=pl.String),
+                {c: category_of(c) for c in interruptions["cause"].unique().to_list()}, return_dtype=pl.String
+            ),
         )
-        .group_by("category", "bucket").len()
+        .group_by("category", "bucket")
+        .len()
         .sort("category", "bucket")
     )
-    order = buckets.group_by("category").agg(pl.col("len").sum()).sort(["len", "category"], descending=[True, False])
+    order = (
+        buckets.group_by("category")
+        .agg(pl.col("len").sum())
+        .sort(["len", "category"], descending=[True, False])
+    )
     for category in order["category"].to_list():
         part = buckets.filter(pl.col("category") == category)
         fig.add_trace(

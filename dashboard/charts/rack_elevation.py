@@ -24,63 +24,129 @@ def elevation(gpus: pl.DataFrame, links: pl.DataFrame, rack_id: int) -> go.Figur
     slots = int(gpus["slot"].max()) + 1 if gpus.height else 1
     width = int(gpus["gpu_index"].max()) + 1 if gpus.height else 8
     fig = go.Figure()
-    reading = pl.format(" · {} °C · {} W", pl.col("temp_c").round(0), pl.col("power_w").round(0)) \
-        if {"temp_c", "power_w"} <= set(gpus.columns) else pl.lit("")
-    hover = gpus.with_columns(states.alias("state")).select(pl.format(
-        "<b>{} GPU {}</b><br>{} · {}{}", pl.col("hostname"), pl.col("gpu_index"), state_words_expr("state"),
-        pl.col("job_id").fill_null("no job"), reading.fill_null(" · no reading")))["hostname"]
+    reading = (
+        pl.format(" · {} °C · {} W", pl.col("temp_c").round(0), pl.col("power_w").round(0))
+        if {"temp_c", "power_w"} <= set(gpus.columns)
+        else pl.lit("")
+    )
+    hover = gpus.with_columns(states.alias("state")).select(
+        pl.format(
+            "<b>{} GPU {}</b><br>{} · {}{}",
+            pl.col("hostname"),
+            pl.col("gpu_index"),
+            state_words_expr("state"),
+            pl.col("job_id").fill_null("no job"),
+            reading.fill_null(" · no reading"),
+        )
+    )["hostname"]
     for state in [s for s in STATE_ORDER if s in set(states.to_list())]:
         mine = (states == state).to_numpy()
-        fig.add_trace(go.Scatter(
-            x=gpus["gpu_index"].to_numpy()[mine], y=gpus["slot"].to_numpy()[mine], mode="markers",
-            name=STATE_WORDS.get(state, state),
-            text=hover.to_numpy()[mine], hovertemplate="%{text}<extra></extra>",
-            marker={"symbol": "square", "size": 26, "color": STATE_COLOURS[state], "line": {"width": 1,
-                                                                                           "color": "#495057"}}))
+        fig.add_trace(
+            go.Scatter(
+                x=gpus["gpu_index"].to_numpy()[mine],
+                y=gpus["slot"].to_numpy()[mine],
+                mode="markers",
+                name=STATE_WORDS.get(state, state),
+                text=hover.to_numpy()[mine],
+                hovertemplate="%{text}<extra></extra>",
+                marker={
+                    "symbol": "square",
+                    "size": 26,
+                    "color": STATE_COLOURS[state],
+                    "line": {"width": 1, "color": "#495057"},
+                },
+            )
+        )
     if links.height:
         nics = links.filter(pl.col("tier") == "gpu_rtsw").with_columns(
             pl.col("a").str.split(":gpu").list.get(0).alias("hostname"),
-            pl.col("a").str.split(":gpu").list.get(1).cast(pl.Int64, strict=False).alias("gpu_index"))
+            pl.col("a").str.split(":gpu").list.get(1).cast(pl.Int64, strict=False).alias("gpu_index"),
+        )
         nics = nics.join(gpus.select("hostname", "slot").unique(), on="hostname", how="inner")
         for state in ("up", "down"):
             mine = nics.filter(pl.col("state") == state)
             if mine.height:
-                fig.add_trace(go.Scatter(
-                    x=mine["gpu_index"].to_numpy(), y=mine["slot"].to_numpy() + 0.4, mode="markers",
-                    name=f"NIC {state}", hovertemplate="%{text}<extra></extra>",
-                    text=mine.select(pl.format("NIC cable {} → {} ({} Gbps): {}", "a", "b", "capacity_gbps",
-                                               "state"))["a"].to_list(),
-                    marker={"symbol": "diamond", "size": 9, "color": LINK_COLOURS[state]}))
+                fig.add_trace(
+                    go.Scatter(
+                        x=mine["gpu_index"].to_numpy(),
+                        y=mine["slot"].to_numpy() + 0.4,
+                        mode="markers",
+                        name=f"NIC {state}",
+                        hovertemplate="%{text}<extra></extra>",
+                        text=mine.select(
+                            pl.format("NIC cable {} → {} ({} Gbps): {}", "a", "b", "capacity_gbps", "state")
+                        )["a"].to_list(),
+                        marker={"symbol": "diamond", "size": 9, "color": LINK_COLOURS[state]},
+                    )
+                )
         uplinks = links.filter(pl.col("tier") == "rtsw_ctsw").with_row_index("k")
         if uplinks.height:
             x = np.linspace(0, width - 1, uplinks.height)
             for state in ("up", "down"):
                 mine = uplinks.filter(pl.col("state") == state)
                 if mine.height:
-                    fig.add_trace(go.Scatter(
-                        x=x[mine["k"].to_numpy()], y=np.full(mine.height, slots + 0.45), mode="markers",
-                        name=f"uplink {state}", hovertemplate="%{text}<extra></extra>",
-                        text=mine.select(pl.format("uplink {} → {} ({} Gbps): {}", "a", "b", "capacity_gbps",
-                                                   "state"))["a"].to_list(),
-                        marker={"symbol": "triangle-up", "size": 9, "color": LINK_COLOURS[state]}))
+                    fig.add_trace(
+                        go.Scatter(
+                            x=x[mine["k"].to_numpy()],
+                            y=np.full(mine.height, slots + 0.45),
+                            mode="markers",
+                            name=f"uplink {state}",
+                            hovertemplate="%{text}<extra></extra>",
+                            text=mine.select(
+                                pl.format("uplink {} → {} ({} Gbps): {}", "a", "b", "capacity_gbps", "state")
+                            )["a"].to_list(),
+                            marker={"symbol": "triangle-up", "size": 9, "color": LINK_COLOURS[state]},
+                        )
+                    )
     down = int((links["state"] == "down").sum()) if links.height else 0
     switch = f"rtsw-{rack_id}" + (f" · {down} link(s) down" if down else "")
-    fig.add_shape(type="rect", x0=-0.5, x1=width - 0.5, y0=slots - 0.3, y1=slots + 0.25,
-                  fillcolor="#343a40", line={"width": 0})
-    fig.add_annotation(x=(width - 1) / 2, y=slots - 0.02, text=switch, showarrow=False,
-                       font={"color": "white", "size": 12})
+    fig.add_shape(
+        type="rect",
+        x0=-0.5,
+        x1=width - 0.5,
+        y0=slots - 0.3,
+        y1=slots + 0.25,
+        fillcolor="#343a40",
+        line={"width": 0},
+    )
+    fig.add_annotation(
+        x=(width - 1) / 2, y=slots - 0.02, text=switch, showarrow=False, font={"color": "white", "size": 12}
+    )
     # a host's own state: a failed GPU colours its cell, not the host's line
-    host_state = state_words_expr("state").filter(pl.col("state") != "failed").first().fill_null(GPU_FAILED_LABEL)
-    for host in gpus.group_by("slot", "hostname").agg(host_state, pl.col("job_id").first(),
-                                                      *([pl.col("host_kw").first()] if "host_kw" in gpus.columns
-                                                        else [])).iter_rows(named=True):
+    host_state = (
+        state_words_expr("state").filter(pl.col("state") != "failed").first().fill_null(GPU_FAILED_LABEL)
+    )
+    for host in (
+        gpus.group_by("slot", "hostname")
+        .agg(
+            host_state,
+            pl.col("job_id").first(),
+            *([pl.col("host_kw").first()] if "host_kw" in gpus.columns else []),
+        )
+        .iter_rows(named=True)
+    ):
         kw = f" · {host['host_kw']:.1f} kW" if host.get("host_kw") is not None else ""
-        fig.add_annotation(x=-0.01, xref="paper", y=host["slot"], xanchor="right", showarrow=False, align="right",
-                           text=f"<b>{host['hostname']}</b><br>{host['state']}<br>"
-                                f"{host['job_id'] or 'no job'}{kw}")
-    fig.update_layout(height=120 + 70 * (slots + 1), margin={"l": 220, "r": 10, "t": 30, "b": 10},
-                      plot_bgcolor="white", legend={"orientation": "h", "y": 1.02, "yanchor": "bottom"})
-    fig.update_xaxes(range=[-0.6, width - 0.4], tickvals=list(range(width)),
-                     ticktext=[f"GPU {i}" for i in range(width)], showgrid=False, zeroline=False)
+        fig.add_annotation(
+            x=-0.01,
+            xref="paper",
+            y=host["slot"],
+            xanchor="right",
+            showarrow=False,
+            align="right",
+            text=f"<b>{host['hostname']}</b><br>{host['state']}<br>{host['job_id'] or 'no job'}{kw}",
+        )
+    fig.update_layout(
+        height=120 + 70 * (slots + 1),
+        margin={"l": 220, "r": 10, "t": 30, "b": 10},
+        plot_bgcolor="white",
+        legend={"orientation": "h", "y": 1.02, "yanchor": "bottom"},
+    )
+    fig.update_xaxes(
+        range=[-0.6, width - 0.4],
+        tickvals=list(range(width)),
+        ticktext=[f"GPU {i}" for i in range(width)],
+        showgrid=False,
+        zeroline=False,
+    )
     fig.update_yaxes(range=[-0.6, slots + 0.8], showticklabels=False, showgrid=False, zeroline=False)
     return fig

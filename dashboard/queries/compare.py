@@ -89,10 +89,14 @@ def scenario_diff(infos: list[RunInfo]) -> pl.DataFrame:
     flats = [flat_scenario(info.scenario) for info in infos]
     keys = sorted(set().union(*flats))
     differing = [k for k in keys if len({repr(f.get(k)) for f in flats}) > 1]
-    return pl.DataFrame({"key": differing} | {
-        run_label(info): [DASH if f.get(k) is None else str(f.get(k)) for k in differing]
-        for info, f in zip(infos, flats, strict=True)}, schema={"key": pl.String} | {
-        run_label(info): pl.String for info in infos})
+    return pl.DataFrame(
+        {"key": differing}
+        | {
+            run_label(info): [DASH if f.get(k) is None else str(f.get(k)) for k in differing]
+            for info, f in zip(infos, flats, strict=True)
+        },
+        schema={"key": pl.String} | {run_label(info): pl.String for info in infos},
+    )
 
 
 # The flagship job's interruptions, as `interruptions` in the summary counts them (the Llama 3 way); a run
@@ -107,9 +111,12 @@ GROUP BY cause ORDER BY cause
 
 def exposure_hosts(info: RunInfo) -> float:
     """The hosts whose failures the counts cover: the flagship job's, else the cluster's."""
-    shape = state.query(info.run_id, f"""
+    shape = state.query(
+        info.run_id,
+        f"""
         SELECT (SELECT count(*) FROM hosts) AS hosts, (SELECT count(*) FROM gpus) AS gpus,
-               (SELECT gpus FROM jobs WHERE job_id = ({FLAGSHIP_JOB_SQL})) AS job_gpus""").row(0)  # noqa: S608 (constant SQL)
+               (SELECT gpus FROM jobs WHERE job_id = ({FLAGSHIP_JOB_SQL})) AS job_gpus""",  # noqa: S608 (constant SQL)
+    ).row(0)
     hosts, gpus, job_gpus = shape
     if job_gpus and hosts and gpus:
         return math.ceil(job_gpus / (gpus / hosts))
@@ -126,12 +133,19 @@ def interruptions_by_cause(infos: list[RunInfo], per_1000_host_days: bool = Fals
         if per_1000_host_days:
             host_days = exposure_hosts(info) * info.duration_s / SECONDS_PER_DAY
             value = (value * 1000.0 / host_days).round(3) if host_days > 0 else pl.lit(None, pl.Float64)
-        frames.append(counts.select(pl.lit(run_label(info)).alias("run"), "cause", value.alias("interruptions")))
-    return pl.concat(frames) if frames else pl.DataFrame(
-        schema={"run": pl.String, "cause": pl.String, "interruptions": pl.Float64})
+        frames.append(
+            counts.select(pl.lit(run_label(info)).alias("run"), "cause", value.alias("interruptions"))
+        )
+    return (
+        pl.concat(frames)
+        if frames
+        else pl.DataFrame(schema={"run": pl.String, "cause": pl.String, "interruptions": pl.Float64})
+    )
 
 
-JOB_ATTEMPTS = "SELECT job_id, start_s, end_s, lost_work_s FROM job_attempts WHERE job_id = ? ORDER BY start_s"
+JOB_ATTEMPTS = (
+    "SELECT job_id, start_s, end_s, lost_work_s FROM job_attempts WHERE job_id = ? ORDER BY start_s"
+)
 JOB_CHECKPOINTS = "SELECT job_id, start_s, end_s FROM checkpoints WHERE job_id = ? ORDER BY start_s"
 BUCKETS_S = (3600.0, 2 * 3600.0, 6 * 3600.0, 12 * 3600.0, 86400.0, 7 * 86400.0)
 
@@ -142,9 +156,9 @@ def timeline_bucket(duration_s: float, most: int = 200) -> float:
 
 
 def ettr_over_time(infos: list[RunInfo]) -> pl.DataFrame:
-    """Each run's flagship ETTR from the job's start to the end of every bucket (engine.analysis.analytics.ettr_timeline):
-    columns run, day (bucket end, days since the run's start), ettr_cumulative. Runs without a flagship job
-    (a replayed trace, an ingest) have no rows."""
+    """Each run's flagship ETTR from the job's start to the end of every bucket
+    (engine.analysis.analytics.ettr_timeline): columns run, day (bucket end, days since the run's start),
+    ettr_cumulative. Runs without a flagship job (a replayed trace, an ingest) have no rows."""
     bucket = timeline_bucket(max((info.duration_s for info in infos), default=0.0))
     frames = []
     for info in infos:
@@ -152,12 +166,24 @@ def ettr_over_time(infos: list[RunInfo]) -> pl.DataFrame:
         if flagship.is_empty():
             continue
         job_id = flagship["job_id"][0]
-        timeline = ettr_timeline(state.query(info.run_id, JOB_ATTEMPTS, (job_id,)),
-                                 state.query(info.run_id, JOB_CHECKPOINTS, (job_id,)), job_id, bucket,
-                                 info.duration_s)
-        frames.append(timeline.select(
-            pl.lit(run_label(info)).alias("run"),
-            (pl.min_horizontal(pl.col("t_s") + bucket, pl.lit(info.duration_s)) / SECONDS_PER_DAY).alias("day"),
-            "ettr_cumulative"))
-    return pl.concat(frames) if frames else pl.DataFrame(
-        schema={"run": pl.String, "day": pl.Float64, "ettr_cumulative": pl.Float64})
+        timeline = ettr_timeline(
+            state.query(info.run_id, JOB_ATTEMPTS, (job_id,)),
+            state.query(info.run_id, JOB_CHECKPOINTS, (job_id,)),
+            job_id,
+            bucket,
+            info.duration_s,
+        )
+        frames.append(
+            timeline.select(
+                pl.lit(run_label(info)).alias("run"),
+                (pl.min_horizontal(pl.col("t_s") + bucket, pl.lit(info.duration_s)) / SECONDS_PER_DAY).alias(
+                    "day"
+                ),
+                "ettr_cumulative",
+            )
+        )
+    return (
+        pl.concat(frames)
+        if frames
+        else pl.DataFrame(schema={"run": pl.String, "day": pl.Float64, "ettr_cumulative": pl.Float64})
+    )

@@ -68,7 +68,10 @@ ORDER BY g.gpu_id
 """
 
 DEFAULT_LOOKBACK_S = 3600.0  # an ingested run's last value counts if it is at most an hour old
-LEMON_FAILURES, LEMON_WINDOW = 3, "14d"  # the defaults of repair.lemon_failures / repair.lemon_window (engine.scenario)
+LEMON_FAILURES, LEMON_WINDOW = (
+    3,
+    "14d",
+)  # the defaults of repair.lemon_failures / repair.lemon_window (engine.scenario)
 
 
 def grid_at(run_id: str, t_s: float) -> pl.DataFrame:
@@ -78,8 +81,11 @@ def grid_at(run_id: str, t_s: float) -> pl.DataFrame:
 
 def state_counts(grid: pl.DataFrame) -> pl.DataFrame:
     """GPUs by state (columns state, gpus) from `grid_at`'s rows, most first: HEALTH_AT without a second query."""
-    return (grid.group_by("state").agg(pl.len().cast(pl.Int64).alias("gpus"))
-            .sort(["gpus", "state"], descending=[True, False]))
+    return (
+        grid.group_by("state")
+        .agg(pl.len().cast(pl.Int64).alias("gpus"))
+        .sort(["gpus", "state"], descending=[True, False])
+    )
 
 
 def _positional(sql: str, **values) -> tuple[str, tuple]:
@@ -99,10 +105,14 @@ def last_samples(run_id: str, t_s: float, resolution_s: float | None) -> pl.Data
     if resolution_s:
         grid_t = (t_s // resolution_s) * resolution_s
         return state.query(run_id, "SELECT gpu_id, temp_c, power_w FROM gpu_samples WHERE t_s = ?", (grid_t,))
-    return state.query(run_id, """
+    return state.query(
+        run_id,
+        """
         SELECT gpu_id, arg_max(temp_c, t_s) FILTER (WHERE temp_c IS NOT NULL) AS temp_c,
                arg_max(power_w, t_s) FILTER (WHERE power_w IS NOT NULL) AS power_w
-        FROM gpu_samples WHERE t_s <= ? AND t_s > ? GROUP BY gpu_id""", (t_s, t_s - DEFAULT_LOOKBACK_S))
+        FROM gpu_samples WHERE t_s <= ? AND t_s > ? GROUP BY gpu_id""",
+        (t_s, t_s - DEFAULT_LOOKBACK_S),
+    )
 
 
 def sample_resolution(kind: str, scenario: dict) -> float | None:
@@ -112,8 +122,9 @@ def sample_resolution(kind: str, scenario: dict) -> float | None:
         return None
     try:
         # a stored scenario: an earlier Goodput wrote bare seconds (engine.scenario.durations, bare_seconds)
-        resolution = parse_duration(simulation.get("telemetry_resolution"), "simulation.telemetry_resolution",
-                                    bare_seconds=True)
+        resolution = parse_duration(
+            simulation.get("telemetry_resolution"), "simulation.telemetry_resolution", bare_seconds=True
+        )
     except (GoodputError, TypeError, AttributeError):
         return None
     return resolution if resolution > 0 else None
@@ -124,7 +135,9 @@ def repair_rule(scenario: dict) -> tuple[int, float]:
     repair = scenario.get("repair", {}) if isinstance(scenario, dict) else {}
     failures = repair.get("lemon_failures", LEMON_FAILURES) if isinstance(repair, dict) else LEMON_FAILURES
     try:
-        window = parse_duration(repair.get("lemon_window", LEMON_WINDOW), "repair.lemon_window", bare_seconds=True)
+        window = parse_duration(
+            repair.get("lemon_window", LEMON_WINDOW), "repair.lemon_window", bare_seconds=True
+        )
     except (GoodputError, TypeError, AttributeError):
         window = parse_duration(LEMON_WINDOW)
     return int(failures), window
@@ -144,8 +157,11 @@ def matching(grid: pl.DataFrame, states: list[str], causes: list[str], xids: lis
 
 
 def causes_in_run(run_id: str) -> list[str]:
-    frame = state.query(run_id, "SELECT DISTINCT cause FROM incidents WHERE NOT coalesce(planned, false)"
-                                " AND host_id IS NOT NULL ORDER BY cause")
+    frame = state.query(
+        run_id,
+        "SELECT DISTINCT cause FROM incidents WHERE NOT coalesce(planned, false)"
+        " AND host_id IS NOT NULL ORDER BY cause",
+    )
     return frame["cause"].to_list()
 
 
@@ -206,7 +222,9 @@ def lemons(run_id: str, failures: int, window_s: float) -> pl.DataFrame:
     a run of failures; `most_in_window` the largest count seen in one window. The simulator also restarts its
     count once a host is flagged; this reading does not, so it can only name more flags, never fewer hosts.
     Every such host (the figure lemon_rule_hosts): a handful even at 24,576 GPUs."""
-    return state.query(run_id, """
+    return state.query(
+        run_id,
+        """
         WITH hw AS (
             SELECT host_id, t_s, cause, count(*) OVER (PARTITION BY host_id ORDER BY t_s
                        RANGE BETWEEN ? PRECEDING AND CURRENT ROW) AS in_window
@@ -218,24 +236,33 @@ def lemons(run_id: str, failures: int, window_s: float) -> pl.DataFrame:
                list(DISTINCT cause ORDER BY cause) AS causes
         FROM hw JOIN hosts h USING (host_id)
         GROUP BY ALL HAVING max(in_window) >= ?
-        ORDER BY flagged_s, hw.host_id""", (window_s, REPAIR_CAUSES, failures, failures))
+        ORDER BY flagged_s, hw.host_id""",
+        (window_s, REPAIR_CAUSES, failures, failures),
+    )
 
 
 def offender_incidents(run_id: str, minimum: int = 2, hosts: int = 25) -> pl.DataFrame:
     """Every unplanned incident of the (at most `hosts`) hosts with at least `minimum` of them, the worst first
     (label = hostname)."""
-    return state.query(run_id, """
+    return state.query(
+        run_id,
+        """
         WITH unplanned AS (SELECT * FROM incidents WHERE NOT coalesce(planned, false) AND host_id IS NOT NULL),
         lemons AS (SELECT host_id, count(*) AS n FROM unplanned GROUP BY host_id HAVING count(*) >= ?
                    ORDER BY n DESC, host_id LIMIT ?)
         SELECT h.hostname AS label, u.t_s, u.cause, u.gpu_id, u.xid
         FROM unplanned u JOIN lemons USING (host_id) JOIN hosts h USING (host_id)
-        ORDER BY lemons.n DESC, u.host_id, u.t_s""", (minimum, hosts))
+        ORDER BY lemons.n DESC, u.host_id, u.t_s""",
+        (minimum, hosts),
+    )
 
 
 def xid_counts(run_id: str) -> pl.DataFrame:
-    return state.query(run_id, "SELECT xid, count(*) AS events, count(DISTINCT gpu_id) AS gpus FROM xid_events"
-                               " GROUP BY xid ORDER BY events DESC, xid")
+    return state.query(
+        run_id,
+        "SELECT xid, count(*) AS events, count(DISTINCT gpu_id) AS gpus FROM xid_events"
+        " GROUP BY xid ORDER BY events DESC, xid",
+    )
 
 
 def xid_timeline(run_id: str, window_s: float, xids: list[int] | None = None) -> pl.DataFrame:
@@ -250,7 +277,9 @@ def xid_timeline(run_id: str, window_s: float, xids: list[int] | None = None) ->
 def xid_events(run_id: str, xids: list[int] | None = None) -> pl.DataFrame:
     """Every XID event (t_s, xid, gpu_id) in time order, only `xids` when given: for a run too short for
     counts per window."""
-    events = state.query(run_id, "SELECT t_s, xid, gpu_id FROM xid_events WHERE xid IS NOT NULL ORDER BY t_s, xid")
+    events = state.query(
+        run_id, "SELECT t_s, xid, gpu_id FROM xid_events WHERE xid IS NOT NULL ORDER BY t_s, xid"
+    )
     return events.filter(pl.col("xid").is_in(xids)) if xids else events
 
 
@@ -265,7 +294,9 @@ def xid_window(duration_s: float) -> float:
 def ecc_top(run_id: str, n: int = 10) -> pl.DataFrame:
     """The `n` GPUs with the most ECC errors (double-bit first: uncorrectable), among those that have any;
     `gpus_with_ecc` counts all of those. Aggregated before the joins: only GPUs with errors reach them."""
-    return state.query(run_id, """
+    return state.query(
+        run_id,
+        """
         WITH ecc AS (
             SELECT gpu_id, max(ecc_dbe) AS ecc_dbe, max(ecc_sbe) AS ecc_sbe, min(t_s) AS first_s,
                    count(*) OVER () AS gpus_with_ecc
@@ -274,16 +305,21 @@ def ecc_top(run_id: str, n: int = 10) -> pl.DataFrame:
         )
         SELECT e.gpu_id, h.hostname, g."index" AS gpu_index, e.ecc_dbe, e.ecc_sbe, e.first_s, e.gpus_with_ecc
         FROM ecc e JOIN gpus g USING (gpu_id) JOIN hosts h ON h.host_id = g.host_id
-        ORDER BY e.ecc_dbe DESC, e.ecc_sbe DESC, e.gpu_id""", (n,))
+        ORDER BY e.ecc_dbe DESC, e.ecc_sbe DESC, e.gpu_id""",
+        (n,),
+    )
 
 
 def ecc_trend(run_id: str, gpu_ids: list[int], bucket_s: float) -> pl.DataFrame:
     """Single- and double-bit counts of `gpu_ids` over time, the largest value in each `bucket_s` (samples
     are stored GPU by GPU, so a few GPUs read a few row groups)."""
-    return state.query(run_id, """
+    return state.query(
+        run_id,
+        """
         SELECT gpu_id, floor(t_s / ?) * ? AS t_s, max(ecc_sbe) AS ecc_sbe, max(ecc_dbe) AS ecc_dbe
         FROM gpu_samples WHERE list_contains(?, gpu_id) GROUP BY ALL ORDER BY gpu_id, t_s""",
-                       (bucket_s, bucket_s, [int(g) for g in gpu_ids]))
+        (bucket_s, bucket_s, [int(g) for g in gpu_ids]),
+    )
 
 
 def gpu_ids(run_id: str) -> pl.DataFrame:
@@ -291,27 +327,39 @@ def gpu_ids(run_id: str) -> pl.DataFrame:
 
 
 def gpu_info(run_id: str, gpu_id: int) -> pl.DataFrame:
-    return state.query(run_id, """
+    return state.query(
+        run_id,
+        """
         SELECT g.gpu_id, g.uuid, g.model, g."index" AS gpu_index, h.hostname, h.rack_id, h.host_id
-        FROM gpus g LEFT JOIN hosts h USING (host_id) WHERE g.gpu_id = ?""", (gpu_id,))
+        FROM gpus g LEFT JOIN hosts h USING (host_id) WHERE g.gpu_id = ?""",
+        (gpu_id,),
+    )
 
 
 def gpu_events(run_id: str, gpu_id: int) -> pl.DataFrame:
-    return state.query(run_id, """
+    return state.query(
+        run_id,
+        """
         SELECT t_s, 'incident' AS kind, cause AS what, xid, incident_id, gpu_hours_lost FROM incidents WHERE gpu_id = ?
         UNION ALL
         SELECT t_s, 'xid' AS kind, message AS what, xid, incident_id, NULL FROM xid_events WHERE gpu_id = ?
-        ORDER BY t_s""", (gpu_id, gpu_id))
+        ORDER BY t_s""",
+        (gpu_id, gpu_id),
+    )
 
 
 def gpu_telemetry(run_id: str, gpu_id: int, points: int) -> pl.DataFrame:
     """One GPU's samples averaged in SQL into about `points` buckets of its sampled span (at least 1 s each),
     so a plot stays light whatever the run's length; `bucket_s` says how wide they came out."""
-    return state.query(run_id, """
+    return state.query(
+        run_id,
+        """
         WITH span AS (
             SELECT greatest((max(t_s) - min(t_s)) / ?, 1.0) AS bucket_s FROM gpu_samples WHERE gpu_id = ?
         )
         SELECT floor(t_s / bucket_s) * bucket_s AS t_s, avg(temp_c) AS temp_c, avg(power_w) AS power_w,
                avg(util_pct) AS util_pct, max(ecc_sbe) AS ecc_sbe, max(ecc_dbe) AS ecc_dbe, count(*) AS samples,
                any_value(bucket_s) AS bucket_s
-        FROM gpu_samples, span WHERE gpu_id = ? GROUP BY 1 ORDER BY 1""", (points, gpu_id, gpu_id))
+        FROM gpu_samples, span WHERE gpu_id = ? GROUP BY 1 ORDER BY 1""",
+        (points, gpu_id, gpu_id),
+    )

@@ -53,13 +53,20 @@ def flagship(run_id: str) -> str | None:
 
 
 def xid_events(run_id: str, incident_id: int) -> pl.DataFrame:
-    return state.query(run_id, "SELECT t_s, gpu_id, host_id, xid, message FROM xid_events WHERE incident_id = ?"
-                               " ORDER BY t_s", (incident_id,))
+    return state.query(
+        run_id,
+        "SELECT t_s, gpu_id, host_id, xid, message FROM xid_events WHERE incident_id = ? ORDER BY t_s",
+        (incident_id,),
+    )
 
 
 def hostnames(run_id: str, host_ids: list[int]) -> list[str]:
-    names = state.query(run_id, "SELECT host_id, coalesce(hostname, CAST(host_id AS VARCHAR)) AS name FROM hosts"
-                                " WHERE list_contains(?, host_id) ORDER BY host_id", ([int(h) for h in host_ids],))
+    names = state.query(
+        run_id,
+        "SELECT host_id, coalesce(hostname, CAST(host_id AS VARCHAR)) AS name FROM hosts"
+        " WHERE list_contains(?, host_id) ORDER BY host_id",
+        ([int(h) for h in host_ids],),
+    )
     return names["name"].to_list()
 
 
@@ -68,8 +75,16 @@ def hostnames(run_id: str, host_ids: list[int]) -> list[str]:
 PLANNED = {"planned": True, "unexpected": False}
 
 
-def filter_keywords(*, since_s: float | None, until_s: float | None, causes: list[str], categories: list[str],
-                    racks: list[int], jobs: list[str], planned: str) -> dict:
+def filter_keywords(
+    *,
+    since_s: float | None,
+    until_s: float | None,
+    causes: list[str],
+    categories: list[str],
+    racks: list[int],
+    jobs: list[str],
+    planned: str,
+) -> dict:
     """The page's choices as engine.analysis.incidents.filter_incidents keywords: an empty choice filters nothing (the
     page says "every cause"), so it is left out rather than passed as an empty list (which matches nothing)."""
     keywords: dict = {"since_s": since_s, "until_s": until_s, "planned": PLANNED.get(planned)}
@@ -90,11 +105,12 @@ def url_seconds(text: str | None, low: float, high: float) -> float | None:
     return min(max(value, low), high)
 
 
-def days_in_window(frame: pl.DataFrame, since_s: float | None, until_s: float, *, job: str | None = None
-                   ) -> pl.DataFrame:
+def days_in_window(
+    frame: pl.DataFrame, since_s: float | None, until_s: float, *, job: str | None = None
+) -> pl.DataFrame:
     """Planned and unexpected interruptions (of `job`, if given) for every day of the run that the window
-    [since_s, until_s) touches, days counted from the run's start (engine.analysis.incidents.summary_counts's bins, which
-    start at day 0, shifted to the window's first day)."""
+    [since_s, until_s) touches, days counted from the run's start (engine.analysis.incidents.summary_counts's
+    bins, which start at day 0, shifted to the window's first day)."""
     first = int((since_s or 0.0) // SECONDS_PER_DAY)
     shifted = frame.with_columns(pl.col("t_s") - first * SECONDS_PER_DAY)
     days = summary_counts(shifted, (until_s - first * SECONDS_PER_DAY) / SECONDS_PER_DAY, job=job)["days"]
@@ -103,22 +119,35 @@ def days_in_window(frame: pl.DataFrame, since_s: float | None, until_s: float, *
 
 # ----- exports --------------------------------------------------------------------------------------------
 
-MIME = {"csv": "text/csv", "json": "application/json", "parquet": "application/vnd.apache.parquet",
-        "html": "text/html"}
+MIME = {
+    "csv": "text/csv",
+    "json": "application/json",
+    "parquet": "application/vnd.apache.parquet",
+    "html": "text/html",
+}
 
 
-def export_file_name(run_id: str, fmt: str, *, incident_id: int | None = None, anonymise: bool = False) -> str:
+def export_file_name(
+    run_id: str, fmt: str, *, incident_id: int | None = None, anonymise: bool = False
+) -> str:
     """incidents-<run>.csv for the filtered set, incident-<id>-<run>.csv for one; "-anon" when anonymised."""
     what = f"incident-{incident_id}" if incident_id is not None else "incidents"
     return f"{what}-{run_id}{'-anon' if anonymise else ''}.{fmt}"
 
 
-def export_bytes(run_id: str, fmt: str, *, anonymise: bool = False, incident_id: int | None = None,
-                 filters: dict | None = None) -> bytes:
+def export_bytes(
+    run_id: str,
+    fmt: str,
+    *,
+    anonymise: bool = False,
+    incident_id: int | None = None,
+    filters: dict | None = None,
+) -> bytes:
     """The export's bytes from engine.report.export.export_run_incidents: the same code path as
     `goodput export incidents`."""
-    return export_run_incidents(state.store(), run_id, fmt, anonymise=anonymise, incident_id=incident_id,
-                                **(filters or {}))
+    return export_run_incidents(
+        state.store(), run_id, fmt, anonymise=anonymise, incident_id=incident_id, **(filters or {})
+    )
 
 
 # ----- replay with other settings -------------------------------------------------------------------------
@@ -148,10 +177,14 @@ SIDE_BY_SIDE = (
 
 def side_by_side(before: RunInfo, after: RunInfo) -> pl.DataFrame:
     """ETTR, interruptions, lost GPU-hours and the cost of the losses of two runs, formatted, one column each."""
-    columns: dict[str, list[str]] = {"figure": [label for label, _, _ in SIDE_BY_SIDE] + ["cost of the losses"]}
+    columns: dict[str, list[str]] = {
+        "figure": [label for label, _, _ in SIDE_BY_SIDE] + ["cost of the losses"]
+    }
     for info in (before, after):
-        values = [DASH if _get(info.summary, *path) is None else fmt(_get(info.summary, *path))
-                  for _, path, fmt in SIDE_BY_SIDE]
+        values = [
+            DASH if _get(info.summary, *path) is None else fmt(_get(info.summary, *path))
+            for _, path, fmt in SIDE_BY_SIDE
+        ]
         cost = run_cost_usd(info.summary)
         values.append(fmt_usd(cost))
         columns[f"{info.name} ({info.run_id})"] = values

@@ -20,7 +20,9 @@ class JobFilter:
     name: str = ""  # substring of the name or id, case-insensitive
     states: tuple[str, ...] = field(default_factory=tuple)  # empty: every state
     kinds: tuple[str, ...] = field(default_factory=tuple)  # empty: every kind
-    window: tuple[float, float] | None = None  # jobs in the system (submitted, not yet ended) during [from, to)
+    window: tuple[float, float] | None = (
+        None  # jobs in the system (submitted, not yet ended) during [from, to)
+    )
 
 
 # Flagship first, then the largest jobs by GPU-time (GPUs x time on the cluster so far), so a capped Gantt
@@ -51,13 +53,33 @@ ORDER BY coalesce(j.kind = 'flagship', false) DESC,
 def jobs(run_id: str, duration_s: float, where: JobFilter = JobFilter()) -> pl.DataFrame:
     states, kinds = list(where.states), list(where.kinds)
     t0, t1 = where.window or (None, None)
-    return state.query(run_id, JOBS, (list(CLEAN_END_REASONS), where.name, where.name, where.name, states, states,
-                                      kinds, kinds, t0, t1, duration_s, t0, duration_s))
+    return state.query(
+        run_id,
+        JOBS,
+        (
+            list(CLEAN_END_REASONS),
+            where.name,
+            where.name,
+            where.name,
+            states,
+            states,
+            kinds,
+            kinds,
+            t0,
+            t1,
+            duration_s,
+            t0,
+            duration_s,
+        ),
+    )
 
 
 # Gantt orders (?order=): the query's own (flagship, then GPU-time) or a column and whether descending.
 ORDERS: dict[str, tuple[str, bool] | None] = {
-    "GPU-time": None, "started": ("start_s", False), "waited": ("wait_s", True), "failures": ("failures", True),
+    "GPU-time": None,
+    "started": ("start_s", False),
+    "waited": ("wait_s", True),
+    "failures": ("failures", True),
 }
 
 
@@ -67,62 +89,89 @@ def gantt_order(jobs_frame: pl.DataFrame, order: str) -> pl.DataFrame:
     if ORDERS[order] is None:
         return jobs_frame
     column, descending = ORDERS[order]
-    return jobs_frame.sort(pl.col("kind") == "flagship", column, "job_id", descending=[True, descending, False],
-                           nulls_last=True)
+    return jobs_frame.sort(
+        pl.col("kind") == "flagship", column, "job_id", descending=[True, descending, False], nulls_last=True
+    )
 
 
 def choices(run_id: str) -> pl.DataFrame:
     """The states and kinds present, for the filters."""
-    return state.query(run_id, "SELECT list(DISTINCT state ORDER BY state) AS states,"
-                               " list(DISTINCT kind ORDER BY kind) AS kinds FROM jobs")
+    return state.query(
+        run_id,
+        "SELECT list(DISTINCT state ORDER BY state) AS states,"
+        " list(DISTINCT kind ORDER BY kind) AS kinds FROM jobs",
+    )
 
 
 def attempts(run_id: str, job_ids: list[str]) -> pl.DataFrame:
-    return state.query(run_id, """
+    return state.query(
+        run_id,
+        """
         SELECT job_id, attempt, start_s, end_s, end_reason, lost_work_s, len(hosts) AS hosts
-        FROM job_attempts WHERE list_contains(?, job_id) ORDER BY job_id, attempt""", (job_ids,))
+        FROM job_attempts WHERE list_contains(?, job_id) ORDER BY job_id, attempt""",
+        (job_ids,),
+    )
 
 
 def checkpoints(run_id: str, job_ids: list[str], t0: float, t1: float) -> pl.DataFrame:
     """Checkpoints of `job_ids` that start inside [t0, t1), for the Gantt's marks."""
-    return state.query(run_id, """
+    return state.query(
+        run_id,
+        """
         SELECT job_id, start_s, end_s FROM checkpoints
         WHERE list_contains(?, job_id) AND start_s >= ? AND start_s < ? ORDER BY job_id, start_s""",
-                       (job_ids, t0, t1))
+        (job_ids, t0, t1),
+    )
 
 
 def checkpoint_counts(run_id: str, job_ids: list[str], t0: float, t1: float) -> pl.DataFrame:
     """(job_id, checkpoints) in [t0, t1): the page fetches the marks only of rows that can show them apart."""
-    return state.query(run_id, """
+    return state.query(
+        run_id,
+        """
         SELECT job_id, count(*) AS checkpoints FROM checkpoints
         WHERE list_contains(?, job_id) AND start_s >= ? AND start_s < ? GROUP BY job_id ORDER BY job_id""",
-                       (job_ids, t0, t1))
+        (job_ids, t0, t1),
+    )
 
 
 def incidents_of(run_id: str, job_id: str) -> pl.DataFrame:
     """The incidents that hit one job, in time order, with the hostname of the host each was on."""
-    return state.query(run_id, """
+    return state.query(
+        run_id,
+        """
         SELECT i.incident_id, i.t_s, i.cause, i.category, i.planned, h.hostname, i.gpu_id, i.gpu_hours_lost
         FROM incidents i LEFT JOIN hosts h USING (host_id) WHERE list_contains(i.job_ids, ?)
-        ORDER BY i.t_s, i.incident_id""", (job_id,))
+        ORDER BY i.t_s, i.incident_id""",
+        (job_id,),
+    )
 
 
 # ----- one job --------------------------------------------------------------------------------------------
 
+
 def attempt_hosts(run_id: str, job_id: str) -> pl.DataFrame:
     """Each attempt of one job with the names of its hosts (hosts missing from `hosts` keep their id)."""
-    return state.query(run_id, """
+    return state.query(
+        run_id,
+        """
         WITH h AS (SELECT a.attempt, unnest(a.hosts) AS host_id, generate_subscripts(a.hosts, 1) AS k
                    FROM job_attempts a WHERE a.job_id = ?)
         SELECT h.attempt, list(coalesce(n.hostname, h.host_id::VARCHAR) ORDER BY h.k) AS hostnames
-        FROM h LEFT JOIN hosts n USING (host_id) GROUP BY h.attempt ORDER BY h.attempt""", (job_id,))
+        FROM h LEFT JOIN hosts n USING (host_id) GROUP BY h.attempt ORDER BY h.attempt""",
+        (job_id,),
+    )
 
 
 def waits_of(run_id: str, job_id: str) -> pl.DataFrame:
     """Why one job waited: its job_waits pieces in order."""
-    return state.query(run_id, """
+    return state.query(
+        run_id,
+        """
         SELECT start_s, end_s, end_s - start_s AS waited_s, reason FROM job_waits
-        WHERE job_id = ? ORDER BY start_s""", (job_id,))
+        WHERE job_id = ? ORDER BY start_s""",
+        (job_id,),
+    )
 
 
 # ----- the queue, waits and why -----------------------------------------------------------------------------
@@ -157,9 +206,13 @@ def queue(run_id: str, t0: float, width: float, n: int, duration_s: float) -> pl
 
 def wait_times(run_id: str, t0: float, t1: float) -> pl.DataFrame:
     """The wait (start - submit) of every job that started in [t0, t1), for the distribution."""
-    return state.query(run_id, """
+    return state.query(
+        run_id,
+        """
         SELECT start_s - submit_s AS wait_s FROM jobs
-        WHERE start_s >= ? AND start_s < ? AND submit_s IS NOT NULL ORDER BY wait_s""", (t0, t1))
+        WHERE start_s >= ? AND start_s < ? AND submit_s IS NOT NULL ORDER BY wait_s""",
+        (t0, t1),
+    )
 
 
 # ----- utilisation and fragmentation ------------------------------------------------------------------------
@@ -188,7 +241,9 @@ FROM b LEFT JOIN busy USING (i) LEFT JOIN out USING (i) ORDER BY b.i
 
 def utilisation(run_id: str, t0: float, width: float, n: int) -> pl.DataFrame:
     """Per bucket: busy and unavailable GPUs (time-weighted means), all GPUs, and busy / all."""
-    return state.query(run_id, UTILISATION, (*_buckets(t0, width, n), width, width, list(OUT_OF_SERVICE_STATES)))
+    return state.query(
+        run_id, UTILISATION, (*_buckets(t0, width, n), width, width, list(OUT_OF_SERVICE_STATES))
+    )
 
 
 # A snapshot at each bucket's middle: which attempts run, on which hosts. Free GPUs are those of available

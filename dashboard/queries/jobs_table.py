@@ -23,8 +23,9 @@ def words(column: str | pl.Expr) -> pl.Expr:
 
 def end_reason_text(column: str = "end_reason") -> pl.Expr:
     """engine.report.palette.end_reason_label: "Completed", "Still running at the end of the run", "Faulty GPU"."""
-    return pl.col(column).replace_strict(END_REASON_LABELS, default=cause_label_text(column),
-                                         return_dtype=pl.String)
+    return pl.col(column).replace_strict(
+        END_REASON_LABELS, default=cause_label_text(column), return_dtype=pl.String
+    )
 
 
 def wait_reason_text(column: str = "wait_reason") -> pl.Expr:
@@ -35,8 +36,11 @@ def wait_reason_text(column: str = "wait_reason") -> pl.Expr:
 def waited() -> pl.Expr:
     """Whether a job of `jobs` waited (engine.analysis.definitions "jobs_waited"): it started after its submission,
     never started, or has a recorded wait reason (a requeue after a prompt first start)."""
-    return (pl.col("wait_reason").is_not_null() | pl.col("start_s").is_null()
-            | (pl.col("start_s") > pl.col("submit_s")).fill_null(False))
+    return (
+        pl.col("wait_reason").is_not_null()
+        | pl.col("start_s").is_null()
+        | (pl.col("start_s") > pl.col("submit_s")).fill_null(False)
+    )
 
 
 def why_waited(jobs: pl.DataFrame) -> pl.DataFrame:
@@ -44,37 +48,74 @@ def why_waited(jobs: pl.DataFrame) -> pl.DataFrame:
     (key), label (words), colour, jobs, waited_s (their waits before first start summed; jobs never started
     add none) and never_started (how many of them never started)."""
     if jobs.is_empty():
-        return pl.DataFrame(schema={"reason": pl.String, "label": pl.String, "colour": pl.String,
-                                    "jobs": pl.UInt32, "waited_s": pl.Float64, "never_started": pl.UInt32})
+        return pl.DataFrame(
+            schema={
+                "reason": pl.String,
+                "label": pl.String,
+                "colour": pl.String,
+                "jobs": pl.UInt32,
+                "waited_s": pl.Float64,
+                "never_started": pl.UInt32,
+            }
+        )
     return (
         jobs.filter(waited())
         .with_columns(pl.col("wait_reason").fill_null(NO_WAIT_REASON).alias("reason"))
         .group_by("reason")
-        .agg(pl.len().alias("jobs"), pl.col("wait_s").fill_null(0.0).sum().alias("waited_s"),
-             pl.col("start_s").is_null().sum().alias("never_started"))
-        .with_columns(wait_reason_text("reason").alias("label"),
-                      pl.col("reason").replace_strict(WAIT_REASON_COLOURS, default=WAIT_REASON_COLOURS[NO_WAIT_REASON],
-                                                      return_dtype=pl.String).alias("colour"))
+        .agg(
+            pl.len().alias("jobs"),
+            pl.col("wait_s").fill_null(0.0).sum().alias("waited_s"),
+            pl.col("start_s").is_null().sum().alias("never_started"),
+        )
+        .with_columns(
+            wait_reason_text("reason").alias("label"),
+            pl.col("reason")
+            .replace_strict(
+                WAIT_REASON_COLOURS, default=WAIT_REASON_COLOURS[NO_WAIT_REASON], return_dtype=pl.String
+            )
+            .alias("colour"),
+        )
         .sort("jobs", "reason", descending=[True, False])
         .select("reason", "label", "colour", "jobs", "waited_s", "never_started")
     )
 
 
 # The table's columns as the page shows them, in order; the page labels them from engine.analysis.definitions.
-SHOWN = ("job_id", "name", "kind", "state", "user", "gpus", "priority", "submitted", "started", "ended",
-         "waited", "why_it_waited", "attempts", "failures", "checkpoints", "lost_gpu_hours")
+SHOWN = (
+    "job_id",
+    "name",
+    "kind",
+    "state",
+    "user",
+    "gpus",
+    "priority",
+    "submitted",
+    "started",
+    "ended",
+    "waited",
+    "why_it_waited",
+    "attempts",
+    "failures",
+    "checkpoints",
+    "lost_gpu_hours",
+)
 
 
 def shown(jobs: pl.DataFrame, started_at: datetime) -> pl.DataFrame:
     """The table on the page: dates in UTC, the wait as a duration, states, kinds and reasons in words, lost
     work rounded to a tenth of a GPU-hour."""
     return jobs.with_columns(
-        words("kind").alias("kind"), words("state").alias("state"),
-        time_text("submit_s", started_at).alias("submitted"), time_text("start_s", started_at).alias("started"),
+        words("kind").alias("kind"),
+        words("state").alias("state"),
+        time_text("submit_s", started_at).alias("submitted"),
+        time_text("start_s", started_at).alias("started"),
         time_text("end_s", started_at).alias("ended"),
-        pl.when(pl.col("start_s").is_null()).then(pl.lit("not started")).otherwise(duration_text("wait_s"))
+        pl.when(pl.col("start_s").is_null())
+        .then(pl.lit("not started"))
+        .otherwise(duration_text("wait_s"))
         .alias("waited"),
-        wait_reason_text().alias("why_it_waited"), pl.col("lost_gpu_hours").round(1),
+        wait_reason_text().alias("why_it_waited"),
+        pl.col("lost_gpu_hours").round(1),
     ).select(SHOWN)
 
 
@@ -92,32 +133,53 @@ def export(jobs: pl.DataFrame, started_at: datetime) -> pl.DataFrame:
     `goodput replay --json` counts) and in words, lost work in GPU-hours to a tenth. No list column: a list
     would need a separator the column's name would have to state."""
     return jobs.select(
-        "job_id", "name", "kind", "state", "user", "gpus", "priority",
-        _iso("submit_s", started_at).alias("submitted_utc"), pl.col("submit_s").round(1),
-        _iso("start_s", started_at).alias("started_utc"), pl.col("start_s").round(1),
-        _iso("end_s", started_at).alias("ended_utc"), pl.col("end_s").round(1),
-        pl.col("wait_s").round(1).alias("wait_before_start_s"), "wait_reason",
-        wait_reason_text().alias("why_it_waited"), "attempts", pl.col("failures").alias("failed_attempts"),
-        "checkpoints", pl.col("lost_gpu_hours").round(1).alias("lost_work_gpu_hours"),
+        "job_id",
+        "name",
+        "kind",
+        "state",
+        "user",
+        "gpus",
+        "priority",
+        _iso("submit_s", started_at).alias("submitted_utc"),
+        pl.col("submit_s").round(1),
+        _iso("start_s", started_at).alias("started_utc"),
+        pl.col("start_s").round(1),
+        _iso("end_s", started_at).alias("ended_utc"),
+        pl.col("end_s").round(1),
+        pl.col("wait_s").round(1).alias("wait_before_start_s"),
+        "wait_reason",
+        wait_reason_text().alias("why_it_waited"),
+        "attempts",
+        pl.col("failures").alias("failed_attempts"),
+        "checkpoints",
+        pl.col("lost_gpu_hours").round(1).alias("lost_work_gpu_hours"),
     )
 
 
-def attempts_shown(attempts: pl.DataFrame, hosts: pl.DataFrame, started_at: datetime,
-                   first_hosts: int = 8) -> pl.DataFrame:
+def attempts_shown(
+    attempts: pl.DataFrame, hosts: pl.DataFrame, started_at: datetime, first_hosts: int = 8
+) -> pl.DataFrame:
     """One job's attempts (dashboard.queries.jobs.attempts) with their hosts (attempt_hosts): dates, how long
     each ran, how it ended in words, the work it lost in minutes, and the first `first_hosts` hostnames as a
     list (a flagship attempt holds 2,048 hosts; `hosts` counts them all)."""
-    return attempts.join(hosts, on="attempt", how="left").with_columns(
-        time_text("start_s", started_at).alias("start"), time_text("end_s", started_at).alias("end"),
-        duration_text(pl.col("end_s") - pl.col("start_s")).alias("ran"), end_reason_text().alias("ended_by"),
-        (pl.col("lost_work_s") / 60).round(1).alias("lost_work_min"),
-        pl.col("hostnames").list.head(first_hosts).alias("on_hosts"),
-    ).select("attempt", "start", "end", "ran", "ended_by", "lost_work_min", "hosts", "on_hosts")
+    return (
+        attempts.join(hosts, on="attempt", how="left")
+        .with_columns(
+            time_text("start_s", started_at).alias("start"),
+            time_text("end_s", started_at).alias("end"),
+            duration_text(pl.col("end_s") - pl.col("start_s")).alias("ran"),
+            end_reason_text().alias("ended_by"),
+            (pl.col("lost_work_s") / 60).round(1).alias("lost_work_min"),
+            pl.col("hostnames").list.head(first_hosts).alias("on_hosts"),
+        )
+        .select("attempt", "start", "end", "ran", "ended_by", "lost_work_min", "hosts", "on_hosts")
+    )
 
 
 def incidents_shown(incidents: pl.DataFrame, started_at: datetime) -> pl.DataFrame:
     """The incidents that hit one job (dashboard.queries.jobs.incidents_of): date, cause in words, host."""
     return incidents.with_columns(
-        time_text("t_s", started_at).alias("at"), cause_label_text("cause").alias("cause"),
+        time_text("t_s", started_at).alias("at"),
+        cause_label_text("cause").alias("cause"),
         pl.col("gpu_hours_lost").round(1),
     ).select("incident_id", "at", "cause", "category", "planned", "hostname", "gpu_id", "gpu_hours_lost")

@@ -62,8 +62,12 @@ def gpu_count(run_id: str) -> int:
 
 
 def has_table(run_id: str, table: str) -> bool:
-    return state.query(run_id, "SELECT count(*) AS n FROM information_schema.tables WHERE table_name = ?",
-                       (table,))["n"][0] > 0
+    return (
+        state.query(
+            run_id, "SELECT count(*) AS n FROM information_schema.tables WHERE table_name = ?", (table,)
+        )["n"][0]
+        > 0
+    )
 
 
 # ----- telemetry: the reading at or before t -------------------------------------------------------------
@@ -98,8 +102,10 @@ def readings_at(run_id: str, t_s: float, interval_s: float | None) -> pl.DataFra
 def power_limits(scenario: dict) -> tuple[float, float]:
     """(GPU TDP in W, rack budget in kW) from the run's scenario, else the reference defaults."""
     cluster = (scenario or {}).get("cluster", {})
-    return (float(cluster.get("gpu_tdp_w") or DEFAULT_TDP_W),
-            float(cluster.get("rack_power_budget_kw") or DEFAULT_RACK_BUDGET_KW))
+    return (
+        float(cluster.get("gpu_tdp_w") or DEFAULT_TDP_W),
+        float(cluster.get("rack_power_budget_kw") or DEFAULT_RACK_BUDGET_KW),
+    )
 
 
 # ----- failures in a window ------------------------------------------------------------------------------
@@ -138,62 +144,100 @@ def failures_in(run_id: str, t0_s: float, t1_s: float) -> pl.DataFrame:
 
 # ----- the floor: one row per GPU with every measure ----------------------------------------------------
 
+
 def floor_cells(run_id: str, t_s: float, scenario: dict, window_s: float) -> pl.DataFrame:
     """One row per GPU at `t_s`: place, state, job, the latest readings, host and rack power, the rack's
     budget and its failures in (t - window, t]. Power of a GPU without a reading counts as 0 W in its sums."""
     cells = gpus_at(run_id, t_s)
     if has_table(run_id, "gpu_samples"):
         readings = readings_at(run_id, t_s, sample_interval_s(scenario)).select(
-            "gpu_id", "temp_c", "power_w", "util_pct")
+            "gpu_id", "temp_c", "power_w", "util_pct"
+        )
     else:
-        readings = pl.DataFrame(schema={"gpu_id": pl.Int32, "temp_c": pl.Float32, "power_w": pl.Float32,
-                                        "util_pct": pl.Float32})
+        readings = pl.DataFrame(
+            schema={"gpu_id": pl.Int32, "temp_c": pl.Float32, "power_w": pl.Float32, "util_pct": pl.Float32}
+        )
     fails = failures_in(run_id, t_s - window_s, t_s)
     _, budget_kw = power_limits(scenario)
-    return (cells.join(readings, on="gpu_id", how="left").join(fails, on="gpu_id", how="left")
-            .with_columns(pl.col("failures").fill_null(0),
-                          (pl.col("power_w").fill_null(0).sum().over("host_id") / 1000).alias("host_kw"),
-                          (pl.col("power_w").fill_null(0).sum().over("rack_id") / 1000).alias("rack_kw"),
-                          pl.lit(budget_kw).alias("budget_kw")))
+    return (
+        cells.join(readings, on="gpu_id", how="left")
+        .join(fails, on="gpu_id", how="left")
+        .with_columns(
+            pl.col("failures").fill_null(0),
+            (pl.col("power_w").fill_null(0).sum().over("host_id") / 1000).alias("host_kw"),
+            (pl.col("power_w").fill_null(0).sum().over("rack_id") / 1000).alias("rack_kw"),
+            pl.lit(budget_kw).alias("budget_kw"),
+        )
+    )
 
 
 def problem_racks(hosts: pl.DataFrame, cells: pl.DataFrame) -> pl.DataFrame:
     """Racks with a problem at t (definition "racks_with_a_problem"): at least one host out of service or one
     failed GPU. One row each (rack_id, row, position, hosts_out_of_service, failed_gpus, states: the
     out-of-service states present, sorted), by rack id. `hosts` from hosts_at, `cells` from floor_cells."""
-    out = (hosts.filter(pl.col("state").is_in(OUT_OF_SERVICE_STATES)).group_by("rack_id")
-           .agg(pl.len().cast(pl.Int64).alias("hosts_out_of_service"), pl.col("state").unique().sort().alias("states")))
-    failed = (cells.filter(pl.col("state") == "failed").group_by("rack_id")
-              .agg(pl.len().cast(pl.Int64).alias("failed_gpus")))
+    out = (
+        hosts.filter(pl.col("state").is_in(OUT_OF_SERVICE_STATES))
+        .group_by("rack_id")
+        .agg(
+            pl.len().cast(pl.Int64).alias("hosts_out_of_service"),
+            pl.col("state").unique().sort().alias("states"),
+        )
+    )
+    failed = (
+        cells.filter(pl.col("state") == "failed")
+        .group_by("rack_id")
+        .agg(pl.len().cast(pl.Int64).alias("failed_gpus"))
+    )
     places = hosts.group_by("rack_id").agg(pl.col("row").first(), pl.col("position").first())
-    return (out.join(failed, on="rack_id", how="full", coalesce=True)
-            .join(places, on="rack_id", how="left")
-            .with_columns(pl.col("hosts_out_of_service").fill_null(0), pl.col("failed_gpus").fill_null(0),
-                          pl.col("states").fill_null(pl.lit([], dtype=pl.List(pl.String))))
-            .select("rack_id", "row", "position", "hosts_out_of_service", "failed_gpus", "states")
-            .sort("rack_id"))
+    return (
+        out.join(failed, on="rack_id", how="full", coalesce=True)
+        .join(places, on="rack_id", how="left")
+        .with_columns(
+            pl.col("hosts_out_of_service").fill_null(0),
+            pl.col("failed_gpus").fill_null(0),
+            pl.col("states").fill_null(pl.lit([], dtype=pl.List(pl.String))),
+        )
+        .select("rack_id", "row", "position", "hosts_out_of_service", "failed_gpus", "states")
+        .sort("rack_id")
+    )
 
 
 def rack_power(cells: pl.DataFrame) -> pl.DataFrame:
     """Per rack (rack_id, row, position, rack_kw, budget_kw, share, over) from `floor_cells`."""
-    return (cells.group_by("rack_id").agg(pl.col("row").first(), pl.col("position").first(),
-                                          pl.col("rack_kw").first(), pl.col("budget_kw").first())
-            .with_columns((pl.col("rack_kw") / pl.col("budget_kw")).alias("share"))
-            .with_columns((pl.col("share") > 1.0).alias("over")).sort("rack_id"))
+    return (
+        cells.group_by("rack_id")
+        .agg(
+            pl.col("row").first(),
+            pl.col("position").first(),
+            pl.col("rack_kw").first(),
+            pl.col("budget_kw").first(),
+        )
+        .with_columns((pl.col("rack_kw") / pl.col("budget_kw")).alias("share"))
+        .with_columns((pl.col("share") > 1.0).alias("over"))
+        .sort("rack_id")
+    )
 
 
 # ----- one rack ------------------------------------------------------------------------------------------
 
+
 def racks(run_id: str) -> pl.DataFrame:
-    return state.query(run_id, 'SELECT rack_id, min(pod_id) AS pod_id, min("row") AS "row", min(position) AS position,'
-                               " count(*) AS hosts FROM hosts GROUP BY rack_id ORDER BY rack_id")
+    return state.query(
+        run_id,
+        'SELECT rack_id, min(pod_id) AS pod_id, min("row") AS "row", min(position) AS position,'
+        " count(*) AS hosts FROM hosts GROUP BY rack_id ORDER BY rack_id",
+    )
 
 
 def rack_history(run_id: str, rack_id: int) -> pl.DataFrame:
-    return state.query(run_id, """
+    return state.query(
+        run_id,
+        """
         SELECT h.hostname, s.state, s.start_s, s.end_s, s.job_id
         FROM host_states s JOIN hosts h USING (host_id)
-        WHERE h.rack_id = ? ORDER BY h.hostname, s.start_s""", (rack_id,))
+        WHERE h.rack_id = ? ORDER BY h.hostname, s.start_s""",
+        (rack_id,),
+    )
 
 
 def rack_incidents(run_id: str, rack_id: int) -> pl.DataFrame:
@@ -201,22 +245,29 @@ def rack_incidents(run_id: str, rack_id: int) -> pl.DataFrame:
     links = """ OR i.link_id IN (SELECT link_id FROM links WHERE (tier = 'gpu_rtsw' AND b = 'rtsw-' || ?)
                                   OR (tier = 'rtsw_ctsw' AND a = 'rtsw-' || ?))"""
     with_links = has_table(run_id, "links")
-    return state.query(run_id, f"""
+    return state.query(
+        run_id,
+        f"""
         SELECT i.incident_id, i.t_s, h.hostname, i.gpu_id, i.link_id, i.cause, i.category, i.planned, i.xid,
                i.jobs_hit, i.gpu_hours_lost, i.repaired_s - i.t_s AS out_of_service_s
         FROM incidents i LEFT JOIN hosts h USING (host_id)
         WHERE h.rack_id = ?{links if with_links else ""} ORDER BY i.t_s""",  # noqa: S608 (constant fragments only)
-                       (rack_id, rack_id, rack_id) if with_links else (rack_id,))
+        (rack_id, rack_id, rack_id) if with_links else (rack_id,),
+    )
 
 
 def rack_xids(run_id: str, rack_id: int, t_s: float) -> pl.DataFrame:
     """XID lines of the rack's GPUs up to `t_s`, newest first."""
     if not has_table(run_id, "xid_events"):
         return pl.DataFrame()
-    return state.query(run_id, """
+    return state.query(
+        run_id,
+        """
         SELECT x.t_s, h.hostname, g."index" AS gpu_index, x.xid, x.incident_id, x.message
         FROM xid_events x JOIN hosts h USING (host_id) LEFT JOIN gpus g ON g.gpu_id = x.gpu_id
-        WHERE h.rack_id = ? AND x.t_s <= ? ORDER BY x.t_s DESC""", (rack_id, t_s))
+        WHERE h.rack_id = ? AND x.t_s <= ? ORDER BY x.t_s DESC""",
+        (rack_id, t_s),
+    )
 
 
 def rack_links(run_id: str, rack_id: int, t_s: float) -> pl.DataFrame:
@@ -225,29 +276,44 @@ def rack_links(run_id: str, rack_id: int, t_s: float) -> pl.DataFrame:
     if not has_table(run_id, "links"):
         return pl.DataFrame()
     with_samples = has_table(run_id, "link_samples")
-    util = ("(SELECT link_id, arg_max(util_pct, t_s) AS util_pct FROM link_samples WHERE t_s <= ? GROUP BY link_id)"
-            if with_samples else "(SELECT NULL::INTEGER AS link_id, NULL::REAL AS util_pct)")
+    util = (
+        "(SELECT link_id, arg_max(util_pct, t_s) AS util_pct FROM link_samples WHERE t_s <= ? GROUP BY link_id)"
+        if with_samples
+        else "(SELECT NULL::INTEGER AS link_id, NULL::REAL AS util_pct)"
+    )
     params = (t_s, t_s) + ((t_s,) if with_samples else ()) + (rack_id, rack_id)  # in the order of the ?s
-    return state.query(run_id, f"""
+    return state.query(
+        run_id,
+        f"""
         WITH down AS (SELECT DISTINCT link_id FROM incidents WHERE link_id IS NOT NULL AND t_s <= ?
                       AND coalesce(repaired_s, 'infinity'::DOUBLE) > ?)
         SELECT l.link_id, l.tier, l.a, l.b, l.capacity_gbps,
                CASE WHEN d.link_id IS NOT NULL THEN 'down' ELSE 'up' END AS state, u.util_pct
         FROM links l LEFT JOIN down d USING (link_id) LEFT JOIN {util} u USING (link_id)
         WHERE (l.tier = 'gpu_rtsw' AND l.b = 'rtsw-' || ?) OR (l.tier = 'rtsw_ctsw' AND l.a = 'rtsw-' || ?)
-        ORDER BY l.tier, l.link_id""", params)  # noqa: S608 (constant fragments only)
+        ORDER BY l.tier, l.link_id""",  # noqa: S608 (constant fragments only)
+        params,
+    )
 
 
 # ----- blast radius --------------------------------------------------------------------------------------
 
+
 def jobs(run_id: str) -> pl.DataFrame:
     if not has_table(run_id, "jobs"):
-        return pl.DataFrame(schema={"job_id": pl.String, "name": pl.String, "gpus": pl.Float64, "kind": pl.String})
+        return pl.DataFrame(
+            schema={"job_id": pl.String, "name": pl.String, "gpus": pl.Float64, "kind": pl.String}
+        )
     return state.query(run_id, "SELECT job_id, name, gpus, kind FROM jobs")
 
 
-def blast_radius(hosts: pl.DataFrame, gpus_per_host: int, job_table: pl.DataFrame, hit_hosts: pl.Series,
-                 spanning_racks: bool = False) -> pl.DataFrame:
+def blast_radius(
+    hosts: pl.DataFrame,
+    gpus_per_host: int,
+    job_table: pl.DataFrame,
+    hit_hosts: pl.Series,
+    spanning_racks: bool = False,
+) -> pl.DataFrame:
     """The jobs a failure of `hit_hosts` (host ids) would interrupt at the moment `hosts` (hosts_at) shows:
     job_id, name, kind, hosts_hit (its hosts among them), gpus_hit (their GPUs) and job_gpus (every GPU the
     job holds then, all of which stop: a gang-scheduled job restarts as a whole). Largest first.
@@ -257,19 +323,33 @@ def blast_radius(hosts: pl.DataFrame, gpus_per_host: int, job_table: pl.DataFram
         spread = running.group_by("job_id").agg(pl.col("rack_id").n_unique().alias("racks"))
         running = running.join(spread.filter(pl.col("racks") > 1).select("job_id"), on="job_id", how="semi")
     holding = running.group_by("job_id").agg(pl.len().alias("job_hosts"))
-    hit = (running.filter(pl.col("host_id").is_in(hit_hosts.implode())).group_by("job_id")
-           .agg(pl.len().alias("hosts_hit")))
-    out = (hit.join(holding, on="job_id").join(job_table.select("job_id", "name", "kind"), on="job_id", how="left")
-           .with_columns((pl.col("hosts_hit") * gpus_per_host).alias("gpus_hit"),
-                         (pl.col("job_hosts") * gpus_per_host).alias("job_gpus")))
+    hit = (
+        running.filter(pl.col("host_id").is_in(hit_hosts.implode()))
+        .group_by("job_id")
+        .agg(pl.len().alias("hosts_hit"))
+    )
+    out = (
+        hit.join(holding, on="job_id")
+        .join(job_table.select("job_id", "name", "kind"), on="job_id", how="left")
+        .with_columns(
+            (pl.col("hosts_hit") * gpus_per_host).alias("gpus_hit"),
+            (pl.col("job_hosts") * gpus_per_host).alias("job_gpus"),
+        )
+    )
     return out.select("job_id", "name", "kind", "hosts_hit", "gpus_hit", "job_gpus").sort(
-        ["job_gpus", "job_id"], descending=[True, False])
+        ["job_gpus", "job_id"], descending=[True, False]
+    )
 
 
 def blast_cells(cells: pl.DataFrame, hit_hosts: pl.Series, hit: pl.DataFrame) -> pl.DataFrame:
     """`cells` (floor_cells) with `blast`: 2 behind the failed part, 1 in a job that stops, 0 unaffected."""
-    return cells.with_columns(blast=pl.when(pl.col("host_id").is_in(hit_hosts.implode())).then(2)
-                              .when(pl.col("job_id").is_in(hit["job_id"].implode())).then(1).otherwise(0))
+    return cells.with_columns(
+        blast=pl.when(pl.col("host_id").is_in(hit_hosts.implode()))
+        .then(2)
+        .when(pl.col("job_id").is_in(hit["job_id"].implode()))
+        .then(1)
+        .otherwise(0)
+    )
 
 
 def parse_t(value: str | None, duration_s: float) -> float:
@@ -329,8 +409,12 @@ def blast_target_of_rack(hosts: pl.DataFrame, kind: str, rack_id: int) -> str | 
     in_rack = hosts.filter(pl.col("rack_id") == rack_id).sort("slot", descending=True)
     if in_rack.is_empty():
         return None
-    return {"rack": str(rack_id), "host": in_rack["hostname"][0], "rtsw": f"rtsw-{rack_id}",
-            "ctsw": f"ctsw-{in_rack['pod_id'][0]}-0"}[kind]
+    return {
+        "rack": str(rack_id),
+        "host": in_rack["hostname"][0],
+        "rtsw": f"rtsw-{rack_id}",
+        "ctsw": f"ctsw-{in_rack['pod_id'][0]}-0",
+    }[kind]
 
 
 def blast_hosts(hosts: pl.DataFrame, kind: str, name: str) -> tuple[pl.Series, bool]:

@@ -77,15 +77,14 @@ def headline(summary: dict) -> list[Headline]:
                 fmt_pct(ettr),
                 delta,
                 trend=delta is not None,
-                help=definition("ettr").help + " The delta compares it with the "
+                help=definition("ettr").help
+                + " The delta compares it with the "
                 + definition("closed_form_ettr").help,
             )
         )
     mttf = number(summary, "job.mttf_hours")
     if mttf is not None:
-        out.append(
-            Headline(definition("job_mttf").label, fmt_hours(mttf), help=definition("job_mttf").help)
-        )
+        out.append(Headline(definition("job_mttf").label, fmt_hours(mttf), help=definition("job_mttf").help))
     total = number(summary, "interruptions.total")
     if total is not None:
         unexpected, planned = (
@@ -98,8 +97,9 @@ def headline(summary: dict) -> list[Headline]:
             else None
         )
         out.append(
-            Headline(definition("interruptions").label, fmt_int(total), note,
-                     help=definition("interruptions").help)
+            Headline(
+                definition("interruptions").label, fmt_int(total), note, help=definition("interruptions").help
+            )
         )
     losses = losses_from_summary(summary)
     lost = sum(losses.values()) if losses else number(summary, "job.lost_gpu_hours")
@@ -111,25 +111,41 @@ def headline(summary: dict) -> list[Headline]:
             else None
         )
         out.append(
-            Headline(definition("goodput_lost").label, fmt_gpu_hours(lost),
-                     fmt_usd(cost) if cost is not None else None, help=definition("goodput_lost").help)
+            Headline(
+                definition("goodput_lost").label,
+                fmt_gpu_hours(lost),
+                fmt_usd(cost) if cost is not None else None,
+                help=definition("goodput_lost").help,
+            )
         )
     utilization = number(summary, "cluster.utilization")
     if utilization is not None:
         out.append(
-            Headline(definition("utilisation_by_allocation").label, fmt_pct(utilization),
-                     help=definition("utilisation_by_allocation").help)
+            Headline(
+                definition("utilisation_by_allocation").label,
+                fmt_pct(utilization),
+                help=definition("utilisation_by_allocation").help,
+            )
         )
     progress = number(summary, "cluster.utilization_progress")
     if progress is not None:
-        out.append(Headline(definition("utilisation_by_progress").label, fmt_pct(progress),
-                            help=definition("utilisation_by_progress").help))
+        out.append(
+            Headline(
+                definition("utilisation_by_progress").label,
+                fmt_pct(progress),
+                help=definition("utilisation_by_progress").help,
+            )
+        )
     down, cluster_hours = number(summary, "cluster.gpu_hours_down"), number(summary, "cluster.gpu_hours")
     if down is not None:
         share = f"{fmt_pct(down / cluster_hours)} of the cluster" if cluster_hours else None
         out.append(
-            Headline(definition("gpu_hours_down").label, fmt_gpu_hours(down), share,
-                     help=definition("gpu_hours_down").help)
+            Headline(
+                definition("gpu_hours_down").label,
+                fmt_gpu_hours(down),
+                share,
+                help=definition("gpu_hours_down").help,
+            )
         )
     return out + _replay_and_ingest_headline(summary, have_utilization=utilization is not None)
 
@@ -151,8 +167,11 @@ def _replay_and_ingest_headline(summary: dict, *, have_utilization: bool) -> lis
     utilization = number(summary, "utilization")
     if utilization is not None and not have_utilization:
         out.append(
-            Headline(definition("utilisation_by_allocation").label, fmt_pct(utilization),
-                     help=definition("utilisation_by_allocation").help)
+            Headline(
+                definition("utilisation_by_allocation").label,
+                fmt_pct(utilization),
+                help=definition("utilisation_by_allocation").help,
+            )
         )
     wait, p95 = number(summary, "wait_mean_s"), number(summary, "wait_p95_s")
     if wait is not None:

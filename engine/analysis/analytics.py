@@ -29,8 +29,15 @@ def job_failure_rate(hosts: int, rate_per_1000_node_days: float) -> float:
     return hosts * rate_per_1000_node_days / 1000.0 / SECONDS_PER_DAY
 
 
-def closed_form_ettr(*, gpus: int, rate_per_1000_node_days: float, checkpoint_interval_s: float,
-                     checkpoint_write_s: float, restart_overhead_s: float, gpus_per_host: int = 8) -> ClosedForm:
+def closed_form_ettr(
+    *,
+    gpus: int,
+    rate_per_1000_node_days: float,
+    checkpoint_interval_s: float,
+    checkpoint_write_s: float,
+    restart_overhead_s: float,
+    gpus_per_host: int = 8,
+) -> ClosedForm:
     """Kokolis et al.'s first-order estimate, clipped at 0 where failures outrun progress."""
     hosts = math.ceil(gpus / gpus_per_host)
     rate = job_failure_rate(hosts, rate_per_1000_node_days)
@@ -75,8 +82,9 @@ def _coverage(starts: np.ndarray, ends: np.ndarray, at: np.ndarray) -> np.ndarra
     return np.where(i >= 0, before[np.maximum(i, 0)] + inside, 0.0)
 
 
-def productive_intervals(job_attempts: pl.DataFrame, checkpoints: pl.DataFrame, job_id: str
-                         ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def productive_intervals(
+    job_attempts: pl.DataFrame, checkpoints: pl.DataFrame, job_id: str
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(attempt starts, ends) and (unproductive starts, ends) inside the attempts of one job.
 
     An attempt is time the job held its hosts and trained. Inside it, two things are not progress: blocking
@@ -94,8 +102,9 @@ def productive_intervals(job_attempts: pl.DataFrame, checkpoints: pl.DataFrame, 
     return a_start, a_end, np.concatenate([c_start, tail_start]), np.concatenate([c_end, a_end])
 
 
-def ettr_timeline(job_attempts: pl.DataFrame, checkpoints: pl.DataFrame, job_id: str, bucket_s: float,
-                  duration_s: float) -> pl.DataFrame:
+def ettr_timeline(
+    job_attempts: pl.DataFrame, checkpoints: pl.DataFrame, job_id: str, bucket_s: float, duration_s: float
+) -> pl.DataFrame:
     """ETTR of one job per time bucket: t_s (bucket start), ettr, ettr_cumulative (from the job's start).
 
     `ettr` is the productive share of the part of the bucket after the job's start (null before it);
@@ -107,9 +116,14 @@ def ettr_timeline(job_attempts: pl.DataFrame, checkpoints: pl.DataFrame, job_id:
     edges = np.append(np.arange(0.0, duration_s, bucket_s), duration_s)
     a_start, a_end, u_start, u_end = productive_intervals(job_attempts, checkpoints, job_id)
     if len(a_start) == 0:
-        return pl.DataFrame({"t_s": edges[:-1], "ettr": [None] * (len(edges) - 1),
-                             "ettr_cumulative": [None] * (len(edges) - 1)},
-                            schema={"t_s": pl.Float64, "ettr": pl.Float64, "ettr_cumulative": pl.Float64})
+        return pl.DataFrame(
+            {
+                "t_s": edges[:-1],
+                "ettr": [None] * (len(edges) - 1),
+                "ettr_cumulative": [None] * (len(edges) - 1),
+            },
+            schema={"t_s": pl.Float64, "ettr": pl.Float64, "ettr_cumulative": pl.Float64},
+        )
     # unproductive time only counts where it lies inside an attempt
     u_start, u_end = _clip_to(u_start, u_end, a_start, a_end)
     productive = _coverage(a_start, a_end, edges) - _coverage(u_start, u_end, edges)
@@ -123,8 +137,9 @@ def ettr_timeline(job_attempts: pl.DataFrame, checkpoints: pl.DataFrame, job_id:
     return pl.DataFrame({"t_s": edges[:-1], "ettr": ettr, "ettr_cumulative": cumulative}).fill_nan(None)
 
 
-def _clip_to(starts: np.ndarray, ends: np.ndarray, a_start: np.ndarray, a_end: np.ndarray
-             ) -> tuple[np.ndarray, np.ndarray]:
+def _clip_to(
+    starts: np.ndarray, ends: np.ndarray, a_start: np.ndarray, a_end: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """Each interval cut to the attempt it starts in (attempts sorted and disjoint)."""
     i = np.clip(np.searchsorted(a_start, starts, side="right") - 1, 0, len(a_start) - 1)
     lo = np.maximum(starts, a_start[i])
@@ -138,9 +153,11 @@ def loss_breakdown(summary: dict) -> pl.DataFrame:
     hours = job.get("losses_gpu_hours", {})
     usd = job.get("losses_usd", {})
     return pl.DataFrame(
-        {"category": list(LOSS_CATEGORIES),
-         "gpu_hours": [float(hours.get(c, 0.0)) for c in LOSS_CATEGORIES],
-         "usd": [float(usd.get(c, 0.0)) for c in LOSS_CATEGORIES]},
+        {
+            "category": list(LOSS_CATEGORIES),
+            "gpu_hours": [float(hours.get(c, 0.0)) for c in LOSS_CATEGORIES],
+            "usd": [float(usd.get(c, 0.0)) for c in LOSS_CATEGORIES],
+        },
         schema={"category": pl.String, "gpu_hours": pl.Float64, "usd": pl.Float64},
     )
 

@@ -39,10 +39,21 @@ def flagship_job_id(source: "Source") -> str | None:
     with _connection(source) as con:
         rows = con.execute(FLAGSHIP_JOB_SQL).fetchall()
     return str(rows[0][0]) if rows else None
+
+
 CHAIN_SCHEMA = {"step": pl.Int32, "t_s": pl.Float64, "what": pl.String, "detail": pl.String}
 # Steps at the same instant keep the order of the story.
-_ORDER = {"checkpoint": 0, "occurred": 1, "detected": 2, "job interrupted": 3, "hosts drained": 4,
-          "spares swapped in": 5, "job running again": 6, "repair": 7, "host returned": 8}
+_ORDER = {
+    "checkpoint": 0,
+    "occurred": 1,
+    "detected": 2,
+    "job interrupted": 3,
+    "hosts drained": 4,
+    "spares swapped in": 5,
+    "job running again": 6,
+    "repair": 7,
+    "host returned": 8,
+}
 EPS = 1e-6
 
 
@@ -87,7 +98,9 @@ def load_incidents(source: Source) -> pl.DataFrame:
     rack (its link is a rack switch uplink, not a GPU's cable: tier gpu_rtsw or gpu_leaf), and the names and
     users of the jobs it hit."""
     with _connection(source) as con:
-        return query_frame(con, """
+        return query_frame(
+            con,
+            """
             WITH hit AS (
                 SELECT i.incident_id, list(coalesce(j.name, u.job_id) ORDER BY u.n) AS job_names,
                        list(coalesce(j."user", '') ORDER BY u.n) AS users
@@ -106,7 +119,8 @@ def load_incidents(source: Source) -> pl.DataFrame:
             LEFT JOIN gpus g ON g.gpu_id = i.gpu_id
             LEFT JOIN links l ON l.link_id = i.link_id
             LEFT JOIN hit ON hit.incident_id = i.incident_id
-            ORDER BY i.t_s, i.incident_id""")
+            ORDER BY i.t_s, i.incident_id""",
+        )
 
 
 # ----- one incident -----------------------------------------------------------------------------------------
@@ -151,8 +165,12 @@ def incident_detail(source: Source, incident_id: int, *, rename: Rename | None =
             raise IncidentError(f"no incident {incident_id} in this run")
         inc = rows.row(0, named=True)
         inc["job_ids"] = list(inc.get("job_ids") or [])
-        names = {h: rename("host", n) for h, n in query_frame(con, "SELECT host_id, hostname FROM hosts"
-                                                                   " WHERE hostname IS NOT NULL").iter_rows()}
+        names = {
+            h: rename("host", n)
+            for h, n in query_frame(
+                con, "SELECT host_id, hostname FROM hosts WHERE hostname IS NOT NULL"
+            ).iter_rows()
+        }
         horizon = _horizon(con)
         steps: list[tuple[float, str, str]] = []
         where = _where(inc, names)
@@ -162,8 +180,15 @@ def incident_detail(source: Source, incident_id: int, *, rename: Rename | None =
         hosts = _repair_steps(con, inc, names, steps)
         gpus = [inc["gpu_id"]] if inc["gpu_id"] is not None else _gpus_of(con, hosts)
     steps.sort(key=lambda s: (s[0], _ORDER[s[1].split(":")[0]]))
-    chain = pl.DataFrame({"step": list(range(1, len(steps) + 1)), "t_s": [s[0] for s in steps],
-                          "what": [s[1] for s in steps], "detail": [s[2] for s in steps]}, schema=CHAIN_SCHEMA)
+    chain = pl.DataFrame(
+        {
+            "step": list(range(1, len(steps) + 1)),
+            "t_s": [s[0] for s in steps],
+            "what": [s[1] for s in steps],
+            "detail": [s[2] for s in steps],
+        },
+        schema=CHAIN_SCHEMA,
+    )
     return IncidentDetail(inc, chain, cost, hosts, gpus, inc["job_ids"])
 
 
@@ -190,8 +215,9 @@ def _where(inc: dict, names: dict) -> str:
 
 def _how_detected(con: duckdb.DuckDBPyConnection, inc: dict) -> str:
     """XIDs in the kernel log where there are any; else what Goodput's failure model says notices the cause."""
-    xids = query_frame(con, "SELECT xid, message FROM xid_events WHERE incident_id = ? ORDER BY t_s",
-                       [inc["incident_id"]])
+    xids = query_frame(
+        con, "SELECT xid, message FROM xid_events WHERE incident_id = ? ORDER BY t_s", [inc["incident_id"]]
+    )
     late = inc["detected_s"] - inc["t_s"]
     cause = inc["cause"]
     if xids.height:
@@ -222,19 +248,35 @@ def _jobs_hit(con, inc: dict, horizon: float, steps: list, names: dict, rename: 
         info = query_frame(con, "SELECT name, gpus, end_s FROM jobs WHERE job_id = ?", [job])
         name, gpus, job_end = info.row(0) if info.height else (job, 0.0, None)
         name = rename("job", name or job)
-        attempts = query_frame(con, "SELECT attempt, start_s, end_s, end_reason, lost_work_s, hosts"
-                                    " FROM job_attempts WHERE job_id = ? ORDER BY attempt", [job])
-        ended = attempts.filter((pl.col("end_reason") == reason) & (pl.col("end_s") >= inc["t_s"] - EPS)
-                                & (pl.col("end_s") <= max(inc["detected_s"], inc["t_s"]) + EPS))
-        later = query_frame(con, "SELECT min(detected_s) AS t FROM incidents WHERE list_contains(job_ids, ?)"
-                                 " AND detected_s > ? AND incident_id <> ?", [job, inc["detected_s"],
-                                                                               inc["incident_id"]])["t"][0]
+        attempts = query_frame(
+            con,
+            "SELECT attempt, start_s, end_s, end_reason, lost_work_s, hosts"
+            " FROM job_attempts WHERE job_id = ? ORDER BY attempt",
+            [job],
+        )
+        ended = attempts.filter(
+            (pl.col("end_reason") == reason)
+            & (pl.col("end_s") >= inc["t_s"] - EPS)
+            & (pl.col("end_s") <= max(inc["detected_s"], inc["t_s"]) + EPS)
+        )
+        later = query_frame(
+            con,
+            "SELECT min(detected_s) AS t FROM incidents WHERE list_contains(job_ids, ?)"
+            " AND detected_s > ? AND incident_id <> ?",
+            [job, inc["detected_s"], inc["incident_id"]],
+        )["t"][0]
         next_hit = horizon if later is None else later
         if ended.height:
             hit = ended.sort((pl.col("end_s") - inc["detected_s"]).abs()).row(0, named=True)
             at, lost, attempt = hit["end_s"], hit["lost_work_s"] or 0.0, hit["attempt"]
-            steps.append((at, "job interrupted", f"{name}: attempt {attempt} on {len(hit['hosts'] or [])} hosts"
-                                                 f" ended, {lost:,.0f} s of work lost"))
+            steps.append(
+                (
+                    at,
+                    "job interrupted",
+                    f"{name}: attempt {attempt} on {len(hit['hosts'] or [])} hosts"
+                    f" ended, {lost:,.0f} s of work lost",
+                )
+            )
             nxt = attempts.filter(pl.col("attempt") == attempt + 1)
             _restart_steps(con, job, name, hit, nxt, inc, steps, names)
         else:  # hit while it restarted: no attempt ended, no work lost, the restart began again
@@ -250,21 +292,44 @@ def _jobs_hit(con, inc: dict, horizon: float, steps: list, names: dict, rename: 
         else:
             resumed = at  # the job ended there (a research job that failed): no restart to charge
         restart = max(min(resumed, next_hit, horizon) - at, 0.0)
-        records.append((job, name, float(gpus or 0.0), attempt, lost, restart,
-                        float(gpus or 0.0) * (lost + restart) / SECONDS_PER_HOUR))
-    return pl.DataFrame(records, schema={"job_id": pl.String, "name": pl.String, "gpus": pl.Float64,
-                                         "attempt": pl.Int32, "lost_work_s": pl.Float64, "restart_s": pl.Float64,
-                                         "gpu_hours_lost": pl.Float64}, orient="row")
+        records.append(
+            (
+                job,
+                name,
+                float(gpus or 0.0),
+                attempt,
+                lost,
+                restart,
+                float(gpus or 0.0) * (lost + restart) / SECONDS_PER_HOUR,
+            )
+        )
+    return pl.DataFrame(
+        records,
+        schema={
+            "job_id": pl.String,
+            "name": pl.String,
+            "gpus": pl.Float64,
+            "attempt": pl.Int32,
+            "lost_work_s": pl.Float64,
+            "restart_s": pl.Float64,
+            "gpu_hours_lost": pl.Float64,
+        },
+        orient="row",
+    )
 
 
-def _restart_steps(con, job: str, name: str, hit: dict, nxt: pl.DataFrame, inc: dict, steps: list,
-                   names: dict) -> None:
-    ckpt = con.execute("SELECT max(end_s) FROM checkpoints WHERE job_id = ? AND end_s <= ?",
-                       [job, inc["t_s"]]).fetchall()[0][0]
+def _restart_steps(
+    con, job: str, name: str, hit: dict, nxt: pl.DataFrame, inc: dict, steps: list, names: dict
+) -> None:
+    ckpt = con.execute(
+        "SELECT max(end_s) FROM checkpoints WHERE job_id = ? AND end_s <= ?", [job, inc["t_s"]]
+    ).fetchall()[0][0]
     if ckpt is not None:
         steps.append((float(ckpt), "checkpoint", f"{name}: restarts from the checkpoint completed here"))
     elif not inc["planned"]:
-        steps.append((float(hit["start_s"]), "checkpoint", f"{name}: no checkpoint yet; restarts from its start"))
+        steps.append(
+            (float(hit["start_s"]), "checkpoint", f"{name}: no checkpoint yet; restarts from its start")
+        )
     if not nxt.height:
         return
     new = nxt.row(0, named=True)
@@ -272,9 +337,16 @@ def _restart_steps(con, job: str, name: str, hit: dict, nxt: pl.DataFrame, inc: 
     added = [h for h in new_hosts if h not in old_hosts]
     if added:
         removed = sorted(old_hosts - set(new_hosts))
-        steps.append((new["start_s"], "spares swapped in",
-                      f"{name}: hosts {_hostnames(names, added)} replace {_hostnames(names, removed)}"))
-    steps.append((new["start_s"], "job running again", f"{name}: attempt {new['attempt']} on {len(new_hosts)} hosts"))
+        steps.append(
+            (
+                new["start_s"],
+                "spares swapped in",
+                f"{name}: hosts {_hostnames(names, added)} replace {_hostnames(names, removed)}",
+            )
+        )
+    steps.append(
+        (new["start_s"], "job running again", f"{name}: attempt {new['attempt']} on {len(new_hosts)} hosts")
+    )
 
 
 def _hostnames(names: dict, hosts: Iterable[int]) -> str:
@@ -288,23 +360,41 @@ def _repair_steps(con, inc: dict, names: dict, steps: list) -> list[int]:
         return []
     candidates = None if inc["host_id"] is None else [inc["host_id"]]
     if inc["host_id"] is not None and SCOPE.get(inc["cause"]) == "network":  # a rack switch takes the rack
-        candidates = query_frame(con, "SELECT host_id FROM hosts WHERE rack_id = (SELECT rack_id FROM hosts"
-                                      " WHERE host_id = ?)", [inc["host_id"]])["host_id"].to_list() or candidates
-    states = query_frame(con, "SELECT host_id, state, start_s, end_s FROM host_states WHERE end_s > ?"
-                              " AND (? OR list_contains(?, host_id)) ORDER BY host_id, start_s",
-                         [inc["t_s"] - EPS, candidates is None, candidates or []])
+        candidates = (
+            query_frame(
+                con,
+                "SELECT host_id FROM hosts WHERE rack_id = (SELECT rack_id FROM hosts WHERE host_id = ?)",
+                [inc["host_id"]],
+            )["host_id"].to_list()
+            or candidates
+        )
+    states = query_frame(
+        con,
+        "SELECT host_id, state, start_s, end_s FROM host_states WHERE end_s > ?"
+        " AND (? OR list_contains(?, host_id)) ORDER BY host_id, start_s",
+        [inc["t_s"] - EPS, candidates is None, candidates or []],
+    )
     out_of_service = pl.col("state").is_in(OUT_OF_SERVICE_STATES)
-    first = states.filter(out_of_service & (pl.col("start_s") >= inc["t_s"] - EPS)
-                          & (pl.col("start_s") <= inc["detected_s"] + EPS)).group_by("host_id").agg(
-                              pl.col("start_s").min())
+    first = (
+        states.filter(
+            out_of_service
+            & (pl.col("start_s") >= inc["t_s"] - EPS)
+            & (pl.col("start_s") <= inc["detected_s"] + EPS)
+        )
+        .group_by("host_id")
+        .agg(pl.col("start_s").min())
+    )
     if first.height == 0:
         return []
     # each host's out-of-service run: from its first such interval until the first one that is not
-    runs = (states.join(first.rename({"start_s": "from_s"}), on="host_id")
-            .filter(pl.col("start_s") >= pl.col("from_s") - EPS).sort("host_id", "start_s")
-            .with_columns(back=(~out_of_service).cum_sum().over("host_id"))
-            # back counts the in-service intervals so far: 0 while out, 1 at the return (and any later repair)
-            .filter((pl.col("back") == 0) | ((pl.col("back") == 1) & ~out_of_service)))
+    runs = (
+        states.join(first.rename({"start_s": "from_s"}), on="host_id")
+        .filter(pl.col("start_s") >= pl.col("from_s") - EPS)
+        .sort("host_id", "start_s")
+        .with_columns(back=(~out_of_service).cum_sum().over("host_id"))
+        # back counts the in-service intervals so far: 0 while out, 1 at the return (and any later repair)
+        .filter((pl.col("back") == 0) | ((pl.col("back") == 1) & ~out_of_service))
+    )
     # hosts with the same story are told once ("h0002, h0003: repair ...")
     stories: dict[tuple, list[int]] = {}
     for host, group in runs.group_by("host_id", maintain_order=True):
@@ -338,8 +428,9 @@ def _merge(rows: list[tuple]) -> list[tuple]:
 def _gpus_of(con, hosts: list[int]) -> list[int]:
     if not hosts:
         return []
-    return query_frame(con, "SELECT gpu_id FROM gpus WHERE list_contains(?, host_id) ORDER BY gpu_id",
-                       [hosts])["gpu_id"].to_list()
+    return query_frame(
+        con, "SELECT gpu_id FROM gpus WHERE list_contains(?, host_id) ORDER BY gpu_id", [hosts]
+    )["gpu_id"].to_list()
 
 
 # ----- the set ---------------------------------------------------------------------------------------------
@@ -347,15 +438,26 @@ def _gpus_of(con, hosts: list[int]) -> list[int]:
 
 def known_causes(frame: pl.DataFrame | None = None) -> set[str]:
     """The taxonomy's causes, planned_maintenance, and any further cause the frame's run added."""
-    extra = set(frame["cause"].drop_nulls().unique().to_list()) if frame is not None and "cause" in frame.columns \
+    extra = (
+        set(frame["cause"].drop_nulls().unique().to_list())
+        if frame is not None and "cause" in frame.columns
         else set()
+    )
     return set(CATEGORY) | extra
 
 
-def filter_incidents(frame: pl.DataFrame, *, since_s: float | None = None, until_s: float | None = None,
-                     causes: Iterable[str] | None = None, categories: Iterable[str] | None = None,
-                     racks: Iterable[int] | None = None, jobs: Iterable[str] | None = None,
-                     planned: bool | None = None, incident_ids: Iterable[int] | None = None) -> pl.DataFrame:
+def filter_incidents(
+    frame: pl.DataFrame,
+    *,
+    since_s: float | None = None,
+    until_s: float | None = None,
+    causes: Iterable[str] | None = None,
+    categories: Iterable[str] | None = None,
+    racks: Iterable[int] | None = None,
+    jobs: Iterable[str] | None = None,
+    planned: bool | None = None,
+    incident_ids: Iterable[int] | None = None,
+) -> pl.DataFrame:
     """The incidents matching every filter given (AND across filters, OR within one): time window
     [since_s, until_s) on t_s, causes, categories, racks (rack_id column, from load_incidents), jobs
     (any of the jobs hit), planned (True: planned only, False: unexpected only), incident ids.
@@ -369,18 +471,24 @@ def filter_incidents(frame: pl.DataFrame, *, since_s: float | None = None, until
         causes = list(causes)
         unknown = sorted(set(causes) - known_causes(frame))
         if unknown:
-            raise IncidentError(f"unknown cause {', '.join(unknown)}; causes are {', '.join(sorted(known_causes(frame)))}")
+            raise IncidentError(
+                f"unknown cause {', '.join(unknown)}; causes are {', '.join(sorted(known_causes(frame)))}"
+            )
         conditions.append(pl.col("cause").is_in(causes))
     if categories is not None:
         categories = list(categories)
         known = set(CATEGORY.values()) | set(frame["category"].drop_nulls().unique().to_list())
         unknown = sorted(set(categories) - known)
         if unknown:
-            raise IncidentError(f"unknown category {', '.join(unknown)}; categories are {', '.join(sorted(known))}")
+            raise IncidentError(
+                f"unknown category {', '.join(unknown)}; categories are {', '.join(sorted(known))}"
+            )
         conditions.append(pl.col("category").is_in(categories))
     if racks is not None:
         if "rack_id" not in frame.columns:
-            raise IncidentError("filter by rack: the incidents have no rack_id (use engine.analysis.incidents.load_incidents)")
+            raise IncidentError(
+                "filter by rack: the incidents have no rack_id (use engine.analysis.incidents.load_incidents)"
+            )
         conditions.append(pl.col("rack_id").is_in([int(r) for r in racks]))
     if jobs is not None:
         jobs = list(jobs)
@@ -408,23 +516,41 @@ def summary_counts(incidents: pl.DataFrame, days: float | None = None, *, job: s
 
     def share(group: str) -> pl.DataFrame:
         counts = incidents.group_by(group).agg(
-            interruptions=pl.len(), unexpected=(~pl.col("planned").fill_null(False)).sum().cast(pl.Int64),
-            gpu_hours_lost=pl.col("gpu_hours_lost").sum())
+            interruptions=pl.len(),
+            unexpected=(~pl.col("planned").fill_null(False)).sum().cast(pl.Int64),
+            gpu_hours_lost=pl.col("gpu_hours_lost").sum(),
+        )
         return counts.with_columns(
-            pct_of_unexpected=pl.col("unexpected") / n_unexpected * 100 if n_unexpected else pl.lit(None,
-                                                                                                  pl.Float64)
+            pct_of_unexpected=pl.col("unexpected") / n_unexpected * 100
+            if n_unexpected
+            else pl.lit(None, pl.Float64)
         ).sort(["interruptions", group], descending=[True, False])
 
     n_days = max(int(-(-days // 1)), 1)
-    per_day = (pl.DataFrame({"day": pl.int_range(0, n_days, eager=True)})
-               .join(incidents.with_columns(day=(pl.col("t_s") // SECONDS_PER_DAY).cast(pl.Int64))
-                     .group_by("day").agg(planned=pl.col("planned").fill_null(False).sum().cast(pl.Int64),
-                                          unexpected=(~pl.col("planned").fill_null(False)).sum().cast(pl.Int64)),
-                     on="day", how="left").fill_null(0).sort("day"))
+    per_day = (
+        pl.DataFrame({"day": pl.int_range(0, n_days, eager=True)})
+        .join(
+            incidents.with_columns(day=(pl.col("t_s") // SECONDS_PER_DAY).cast(pl.Int64))
+            .group_by("day")
+            .agg(
+                planned=pl.col("planned").fill_null(False).sum().cast(pl.Int64),
+                unexpected=(~pl.col("planned").fill_null(False)).sum().cast(pl.Int64),
+            ),
+            on="day",
+            how="left",
+        )
+        .fill_null(0)
+        .sort("day")
+    )
     return {
-        "total": incidents.height, "planned": incidents.height - n_unexpected, "unexpected": n_unexpected,
-        "hardware": hardware, "hardware_share": hardware / n_unexpected if n_unexpected else None,
+        "total": incidents.height,
+        "planned": incidents.height - n_unexpected,
+        "unexpected": n_unexpected,
+        "hardware": hardware,
+        "hardware_share": hardware / n_unexpected if n_unexpected else None,
         "per_day": incidents.height / days if days > 0 else None,
         "gpu_hours_lost": float(incidents["gpu_hours_lost"].sum() or 0.0),
-        "by_cause": share("cause"), "by_category": share("category"), "days": per_day,
+        "by_cause": share("cause"),
+        "by_category": share("category"),
+        "days": per_day,
     }

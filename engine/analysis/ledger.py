@@ -19,12 +19,21 @@ from dataclasses import dataclass
 from engine.units import SECONDS_PER_HOUR
 
 # The buckets in the order they are drawn (engine.report.palette.LOSS_COLOURS / LOSS_LABELS name them).
-BUCKETS: tuple[str, ...] = ("productive", "lost_work", "restart", "checkpoint", "waiting_for_spares",
-                            "network_slowdown")
+BUCKETS: tuple[str, ...] = (
+    "productive",
+    "lost_work",
+    "restart",
+    "checkpoint",
+    "waiting_for_spares",
+    "network_slowdown",
+)
 # Each bucket's definition (engine/analysis/definitions/goodput.py): its label and help wherever the bucket is shown.
 BUCKET_DEFINITIONS: dict[str, str] = {
-    "productive": "productive", "lost_work": "lost_work", "restart": "restart_overhead",
-    "checkpoint": "checkpoint_writes", "waiting_for_spares": "waiting_for_spares",
+    "productive": "productive",
+    "lost_work": "lost_work",
+    "restart": "restart_overhead",
+    "checkpoint": "checkpoint_writes",
+    "waiting_for_spares": "waiting_for_spares",
     "network_slowdown": "network_slowdown",
 }
 # The losses counted as "Goodput lost" (summary job.lost_gpu_hours): time the job did not train.
@@ -45,15 +54,23 @@ class GoodputLedger:
     network_slowdown_s: float = 0.0
 
     @classmethod
-    def from_training(cls, ledger, *, gpus: int, wall_clock_s: float, slowdown: float = 1.0) -> "GoodputLedger":
+    def from_training(
+        cls, ledger, *, gpus: int, wall_clock_s: float, slowdown: float = 1.0
+    ) -> "GoodputLedger":
         """From the simulator's engine.sim.training.JobLedger; `slowdown` is engine.fabric.traffic.placement_slowdown
         (1.0: not slowed; not finite: the job cannot run where it sits, so none of its time is progress)."""
         trained = float(ledger.productive_s)
         at_full_speed = trained / slowdown if math.isfinite(slowdown) and slowdown >= 1.0 else 0.0
-        return cls(gpus=gpus, wall_clock_s=float(wall_clock_s), productive_s=at_full_speed,
-                   lost_work_s=float(ledger.lost_work_s), restart_s=float(ledger.restart_s),
-                   checkpoint_s=float(ledger.checkpoint_s), waiting_for_spares_s=float(ledger.waiting_s),
-                   network_slowdown_s=trained - at_full_speed)
+        return cls(
+            gpus=gpus,
+            wall_clock_s=float(wall_clock_s),
+            productive_s=at_full_speed,
+            lost_work_s=float(ledger.lost_work_s),
+            restart_s=float(ledger.restart_s),
+            checkpoint_s=float(ledger.checkpoint_s),
+            waiting_for_spares_s=float(ledger.waiting_s),
+            network_slowdown_s=trained - at_full_speed,
+        )
 
     @classmethod
     def from_summary(cls, summary: dict) -> "GoodputLedger | None":
@@ -64,8 +81,11 @@ class GoodputLedger:
         if not isinstance(seconds, dict) or not isinstance(job.get("gpus"), int | float):
             return None
         try:
-            return cls(gpus=int(job["gpus"]), wall_clock_s=float(seconds["wall_clock"]),
-                       **{f"{b}_s": float(seconds[b]) for b in BUCKETS})
+            return cls(
+                gpus=int(job["gpus"]),
+                wall_clock_s=float(seconds["wall_clock"]),
+                **{f"{b}_s": float(seconds[b]) for b in BUCKETS},
+            )
         except (KeyError, TypeError, ValueError):
             return None
 
@@ -101,8 +121,9 @@ class GoodputLedger:
         return self.seconds() | {"wall_clock": self.wall_clock_s}
 
 
-def cluster_progress_share(*, flagship_productive_gpu_s: float, research_progress_gpu_s: float,
-                           cluster_gpu_s: float) -> float:
+def cluster_progress_share(
+    *, flagship_productive_gpu_s: float, research_progress_gpu_s: float, cluster_gpu_s: float
+) -> float:
     """Utilisation (progress): GPU-seconds that became kept progress over all GPU-seconds of the cluster."""
     if cluster_gpu_s <= 0:
         return 0.0

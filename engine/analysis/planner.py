@@ -31,10 +31,38 @@ from engine.units import SECONDS_PER_DAY, SECONDS_PER_HOUR
 # Round values a person would choose, in seconds: the ladder the Planner's duration sliders and default sweep
 # values are drawn from ("10 min", "15 min", "30 min", "1 h"; never "1,437.7 s").
 DURATION_LADDER_S: tuple[float, ...] = (
-    1, 2, 3, 5, 10, 15, 20, 30, 45,
-    60, 120, 180, 300, 600, 900, 1200, 1800, 2700,
-    3600, 5400, 7200, 10800, 14400, 21600, 28800, 43200,
-    86400, 2 * 86400, 3 * 86400, 7 * 86400, 14 * 86400, 30 * 86400,
+    1,
+    2,
+    3,
+    5,
+    10,
+    15,
+    20,
+    30,
+    45,
+    60,
+    120,
+    180,
+    300,
+    600,
+    900,
+    1200,
+    1800,
+    2700,
+    3600,
+    5400,
+    7200,
+    10800,
+    14400,
+    21600,
+    28800,
+    43200,
+    86400,
+    2 * 86400,
+    3 * 86400,
+    7 * 86400,
+    14 * 86400,
+    30 * 86400,
 )
 NICE_MANTISSAS = (1.0, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0)
 
@@ -84,7 +112,9 @@ class SpareCover:
     hosts_away: float  # the job's hosts in repair at once, on average
     spares: int
     run_out: float  # share of the time more of the job's hosts are away than spares are held
-    technician_load: float  # share of the technicians' time the cluster's repairs ask for (>= 1: a queue grows)
+    technician_load: (
+        float  # share of the technicians' time the cluster's repairs ask for (>= 1: a queue grows)
+    )
 
 
 def repair_share(s: Scenario) -> float:
@@ -102,19 +132,41 @@ def spare_cover(s: Scenario) -> SpareCover:
     share = repair_share(s)
     weights = {cause: s[MIX_PREFIX + cause] for cause in SCOPE}
     total = math.fsum(weights.values())
-    rack = s["failures.network_rack_share"] * s["cluster.hosts_per_rack"] + (1 - s["failures.network_rack_share"])
+    rack = s["failures.network_rack_share"] * s["cluster.hosts_per_rack"] + (
+        1 - s["failures.network_rack_share"]
+    )
     repaired = math.fsum(w for cause, w in weights.items() if SCOPE[cause] != "job")
-    per_incident = (math.fsum(w * (rack if SCOPE[c] == "network" else 1.0) for c, w in weights.items()
-                              if SCOPE[c] != "job") / repaired) if total and repaired else 1.0
-    away = (s["repair.drain"] + s["repair.diagnose"] + s["repair.fix"]
-            + s["repair.rma_fraction"] * s["repair.rma_time"] + s["repair.burn_in"])
+    per_incident = (
+        (
+            math.fsum(
+                w * (rack if SCOPE[c] == "network" else 1.0) for c, w in weights.items() if SCOPE[c] != "job"
+            )
+            / repaired
+        )
+        if total and repaired
+        else 1.0
+    )
+    away = (
+        s["repair.drain"]
+        + s["repair.diagnose"]
+        + s["repair.fix"]
+        + s["repair.rma_fraction"] * s["repair.rma_time"]
+        + s["repair.burn_in"]
+    )
     hosts_away = s.job_hosts * rate_per_host_s * share * per_incident * away
     load = s.hosts * rate_per_host_s * share * s["repair.fix"] / s["repair.technicians"]
     spares = s["spares.hosts"]
     # past full load the repair queue grows without end: sooner or later every spare is in it
     run_out = 1.0 if load >= 1.0 and hosts_away > 0 else poisson_tail(hosts_away, spares)
-    return SpareCover(repair_share=share, hosts_per_incident=per_incident, time_away_s=away,
-                      hosts_away=hosts_away, spares=spares, run_out=run_out, technician_load=load)
+    return SpareCover(
+        repair_share=share,
+        hosts_per_incident=per_incident,
+        time_away_s=away,
+        hosts_away=hosts_away,
+        spares=spares,
+        run_out=run_out,
+        technician_load=load,
+    )
 
 
 # ----- the planner's inputs: category multipliers, checkpoint writes, the closed form of a scenario ----------
@@ -138,8 +190,11 @@ def category_scale(weights: Mapping[str, float], multipliers: Mapping[str, float
 def scaled_mix(weights: Mapping[str, float], multipliers: Mapping[str, float]) -> dict[str, float]:
     """The failures.mix.<cause> values that multiply each category's causes: only the causes that change."""
     category = {c.cause: c.category for c in CAUSES}
-    return {MIX_PREFIX + cause: w * multipliers[category[cause]] for cause, w in weights.items()
-            if multipliers.get(category[cause], 1.0) != 1.0}
+    return {
+        MIX_PREFIX + cause: w * multipliers[category[cause]]
+        for cause, w in weights.items()
+        if multipliers.get(category[cause], 1.0) != 1.0
+    }
 
 
 def checkpoint_write_seconds(gb_per_gpu: float, gpus: int, bandwidth_gb_per_s: float) -> float:
@@ -150,16 +205,28 @@ def checkpoint_write_seconds(gb_per_gpu: float, gpus: int, bandwidth_gb_per_s: f
 
 def closed_form_of(s: Scenario) -> ClosedForm:
     """Kokolis et al.'s estimate for a scenario's flagship job, as engine.sim.summary computes it."""
-    return closed_form_ettr(gpus=s["training.gpus"], gpus_per_host=s["cluster.gpus_per_host"],
-                            rate_per_1000_node_days=s["failures.rate_per_1000_node_days"] * s["failures.scale"],
-                            checkpoint_interval_s=s["training.checkpoint_interval"],
-                            checkpoint_write_s=s.checkpoint_write_s,
-                            restart_overhead_s=s["training.restart_overhead"])
+    return closed_form_ettr(
+        gpus=s["training.gpus"],
+        gpus_per_host=s["cluster.gpus_per_host"],
+        rate_per_1000_node_days=s["failures.rate_per_1000_node_days"] * s["failures.scale"],
+        checkpoint_interval_s=s["training.checkpoint_interval"],
+        checkpoint_write_s=s.checkpoint_write_s,
+        restart_overhead_s=s["training.restart_overhead"],
+    )
 
 
 # The keys the flagship's placement slowdown depends on: the rest of a scenario leaves it where it is.
-PLACEMENT_KEYS = ("cluster.gpus", "cluster.gpus_per_host", "cluster.hosts_per_rack", "cluster.racks_per_pod",
-                  "cluster.fabric", "training.gpus", "spares.hosts", "training.placement", "network.gbps_per_gpu")
+PLACEMENT_KEYS = (
+    "cluster.gpus",
+    "cluster.gpus_per_host",
+    "cluster.hosts_per_rack",
+    "cluster.racks_per_pod",
+    "cluster.fabric",
+    "training.gpus",
+    "spares.hosts",
+    "training.placement",
+    "network.gbps_per_gpu",
+)
 
 
 def placement_slowdown_of(s: Scenario) -> float:
@@ -184,8 +251,17 @@ def _placement_slowdown(preset: str, shape: tuple[tuple[str, Any], ...]) -> floa
 PLANNER_LOSSES = (*LOSS_CATEGORIES, "network_slowdown")  # the last: training time the network slowed
 
 
-def closed_form_losses(estimate: ClosedForm, *, gpus: int, interval_s: float, write_s: float, restart_s: float,
-                       duration_s: float, gpu_hour_usd: float, slowdown: float = 1.0) -> pl.DataFrame:
+def closed_form_losses(
+    estimate: ClosedForm,
+    *,
+    gpus: int,
+    interval_s: float,
+    write_s: float,
+    restart_s: float,
+    duration_s: float,
+    gpu_hour_usd: float,
+    slowdown: float = 1.0,
+) -> pl.DataFrame:
     """The closed form's split of the job's wall-clock time (category, gpu_hours, usd; PLANNER_LOSSES order).
 
     Per failure (rate lambda) half an interval of work is lost and a restart is paid: lambda (T/2 + R) of the
@@ -203,10 +279,16 @@ def closed_form_losses(estimate: ClosedForm, *, gpus: int, interval_s: float, wr
     checkpoint = rest * (write_s / interval_s) / (1.0 + write_s / interval_s)
     job_gpu_hours = gpus * duration_s / SECONDS_PER_HOUR
     network = (rest - checkpoint) * slowed_share(slowdown)
-    hours = [lost * job_gpu_hours, restart * job_gpu_hours, checkpoint * job_gpu_hours, 0.0,
-             network * job_gpu_hours]
-    return pl.DataFrame({"category": list(PLANNER_LOSSES), "gpu_hours": hours,
-                         "usd": [h * gpu_hour_usd for h in hours]})
+    hours = [
+        lost * job_gpu_hours,
+        restart * job_gpu_hours,
+        checkpoint * job_gpu_hours,
+        0.0,
+        network * job_gpu_hours,
+    ]
+    return pl.DataFrame(
+        {"category": list(PLANNER_LOSSES), "gpu_hours": hours, "usd": [h * gpu_hour_usd for h in hours]}
+    )
 
 
 def slowed_share(slowdown: float) -> float:
@@ -229,10 +311,23 @@ def loss_table(summary: Mapping[str, Any], s: Scenario) -> pl.DataFrame:
     slowdown = job_slowdown(job)
     hours["network_slowdown"] = job.get("productive_hours", 0.0) * job.get("gpus", 0) * slowed_share(slowdown)
     price = s["cost.gpu_hour_usd"]
-    cf = closed_form_losses(closed_form_of(s), gpus=s["training.gpus"], interval_s=s["training.checkpoint_interval"],
-                            write_s=s.checkpoint_write_s, restart_s=s["training.restart_overhead"],
-                            duration_s=s.duration_s, gpu_hour_usd=price, slowdown=slowdown)
+    cf = closed_form_losses(
+        closed_form_of(s),
+        gpus=s["training.gpus"],
+        interval_s=s["training.checkpoint_interval"],
+        write_s=s.checkpoint_write_s,
+        restart_s=s["training.restart_overhead"],
+        duration_s=s.duration_s,
+        gpu_hour_usd=price,
+        slowdown=slowdown,
+    )
     sim_hours = [float(hours.get(c, 0.0)) for c in PLANNER_LOSSES]
-    return pl.DataFrame({
-        "category": list(PLANNER_LOSSES), "sim_gpu_hours": sim_hours, "sim_usd": [h * price for h in sim_hours],
-        "cf_gpu_hours": cf["gpu_hours"], "cf_usd": cf["usd"]})
+    return pl.DataFrame(
+        {
+            "category": list(PLANNER_LOSSES),
+            "sim_gpu_hours": sim_hours,
+            "sim_usd": [h * price for h in sim_hours],
+            "cf_gpu_hours": cf["gpu_hours"],
+            "cf_usd": cf["usd"],
+        }
+    )

@@ -67,8 +67,11 @@ class LinkTotals:
         seen = readings > 0
         peak = self.peak[first:stop]
         return TierStats(
-            tier=name, links=links, link_samples=links * self.samples,
+            tier=name,
+            links=links,
+            link_samples=links * self.samples,
             down_link_samples=links * self.samples - total,
             mean_util_pct=float(sums.sum() / total) if total else None,
             hottest_link_mean_pct=float((sums[seen] / readings[seen]).max()) if seen.any() else None,
-            peak_util_pct=float(np.nanmax(peak)) if seen.any() else None)
+            peak_util_pct=float(np.nanmax(peak)) if seen.any() else None,
+        )

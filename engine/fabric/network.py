@@ -52,8 +52,16 @@ class Fabric:
         core_base = topo.rack_link_base + n_racks * CTSW_PER_POD
         n_pods = int(rack_pod.max()) + 1
         core = cap[core_base + np.arange(n_pods) * CTSW_PER_POD * ATSW_COUNT]
-        return cls(topo.gpus_per_host, topo.host_rack.astype(np.int64), rack_pod, float(cap[topo.gpu_link_base]),
-                   float(cap[topo.rack_link_base]), core, FABRIC_TIERS[fabric], topo.rack_link_base)
+        return cls(
+            topo.gpus_per_host,
+            topo.host_rack.astype(np.int64),
+            rack_pod,
+            float(cap[topo.gpu_link_base]),
+            float(cap[topo.rack_link_base]),
+            core,
+            FABRIC_TIERS[fabric],
+            topo.rack_link_base,
+        )
 
     @property
     def n_hosts(self) -> int:
@@ -96,15 +104,26 @@ class Loads:
             out = np.empty((c, fab.n_links), dtype=np.float32)
         nic = (np.maximum(self.nic_up, self.nic_down) / fab.nic_gbps).astype(np.float32)
         out[:, : fab.rack_link_base].reshape(c, -1, fab.gpus_per_host)[:] = nic[:, :, None]
-        np.divide(np.maximum(self.rack_up, self.rack_down).reshape(c, -1), fab.uplink_gbps,
-                  out=out[:, fab.rack_link_base: fab.core_link_base], casting="unsafe")
+        np.divide(
+            np.maximum(self.rack_up, self.rack_down).reshape(c, -1),
+            fab.uplink_gbps,
+            out=out[:, fab.rack_link_base : fab.core_link_base],
+            casting="unsafe",
+        )
         core = np.maximum(self.core_up, self.core_down) / fab.cores / fab.core_gbps[None, :, None]
-        out[:, fab.core_link_base:].reshape(c, -1, fab.cores)[:] = core.reshape(c, -1, 1)
+        out[:, fab.core_link_base :].reshape(c, -1, fab.cores)[:] = core.reshape(c, -1, 1)
         return out
 
 
-def route(fabric: Fabric, sample: np.ndarray, src: np.ndarray, dst: np.ndarray, rail_gbps: np.ndarray | float,
-          n_samples: int, uplink_up: np.ndarray | None = None) -> Loads:
+def route(
+    fabric: Fabric,
+    sample: np.ndarray,
+    src: np.ndarray,
+    dst: np.ndarray,
+    rail_gbps: np.ndarray | float,
+    n_samples: int,
+    uplink_up: np.ndarray | None = None,
+) -> Loads:
     """Loads of host-to-host flows: flow i runs at sample `sample[i]` from host `src[i]` to host `dst[i]`, one
     rail a GPU (GPU j of the source to GPU j of the destination) at `rail_gbps` each.
 
@@ -153,16 +172,32 @@ def route(fabric: Fabric, sample: np.ndarray, src: np.ndarray, dst: np.ndarray, 
     loads = Loads(
         per(sample * n_h + src, rail_live, n_h).reshape(n_samples, n_h),
         per(sample * n_h + dst, rail_live, n_h).reshape(n_samples, n_h),
-        even_up[:, :, None] + per((us * n_r + ur)[:, None] * k_count + spine, share_up, n_r * k_count).reshape(shape_r),
-        even_down[:, :, None] + per((us * n_r + vr)[:, None] * k_count + spine, share_down,
-                                    n_r * k_count).reshape(shape_r),
-        (per(sample[cross_even] * n_p + ps[cross_even], flow[cross_even] / k_count, n_p).reshape(n_samples, n_p, 1)
-         + per(((us * n_p + ps[uneven])[:, None] * k_count + spine)[cross_uneven], share_up[cross_uneven],
-               n_p * k_count).reshape(shape_p)),
-        (per(sample[cross_even] * n_p + pd[cross_even], flow[cross_even] / k_count, n_p).reshape(n_samples, n_p, 1)
-         + per(((us * n_p + pd[uneven])[:, None] * k_count + spine)[cross_uneven], share_down[cross_uneven],
-               n_p * k_count).reshape(shape_p)),
-        np.empty(0))
+        even_up[:, :, None]
+        + per((us * n_r + ur)[:, None] * k_count + spine, share_up, n_r * k_count).reshape(shape_r),
+        even_down[:, :, None]
+        + per((us * n_r + vr)[:, None] * k_count + spine, share_down, n_r * k_count).reshape(shape_r),
+        (
+            per(sample[cross_even] * n_p + ps[cross_even], flow[cross_even] / k_count, n_p).reshape(
+                n_samples, n_p, 1
+            )
+            + per(
+                ((us * n_p + ps[uneven])[:, None] * k_count + spine)[cross_uneven],
+                share_up[cross_uneven],
+                n_p * k_count,
+            ).reshape(shape_p)
+        ),
+        (
+            per(sample[cross_even] * n_p + pd[cross_even], flow[cross_even] / k_count, n_p).reshape(
+                n_samples, n_p, 1
+            )
+            + per(
+                ((us * n_p + pd[uneven])[:, None] * k_count + spine)[cross_uneven],
+                share_down[cross_uneven],
+                n_p * k_count,
+            ).reshape(shape_p)
+        ),
+        np.empty(0),
+    )
 
     def busiest_spine(full: np.ndarray, even_part: np.ndarray, touched: np.ndarray) -> np.ndarray:
         """max over spines of `full`: its even part where no uneven flow added to the rack (a row of equal
@@ -177,24 +212,31 @@ def route(fabric: Fabric, sample: np.ndarray, src: np.ndarray, dst: np.ndarray, 
     core_cap = fab.core_gbps[None, :] * fab.cores
     rack_up_max = busiest_spine(loads.rack_up, even_up, us * n_r + ur)
     rack_down_max = busiest_spine(loads.rack_down, even_down, us * n_r + vr)
-    worst = np.maximum.reduce([
-        worst,
-        np.where(even, rack_up_max[sample, rs] / fab.uplink_gbps, 0.0),
-        np.where(even, rack_down_max[sample, rd] / fab.uplink_gbps, 0.0),
-        np.where(cross_even, (loads.core_up.max(axis=2) / core_cap)[sample, ps], 0.0),
-        np.where(cross_even, (loads.core_down.max(axis=2) / core_cap)[sample, pd], 0.0)])
+    worst = np.maximum.reduce(
+        [
+            worst,
+            np.where(even, rack_up_max[sample, rs] / fab.uplink_gbps, 0.0),
+            np.where(even, rack_down_max[sample, rd] / fab.uplink_gbps, 0.0),
+            np.where(cross_even, (loads.core_up.max(axis=2) / core_cap)[sample, ps], 0.0),
+            np.where(cross_even, (loads.core_down.max(axis=2) / core_cap)[sample, pd], 0.0),
+        ]
+    )
     if len(uneven):
+
         def masked_max(values: np.ndarray, mask: np.ndarray) -> np.ndarray:
             return np.where(mask, values, 0.0).max(axis=1, initial=0.0)
 
         up_core = loads.core_up[us, ps[uneven]] / (fab.core_gbps[ps[uneven], None] * fab.cores)
         down_core = loads.core_down[us, pd[uneven]] / (fab.core_gbps[pd[uneven], None] * fab.cores)
-        worst[uneven] = np.maximum.reduce([
-            worst[uneven],
-            masked_max(loads.rack_up[us, ur], up_mask) / fab.uplink_gbps,
-            masked_max(loads.rack_down[us, vr], down_mask) / fab.uplink_gbps,
-            np.where(cross_uneven, masked_max(up_core, up_mask), 0.0),
-            np.where(cross_uneven, masked_max(down_core, down_mask), 0.0)])
+        worst[uneven] = np.maximum.reduce(
+            [
+                worst[uneven],
+                masked_max(loads.rack_up[us, ur], up_mask) / fab.uplink_gbps,
+                masked_max(loads.rack_down[us, vr], down_mask) / fab.uplink_gbps,
+                np.where(cross_uneven, masked_max(up_core, up_mask), 0.0),
+                np.where(cross_uneven, masked_max(down_core, down_mask), 0.0),
+            ]
+        )
     loads.bottleneck = np.where(routable, worst, np.inf)
     return loads
 

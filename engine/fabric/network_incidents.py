@@ -26,5 +26,8 @@ def network_incident_counts(incidents: pl.DataFrame) -> NetworkIncidentCounts:
     net = incidents.filter(pl.col("cause") == NETWORK_CAUSE)
     jobs = net["job_ids"].explode().drop_nulls()
     return NetworkIncidentCounts(
-        incidents=net.height, jobs_hit=jobs.n_unique(), job_interruptions=int(net["jobs_hit"].fill_null(0).sum()),
-        gpu_hours_lost=float(net["gpu_hours_lost"].fill_null(0.0).sum()))
+        incidents=net.height,
+        jobs_hit=jobs.n_unique(),
+        job_interruptions=int(net["jobs_hit"].fill_null(0).sum()),
+        gpu_hours_lost=float(net["gpu_hours_lost"].fill_null(0.0).sum()),
+    )

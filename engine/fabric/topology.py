@@ -24,7 +24,10 @@ ATSW_OVERSUBSCRIPTION = 7.0  # 1:7 at the aggregation layer (Llama 3 paper §3.3
 # InfiniBand (the twin cluster on NVIDIA Quantum-2, Meta blog 2024-03-12): the same three stages named
 # leaf/spine/core, and no oversubscription at the core (Goodput's choice: a non-blocking fat tree is how
 # Quantum-2 clusters are usually built). A row of `links` between switches stands for a bundle of 400G cables.
-FABRIC_TIERS = {"roce": ("gpu_rtsw", "rtsw_ctsw", "ctsw_atsw"), "infiniband": ("gpu_leaf", "leaf_spine", "spine_core")}
+FABRIC_TIERS = {
+    "roce": ("gpu_rtsw", "rtsw_ctsw", "ctsw_atsw"),
+    "infiniband": ("gpu_leaf", "leaf_spine", "spine_core"),
+}
 SWITCH_PREFIX = {"roce": ("rtsw", "ctsw", "atsw"), "infiniband": ("leaf", "spine", "core")}
 CORE_OVERSUBSCRIPTION = {"roce": ATSW_OVERSUBSCRIPTION, "infiniband": 1.0}
 
@@ -72,18 +75,28 @@ def build_topology(scenario: Scenario, rng: np.random.Generator) -> Topology:
     host = np.arange(n_hosts)
     rack = host // per_rack
     pod = rack // racks_per_pod
-    hosts = pl.DataFrame({
-        "host_id": host.astype(np.int32),
-        "rack_id": rack.astype(np.int32),
-        "pod_id": pod.astype(np.int32),
-        # the floor plan: racks in rows of racks_per_row, numbered along the hall
-        "row": (rack // racks_per_row).astype(np.int32),
-        "position": (rack % racks_per_row).astype(np.int32),
-        "slot": (host % per_rack).astype(np.int32),
-    }).with_columns(
-        hostname=pl.format("gt-p{}-r{}-h{}", pl.col("pod_id").cast(pl.String).str.zfill(2),
-                           pl.col("rack_id").cast(pl.String).str.zfill(5), pl.col("slot"))
-    ).select("host_id", "hostname", "rack_id", "pod_id", "row", "position", "slot")
+    hosts = (
+        pl.DataFrame(
+            {
+                "host_id": host.astype(np.int32),
+                "rack_id": rack.astype(np.int32),
+                "pod_id": pod.astype(np.int32),
+                # the floor plan: racks in rows of racks_per_row, numbered along the hall
+                "row": (rack // racks_per_row).astype(np.int32),
+                "position": (rack % racks_per_row).astype(np.int32),
+                "slot": (host % per_rack).astype(np.int32),
+            }
+        )
+        .with_columns(
+            hostname=pl.format(
+                "gt-p{}-r{}-h{}",
+                pl.col("pod_id").cast(pl.String).str.zfill(2),
+                pl.col("rack_id").cast(pl.String).str.zfill(5),
+                pl.col("slot"),
+            )
+        )
+        .select("host_id", "hostname", "rack_id", "pod_id", "row", "position", "slot")
+    )
 
     gpus = _gpus(n_hosts, per_host, scenario["cluster.gpu_model"], rng)
     links, rack_link_base = _links(hosts, gpus, per_host * per_rack, scenario["cluster.fabric"])
@@ -91,7 +104,7 @@ def build_topology(scenario: Scenario, rng: np.random.Generator) -> Topology:
     order = allocation_order(n_hosts, per_rack, racks_per_pod, scenario["training.placement"])
     role = np.full(n_hosts, RESEARCH, dtype=np.int8)
     role[order[: scenario.job_hosts]] = FLAGSHIP
-    role[order[scenario.job_hosts: scenario.job_hosts + scenario["spares.hosts"]]] = SPARE
+    role[order[scenario.job_hosts : scenario.job_hosts + scenario["spares.hosts"]]] = SPARE
     rank_order = order if scenario["training.placement"] == "spread" else None
     return Topology(per_host, per_rack, rack, pod, role, hosts, gpus, links, 0, rack_link_base, rank_order)
 
@@ -118,20 +131,32 @@ def _gpus(n_hosts: int, per_host: int, model: str, rng: np.random.Generator) -> 
     # UUIDs in NVIDIA's spelling GPU-8-4-4-4-12 hex digits, drawn from the seed so runs are reproducible
     digits = np.frombuffer(rng.bytes(16 * n).hex().encode(), dtype="S32").astype(str)
     uuid = pl.Series("hex", digits)
-    return pl.DataFrame({
-        "gpu_id": np.arange(n, dtype=np.int32),
-        "host_id": np.repeat(np.arange(n_hosts, dtype=np.int32), per_host),
-        "index": np.tile(np.arange(per_host, dtype=np.int16), n_hosts),
-        "hex": uuid,
-    }).with_columns(
-        uuid=pl.format("GPU-{}-{}-{}-{}-{}", *(pl.col("hex").str.slice(a, b - a)
-                                                for a, b in ((0, 8), (8, 12), (12, 16), (16, 20), (20, 32)))),
-        model=pl.lit(model),
-    ).select("gpu_id", "host_id", "index", "uuid", "model")
+    return (
+        pl.DataFrame(
+            {
+                "gpu_id": np.arange(n, dtype=np.int32),
+                "host_id": np.repeat(np.arange(n_hosts, dtype=np.int32), per_host),
+                "index": np.tile(np.arange(per_host, dtype=np.int16), n_hosts),
+                "hex": uuid,
+            }
+        )
+        .with_columns(
+            uuid=pl.format(
+                "GPU-{}-{}-{}-{}-{}",
+                *(
+                    pl.col("hex").str.slice(a, b - a)
+                    for a, b in ((0, 8), (8, 12), (12, 16), (16, 20), (20, 32))
+                ),
+            ),
+            model=pl.lit(model),
+        )
+        .select("gpu_id", "host_id", "index", "uuid", "model")
+    )
 
 
-def _links(hosts: pl.DataFrame, gpus: pl.DataFrame, gpus_per_rack: int, fabric: str = "roce"
-           ) -> tuple[pl.DataFrame, int]:
+def _links(
+    hosts: pl.DataFrame, gpus: pl.DataFrame, gpus_per_rack: int, fabric: str = "roce"
+) -> tuple[pl.DataFrame, int]:
     """Three tiers: a 400 Gbps cable per GPU NIC to its rack switch; each rack switch up to every spine (CTSW)
     of its pod (full bisection inside the pod); each spine up to every core switch (ATSW), with 1:7
     oversubscription on RoCE and none on InfiniBand. Link ids: NIC cables in GPU order, then uplinks rack by
@@ -153,14 +178,19 @@ def _links(hosts: pl.DataFrame, gpus: pl.DataFrame, gpus_per_rack: int, fabric: 
         capacity_gbps=pl.lit(gpus_per_rack * NIC_GBPS / CTSW_PER_POD),
     )
     pods = racks.group_by("pod_id").agg(pl.len().alias("racks")).sort("pod_id")
-    agg = pods.join(pl.DataFrame({"k": spine}), how="cross").join(
-        pl.DataFrame({"atsw": np.arange(ATSW_COUNT)}), how="cross").select(
-        tier=pl.lit(core_tier),
-        a=pl.format(spine_name + "-{}-{}", pl.col("pod_id"), pl.col("k")),
-        b=pl.format(core + "-{}", pl.col("atsw")),
-        # a spine carries its pod's racks' uplinks (racks x rack uplink); 1/oversubscription of that leaves
-        capacity_gbps=pl.col("racks").cast(pl.Float64) * (gpus_per_rack * NIC_GBPS / CTSW_PER_POD)
-        / CORE_OVERSUBSCRIPTION[fabric] / ATSW_COUNT,
+    agg = (
+        pods.join(pl.DataFrame({"k": spine}), how="cross")
+        .join(pl.DataFrame({"atsw": np.arange(ATSW_COUNT)}), how="cross")
+        .select(
+            tier=pl.lit(core_tier),
+            a=pl.format(spine_name + "-{}-{}", pl.col("pod_id"), pl.col("k")),
+            b=pl.format(core + "-{}", pl.col("atsw")),
+            # a spine carries its pod's racks' uplinks (racks x rack uplink); 1/oversubscription of that leaves
+            capacity_gbps=pl.col("racks").cast(pl.Float64)
+            * (gpus_per_rack * NIC_GBPS / CTSW_PER_POD)
+            / CORE_OVERSUBSCRIPTION[fabric]
+            / ATSW_COUNT,
+        )
     )
     links = pl.concat([nic, uplink, agg])
     links = links.with_row_index("link_id").with_columns(pl.col("link_id").cast(pl.Int32))

@@ -33,7 +33,9 @@ from engine.store.schema import polars_schema
 from engine.units import SECONDS_PER_DAY, SECONDS_PER_HOUR
 
 NETWORK_CAUSE = "network_switch_cable"
-SPINE_SWITCH_SHARE = 0.1  # of fabric faults, a whole spine switch rather than one cable (Goodput's assumption)
+SPINE_SWITCH_SHARE = (
+    0.1  # of fabric faults, a whole spine switch rather than one cable (Goodput's assumption)
+)
 # symbol errors an hour a flapping cable logs just before it fails, rising linearly from 0 over the flap
 # window (Goodput's assumption; a healthy 400G link logs none at the counter's resolution)
 FLAP_PEAK_ERRORS_PER_HOUR = 600.0
@@ -53,17 +55,23 @@ class LinkFaults:
     incident_faults: int = 0  # the first this many faults are network incidents; the rest the fabric's own
 
     def links_of(self, f: int) -> np.ndarray:
-        return self.link_ids[self.first[f]: self.first[f + 1]]
+        return self.link_ids[self.first[f] : self.first[f + 1]]
 
     def frame(self) -> pl.DataFrame:
         counts = np.diff(self.first)
-        return pl.DataFrame({"link_id": self.link_ids.astype(np.int32),
-                             "start_s": np.repeat(self.start_s, counts), "end_s": np.repeat(self.end_s, counts),
-                             "kind": np.repeat(self.kind, counts).astype(str)})
+        return pl.DataFrame(
+            {
+                "link_id": self.link_ids.astype(np.int32),
+                "start_s": np.repeat(self.start_s, counts),
+                "end_s": np.repeat(self.end_s, counts),
+                "kind": np.repeat(self.kind, counts).astype(str),
+            }
+        )
 
 
-def link_faults(scenario: Scenario, fabric: Fabric, incidents: pl.DataFrame, horizon_s: float,
-                rng: np.random.Generator) -> LinkFaults:
+def link_faults(
+    scenario: Scenario, fabric: Fabric, incidents: pl.DataFrame, horizon_s: float, rng: np.random.Generator
+) -> LinkFaults:
     """The network incidents' links and the fabric's own faults, drawn from `rng`."""
     net = incidents.filter((pl.col("cause") == NETWORK_CAUSE) & pl.col("link_id").is_not_null())
     link = net["link_id"].to_numpy().astype(np.int64)
@@ -79,8 +87,11 @@ def link_faults(scenario: Scenario, fabric: Fabric, incidents: pl.DataFrame, hor
             rack = (lk - fabric.rack_link_base) // fabric.spines
             hosts = np.flatnonzero(fabric.host_rack == rack)
             nics = (hosts[:, None] * fabric.gpus_per_host + np.arange(fabric.gpus_per_host)).ravel()
-            groups.append(np.concatenate([nics, fabric.rack_link_base + rack * fabric.spines
-                                          + np.arange(fabric.spines)]))
+            groups.append(
+                np.concatenate(
+                    [nics, fabric.rack_link_base + rack * fabric.spines + np.arange(fabric.spines)]
+                )
+            )
             kinds.append("rack_switch")
     count = rng.poisson(scenario["network.fabric_faults_per_day"] * horizon_s / SECONDS_PER_DAY)
     f_start = np.sort(rng.uniform(0.0, horizon_s, count))
@@ -99,9 +110,14 @@ def link_faults(scenario: Scenario, fabric: Fabric, incidents: pl.DataFrame, hor
             groups.append(np.array([fabric.rack_link_base + rack * fabric.spines + k]))
             kinds.append("cable")
     sizes = np.array([len(g) for g in groups], dtype=np.int64)
-    return LinkFaults(np.concatenate([start, f_start]), np.concatenate([end, f_end]), np.array(kinds, dtype=object),
-                      np.concatenate([[0], np.cumsum(sizes)]),
-                      np.concatenate(groups).astype(np.int64) if groups else np.empty(0, np.int64), len(link))
+    return LinkFaults(
+        np.concatenate([start, f_start]),
+        np.concatenate([end, f_end]),
+        np.array(kinds, dtype=object),
+        np.concatenate([[0], np.cumsum(sizes)]),
+        np.concatenate(groups).astype(np.int64) if groups else np.empty(0, np.int64),
+        len(link),
+    )
 
 
 def occupancy(host_states: pl.DataFrame, times: np.ndarray, n_hosts: int) -> tuple[np.ndarray, list[str]]:
@@ -120,8 +136,9 @@ def occupancy(host_states: pl.DataFrame, times: np.ndarray, n_hosts: int) -> tup
     return grid, job_ids
 
 
-def ring_flows(grid: np.ndarray, rank_order: np.ndarray | None = None
-               ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def ring_flows(
+    grid: np.ndarray, rank_order: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The ring edges of every multi-host job in a block of samples: (sample, src host, dst host, job).
 
     Hosts are ranked in host order, or in `rank_order` (every host once, first rank first) when given."""
@@ -150,9 +167,17 @@ def ring_flows(grid: np.ndarray, rank_order: np.ndarray | None = None
 class NetworkTraffic:
     """The traffic of one run on its fabric: link samples in blocks, and every job's slowdown."""
 
-    def __init__(self, scenario: Scenario, fabric: Fabric, host_states: pl.DataFrame, incidents: pl.DataFrame,
-                 times: np.ndarray, horizon_s: float, rng: np.random.Generator,
-                 rank_order: np.ndarray | None = None) -> None:
+    def __init__(
+        self,
+        scenario: Scenario,
+        fabric: Fabric,
+        host_states: pl.DataFrame,
+        incidents: pl.DataFrame,
+        times: np.ndarray,
+        horizon_s: float,
+        rng: np.random.Generator,
+        rank_order: np.ndarray | None = None,
+    ) -> None:
         """`rank_order` (Topology.rank_order): the order jobs rank their hosts in; None: host order."""
         self.fabric, self.times = fabric, times
         self.rank_order = rank_order
@@ -170,7 +195,9 @@ class NetworkTraffic:
         b = int(np.searchsorted(self.times, self.faults.end_s[f], side="left"))
         return max(a, s0) - s0, min(b, s1) - s0
 
-    def _draw_errors(self, window_s: float, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def _draw_errors(
+        self, window_s: float, rng: np.random.Generator
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(sample, link, errors) of cables flapping before they fail: Poisson counts whose rate rises linearly
         to FLAP_PEAK_ERRORS_PER_HOUR at the fault, over `window_s`."""
         cable = np.flatnonzero(self.faults.kind == "cable")
@@ -223,7 +250,9 @@ class NetworkTraffic:
         """Each tier of the fabric (NIC cables, rack uplinks, core links) over every link and every sample."""
         fab, totals = self.fabric, self._route_all()[1]
         bounds = (0, fab.rack_link_base, fab.core_link_base, fab.n_links)
-        return [totals.tier(name, a, b) for name, a, b in zip(fab.tiers, bounds[:-1], bounds[1:], strict=True)]
+        return [
+            totals.tier(name, a, b) for name, a, b in zip(fab.tiers, bounds[:-1], bounds[1:], strict=True)
+        ]
 
     def _route_all(self) -> tuple[pl.DataFrame, LinkTotals]:
         """One pass over every block: the jobs' slowdowns and every link's readings summed (cached: the
@@ -240,10 +269,20 @@ class NetworkTraffic:
                 continue
             key = sample * n_jobs + job  # ring_flows returns flows sorted by (sample, job)
             starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
-            frames.append(pl.DataFrame({"t_s": self.times[s0 + sample[starts]], "job": job[starts].astype(np.int32),
-                                        "slowdown": np.maximum.reduceat(slowdown(loads.bottleneck), starts)}))
-        frame = pl.concat(frames) if frames else pl.DataFrame(schema={"t_s": pl.Float64, "job": pl.Int32,
-                                                                      "slowdown": pl.Float64})
+            frames.append(
+                pl.DataFrame(
+                    {
+                        "t_s": self.times[s0 + sample[starts]],
+                        "job": job[starts].astype(np.int32),
+                        "slowdown": np.maximum.reduceat(slowdown(loads.bottleneck), starts),
+                    }
+                )
+            )
+        frame = (
+            pl.concat(frames)
+            if frames
+            else pl.DataFrame(schema={"t_s": pl.Float64, "job": pl.Int32, "slowdown": pl.Float64})
+        )
         names = pl.Series("job_id", self.job_ids, dtype=pl.String)
         # a gather on the collected column, not a map_batches callback inside the plan (issue 12's deadlock)
         self._routed = frame.select("t_s", names.gather(frame["job"]), "slowdown"), totals
@@ -265,19 +304,34 @@ class NetworkTraffic:
             c = s1 - s0
             if first:
                 row, nic = np.nonzero(np.isnan(util[:, :first]) | (errors[:, :first] > 0))
-                yield pl.DataFrame({"t_s": self.times[s0 + row], "link_id": nic.astype(np.int32),
-                                    "util_pct": pl.Series(util[row, nic], nan_to_null=True),
-                                    "errors": errors[row, nic]}, schema=SAMPLE_SCHEMA)
-            yield pl.DataFrame({
-                "t_s": np.repeat(self.times[s0:s1], fab.n_links - first),
-                "link_id": np.tile(np.arange(first, fab.n_links, dtype=np.int32), c),
-                "util_pct": pl.Series(util[:, first:].ravel(), nan_to_null=True),
-                "errors": errors[:, first:].ravel(),
-            }, schema=SAMPLE_SCHEMA)
+                yield pl.DataFrame(
+                    {
+                        "t_s": self.times[s0 + row],
+                        "link_id": nic.astype(np.int32),
+                        "util_pct": pl.Series(util[row, nic], nan_to_null=True),
+                        "errors": errors[row, nic],
+                    },
+                    schema=SAMPLE_SCHEMA,
+                )
+            yield pl.DataFrame(
+                {
+                    "t_s": np.repeat(self.times[s0:s1], fab.n_links - first),
+                    "link_id": np.tile(np.arange(first, fab.n_links, dtype=np.int32), c),
+                    "util_pct": pl.Series(util[:, first:].ravel(), nan_to_null=True),
+                    "errors": errors[:, first:].ravel(),
+                },
+                schema=SAMPLE_SCHEMA,
+            )
 
 
-def network_run(scenario: Scenario, topo, host_states: pl.DataFrame, incidents: pl.DataFrame, horizon_s: float,
-                rng: np.random.Generator) -> tuple[Iterator[pl.DataFrame], dict]:
+def network_run(
+    scenario: Scenario,
+    topo,
+    host_states: pl.DataFrame,
+    incidents: pl.DataFrame,
+    horizon_s: float,
+    rng: np.random.Generator,
+) -> tuple[Iterator[pl.DataFrame], dict]:
     """link_samples at the telemetry resolution (an iterator of blocks) and the run summary's `network` part:
     the flagship job's mean and worst slowdown, the link faults and the episodes in which jobs ran slowed
     (the Network page lists them: the store has no table of slowdowns)."""
@@ -289,10 +343,12 @@ def network_run(scenario: Scenario, topo, host_states: pl.DataFrame, incidents: 
     slow = traffic.slowdown()
     flagship = slow.filter(pl.col("job_id") == scenario["training.name"])["slowdown"]
     summary = {
-        "fabric": scenario["cluster.fabric"], "gbps_per_gpu": scenario["network.gbps_per_gpu"],
+        "fabric": scenario["cluster.fabric"],
+        "gbps_per_gpu": scenario["network.gbps_per_gpu"],
         "link_faults": len(traffic.faults.start_s),
         "fabric_faults": len(traffic.faults.start_s) - traffic.faults.incident_faults,
-        "flagship_slowdown_mean": _finite(flagship.mean()), "flagship_slowdown_max": _finite(flagship.max()),
+        "flagship_slowdown_mean": _finite(flagship.mean()),
+        "flagship_slowdown_max": _finite(flagship.max()),
         # training progress a running hour makes, given the network (1: never slowed): the job's ETTR times this
         # is its ETTR with the network's slowdowns; the simulated ETTR itself leaves them out (calibrated to
         # the Llama 3 run, whose flagship sat on whole pods)
@@ -332,9 +388,16 @@ def slowed_episodes(slow: pl.DataFrame, resolution_s: float, limit: int = 50) ->
     hit = slow.filter(pl.col("slowdown") > 1.0).sort("job_id", "t_s")
     if hit.is_empty():
         return []
-    episodes = hit.with_columns(
-        episode=((pl.col("t_s").diff().over("job_id") != resolution_s).fill_null(True)).cum_sum()
-    ).group_by("job_id", "episode").agg(start_s=pl.col("t_s").min(), end_s=pl.col("t_s").max() + resolution_s,
-                                        worst=pl.col("slowdown").max())
+    episodes = (
+        hit.with_columns(
+            episode=((pl.col("t_s").diff().over("job_id") != resolution_s).fill_null(True)).cum_sum()
+        )
+        .group_by("job_id", "episode")
+        .agg(
+            start_s=pl.col("t_s").min(),
+            end_s=pl.col("t_s").max() + resolution_s,
+            worst=pl.col("slowdown").max(),
+        )
+    )
     episodes = episodes.sort("worst", "job_id", "start_s", descending=[True, False, False]).head(limit)
     return [{**row, "worst": _finite(row["worst"])} for row in episodes.drop("episode").to_dicts()]

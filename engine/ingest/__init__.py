@@ -25,8 +25,13 @@ from engine.units import SECONDS_PER_DAY
 __all__ = ["Source", "ingest_dcgm", "ingest_kernel_logs", "observed_run", "summary_of", "summary_text"]
 
 
-def ingest_dcgm(sources: Iterable[SourceLike], *, kernel_logs: Iterable[SourceLike] = (),
-                name: str | None = None, year: int | None = None) -> Run:
+def ingest_dcgm(
+    sources: Iterable[SourceLike],
+    *,
+    kernel_logs: Iterable[SourceLike] = (),
+    name: str | None = None,
+    year: int | None = None,
+) -> Run:
     """An observed run from DCGM exporter scrapes (and kernel logs of the same hosts, if given)."""
     dcgm_sources = as_sources(sources)
     log_sources = as_sources(kernel_logs) if kernel_logs else []
@@ -35,8 +40,13 @@ def ingest_dcgm(sources: Iterable[SourceLike], *, kernel_logs: Iterable[SourceLi
     return observed_run(dcgm, logs, name=name or _default_name("dcgm", dcgm_sources))
 
 
-def ingest_kernel_logs(sources: Iterable[SourceLike], *, dcgm: Iterable[SourceLike] = (), name: str | None = None,
-                       year: int | None = None) -> Run:
+def ingest_kernel_logs(
+    sources: Iterable[SourceLike],
+    *,
+    dcgm: Iterable[SourceLike] = (),
+    name: str | None = None,
+    year: int | None = None,
+) -> Run:
     """An observed run from kernel logs; a DCGM scrape of the same hosts maps bus ids and UUIDs to its GPUs."""
     log_sources = as_sources(sources)
     dcgm_sources = as_sources(dcgm) if dcgm else []
@@ -51,23 +61,38 @@ def observed_run(dcgm: DcgmSamples | None, logs: KernelEvents | None, *, name: s
     if batch.samples == 0 and batch.xid_events == 0:
         inputs = ", ".join(s.name for s in _sources_of(dcgm, logs))
         skipped = "; ".join(f"{n} {why}" for why, n in batch.skipped.items() if n)
-        raise GoodputError(f"{inputs}: nothing to ingest (no DCGM_FI_* value of a GPU, no XID line)"
-                           + (f"; skipped {skipped}" if skipped else ""))
+        raise GoodputError(
+            f"{inputs}: nothing to ingest (no DCGM_FI_* value of a GPU, no XID line)"
+            + (f"; skipped {skipped}" if skipped else "")
+        )
     # each file was in bounds alone; together they may not be
     if observer.end_s > limits.MAX_RUN_DAYS * SECONDS_PER_DAY:
         inputs = ", ".join(s.name for s in _sources_of(dcgm, logs))
         days = observer.end_s / SECONDS_PER_DAY
-        raise GoodputError(f"{inputs}: together they span {days:,.0f} days, over Goodput's limit"
-                           f" of {limits.MAX_RUN_DAYS:,} days a run (engine/limits.py MAX_RUN_DAYS)")
+        raise GoodputError(
+            f"{inputs}: together they span {days:,.0f} days, over Goodput's limit"
+            f" of {limits.MAX_RUN_DAYS:,} days a run (engine/limits.py MAX_RUN_DAYS)"
+        )
     tables = dict(batch.tables)
     tables["host_states"] = observer.host_states(0.0, observer.end_s)
     scenario = {"source": "ingest", "inputs": [s.name for s in _sources_of(dcgm, logs)]}
     if not observer.start_known:
         scenario["start"] = "unknown"  # engine.store.run.UNKNOWN_START: stamped since boot only
-    summary = summary_of([batch], observer, start_known=observer.start_known,
-                         notes=_clock_notes(since_boot_sources(logs), observer.start_known))
-    return Run(kind="ingest", name=name, started_at=datetime.fromtimestamp(observer.origin_us / 1e6, UTC),
-               duration_s=observer.end_s, scenario=scenario, summary=summary, tables=tables)
+    summary = summary_of(
+        [batch],
+        observer,
+        start_known=observer.start_known,
+        notes=_clock_notes(since_boot_sources(logs), observer.start_known),
+    )
+    return Run(
+        kind="ingest",
+        name=name,
+        started_at=datetime.fromtimestamp(observer.origin_us / 1e6, UTC),
+        duration_s=observer.end_s,
+        scenario=scenario,
+        summary=summary,
+        tables=tables,
+    )
 
 
 def _clock_notes(since_boot: list[str], start_known: bool) -> list[str]:
@@ -77,12 +102,16 @@ def _clock_notes(since_boot: list[str], start_known: bool) -> list[str]:
         return []
     names = ", ".join(since_boot[:3]) + (f" and {len(since_boot) - 3} more" if len(since_boot) > 3 else "")
     if not start_known:
-        return [f"{names}: stamped in seconds since boot only, so its dates are unknown; times are shown from"
-                " its first line (\"+3 h 25 min from start\"); a log with dates (dmesg -T, journalctl -k -o"
-                " short-iso) would date them."]
-    return [f"{names}: stamped in seconds since boot only: their XIDs are placed from the run's start (its"
-            " earliest dated sample), not at the times they happened; ingest a log with dates (dmesg -T,"
-            " journalctl -k -o short-iso) to place them."]
+        return [
+            f"{names}: stamped in seconds since boot only, so its dates are unknown; times are shown from"
+            ' its first line ("+3 h 25 min from start"); a log with dates (dmesg -T, journalctl -k -o'
+            " short-iso) would date them."
+        ]
+    return [
+        f"{names}: stamped in seconds since boot only: their XIDs are placed from the run's start (its"
+        " earliest dated sample), not at the times they happened; ingest a log with dates (dmesg -T,"
+        " journalctl -k -o short-iso) to place them."
+    ]
 
 
 def summary_of(batches: list[Batch], observer: Observer, **extra) -> dict:
@@ -119,8 +148,10 @@ def _default_name(kind: str, sources: list[Source]) -> str:
 
 def summary_text(r: dict) -> str:
     """`goodput ingest` without --json: what was read, what was skipped and why."""
-    lines = [f"run {r['run_id']}: {r['hosts']:,} hosts, {r['gpus']:,} GPUs, {r['samples']:,} samples,"
-             f" {r['xid_events']:,} XID events, {r['incidents']:,} incidents"]
+    lines = [
+        f"run {r['run_id']}: {r['hosts']:,} hosts, {r['gpus']:,} GPUs, {r['samples']:,} samples,"
+        f" {r['xid_events']:,} XID events, {r['incidents']:,} incidents"
+    ]
     if r.get("xid_counts"):
         lines.append("  XIDs: " + ", ".join(f"{code} x{n}" for code, n in r["xid_counts"].items()))
     if r.get("other_lines"):

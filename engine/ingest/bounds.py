@@ -31,7 +31,9 @@ INT32_MAX = 2**31 - 1
 DAY_MS = MILLISECONDS_PER_DAY
 
 SKIP_GPU_LABEL = f"series whose gpu label is not a GPU index (0-{limits.MAX_GPUS_PER_HOST - 1})"
-SKIP_VALUE = "values out of range for their column (beyond Float32, or an XID or ECC count not a whole 0-2^31-1)"
+SKIP_VALUE = (
+    "values out of range for their column (beyond Float32, or an XID or ECC count not a whole 0-2^31-1)"
+)
 SKIP_TIME = "samples stamped outside the run's time window"
 
 
@@ -65,8 +67,10 @@ def time_error(name: str, line: int, t_ms: int, window: Window) -> GoodputError:
     if t_ms < window.lo_ms:
         limit = "before 2000-01-01 (engine/limits.py EARLIEST_TIMESTAMP_S)"
     else:
-        limit = (f"more than {limits.MAX_CLOCK_AHEAD_S:,} s ahead of this machine's clock"
-                 " (engine/limits.py MAX_CLOCK_AHEAD_S)")
+        limit = (
+            f"more than {limits.MAX_CLOCK_AHEAD_S:,} s ahead of this machine's clock"
+            " (engine/limits.py MAX_CLOCK_AHEAD_S)"
+        )
     return GoodputError(f"{name}, line {line}: timestamp {describe_ms(t_ms)} is {limit}")
 
 
@@ -76,16 +80,21 @@ def storable(metric: pl.Expr, value: pl.Expr, *, counts: list[str], floats: list
     Metrics with no column pass: they only date a host's first and last answer.
     """
     whole = value.is_between(0, INT32_MAX) & (value == value.floor())
-    return (pl.when(metric.is_in(counts)).then(whole)
-            .when(metric.is_in(floats)).then(value.abs() <= FLOAT32_MAX)
-            .otherwise(pl.lit(True)))
+    return (
+        pl.when(metric.is_in(counts))
+        .then(whole)
+        .when(metric.is_in(floats))
+        .then(value.abs() <= FLOAT32_MAX)
+        .otherwise(pl.lit(True))
+    )
 
 
 def gpu_index_ok(label: pl.Expr) -> pl.Expr:
     """A `gpu` label that is a GPU index a host can have; a missing label is fine (UUID-only series)."""
     index = label.cast(pl.Int64, strict=False)
-    return label.is_null() | (label.str.contains(r"^[0-9]{1,9}$")
-                              & index.is_between(0, limits.MAX_GPUS_PER_HOST - 1)).fill_null(False)
+    return label.is_null() | (
+        label.str.contains(r"^[0-9]{1,9}$") & index.is_between(0, limits.MAX_GPUS_PER_HOST - 1)
+    ).fill_null(False)
 
 
 def check_line_lengths(name: str, lines: pl.DataFrame) -> None:
@@ -93,8 +102,10 @@ def check_line_lengths(name: str, lines: pl.DataFrame) -> None:
     long = lines.filter(pl.col("nbytes") > limits.MAX_LINE_BYTES)
     if long.height:
         row = long.sort("line").row(0, named=True)
-        raise GoodputError(f"{name}, line {row['line']}: {row['nbytes']:,} bytes in one line, over Goodput's"
-                           f" limit of {limits.MAX_LINE_BYTES:,} (engine/limits.py MAX_LINE_BYTES)")
+        raise GoodputError(
+            f"{name}, line {row['line']}: {row['nbytes']:,} bytes in one line, over Goodput's"
+            f" limit of {limits.MAX_LINE_BYTES:,} (engine/limits.py MAX_LINE_BYTES)"
+        )
 
 
 def check_span(names: list[str], samples: pl.DataFrame) -> None:
@@ -109,7 +120,8 @@ def check_span(names: list[str], samples: pl.DataFrame) -> None:
         raise GoodputError(
             f"{names[last['source']]}, line {last['line']}: timestamp {describe_ms(last['t_ms'])} is {days:,.0f}"
             f" days after the earliest ({names[first['source']]}, line {first['line']}); a run may span at most"
-            f" {limits.MAX_RUN_DAYS:,} days (engine/limits.py MAX_RUN_DAYS)")
+            f" {limits.MAX_RUN_DAYS:,} days (engine/limits.py MAX_RUN_DAYS)"
+        )
 
 
 def check_hosts_and_gpus(names: list[str], gpus: pl.DataFrame) -> None:
@@ -118,17 +130,24 @@ def check_hosts_and_gpus(names: list[str], gpus: pl.DataFrame) -> None:
     hosts = gpus.filter(pl.col("hostname").is_first_distinct())
     if hosts.height > limits.MAX_HOSTS:
         row = hosts.row(limits.MAX_HOSTS, named=True)
-        raise GoodputError(f"{names[row['source']]}, line {row['line']}: more than {limits.MAX_HOSTS:,} hosts,"
-                           " over Goodput's limit (engine/limits.py MAX_HOSTS)")
+        raise GoodputError(
+            f"{names[row['source']]}, line {row['line']}: more than {limits.MAX_HOSTS:,} hosts,"
+            " over Goodput's limit (engine/limits.py MAX_HOSTS)"
+        )
     distinct = gpus.filter(pl.struct("hostname", "key").is_first_distinct())
     if distinct.height > limits.MAX_CLUSTER_GPUS:
         row = distinct.row(limits.MAX_CLUSTER_GPUS, named=True)
-        raise GoodputError(f"{names[row['source']]}, line {row['line']}: more than {limits.MAX_CLUSTER_GPUS:,}"
-                           " GPUs, over Goodput's limit (engine/limits.py MAX_CLUSTER_GPUS)")
+        raise GoodputError(
+            f"{names[row['source']]}, line {row['line']}: more than {limits.MAX_CLUSTER_GPUS:,}"
+            " GPUs, over Goodput's limit (engine/limits.py MAX_CLUSTER_GPUS)"
+        )
     crowded = distinct.with_columns(rank=pl.col("hostname").cum_count().over("hostname")).filter(
-        pl.col("rank") > limits.MAX_GPUS_PER_HOST)
+        pl.col("rank") > limits.MAX_GPUS_PER_HOST
+    )
     if crowded.height:
         row = crowded.row(0, named=True)
-        raise GoodputError(f"{names[row['source']]}, line {row['line']}: host {row['hostname']!r} has more than"
-                           f" {limits.MAX_GPUS_PER_HOST} GPUs, over Goodput's limit"
-                           " (engine/limits.py MAX_GPUS_PER_HOST)")
+        raise GoodputError(
+            f"{names[row['source']]}, line {row['line']}: host {row['hostname']!r} has more than"
+            f" {limits.MAX_GPUS_PER_HOST} GPUs, over Goodput's limit"
+            " (engine/limits.py MAX_GPUS_PER_HOST)"
+        )

@@ -54,8 +54,14 @@ _LABEL_BLOCK = rf"^\{{[ \t]*(?:{_LABEL}(?:[ \t]*,[ \t]*{_LABEL})*[ \t]*,?[ \t]*)
 _TYPE = rf"^#[ \t]+TYPE[ \t]+{_NAME}[ \t]+(counter|gauge|histogram|summary|untyped|unknown)[ \t]*$"
 _HELP = rf"^#[ \t]+HELP[ \t]+{_NAME}(?:[ \t].*)?$"
 # The labels Goodput reads (dcgm-exporter's names); others are kept only inside the label block.
-LABELS = {"gpu": "gpu", "UUID": "uuid", "modelName": "model", "Hostname": "hostname", "pci_bus_id": "pci_bus_id",
-          "device": "device"}
+LABELS = {
+    "gpu": "gpu",
+    "UUID": "uuid",
+    "modelName": "model",
+    "Hostname": "hostname",
+    "pci_bus_id": "pci_bus_id",
+    "device": "device",
+}
 
 
 @dataclass
@@ -75,16 +81,30 @@ class DcgmSamples:
     sources: list[str] = field(default_factory=list)
 
 
-def parse_dcgm(sources: list[Source], *, now: float | None = None, default_host: str | None = None,
-               live_window: Window | None = None) -> DcgmSamples:
+def parse_dcgm(
+    sources: list[Source],
+    *,
+    now: float | None = None,
+    default_host: str | None = None,
+    live_window: Window | None = None,
+) -> DcgmSamples:
     """Parse every source; scrapes without timestamps take the source's mtime, else `now` (else the clock).
 
     Files: a timestamp outside engine/ingest/bounds.file_window, or a span over MAX_RUN_DAYS, is an error.
     Live scrapes (`live_window` given): samples stamped outside it are skipped and counted instead.
     """
     window = live_window or bounds.file_window()
-    parsed = [_parse_one(source, i, now=now, default_host=default_host, window=window,
-                         skip_bad_times=live_window is not None) for i, source in enumerate(sources)]
+    parsed = [
+        _parse_one(
+            source,
+            i,
+            now=now,
+            default_host=default_host,
+            window=window,
+            skip_bad_times=live_window is not None,
+        )
+        for i, source in enumerate(sources)
+    ]
     skipped: Counter = Counter()
     for one in parsed:
         skipped.update(one.skipped)
@@ -93,36 +113,60 @@ def parse_dcgm(sources: list[Source], *, now: float | None = None, default_host:
     if live_window is None:
         bounds.check_span(names, samples)
     series = pl.concat([p.series for p in parsed], how="vertical")
-    bounds.check_hosts_and_gpus(names, series.sort("source", "line").select(
-        "hostname", pl.coalesce(pl.col("uuid"), pl.lit("#") + pl.col("gpu").cast(pl.String)).alias("key"),
-        "source", "line"))
+    bounds.check_hosts_and_gpus(
+        names,
+        series.sort("source", "line").select(
+            "hostname",
+            pl.coalesce(pl.col("uuid"), pl.lit("#") + pl.col("gpu").cast(pl.String)).alias("key"),
+            "source",
+            "line",
+        ),
+    )
     series = series.unique("series", keep="first", maintain_order=True).drop("source", "line")
     result = DcgmSamples(samples, series, skipped, names)
     _refuse_duplicates(result)
     return result
 
 
-def _parse_one(source: Source, index: int, *, now: float | None, default_host: str | None, window: Window,
-               skip_bad_times: bool) -> DcgmSamples:
+def _parse_one(
+    source: Source,
+    index: int,
+    *,
+    now: float | None,
+    default_host: str | None,
+    window: Window,
+    skip_bad_times: bool,
+) -> DcgmSamples:
     host = default_host or source.stem
     split = _split_fast(source, host)
-    if split is None:  # some line needs the exact reading (no labels, a `}` inside a value, odd spacing, garbage)
+    if (
+        split is None
+    ):  # some line needs the exact reading (no labels, a `}` inside a value, odd spacing, garbage)
         split = _split_exact(source, host)
     rows, keys, comments = split
     skipped: Counter = Counter()
     _check_comments(source, comments, skipped)
     rows = rows.with_columns(pl.col("t_ms").fill_null(_fallback_ms(source, now, window))).join(
-        keys.select("key_hash", pl.col("metric").cast(pl.Categorical), "series", "ident", "dcgm", "per_gpu",
-                    "gpu_ok"),
-        on="key_hash", how="left")
+        keys.select(
+            "key_hash", pl.col("metric").cast(pl.Categorical), "series", "ident", "dcgm", "per_gpu", "gpu_ok"
+        ),
+        on="key_hash",
+        how="left",
+    )
     dcgm, per_gpu, gpu_ok = pl.col("dcgm"), pl.col("per_gpu"), pl.col("gpu_ok")
     finite = pl.col("value").is_finite()
-    fits = bounds.storable(pl.col("metric"), pl.col("value"), counts=COUNT_METRICS,
-                           floats=[m for m in COLUMNS if m not in COUNT_METRICS])
+    fits = bounds.storable(
+        pl.col("metric"),
+        pl.col("value"),
+        counts=COUNT_METRICS,
+        floats=[m for m in COLUMNS if m not in COUNT_METRICS],
+    )
     # Each skipped line is counted once, under the first reason that applies.
     counts = rows.select(
-        (~dcgm).sum().alias("other"), (dcgm & ~gpu_ok).sum().alias("gpu"),
-        (dcgm & gpu_ok & ~finite).sum().alias("nan"), (dcgm & gpu_ok & finite & ~per_gpu).sum().alias("no_gpu"),
+        (~dcgm).sum().alias("other"),
+        (dcgm & ~gpu_ok).sum().alias("gpu"),
+        (dcgm & gpu_ok & ~finite).sum().alias("nan"),
+        (dcgm & gpu_ok & finite & ~per_gpu).sum().alias("no_gpu"),
         (dcgm & gpu_ok & finite & per_gpu & ~fits).sum().alias("range"),
     ).row(0, named=True)
     skipped["metrics other than DCGM_FI_*"] += counts["other"]
@@ -139,10 +183,12 @@ def _parse_one(source: Source, index: int, *, now: float | None, default_host: s
         late = kept.filter(~timely).sort("line")
         if late.height:
             raise bounds.time_error(source.name, late["line"][0], late["t_ms"][0], window)
-    samples = kept.select("t_ms", "series", "metric", "value", "ident", pl.lit(index, pl.UInt32).alias("source"),
-                          "line")
-    series = keys.filter(per_gpu & gpu_ok).select("series", *LABELS.values(), pl.lit(index, pl.UInt32).alias("source"),
-                                                  "line")
+    samples = kept.select(
+        "t_ms", "series", "metric", "value", "ident", pl.lit(index, pl.UInt32).alias("source"), "line"
+    )
+    series = keys.filter(per_gpu & gpu_ok).select(
+        "series", *LABELS.values(), pl.lit(index, pl.UInt32).alias("source"), "line"
+    )
     return DcgmSamples(samples, series.unique("series", keep="first", maintain_order=True), skipped)
 
 
@@ -167,10 +213,19 @@ def _split_fast(source: Source, host: str) -> tuple[pl.DataFrame, pl.DataFrame, 
     long label text is only hashed here; it is read once per distinct series, in `_parse_keys`.
     """
     try:
-        raw = pl.read_csv(source.readable, has_header=False, separator="}", quote_char=None, infer_schema=False,
-                          schema={"key": pl.String, "tail": pl.String, "extra": pl.String},
-                          truncate_ragged_lines=True, raise_if_empty=False, missing_columns="insert",
-                          extra_columns="ignore", glob=False)
+        raw = pl.read_csv(
+            source.readable,
+            has_header=False,
+            separator="}",
+            quote_char=None,
+            infer_schema=False,
+            schema={"key": pl.String, "tail": pl.String, "extra": pl.String},
+            truncate_ragged_lines=True,
+            raise_if_empty=False,
+            missing_columns="insert",
+            extra_columns="ignore",
+            glob=False,
+        )
     except pl.exceptions.ComputeError as err:
         decode(source, strict=True)  # names the line of a bad byte
         first_line = (str(err).strip().splitlines() or ["unreadable"])[0]  # Polars adds hints on more lines
@@ -182,20 +237,36 @@ def _split_fast(source: Source, host: str) -> tuple[pl.DataFrame, pl.DataFrame, 
     # with two `}` or more is read exactly too (past the third, this reader drops text, so lengths would lie).
     if raw["key"].null_count() or raw["extra"].null_count() < raw.height:
         return None
-    bounds.check_line_lengths(source.name, raw.select(
-        "line", nbytes=pl.col("key").str.len_bytes() + (pl.col("tail").str.len_bytes() + 1).fill_null(0)))
+    bounds.check_line_lengths(
+        source.name,
+        raw.select(
+            "line", nbytes=pl.col("key").str.len_bytes() + (pl.col("tail").str.len_bytes() + 1).fill_null(0)
+        ),
+    )
     comment = raw["key"].str.starts_with("#")
     parts = pl.col("tail").str.split_exact(" ", 3)
-    samples = raw.filter(~comment).select(
-        "line", "key", pl.col("key").hash().alias("key_hash"),
-        parts.struct.field("field_1").cast(pl.Float64, strict=False).alias("value"),
-        parts.struct.field("field_2").alias("ts_text"),
-        (pl.col("extra").is_null() & parts.struct.field("field_0").eq("") & parts.struct.field("field_3").is_null()
-         ).alias("shape_ok"),
-    ).with_columns(t_ms=pl.col("ts_text").cast(pl.Int64, strict=False))
+    samples = (
+        raw.filter(~comment)
+        .select(
+            "line",
+            "key",
+            pl.col("key").hash().alias("key_hash"),
+            parts.struct.field("field_1").cast(pl.Float64, strict=False).alias("value"),
+            parts.struct.field("field_2").alias("ts_text"),
+            (
+                pl.col("extra").is_null()
+                & parts.struct.field("field_0").eq("")
+                & parts.struct.field("field_3").is_null()
+            ).alias("shape_ok"),
+        )
+        .with_columns(t_ms=pl.col("ts_text").cast(pl.Int64, strict=False))
+    )
     # Anything unusual (tabs, double spaces, a `}` in a label value, no value) fails here and goes the exact way.
-    fine = pl.col("shape_ok") & pl.col("value").is_not_null() & (pl.col("ts_text").is_null()
-                                                                  | pl.col("t_ms").is_not_null())
+    fine = (
+        pl.col("shape_ok")
+        & pl.col("value").is_not_null()
+        & (pl.col("ts_text").is_null() | pl.col("t_ms").is_not_null())
+    )
     if not samples.select(fine.fill_null(False).all()).item():
         return None
     comments = raw.filter(comment).select("line", pl.col("key").alias("text"))
@@ -224,18 +295,24 @@ def _split_exact(source: Source, host: str) -> tuple[pl.DataFrame, pl.DataFrame,
     data.columns = ["line", "metric", "labels", "value_text", "ts_text", "text"]
     bad = data.filter(pl.col("metric").is_null())
     if bad.height:
-        raise GoodputError(f"{source.name}, line {bad['line'][0]}: not a Prometheus sample"
-                           f" (`name{{labels}} value [timestamp]`): {_excerpt(bad['text'][0])}")
+        raise GoodputError(
+            f"{source.name}, line {bad['line'][0]}: not a Prometheus sample"
+            f" (`name{{labels}} value [timestamp]`): {_excerpt(bad['text'][0])}"
+        )
     key = pl.concat_str(pl.col("metric"), pl.col("labels").str.strip_suffix("}").fill_null(""))
-    data = data.with_columns(key=key, value=pl.col("value_text").cast(pl.Float64, strict=False),
-                             t_ms=pl.col("ts_text").cast(pl.Int64, strict=False)).with_columns(
-        key_hash=pl.col("key").hash())
+    data = data.with_columns(
+        key=key,
+        value=pl.col("value_text").cast(pl.Float64, strict=False),
+        t_ms=pl.col("ts_text").cast(pl.Int64, strict=False),
+    ).with_columns(key_hash=pl.col("key").hash())
     bad = data.filter(pl.col("value").is_null())
     if bad.height:
         raise _line_error(source, bad["line"][0], f"value {bad['value_text'][0]!r} is not a number")
     bad = data.filter(pl.col("t_ms").is_null() & pl.col("ts_text").is_not_null())
     if bad.height:
-        raise _line_error(source, bad["line"][0], f"timestamp {bad['ts_text'][0]!r} is not an integer in range")
+        raise _line_error(
+            source, bad["line"][0], f"timestamp {bad['ts_text'][0]!r} is not an integer in range"
+        )
     keys = data.group_by("key_hash", maintain_order=True).agg(pl.col("key").first(), pl.col("line").first())
     keys = _parse_keys(source, keys, host, braced=False)
     return data.select(*_ROWS).cast(_ROWS), keys, comments.select("line", "text")
@@ -246,18 +323,24 @@ def _check_comments(source: Source, comments: pl.DataFrame, skipped: Counter) ->
     body = pl.col("text").str.strip_chars_start(" \t")
     word = body.str.extract(r"^#[ \t]*([A-Z]+)", 1)
     checked = comments.with_columns(word=word).with_columns(
-        ok=pl.when(pl.col("word") == "TYPE").then(body.str.contains(_TYPE))
-        .when(pl.col("word") == "HELP").then(body.str.contains(_HELP))
+        ok=pl.when(pl.col("word") == "TYPE")
+        .then(body.str.contains(_TYPE))
+        .when(pl.col("word") == "HELP")
+        .then(body.str.contains(_HELP))
         .otherwise(pl.lit(None, pl.Boolean))
     )
     bad = checked.filter(pl.col("ok") == False)  # noqa: E712 (a Polars expression, not a Python comparison)
     if bad.height:
-        raise GoodputError(f"{source.name}, line {bad['line'][0]}: malformed # {bad['word'][0]} line:"
-                           f" {_excerpt(bad['text'][0])}")
+        raise GoodputError(
+            f"{source.name}, line {bad['line'][0]}: malformed # {bad['word'][0]} line:"
+            f" {_excerpt(bad['text'][0])}"
+        )
     skipped["comment lines other than HELP and TYPE"] += checked.filter(pl.col("ok").is_null()).height
 
 
-def _parse_keys(source: Source, keys: pl.DataFrame, default_host: str, *, braced: bool) -> pl.DataFrame | None:
+def _parse_keys(
+    source: Source, keys: pl.DataFrame, default_host: str, *, braced: bool
+) -> pl.DataFrame | None:
     """Each distinct `name{labels` once: check its syntax, split name from labels, pull out the labels we read.
 
     `braced`: the fast reader's keys, which all had a closing `}`; one that does not parse sends the file to
@@ -273,11 +356,16 @@ def _parse_keys(source: Source, keys: pl.DataFrame, default_host: str, *, braced
         return None
     if bad.height:
         line = bad["line"].min()
-        raise GoodputError(f"{source.name}, line {line}: garbled metric name or label block"
-                           ' (expected name{label="value",...})')
+        raise GoodputError(
+            f"{source.name}, line {line}: garbled metric name or label block"
+            ' (expected name{label="value",...})'
+        )
     values = [
-        pl.col("labels").str.extract(rf'[{{,][ \t]*{label}[ \t]*=[ \t]*"((?:[^"\\]|\\.)*)"', 1)
-        .str.replace_all(r'\\(["\\])', "$1").str.replace_all(r"\\n", "\n").alias(column)
+        pl.col("labels")
+        .str.extract(rf'[{{,][ \t]*{label}[ \t]*=[ \t]*"((?:[^"\\]|\\.)*)"', 1)
+        .str.replace_all(r'\\(["\\])', "$1")
+        .str.replace_all(r"\\n", "\n")
+        .alias(column)
         for label, column in LABELS.items()
     ]
     # A gpu label that is no GPU index is skipped, not refused (engine/ingest/bounds.py): Prometheus keeps it.

@@ -112,8 +112,9 @@ class Fetcher:
         if remaining <= 0:
             raise self._late(ep)
         if parts.scheme == "https":
-            conn = http.client.HTTPSConnection(parts.hostname, parts.port, timeout=remaining,
-                                               context=ssl.create_default_context())
+            conn = http.client.HTTPSConnection(
+                parts.hostname, parts.port, timeout=remaining, context=ssl.create_default_context()
+            )
         else:
             conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=remaining)
         watched = _Watched(conn)
@@ -132,8 +133,9 @@ class Fetcher:
             headers = {"Accept": "text/plain", "Accept-Encoding": "identity"}
             if ep.authorization:
                 headers["Authorization"] = ep.authorization
-            conn.request("GET", urllib.parse.urlunsplit(("", "", parts.path or "/", parts.query, "")),
-                         headers=headers)
+            conn.request(
+                "GET", urllib.parse.urlunsplit(("", "", parts.path or "/", parts.query, "")), headers=headers
+            )
             response = conn.getresponse()
             if response.status != 200:
                 return response.status, response.reason, response.getheader("Location"), b""
@@ -173,8 +175,10 @@ class Fetcher:
         return GoodputError(f"{ep.shown}: no complete answer within {self.deadline_s:g} s")
 
     def _large(self, ep: Endpoint) -> GoodputError:
-        return GoodputError(f"{ep.shown}: answer larger than {self.max_bytes:,} bytes, over Goodput's limit"
-                            " (engine/limits.py MAX_SCRAPE_BYTES)")
+        return GoodputError(
+            f"{ep.shown}: answer larger than {self.max_bytes:,} bytes, over Goodput's limit"
+            " (engine/limits.py MAX_SCRAPE_BYTES)"
+        )
 
 
 def _same_origin(ep: Endpoint, url: str, location: str | None) -> str:
@@ -184,16 +188,22 @@ def _same_origin(ep: Endpoint, url: str, location: str | None) -> str:
     target = urllib.parse.urljoin(url, location.strip())
     here, there = urllib.parse.urlsplit(url), urllib.parse.urlsplit(target)
     try:
-        same = (there.scheme == here.scheme and (there.hostname or "") == (here.hostname or "")
-                and _port(there) == _port(here))
+        same = (
+            there.scheme == here.scheme
+            and (there.hostname or "") == (here.hostname or "")
+            and _port(there) == _port(here)
+        )
     except ValueError:
         same = False
     if not same:
-        raise GoodputError(f"{ep.shown}: redirected to {ep.scrub(target)!r}, another scheme, host or port;"
-                           " Goodput follows redirects only within the same origin")
+        raise GoodputError(
+            f"{ep.shown}: redirected to {ep.scrub(target)!r}, another scheme, host or port;"
+            " Goodput follows redirects only within the same origin"
+        )
     # userinfo in the Location is dropped: the endpoint's own credentials stay the only ones sent
-    return urllib.parse.urlunsplit((there.scheme, there.netloc.rpartition("@")[2], there.path or "/",
-                                    there.query, ""))
+    return urllib.parse.urlunsplit(
+        (there.scheme, there.netloc.rpartition("@")[2], there.path or "/", there.query, "")
+    )
 
 
 def _port(parts: urllib.parse.SplitResult) -> int:

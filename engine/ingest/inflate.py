@@ -43,8 +43,10 @@ def inflate(name: str, kind: str, open_raw: Opener, limit: int | None = None) ->
     for chunk in _chunks(name, kind, open_raw):
         total += len(chunk)
         if total > limit:
-            raise GoodputError(f"{name}: {kind} data inflates past {limit:,} bytes, over Goodput's limit"
-                               " (engine/limits.py MAX_INPUT_BYTES); nothing was read")
+            raise GoodputError(
+                f"{name}: {kind} data inflates past {limit:,} bytes, over Goodput's limit"
+                " (engine/limits.py MAX_INPUT_BYTES); nothing was read"
+            )
     data = b"".join(_chunks(name, kind, open_raw))
     inner = compression_of(data[:4])
     if inner:

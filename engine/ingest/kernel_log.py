@@ -37,9 +37,11 @@ _GPU_AT = rf"NVRM: GPU at PCI:({_PCI}): (GPU-[0-9a-fA-F-]+)"
 # Timestamp prefixes, tried in order; each leaves the rest of the line in its last group.
 _DMESG = r"^\[[ \t]*([0-9]+\.[0-9]+)\][ \t]?(.*)$"
 _DMESG_T = r"^\[([A-Z][a-z]{2} [A-Z][a-z]{2} [ 0-9]?[0-9] [0-9]{2}:[0-9]{2}:[0-9]{2} [0-9]{4})\][ \t]?(.*)$"
-_ISO = (r"^(?:[a-z]+[ \t]*:[a-z]+[ \t]*:[ \t]*)?"
-        r"([0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(?:[.,][0-9]{1,9})?)(Z|[+-][0-9]{2}:?[0-9]{2})?"
-        r"[ \t]+(.*)$")
+_ISO = (
+    r"^(?:[a-z]+[ \t]*:[a-z]+[ \t]*:[ \t]*)?"
+    r"([0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(?:[.,][0-9]{1,9})?)(Z|[+-][0-9]{2}:?[0-9]{2})?"
+    r"[ \t]+(.*)$"
+)
 _SYSLOG = r"^([A-Z][a-z]{2}[ \t]+[0-9]{1,2} [0-9]{2}:[0-9]{2}:[0-9]{2})[ \t]+(.*)$"
 _KMSG = r"^[0-9]+,[0-9]+,([0-9]+),[^;]*;(.*)$"
 # After a wall-clock stamp, journal and syslog lines name the host and the kernel, and syslog may keep the
@@ -53,8 +55,8 @@ class KernelEvents:
 
     `events`: source (UInt32), line (UInt32), host (String, null where the line names none), kind (`xid` or
     `sxid`), pci (`0000:3b:00`, the GPU's or switch's bus), device (nvswitch name or null), code (Int32),
-    message (String), t_abs_us (Int64, wall clock in microseconds; null for since-boot stamps), t_rel_s (Float64, seconds
-    after the file's first since-boot stamp; null for wall-clock stamps).
+    message (String), t_abs_us (Int64, wall clock in microseconds; null for since-boot stamps), t_rel_s
+    (Float64, seconds after the file's first since-boot stamp; null for wall-clock stamps).
     `uuids`: source, host, pci, uuid from `NVRM: GPU at` lines.
     """
 
@@ -67,8 +69,13 @@ class KernelEvents:
 def normalise_pci(expr: pl.Expr) -> pl.Expr:
     """`00000000:3B:00.0` (DCGM) and `0000:3b:00` (NVRM) -> `0000:3b:00`: 4-digit domain, bus, device."""
     parts = expr.str.to_lowercase().str.extract_groups(r"^([0-9a-f]{4,8}):([0-9a-f]{2}):([0-9a-f]{2})")
-    return pl.concat_str(parts.struct.field("1").str.slice(-4), pl.lit(":"), parts.struct.field("2"), pl.lit(":"),
-                         parts.struct.field("3"))
+    return pl.concat_str(
+        parts.struct.field("1").str.slice(-4),
+        pl.lit(":"),
+        parts.struct.field("2"),
+        pl.lit(":"),
+        parts.struct.field("3"),
+    )
 
 
 def parse_kernel_logs(sources: list[Source], *, year: int | None = None) -> KernelEvents:
@@ -84,9 +91,13 @@ def parse_kernel_logs(sources: list[Source], *, year: int | None = None) -> Kern
 
 def _parse_one(source: Source, index: int, *, year: int | None) -> tuple[pl.DataFrame, pl.DataFrame, int]:
     text = decode(source, strict=False)  # kernel logs carry stray bytes; only XID lines must be well formed
-    lines = (pl.DataFrame({"text": [text]}).select(pl.col("text").str.split("\n")).explode("text")
-             .with_row_index("line", offset=1)
-             .with_columns(pl.col("text").str.strip_suffix("\r"), pl.lit(index, pl.UInt32).alias("source")))
+    lines = (
+        pl.DataFrame({"text": [text]})
+        .select(pl.col("text").str.split("\n"))
+        .explode("text")
+        .with_row_index("line", offset=1)
+        .with_columns(pl.col("text").str.strip_suffix("\r"), pl.lit(index, pl.UInt32).alias("source"))
+    )
     if text.endswith("\n"):
         lines = lines.slice(0, lines.height - 1)
     bounds.check_line_lengths(source.name, lines.select("line", nbytes=pl.col("text").str.len_bytes()))
@@ -102,13 +113,15 @@ def _parse_one(source: Source, index: int, *, year: int | None) -> tuple[pl.Data
     first_boot = _split_stamps(lines.filter(since_boot).head(1), year, 0.0)["boot_s"]
     origin = first_boot[0] if first_boot.len() else 0.0
     total = lines.height
-    wanted = pl.col("text").str.contains("Xid", literal=True) | pl.col("text").str.contains("GPU at PCI:",
-                                                                                            literal=True)
+    wanted = pl.col("text").str.contains("Xid", literal=True) | pl.col("text").str.contains(
+        "GPU at PCI:", literal=True
+    )
     lines = _split_stamps(lines.filter(wanted), year, origin)
 
     is_xid = pl.col("body").str.contains("NVRM: Xid", literal=True)
-    is_sxid = pl.col("body").str.contains(": SXid (", literal=True) | pl.col("body").str.contains("SXid (PCI",
-                                                                                                     literal=True)
+    is_sxid = pl.col("body").str.contains(": SXid (", literal=True) | pl.col("body").str.contains(
+        "SXid (PCI", literal=True
+    )
     lines = lines.with_columns(kind=pl.when(is_xid).then(pl.lit("xid")).when(is_sxid).then(pl.lit("sxid")))
     xid = lines.filter(pl.col("kind") == "xid").with_columns(m=pl.col("body").str.extract_groups(_XID))
     sxid = lines.filter(pl.col("kind") == "sxid").with_columns(m=pl.col("body").str.extract_groups(_SXID))
@@ -116,26 +129,62 @@ def _parse_one(source: Source, index: int, *, year: int | None) -> tuple[pl.Data
         bad = frame.filter(pl.col("m").struct.field("1").is_null())
         if bad.height:
             raise _error(source, bad, f"truncated or garbled {what} line")
-    events = pl.concat([
-        xid.select("source", "line", "host", "kind", pl.col("m").struct.field("1").alias("pci"),
-                   pl.lit(None, pl.String).alias("device"), pl.col("m").struct.field("2").alias("code"),
-                   pl.col("m").struct.field("3").alias("message"), "t_abs_us", "t_rel_s", "text"),
-        sxid.select("source", "line", "host", "kind", pl.col("m").struct.field("2").alias("pci"),
-                    pl.col("m").struct.field("1").alias("device"), pl.col("m").struct.field("3").alias("code"),
-                    pl.col("m").struct.field("4").alias("message"), "t_abs_us", "t_rel_s", "text"),
-    ]).sort("line").with_columns(pl.col("code").cast(pl.Int32, strict=False), normalise_pci(pl.col("pci")).alias("pci"))
+    events = (
+        pl.concat(
+            [
+                xid.select(
+                    "source",
+                    "line",
+                    "host",
+                    "kind",
+                    pl.col("m").struct.field("1").alias("pci"),
+                    pl.lit(None, pl.String).alias("device"),
+                    pl.col("m").struct.field("2").alias("code"),
+                    pl.col("m").struct.field("3").alias("message"),
+                    "t_abs_us",
+                    "t_rel_s",
+                    "text",
+                ),
+                sxid.select(
+                    "source",
+                    "line",
+                    "host",
+                    "kind",
+                    pl.col("m").struct.field("2").alias("pci"),
+                    pl.col("m").struct.field("1").alias("device"),
+                    pl.col("m").struct.field("3").alias("code"),
+                    pl.col("m").struct.field("4").alias("message"),
+                    "t_abs_us",
+                    "t_rel_s",
+                    "text",
+                ),
+            ]
+        )
+        .sort("line")
+        .with_columns(pl.col("code").cast(pl.Int32, strict=False), normalise_pci(pl.col("pci")).alias("pci"))
+    )
     bad = events.filter(pl.col("code").is_null())
     if bad.height:
         raise _error(source, bad, "XID code out of range")
     bad = events.filter(pl.col("t_abs_us").is_null() & pl.col("t_rel_s").is_null())
     if bad.height:
-        raise _error(source, bad, "XID line without a timestamp Goodput reads (dmesg, dmesg -T, iso, journal,"
-                                  " syslog or /dev/kmsg)")
+        raise _error(
+            source,
+            bad,
+            "XID line without a timestamp Goodput reads (dmesg, dmesg -T, iso, journal, syslog or /dev/kmsg)",
+        )
     _check_bounds(source, index, events, window)
-    uuids = lines.filter(pl.col("body").str.contains("NVRM: GPU at PCI:", literal=True)).select(
-        "source", "host", pl.col("body").str.extract_groups(_GPU_AT).alias("m")
-    ).select("source", "host", normalise_pci(pl.col("m").struct.field("1")).alias("pci"),
-             pl.col("m").struct.field("2").alias("uuid")).drop_nulls(["pci", "uuid"])
+    uuids = (
+        lines.filter(pl.col("body").str.contains("NVRM: GPU at PCI:", literal=True))
+        .select("source", "host", pl.col("body").str.extract_groups(_GPU_AT).alias("m"))
+        .select(
+            "source",
+            "host",
+            normalise_pci(pl.col("m").struct.field("1")).alias("pci"),
+            pl.col("m").struct.field("2").alias("uuid"),
+        )
+        .drop_nulls(["pci", "uuid"])
+    )
     return events.drop("text").with_columns(pl.col("message").fill_null("")), uuids, total - events.height
 
 
@@ -150,12 +199,17 @@ def _check_bounds(source: Source, index: int, events: pl.DataFrame, window: boun
     far = events.filter(pl.col("t_rel_s").abs() > limits.MAX_RUN_DAYS * SECONDS_PER_DAY).sort("line")
     if far.height:
         row = far.row(0, named=True)
-        raise GoodputError(f"{source.name}, line {row['line']}: {row['t_rel_s']:,.0f} s from the file's first"
-                           f" since-boot stamp, more than a run may span ({limits.MAX_RUN_DAYS:,} days,"
-                           " engine/limits.py MAX_RUN_DAYS)")
+        raise GoodputError(
+            f"{source.name}, line {row['line']}: {row['t_rel_s']:,.0f} s from the file's first"
+            f" since-boot stamp, more than a run may span ({limits.MAX_RUN_DAYS:,} days,"
+            " engine/limits.py MAX_RUN_DAYS)"
+        )
     gpus = events.filter(pl.col("kind") == "xid").select(
-        pl.coalesce(pl.col("host"), pl.lit(source.stem)).alias("hostname"), pl.col("pci").alias("key"),
-        pl.lit(0, pl.UInt32).alias("source"), "line")
+        pl.coalesce(pl.col("host"), pl.lit(source.stem)).alias("hostname"),
+        pl.col("pci").alias("key"),
+        pl.lit(0, pl.UInt32).alias("source"),
+        "line",
+    )
     bounds.check_hosts_and_gpus([source.name], gpus)
 
 
@@ -163,21 +217,39 @@ def _split_stamps(lines: pl.DataFrame, year: int, origin: float) -> pl.DataFrame
     """Add host, body, t_abs_us (wall clock) and t_rel_s (since the file's first since-boot stamp)."""
     text = pl.col("text")
     dmesg, dmesg_t = text.str.extract_groups(_DMESG), text.str.extract_groups(_DMESG_T)
-    iso, syslog, kmsg = text.str.extract_groups(_ISO), text.str.extract_groups(_SYSLOG), text.str.extract_groups(_KMSG)
-    boot_s = pl.coalesce(dmesg.struct.field("1").cast(pl.Float64, strict=False),
-                         kmsg.struct.field("1").cast(pl.Float64, strict=False) / 1e6)
-    iso_text = pl.concat_str(iso.struct.field("1").str.replace(",", ".", literal=True),
-                             iso.struct.field("2").fill_null("+0000").str.replace("Z", "+0000", literal=True)
-                             .str.replace(":", "", literal=True))
+    iso, syslog, kmsg = (
+        text.str.extract_groups(_ISO),
+        text.str.extract_groups(_SYSLOG),
+        text.str.extract_groups(_KMSG),
+    )
+    boot_s = pl.coalesce(
+        dmesg.struct.field("1").cast(pl.Float64, strict=False),
+        kmsg.struct.field("1").cast(pl.Float64, strict=False) / 1e6,
+    )
+    iso_text = pl.concat_str(
+        iso.struct.field("1").str.replace(",", ".", literal=True),
+        iso.struct.field("2")
+        .fill_null("+0000")
+        .str.replace("Z", "+0000", literal=True)
+        .str.replace(":", "", literal=True),
+    )
     wall = pl.coalesce(
-        dmesg_t.struct.field("1").str.replace_all(r"\s+", " ")
+        dmesg_t.struct.field("1")
+        .str.replace_all(r"\s+", " ")
         .str.strptime(pl.Datetime("us", "UTC"), "%a %b %d %H:%M:%S %Y", strict=False),
         iso_text.str.strptime(pl.Datetime("us", "UTC"), "%Y-%m-%dT%H:%M:%S%.f%z", strict=False),
-        pl.concat_str(syslog.struct.field("1").str.replace_all(r"\s+", " "), pl.lit(f" {year}"))
-        .str.strptime(pl.Datetime("us", "UTC"), "%b %d %H:%M:%S %Y", strict=False),
+        pl.concat_str(syslog.struct.field("1").str.replace_all(r"\s+", " "), pl.lit(f" {year}")).str.strptime(
+            pl.Datetime("us", "UTC"), "%b %d %H:%M:%S %Y", strict=False
+        ),
     )
-    rest = pl.coalesce(dmesg.struct.field("2"), dmesg_t.struct.field("2"), iso.struct.field("3"),
-                       syslog.struct.field("2"), kmsg.struct.field("2"), text)
+    rest = pl.coalesce(
+        dmesg.struct.field("2"),
+        dmesg_t.struct.field("2"),
+        iso.struct.field("3"),
+        syslog.struct.field("2"),
+        kmsg.struct.field("2"),
+        text,
+    )
     lines = lines.with_columns(boot_s=boot_s, t_abs_us=wall.dt.epoch("us"), rest=rest)
     host_kernel = pl.col("rest").str.extract_groups(_HOST_KERNEL)
     return lines.with_columns(

@@ -57,9 +57,18 @@ def fetch(ep: Endpoint, fetcher: Fetcher) -> Source:
     return Source(ep.shown, data, mtime=time.time(), host=ep.host)
 
 
-def scrape_loop(urls: list[str], every_s: float, store: Store, *, scrapes: int | None = None,
-                name: str | None = None, log: Callable[[str], None] | None = None, quiet: bool = False,
-                stop: threading.Event | None = None, deadline_s: float = FETCH_DEADLINE_S) -> dict:
+def scrape_loop(
+    urls: list[str],
+    every_s: float,
+    store: Store,
+    *,
+    scrapes: int | None = None,
+    name: str | None = None,
+    log: Callable[[str], None] | None = None,
+    quiet: bool = False,
+    stop: threading.Event | None = None,
+    deadline_s: float = FETCH_DEADLINE_S,
+) -> dict:
     """Scrape until stopped (or `scrapes` times); return the summary of the run with its run_id.
 
     `log` (default: stderr) gets a line for each committed scrape and for each problem (an endpoint that
@@ -112,23 +121,35 @@ def scrape_loop(urls: list[str], every_s: float, store: Store, *, scrapes: int |
                 tables = dict(batch.tables)
                 if not run_id:
                     tables["host_states"] = observer.host_states(0.0, observer.end_s)
-                    run = Run(kind="ingest", name=name or f"live: {', '.join(shown)}",
-                              started_at=datetime.fromtimestamp(observer.origin_us / 1e6, UTC),
-                              duration_s=observer.end_s, scenario={"source": "scrape", "endpoints": shown},
-                              summary=summary, tables=tables)
+                    run = Run(
+                        kind="ingest",
+                        name=name or f"live: {', '.join(shown)}",
+                        started_at=datetime.fromtimestamp(observer.origin_us / 1e6, UTC),
+                        duration_s=observer.end_s,
+                        scenario={"source": "scrape", "endpoints": shown},
+                        summary=summary,
+                        tables=tables,
+                    )
                     run_id = store.write_run(run)
                 else:
                     tables["host_states"] = observer.host_states(previous_end, observer.end_s)
                     store.append_to_run(run_id, tables, duration_s=observer.end_s, summary=summary)
-                progress(f"scrape {number} at {datetime.now(UTC):%H:%M:%S}: {len(sources)}/{len(endpoints)}"
-                         f" endpoints, {batch.samples} samples, {batch.xid_events} XID events{_skips(batch)};"
-                         f" run {run_id}: {summary['hosts']} hosts, {summary['gpus']} GPUs,"
-                         f" {summary['samples']} samples")
+                progress(
+                    f"scrape {number} at {datetime.now(UTC):%H:%M:%S}: {len(sources)}/{len(endpoints)}"
+                    f" endpoints, {batch.samples} samples, {batch.xid_events} XID events{_skips(batch)};"
+                    f" run {run_id}: {summary['hosts']} hosts, {summary['gpus']} GPUs,"
+                    f" {summary['samples']} samples"
+                )
     if not run_id:
-        raise GoodputError("stopped before the first scrape completed; nothing was written" if stop.is_set()
-                           else "no scrape completed; nothing was written")
-    return {"run_id": run_id, **summary_of(batches, observer, scrapes=committed, failed_scrapes=dict(failures),
-                                           endpoints=shown)}
+        raise GoodputError(
+            "stopped before the first scrape completed; nothing was written"
+            if stop.is_set()
+            else "no scrape completed; nothing was written"
+        )
+    return {
+        "run_id": run_id,
+        **summary_of(batches, observer, scrapes=committed, failed_scrapes=dict(failures), endpoints=shown),
+    }
 
 
 def _fetch_all(endpoints: list[Endpoint], fetcher: Fetcher, stop: threading.Event) -> list | None:
@@ -190,11 +211,16 @@ def _window(observer: Observer) -> bounds.Window:
 
 def _skips(batch: Batch) -> str:
     """`; skipped 2 (values out of range ...)` for what this scrape skipped as bad, on the scrape's one line."""
-    bad = {reason: n for reason, n in batch.skipped.items()
-           if n and reason in (bounds.SKIP_VALUE, bounds.SKIP_TIME, bounds.SKIP_GPU_LABEL)}
+    bad = {
+        reason: n
+        for reason, n in batch.skipped.items()
+        if n and reason in (bounds.SKIP_VALUE, bounds.SKIP_TIME, bounds.SKIP_GPU_LABEL)
+    }
     if not bad:
         return ""
-    return f"; skipped {sum(bad.values())} bad samples (" + "; ".join(f"{n} {r}" for r, n in bad.items()) + ")"
+    return (
+        f"; skipped {sum(bad.values())} bad samples (" + "; ".join(f"{n} {r}" for r, n in bad.items()) + ")"
+    )
 
 
 def _only_new(parsed: DcgmSamples, seen: dict[str, pl.DataFrame]) -> DcgmSamples:

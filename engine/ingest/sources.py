@@ -141,8 +141,10 @@ def _read(path: Path) -> bytes:
 
 def _check_size(name: str, size: int) -> None:
     if size > limits.MAX_INPUT_BYTES:
-        raise GoodputError(f"{name}: more than {limits.MAX_INPUT_BYTES:,} bytes, over Goodput's limit"
-                           " (engine/limits.py MAX_INPUT_BYTES)")
+        raise GoodputError(
+            f"{name}: more than {limits.MAX_INPUT_BYTES:,} bytes, over Goodput's limit"
+            " (engine/limits.py MAX_INPUT_BYTES)"
+        )
 
 
 def decode(source: Source, *, strict: bool) -> str:

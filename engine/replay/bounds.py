@@ -19,18 +19,27 @@ from engine.units import SECONDS_PER_DAY
 _SLICE = 64 * 1024 * 1024  # bytes scanned at once for newlines: bounds the scan's own memory
 
 
-def check_text(source: str, data: bytes, max_lines: int | None = None, what: str = "lines in one trace",
-               error: type[GoodputError] = GoodputError) -> None:
+def check_text(
+    source: str,
+    data: bytes,
+    max_lines: int | None = None,
+    what: str = "lines in one trace",
+    error: type[GoodputError] = GoodputError,
+) -> None:
     """Refuse a file with more lines than `max_lines` (default MAX_TRACE_LINES; `what` names them) or a line
     longer than MAX_LINE_BYTES."""
     max_lines = limits.MAX_TRACE_LINES if max_lines is None else max_lines
     lines = data.count(b"\n") + (0 if data.endswith(b"\n") else 1)
     if lines > max_lines:
-        raise error(f"{source}: {lines:,} lines, over Goodput's limit of {max_lines:,} {what} (engine/limits.py)")
+        raise error(
+            f"{source}: {lines:,} lines, over Goodput's limit of {max_lines:,} {what} (engine/limits.py)"
+        )
     longest, line = longest_line(data)
     if longest > limits.MAX_LINE_BYTES:
-        raise error(f"{source}, line {line:,}: {longest:,} bytes long, over Goodput's limit of "
-                           f"{limits.MAX_LINE_BYTES:,} bytes a line (engine/limits.py)")
+        raise error(
+            f"{source}, line {line:,}: {longest:,} bytes long, over Goodput's limit of "
+            f"{limits.MAX_LINE_BYTES:,} bytes a line (engine/limits.py)"
+        )
 
 
 def longest_line(data: bytes) -> tuple[int, int]:
@@ -39,7 +48,7 @@ def longest_line(data: bytes) -> tuple[int, int]:
     best, best_line = 0, 1
     line_start, lines_before = 0, 0  # where the current line began; newlines seen before this slice
     for offset in range(0, max(len(view), 1), _SLICE):
-        newlines = np.flatnonzero(view[offset:offset + _SLICE] == 10) + offset
+        newlines = np.flatnonzero(view[offset : offset + _SLICE] == 10) + offset
         if newlines.size:
             starts = np.concatenate(([line_start], newlines[:-1] + 1))
             lengths = newlines - starts
@@ -59,23 +68,39 @@ def check_jobs(lines, frame: pl.DataFrame, offset: int = 0, names: dict[str, str
     (SWF's `gpus` is "allocated processors (field 5)"); by default the frame's name, `_s` dropped."""
     names = names or {}
     if frame.height > limits.MAX_TRACE_JOBS:
-        raise GoodputError(f"{lines.source}: {frame.height:,} jobs, over Goodput's limit of "
-                           f"{limits.MAX_TRACE_JOBS:,} jobs in one trace (engine/limits.py)")
-    check_column(lines, frame["gpus"], limits.MAX_CLUSTER_GPUS, names.get("gpus", "gpus"), "GPUs for one job",
-                 offset)
+        raise GoodputError(
+            f"{lines.source}: {frame.height:,} jobs, over Goodput's limit of "
+            f"{limits.MAX_TRACE_JOBS:,} jobs in one trace (engine/limits.py)"
+        )
+    check_column(
+        lines, frame["gpus"], limits.MAX_CLUSTER_GPUS, names.get("gpus", "gpus"), "GPUs for one job", offset
+    )
     if "hosts" in frame.columns:
-        check_column(lines, frame["hosts"], limits.MAX_HOSTS, names.get("hosts", "hosts"), "hosts for one job",
-                     offset)
+        check_column(
+            lines, frame["hosts"], limits.MAX_HOSTS, names.get("hosts", "hosts"), "hosts for one job", offset
+        )
     span = limits.MAX_RUN_DAYS * SECONDS_PER_DAY
     times = [c for c in ("submit_s", "start_s", "end_s") if c in frame.columns]
     if frame.height and times:
         first = frame.select(pl.min_horizontal(pl.col(times).min())).item()
         for name in times:
-            check_column(lines, frame[name] - first, span, names.get(name, name.removesuffix("_s")),
-                         "seconds after the trace's first submit", offset)
+            check_column(
+                lines,
+                frame[name] - first,
+                span,
+                names.get(name, name.removesuffix("_s")),
+                "seconds after the trace's first submit",
+                offset,
+            )
     if "duration_s" in frame.columns:
-        check_column(lines, frame["duration_s"], span, names.get("duration_s", "duration"),
-                     "seconds of work for one job", offset)
+        check_column(
+            lines,
+            frame["duration_s"],
+            span,
+            names.get("duration_s", "duration"),
+            "seconds of work for one job",
+            offset,
+        )
 
 
 def check_column(lines, values: pl.Series, limit: float, column: str, unit: str, offset: int = 0) -> None:
@@ -86,5 +111,6 @@ def check_column(lines, values: pl.Series, limit: float, column: str, unit: str,
         i = int(hits[0])
         value = float(values[i])
         shown = f"{value:,.0f}" if abs(value) < 1e18 else f"{value:g}"
-        raise lines.fail(i + offset, f"{column} {shown} is over Goodput's limit of {limit:,.0f} {unit} "
-                                     "(engine/limits.py)")
+        raise lines.fail(
+            i + offset, f"{column} {shown} is over Goodput's limit of {limit:,.0f} {unit} (engine/limits.py)"
+        )

@@ -21,8 +21,13 @@ def cluster_frame(trace: Trace, settings: ReplaySettings) -> pl.DataFrame:
     model = settings.scenario["cluster.gpu_model"]
     size = settings.gpus_per_host or settings.scenario["cluster.gpus_per_host"]
     if trace.cluster is not None and settings.hosts is None:
-        check_cluster(trace.name, "its node list", trace.cluster.height, int(trace.cluster["gpus"].max() or 0),
-                      int(trace.cluster["gpus"].sum()))
+        check_cluster(
+            trace.name,
+            "its node list",
+            trace.cluster.height,
+            int(trace.cluster["gpus"].max() or 0),
+            int(trace.cluster["gpus"].sum()),
+        )
         return trace.cluster
     jobs = trace.jobs
     named = jobs.filter(pl.col("nodes").is_not_null() & (pl.col("nodes").list.len() > 0))
@@ -32,8 +37,9 @@ def cluster_frame(trace: Trace, settings: ReplaySettings) -> pl.DataFrame:
         # a node that ran GPU jobs has the largest per-node GPU count of the trace (one GPU partition of
         # like nodes, as Slurm clusters have them); a node that only ran CPU jobs has none
         gpus = settings.gpus_per_host or max(int(sizes["per"].max() or 0), 1)
-        check_cluster(trace.name, "the nodes its jobs name", sizes.height, gpus,
-                      int((sizes["per"] > 0).sum()) * gpus)
+        check_cluster(
+            trace.name, "the nodes its jobs name", sizes.height, gpus, int((sizes["per"] > 0).sum()) * gpus
+        )
         sizes = sizes.sort("nodes")
         return pl.DataFrame(
             {
@@ -60,12 +66,16 @@ def cluster_frame(trace: Trace, settings: ReplaySettings) -> pl.DataFrame:
 def check_cluster(source: str, how: str, hosts: int, per_host: int, gpus: int) -> None:
     """The cluster a trace implies (`how`: from what) within MAX_HOSTS, MAX_GPUS_PER_HOST and MAX_CLUSTER_GPUS,
     checked before its hosts and GPUs are made."""
-    for value, limit, what in ((hosts, limits.MAX_HOSTS, "hosts"),
-                               (per_host, limits.MAX_GPUS_PER_HOST, "GPUs on one host"),
-                               (gpus, limits.MAX_CLUSTER_GPUS, "GPUs")):
+    for value, limit, what in (
+        (hosts, limits.MAX_HOSTS, "hosts"),
+        (per_host, limits.MAX_GPUS_PER_HOST, "GPUs on one host"),
+        (gpus, limits.MAX_CLUSTER_GPUS, "GPUs"),
+    ):
         if value > limit:
-            raise GoodputError(f"{source}: the cluster from {how} has {value:,} {what}, over Goodput's limit of "
-                               f"{limit:,} (engine/limits.py)")
+            raise GoodputError(
+                f"{source}: the cluster from {how} has {value:,} {what}, over Goodput's limit of "
+                f"{limit:,} (engine/limits.py)"
+            )
 
 
 def _inferred_hosts(trace: Trace, size: int) -> int:

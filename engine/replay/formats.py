@@ -81,8 +81,10 @@ def read_text(path_or_bytes: str | Path | bytes, name: str | None = None) -> tup
     if isinstance(path_or_bytes, bytes | bytearray):
         source, data = name or "<upload>", bytes(path_or_bytes)
         if len(data) > limits.MAX_INPUT_BYTES:
-            raise TraceError(f"{source}: the trace is larger than Goodput's limit of {limits.MAX_INPUT_BYTES:,}"
-                             " bytes (engine/limits.py)")
+            raise TraceError(
+                f"{source}: the trace is larger than Goodput's limit of {limits.MAX_INPUT_BYTES:,}"
+                " bytes (engine/limits.py)"
+            )
     else:
         source = name or str(path_or_bytes)
         try:
@@ -171,8 +173,10 @@ def detect_format(source: str, text: str) -> str:
         if {"incident_id", "t_s", "cause"} <= fields:
             return "incidents"
         if {"sn", "gpu", "model"} <= fields:  # given where the pod list belongs: say where it goes instead
-            raise TraceError(f"{source}: an Alibaba openb node list, not a job trace: give it with its pod list"
-                             " (beside the pod list for `goodput replay`, in the node list box on the Data page)")
+            raise TraceError(
+                f"{source}: an Alibaba openb node list, not a job trace: give it with its pod list"
+                " (beside the pod list for `goodput replay`, in the node list box on the Data page)"
+            )
         raise TraceError(
             f"{source}, line {number}: cannot tell the trace format from {stripped[:80]!r};"
             " expected a goodput CSV"
@@ -182,8 +186,12 @@ def detect_format(source: str, text: str) -> str:
     raise TraceError(f"{source}: the trace is empty")
 
 
-def parse_trace(path_or_bytes: str | Path | bytes, fmt: str = "auto", name: str | None = None,
-                node_list: tuple[str, bytes] | None = None) -> Trace:
+def parse_trace(
+    path_or_bytes: str | Path | bytes,
+    fmt: str = "auto",
+    name: str | None = None,
+    node_list: tuple[str, bytes] | None = None,
+) -> Trace:
     """Any supported trace, by `fmt` or detected (`auto`). Raises TraceError naming the file and line.
 
     `node_list` (name, bytes): an openb pod list's node list, uploaded beside it (a file path finds its own)."""
@@ -193,15 +201,19 @@ def parse_trace(path_or_bytes: str | Path | bytes, fmt: str = "auto", name: str 
     if fmt == "auto":
         fmt = detect_format(source, text)
     if fmt == "incidents":
-        raise GoodputError(f"{source}: an incidents file is replayed by engine.replay.run.replay_file, "
-                           "not parsed as a job trace")
+        raise GoodputError(
+            f"{source}: an incidents file is replayed by engine.replay.run.replay_file, "
+            "not parsed as a job trace"
+        )
     parsers = {"goodput": goodput_csv.parse, "sacct": sacct.parse, "swf": swf.parse, "openb": openb.parse}
     if fmt not in parsers:
         raise GoodputError(f"--format: unknown trace format {fmt!r}; one of auto, {', '.join(FORMATS)}")
     beside = Path(path_or_bytes).parent if isinstance(path_or_bytes, str | Path) else None
     if node_list is not None and fmt != "openb":
-        raise GoodputError(f"{node_list[0]}: a node list goes with an Alibaba openb pod list; {source} is a {fmt}"
-                           " trace (leave the node list out)")
+        raise GoodputError(
+            f"{node_list[0]}: a node list goes with an Alibaba openb pod list; {source} is a {fmt}"
+            " trace (leave the node list out)"
+        )
     extra = {"node_list": node_list} if fmt == "openb" else {}
     trace = parsers[fmt](source, text, beside=beside, **extra)
     trace.name = name or Path(source).name

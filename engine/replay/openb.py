@@ -42,7 +42,9 @@ QOS_PRIORITY = {"Guaranteed": 3, "LS": 2, "Burstable": 1, "BE": 0}
 PHASE_STATE = {"Succeeded": "completed", "Failed": "failed", "Running": "running", "Pending": "pending"}
 
 
-def parse(source: str, text: str, beside: Path | None = None, node_list: tuple[str, bytes] | None = None) -> Trace:
+def parse(
+    source: str, text: str, beside: Path | None = None, node_list: tuple[str, bytes] | None = None
+) -> Trace:
     """The pods of `text`; the cluster from `node_list` (name, bytes), else from NODE_LIST in folder `beside`."""
     parts, names, lines = read_table(source, text, ",", "openb pod list")
     require(lines, parts, names, REQUIRED, "openb pod list")
@@ -85,8 +87,17 @@ def parse(source: str, text: str, beside: Path | None = None, node_list: tuple[s
             "memory_mb": number("memory_mib"),
         }
     )
-    bounds.check_jobs(lines, frame, offset=1, names={"submit_s": "creation_time", "start_s": "scheduled_time",
-                                                     "end_s": "deletion_time", "duration_s": "deletion_time"})
+    bounds.check_jobs(
+        lines,
+        frame,
+        offset=1,
+        names={
+            "submit_s": "creation_time",
+            "start_s": "scheduled_time",
+            "end_s": "deletion_time",
+            "duration_s": "deletion_time",
+        },
+    )
     if node_list is not None:
         given, cluster = node_list[0], read_node_list(node_list[1], name=node_list[0])
     elif beside is not None and (beside / NODE_LIST).is_file():

@@ -52,20 +52,29 @@ def replay_file(
     the scenario a CSV export needs (a JSON export carries its own)."""
     incidents_format = _incidents_format(path_or_bytes, fmt, name)
     if incidents_format and node_list is not None:
-        raise GoodputError(f"{node_list[0]}: a node list goes with an Alibaba openb pod list, not an incidents file")
+        raise GoodputError(
+            f"{node_list[0]}: a node list goes with an Alibaba openb pod list, not an incidents file"
+        )
     if incidents_format:
         from engine.replay.incidents import replay_incidents_data
 
         where, data = _read_bytes(path_or_bytes, name)
-        return replay_incidents_data(data, incidents_format, where=where, preset=preset, sets=list(sets),
-                                     name=name)
+        return replay_incidents_data(
+            data, incidents_format, where=where, preset=preset, sets=list(sets), name=name
+        )
     if preset:
-        raise GoodputError("--preset: only an incidents file is replayed under a preset; a job trace takes "
-                           "replay.* and scheduler.* settings with --set")
+        raise GoodputError(
+            "--preset: only an incidents file is replayed under a preset; a job trace takes "
+            "replay.* and scheduler.* settings with --set"
+        )
     settings = settings_from(list(sets), mode=mode, placement=placement)
     upload = isinstance(path_or_bytes, bytes | bytearray)
-    trace = parse_trace(path_or_bytes, fmt=fmt, name=name if upload else None,  # errors name the real file
-                        node_list=node_list)
+    trace = parse_trace(
+        path_or_bytes,
+        fmt=fmt,
+        name=name if upload else None,  # errors name the real file
+        node_list=node_list,
+    )
     return replay(trace, settings, name=name)
 
 
@@ -76,7 +85,7 @@ def _read_bytes(path_or_bytes: str | Path | bytes, name: str | None) -> tuple[st
 
 
 def _incidents_format(path_or_bytes: str | Path | bytes, fmt: str, name: str | None) -> str | None:
-    """"csv" or "json" when the input is an incidents export (by --format or by its first bytes), else None."""
+    """ "csv" or "json" when the input is an incidents export (by --format or by its first bytes), else None."""
     if fmt not in ("auto", "incidents"):
         return None
     if isinstance(path_or_bytes, bytes | bytearray):
@@ -225,8 +234,17 @@ def _recorded(trace, cluster, workload, settings, hosts):
 def _jobs_table(jobs: pl.DataFrame, wait_reason: pl.Expr) -> pl.DataFrame:
     """The store's jobs columns of a trace's jobs (priorities clipped to the column's 32 bits)."""
     return jobs.select(
-        "job_id", "name", "gpus", pl.col("priority").clip(-(2**31), 2**31 - 1).cast(pl.Int32),
-        "submit_s", "start_s", "end_s", "state", "user", kind=pl.lit("trace"), wait_reason=wait_reason,
+        "job_id",
+        "name",
+        "gpus",
+        pl.col("priority").clip(-(2**31), 2**31 - 1).cast(pl.Int32),
+        "submit_s",
+        "start_s",
+        "end_s",
+        "state",
+        "user",
+        kind=pl.lit("trace"),
+        wait_reason=wait_reason,
     )
 
 
@@ -363,7 +381,9 @@ def cluster_notes(trace: Trace, settings: ReplaySettings, n_hosts: int, gpu_tota
     if trace.fmt == "openb":
         from engine.replay.openb import NODE_LIST
 
-        notes.append(f"{trace.name} came without its node list ({NODE_LIST}): the cluster was inferred from the "
-                     f"pods' peak GPU use ({n_hosts:,} hosts, {gpu_total:,} GPUs). To replay on the recorded nodes,"
-                     " put the node list beside the pod list (goodput replay) or add it on the Data page.")
+        notes.append(
+            f"{trace.name} came without its node list ({NODE_LIST}): the cluster was inferred from the "
+            f"pods' peak GPU use ({n_hosts:,} hosts, {gpu_total:,} GPUs). To replay on the recorded nodes,"
+            " put the node list beside the pod list (goodput replay) or add it on the Data page."
+        )
     return {"cluster_from": "inferred from peak use", "notes": notes}

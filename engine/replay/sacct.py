@@ -110,8 +110,18 @@ def parse(source: str, text: str, beside: Path | None = None) -> Trace:
     frame = pl.DataFrame(out)
     origin = float(frame["submit_s"].min()) if frame.height else 0.0
     frame, _ = rebase(frame, origin)
-    bounds.check_jobs(sub, frame, names={"gpus": "AllocTRES gres/gpu", "hosts": "NNodes", "submit_s": "Submit",
-                                         "start_s": "Start", "end_s": "End", "duration_s": "Elapsed"})
+    bounds.check_jobs(
+        sub,
+        frame,
+        names={
+            "gpus": "AllocTRES gres/gpu",
+            "hosts": "NNodes",
+            "submit_s": "Submit",
+            "start_s": "Start",
+            "end_s": "End",
+            "duration_s": "Elapsed",
+        },
+    )
     started = datetime.fromtimestamp(origin, UTC) if frame.height else None
     return Trace(finish(frame), "sacct", source, started_at=started, notes={"steps_skipped": steps})
 
@@ -179,8 +189,11 @@ def _expand_nodelists(lines, node_list: pl.Series) -> pl.Series:
         slots += len(expanded[text]) * count
         if slots > limits.MAX_TRACE_HOST_SLOTS:
             index = int((node_list == text).arg_true()[0])
-            raise lines.fail(index, f"the NodeLists up to this one name over Goodput's limit of "
-                                    f"{limits.MAX_TRACE_HOST_SLOTS:,} job-host pairs (engine/limits.py)")
+            raise lines.fail(
+                index,
+                f"the NodeLists up to this one name over Goodput's limit of "
+                f"{limits.MAX_TRACE_HOST_SLOTS:,} job-host pairs (engine/limits.py)",
+            )
     if not expanded:
         return pl.Series("nodes", [None] * len(node_list), dtype=pl.List(pl.String))
     table = pl.DataFrame(

@@ -90,7 +90,9 @@ def settings_from(sets: list[str], mode: str | None = None, placement: str | Non
         placement=mine.get("scheduler.placement", "pack"),
         backfill=_bool(mine, "scheduler.backfill", True),
         preemption=_bool(mine, "scheduler.preemption", False),
-        backfill_depth=_int(mine, "scheduler.backfill_depth", Policy.backfill_depth, 1, limits.MAX_TRACE_JOBS),
+        backfill_depth=_int(
+            mine, "scheduler.backfill_depth", Policy.backfill_depth, 1, limits.MAX_TRACE_JOBS
+        ),
         checkpoint_interval_s=parse_duration(
             mine.get("scheduler.checkpoint_interval", "30m"), "scheduler.checkpoint_interval"
         ),

@@ -43,9 +43,13 @@ FIELDS = [
     "think",
 ]
 # the fields behind each job column, for errors (GPUs are requested processors where none were allocated)
-SWF_NAMES = {"gpus": "processors (field 5, or 8)", "submit_s": "submit time (field 2)",
-             "start_s": "submit + wait time (fields 2 + 3)", "end_s": "start + run time (fields 2 + 3 + 4)",
-             "duration_s": "run time (field 4, or 9)"}
+SWF_NAMES = {
+    "gpus": "processors (field 5, or 8)",
+    "submit_s": "submit time (field 2)",
+    "start_s": "submit + wait time (fields 2 + 3)",
+    "end_s": "start + run time (fields 2 + 3 + 4)",
+    "duration_s": "run time (field 4, or 9)",
+}
 STATUS = {1: "completed", 0: "failed", 5: "cancelled", 2: "partial", 3: "partial", 4: "partial"}
 
 
@@ -54,8 +58,10 @@ def parse(source: str, text: str, beside: Path | None = None) -> Trace:
     for key, limit in (("MaxProcs", limits.MAX_CLUSTER_GPUS), ("MaxNodes", limits.MAX_HOSTS)):
         value = header.get(key, "")
         if value.isdigit() and (len(value) > 18 or int(value) > limit):  # read by engine.replay.cluster
-            raise TraceError(f"{source}: header `; {key}: {value[:40]}` is over Goodput's limit of {limit:,}"
-                             " (engine/limits.py)")
+            raise TraceError(
+                f"{source}: header `; {key}: {value[:40]}` is over Goodput's limit of {limit:,}"
+                " (engine/limits.py)"
+            )
     lines = split_lines(source, text, comment=";")
     if not len(lines.text):
         raise TraceError(f"{source}: the SWF trace has no job lines")

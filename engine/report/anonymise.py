@@ -41,8 +41,10 @@ def store_key(store_root: str | os.PathLike) -> bytes:
                 temp.unlink()
     key = path.read_bytes()
     if len(key) < 16:
-        raise GoodputError(f"{path}: the anonymisation key is too short ({len(key)} bytes); delete the file to"
-                           " make a new one (earlier pseudonyms will then change)")
+        raise GoodputError(
+            f"{path}: the anonymisation key is too short ({len(key)} bytes); delete the file to"
+            " make a new one (earlier pseudonyms will then change)"
+        )
     return key
 
 
@@ -74,12 +76,16 @@ def anonymise_frame(frame: pl.DataFrame, key: bytes, columns: dict[str, str] | N
         series = frame[column]
         if series.dtype == pl.List(pl.String):
             mapping = _mapping(key, kind, series.explode())
-            replaced.append(pl.col(column).list.eval(
-                pl.element().replace_strict(mapping, default=None, return_dtype=pl.String)))
+            replaced.append(
+                pl.col(column).list.eval(
+                    pl.element().replace_strict(mapping, default=None, return_dtype=pl.String)
+                )
+            )
         else:
             mapping = _mapping(key, kind, series.cast(pl.String))
-            replaced.append(pl.col(column).cast(pl.String).replace_strict(mapping, default=None,
-                                                                          return_dtype=pl.String))
+            replaced.append(
+                pl.col(column).cast(pl.String).replace_strict(mapping, default=None, return_dtype=pl.String)
+            )
     return frame.with_columns(replaced) if replaced else frame
 
 

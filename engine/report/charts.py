@@ -1,5 +1,6 @@
 """The two charts of the standalone HTML incident report (engine side: the engine never imports dashboard/), in
-the dashboard's palette and words (engine.report.palette), so a category has the same colour in the report and on the page.
+the dashboard's palette and words (engine.report.palette), so a category has the same colour in the report
+and on the page.
 
 Pure functions, frames in and Plotly figures out: a timeline of incidents (time against cause, coloured by
 category, sized by GPU-hours lost) and interruptions by cause (stacked by category).
@@ -41,14 +42,31 @@ def timeline_figure(frame: pl.DataFrame) -> go.Figure:
     for (category,), part in frame.group_by("category", maintain_order=True):
         x = part["time_utc"].to_list() if use_time else (part["t_s"] / SECONDS_PER_HOUR).to_list()
         size = (8 + 30 * (part["gpu_hours_lost"].fill_null(0.0) / largest).sqrt()).to_list()
-        hover = [f"#{i} {text(cause_label(c))}<br>{g:,.1f} GPU-hours lost" for i, c, g in
-                 zip(part["incident_id"], part["cause"], part["gpu_hours_lost"].fill_null(0.0), strict=True)]
-        fig.add_trace(go.Scatter(x=x, y=_causes(part["cause"]), mode="markers", name=text(category),
-                                 marker={"size": size, "color": _colour(category), "opacity": 0.75},
-                                 text=hover, hoverinfo="text+x"))
-    fig.update_layout(title="Incidents over time (size: GPU-hours lost)", height=420,
-                      xaxis_title="time (UTC)" if use_time else "hours into the run", yaxis_title="cause",
-                      margin={"l": 160, "r": 20, "t": 50, "b": 50}, legend_title="category")
+        hover = [
+            f"#{i} {text(cause_label(c))}<br>{g:,.1f} GPU-hours lost"
+            for i, c, g in zip(
+                part["incident_id"], part["cause"], part["gpu_hours_lost"].fill_null(0.0), strict=True
+            )
+        ]
+        fig.add_trace(
+            go.Scatter(
+                x=x,
+                y=_causes(part["cause"]),
+                mode="markers",
+                name=text(category),
+                marker={"size": size, "color": _colour(category), "opacity": 0.75},
+                text=hover,
+                hoverinfo="text+x",
+            )
+        )
+    fig.update_layout(
+        title="Incidents over time (size: GPU-hours lost)",
+        height=420,
+        xaxis_title="time (UTC)" if use_time else "hours into the run",
+        yaxis_title="cause",
+        margin={"l": 160, "r": 20, "t": 50, "b": 50},
+        legend_title="category",
+    )
     return fig
 
 
@@ -58,9 +76,21 @@ def by_cause_figure(frame: pl.DataFrame) -> go.Figure:
     order = counts.group_by("cause").agg(pl.col("n").sum()).sort(["n", "cause"], descending=[False, True])
     fig = go.Figure()
     for (category,), part in counts.group_by("category", maintain_order=True):
-        fig.add_trace(go.Bar(x=part["n"].to_list(), y=_causes(part["cause"]), orientation="h", name=text(category),
-                             marker_color=_colour(category)))
-    fig.update_layout(title="Incidents by cause", barmode="stack", height=max(260, 28 * order.height + 100),
-                      xaxis={"title": "incidents", "tickformat": ",d"}, margin={"l": 160, "r": 20, "t": 50, "b": 50},
-                      yaxis={"categoryorder": "array", "categoryarray": _causes(order["cause"])})
+        fig.add_trace(
+            go.Bar(
+                x=part["n"].to_list(),
+                y=_causes(part["cause"]),
+                orientation="h",
+                name=text(category),
+                marker_color=_colour(category),
+            )
+        )
+    fig.update_layout(
+        title="Incidents by cause",
+        barmode="stack",
+        height=max(260, 28 * order.height + 100),
+        xaxis={"title": "incidents", "tickformat": ",d"},
+        margin={"l": 160, "r": 20, "t": 50, "b": 50},
+        yaxis={"categoryorder": "array", "categoryarray": _causes(order["cause"])},
+    )
     return fig

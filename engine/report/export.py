@@ -45,11 +45,25 @@ FORMATS = ("csv", "json", "parquet", "html")
 FORMAT_NAME, FORMAT_VERSION = "goodput-incidents", 1
 LISTS = ("job_ids", "job_names", "users")
 EXPORT_SCHEMA: dict[str, pl.DataType] = {
-    "incident_id": pl.Int32, "time_utc": pl.Datetime("us", "UTC"), "t_s": pl.Float64, "detected_s": pl.Float64,
-    "mitigated_s": pl.Float64, "repaired_s": pl.Float64, "cause": pl.String, "category": pl.String,
-    "planned": pl.Boolean, "xid": pl.Int32, "host_id": pl.Int32, "hostname": pl.String, "rack_id": pl.Int32,
-    "gpu_id": pl.Int32, "gpu_index": pl.Int32, "link_id": pl.Int32, "rack_wide": pl.Boolean,
-    "jobs_hit": pl.Int32, "gpu_hours_lost": pl.Float64,
+    "incident_id": pl.Int32,
+    "time_utc": pl.Datetime("us", "UTC"),
+    "t_s": pl.Float64,
+    "detected_s": pl.Float64,
+    "mitigated_s": pl.Float64,
+    "repaired_s": pl.Float64,
+    "cause": pl.String,
+    "category": pl.String,
+    "planned": pl.Boolean,
+    "xid": pl.Int32,
+    "host_id": pl.Int32,
+    "hostname": pl.String,
+    "rack_id": pl.Int32,
+    "gpu_id": pl.Int32,
+    "gpu_index": pl.Int32,
+    "link_id": pl.Int32,
+    "rack_wide": pl.Boolean,
+    "jobs_hit": pl.Int32,
+    "gpu_hours_lost": pl.Float64,
     **dict.fromkeys(LISTS, pl.List(pl.String)),
 }
 
@@ -70,8 +84,10 @@ def export_frame(frame: pl.DataFrame, started_at: datetime | str | None = None) 
     out = frame.with_columns(**missing)
     if started_at is not None and "time_utc" not in frame.columns:
         start = started_at if started_at.tzinfo else started_at.replace(tzinfo=UTC)
-        out = out.with_columns(time_utc=pl.lit(start.astimezone(UTC)) + pl.duration(microseconds=(
-            pl.col("t_s") * 1e6).round().cast(pl.Int64)))
+        out = out.with_columns(
+            time_utc=pl.lit(start.astimezone(UTC))
+            + pl.duration(microseconds=(pl.col("t_s") * 1e6).round().cast(pl.Int64))
+        )
     out = out.with_columns(pl.col(c).cast(pl.List(pl.String)).fill_null([]) for c in LISTS)
     return out.select(list(EXPORT_SCHEMA)).cast(EXPORT_SCHEMA)
 
@@ -79,15 +95,23 @@ def export_frame(frame: pl.DataFrame, started_at: datetime | str | None = None) 
 # ----- writing --------------------------------------------------------------------------------------------
 
 
-def export_incidents(frame: pl.DataFrame, fmt: str, *, anonymise: bool = False, key: bytes | None = None,
-                     run_info: dict | None = None, charts: bool = True, chain: pl.DataFrame | None = None
-                     ) -> bytes:
+def export_incidents(
+    frame: pl.DataFrame,
+    fmt: str,
+    *,
+    anonymise: bool = False,
+    key: bytes | None = None,
+    run_info: dict | None = None,
+    charts: bool = True,
+    chain: pl.DataFrame | None = None,
+) -> bytes:
     """The bytes of an export of `frame` in `fmt` (csv, json, parquet, html).
 
     `run_info` (the run's id, kind, name, started_at, duration_s, seed, scenario; engine.store.RunInfo fields)
     goes into the JSON's `run`, the Parquet file's metadata and the HTML header; `anonymise` replaces
-    hostnames, job names and ids, users and the run's name with pseudonyms keyed by `key` (engine.report.anonymise.store_key);
-    `chain` (engine.analysis.incidents.incident_chain, built with the same pseudonyms when anonymised) adds one incident's chain to the JSON and the HTML.
+    hostnames, job names and ids, users and the run's name with pseudonyms keyed by `key`
+    (engine.report.anonymise.store_key); `chain` (engine.analysis.incidents.incident_chain, built with the same
+    pseudonyms when anonymised) adds one incident's chain to the JSON and the HTML.
     """
     if fmt not in FORMATS:
         raise ExportError(f"unknown export format {fmt!r}; formats are {', '.join(FORMATS)}")
@@ -99,7 +123,9 @@ def export_incidents(frame: pl.DataFrame, fmt: str, *, anonymise: bool = False, 
     interruptions = summary_counts(table, days, job=flagship) if flagship else None
     if anonymise:
         if key is None:
-            raise ExportError("anonymise: no key given (engine.report.anonymise.store_key(store folder) makes one)")
+            raise ExportError(
+                "anonymise: no key given (engine.report.anonymise.store_key(store folder) makes one)"
+            )
         table = anonymise_frame(table, key)
         if info.get("name"):  # a run's name may say whose it is ("alice-debug")
             info["name"] = pseudonym(key, "run", str(info["name"]))
@@ -169,16 +195,31 @@ def _put_in_place(temp: Path, path: Path, force: bool) -> None:
     os.replace(temp, path)
 
 
-def export_run_incidents(store, run_id: str, fmt: str, *, anonymise: bool = False, incident_id: int | None = None,
-                         charts: bool = True, **filters) -> bytes:
+def export_run_incidents(
+    store,
+    run_id: str,
+    fmt: str,
+    *,
+    anonymise: bool = False,
+    incident_id: int | None = None,
+    charts: bool = True,
+    **filters,
+) -> bytes:
     """Load a stored run's incidents, filter them (engine.analysis.incidents.filter_incidents keywords) or pick one
     (`incident_id`, with its chain), and export them: what `goodput export incidents` and the page share."""
     if fmt not in FORMATS:
         raise ExportError(f"unknown export format {fmt!r}; formats are {', '.join(FORMATS)}")
     info = store.info(run_id)
-    run_info = {"run_id": info.run_id, "kind": info.kind, "name": info.name, "seed": info.seed,
-                "started_at": info.started_at, "duration_s": info.duration_s, "scenario": info.scenario,
-                "engine_version": info.engine_version}
+    run_info = {
+        "run_id": info.run_id,
+        "kind": info.kind,
+        "name": info.name,
+        "seed": info.seed,
+        "started_at": info.started_at,
+        "duration_s": info.duration_s,
+        "scenario": info.scenario,
+        "engine_version": info.engine_version,
+    }
     chain = None
     with store.connect(run_id) as con:
         frame = load_incidents(con)
@@ -193,23 +234,34 @@ def export_run_incidents(store, run_id: str, fmt: str, *, anonymise: bool = Fals
                 rename = lambda kind, name: pseudonym(key, kind, name)  # noqa: E731
             chain = incident_detail(con, incident_id, rename=rename).chain
     frame = filter_incidents(frame, **filters)
-    run_info["filters"] = {k: (list(v) if isinstance(v, (list, tuple, set)) else v) for k, v in filters.items()
-                           if v is not None} | ({"incident_id": incident_id} if incident_id is not None else {})
+    run_info["filters"] = {
+        k: (list(v) if isinstance(v, (list, tuple, set)) else v) for k, v in filters.items() if v is not None
+    } | ({"incident_id": incident_id} if incident_id is not None else {})
     key = store_key(store.root) if anonymise else None
-    return export_incidents(frame, fmt, anonymise=anonymise, key=key, run_info=run_info, charts=charts, chain=chain)
+    return export_incidents(
+        frame, fmt, anonymise=anonymise, key=key, run_info=run_info, charts=charts, chain=chain
+    )
 
 
 def _meta(info: dict, anonymised: bool) -> dict:
     run = {k: info.get(k) for k in ("run_id", "kind", "name", "seed", "started_at", "duration_s", "scenario")}
     if isinstance(run["started_at"], datetime):
         run["started_at"] = run["started_at"].isoformat()
-    return {"format": FORMAT_NAME, "version": FORMAT_VERSION, "engine_version": __version__,
-            "exported_at": datetime.now(UTC).isoformat(), "anonymised": anonymised, "run": run,
-            "filters": info.get("filters", {})}
+    return {
+        "format": FORMAT_NAME,
+        "version": FORMAT_VERSION,
+        "engine_version": __version__,
+        "exported_at": datetime.now(UTC).isoformat(),
+        "anonymised": anonymised,
+        "run": run,
+        "filters": info.get("filters", {}),
+    }
 
 
 def _csv(table: pl.DataFrame) -> bytes:
-    def as_json(column: str) -> pl.Expr:  # a list of strings as a JSON array, vectorised, control characters too
+    def as_json(
+        column: str,
+    ) -> pl.Expr:  # a list of strings as a JSON array, vectorised, control characters too
         encoded = pl.struct(pl.col(column).alias("v")).struct.json_encode()
         return encoded.str.strip_prefix('{"v":').str.strip_suffix("}").alias(column)
 
@@ -239,10 +291,16 @@ def read_export(data: bytes, fmt: str, *, where: str = "export") -> tuple[pl.Dat
             document = json.loads(data)
             if not isinstance(document, dict) or not isinstance(document.get("incidents"), list):
                 raise ExportError(f"{where}: not a Goodput incidents export (no `incidents` list)")
-            frame = pl.DataFrame(document["incidents"], schema=EXPORT_SCHEMA | {"time_utc": pl.String}, orient="row"
-                                 ) if document["incidents"] else pl.DataFrame(schema=EXPORT_SCHEMA)
-            frame = frame.with_columns(pl.col("time_utc").cast(pl.String).str.to_datetime(time_unit="us",
-                                                                                           time_zone="UTC"))
+            frame = (
+                pl.DataFrame(
+                    document["incidents"], schema=EXPORT_SCHEMA | {"time_utc": pl.String}, orient="row"
+                )
+                if document["incidents"]
+                else pl.DataFrame(schema=EXPORT_SCHEMA)
+            )
+            frame = frame.with_columns(
+                pl.col("time_utc").cast(pl.String).str.to_datetime(time_unit="us", time_zone="UTC")
+            )
             return frame.select(list(EXPORT_SCHEMA)), {k: v for k, v in document.items() if k != "incidents"}
         if fmt == "parquet":
             raw = pl.read_parquet_metadata(io.BytesIO(data)).get(FORMAT_NAME)
@@ -257,8 +315,15 @@ def read_export(data: bytes, fmt: str, *, where: str = "export") -> tuple[pl.Dat
 # ----- the HTML report ------------------------------------------------------------------------------------
 
 
-def _html(table: pl.DataFrame, info: dict, summary: dict, interruptions: dict | None, anonymised: bool,
-          charts: bool, chain: pl.DataFrame | None) -> str:
+def _html(
+    table: pl.DataFrame,
+    info: dict,
+    summary: dict,
+    interruptions: dict | None,
+    anonymised: bool,
+    charts: bool,
+    chain: pl.DataFrame | None,
+) -> str:
     esc = html.escape
     name = info.get("name") or "run"
     title = f"Incidents of {name}" + (f" ({info['run_id']})" if info.get("run_id") else "")
@@ -268,56 +333,109 @@ def _html(table: pl.DataFrame, info: dict, summary: dict, interruptions: dict | 
         facts.insert(0, ("run started (UTC)", str(started)))
     if info.get("duration_s"):
         facts.insert(1, ("run length", f"{info['duration_s'] / SECONDS_PER_DAY:g} days"))
-    parts = [f"<h1>{esc(title)}</h1>",
-             f"<p>Exported {datetime.now(UTC):%Y-%m-%d %H:%M} UTC by Goodput {esc(__version__)}"
-             + (" &middot; <b>anonymised</b>: hosts, jobs and users are pseudonyms" if anonymised else "")
-             + (f" &middot; filters: {esc(json.dumps(info['filters'], default=str))}" if info.get("filters") else "")
-             + "</p>",
-             "<h2>Summary</h2>", _table(["figure", "value"], facts)]
+    parts = [
+        f"<h1>{esc(title)}</h1>",
+        f"<p>Exported {datetime.now(UTC):%Y-%m-%d %H:%M} UTC by Goodput {esc(__version__)}"
+        + (" &middot; <b>anonymised</b>: hosts, jobs and users are pseudonyms" if anonymised else "")
+        + (
+            f" &middot; filters: {esc(json.dumps(info['filters'], default=str))}"
+            if info.get("filters")
+            else ""
+        )
+        + "</p>",
+        "<h2>Summary</h2>",
+        _table(["figure", "value"], facts),
+    ]
     if charts and table.height:
         first = True
         for fig in (timeline_figure(table), by_cause_figure(table)):
             # plotly.js embedded once, inline: the report opens offline and loads nothing from the network
-            parts.append(pio.to_html(fig, full_html=False, include_plotlyjs=first, include_mathjax=False,
-                                     config={"displaylogo": False}))
+            parts.append(
+                pio.to_html(
+                    fig,
+                    full_html=False,
+                    include_plotlyjs=first,
+                    include_mathjax=False,
+                    config={"displaylogo": False},
+                )
+            )
             first = False
     if chain is not None:
-        parts += ["<h2>Chain of the incident</h2>",
-                  _table(["step", "t_s", "time (UTC)", "what", "detail"],
-                         [(s, f"{t:,.0f}", _at(started, t), w, d) for s, t, w, d in chain.iter_rows()])]
+        parts += [
+            "<h2>Chain of the incident</h2>",
+            _table(
+                ["step", "t_s", "time (UTC)", "what", "detail"],
+                [(s, f"{t:,.0f}", _at(started, t), w, d) for s, t, w, d in chain.iter_rows()],
+            ),
+        ]
     by_cause = summary["by_cause"]
-    parts += ["<h2>By cause</h2>",
-              _table(["cause", "incidents", "unexpected", "GPU-hours lost"],
-                     [(cause_label(r["cause"]), r["interruptions"], r["unexpected"], f"{r['gpu_hours_lost']:,.1f}")
-                      for r in by_cause.iter_rows(named=True)])]
-    columns = ["incident_id", "time_utc", "cause", "category", "planned", "xid", "hostname", "rack_id", "gpu_id",
-               "link_id", "detected_s", "mitigated_s", "repaired_s", "gpu_hours_lost", "job_ids", "users"]
+    parts += [
+        "<h2>By cause</h2>",
+        _table(
+            ["cause", "incidents", "unexpected", "GPU-hours lost"],
+            [
+                (cause_label(r["cause"]), r["interruptions"], r["unexpected"], f"{r['gpu_hours_lost']:,.1f}")
+                for r in by_cause.iter_rows(named=True)
+            ],
+        ),
+    ]
+    columns = [
+        "incident_id",
+        "time_utc",
+        "cause",
+        "category",
+        "planned",
+        "xid",
+        "hostname",
+        "rack_id",
+        "gpu_id",
+        "link_id",
+        "detected_s",
+        "mitigated_s",
+        "repaired_s",
+        "gpu_hours_lost",
+        "job_ids",
+        "users",
+    ]
     rows = [[_cell(v) for v in row] for row in table.select(columns).iter_rows()]
     parts += [f"<h2>Incidents ({table.height:,})</h2>", _table(columns, rows, klass="incidents")]
-    style = ("body{font-family:system-ui,sans-serif;margin:2em;color:#222}table{border-collapse:collapse;"
-             "margin:1em 0;font-size:13px}td,th{border:1px solid #ccc;padding:3px 6px;text-align:left}"
-             "th{background:#f3f3f3}")
-    return (f"<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{esc(title)}</title>"
-            f"<style>{style}</style></head><body>\n" + "\n".join(parts) + "\n</body></html>\n")
+    style = (
+        "body{font-family:system-ui,sans-serif;margin:2em;color:#222}table{border-collapse:collapse;"
+        "margin:1em 0;font-size:13px}td,th{border:1px solid #ccc;padding:3px 6px;text-align:left}"
+        "th{background:#f3f3f3}"
+    )
+    return (
+        f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{esc(title)}</title>'
+        f"<style>{style}</style></head><body>\n" + "\n".join(parts) + "\n</body></html>\n"
+    )
 
 
 def _facts(summary: dict, interruptions: dict | None, days: float) -> list[tuple[str, str]]:
     """The report's summary table, each figure under its engine/definitions label: the incidents exported, and
     among them the flagship job's interruptions (where the run has a flagship job)."""
-    def rate(counts: dict) -> str:  # from less than a day of data a rate says nothing (definitions: *_per_day)
+
+    def rate(
+        counts: dict,
+    ) -> str:  # from less than a day of data a rate says nothing (definitions: *_per_day)
         return "-" if counts["per_day"] is None or days < 1 else f"{counts['per_day']:.2f}"
 
-    facts = [(definition("incidents").label, f"{summary['total']:,}"),
-             (definition("incidents_per_day").label, rate(summary)),
-             (definition("incident_gpu_hours_lost").label, f"{summary['gpu_hours_lost']:,.1f}")]
+    facts = [
+        (definition("incidents").label, f"{summary['total']:,}"),
+        (definition("incidents_per_day").label, rate(summary)),
+        (definition("incident_gpu_hours_lost").label, f"{summary['gpu_hours_lost']:,.1f}"),
+    ]
     if interruptions is not None:
-        facts += [(definition("interruptions").label, f"{interruptions['total']:,}"),
-                  (definition("unexpected_interruptions").label, f"{interruptions['unexpected']:,}"),
-                  (definition("planned_interruptions").label, f"{interruptions['planned']:,}"),
-                  (definition("hardware_share").label, "-" if interruptions["hardware_share"] is None
-                   else f"{interruptions['hardware_share']:.1%}"),
-                  (definition("interruptions_per_day").label, rate(interruptions)),
-                  (definition("interruption_gpu_hours_lost").label, f"{interruptions['gpu_hours_lost']:,.1f}")]
+        facts += [
+            (definition("interruptions").label, f"{interruptions['total']:,}"),
+            (definition("unexpected_interruptions").label, f"{interruptions['unexpected']:,}"),
+            (definition("planned_interruptions").label, f"{interruptions['planned']:,}"),
+            (
+                definition("hardware_share").label,
+                "-" if interruptions["hardware_share"] is None else f"{interruptions['hardware_share']:.1%}",
+            ),
+            (definition("interruptions_per_day").label, rate(interruptions)),
+            (definition("interruption_gpu_hours_lost").label, f"{interruptions['gpu_hours_lost']:,.1f}"),
+        ]
     return facts
 
 

@@ -30,8 +30,14 @@ HOST_STATE_COLOURS: dict[str, str] = {
 assert set(HOST_STATE_COLOURS) == set(HOST_STATES), "every host state needs a colour"
 
 HOST_STATE_LABELS: dict[str, str] = {
-    "running": "Running a job", "healthy": "Healthy (idle)", "spare": "Spare", "draining": "Draining",
-    "down": "Down", "diagnosing": "Diagnosing", "repair": "In repair", "burn_in": "Burn-in",
+    "running": "Running a job",
+    "healthy": "Healthy (idle)",
+    "spare": "Spare",
+    "draining": "Draining",
+    "down": "Down",
+    "diagnosing": "Diagnosing",
+    "repair": "In repair",
+    "burn_in": "Burn-in",
 }
 assert set(HOST_STATE_LABELS) == set(HOST_STATES), "every host state needs a label"
 
@@ -108,8 +114,17 @@ def state_label(state: str) -> str:
 # Each XID code of the catalogue keeps one colour on every chart: fatal codes (engine.reference.Xid.fatal) in
 # reds and purples, the others in greys, blues and greens, assigned in catalogue order so that a chart showing
 # only some codes does not recolour them.
-_FATAL_SHADES = ("#c92a2a", "#e8590c", "#f08c00", "#a61e4d", "#862e9c", "#d6336c", "#5c0011", "#ff6b6b",
-                 "#9c36b5")
+_FATAL_SHADES = (
+    "#c92a2a",
+    "#e8590c",
+    "#f08c00",
+    "#a61e4d",
+    "#862e9c",
+    "#d6336c",
+    "#5c0011",
+    "#ff6b6b",
+    "#9c36b5",
+)
 _OTHER_SHADES = ("#495057", "#1c7ed6", "#0ca678", "#868e96", "#5f3dc4", "#3bc9db", "#74b816", "#adb5bd")
 
 
@@ -129,7 +144,7 @@ def xid_colour(xid: int) -> str:
 
 
 def xid_label(xid: int) -> str:
-    """"79 GPU_HAS_FALLEN_OFF_THE_BUS", or the bare code when the catalogue does not know it."""
+    """ "79 GPU_HAS_FALLEN_OFF_THE_BUS", or the bare code when the catalogue does not know it."""
     known = XID_BY_CODE.get(xid)
     return f"{xid} {known.mnemonic}" if known else str(xid)
 
@@ -152,7 +167,13 @@ assert set(LOSS_LABELS) == set(LOSS_COLOURS), "every ledger bucket needs a colou
 # ----- job attempts -----------------------------------------------------------------------------------------
 
 # How an attempt ended (job_attempts.end_reason): a failure cause key is a failure, the rest are these.
-CLEAN_END_REASONS: tuple[str, ...] = ("completed", "end_of_run", "preempted", "planned_maintenance", "running")
+CLEAN_END_REASONS: tuple[str, ...] = (
+    "completed",
+    "end_of_run",
+    "preempted",
+    "planned_maintenance",
+    "running",
+)
 END_REASON_COLOURS: dict[str, str] = {
     "completed": "#2ca02c",
     "end_of_run": "#7f7f7f",
@@ -162,8 +183,12 @@ END_REASON_COLOURS: dict[str, str] = {
     "failure": "#d62728",
 }
 END_REASON_LABELS: dict[str, str] = {
-    "completed": "Completed", "end_of_run": "Still running at the end of the run", "running": "Running",
-    "preempted": "Preempted", "planned_maintenance": "Planned maintenance", "failure": "Failure",
+    "completed": "Completed",
+    "end_of_run": "Still running at the end of the run",
+    "running": "Running",
+    "preempted": "Preempted",
+    "planned_maintenance": "Planned maintenance",
+    "failure": "Failure",
 }
 
 
@@ -176,12 +201,17 @@ def end_reason_label(reason: str) -> str:
 # (a trace replayed as recorded) is shown as NO_WAIT_REASON.
 NO_WAIT_REASON = "not_recorded"
 WAIT_REASON_COLOURS: dict[str, str] = {
-    "no_capacity": "#1f77b4", "fragmentation": "#ff7f0e", "priority": "#9467bd", "failed_hosts": "#d62728",
+    "no_capacity": "#1f77b4",
+    "fragmentation": "#ff7f0e",
+    "priority": "#9467bd",
+    "failed_hosts": "#d62728",
     NO_WAIT_REASON: OTHER_COLOUR,
 }
 WAIT_REASON_LABELS: dict[str, str] = {
-    "no_capacity": "No free capacity", "fragmentation": "Fragmentation (no whole hosts free)",
-    "priority": "Higher-priority jobs first", "failed_hosts": "Hosts failed or in repair",
+    "no_capacity": "No free capacity",
+    "fragmentation": "Fragmentation (no whole hosts free)",
+    "priority": "Higher-priority jobs first",
+    "failed_hosts": "Hosts failed or in repair",
     NO_WAIT_REASON: "Reason not recorded",
 }
 
@@ -195,13 +225,22 @@ def wait_reason_label(reason: str) -> str:
 # Fabric tiers from the GPU up (links.tier), RoCE and InfiniBand names side by side.
 TIER_ORDER: tuple[str, ...] = ("gpu_rtsw", "gpu_leaf", "rtsw_ctsw", "leaf_spine", "ctsw_atsw", "spine_core")
 TIER_LABELS: dict[str, str] = {
-    "gpu_rtsw": "NIC cables (GPU to rack switch)", "gpu_leaf": "NIC cables (GPU to leaf)",
-    "rtsw_ctsw": "Rack uplinks (rack to cluster switch)", "leaf_spine": "Rack uplinks (leaf to spine)",
-    "ctsw_atsw": "Core links (cluster to aggregation switch)", "spine_core": "Core links (spine to core)",
+    "gpu_rtsw": "NIC cables (GPU to rack switch)",
+    "gpu_leaf": "NIC cables (GPU to leaf)",
+    "rtsw_ctsw": "Rack uplinks (rack to cluster switch)",
+    "leaf_spine": "Rack uplinks (leaf to spine)",
+    "ctsw_atsw": "Core links (cluster to aggregation switch)",
+    "spine_core": "Core links (spine to core)",
 }
 # One colour a level of the fabric, the same on RoCE and InfiniBand.
-TIER_COLOURS: dict[str, str] = {"gpu_rtsw": "#2b8a3e", "rtsw_ctsw": "#1971c2", "ctsw_atsw": "#c2255c",
-                                "gpu_leaf": "#2b8a3e", "leaf_spine": "#1971c2", "spine_core": "#c2255c"}
+TIER_COLOURS: dict[str, str] = {
+    "gpu_rtsw": "#2b8a3e",
+    "rtsw_ctsw": "#1971c2",
+    "ctsw_atsw": "#c2255c",
+    "gpu_leaf": "#2b8a3e",
+    "leaf_spine": "#1971c2",
+    "spine_core": "#c2255c",
+}
 
 
 def tier_colour(tier: str) -> str:

@@ -136,15 +136,24 @@ class Scenario:
     def diff(self, other: "Scenario") -> dict[str, tuple[Any, Any]]:
         """Keys whose values differ: {key: (mine, theirs)}."""
         keys = set(self.values) | set(other.values)
-        return {k: (self.raw.get(k), other.raw.get(k)) for k in sorted(keys)
-                if self.values.get(k) != other.values.get(k)}
+        return {
+            k: (self.raw.get(k), other.raw.get(k))
+            for k in sorted(keys)
+            if self.values.get(k) != other.values.get(k)
+        }
 
 
 # ----- building and validating ---------------------------------------------------------------------------
 
 
-def build(preset: str | None = None, *, file: str | Path | None = None, base: Mapping[str, Any] | None = None,
-          values: Mapping[str, Any] | None = None, sets: Iterable[str] = ()) -> Scenario:
+def build(
+    preset: str | None = None,
+    *,
+    file: str | Path | None = None,
+    base: Mapping[str, Any] | None = None,
+    values: Mapping[str, Any] | None = None,
+    sets: Iterable[str] = (),
+) -> Scenario:
     """The scenario of `preset`, overlaid by a TOML `file`, a flat `base`, the spelled `values` of
     `Scenario.with_values` and `--set` strings, validated."""
     file_values: dict[str, Any] = {}
@@ -174,8 +183,10 @@ def build(preset: str | None = None, *, file: str | Path | None = None, base: Ma
         for key, value in layer.items():
             _known_key(key, source)
             raw[key] = value
-    values = {key: _parse_value(KEY_BY_NAME[key], value, _source_of(key, layers, preset))
-              for key, value in raw.items()}
+    values = {
+        key: _parse_value(KEY_BY_NAME[key], value, _source_of(key, layers, preset))
+        for key, value in raw.items()
+    }
     scenario = Scenario(preset=preset, raw=raw, values=values)
     _check_together(scenario)
     return scenario
@@ -230,7 +241,11 @@ def _read_toml(path: Path) -> dict[str, Any]:
         raise ScenarioError(f"{path}: not UTF-8 text (byte {err.start})") from None
     try:
         nested = tomllib.loads(text)
-    except (tomllib.TOMLDecodeError, ValueError, RecursionError) as err:  # ValueError: an int of 4,300+ digits
+    except (
+        tomllib.TOMLDecodeError,
+        ValueError,
+        RecursionError,
+    ) as err:  # ValueError: an int of 4,300+ digits
         first = str(err).splitlines()[0] if str(err) else "nested too deep"
         raise ScenarioError(f"{path}: not valid TOML: {first}") from None
     return _flatten(nested, "", where=str(path))
@@ -240,8 +255,10 @@ def _flatten(node: Mapping[str, Any], prefix: str, where: str = "scenario") -> d
     """Dotted keys of nested tables, in file order; tables nested deeper than MAX_JSON_DEPTH are refused before
     the recursion could reach Python's own limit (no scenario key is more than 3 deep)."""
     if prefix.count(".") >= limits.MAX_JSON_DEPTH:
-        raise ScenarioError(f"{where}: {prefix.rstrip('.')[:200]}: nested deeper than Goodput's limit of "
-                            f"{limits.MAX_JSON_DEPTH} (engine/limits.py)")
+        raise ScenarioError(
+            f"{where}: {prefix.rstrip('.')[:200]}: nested deeper than Goodput's limit of "
+            f"{limits.MAX_JSON_DEPTH} (engine/limits.py)"
+        )
     flat: dict[str, Any] = {}
     for key, value in node.items():
         name = f"{prefix}{key}"
@@ -259,7 +276,9 @@ def _parse_set(text: str) -> tuple[str, Any]:
     """`KEY=VALUE` of --set; VALUE read as TOML where it parses (numbers, booleans), else as a string."""
     match = _SET.match(text)
     if not match:
-        raise ScenarioError(f"--set {text!r}: expected KEY=VALUE, for example training.checkpoint_interval=30m")
+        raise ScenarioError(
+            f"--set {text!r}: expected KEY=VALUE, for example training.checkpoint_interval=30m"
+        )
     key, value_text = match.group(1), match.group(2).strip()
     try:
         value = tomllib.loads(f"v = {value_text}")["v"]
@@ -273,7 +292,7 @@ def _known_key(key: str, source: str) -> None:
         return
     if key.startswith(MIX_PREFIX):
         causes = [c.cause for c in CAUSES]
-        cause = key[len(MIX_PREFIX):]
+        cause = key[len(MIX_PREFIX) :]
         raise ScenarioError(f"{source}: unknown cause {cause!r} in {key}{_did_you_mean(cause, causes)}")
     raise ScenarioError(f"{source}: unknown scenario key {key!r}{_did_you_mean(key, KEY_BY_NAME)}")
 
@@ -299,7 +318,9 @@ def _parse_value(key: Key, value: Any, source: str) -> Any:
     else:
         parsed = _PARSERS[key.kind](value, where, key)
     if isinstance(parsed, int | float) and not isinstance(parsed, bool):
-        if key.minimum is not None and (parsed < key.minimum or (key.exclusive_minimum and parsed == key.minimum)):
+        if key.minimum is not None and (
+            parsed < key.minimum or (key.exclusive_minimum and parsed == key.minimum)
+        ):
             relation = "greater than" if key.exclusive_minimum else "at least"
             raise ScenarioError(f"{where}: must be {relation} {key.minimum:g}, got {_given(value)}")
         if key.maximum is not None and not parsed <= key.maximum:
@@ -394,15 +415,21 @@ def _parse_datetime(value: Any, where: str, key: Key) -> datetime:
         try:
             moment = datetime.fromisoformat(str(value).replace("Z", "+00:00"))
         except ValueError:
-            raise ScenarioError(f"{where}: expected a date and time such as 2024-03-01T00:00:00Z, "
-                                f"got {value!r}") from None
+            raise ScenarioError(
+                f"{where}: expected a date and time such as 2024-03-01T00:00:00Z, got {value!r}"
+            ) from None
     return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
 _PARSERS: dict[str, Callable[[Any, str, Key], Any]] = {
-    "int": _parse_int, "float": _parse_float, "duration": _parse_duration,
-    "optional_duration": _parse_optional_duration, "bool": _parse_bool, "str": _parse_str,
-    "choice": _parse_choice, "datetime": _parse_datetime,
+    "int": _parse_int,
+    "float": _parse_float,
+    "duration": _parse_duration,
+    "optional_duration": _parse_optional_duration,
+    "bool": _parse_bool,
+    "str": _parse_str,
+    "choice": _parse_choice,
+    "datetime": _parse_datetime,
 }
 
 
@@ -410,17 +437,24 @@ def _check_together(s: Scenario) -> None:
     """Checks that span keys: shapes that divide, a job that fits, spares that fit."""
     per_host = s["cluster.gpus_per_host"]
     if s["cluster.gpus"] % per_host:
-        raise ScenarioError(f"cluster.gpus: {s['cluster.gpus']} is not a multiple of "
-                            f"cluster.gpus_per_host ({per_host})")
+        raise ScenarioError(
+            f"cluster.gpus: {s['cluster.gpus']} is not a multiple of cluster.gpus_per_host ({per_host})"
+        )
     if s["training.gpus"] > s["cluster.gpus"]:
-        raise ScenarioError(f"training.gpus: a job of {s['training.gpus']} GPUs does not fit a cluster of "
-                            f"{s['cluster.gpus']} (cluster.gpus)")
+        raise ScenarioError(
+            f"training.gpus: a job of {s['training.gpus']} GPUs does not fit a cluster of "
+            f"{s['cluster.gpus']} (cluster.gpus)"
+        )
     if s["training.gpus"] % per_host and s["training.gpus"] > per_host:
-        raise ScenarioError(f"training.gpus: a multi-host job takes whole hosts; {s['training.gpus']} is not a "
-                            f"multiple of cluster.gpus_per_host ({per_host})")
+        raise ScenarioError(
+            f"training.gpus: a multi-host job takes whole hosts; {s['training.gpus']} is not a "
+            f"multiple of cluster.gpus_per_host ({per_host})"
+        )
     if s.job_hosts + s["spares.hosts"] > s.hosts:
-        raise ScenarioError(f"spares.hosts: {s['spares.hosts']} spares do not fit beside the job's {s.job_hosts} "
-                            f"hosts in a cluster of {s.hosts} hosts")
+        raise ScenarioError(
+            f"spares.hosts: {s['spares.hosts']} spares do not fit beside the job's {s.job_hosts} "
+            f"hosts in a cluster of {s.hosts} hosts"
+        )
     if s["failures.rate_per_1000_node_days"] > 0 and s["failures.scale"] > 0 and sum(s.mix.values()) == 0:
         raise ScenarioError("failures.mix: every cause has weight 0 but failures.rate_per_1000_node_days > 0")
     over = scenario_limits.first_over(s)  # what the keys ask for together: GPU-days, samples, events, ...

@@ -4,8 +4,8 @@ Single keys have their own bounds (engine.scenario.keys: `cluster.gpus` at most 
 sizes here come from several keys at once (GPU-days, telemetry samples, failures drawn, checkpoints written,
 research jobs run), and each is what a simulation allocates or loops over. Each is estimated from the scenario
 alone (expected counts, no draws); engine.scenario raises a ScenarioError for the first over its limit,
-naming the keys, the size and the limit in engine/limits.py, so `goodput simulate --set simulation.days=3650` on a large cluster stops at once
-instead of after minutes or gigabytes.
+naming the keys, the size and the limit in engine/limits.py, so `goodput simulate --set simulation.days=3650`
+on a large cluster stops at once instead of after minutes or gigabytes.
 """
 
 import math
@@ -28,41 +28,80 @@ class Size:
     limit: float
 
     def message(self) -> str:
-        return (f"{self.keys}: {self.what} would be {_number(self.value)}, over Goodput's limit of "
-                f"{_number(self.limit)} (engine/limits.py)")
+        return (
+            f"{self.keys}: {self.what} would be {_number(self.value)}, over Goodput's limit of "
+            f"{_number(self.limit)} (engine/limits.py)"
+        )
 
 
 def sizes(s: Any) -> list[Size]:
     """Every derived size of scenario `s` (an engine.scenario.Scenario) with its limit."""
     days, hosts = s["simulation.days"], s.hosts
     duration = days * SECONDS_PER_DAY
-    out = [Size("GPU-days (cluster.gpus x simulation.days)", "cluster.gpus, simulation.days",
-                s["cluster.gpus"] * days, limits.MAX_GPU_DAYS)]
+    out = [
+        Size(
+            "GPU-days (cluster.gpus x simulation.days)",
+            "cluster.gpus, simulation.days",
+            s["cluster.gpus"] * days,
+            limits.MAX_GPU_DAYS,
+        )
+    ]
     if s["simulation.telemetry"]:
         samples = math.ceil(duration / s["simulation.telemetry_resolution"])
-        out.append(Size("GPU telemetry samples (cluster.gpus x samples a GPU)",
-                        "simulation.telemetry_resolution", s["cluster.gpus"] * samples, limits.MAX_GPU_SAMPLES))
+        out.append(
+            Size(
+                "GPU telemetry samples (cluster.gpus x samples a GPU)",
+                "simulation.telemetry_resolution",
+                s["cluster.gpus"] * samples,
+                limits.MAX_GPU_SAMPLES,
+            )
+        )
     failures = s["failures.rate_per_1000_node_days"] * s["failures.scale"] * hosts * days / 1000.0
     events = failures + s["failures.planned_per_day"] * days + s["network.fabric_faults_per_day"] * days
-    out.append(Size("the failures, planned stops and fabric faults to simulate",
-                    "failures.rate_per_1000_node_days, failures.scale, failures.planned_per_day, "
-                    "network.fabric_faults_per_day", events, limits.MAX_SIM_EVENTS))
+    out.append(
+        Size(
+            "the failures, planned stops and fabric faults to simulate",
+            "failures.rate_per_1000_node_days, failures.scale, failures.planned_per_day, "
+            "network.fabric_faults_per_day",
+            events,
+            limits.MAX_SIM_EVENTS,
+        )
+    )
     if s["training.gpus"] > 0:
         job_hosts = s.job_hosts
-        stops = (s["failures.rate_per_1000_node_days"] * s["failures.scale"] * job_hosts / 1000.0
-                 + s["failures.planned_per_day"]) * days
-        out.append(Size("the flagship job's attempts x its hosts (each attempt lists its hosts)",
-                        "training.gpus, failures.rate_per_1000_node_days, failures.scale, simulation.days",
-                        job_hosts * (stops + 1), limits.MAX_JOB_ATTEMPT_HOSTS))
+        stops = (
+            s["failures.rate_per_1000_node_days"] * s["failures.scale"] * job_hosts / 1000.0
+            + s["failures.planned_per_day"]
+        ) * days
+        out.append(
+            Size(
+                "the flagship job's attempts x its hosts (each attempt lists its hosts)",
+                "training.gpus, failures.rate_per_1000_node_days, failures.scale, simulation.days",
+                job_hosts * (stops + 1),
+                limits.MAX_JOB_ATTEMPT_HOSTS,
+            )
+        )
         cycle = s["training.checkpoint_interval"] + s.checkpoint_write_s
-        out.append(Size("the flagship job's checkpoints", "training.checkpoint_interval",
-                        duration / cycle, limits.MAX_CHECKPOINTS))
+        out.append(
+            Size(
+                "the flagship job's checkpoints",
+                "training.checkpoint_interval",
+                duration / cycle,
+                limits.MAX_CHECKPOINTS,
+            )
+        )
     research_hosts = max(hosts - s.job_hosts - s["spares.hosts"], 0)
     busy = s["research.utilization"]
     if research_hosts and busy > 0:
         mean_job_s = s["research.median_duration"] * math.exp(DURATION_SIGMA**2 / 2)
-        out.append(Size("research job-host intervals", "research.median_duration",
-                        research_hosts * busy * duration / mean_job_s, limits.MAX_RESEARCH_HOST_JOBS))
+        out.append(
+            Size(
+                "research job-host intervals",
+                "research.median_duration",
+                research_hosts * busy * duration / mean_job_s,
+                limits.MAX_RESEARCH_HOST_JOBS,
+            )
+        )
     return out
 
 

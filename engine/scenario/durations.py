@@ -13,8 +13,15 @@ import re
 from engine.errors import GoodputError
 from engine.units import SECONDS_PER_DAY, SECONDS_PER_HOUR, SECONDS_PER_MINUTE, SECONDS_PER_WEEK
 
-UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": SECONDS_PER_MINUTE, "min": SECONDS_PER_MINUTE,
-                "h": SECONDS_PER_HOUR, "d": SECONDS_PER_DAY, "w": SECONDS_PER_WEEK}
+UNIT_SECONDS = {
+    "ms": 0.001,
+    "s": 1.0,
+    "m": SECONDS_PER_MINUTE,
+    "min": SECONDS_PER_MINUTE,
+    "h": SECONDS_PER_HOUR,
+    "d": SECONDS_PER_DAY,
+    "w": SECONDS_PER_WEEK,
+}
 UNITS_EXPECTED = "give a unit: 90s, 30m, 2h, 1d (also ms, min, w; or parts such as 1h30m)"
 _NUMBER = r"(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?"  # `1.5e+07s` too: what Python's `{:g}` writes
 _PART = re.compile(rf"({_NUMBER})\s*(ms|min|s|m|h|d|w)")  # ms and min before s and m: longest unit first

@@ -35,109 +35,282 @@ def _k(name, kind, default, doc, **bounds) -> Key:
 KEYS: tuple[Key, ...] = (
     # cluster shape: Llama 3 paper §3.3 (24,576 H100 in 8 pods of 192 racks of 2 Grand Teton hosts of 8 GPUs)
     _k("cluster.preset", "str", "", "take the cluster shape (cluster.*) of this preset"),
-    _k("cluster.gpus", "int", 24576, "GPUs in the cluster (a multiple of cluster.gpus_per_host)", minimum=1,
-       maximum=MAX_CLUSTER_GPUS),
+    _k(
+        "cluster.gpus",
+        "int",
+        24576,
+        "GPUs in the cluster (a multiple of cluster.gpus_per_host)",
+        minimum=1,
+        maximum=MAX_CLUSTER_GPUS,
+    ),
     _k("cluster.gpus_per_host", "int", 8, "GPUs per host (Grand Teton: 8)", minimum=1, maximum=64),
-    _k("cluster.hosts_per_rack", "int", 2, "hosts per rack, behind one rack switch (RTSW)", minimum=1,
-       maximum=MAX_HOSTS),
-    _k("cluster.racks_per_pod", "int", 192, "racks per pod (AI zone; 192 racks = 3,072 GPUs)", minimum=1,
-       maximum=MAX_HOSTS),
-    _k("cluster.racks_per_row", "int", 16, "racks in one row of the floor plan", minimum=1, maximum=MAX_HOSTS),
+    _k(
+        "cluster.hosts_per_rack",
+        "int",
+        2,
+        "hosts per rack, behind one rack switch (RTSW)",
+        minimum=1,
+        maximum=MAX_HOSTS,
+    ),
+    _k(
+        "cluster.racks_per_pod",
+        "int",
+        192,
+        "racks per pod (AI zone; 192 racks = 3,072 GPUs)",
+        minimum=1,
+        maximum=MAX_HOSTS,
+    ),
+    _k(
+        "cluster.racks_per_row", "int", 16, "racks in one row of the floor plan", minimum=1, maximum=MAX_HOSTS
+    ),
     _k("cluster.fabric", "choice", "roce", "network fabric", choices=("roce", "infiniband")),
     _k("cluster.gpu_model", "str", "H100-SXM5-80GB", "GPU model name"),
     _k("cluster.gpu_tdp_w", "float", 700.0, "GPU power limit in watts (H100 raised to 700 W)", minimum=1),
-    _k("cluster.rack_power_budget_kw", "float", 24.0,
-       "power budget of one rack in kW (2 Grand Teton hosts at ~10.2 kW each, plus the switch)", minimum=0.1),
+    _k(
+        "cluster.rack_power_budget_kw",
+        "float",
+        24.0,
+        "power budget of one rack in kW (2 Grand Teton hosts at ~10.2 kW each, plus the switch)",
+        minimum=0.1,
+    ),
     # simulation
-    _k("simulation.days", "float", float(LLAMA3_DAYS), "simulated days (Llama 3 snapshot: 54)",
-       minimum=0, exclusive_minimum=True, maximum=MAX_RUN_DAYS),
-    _k("simulation.seed", "int", 7, "seed of the one random generator everything draws from", minimum=0,
-       maximum=MAX_SEED),
+    _k(
+        "simulation.days",
+        "float",
+        float(LLAMA3_DAYS),
+        "simulated days (Llama 3 snapshot: 54)",
+        minimum=0,
+        exclusive_minimum=True,
+        maximum=MAX_RUN_DAYS,
+    ),
+    _k(
+        "simulation.seed",
+        "int",
+        7,
+        "seed of the one random generator everything draws from",
+        minimum=0,
+        maximum=MAX_SEED,
+    ),
     _k("simulation.start", "datetime", "2024-03-01T00:00:00Z", "wall-clock time of t = 0"),
     _k("simulation.telemetry", "bool", True, "generate per-GPU telemetry (off: summary tables only)"),
-    _k("simulation.telemetry_resolution", "duration", "1h", "interval between GPU telemetry samples",
-       minimum=1),
+    _k(
+        "simulation.telemetry_resolution",
+        "duration",
+        "1h",
+        "interval between GPU telemetry samples",
+        minimum=1,
+    ),
     # failures: Llama 3 paper Table 5 and §3.3.4 (reference README §2)
-    _k("failures.rate_per_1000_node_days", "float", round(LLAMA3_RATE_PER_1000_NODE_DAYS, 4),
-       "unexpected interruptions per 1,000 host-days, all causes (Llama 3: 419 / 54 d / 2,048 hosts)",
-       minimum=0),
+    _k(
+        "failures.rate_per_1000_node_days",
+        "float",
+        round(LLAMA3_RATE_PER_1000_NODE_DAYS, 4),
+        "unexpected interruptions per 1,000 host-days, all causes (Llama 3: 419 / 54 d / 2,048 hosts)",
+        minimum=0,
+    ),
     _k("failures.scale", "float", 1.0, "multiplier on every unexpected rate", minimum=0),
-    _k("failures.planned_per_day", "float", round(LLAMA3_PLANNED / LLAMA3_DAYS, 4),
-       "planned interruptions of the flagship job a day (Llama 3: 47 in 54 days)", minimum=0),
-    _k("failures.distribution", "choice", "exponential", "inter-arrival law of failures per host",
-       choices=("exponential", "weibull")),
-    _k("failures.weibull_shape", "float", 0.7,
-       "Weibull shape (< 1: infant mortality, as Meta sees for GPUs off the bus and cables)",
-       minimum=0, exclusive_minimum=True, maximum=10),
-    _k("failures.sdc_detection_delay", "duration", "1h",
-       "how late silent data corruption is noticed (training continues on bad data meanwhile)"),
-    _k("failures.nccl_timeout_detection", "duration", "10m",
-       "how late a hung collective is noticed (PyTorch's NCCL watchdog default: 10 min)"),
-    _k("failures.network_rack_share", "float", 0.2,
-       "share of network faults that take a rack switch (every host of the rack) rather than one cable "
-       "(Goodput's choice: Meta reports cables as the common case)", minimum=0, maximum=1),
+    _k(
+        "failures.planned_per_day",
+        "float",
+        round(LLAMA3_PLANNED / LLAMA3_DAYS, 4),
+        "planned interruptions of the flagship job a day (Llama 3: 47 in 54 days)",
+        minimum=0,
+    ),
+    _k(
+        "failures.distribution",
+        "choice",
+        "exponential",
+        "inter-arrival law of failures per host",
+        choices=("exponential", "weibull"),
+    ),
+    _k(
+        "failures.weibull_shape",
+        "float",
+        0.7,
+        "Weibull shape (< 1: infant mortality, as Meta sees for GPUs off the bus and cables)",
+        minimum=0,
+        exclusive_minimum=True,
+        maximum=10,
+    ),
+    _k(
+        "failures.sdc_detection_delay",
+        "duration",
+        "1h",
+        "how late silent data corruption is noticed (training continues on bad data meanwhile)",
+    ),
+    _k(
+        "failures.nccl_timeout_detection",
+        "duration",
+        "10m",
+        "how late a hung collective is noticed (PyTorch's NCCL watchdog default: 10 min)",
+    ),
+    _k(
+        "failures.network_rack_share",
+        "float",
+        0.2,
+        "share of network faults that take a rack switch (every host of the rack) rather than one cable "
+        "(Goodput's choice: Meta reports cables as the common case)",
+        minimum=0,
+        maximum=1,
+    ),
     # network: the fabric's traffic and its own faults (engine.fabric.network, engine.fabric.traffic)
-    _k("network.gbps_per_gpu", "float", 25.0,
-       "mean network demand of a GPU in a multi-host job, Gbps (Goodput's estimate for Llama 3 405B, whose "
-       "parallelism is in the paper's Table 4, not in ../shared/reference: TP 8 inside the host, PP 16, DP 128 "
-       "with FSDP; ~6.3 GB of bf16 gradients per GPU reduce-scattered in fp32 and all-gathered each ~6 s step "
-       "gives ~25 Gbps of the 400 Gbps NIC)", minimum=0),
-    _k("network.fabric_faults_per_day", "float", 0.5,
-       "faults a day of the fabric above the racks (rack-to-spine cables; 1 in 10 a whole spine switch) that "
-       "ECMP routes around without interrupting jobs (Goodput's assumption)", minimum=0),
-    _k("network.link_samples", "choice", "switches",
-       "which links get a utilisation sample at every telemetry step: all (every NIC cable too: 1.9x the rows "
-       "on llama3-405b), switches (the links between switches; a NIC cable only while it is down or logs "
-       "errors: its load is its GPU's job's demand), or off", choices=("switches", "all", "off")),
-    _k("network.flap_window", "duration", "2h",
-       "how long a cable flaps (raising its error counters) before it fails (Goodput's assumption)"),
+    _k(
+        "network.gbps_per_gpu",
+        "float",
+        25.0,
+        "mean network demand of a GPU in a multi-host job, Gbps (Goodput's estimate for Llama 3 405B, whose "
+        "parallelism is in the paper's Table 4, not in ../shared/reference: TP 8 inside the host, PP 16, DP 128 "
+        "with FSDP; ~6.3 GB of bf16 gradients per GPU reduce-scattered in fp32 and all-gathered each ~6 s step "
+        "gives ~25 Gbps of the 400 Gbps NIC)",
+        minimum=0,
+    ),
+    _k(
+        "network.fabric_faults_per_day",
+        "float",
+        0.5,
+        "faults a day of the fabric above the racks (rack-to-spine cables; 1 in 10 a whole spine switch) that "
+        "ECMP routes around without interrupting jobs (Goodput's assumption)",
+        minimum=0,
+    ),
+    _k(
+        "network.link_samples",
+        "choice",
+        "switches",
+        "which links get a utilisation sample at every telemetry step: all (every NIC cable too: 1.9x the rows "
+        "on llama3-405b), switches (the links between switches; a NIC cable only while it is down or logs "
+        "errors: its load is its GPU's job's demand), or off",
+        choices=("switches", "all", "off"),
+    ),
+    _k(
+        "network.flap_window",
+        "duration",
+        "2h",
+        "how long a cable flaps (raising its error counters) before it fails (Goodput's assumption)",
+    ),
     # training: the flagship job
     _k("training.name", "str", "llama3-405b-pretrain", "name of the flagship job"),
-    _k("training.gpus", "int", 16384, "GPUs of the flagship job (Llama 3 405B: 16,384)", minimum=0,
-       maximum=MAX_CLUSTER_GPUS),
-    _k("training.placement", "choice", "pack",
-       "where the flagship job and its spares sit: pack (whole racks and pods in host order, ranked in that "
-       "order: Meta's topology-aware placement, Llama 3 paper §3.3) or spread (dealt round-robin over pods, one "
-       "host a rack first, ranked in that order: every rack-switch fault reaches the job and its rings cross "
-       "pods)", choices=("pack", "spread")),
-    _k("training.checkpoint_interval", "duration", "5m",
-       "time between checkpoints (Young-Daly sqrt(2 w MTTF) with w ~ 3.3 s and MTTF ~ 3.1 h gives ~4.5 min)",
-       minimum=1),
-    _k("training.checkpoint_write", "optional_duration", "",
-       "time a checkpoint blocks training; empty: derived from storage.* (size per GPU / shared bandwidth)"),
-    _k("training.restart_overhead", "duration", "10m",
-       "detection, rescheduling, initialisation and restore after an interruption "
-       "(ByteDance MegaScale: detection + diagnosis under 10 min)"),
+    _k(
+        "training.gpus",
+        "int",
+        16384,
+        "GPUs of the flagship job (Llama 3 405B: 16,384)",
+        minimum=0,
+        maximum=MAX_CLUSTER_GPUS,
+    ),
+    _k(
+        "training.placement",
+        "choice",
+        "pack",
+        "where the flagship job and its spares sit: pack (whole racks and pods in host order, ranked in that "
+        "order: Meta's topology-aware placement, Llama 3 paper §3.3) or spread (dealt round-robin over pods, one "
+        "host a rack first, ranked in that order: every rack-switch fault reaches the job and its rings cross "
+        "pods)",
+        choices=("pack", "spread"),
+    ),
+    _k(
+        "training.checkpoint_interval",
+        "duration",
+        "5m",
+        "time between checkpoints (Young-Daly sqrt(2 w MTTF) with w ~ 3.3 s and MTTF ~ 3.1 h gives ~4.5 min)",
+        minimum=1,
+    ),
+    _k(
+        "training.checkpoint_write",
+        "optional_duration",
+        "",
+        "time a checkpoint blocks training; empty: derived from storage.* (size per GPU / shared bandwidth)",
+    ),
+    _k(
+        "training.restart_overhead",
+        "duration",
+        "10m",
+        "detection, rescheduling, initialisation and restore after an interruption "
+        "(ByteDance MegaScale: detection + diagnosis under 10 min)",
+    ),
     # storage: Tectonic (Llama 3 paper §3.3)
-    _k("storage.checkpoint_gb_per_gpu", "float", 0.4,
-       "checkpoint size per GPU in GB (405B params x 16 B / 16,384 GPUs ~ 0.4 GB; reference: 1 MB to 4 GB)",
-       minimum=0),
-    _k("storage.bandwidth_gb_per_s", "float", 2000.0,
-       "storage write bandwidth shared by all writers, GB/s (Tectonic: 2 TB/s sustained)",
-       minimum=0, exclusive_minimum=True),
-    _k("storage.peak_bandwidth_gb_per_s", "float", 7000.0, "burst bandwidth, GB/s (Tectonic: 7 TB/s peak)",
-       minimum=0, exclusive_minimum=True),
+    _k(
+        "storage.checkpoint_gb_per_gpu",
+        "float",
+        0.4,
+        "checkpoint size per GPU in GB (405B params x 16 B / 16,384 GPUs ~ 0.4 GB; reference: 1 MB to 4 GB)",
+        minimum=0,
+    ),
+    _k(
+        "storage.bandwidth_gb_per_s",
+        "float",
+        2000.0,
+        "storage write bandwidth shared by all writers, GB/s (Tectonic: 2 TB/s sustained)",
+        minimum=0,
+        exclusive_minimum=True,
+    ),
+    _k(
+        "storage.peak_bandwidth_gb_per_s",
+        "float",
+        7000.0,
+        "burst bandwidth, GB/s (Tectonic: 7 TB/s peak)",
+        minimum=0,
+        exclusive_minimum=True,
+    ),
     # spares
-    _k("spares.hosts", "int", 48, "hot spare hosts held back for the flagship job", minimum=0,
-       maximum=MAX_HOSTS),
-    _k("spares.preempt_research", "bool", True,
-       "with no spare left, the flagship job takes a research job's host (preempting it) instead of waiting"),
+    _k(
+        "spares.hosts",
+        "int",
+        48,
+        "hot spare hosts held back for the flagship job",
+        minimum=0,
+        maximum=MAX_HOSTS,
+    ),
+    _k(
+        "spares.preempt_research",
+        "bool",
+        True,
+        "with no spare left, the flagship job takes a research job's host (preempting it) instead of waiting",
+    ),
     # repair: DCGM diagnostic levels (reference README §4)
-    _k("repair.technicians", "int", 8, "technicians working on failed hosts at once", minimum=1,
-       maximum=MAX_HOSTS),
+    _k(
+        "repair.technicians",
+        "int",
+        8,
+        "technicians working on failed hosts at once",
+        minimum=1,
+        maximum=MAX_HOSTS,
+    ),
     _k("repair.drain", "duration", "2m", "time to drain a failed host"),
     _k("repair.diagnose", "duration", "15m", "diagnosis of a failed host (dcgmi diag -r 3: ~15 min)"),
     _k("repair.fix", "duration", "4h", "mean hands-on repair time (reseat, swap a part, reflash)"),
-    _k("repair.rma_fraction", "float", 0.1, "share of hardware repairs that return the part to the vendor",
-       minimum=0, maximum=1),
+    _k(
+        "repair.rma_fraction",
+        "float",
+        0.1,
+        "share of hardware repairs that return the part to the vendor",
+        minimum=0,
+        maximum=1,
+    ),
     _k("repair.rma_time", "duration", "5d", "mean turnaround of a return to the vendor"),
-    _k("repair.burn_in", "duration", "2h", "burn-in before a repaired host returns (dcgmi diag -r 4 + stress)"),
-    _k("repair.lemon_failures", "int", 3, "failures within repair.lemon_window that mark a host a lemon",
-       minimum=2, maximum=1_000_000),
+    _k(
+        "repair.burn_in",
+        "duration",
+        "2h",
+        "burn-in before a repaired host returns (dcgmi diag -r 4 + stress)",
+    ),
+    _k(
+        "repair.lemon_failures",
+        "int",
+        3,
+        "failures within repair.lemon_window that mark a host a lemon",
+        minimum=2,
+        maximum=1_000_000,
+    ),
     _k("repair.lemon_window", "duration", "14d", "window over which repeated failures are counted"),
     # research jobs on the GPUs outside the flagship job
-    _k("research.utilization", "float", 0.85, "share of the remaining GPUs research jobs keep busy",
-       minimum=0, maximum=1),
+    _k(
+        "research.utilization",
+        "float",
+        0.85,
+        "share of the remaining GPUs research jobs keep busy",
+        minimum=0,
+        maximum=1,
+    ),
     _k("research.median_duration", "duration", "6h", "median research job length (log-normal)", minimum=1),
     _k("research.max_hosts", "int", 64, "largest research job in hosts", minimum=1, maximum=MAX_HOSTS),
     # money
@@ -147,6 +320,10 @@ KEY_BY_NAME = {k.name: k for k in KEYS}
 MIX_PREFIX = "failures.mix."
 for _cause in CAUSES:  # failures.mix.<cause>: relative weights, default = the Llama 3 counts
     KEY_BY_NAME[MIX_PREFIX + _cause.cause] = Key(
-        MIX_PREFIX + _cause.cause, "float", float(_cause.count),
-        f"relative weight of {_cause.label} (Llama 3: {_cause.count} of 419)", minimum=0)
+        MIX_PREFIX + _cause.cause,
+        "float",
+        float(_cause.count),
+        f"relative weight of {_cause.label} (Llama 3: {_cause.count} of 419)",
+        minimum=0,
+    )
 SECTIONS = sorted({name.split(".")[0] for name in KEY_BY_NAME})

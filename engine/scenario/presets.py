@@ -30,7 +30,9 @@ def read_presets(folder: Path = PRESETS_DIR) -> dict[str, dict[str, Any]]:
     """Every preset in `folder`: name -> flat {dotted key: value as spelled in the file}."""
     files = sorted(folder.glob("*.toml"))
     if not files:
-        raise PresetError(f"{folder}: no preset files (*.toml); a checkout of Goodput has them in data/presets")
+        raise PresetError(
+            f"{folder}: no preset files (*.toml); a checkout of Goodput has them in data/presets"
+        )
     names = [f.stem for f in files]
     order = [n for n in FIRST if n in names] + [n for n in names if n not in FIRST]
     by_name = {f.stem: f for f in files}

@@ -22,12 +22,24 @@ from engine.units import SECONDS_PER_DAY
 # unreachable; or a rack switch: every host of the rack), job (the job restarts on the same hosts: no repair,
 # a reboot at most)
 SCOPE = {
-    "faulty_gpu": "gpu", "gpu_hbm3": "gpu", "gpu_sram": "gpu", "gpu_system_processor": "gpu",
-    "silent_data_corruption": "gpu", "gpu_thermal": "gpu",
-    "software_bug": "job", "dependency": "job", "nccl_watchdog_timeout": "job",
+    "faulty_gpu": "gpu",
+    "gpu_hbm3": "gpu",
+    "gpu_sram": "gpu",
+    "gpu_system_processor": "gpu",
+    "silent_data_corruption": "gpu",
+    "gpu_thermal": "gpu",
+    "software_bug": "job",
+    "dependency": "job",
+    "nccl_watchdog_timeout": "job",
     "network_switch_cable": "network",
-    "host_maintenance": "host", "nic": "host", "ssd": "host", "power_supply": "host", "server_chassis": "host",
-    "io_expansion_board": "host", "cpu": "host", "system_memory": "host",
+    "host_maintenance": "host",
+    "nic": "host",
+    "ssd": "host",
+    "power_supply": "host",
+    "server_chassis": "host",
+    "io_expansion_board": "host",
+    "cpu": "host",
+    "system_memory": "host",
 }
 # The component each cause hits. A network fault hits a cable (the GPU NIC's link to its rack switch) or, for a
 # share failures.network_rack_share, the rack switch itself: the incident's link_id is then the rack's first
@@ -36,7 +48,8 @@ COMPONENT = {
     **{cause: "GPU" for cause, scope in SCOPE.items() if scope == "gpu"},
     **{cause: "host" for cause, scope in SCOPE.items() if scope == "host"},
     **{cause: "software" for cause, scope in SCOPE.items() if scope == "job"},
-    "nic": "NIC", "network_switch_cable": "cable or switch",
+    "nic": "NIC",
+    "network_switch_cable": "cable or switch",
 }
 
 # The primary XID a GPU cause makes the driver log, with weights (Goodput's reading of xid_catalog.csv):
@@ -104,9 +117,12 @@ def draw_arrivals(scenario: Scenario, n_hosts: int, rng: np.random.Generator) ->
         mine = cause == CAUSE_KEYS.index(key)
         codes = np.array([code for code, _ in options])
         edges = np.cumsum([w for _, w in options])
-        xid[mine] = codes[np.minimum(np.searchsorted(edges, pick[mine] * edges[-1], side="right"), len(codes) - 1)]
+        xid[mine] = codes[
+            np.minimum(np.searchsorted(edges, pick[mine] * edges[-1], side="right"), len(codes) - 1)
+        ]
     rack_wide = (cause == CAUSE_KEYS.index("network_switch_cable")) & (
-        rng.random(n) < scenario["failures.network_rack_share"])
+        rng.random(n) < scenario["failures.network_rack_share"]
+    )
     delay = np.zeros(n)
     delay[cause == CAUSE_KEYS.index("silent_data_corruption")] = scenario["failures.sdc_detection_delay"]
     delay[cause == CAUSE_KEYS.index("nccl_watchdog_timeout")] = scenario["failures.nccl_timeout_detection"]
@@ -114,12 +130,20 @@ def draw_arrivals(scenario: Scenario, n_hosts: int, rng: np.random.Generator) ->
     keep = detected < horizon
     order = np.lexsort((host[keep], detected[keep]))
     pick_ = np.flatnonzero(keep)[order]
-    return Arrivals(fault[pick_], detected[pick_], host[pick_].astype(np.int64), cause[pick_], gpu_index[pick_],
-                    xid[pick_], rack_wide[pick_])
+    return Arrivals(
+        fault[pick_],
+        detected[pick_],
+        host[pick_].astype(np.int64),
+        cause[pick_],
+        gpu_index[pick_],
+        xid[pick_],
+        rack_wide[pick_],
+    )
 
 
-def _weibull_renewals(n_hosts: int, rate: float, shape: float, horizon: float, rng: np.random.Generator
-                      ) -> tuple[np.ndarray, np.ndarray]:
+def _weibull_renewals(
+    n_hosts: int, rate: float, shape: float, horizon: float, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray]:
     """A renewal process per host with Weibull gaps of mean 1/rate, every host new at t = 0.
 
     Gaps are drawn in blocks (hosts x k) and summed; the few hosts whose block ends before the horizon get

@@ -105,7 +105,8 @@ class Incident(NamedTuple):
 
 @dataclass
 class JobLedger:
-    """What the flagship job did, filled in as it runs (engine.sim.training); engine.analysis.ledger reads its seconds."""
+    """What the flagship job did, filled in as it runs (engine.sim.training); engine.analysis.ledger reads its
+    seconds."""
 
     attempts: list[Attempt] = field(default_factory=list)
     checkpoint_starts: list[np.ndarray] = field(default_factory=list)  # one array an attempt

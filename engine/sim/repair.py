@@ -21,8 +21,13 @@ from engine.sim.records import HostInterval
 
 
 class Repairs:
-    def __init__(self, env: simpy.Environment, scenario: Scenario, rng: np.random.Generator,
-                 on_returned: Callable[[int], None]) -> None:
+    def __init__(
+        self,
+        env: simpy.Environment,
+        scenario: Scenario,
+        rng: np.random.Generator,
+        on_returned: Callable[[int], None],
+    ) -> None:
         self.env, self.rng, self.on_returned = env, rng, on_returned
         self.technicians = simpy.Resource(env, capacity=scenario["repair.technicians"])
         self.drain = scenario["repair.drain"]

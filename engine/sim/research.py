@@ -121,14 +121,19 @@ class ResearchLanes:
             self._start(i, submit=lane.due_at)
 
     def finish(self, horizon: float) -> None:
-        self._advance(horizon, inclusive=False)  # SimPy's run(until=horizon) leaves events at horizon unplayed
+        self._advance(
+            horizon, inclusive=False
+        )  # SimPy's run(until=horizon) leaves events at horizon unplayed
         for i, lane in enumerate(self.lanes):
             if lane.phase == "running":
                 job = self.jobs[lane.job]
                 job.end_s, job.state, job.end_reason = horizon, "running", "end_of_run"
             running = lane.phase == "running"
-            self.intervals.append(LaneInterval(i, "running" if running else "healthy", lane.since, horizon,
-                                               lane.job if running else NONE))
+            self.intervals.append(
+                LaneInterval(
+                    i, "running" if running else "healthy", lane.since, horizon, lane.job if running else NONE
+                )
+            )
 
     # ----- inside ---------------------------------------------------------------------------------------
     def _advance(self, until: float, inclusive: bool) -> None:
@@ -159,8 +164,9 @@ class ResearchLanes:
         if now > lane.since:
             self.intervals.append(LaneInterval(i, "healthy", lane.since, now, NONE))
         lane.phase, lane.pending, lane.since, lane.job = "running", False, now, len(self.jobs)
-        self.jobs.append(ResearchJob(index=lane.job, lane=i, hosts=lane.hosts.size, submit_s=submit,
-                                     start_s=now))
+        self.jobs.append(
+            ResearchJob(index=lane.job, lane=i, hosts=lane.hosts.size, submit_s=submit, start_s=now)
+        )
         self._after(i, self.median * math.exp(DURATION_SIGMA * self.rng.standard_normal()), self._completed)
 
     def _completed(self, i: int) -> None:

@@ -63,18 +63,24 @@ class Simulation:
         self.job = None
         if scenario.job_hosts and scenario["training.gpus"] > 0:
             self.job = FlagshipJob(
-                self.env, self.job_id, topo.hosts_with(FLAGSHIP).tolist(),
+                self.env,
+                self.job_id,
+                topo.hosts_with(FLAGSHIP).tolist(),
                 checkpoint_interval_s=scenario["training.checkpoint_interval"],
                 checkpoint_write_s=scenario.checkpoint_write_s,
                 restart_overhead_s=scenario["training.restart_overhead"],
-                take_spare=self._take_spare, on_hosts_changed=self._job_hosts_changed)
+                take_spare=self._take_spare,
+                on_hosts_changed=self._job_hosts_changed,
+            )
         self.incidents: list[Incident] = []
 
     # ----- host bookkeeping -------------------------------------------------------------------------------
     def _set(self, host: int, state: str | None) -> None:
         """Close the host's open base interval and open `state` (None: it leaves the base layer)."""
         now = self.env.now
-        if host in self.borrowed:  # a research host lent to the flagship: its own layer, closed when it leaves
+        if (
+            host in self.borrowed
+        ):  # a research host lent to the flagship: its own layer, closed when it leaves
             if state is None:
                 since = self.borrowed.pop(host)
                 if now > since:
@@ -147,8 +153,21 @@ class Simulation:
                 continue
             before = len(self.job.ledger.attempts)
             if self.job.interrupt("planned_maintenance", []):
-                self._record(Incident(t, t, "planned_maintenance", True, NONE, NONE, NONE, NONE, self.job_id,
-                                      (), self._lost_since(before)))
+                self._record(
+                    Incident(
+                        t,
+                        t,
+                        "planned_maintenance",
+                        True,
+                        NONE,
+                        NONE,
+                        NONE,
+                        NONE,
+                        self.job_id,
+                        (),
+                        self._lost_since(before),
+                    )
+                )
 
     def _failure(self, a: Arrivals, i: int) -> None:
         host = int(a.host[i])
@@ -161,8 +180,11 @@ class Simulation:
         xid = int(a.xid[i])
         link = NONE
         if cause in ("network_switch_cable", "nic"):
-            link = (self.topo.rack_link_base + int(self.topo.host_rack[host]) * CTSW_PER_POD if a.rack_wide[i]
-                    else self.topo.gpu_link_base + gpu)
+            link = (
+                self.topo.rack_link_base + int(self.topo.host_rack[host]) * CTSW_PER_POD
+                if a.rack_wide[i]
+                else self.topo.gpu_link_base + gpu
+            )
         gpu_id = gpu if SCOPE[cause] == "gpu" else NONE
         flagship: str | None = None
         research: list[ResearchJob] = []
@@ -178,8 +200,9 @@ class Simulation:
                 research.append(self.research.failure(host, cause, takes_host=False))
             else:
                 return
-            self._record(Incident(fault, now, cause, False, xid, host, gpu_id, link, flagship, tuple(research),
-                                  lost))
+            self._record(
+                Incident(fault, now, cause, False, xid, host, gpu_id, link, flagship, tuple(research), lost)
+            )
             return
         hosts = list(self.topo.rack_hosts(int(self.topo.host_rack[host]))) if a.rack_wide[i] else [host]
         hosts = [h for h in hosts if self.holder[h] != IN_REPAIR]
@@ -200,8 +223,9 @@ class Simulation:
             if self.job.interrupt(cause, flagship_hit, fault):
                 flagship = self.job_id
                 lost = self._lost_since(before)
-        incident = self._record(Incident(fault, now, cause, False, xid, host, gpu_id, link, flagship,
-                                         tuple(research), lost))
+        incident = self._record(
+            Incident(fault, now, cause, False, xid, host, gpu_id, link, flagship, tuple(research), lost)
+        )
         self.repairs.start(hosts, incident)
 
     def _lost_since(self, attempts_before: int) -> float:
@@ -229,18 +253,35 @@ class Simulation:
             job = FlagshipRecord(self.job_id, self.scenario["training.gpus"], self.job.w, self.job.ledger)
         lanes = self.research
         return SimulationResult(
-            horizon_s=self.horizon, gpus_per_host=self.topo.gpus_per_host, topology=self.topo,
-            job_id=self.job_id, job=job, incidents=self.incidents, flagship_intervals=self.base,
-            borrowed_intervals=self.borrowed_intervals, repair_intervals=self.repairs.intervals,
-            repaired_at=self.repairs.repaired_at, research_jobs=lanes.jobs,
-            lane_hosts=[lane.hosts for lane in lanes.lanes], lane_intervals=lanes.intervals,
+            horizon_s=self.horizon,
+            gpus_per_host=self.topo.gpus_per_host,
+            topology=self.topo,
+            job_id=self.job_id,
+            job=job,
+            incidents=self.incidents,
+            flagship_intervals=self.base,
+            borrowed_intervals=self.borrowed_intervals,
+            repair_intervals=self.repairs.intervals,
+            repaired_at=self.repairs.repaired_at,
+            research_jobs=lanes.jobs,
+            lane_hosts=[lane.hosts for lane in lanes.lanes],
+            lane_intervals=lanes.intervals,
             lemons=len(self.repairs.lemon_incidents),
-            hosts_in_repair_at_end=int((self.holder == IN_REPAIR).sum()), research_preemptions=self.preemptions)
+            hosts_in_repair_at_end=int((self.holder == IN_REPAIR).sum()),
+            research_preemptions=self.preemptions,
+        )
 
 
-def simulate(scenario: Scenario, *, name: str | None = None, progress: Callable[[float], None] | None = None,
-             summary_only: bool = False, arrivals: Arrivals | None = None, planned_times: np.ndarray | None = None,
-             kind: str = "simulate") -> Run:
+def simulate(
+    scenario: Scenario,
+    *,
+    name: str | None = None,
+    progress: Callable[[float], None] | None = None,
+    summary_only: bool = False,
+    arrivals: Arrivals | None = None,
+    planned_times: np.ndarray | None = None,
+    kind: str = "simulate",
+) -> Run:
     """Run `scenario` and return its Run (kind simulate): metadata, summary and the store tables.
 
     `summary_only` (the planner's sliders): the same events and summary, but only the incidents table is built
@@ -250,8 +291,12 @@ def simulate(scenario: Scenario, *, name: str | None = None, progress: Callable[
     run's own failures fed back under the same scenario reproduce it.
     """
     children = np.random.SeedSequence(scenario["simulation.seed"]).spawn(6)
-    rngs = {part: np.random.default_rng(seq) for part, seq in
-            zip(("topology", "failures", "planned", "repair", "research", "telemetry"), children, strict=True)}
+    rngs = {
+        part: np.random.default_rng(seq)
+        for part, seq in zip(
+            ("topology", "failures", "planned", "repair", "research", "telemetry"), children, strict=True
+        )
+    }
     topo = build_topology(scenario, rngs["topology"])
     sim = Simulation(scenario, topo, rngs)
     if arrivals is None:
@@ -271,27 +316,50 @@ def simulate(scenario: Scenario, *, name: str | None = None, progress: Callable[
     tables = {"incidents": incidents}
     if not summary_only:
         jobs, attempts, checkpoints = job_frames(result)
-        tables.update({"hosts": topo.hosts, "gpus": topo.gpus, "links": topo.links, "jobs": jobs,
-                       "job_attempts": attempts, "checkpoints": checkpoints,
-                       "host_states": host_states(result)})
+        tables.update(
+            {
+                "hosts": topo.hosts,
+                "gpus": topo.gpus,
+                "links": topo.links,
+                "jobs": jobs,
+                "job_attempts": attempts,
+                "checkpoints": checkpoints,
+                "host_states": host_states(result),
+            }
+        )
         if scenario["simulation.telemetry"]:
             tables.update(_telemetry(scenario, tables, rngs["telemetry"]))
             # network (engine.fabric.traffic): link_samples and summary["network"]; a seventh child of the seed, so
             # the six above draw exactly what they drew before
-            network_rng = np.random.default_rng(np.random.SeedSequence(scenario["simulation.seed"]).spawn(7)[6])
+            network_rng = np.random.default_rng(
+                np.random.SeedSequence(scenario["simulation.seed"]).spawn(7)[6]
+            )
             tables["link_samples"], summary["network"] = network_run(
-                scenario, topo, tables["host_states"], incidents, result.horizon_s, network_rng)
-    return Run(kind=kind, name=name or scenario.preset or "simulation",
-               started_at=scenario["simulation.start"], duration_s=result.horizon_s,
-               scenario=scenario.to_dict(),
-               seed=scenario["simulation.seed"], summary=summary, tables=tables)
+                scenario, topo, tables["host_states"], incidents, result.horizon_s, network_rng
+            )
+    return Run(
+        kind=kind,
+        name=name or scenario.preset or "simulation",
+        started_at=scenario["simulation.start"],
+        duration_s=result.horizon_s,
+        scenario=scenario.to_dict(),
+        seed=scenario["simulation.seed"],
+        summary=summary,
+        tables=tables,
+    )
 
 
 def _telemetry(scenario: Scenario, tables: dict, rng: np.random.Generator) -> dict:
     """Per-GPU samples and XID events (engine.telemetry), each drawn from a child of the telemetry generator."""
     sample_rng, xid_rng = rng.spawn(2)
     return {
-        "gpu_samples": telemetry.gpu_samples(scenario, tables["gpus"], tables["host_states"], tables["incidents"],
-                                             tables["checkpoints"], sample_rng),
+        "gpu_samples": telemetry.gpu_samples(
+            scenario,
+            tables["gpus"],
+            tables["host_states"],
+            tables["incidents"],
+            tables["checkpoints"],
+            sample_rng,
+        ),
         "xid_events": telemetry.xid_events(tables["incidents"], tables["gpus"], xid_rng),
     }

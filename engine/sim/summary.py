@@ -24,9 +24,14 @@ def summarize(scenario: Scenario, result: SimulationResult, incidents: pl.DataFr
     horizon = result.horizon_s
     per_host = scenario["cluster.gpus_per_host"]
     gpus = scenario["cluster.gpus"]
-    hit = (incidents.filter(pl.col("job_ids").list.contains(result.job_id)) if result.job is not None
-           else incidents.head(0))
-    counts = dict(zip(*hit.group_by("cause").len().sort("cause").to_dict(as_series=False).values(), strict=True))
+    hit = (
+        incidents.filter(pl.col("job_ids").list.contains(result.job_id))
+        if result.job is not None
+        else incidents.head(0)
+    )
+    counts = dict(
+        zip(*hit.group_by("cause").len().sort("cause").to_dict(as_series=False).values(), strict=True)
+    )
     planned = int(hit["planned"].sum())
     unexpected = hit.height - planned
     by_cause = {c: int(counts.get(c, 0)) for c in CAUSE_KEYS} | {"planned_maintenance": planned}
@@ -34,24 +39,34 @@ def summarize(scenario: Scenario, result: SimulationResult, incidents: pl.DataFr
     host_seconds = scenario.hosts * horizon
     job = _job(scenario, result, unexpected)
     summary = {
-        "gpus": gpus, "hosts": scenario.hosts, "days": scenario["simulation.days"],
+        "gpus": gpus,
+        "hosts": scenario.hosts,
+        "days": scenario["simulation.days"],
         "seed": scenario["simulation.seed"],
-        "interruptions": {"total": hit.height, "planned": planned, "unexpected": unexpected, "by_cause": by_cause},
+        "interruptions": {
+            "total": hit.height,
+            "planned": planned,
+            "unexpected": unexpected,
+            "by_cause": by_cause,
+        },
         "job": job,
-        "cluster": {"gpu_hours": gpus * horizon / SECONDS_PER_HOUR,
-                    "gpu_hours_down": float(down_s) * per_host / SECONDS_PER_HOUR,
-                    # utilisation by allocation (hosts running a job) and by progress (work kept), both over
-                    # every GPU-hour of the cluster (engine/analysis/definitions/cluster.py)
-                    "utilization": float(running_s) / host_seconds if host_seconds else 0.0,
-                    "utilization_progress": cluster_progress_share(
-                        flagship_productive_gpu_s=job["productive_hours"] * SECONDS_PER_HOUR * job["gpus"],
-                        research_progress_gpu_s=_research_progress_s(result) * per_host,
-                        cluster_gpu_s=gpus * horizon),
-                    # hosts pulled as lemons (repeat offenders sent to the vendor) and hosts still out at the end
-                    "lemons": result.lemons,
-                    "hosts_in_repair_at_end": result.hosts_in_repair_at_end,
-                    # research jobs preempted because the flagship job had no spare left
-                    "research_preemptions": result.research_preemptions},
+        "cluster": {
+            "gpu_hours": gpus * horizon / SECONDS_PER_HOUR,
+            "gpu_hours_down": float(down_s) * per_host / SECONDS_PER_HOUR,
+            # utilisation by allocation (hosts running a job) and by progress (work kept), both over
+            # every GPU-hour of the cluster (engine/analysis/definitions/cluster.py)
+            "utilization": float(running_s) / host_seconds if host_seconds else 0.0,
+            "utilization_progress": cluster_progress_share(
+                flagship_productive_gpu_s=job["productive_hours"] * SECONDS_PER_HOUR * job["gpus"],
+                research_progress_gpu_s=_research_progress_s(result) * per_host,
+                cluster_gpu_s=gpus * horizon,
+            ),
+            # hosts pulled as lemons (repeat offenders sent to the vendor) and hosts still out at the end
+            "lemons": result.lemons,
+            "hosts_in_repair_at_end": result.hosts_in_repair_at_end,
+            # research jobs preempted because the flagship job had no spare left
+            "research_preemptions": result.research_preemptions,
+        },
     }
     return summary
 
@@ -71,8 +86,9 @@ def _host_seconds(result: SimulationResult) -> tuple[float, float]:
 
 def _research_running_s(result: SimulationResult) -> float:
     """Host-seconds the research lanes ran jobs."""
-    busy = np.array([(i.lane, i.end_s - i.start_s) for i in result.lane_intervals if i.state == "running"]
-                    ).reshape(-1, 2)
+    busy = np.array(
+        [(i.lane, i.end_s - i.start_s) for i in result.lane_intervals if i.state == "running"]
+    ).reshape(-1, 2)
     return float((busy[:, 1] * result.lane_sizes[busy[:, 0].astype(int)]).sum()) if busy.size else 0.0
 
 
@@ -87,26 +103,43 @@ def _job(scenario: Scenario, result: SimulationResult, unexpected: int) -> dict:
     job_gpus = scenario["training.gpus"]
     horizon = result.horizon_s
     rate = scenario["failures.rate_per_1000_node_days"] * scenario["failures.scale"]
-    estimate = closed_form_ettr(gpus=job_gpus, gpus_per_host=scenario["cluster.gpus_per_host"],
-                                rate_per_1000_node_days=rate,
-                                checkpoint_interval_s=scenario["training.checkpoint_interval"],
-                                checkpoint_write_s=scenario.checkpoint_write_s,
-                                restart_overhead_s=scenario["training.restart_overhead"])
+    estimate = closed_form_ettr(
+        gpus=job_gpus,
+        gpus_per_host=scenario["cluster.gpus_per_host"],
+        rate_per_1000_node_days=rate,
+        checkpoint_interval_s=scenario["training.checkpoint_interval"],
+        checkpoint_write_s=scenario.checkpoint_write_s,
+        restart_overhead_s=scenario["training.restart_overhead"],
+    )
     yd = young_daly_interval(scenario.checkpoint_write_s, estimate.mttf_s)
     if result.job is None:
         zero = dict.fromkeys(LOSS_CATEGORIES, 0.0)
-        return {"name": result.job_id, "gpus": 0, "ettr": 0.0, "mttf_hours": None, "checkpoints": 0,
-                "lost_gpu_hours": 0.0, "losses_gpu_hours": zero, "losses_usd": zero, "closed_form_ettr": None,
-                "young_daly_interval_s": None, "checkpoint_write_s": scenario.checkpoint_write_s,
-                "productive_hours": 0.0, "attempts": 0, "placement": scenario["training.placement"],
-                "placement_slowdown": None, "ettr_with_network": 0.0}
+        return {
+            "name": result.job_id,
+            "gpus": 0,
+            "ettr": 0.0,
+            "mttf_hours": None,
+            "checkpoints": 0,
+            "lost_gpu_hours": 0.0,
+            "losses_gpu_hours": zero,
+            "losses_usd": zero,
+            "closed_form_ettr": None,
+            "young_daly_interval_s": None,
+            "checkpoint_write_s": scenario.checkpoint_write_s,
+            "productive_hours": 0.0,
+            "attempts": 0,
+            "placement": scenario["training.placement"],
+            "placement_slowdown": None,
+            "ettr_with_network": 0.0,
+        }
     ledger = result.job.ledger
     slow = placement_slowdown(scenario, result.topology)
     goodput = GoodputLedger.from_training(ledger, gpus=job_gpus, wall_clock_s=horizon, slowdown=slow)
     gpu_hours = {k: v for k, v in goodput.gpu_hours().items() if k in LOSSES}
     price = scenario["cost.gpu_hour_usd"]
     return {
-        "name": result.job_id, "gpus": job_gpus,
+        "name": result.job_id,
+        "gpus": job_gpus,
         "ettr": goodput.ettr,
         "mttf_hours": horizon / unexpected / SECONDS_PER_HOUR if unexpected else None,
         "checkpoints": int(sum(len(c) for c in ledger.checkpoint_starts)),

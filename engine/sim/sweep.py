@@ -33,9 +33,19 @@ Progress = Callable[[float], None]
 
 # The columns of one result row, beside the varied keys (see `result_row`).
 METRICS: tuple[str, ...] = (
-    "ettr", "mttf_hours", "interruptions", "unexpected", "planned", "closed_form_ettr", "lost_gpu_hours",
-    "lost_work_gpu_hours", "restart_gpu_hours", "checkpoint_gpu_hours", "waiting_for_spares_gpu_hours",
-    "lost_usd", "ettr_with_network",
+    "ettr",
+    "mttf_hours",
+    "interruptions",
+    "unexpected",
+    "planned",
+    "closed_form_ettr",
+    "lost_gpu_hours",
+    "lost_work_gpu_hours",
+    "restart_gpu_hours",
+    "checkpoint_gpu_hours",
+    "waiting_for_spares_gpu_hours",
+    "lost_usd",
+    "ettr_with_network",
 )
 INT_METRICS = frozenset({"interruptions", "unexpected", "planned"})
 BAND_QUANTILES = (0.05, 0.95)  # the 5-95 % band of the issue
@@ -63,11 +73,15 @@ def parse_vary(text: str) -> Axis:
     key, sep, values_text = text.partition("=")
     key = key.strip()
     if values_text.count(",") >= limits.MAX_SWEEP_RUNS:  # before the values are split
-        raise GoodputError(f"--vary {key}: {values_text.count(',') + 1:,} values, over Goodput's limit of "
-                           f"{limits.MAX_SWEEP_RUNS:,} runs (engine/limits.py)")
+        raise GoodputError(
+            f"--vary {key}: {values_text.count(',') + 1:,} values, over Goodput's limit of "
+            f"{limits.MAX_SWEEP_RUNS:,} runs (engine/limits.py)"
+        )
     values = tuple(v.strip() for v in values_text.split(","))
     if not sep or not key:
-        raise GoodputError(f"--vary {text!r}: expected KEY=V1,V2,..., e.g. training.checkpoint_interval=5m,10m")
+        raise GoodputError(
+            f"--vary {text!r}: expected KEY=V1,V2,..., e.g. training.checkpoint_interval=5m,10m"
+        )
     if any(v == "" for v in values):
         raise GoodputError(f"--vary {key}: an empty value in {values_text!r}")
     if len(set(values)) != len(values):
@@ -108,8 +122,10 @@ def check_runs(axes: Sequence[Axis], seeds: int) -> int:
     runs = points * max(seeds, 1)
     if runs > limits.MAX_SWEEP_RUNS:
         shape = " x ".join([*(f"{len(a.values)} values of {a.key}" for a in axes), f"{seeds:,} seeds"])
-        raise GoodputError(f"--vary/--seeds: {shape} make {runs:,} runs, over Goodput's limit of "
-                           f"{limits.MAX_SWEEP_RUNS:,} (engine/limits.py)")
+        raise GoodputError(
+            f"--vary/--seeds: {shape} make {runs:,} runs, over Goodput's limit of "
+            f"{limits.MAX_SWEEP_RUNS:,} (engine/limits.py)"
+        )
     return runs
 
 
@@ -119,12 +135,20 @@ def seeds_of(scenario: Scenario, n: int) -> list[int]:
         raise GoodputError(f"--seeds: must be at least 1, got {n}")
     limits.check_at_most(n, limits.MAX_SWEEP_RUNS, "--seeds")
     first = scenario["simulation.seed"]
-    limits.check_at_most(first + n - 1, limits.MAX_SEED, f"--seeds: the last seed (simulation.seed + {n - 1})")
+    limits.check_at_most(
+        first + n - 1, limits.MAX_SEED, f"--seeds: the last seed (simulation.seed + {n - 1})"
+    )
     return list(range(first, first + n))
 
 
-def sweep(base: Scenario, axes: Sequence[Axis], seeds: int, *, executor: Executor | None = None,
-          progress: Progress | None = None) -> pl.DataFrame:
+def sweep(
+    base: Scenario,
+    axes: Sequence[Axis],
+    seeds: int,
+    *,
+    executor: Executor | None = None,
+    progress: Progress | None = None,
+) -> pl.DataFrame:
     """One row per grid point and seed: the varied keys (as given, strings), `point`, `seed` and METRICS.
 
     Rows come in grid order (first axis slowest), seeds ascending within a point, whatever the executor.
@@ -137,13 +161,15 @@ def sweep(base: Scenario, axes: Sequence[Axis], seeds: int, *, executor: Executo
     tasks = [Task(p.index, p.scenario, s) for p, ss in zip(points, seed_lists, strict=True) for s in ss]
     rows = (executor or LocalExecutor()).run(tasks, progress)
     keys = [a.key for a in axes]
-    given = pl.DataFrame([points[r["point"]].given for r in rows], schema=dict.fromkeys(keys, pl.String),
-                         orient="row")
+    given = pl.DataFrame(
+        [points[r["point"]].given for r in rows], schema=dict.fromkeys(keys, pl.String), orient="row"
+    )
     return pl.concat([given, _frame(rows)], how="horizontal")
 
 
-def monte_carlo(scenario: Scenario, seeds: int, *, executor: Executor | None = None,
-                progress: Progress | None = None) -> pl.DataFrame:
+def monte_carlo(
+    scenario: Scenario, seeds: int, *, executor: Executor | None = None, progress: Progress | None = None
+) -> pl.DataFrame:
     """`seeds` runs of one scenario (seeds from simulation.seed up): one row per seed, columns seed + METRICS."""
     return sweep(scenario, (), seeds, executor=executor, progress=progress).drop("point")
 
@@ -159,9 +185,11 @@ def bands(frame: pl.DataFrame, by: Sequence[str] = ()) -> pl.DataFrame:
     metrics = [m for m in METRICS if m in frame.columns]
     aggs = [pl.len().alias("runs")]
     for m in metrics:
-        aggs += [pl.col(m).cast(pl.Float64).mean().alias(f"{m}_mean"),
-                 pl.col(m).cast(pl.Float64).quantile(lo, "linear").alias(f"{m}_p5"),
-                 pl.col(m).cast(pl.Float64).quantile(hi, "linear").alias(f"{m}_p95")]
+        aggs += [
+            pl.col(m).cast(pl.Float64).mean().alias(f"{m}_mean"),
+            pl.col(m).cast(pl.Float64).quantile(lo, "linear").alias(f"{m}_p5"),
+            pl.col(m).cast(pl.Float64).quantile(hi, "linear").alias(f"{m}_p95"),
+        ]
     if not by:
         return frame.select(aggs)
     return frame.group_by(list(by), maintain_order=True).agg(aggs)
@@ -173,10 +201,13 @@ def result_row(summary: dict) -> dict:
     job, inter = summary["job"], summary["interruptions"]
     losses = job["losses_gpu_hours"]
     return {
-        "ettr": job["ettr"], "mttf_hours": job["mttf_hours"],
+        "ettr": job["ettr"],
+        "mttf_hours": job["mttf_hours"],
         "interruptions": inter["unexpected"] + inter["planned"],
-        "unexpected": inter["unexpected"], "planned": inter["planned"],
-        "closed_form_ettr": job["closed_form_ettr"], "lost_gpu_hours": job["lost_gpu_hours"],
+        "unexpected": inter["unexpected"],
+        "planned": inter["planned"],
+        "closed_form_ettr": job["closed_form_ettr"],
+        "lost_gpu_hours": job["lost_gpu_hours"],
         **{f"{k}_gpu_hours": losses[k] for k in ("lost_work", "restart", "checkpoint", "waiting_for_spares")},
         "lost_usd": math.fsum(job["losses_usd"].values()),
         "ettr_with_network": job["ettr_with_network"],  # ETTR over the placement's network slowdown
@@ -218,7 +249,7 @@ def chunks(tasks: list[Task], workers: int) -> list[list[Task]]:
     """About four chunks a worker: few enough that start-up and pickling stay small beside a run (~0.3 s),
     enough that a slow chunk at the end does not leave the other workers idle for long."""
     size = max(1, math.ceil(len(tasks) / (workers * 4)))
-    return [tasks[i:i + size] for i in range(0, len(tasks), size)]
+    return [tasks[i : i + size] for i in range(0, len(tasks), size)]
 
 
 @dataclass
@@ -305,8 +336,9 @@ def usable_cores() -> int:
     return os.cpu_count() or 1
 
 
-def make_executor(name: str = "local", *, workers: int | None = None, address: str | None = None,
-                  quiet: bool = False) -> Executor:
+def make_executor(
+    name: str = "local", *, workers: int | None = None, address: str | None = None, quiet: bool = False
+) -> Executor:
     """The executor of `--executor NAME` (local or ray); `quiet`: nothing of its own on stderr."""
     if name == "local":
         if address:
@@ -326,5 +358,6 @@ def _tick(progress: Progress | None, done: int, total: int) -> None:
 
 def _frame(rows: list[dict]) -> pl.DataFrame:
     schema = {"point": pl.Int32, "seed": pl.Int64} | {
-        m: (pl.Int64 if m in INT_METRICS else pl.Float64) for m in METRICS}
+        m: (pl.Int64 if m in INT_METRICS else pl.Float64) for m in METRICS
+    }
     return pl.DataFrame(rows, schema=schema, orient="row") if rows else pl.DataFrame(schema=schema)

@@ -29,10 +29,18 @@ RUNNING, RESTARTING, WAITING = "running", "restarting", "waiting"
 
 
 class FlagshipJob:
-    def __init__(self, env: simpy.Environment, job_id: str, hosts: list[int], *, checkpoint_interval_s: float,
-                 checkpoint_write_s: float, restart_overhead_s: float,
-                 take_spare: Callable[[], int | None], on_hosts_changed: Callable[[list[int], list[int]], None]
-                 ) -> None:
+    def __init__(
+        self,
+        env: simpy.Environment,
+        job_id: str,
+        hosts: list[int],
+        *,
+        checkpoint_interval_s: float,
+        checkpoint_write_s: float,
+        restart_overhead_s: float,
+        take_spare: Callable[[], int | None],
+        on_hosts_changed: Callable[[list[int], list[int]], None],
+    ) -> None:
         self.env, self.job_id = env, job_id
         # The job's host slots (a rank's place): a replacement takes the failed host's slot. An array, so an
         # attempt's host list is one copy even for a 12,288-host job; -1 marks a slot waiting for a host.
@@ -55,8 +63,11 @@ class FlagshipJob:
         now = self.env.now
         hit = self.phase in (RUNNING, RESTARTING)
         if self.phase == RUNNING:
-            lost_from = now if reason == "planned_maintenance" else self._last_good(now if fault_s is None
-                                                                                    else fault_s)
+            lost_from = (
+                now
+                if reason == "planned_maintenance"
+                else self._last_good(now if fault_s is None else fault_s)
+            )
             self._close_attempt(now, reason, lost_from)
         elif self.phase == RESTARTING:
             self.ledger.restart_s += now - self.phase_since
@@ -104,7 +115,9 @@ class FlagshipJob:
     def _close_attempt(self, end: float, reason: str, good_until: float) -> None:
         s, cycle = self.attempt_start, self._cycle()
         done = math.floor((end - s) / cycle)  # checkpoints completed
-        good = math.floor((good_until - s) / cycle + 1e-9) if good_until < end else done  # good_until is a completion
+        good = (
+            math.floor((good_until - s) / cycle + 1e-9) if good_until < end else done
+        )  # good_until is a completion
         if done:
             self.ledger.checkpoint_starts.append(s + np.arange(1, done + 1) * cycle - self.w)
         lost = end - good_until if good_until < end else 0.0

@@ -118,12 +118,22 @@ class Store:
                 raise StoreError(f"run {run.run_id!r} already exists in {self.root}")
             with self._replacing(final) as con:
                 _write_tables(con, run)
-        except OSError as err:  # a store that became unwritable (the CLI checks it first; the dashboard cannot)
-            raise StoreError(f"store {self.root}: cannot write run {run.run_id} ({err.strerror or err})") from err
+        except (
+            OSError
+        ) as err:  # a store that became unwritable (the CLI checks it first; the dashboard cannot)
+            raise StoreError(
+                f"store {self.root}: cannot write run {run.run_id} ({err.strerror or err})"
+            ) from err
         return run.run_id
 
-    def append_to_run(self, run_id: str, tables: dict[str, pl.DataFrame], *, duration_s: float | None = None,
-                      summary: dict | None = None) -> None:
+    def append_to_run(
+        self,
+        run_id: str,
+        tables: dict[str, pl.DataFrame],
+        *,
+        duration_s: float | None = None,
+        summary: dict | None = None,
+    ) -> None:
         """Add rows to a finished run, atomically: copy, append, rename over (copy-on-write).
 
         For live ingestion (a scrape a commit). Readers that hold the old file keep reading it; new readers
@@ -202,12 +212,23 @@ class Store:
         for path in self._run_files():
             run_id = path.stem
             if not _RUN_ID.match(run_id):
-                skipped.append(SkippedFile(path.name, None, "the name is not a run id (letters, digits, '_', '.'"
-                                           " and '-', no spaces)"))
+                skipped.append(
+                    SkippedFile(
+                        path.name,
+                        None,
+                        "the name is not a run id (letters, digits, '_', '.' and '-', no spaces)",
+                    )
+                )
                 continue
             try:
                 good.append(self.info(run_id))
-            except (StoreError, OSError, duckdb.Error, ValueError, TypeError) as err:  # whatever a stranger raises
+            except (
+                StoreError,
+                OSError,
+                duckdb.Error,
+                ValueError,
+                TypeError,
+            ) as err:  # whatever a stranger raises
                 if path.exists():  # else deleted between listing and reading: not an odd file
                     skipped.append(SkippedFile(path.name, run_id, _without_path(str(err), path)))
         return good, skipped
@@ -229,8 +250,9 @@ class Store:
                     " scenario, summary FROM runs LIMIT 1"
                 ).fetchall()
             except duckdb.Error as err:
-                raise StoreError(f"{path}: not a Goodput run file (no readable runs table: {_first_line(err)})"
-                                 ) from err
+                raise StoreError(
+                    f"{path}: not a Goodput run file (no readable runs table: {_first_line(err)})"
+                ) from err
         if not rows:
             raise StoreError(f"{path}: the runs table is empty")
         row = rows[0]
@@ -264,7 +286,9 @@ class Store:
             raise
         return con
 
-    def table(self, run_id: str, table: str, sql_filter: str = "", params: list | None = None) -> pl.DataFrame:
+    def table(
+        self, run_id: str, table: str, sql_filter: str = "", params: list | None = None
+    ) -> pl.DataFrame:
         """One table of one run as a Polars frame. `sql_filter` is a WHERE clause with `?` parameters."""
         if table not in TABLES:
             raise StoreError(f"unknown table {table!r}")
@@ -296,8 +320,10 @@ def check_schema_version(con: duckdb.DuckDBPyConnection, path: Path) -> None:
 
 def _write_tables(con: duckdb.DuckDBPyConnection, run: Run) -> None:
     con.execute("CREATE TABLE meta (key VARCHAR PRIMARY KEY, value VARCHAR)")
-    con.execute("INSERT INTO meta VALUES ('schema_version', ?), ('engine_version', ?)",
-                [str(SCHEMA_VERSION), __version__])
+    con.execute(
+        "INSERT INTO meta VALUES ('schema_version', ?), ('engine_version', ?)",
+        [str(SCHEMA_VERSION), __version__],
+    )
     for table in TABLES:
         con.execute(create_statement(table))
     unknown = set(run.tables) - set(TABLES) - {"runs"}
@@ -305,8 +331,18 @@ def _write_tables(con: duckdb.DuckDBPyConnection, run: Run) -> None:
         raise StoreError(f"run {run.run_id}: unknown tables {sorted(unknown)}")
     con.execute(
         "INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        [run.run_id, run.kind, run.name, json.dumps(run.scenario, default=str), run.seed, run.started_at,
-         run.duration_s, datetime.now(UTC), __version__, json.dumps(run.summary, default=str)],
+        [
+            run.run_id,
+            run.kind,
+            run.name,
+            json.dumps(run.scenario, default=str),
+            run.seed,
+            run.started_at,
+            run.duration_s,
+            datetime.now(UTC),
+            __version__,
+            json.dumps(run.summary, default=str),
+        ],
     )
     for table, frames in run.tables.items():
         for frame in [frames] if isinstance(frames, pl.DataFrame) else frames:
@@ -318,7 +354,9 @@ def _write_tables(con: duckdb.DuckDBPyConnection, run: Run) -> None:
 def _insert_frame(con: duckdb.DuckDBPyConnection, table: str, frame: pl.DataFrame) -> None:
     extra = [c for c in frame.columns if c not in TABLES[table]]
     if extra:
-        raise StoreError(f"table {table}: columns {extra} are not in the schema (add them to engine/store/schema.py)")
+        raise StoreError(
+            f"table {table}: columns {extra} are not in the schema (add them to engine/store/schema.py)"
+        )
     arrow = frame.to_arrow()  # noqa: F841 (read by DuckDB's replacement scan below)
     columns = ", ".join(f'"{c}"' for c in frame.columns)
     con.execute(f'INSERT INTO "{table}" ({columns}) SELECT {columns} FROM arrow')  # noqa: S608 (names from the schema)

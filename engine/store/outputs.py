@@ -48,13 +48,17 @@ def check_target(path: Path, *, force: bool, flag: str = "--output") -> None:
     except OSError as err:
         raise GoodputError(f"{flag}: {path} cannot be used ({err.strerror})") from None
     if stat.S_ISLNK(mode):
-        raise GoodputError(f"{flag}: {path} is a symbolic link; Goodput does not write through links (give the"
-                           " path of a regular file)")
+        raise GoodputError(
+            f"{flag}: {path} is a symbolic link; Goodput does not write through links (give the"
+            " path of a regular file)"
+        )
     if stat.S_ISDIR(mode):
         raise GoodputError(f"{flag}: {path} is a folder; give the name of a file to write inside it")
     if not stat.S_ISREG(mode):
-        raise GoodputError(f"{flag}: {path} is not a regular file (a device, FIFO or socket); Goodput writes only"
-                           " regular files")
+        raise GoodputError(
+            f"{flag}: {path} is not a regular file (a device, FIFO or socket); Goodput writes only"
+            " regular files"
+        )
     if not force:
         raise GoodputError(f"{flag}: {path} already exists; add --force to replace it")
 

@@ -30,6 +30,7 @@ def start_known(started_at: datetime | None) -> bool:
     aware = started_at if started_at.tzinfo else started_at.replace(tzinfo=UTC)
     return aware != UNKNOWN_START
 
+
 Table = pl.DataFrame | Iterable[pl.DataFrame]
 
 

@@ -141,16 +141,23 @@ TABLES: dict[str, dict[str, str]] = {
 # The Polars type of each SQL type TABLES uses: frames built for a table carry exactly the types DuckDB
 # stores, so writing them converts nothing and an empty frame has the table's schema.
 POLARS_TYPES: dict[str, pl.DataType] = {
-    "VARCHAR": pl.String, "DOUBLE": pl.Float64, "REAL": pl.Float32, "BIGINT": pl.Int64, "INTEGER": pl.Int32,
-    "SMALLINT": pl.Int16, "BOOLEAN": pl.Boolean, "INTEGER[]": pl.List(pl.Int32),
+    "VARCHAR": pl.String,
+    "DOUBLE": pl.Float64,
+    "REAL": pl.Float32,
+    "BIGINT": pl.Int64,
+    "INTEGER": pl.Int32,
+    "SMALLINT": pl.Int16,
+    "BOOLEAN": pl.Boolean,
+    "INTEGER[]": pl.List(pl.Int32),
     "VARCHAR[]": pl.List(pl.String),
 }
 
 
 def polars_schema(table: str, columns: tuple[str, ...] | None = None) -> dict[str, pl.DataType]:
     """Polars types of a store table's columns (all of them in table order, or only those in `columns`)."""
-    return {name: POLARS_TYPES[sql] for name, sql in TABLES[table].items()
-            if columns is None or name in columns}
+    return {
+        name: POLARS_TYPES[sql] for name, sql in TABLES[table].items() if columns is None or name in columns
+    }
 
 
 def create_statement(table: str) -> str:

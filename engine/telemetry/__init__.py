@@ -57,8 +57,15 @@ from engine.telemetry.model import (
 from engine.telemetry.xid import pci_bus_id, xid_counts, xid_events
 from engine.units import SECONDS_PER_DAY
 
-__all__ = ["gpu_samples", "xid_events", "xid_counts", "pci_bus_id", "sample_times", "SILENT_STATES",
-           "SIMULATED_COLUMNS"]
+__all__ = [
+    "gpu_samples",
+    "xid_events",
+    "xid_counts",
+    "pci_bus_id",
+    "sample_times",
+    "SILENT_STATES",
+    "SIMULATED_COLUMNS",
+]
 
 SAMPLE_SCHEMA = polars_schema("gpu_samples")
 # What the simulation generates; other columns of the table (read only from real DCGM scrapes) are null here.
@@ -69,8 +76,10 @@ SILENT_STATES = ("down", "diagnosing", "repair")
 STATE_CODE = {state: code for code, state in enumerate(HOST_STATES)}
 _HEALTHY, _RUNNING, _DRAINING = (STATE_CODE[s] for s in ("healthy", "running", "draining"))
 # what a host state means for its GPUs (the activity codes of engine.telemetry.model)
-_ACTIVITY_OF_STATE = np.array([{"running": RUNNING, "draining": RUNNING, "burn_in": BURN_IN}.get(s, IDLE)
-                               for s in HOST_STATES], dtype=np.int8)
+_ACTIVITY_OF_STATE = np.array(
+    [{"running": RUNNING, "draining": RUNNING, "burn_in": BURN_IN}.get(s, IDLE) for s in HOST_STATES],
+    dtype=np.int8,
+)
 _REPORTS_IN_STATE = np.array([s not in SILENT_STATES for s in HOST_STATES])
 DEFAULT_WORKERS = min(2, os.cpu_count() or 1)  # this project's machines have 2 cores
 # Chunks handed out: big enough that the store writes whole row groups (DuckDB inserts of 250 k rows took 50%
@@ -108,9 +117,17 @@ class _Fleet:
     in_checkpoint: np.ndarray  # (checkpointing jobs x samples) bool
 
 
-def gpu_samples(scenario: Scenario, gpus: pl.DataFrame, host_states: pl.DataFrame, incidents: pl.DataFrame,
-                checkpoints: pl.DataFrame, rng: np.random.Generator, *,
-                chunk_rows: int = DEFAULT_CHUNK_ROWS, workers: int = DEFAULT_WORKERS) -> Iterator[pl.DataFrame]:
+def gpu_samples(
+    scenario: Scenario,
+    gpus: pl.DataFrame,
+    host_states: pl.DataFrame,
+    incidents: pl.DataFrame,
+    checkpoints: pl.DataFrame,
+    rng: np.random.Generator,
+    *,
+    chunk_rows: int = DEFAULT_CHUNK_ROWS,
+    workers: int = DEFAULT_WORKERS,
+) -> Iterator[pl.DataFrame]:
     """The gpu_samples table as an iterator of chunks of whole hosts, each chunk's rows ordered by
     (t_s, host, gpu_id).
 
@@ -135,14 +152,18 @@ def gpu_samples(scenario: Scenario, gpus: pl.DataFrame, host_states: pl.DataFram
 
     def chunk(h0: int) -> pl.DataFrame:
         h1 = min(n_hosts, h0 + hosts_per_chunk)
-        blocks = [_block(fleet, pre, key, b0, min(h1, b0 + hosts_per_block), t, resolution, tdp, diurnal)
-                  for b0 in range(h0, h1, hosts_per_block)]
+        blocks = [
+            _block(fleet, pre, key, b0, min(h1, b0 + hosts_per_block), t, resolution, tdp, diurnal)
+            for b0 in range(h0, h1, hosts_per_block)
+        ]
         simulated = blocks[0] if len(blocks) == 1 else pl.concat(blocks)
         # time-major inside the chunk: the store's row groups then each cover a slice of time, so reading every
         # GPU at one moment (the GPUs and Racks pages) touches a row group a chunk instead of the whole table
         simulated = simulated.sort("t_s", maintain_order=True, multithreaded=False)
-        return simulated.select(pl.col(name) if name in SIMULATED_COLUMNS else pl.lit(None, dtype).alias(name)
-                                for name, dtype in SAMPLE_SCHEMA.items())
+        return simulated.select(
+            pl.col(name) if name in SIMULATED_COLUMNS else pl.lit(None, dtype).alias(name)
+            for name, dtype in SAMPLE_SCHEMA.items()
+        )
 
     return _ahead(chunk, starts, workers) if workers > 1 else map(chunk, starts)
 
@@ -163,13 +184,17 @@ def _ahead(work, items, workers: int) -> Iterator[pl.DataFrame]:
 
 
 def _prepare(gpus, host_states, incidents, checkpoints, rng, t, resolution):
-    for frame, name, columns in ((gpus, "gpus", ("gpu_id", "host_id")),
-                                 (host_states, "host_states", ("host_id", "state", "start_s", "end_s")),
-                                 (checkpoints, "checkpoints", ("job_id", "start_s", "end_s"))):
+    for frame, name, columns in (
+        (gpus, "gpus", ("gpu_id", "host_id")),
+        (host_states, "host_states", ("host_id", "state", "start_s", "end_s")),
+        (checkpoints, "checkpoints", ("job_id", "start_s", "end_s")),
+    ):
         missing = [c for c in columns if c not in frame.columns]
         if missing:
             raise GoodputError(f"{name}: missing column(s) {', '.join(missing)} needed for GPU telemetry")
-    ordered = gpus.select(pl.col("host_id").cast(pl.Int64), pl.col("gpu_id").cast(pl.Int64)).sort("host_id", "gpu_id")
+    ordered = gpus.select(pl.col("host_id").cast(pl.Int64), pl.col("gpu_id").cast(pl.Int64)).sort(
+        "host_id", "gpu_id"
+    )
     gpu_id, gpu_host_id = ordered["gpu_id"].to_numpy(), ordered["host_id"].to_numpy()
     if np.unique(gpu_id).size != gpu_id.size:
         raise GoodputError("gpus: gpu_id values must be unique")
@@ -178,8 +203,9 @@ def _prepare(gpus, host_states, incidents, checkpoints, rng, t, resolution):
 
     # persistent per-GPU traits, drawn once for the whole fleet in (host, gpu_id) order
     key = int(rng.integers(0, 2**63))
-    temp_offset = (rng.uniform(-1.0, 1.0, n) * TEMP_GPU_SPREAD
-                   + (rng.random(n) < HOT_GPU_SHARE) * HOT_GPU_EXTRA_C).astype(np.float32)
+    temp_offset = (
+        rng.uniform(-1.0, 1.0, n) * TEMP_GPU_SPREAD + (rng.random(n) < HOT_GPU_SHARE) * HOT_GPU_EXTRA_C
+    ).astype(np.float32)
     power_factor = (1.0 + rng.uniform(-1.0, 1.0, n) * POWER_GPU_SPREAD).astype(np.float32)
     low, high = np.log(SBE_PRONE_RATE_PER_DAY)
     per_day = np.where(rng.random(n) < SBE_PRONE_SHARE, np.exp(rng.uniform(low, high, n)), 0.0)
@@ -188,13 +214,22 @@ def _prepare(gpus, host_states, incidents, checkpoints, rng, t, resolution):
     jobs = checkpoints["job_id"].cast(pl.String).unique().sort().to_list()
     states = _state_intervals(host_states, host_ids, {job: row for row, job in enumerate(jobs)})
 
-    pre = precursors.prepare(incidents, lambda ids: _positions(gpu_id, ids, np.argsort(gpu_id)),
-                             lambda ids: _positions(host_ids, ids, np.arange(host_ids.size)),
-                             *_returns_from_silence(states), rng)
+    pre = precursors.prepare(
+        incidents,
+        lambda ids: _positions(gpu_id, ids, np.argsort(gpu_id)),
+        lambda ids: _positions(host_ids, ids, np.arange(host_ids.size)),
+        *_returns_from_silence(states),
+        rng,
+    )
     fleet = _Fleet(
-        gpu_id=gpu_id, gpu_host=gpu_host, host_first_gpu=np.searchsorted(gpu_host, np.arange(host_ids.size + 1)),
-        temp_offset=temp_offset, power_factor=power_factor, sbe_rate_per_s=sbe_rate,
-        **states, in_checkpoint=_checkpoint_matrix(checkpoints, jobs, t, resolution),
+        gpu_id=gpu_id,
+        gpu_host=gpu_host,
+        host_first_gpu=np.searchsorted(gpu_host, np.arange(host_ids.size + 1)),
+        temp_offset=temp_offset,
+        power_factor=power_factor,
+        sbe_rate_per_s=sbe_rate,
+        **states,
+        in_checkpoint=_checkpoint_matrix(checkpoints, jobs, t, resolution),
     )
     return fleet, pre, key
 
@@ -210,16 +245,26 @@ def _positions(values: np.ndarray, ids: np.ndarray, order: np.ndarray) -> np.nda
 def _state_intervals(host_states: pl.DataFrame, host_ids: np.ndarray, job_row: dict[str, int]) -> dict:
     unknown = host_states.filter(~pl.col("state").is_in(HOST_STATES))
     if unknown.height:
-        raise GoodputError(f"host_states: unknown state {unknown['state'][0]!r} for host {unknown['host_id'][0]}"
-                           f" (states: {', '.join(HOST_STATES)})")
-    job = (pl.col("job_id").cast(pl.String).replace_strict(job_row, default=-1, return_dtype=pl.Int64)
-           if "job_id" in host_states.columns else pl.lit(-1, dtype=pl.Int64))
-    frame = (host_states
-             .select(pl.col("host_id").cast(pl.Int64), pl.col("start_s").cast(pl.Float64),
-                     pl.col("end_s").cast(pl.Float64), pl.col("state").replace_strict(STATE_CODE, return_dtype=pl.Int8),
-                     job.alias("job"))
-             .filter(pl.col("host_id").is_in(host_ids.tolist()) & (pl.col("end_s") > pl.col("start_s")))
-             .sort("host_id", "start_s"))
+        raise GoodputError(
+            f"host_states: unknown state {unknown['state'][0]!r} for host {unknown['host_id'][0]}"
+            f" (states: {', '.join(HOST_STATES)})"
+        )
+    job = (
+        pl.col("job_id").cast(pl.String).replace_strict(job_row, default=-1, return_dtype=pl.Int64)
+        if "job_id" in host_states.columns
+        else pl.lit(-1, dtype=pl.Int64)
+    )
+    frame = (
+        host_states.select(
+            pl.col("host_id").cast(pl.Int64),
+            pl.col("start_s").cast(pl.Float64),
+            pl.col("end_s").cast(pl.Float64),
+            pl.col("state").replace_strict(STATE_CODE, return_dtype=pl.Int8),
+            job.alias("job"),
+        )
+        .filter(pl.col("host_id").is_in(host_ids.tolist()) & (pl.col("end_s") > pl.col("start_s")))
+        .sort("host_id", "start_s")
+    )
     hs_host = np.searchsorted(host_ids, frame["host_id"].to_numpy())
     state = frame["state"].to_numpy()
     activity = _ACTIVITY_OF_STATE[state]
@@ -228,8 +273,12 @@ def _state_intervals(host_states: pl.DataFrame, host_ids: np.ndarray, job_row: d
     after_running[1:] = (hs_host[1:] == hs_host[:-1]) & (state[:-1] == _RUNNING)
     activity[(state == _DRAINING) & ~after_running] = IDLE
     return {
-        "hs_host": hs_host, "hs_start": frame["start_s"].to_numpy(), "hs_end": frame["end_s"].to_numpy(),
-        "hs_state": state, "hs_activity": activity, "hs_job": frame["job"].to_numpy(),
+        "hs_host": hs_host,
+        "hs_start": frame["start_s"].to_numpy(),
+        "hs_end": frame["end_s"].to_numpy(),
+        "hs_state": state,
+        "hs_activity": activity,
+        "hs_job": frame["job"].to_numpy(),
         "host_first_state": np.searchsorted(hs_host, np.arange(host_ids.size + 1)),
     }
 
@@ -243,13 +292,21 @@ def _returns_from_silence(states: dict) -> tuple[np.ndarray, np.ndarray]:
     return host[back], states["hs_start"][back]
 
 
-def _checkpoint_matrix(checkpoints: pl.DataFrame, jobs: list[str], t: np.ndarray, resolution: float) -> np.ndarray:
+def _checkpoint_matrix(
+    checkpoints: pl.DataFrame, jobs: list[str], t: np.ndarray, resolution: float
+) -> np.ndarray:
     """(jobs x samples): True where a sample time falls inside one of that job's checkpoint writes."""
     marks = np.zeros((len(jobs), t.size + 1), dtype=np.int32)
     if checkpoints.height and t.size:
-        row = checkpoints["job_id"].cast(pl.String).replace_strict(
-            {job: i for i, job in enumerate(jobs)}, return_dtype=pl.Int64).to_numpy()
-        first = first_sample_at_or_after(checkpoints["start_s"].cast(pl.Float64).to_numpy(), resolution, t.size)
+        row = (
+            checkpoints["job_id"]
+            .cast(pl.String)
+            .replace_strict({job: i for i, job in enumerate(jobs)}, return_dtype=pl.Int64)
+            .to_numpy()
+        )
+        first = first_sample_at_or_after(
+            checkpoints["start_s"].cast(pl.Float64).to_numpy(), resolution, t.size
+        )
         stop = first_sample_at_or_after(checkpoints["end_s"].cast(pl.Float64).to_numpy(), resolution, t.size)
         np.add.at(marks, (row, first), 1)
         np.add.at(marks, (row, stop), -1)
@@ -290,15 +347,24 @@ def _host_grid(fleet: _Fleet, h0: int, h1: int, t: np.ndarray, resolution: float
     return activity.reshape(shape), fade.reshape(shape), _REPORTS_IN_STATE[state].reshape(shape)
 
 
-def _block(fleet: _Fleet, pre, key: int, h0: int, h1: int, t: np.ndarray, resolution: float, tdp: float,
-           diurnal: np.ndarray) -> pl.DataFrame:
+def _block(
+    fleet: _Fleet,
+    pre,
+    key: int,
+    h0: int,
+    h1: int,
+    t: np.ndarray,
+    resolution: float,
+    tdp: float,
+    diurnal: np.ndarray,
+) -> pl.DataFrame:
     g0, g1 = int(fleet.host_first_gpu[h0]), int(fleet.host_first_gpu[h1])
     n_gpus, n_t = g1 - g0, t.size
     local_host = fleet.gpu_host[g0:g1] - h0
     activity, fade, host_reports = _host_grid(fleet, h0, h1, t, resolution)
     # What a host does sets its GPUs' levels: computed per (host, sample), then broadcast to the GPUs. Hosts of
     # equal size (the usual case) broadcast as a (hosts, GPUs a host, samples) view without copying.
-    per_host = np.diff(fleet.host_first_gpu[h0:h1 + 1])
+    per_host = np.diff(fleet.host_first_gpu[h0 : h1 + 1])
     if (per_host == per_host[0]).all():
         grid = (h1 - h0, int(per_host[0]), n_t)
 
@@ -322,10 +388,17 @@ def _block(fleet: _Fleet, pre, key: int, h0: int, h1: int, t: np.ndarray, resolu
     swing = 1.0 - np.float32(DIURNAL_POWER_SWING / 2) * diurnal[None, :] * (busy > 0)
     watts = np.float32(tdp) * (POWER_LEVEL[IDLE] + (POWER_LEVEL[activity] - POWER_LEVEL[IDLE]) * fade) * swing
     power = to_gpus(watts) * per_gpu(fleet.power_factor) * (1.0 + to_gpus(POWER_SPREAD[activity]) * lanes[1])
-    degrees = (TEMP_LEVEL[IDLE] + (TEMP_LEVEL[activity] - TEMP_LEVEL[IDLE]) * fade
-               + np.float32(DIURNAL_TEMP_SWING_C / 2) * diurnal[None, :])
+    degrees = (
+        TEMP_LEVEL[IDLE]
+        + (TEMP_LEVEL[activity] - TEMP_LEVEL[IDLE]) * fade
+        + np.float32(DIURNAL_TEMP_SWING_C / 2) * diurnal[None, :]
+    )
     offset_share = np.float32(IDLE_OFFSET_SCALE) + np.float32(1 - IDLE_OFFSET_SCALE) * busy
-    temp = to_gpus(degrees) + per_gpu(fleet.temp_offset) * to_gpus(offset_share) + np.float32(TEMP_SPREAD) * lanes[2]
+    temp = (
+        to_gpus(degrees)
+        + per_gpu(fleet.temp_offset) * to_gpus(offset_share)
+        + np.float32(TEMP_SPREAD) * lanes[2]
+    )
     mem = to_gpus(MEM_LEVEL[activity] * fade) + to_gpus(MEM_SPREAD[activity] * fade) * lanes[3]
     util, power, temp, mem = (x.reshape(n_gpus, n_t) for x in (util, power, temp, mem))
     extra_heat = precursors.heat(pre, g0, g1, t, (n_gpus, n_t))
@@ -345,11 +418,17 @@ def _block(fleet: _Fleet, pre, key: int, h0: int, h1: int, t: np.ndarray, resolu
     if gone is not None:
         reports = reports & ~gone
 
-    frame = pl.DataFrame({
-        "t_s": np.tile(t, n_gpus), "gpu_id": np.repeat(fleet.gpu_id[g0:g1].astype(np.int32), n_t),
-        "temp_c": temp.ravel(), "power_w": power.ravel(), "util_pct": util.ravel(), "mem_util_pct": mem.ravel(),
-        "ecc_sbe": sbe.ravel(), "ecc_dbe": dbe.ravel(),
-    }, schema={name: SAMPLE_SCHEMA[name] for name in SIMULATED_COLUMNS})
+    frame = pl.DataFrame(
+        {
+            "t_s": np.tile(t, n_gpus),
+            "gpu_id": np.repeat(fleet.gpu_id[g0:g1].astype(np.int32), n_t),
+            "temp_c": temp.ravel(),
+            "power_w": power.ravel(),
+            "util_pct": util.ravel(),
+            "mem_util_pct": mem.ravel(),
+            "ecc_sbe": sbe.ravel(),
+            "ecc_dbe": dbe.ravel(),
+        },
+        schema={name: SAMPLE_SCHEMA[name] for name in SIMULATED_COLUMNS},
+    )
     return frame if reports.all() else frame.filter(pl.Series(reports.ravel()))
-
-

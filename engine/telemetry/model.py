@@ -36,7 +36,10 @@ POWER_GPU_SPREAD = 0.02  # persistent per-GPU spread of power (silicon lottery),
 TEMP_LEVEL = np.array([34.0, 72.0, 69.0, 80.0], dtype=np.float32)
 TEMP_SPREAD = 1.0  # C, uniform sensor and load jitter
 TEMP_GPU_SPREAD = 4.0  # C, persistent per-GPU offset: airflow and position in the chassis
-HOT_GPU_SHARE, HOT_GPU_EXTRA_C = 0.02, 6.0  # a few GPUs run clearly hotter (poor thermal paste, blocked airflow)
+HOT_GPU_SHARE, HOT_GPU_EXTRA_C = (
+    0.02,
+    6.0,
+)  # a few GPUs run clearly hotter (poor thermal paste, blocked airflow)
 IDLE_OFFSET_SCALE = 0.5  # an idle GPU shows half its offset: less heat to move
 # memory bandwidth utilisation (DCGM_FI_DEV_MEM_COPY_UTIL) in %: training streams weights and activations,
 # a checkpoint copies device memory to the host, a burn-in runs memory tests.

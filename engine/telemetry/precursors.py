@@ -27,7 +27,10 @@ from engine.telemetry.model import (
 )
 
 INCIDENT_COLUMNS = ("t_s", "repaired_s", "cause", "host_id", "gpu_id", "xid")
-ECC_FAILURE_CAUSES = ("gpu_hbm3", "gpu_sram")  # uncorrectable memory errors: each one counts a double-bit error
+ECC_FAILURE_CAUSES = (
+    "gpu_hbm3",
+    "gpu_sram",
+)  # uncorrectable memory errors: each one counts a double-bit error
 SBE_RAMP_CAUSE = "gpu_hbm3"  # only DRAM wears out gradually enough to show single-bit errors first
 THERMAL_CAUSE = "gpu_thermal"
 OFF_BUS_XID = 79  # the driver cannot reach the GPU on PCIe: DCGM reads nothing from it until it is repaired
@@ -63,9 +66,14 @@ def check_incidents(incidents: pl.DataFrame) -> None:
         raise GoodputError(f"incidents: missing column(s) {', '.join(missing)} needed for GPU telemetry")
 
 
-def prepare(incidents: pl.DataFrame, gpu_pos_of: Callable[[np.ndarray], np.ndarray],
-            host_pos_of: Callable[[np.ndarray], np.ndarray], reset_host: np.ndarray, reset_s: np.ndarray,
-            rng: np.random.Generator) -> Precursors:
+def prepare(
+    incidents: pl.DataFrame,
+    gpu_pos_of: Callable[[np.ndarray], np.ndarray],
+    host_pos_of: Callable[[np.ndarray], np.ndarray],
+    reset_host: np.ndarray,
+    reset_s: np.ndarray,
+    rng: np.random.Generator,
+) -> Precursors:
     """Split the incident list into the effects above. `*_pos_of` map ids to positions (-1: not in the run);
     resets, sorted by (host, time), are the moments hosts come back from silent states."""
     check_incidents(incidents)
@@ -141,8 +149,15 @@ def _cubic_ramp(x: np.ndarray, t_fail: np.ndarray) -> np.ndarray:
     return np.clip((x - (t_fail - SBE_RAMP_S)) / SBE_RAMP_S, 0.0, 1.0) ** 3
 
 
-def ecc_counters(pre: Precursors, g0: int, g1: int, t: np.ndarray, host_reset: np.ndarray, local_host: np.ndarray,
-                 sbe_rate_per_s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def ecc_counters(
+    pre: Precursors,
+    g0: int,
+    g1: int,
+    t: np.ndarray,
+    host_reset: np.ndarray,
+    local_host: np.ndarray,
+    sbe_rate_per_s: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
     """(sbe, dbe) int32 (GPUs g0..g1 x samples). `host_reset` is last_reset of the chunk's hosts, `local_host`
     each GPU's row in it. Only GPUs that count anything (2% with a trickle, those with incidents) are computed."""
     sbe = np.zeros((g1 - g0, t.size), dtype=np.int32)

@@ -44,8 +44,9 @@ def section(name: str, *, default_scope: str = "run"):
     """The one way a section module writes its entries: `_d = section(SECTION)`, then
     `_d(key, label, unit, means, source, *not_to_confuse, scope=...)`."""
 
-    def define(key: str, label: str, unit: str, means: str, source: str, *others: str,
-               scope: str = default_scope) -> Definition:
+    def define(
+        key: str, label: str, unit: str, means: str, source: str, *others: str, scope: str = default_scope
+    ) -> Definition:
         return Definition(key, label, name, unit, means, source, others, scope)
 
     return define
@@ -99,9 +100,13 @@ def by_label(label: str) -> Definition | None:
 
 def markdown() -> str:
     """docs/definitions.md: every definition by section, each with an anchor the help texts link to."""
-    lines = ["# Definitions", "",
-             "Every figure Goodput shows, with what it counts. Generated from `engine/analysis/definitions/` "
-             "(`goodput definitions --markdown`); the dashboard's Definitions page shows the same text.", ""]
+    lines = [
+        "# Definitions",
+        "",
+        "Every figure Goodput shows, with what it counts. Generated from `engine/analysis/definitions/` "
+        "(`goodput definitions --markdown`); the dashboard's Definitions page shows the same text.",
+        "",
+    ]
     for section in SECTIONS:
         lines += [f"## {section}", ""]
         for d in (d for d in DEFINITIONS.values() if d.section == section):
@@ -109,7 +114,18 @@ def markdown() -> str:
             if d.scope == "view":
                 facts.append("depends on the time, window, filters or selection the page shows")
             if d.not_to_confuse:
-                facts.append("not the same as " + ", ".join(
-                    f"[{DEFINITIONS[k].label}](#{DEFINITIONS[k].anchor})" for k in d.not_to_confuse))
-            lines += [f'### <a id="{d.anchor}"></a>{d.label}', "", d.means, "", "*" + " · ".join(facts) + "*", ""]
+                facts.append(
+                    "not the same as "
+                    + ", ".join(
+                        f"[{DEFINITIONS[k].label}](#{DEFINITIONS[k].anchor})" for k in d.not_to_confuse
+                    )
+                )
+            lines += [
+                f'### <a id="{d.anchor}"></a>{d.label}',
+                "",
+                d.means,
+                "",
+                "*" + " · ".join(facts) + "*",
+                "",
+            ]
     return "\n".join(lines).rstrip() + "\n"
