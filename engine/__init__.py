@@ -25,8 +25,9 @@ contracts and keep their spelling, e.g. `utilization`, `training.placement`):
 - placement: the rule that chooses a job's hosts, pack (fill hosts, racks, then pods) or spread (dealt over
   pods and racks); scenario keys `training.placement` (the flagship job) and `scheduler.placement` (replay),
   `goodput replay --policy`.
-- allocation: the hosts and GPUs one attempt of a job holds (engine.scheduling.scheduler); its hosts are the attempt's
-  `hosts`. engine.fabric.topology.allocation_order is the order the flagship job and its spares take hosts.
+- allocation: the hosts and GPUs one attempt of a job holds (engine.scheduling.capacity.allocate, one
+  HostShare a host); its hosts are the attempt's `hosts`. engine.fabric.topology.allocation_order is
+  the order the flagship job and its spares take hosts.
 - placement slowdown: how many times as long the flagship job's steps take on the hosts its placement gave
   it, its ring alone on a healthy fabric (engine.fabric.traffic.placement_slowdown); its cost in time is the
   ledger's network_slowdown.

@@ -134,7 +134,12 @@ def test_the_engines_count_wins_for_every_tier():
     assert figures.row(1) == ("rtsw_ctsw", 10, 10, True, 40.0, 60.0, 90.0, 0.01)
 
 
-@given(st.lists(st.one_of(st.sampled_from(TIER_ORDER), st.text(max_size=10)), max_size=12))
+# Characters this Python's Unicode tables know: Polars (Rust) follows a newer Unicode, so for a letter added
+# since (U+10D50, Garay, Unicode 16) its lowercase exists there and not here; tier keys are ASCII identifiers.
+KNOWN_TO_PYTHON = st.characters(exclude_categories=("Cn", "Cs"))
+
+
+@given(st.lists(st.one_of(st.sampled_from(TIER_ORDER), st.text(KNOWN_TO_PYTHON, max_size=10)), max_size=12))
 def test_tier_text_is_tier_label(tiers):
     frame = pl.DataFrame({"tier": tiers}, schema={"tier": pl.String})
     assert frame.select(charts.tier_text("tier"))["tier"].to_list() == [tier_label(t) for t in tiers]

@@ -383,11 +383,11 @@ def test_replay_with_other_settings_writes_a_second_run(store_dir):
     assert sorted(store.run_ids()) == sorted([run_id, same_id, forked_id])
     forked = store.info(forked_id)
     assert forked.kind == "replay" and forked.name.endswith(
-        "replay (spares.hosts=8, training.checkpoint_interval=600s)"
+        "replay (spares.hosts=8, training.checkpoint_interval=10m)"  # spelled as a scenario file spells it
     )
     assert (
         forked.scenario["spares"]["hosts"] == 8
-        and forked.scenario["training"]["checkpoint_interval"] == "600s"
+        and forked.scenario["training"]["checkpoint_interval"] == "10m"
     )
     failures = "SELECT t_s, cause FROM incidents WHERE NOT coalesce(planned, false) ORDER BY t_s"
     with store.connect(run_id) as con:

@@ -15,7 +15,7 @@ from engine.replay.incidents import (
     replay_stored_run,
 )
 from engine.report.export import export_run_incidents, write_export
-from engine.scenario import build
+from engine.scenario import build, from_dict
 from engine.sim.simulate import simulate
 from engine.store import Store
 
@@ -64,6 +64,23 @@ def test_a_stored_run_forks_directly_and_an_upload_replays_from_bytes(exported):
         replay_incidents_data(
             HEADER.encode() + b"1,1,gpu_on_fire,false,1,,\n", "csv", where="upload.csv", preset="demo"
         )
+
+
+def test_a_fork_takes_values_as_the_engine_reads_them(exported):
+    run, folder = exported
+    store = Store(folder / "store")
+    forked = replay_stored_run(
+        store, run.run_id, values={"spares.hosts": 0, "training.checkpoint_interval": 600.0}, name="fork"
+    )
+    assert forked.name == "fork" and forked.kind == "replay"
+    scenario = from_dict(forked.scenario)
+    assert scenario["spares.hosts"] == 0 and scenario["training.checkpoint_interval"] == 600.0
+    assert forked.scenario["training"]["checkpoint_interval"] == "10m"  # spelled as a file would spell it
+    # the same failures, at the same times and on the same hosts, under the new settings
+    columns = ["t_s", "cause", "host_id"]
+    assert forked.tables["incidents"].select(columns).equals(run.tables["incidents"].select(columns))
+    with pytest.raises(GoodputError, match="training.checkpoint_interval"):
+        replay_stored_run(store, run.run_id, values={"training.checkpoint_interval": -1.0})
 
 
 def test_replaying_a_runs_own_json_export_reproduces_it(exported):

@@ -471,23 +471,24 @@ def replay_section(run: RunInfo, flagship: str | None) -> None:
         "training.checkpoint_interval": interval * 60.0,
         "training.restart_overhead": restart * 60.0,
     }
-    # engine.replay.incidents takes `--set` strings: spelled once, here, from the values (seconds with a unit)
-    sets = [f"{k}={v:g}s" if k != "spares.hosts" else f"{k}={v}" for k, v in values.items()]
-    # the new run's name says what changed (the settings left as they were add nothing to read)
-    changed = [text for text, (k, v) in zip(sets, values.items(), strict=True) if v != scenario[k]]
+    # the new run's name says what changed (the settings left as they were add nothing to read), spelled as
+    # a scenario file would spell it
+    spelled = scenario.with_values(values).raw
+    settings = [f"{k}={spelled[k]}" for k in values]
+    changed = [text for text, k in zip(settings, values, strict=True) if values[k] != scenario[k]]
     if not auth.can(auth.Role.PLANNER):  # a replay is a simulation run on this server
         auth.missing(auth.Role.PLANNER, "Replaying with other settings")
     elif st.button(
         "Replay with these settings", icon=":material/replay:", key=f"incidents_replay:{run.run_id}"
     ):
         with st.status(
-            "Replaying the run's failures under " + ", ".join(sets) + " …", expanded=False
+            "Replaying the run's failures under " + ", ".join(settings) + " …", expanded=False
         ) as status:
             try:
                 forked = replay_stored_run(
                     state.store(),
                     run.run_id,
-                    sets=sets,
+                    values=values,
                     name=f"{run.name} · replay ({', '.join(changed) or 'same settings'})",
                 )
                 state.set_url("replay", state.store().write_run(forked))

@@ -8,8 +8,9 @@ the job is down = waiting for spares) plus the network's placement slowdown, whi
 `productive` is progress at full speed; ETTR, Meta's measure, counts time and so counts slowed steps as
 productive: ETTR = (productive + network slowdown) / wall clock, goodput with network = productive / wall clock.
 
-The simulator fills engine.sim.training.JobLedger as the job runs; `GoodputLedger.from_training` turns it into this
-record for the run summary (engine.sim.summary), and `from_summary` reads it back from any stored run, so the
+The simulator (engine.sim.training) fills engine.sim.records.JobLedger as the job runs;
+`GoodputLedger.from_training` turns it into this record for the run summary (engine.sim.summary), and
+`from_summary` reads it back from any stored run, so the
 Overview, the Jobs page, the exports and `goodput simulate --json` show the same numbers.
 """
 

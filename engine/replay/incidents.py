@@ -18,7 +18,9 @@ detected after the end of the (possibly shorter) replayed run.
 import io
 import json
 import os
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import polars as pl
@@ -177,21 +179,34 @@ def replay_incidents_data(
     return _replay(raw, meta, fmt, where, preset, list(sets), name)
 
 
-def replay_stored_run(store, run_id: str, *, sets=(), name: str | None = None) -> Run:
-    """Fork a stored run: its incidents (as the JSON export carries them, scenario included) replayed under
-    `sets` (the page's "replay with other settings")."""
+def replay_stored_run(
+    store, run_id: str, *, values: Mapping[str, Any] | None = None, name: str | None = None
+) -> Run:
+    """Fork a stored run: its incidents (as the JSON export carries them, scenario included) replayed with
+    `values` set as the engine reads them (Scenario.with_values: seconds for durations), the page's "replay
+    with other settings"."""
     from engine.report.export import export_run_incidents
 
     data = export_run_incidents(store, run_id, "json", charts=False)
-    return replay_incidents_data(data, "json", where=f"run {run_id}", sets=sets, name=name)
+    raw, meta, fmt = read_incidents_bytes(data, "json", where=f"run {run_id}")
+    return _replay(raw, meta, fmt, f"run {run_id}", None, [], name, values=values)
 
 
 def _replay(
-    raw: pl.DataFrame, meta: dict, fmt: str, where: str, preset: str | None, sets: list[str], name: str | None
+    raw: pl.DataFrame,
+    meta: dict,
+    fmt: str,
+    where: str,
+    preset: str | None,
+    sets: list[str],
+    name: str | None,
+    values: Mapping[str, Any] | None = None,
 ) -> Run:
     from engine.sim.simulate import simulate
 
     scenario = _scenario(where, meta, fmt, preset, sets)
+    if values:
+        scenario = scenario.with_values(values)
     rows = _parse(raw, where, fmt, scenario)
     planned = rows.filter(pl.col("planned"))
     failures = rows.filter(~pl.col("planned") & (pl.col("detected_s") < scenario.duration_s))

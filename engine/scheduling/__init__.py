@@ -1,1 +1,1 @@
-"""The queue and gang placement of jobs on hosts, and why jobs waited."""
+"""The queue and gang allocation of jobs on hosts (by the placement rule), and why jobs waited."""

@@ -20,13 +20,24 @@ over hosts (NumPy), re-schedules the 8,152-job Alibaba trace on its 1,213 nodes 
 import heapq
 from bisect import bisect_left, insort
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 import polars as pl
 
 from engine.errors import GoodputError
+from engine.scheduling.capacity import (
+    FULL,
+    Allocation,
+    Capacity,
+    Cluster,
+    HostShare,
+    Ledger,
+    LedgerSpan,
+    allocate,
+    reservation,
+)
 from engine.scheduling.wait_reasons import REASONS, cut_waits, dominant_reason
-from engine.sim.gpu_capacity import FULL, Capacity, Cluster, Ledger, place, reservation
 
 # Slurm's backfill looks at no more than bf_max_job_test jobs a pass (slurm.conf(5): default 500)
 BACKFILL_DEPTH = 500
@@ -113,6 +124,20 @@ def demands(workload: Workload, cluster: Cluster) -> tuple[np.ndarray, np.ndarra
     return hosts, per_host, share, fits
 
 
+class Running(NamedTuple):
+    """A running attempt: where it runs, when it started, its attempt number (an end event carries it, so a
+    stale end of an earlier attempt is ignored), its expected end and its entries in the Ledger."""
+
+    allocation: Allocation
+    start: float
+    attempt: int
+    end: float
+    span: LedgerSpan
+
+    def hosts(self) -> list[int]:
+        return sorted({share.host for share in self.allocation})
+
+
 class Scheduler:
     def __init__(
         self,
@@ -137,8 +162,7 @@ class Scheduler:
         self.queue: list[list[tuple]] = [[] for _ in self.classes]
         self.reason_now: list[str | None] = [None] * len(self.classes)
         self.reason_log: list[tuple[int, float, str | None]] = []
-        # job -> (allocation, start, attempt, expected end, [first, count] of its entries in the ledger)
-        self.running: dict[int, tuple] = {}
+        self.running: dict[int, Running] = {}
         self.ledger = Ledger()
         self.on_host: list[set[int]] = [set() for _ in range(cluster.n_hosts)]
         self.ends: list[tuple[float, int]] = []  # sorted (expected end, job) of running jobs
@@ -172,7 +196,7 @@ class Scheduler:
             while events and events[0][0] == now:
                 _, kind, _, who, token = heapq.heappop(events)
                 if kind == _END:
-                    if who in self.running and self.running[who][2] == token:
+                    if who in self.running and self.running[who].attempt == token:
                         self._finish(who, now, "completed")
                 elif kind == _SUBMIT:
                     self._enqueue(who, now)
@@ -281,7 +305,7 @@ class Scheduler:
             host = int(np.argmin(np.where(ok, lost, np.inf)))
             victims = sorted(
                 {int(k) for k in led.job[live[hosts_of == host]]},
-                key=lambda k: (self.prio[k], -self.running[k][1], k),
+                key=lambda k: (self.prio[k], -self.running[k].start, k),
             )
             for k in victims:
                 self._stop(k, now, "preempted")
@@ -305,14 +329,14 @@ class Scheduler:
 
     def _allocate_and_start(self, j: int, now: float, avoid: np.ndarray | None, dequeue: bool) -> bool:
         h, n, m = self.classes[self.cls[j]]
-        allocation = place(self.s, h, n, m, avoid, self.policy.placement == "pack")
+        allocation = allocate(self.s, h, n, m, avoid, self.policy.placement == "pack")
         if allocation is None:
             return False
         s = self.s
-        for host, gpu_idx, milli in allocation:
-            s.free[host, gpu_idx] -= milli
-            self.on_host[host].add(j)
-        for host in {p[0] for p in allocation}:
+        for share in allocation:
+            s.free[share.host, share.gpus] -= share.milli
+            self.on_host[share.host].add(j)
+        for host in {share.host for share in allocation}:
             s.touch(host)
         s.refresh()
         if dequeue:
@@ -321,8 +345,9 @@ class Scheduler:
         self._spell(j, now)
         self.attempt[j] += 1
         end = now + self._remaining(j)
-        entries = self.ledger.add(j, allocation, s.free.shape[1], now, end, self.running)
-        self.running[j] = (allocation, now, int(self.attempt[j]), end, entries)
+        spans = [r.span for r in self.running.values()]
+        span = self.ledger.add(j, allocation, s.free.shape[1], now, end, spans)
+        self.running[j] = Running(allocation, now, int(self.attempt[j]), end, span)
         insort(self.ends, (end, j))
         if np.isnan(self.first_start[j]):
             self.first_start[j] = now
@@ -334,35 +359,35 @@ class Scheduler:
     def _remaining(self, j: int) -> float:
         return float(self.w.work[j] - self.progress[j])
 
-    def _release(self, j: int) -> tuple:
-        allocation, start, attempt, end, entries = self.running.pop(j)
-        self.ledger.drop(entries)
+    def _release(self, j: int) -> "Running":
+        running = self.running.pop(j)
+        self.ledger.drop(running.span)
         s = self.s
-        for host, gpu_idx, milli in allocation:
-            s.free[host, gpu_idx] += milli
-            self.on_host[host].discard(j)
-        for host in {p[0] for p in allocation}:
+        for share in running.allocation:
+            s.free[share.host, share.gpus] += share.milli
+            self.on_host[share.host].discard(j)
+        for host in running.hosts():
             s.touch(host)
-        del self.ends[bisect_left(self.ends, (end, j))]
-        return allocation, start, attempt
+        del self.ends[bisect_left(self.ends, (running.end, j))]
+        return running
 
     def _finish(self, j: int, now: float, reason: str) -> None:
-        allocation, start, attempt = self._release(j)
-        hosts = sorted({p[0] for p in allocation})
-        self.rows_attempts.append((j, attempt, start, now, reason, 0.0, hosts))
+        running = self._release(j)
+        self.rows_attempts.append((j, running.attempt, running.start, now, reason, 0.0, running.hosts()))
         self.last_end[j] = now
 
     def _stop(self, j: int, now: float, reason: str) -> None:
         """End job j's attempt early (failure, preemption) and put it back in the queue by its policy."""
-        allocation, start, attempt = self._release(j)
-        done = self.progress[j] + (now - start)
+        running = self._release(j)
+        done = self.progress[j] + (now - running.start)
         if self.restart[j]:
             saved = np.floor(done / self.policy.checkpoint_interval_s) * self.policy.checkpoint_interval_s
         else:
             saved = 0.0
         saved = min(saved, float(self.w.work[j]))
-        hosts = sorted({p[0] for p in allocation})
-        self.rows_attempts.append((j, attempt, start, now, reason, float(done - saved), hosts))
+        self.rows_attempts.append(
+            (j, running.attempt, running.start, now, reason, float(done - saved), running.hosts())
+        )
         self.progress[j] = saved
         self._enqueue(j, now)
 
@@ -494,32 +519,32 @@ def allocate_recorded(
     times = np.concatenate([stop[started], start[started]])
     kinds = np.concatenate([np.zeros(len(started)), np.ones(len(started))])
     order = np.lexsort((np.concatenate([started, started]), kinds, times))
-    allocated: list[list] = [[] for _ in range(workload.n)]
+    allocated: list[Allocation] = [[] for _ in range(workload.n)]
     hosts_of: list[list[int]] = [[] for _ in range(workload.n)]
     for k in order:
         j = int(started[k % len(started)])
         if kinds[k] == 0:  # an end
-            for host, gpu_idx, milli in allocated[j]:
-                s.free[host, gpu_idx] += milli
-                s.touch(host)
+            for share in allocated[j]:
+                s.free[share.host, share.gpus] += share.milli
+                s.touch(share.host)
             allocated[j] = []
             continue
         h, n, m = (int(v) for v in (sched.h[j], sched.n[j], sched.m[j]))
         given = nodes[j] if nodes is not None else None
         if given:
-            allocation = []
+            allocation: Allocation = []
             for host in given:
                 row = s.free[host]
                 gpus = np.flatnonzero(row >= m)[:n]
-                allocation.append((host, gpus, m))
+                allocation.append(HostShare(host, gpus, m))
             hosts_of[j] = sorted(set(given))
         else:
             s.refresh()
-            allocation = place(s, h, n, m, None, policy.placement == "pack") or []
-            hosts_of[j] = sorted({p[0] for p in allocation})
-        for host, gpu_idx, milli in allocation:
-            s.free[host, gpu_idx] -= milli
-            s.touch(host)
+            allocation = allocate(s, h, n, m, None, policy.placement == "pack") or []
+            hosts_of[j] = sorted({share.host for share in allocation})
+        for share in allocation:
+            s.free[share.host, share.gpus] -= share.milli
+            s.touch(share.host)
         allocated[j] = allocation
     return hosts_of
 

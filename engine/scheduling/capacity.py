@@ -6,6 +6,7 @@ whole GPUs use one arithmetic. Everything a scheduling pass asks is a NumPy oper
 """
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -81,6 +82,26 @@ class Capacity:
         return int(np.count_nonzero(self.idle & (self.size >= n))) >= h
 
 
+class HostShare(NamedTuple):
+    """What a job holds on one host: the GPUs (indices on the host) and the thousandths it holds on each."""
+
+    host: int
+    gpus: np.ndarray
+    milli: int
+
+
+# An allocation: a job's shares, one per host it runs on (the hosts of a gang job, the one host of a small job).
+Allocation = list[HostShare]
+
+
+@dataclass
+class LedgerSpan:
+    """Where a running job's entries sit in the Ledger's arrays; moved in place when the Ledger sweeps."""
+
+    first: int
+    count: int
+
+
 _LEDGER_COLUMNS = ("slot", "milli", "end", "start", "job", "alive")
 
 
@@ -100,11 +121,12 @@ class Ledger:
         self.dead = 0
 
     def add(
-        self, job: int, placement: list, width: int, start: float, end: float, running: dict
-    ) -> list[int]:
-        count = sum(len(gpu_idx) for _, gpu_idx, _ in placement)
+        self, job: int, allocation: Allocation, width: int, start: float, end: float, spans: list[LedgerSpan]
+    ) -> LedgerSpan:
+        """Enter `allocation` of `job` until `end`; `spans` are the running jobs' (moved if this sweeps)."""
+        count = sum(len(share.gpus) for share in allocation)
         if self.dead > max(1024, self.size - self.dead):
-            self._sweep(running)
+            self._sweep(spans)
         if self.size + count > len(self.slot):
             grow = max(2 * len(self.slot), self.size + count)
             for name in _LEDGER_COLUMNS:
@@ -114,25 +136,24 @@ class Ledger:
                 setattr(self, name, new)
         first = self.size
         at = first
-        for host, gpu_idx, milli in placement:
-            k = len(gpu_idx)
-            self.slot[at : at + k] = host * width + gpu_idx
-            self.milli[at : at + k] = milli
+        for share in allocation:
+            k = len(share.gpus)
+            self.slot[at : at + k] = share.host * width + share.gpus
+            self.milli[at : at + k] = share.milli
             at += k
         self.end[first:at] = end
         self.start[first:at] = start
         self.job[first:at] = job
         self.alive[first:at] = True
         self.size = at
-        return [first, count]
+        return LedgerSpan(first, count)
 
-    def drop(self, entries: list[int]) -> None:
-        first, count = entries
-        self.alive[first : first + count] = False
-        self.dead += count
+    def drop(self, span: LedgerSpan) -> None:
+        self.alive[span.first : span.first + span.count] = False
+        self.dead += span.count
 
-    def _sweep(self, running: dict) -> None:
-        """Keep the living entries only; the running jobs' [first, count] lists are updated in place."""
+    def _sweep(self, spans: list[LedgerSpan]) -> None:
+        """Keep the living entries only; the running jobs' spans are moved in place."""
         keep = np.flatnonzero(self.alive[: self.size])
         new_index = np.full(self.size, -1, dtype=np.int64)
         new_index[keep] = np.arange(len(keep))
@@ -140,17 +161,17 @@ class Ledger:
             arr = getattr(self, name)
             arr[: len(keep)] = arr[keep]
         self.alive[len(keep) : self.size] = False
-        for record in running.values():
-            entries = record[4]
-            if entries[1]:
-                entries[0] = int(new_index[entries[0]])
+        for span in spans:
+            if span.count:
+                span.first = int(new_index[span.first])
         self.size = len(keep)
         self.dead = 0
 
 
-def place(s: Capacity, h: int, n: int, m: int, avoid: np.ndarray | None, pack: bool) -> list | None:
-    """[(host, GPU indices, thousandths each)] for a job of demand (h, n, m), avoiding `avoid` hosts; None
-    when it does not fit. pack: best fit, whole pods and racks first; spread: the emptiest first."""
+def allocate(s: Capacity, h: int, n: int, m: int, avoid: np.ndarray | None, pack: bool) -> Allocation | None:
+    """Where a job of demand (h hosts, n GPUs a host, m thousandths a GPU) would go, avoiding `avoid` hosts;
+    None when it does not fit. Nothing is taken: the caller subtracts the shares from `s.free`. pack: best
+    fit, whole pods and racks first; spread: the emptiest first."""
     if h == 0:
         return []
     if h == 1:
@@ -169,7 +190,7 @@ def place(s: Capacity, h: int, n: int, m: int, avoid: np.ndarray | None, pack: b
         gpus = np.flatnonzero(row >= m)
         # pack: the fullest GPUs that still fit (keeps whole GPUs whole); spread: the emptiest
         gpus = gpus[np.argsort(row[gpus] if pack else -row[gpus], kind="stable")][:n]
-        return [(host, gpus, m)]
+        return [HostShare(host, gpus, m)]
     ok = s.idle & (s.size >= n)
     if avoid is not None and len(avoid):
         ok = ok.copy()
@@ -198,7 +219,7 @@ def place(s: Capacity, h: int, n: int, m: int, avoid: np.ndarray | None, pack: b
             rank[pods == p] = np.arange(np.count_nonzero(pods == p))
         order = np.lexsort((hosts, pods, rank))
     chosen = hosts[order[:h]]
-    return [(int(host), np.arange(int(s.size[host])), FULL) for host in chosen]
+    return [HostShare(int(host), np.arange(int(s.size[host])), FULL) for host in chosen]
 
 
 def reservation(s: Capacity, ledger: Ledger, h: int, n: int, m: int, now: float) -> tuple[float, np.ndarray]:
