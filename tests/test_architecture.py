@@ -187,6 +187,34 @@ def test_the_checker_reads_the_real_tree():
         assert sum(1 for parts in files if parts[: len(folder)] == folder) >= 2, folder
 
 
+# engine/'s top level: its packages (what the README's layout names) and the few modules every package uses.
+# A new module goes into the package whose part of the model it is.
+ENGINE_PACKAGES = {
+    "scenario",
+    "sim",
+    "fabric",
+    "telemetry",
+    "scheduling",
+    "replay",
+    "ingest",
+    "store",
+    "analysis",
+    "report",
+}
+ENGINE_SHARED_MODULES = {"__init__", "cli", "errors", "limits", "reference", "units", "bounded_read"}
+
+
+def test_engine_is_grouped_into_the_packages_the_readme_names():
+    engine = ROOT / "engine"
+    packages = {p.name for p in engine.iterdir() if (p / "__init__.py").is_file()}
+    modules = {p.stem for p in engine.glob("*.py")}
+    assert packages == ENGINE_PACKAGES
+    assert modules == ENGINE_SHARED_MODULES, f"move {sorted(modules - ENGINE_SHARED_MODULES)} into a package"
+    layout = (ROOT / "README.md").read_text()
+    assert all(f"{name}/" in layout for name in ENGINE_PACKAGES)
+    assert sorted(p.stem for p in (ROOT / "data" / "presets").glob("*.toml"))  # presets ship with the code
+
+
 BROKEN = {
     "engine/core/model.py": "import numpy\n\nimport streamlit as st\n",
     "engine/core/deep/sim.py": "from dashboard.state import store\n",
