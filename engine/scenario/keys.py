@@ -227,6 +227,71 @@ KEYS: tuple[Key, ...] = (
         "detection, rescheduling, initialisation and restore after an interruption "
         "(ByteDance MegaScale: detection + diagnosis under 10 min)",
     ),
+    _k(
+        "training.recovery",
+        "choice",
+        "restart",
+        "how the flagship job recovers from a failure: restart (stop every host, swap in spares, reload the last "
+        "checkpoint), in_memory_checkpoint (Gemini, SOSP'23: reload from peers' CPU memory), replica_drop (Meta "
+        "FT-HSDP, arXiv 2602.00277: the failed data-parallel replica drops out, the rest train on) or hot_spare "
+        "(NVIDIA NVRx / ByteRobust: swap in a warm standby without a scheduling round)",
+        choices=("restart", "in_memory_checkpoint", "replica_drop", "hot_spare"),
+    ),
+    # ----- recovery strategies (engine.sim.recovery) -----
+    _k(
+        "recovery.memory_checkpoint_interval",
+        "duration",
+        "1m",
+        "in_memory_checkpoint: time between copies of the job's state into peers' CPU memory (Gemini, SOSP'23, "
+        "copies every iteration)",
+        minimum=1,
+    ),
+    _k(
+        "recovery.memory_copies",
+        "int",
+        1,
+        "in_memory_checkpoint: peer hosts holding a copy of each host's state (Gemini: groups of 2 hosts, one "
+        "peer); a failure that takes a host and all its peers loses the copy and falls back to storage",
+        minimum=1,
+        maximum=7,
+    ),
+    _k(
+        "recovery.replicas",
+        "int",
+        16,
+        "replica_drop: data-parallel replicas of the model (HSDP replica groups); while k are out the job trains "
+        "at (replicas - k) / replicas of its throughput",
+        minimum=2,
+        maximum=MAX_HOSTS,
+    ),
+    _k(
+        "recovery.drop_stall",
+        "duration",
+        "3m",
+        "replica_drop: time every replica stalls while the failed one is dropped (arXiv 2602.00277: 3 min, against "
+        "10 min for a full restart)",
+    ),
+    _k(
+        "recovery.rejoin",
+        "duration",
+        "10m",
+        "replica_drop: time a dropped replica takes to rejoin once its hosts are replaced (state from peers)",
+    ),
+    _k(
+        "recovery.hot_spares",
+        "int",
+        16,
+        "hot_spare: warm standby hosts the job holds initialised and idle (AIReSim Table 1: 16)",
+        minimum=0,
+        maximum=MAX_HOSTS,
+    ),
+    _k(
+        "recovery.hot_swap",
+        "duration",
+        "3m",
+        "hot_spare: restart with a warm standby swapped in, no scheduling round (AIReSim Table 1: 3 min)",
+    ),
+    # ----- end of recovery strategies -----
     # storage: Tectonic (Llama 3 paper §3.3)
     _k(
         "storage.checkpoint_gb_per_gpu",
@@ -302,6 +367,108 @@ KEYS: tuple[Key, ...] = (
         maximum=1_000_000,
     ),
     _k("repair.lemon_window", "duration", "14d", "window over which repeated failures are counted"),
+    # ----- bad hosts, diagnosis, repair outcomes, retirement (engine.sim.failures, engine.sim.repair) -----
+    _k(
+        "failures.bad_host_fraction",
+        "float",
+        0.0,
+        "share of hosts that are systematically bad and fail at failures.bad_host_multiplier times the rate "
+        "(AIReSim, arXiv 2603.07041, Table 1: 15 %)",
+        minimum=0,
+        maximum=1,
+    ),
+    _k(
+        "failures.bad_host_multiplier",
+        "float",
+        5.0,
+        "failure rate of a bad host, times the base rate (AIReSim Table 1: 5x)",
+        minimum=1,
+    ),
+    _k(
+        "diagnosis.probability",
+        "float",
+        1.0,
+        "share of failures whose diagnosis finds a host to repair; otherwise the host stays in service and its "
+        "fault may recur (AIReSim: diagnosis probability)",
+        minimum=0,
+        maximum=1,
+    ),
+    _k(
+        "diagnosis.wrong_host",
+        "float",
+        0.0,
+        "share of diagnosed failures that blame another host of the job: it goes to repair and the faulty one "
+        "stays (AIReSim: diagnosis uncertainty)",
+        minimum=0,
+        maximum=1,
+    ),
+    _k(
+        "diagnosis.over_eviction",
+        "int",
+        0,
+        "extra suspect hosts evicted with each failed one (ByteRobust, SOSP'25, evicts beyond the proven faulty)",
+        minimum=0,
+        maximum=64,
+    ),
+    _k(
+        "repair.automatic",
+        "duration",
+        "0s",
+        "automatic repair tried before hands-on repair (reboot, reset, reflash; AIReSim Table 1: 2 h); 0s: none",
+    ),
+    _k(
+        "repair.escalation",
+        "float",
+        1.0,
+        "share of automatic repairs that do not fix the host and go on to hands-on repair (AIReSim Table 1: 80 %)",
+        minimum=0,
+        maximum=1,
+    ),
+    _k(
+        "repair.automatic_silent_failure",
+        "float",
+        0.0,
+        "share of automatic repairs that report success but leave the fault (AIReSim Table 1: 40 %)",
+        minimum=0,
+        maximum=1,
+    ),
+    _k(
+        "repair.manual_silent_failure",
+        "float",
+        0.0,
+        "share of hands-on repairs that report success but leave the fault (AIReSim Table 1: 20 %)",
+        minimum=0,
+        maximum=1,
+    ),
+    _k(
+        "retirement.policy",
+        "choice",
+        "none",
+        "when a host is retired for good: none, threshold (retirement.failures within retirement.window) or "
+        "score (failures weighted by age, half-life retirement.window, reaching retirement.failures)",
+        choices=("none", "threshold", "score"),
+    ),
+    _k(
+        "retirement.failures",
+        "int",
+        3,
+        "failures (or score) that retire a host",
+        minimum=1,
+        maximum=1_000_000,
+    ),
+    _k(
+        "retirement.window",
+        "duration",
+        "30d",
+        "window (threshold) or half-life (score) of the failures counted",
+    ),
+    _k(
+        "spares.prefer_healthy",
+        "bool",
+        False,
+        "take the spare host with the fewest recent failures first (AIReSim's host selection), not the first free",
+    ),
+    # ----- end of bad hosts -----
     # research jobs on the GPUs outside the flagship job
     _k(
         "research.utilization",

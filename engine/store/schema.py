@@ -36,6 +36,9 @@ TABLES: dict[str, dict[str, str]] = {
         "row": "INTEGER",
         "position": "INTEGER",
         "slot": "INTEGER",  # the host's place inside its rack, 0 at the bottom
+        # simulated runs' ground truth: a systematically bad host (failures.bad_host_fraction), failing at
+        # failures.bad_host_multiplier times the rate; NULL where nobody knows (observed runs, older files)
+        "bad": "BOOLEAN",
     },
     "gpus": {
         "gpu_id": "INTEGER",
