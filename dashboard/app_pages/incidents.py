@@ -202,13 +202,15 @@ def counted_section(
             ("incidents", fmt_int(figures["total"])),
             ("incident_gpu_hours_lost", fmt_gpu_hours(figures["gpu_hours_lost"])),
         )
-    for column, (key, value) in zip(st.columns(6), shown_figures, strict=False):
-        column.metric(definition(key).label, value, help=definition(key).help)
+    # rows of three: six side by side cut the longer labels ("GPU-hours lost to interruptions") short
+    for row in range(0, len(shown_figures), 3):
+        for column, (key, value) in zip(st.columns(3), shown_figures[row : row + 3], strict=False):
+            column.metric(definition(key).label, value, help=definition(key).help)
     if figures["total"]:
         left, right = st.columns([3, 2])
         left.plotly_chart(charts.by_cause(figures["by_cause"]), width="stretch")
         gpu_hours = {
-            "gpu_hours_lost": st.column_config.NumberColumn("GPU-h lost", format="%.1f"),
+            "gpu_hours_lost": st.column_config.NumberColumn("GPU-h lost", format="localized"),
             "pct_of_unexpected": st.column_config.NumberColumn("% of unexpected", format="%.1f"),
         }
         right.dataframe(figures["by_category"], hide_index=True, width="stretch", column_config=gpu_hours)
@@ -262,7 +264,7 @@ def timeline_section(run: RunInfo, shown: pl.DataFrame):
             hide_index=True,
             width="stretch",
             column_config={
-                "gpu_hours_lost": st.column_config.NumberColumn("GPU-h lost", format="%.1f"),
+                "gpu_hours_lost": st.column_config.NumberColumn("GPU-h lost", format="localized"),
                 "jobs": st.column_config.ListColumn("jobs"),
             },
         )
