@@ -31,6 +31,7 @@ def test_buckets_of_a_small_job_exactly():
         "restart": 50.0,
         "checkpoint": 6.0,
         "waiting_for_spares": 4.0,
+        "degraded": 0.0,
         "network_slowdown": 0.0,
     }
     assert ledger.ettr == ledger.goodput_with_network == 0.9

@@ -1,5 +1,6 @@
 """GPUs: the health grid of every GPU at time t (filters by state, incident cause and XID), XID events over time,
-ECC trends, the lemons and repeat offenders, and one GPU's telemetry and events.
+ECC trends, the lemons and repeat offenders (the lemon rule scored against the simulator's ground truth where
+the run has one), and one GPU's telemetry and events.
 
 URL: ?t= (seconds since the run's start), ?state=, ?cause=, ?xid= (comma-separated) and ?gpu= (GPU id)
 reproduce the view. While a live-ingest run is selected the page reruns itself as scrapes arrive.
@@ -15,12 +16,13 @@ from streamlit.runtime.scriptrunner import add_script_run_ctx, get_script_run_ct
 
 from dashboard import state
 from dashboard.charts import gpus as charts
-from dashboard.format import fmt_duration, fmt_int, fmt_time
+from dashboard.format import fmt_duration, fmt_int, fmt_pct, fmt_time
 from dashboard.queries import gpus as queries
 from dashboard.queries.racks import parse_t, state_time
 from dashboard.text import md
 from dashboard.text_exprs import cause_label_text, time_text
 from engine.analysis.definitions import definition
+from engine.analysis.lemon_score import LemonRule, LemonScore, score_lemon_rule
 from engine.report.palette import OUT_OF_SERVICE_STATES, cause_label, xid_label
 from engine.store import RunInfo
 
@@ -31,6 +33,7 @@ MATCH_ROWS = 500  # rows of the table of GPUs that pass the filters
 SHOWN_ROWS = 50  # rows of the lemon and repeat-offender tables (their metrics count them all)
 FEW_WINDOWS = 10  # fewer XID windows than this over the run: draw each event instead of counts per window
 SHORT_RUN_S = 3600.0  # in a run shorter than this, times also say their seconds from the run's start
+TRUTH_TITLE = "The lemon rule against the simulator's ground truth"
 T = TypeVar("T")
 
 
@@ -63,6 +66,10 @@ COLUMNS = {
     "failures": st.column_config.NumberColumn("repair-sending incidents", format="%d"),
     "most_in_window": st.column_config.NumberColumn("most in one window", format="%d"),
     "flagged": st.column_config.TextColumn("meets the rule at (UTC)"),
+    "bad": st.column_config.TextColumn(
+        "ground truth",
+        help="Whether the simulator drew the host bad: " + definition("bad_hosts_ground_truth").help,
+    ),
     "first": st.column_config.TextColumn("first (UTC)"),
     "last": st.column_config.TextColumn("last (UTC)"),
     "time": st.column_config.TextColumn("time (UTC)"),
@@ -99,6 +106,7 @@ def in_words(frame: pl.DataFrame) -> pl.DataFrame:
         "last_xid": charts.xid_label_text("last_xid"),
         "xid": charts.xid_label_text("xid"),
         "gpu_hours_lost": pl.col("gpu_hours_lost").round(1),
+        "bad": pl.when(pl.col("bad")).then(pl.lit("bad")).when(~pl.col("bad")).then(pl.lit("good")),
     }
     return frame.with_columns(expr.alias(c) for c, expr in named.items() if c in frame.columns)
 
@@ -341,9 +349,17 @@ def lemon_section(run: RunInfo) -> int | None:
             else " The run has no count of lemon hosts pulled: only the simulator's repair model pulls hosts."
         )
     )
+    # only a simulation knows its bad hosts: a replay feeds recorded failures, whatever hosts it may mark bad
+    truth = queries.ground_truth(run.run_id) if run.kind == "simulate" else None
     if not lemons.is_empty():
         st.markdown(f"**{definition('lemon_rule_hosts').label}**")
-        table(st, in_words(times(lemons.head(SHOWN_ROWS), run, "flagged_s")))
+        listed = lemons.head(SHOWN_ROWS)
+        if truth is not None:  # each flagged host's truth beside its name
+            listed = queries.with_truth(listed, truth).select(
+                "host_id", "hostname", "bad", pl.exclude("host_id", "hostname", "bad")
+            )
+        table(st, in_words(times(listed, run, "flagged_s")))
+    lemon_truth(run, lemons, truth, LemonRule(failures, window))
     lemon_hosts = queries.offenders(run.run_id, "host", minimum=2, limit=SHOWN_ROWS)
     lemon_gpus = queries.offenders(run.run_id, "gpu", minimum=2, limit=SHOWN_ROWS)
     with st.expander(f"{definition('unplanned_incidents').label} per host and per GPU (top {SHOWN_ROWS})"):
@@ -372,6 +388,70 @@ def lemon_section(run: RunInfo) -> int | None:
         key=f"gpus_offenders:{run.run_id}",
     )
     return charts.clicked_gpu(clicked.selection if clicked else None)
+
+
+def lemon_truth(run: RunInfo, lemons: pl.DataFrame, truth: pl.DataFrame | None, rule: LemonRule) -> None:
+    """The lemon rule scored against the simulator's ground truth (hosts.bad): what it flagged that is bad,
+    what bad it missed; for a run without ground truth, that it has none."""
+    if truth is None:
+        st.markdown(f"**{TRUTH_TITLE}**")
+        st.info(
+            "This run has no ground truth of bad hosts, so the lemon rule cannot be scored: "
+            + (
+                "it was written before simulated runs recorded which hosts the simulator drew bad."
+                if run.kind == "simulate"
+                else "it was observed (replayed or ingested), and nobody knows which of its hosts are "
+                "systematically bad."
+            )
+        )
+        return
+    score = score_lemon_rule(lemons, truth, rule)
+    st.markdown(truth_sentence(score))
+    cols = st.columns(5)
+    metric(cols[0], "lemon_rule_hosts", fmt_int(score.flagged_hosts))
+    metric(cols[1], "lemon_rule_true_positives", fmt_int(score.true_positives))
+    metric(cols[2], "lemon_rule_precision", fmt_pct(score.precision))
+    metric(cols[3], "bad_hosts_ground_truth", fmt_int(score.bad_hosts))
+    metric(cols[4], "lemon_rule_recall", fmt_pct(score.recall))
+    st.caption(chance_sentence(score))
+    counts = queries.lemon_truth_counts(run.run_id, rule.window_s)
+    st.plotly_chart(charts.lemon_truth(counts, rule.failures), width="stretch")
+
+
+def hosts_text(n: int) -> str:
+    return f"{n:,} host" + ("" if n == 1 else "s")
+
+
+def truth_sentence(score: LemonScore) -> str:
+    """ "Flagged N hosts, M of them bad (precision P), found M of the K bad hosts (recall R)", in words where a
+    ratio is undefined."""
+    flagged = (
+        f"flagged {hosts_text(score.flagged_hosts)}, {score.true_positives:,} of them bad "
+        f"(precision {fmt_pct(score.precision)})"
+        if score.flagged_hosts
+        else "flagged no host (precision undefined)"
+    )
+    found = (
+        f"found {score.true_positives:,} of the {score.bad_hosts:,} bad {'host' if score.bad_hosts == 1 else 'hosts'}"
+        f" (recall {fmt_pct(score.recall)})"
+        if score.bad_hosts
+        else "and the simulator drew no bad host (failures.bad_host_fraction = 0: recall undefined)"
+    )
+    return f"**{TRUTH_TITLE}:** {flagged}, {found}."
+
+
+def chance_sentence(score: LemonScore) -> str:
+    """What flagging as many hosts at random would score, the yardstick for the rule's figures."""
+    if not score.hosts:
+        return ""
+    expected = score.flagged_hosts * score.bad_hosts / score.hosts
+    return (
+        f"{score.bad_hosts:,} of the run's {score.hosts:,} hosts were drawn bad ({fmt_pct(score.chance_precision)}): "
+        f"flagging {hosts_text(score.flagged_hosts)} at random would find about {expected:,.1f} bad ones "
+        f"(precision {fmt_pct(score.chance_precision)}, recall {fmt_pct(score.chance_recall)}). Each bar "
+        f"below is a share of its own group; hosts in the shaded part meet the rule ({score.rule.failures} "
+        f"repair-sending incidents within {fmt_duration(score.rule.window_s)})."
+    )
 
 
 def gpu_events(events: pl.DataFrame, run: RunInfo) -> pl.DataFrame:

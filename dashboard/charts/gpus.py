@@ -453,3 +453,60 @@ def ecc_trend(trend: pl.DataFrame, labels: dict[int, str], started_at: datetime)
         },
     )
     return fig
+
+
+# The lemon rule against the ground truth: bad hosts in the red of a fault, good ones in a neutral grey-blue, so
+# the eye finds the bad hosts' bars; the flagged side of the threshold is shaded, not coloured, to keep both.
+BAD_HOST_COLOUR = "#c92a2a"
+GOOD_HOST_COLOUR = "#74a9cf"
+FLAGGED_SHADE = "#fff3bf"
+
+
+def lemon_truth(counts: pl.DataFrame, failures: int) -> go.Figure:
+    """Bad and good hosts (ground truth) by their most repair-sending incidents in one window (columns
+    most_in_window, bad, hosts from dashboard.queries.gpus.lemon_truth_counts), each as the share of its own
+    group, so a few bad hosts among thousands still show; the bars' text gives the hosts. Hosts at or right of
+    the dashed line (`failures`, repair.lemon_failures) meet the lemon rule: the bad hosts' share there is the
+    rule's recall."""
+    largest = max(int(counts["most_in_window"].max() or 0), failures)
+    fig = go.Figure()
+    fig.add_vrect(
+        x0=failures - 0.5, x1=largest + 0.5, fillcolor=FLAGGED_SHADE, opacity=0.6, line_width=0, layer="below"
+    )
+    for bad, name, colour in ((True, "Bad hosts", BAD_HOST_COLOUR), (False, "Good hosts", GOOD_HOST_COLOUR)):
+        part = counts.filter(pl.col("bad") == bad).sort("most_in_window")
+        total = int(part["hosts"].sum())
+        hosts = part["hosts"].to_list()
+        fig.add_trace(
+            go.Bar(
+                x=part["most_in_window"].to_list(),
+                y=[100.0 * n / total for n in hosts] if total else [],
+                text=[f"{n:,}" for n in hosts],
+                textposition="outside",
+                name=f"{name} ({total:,})",
+                marker_color=colour,
+                hovertemplate=f"{name}: %{{text}} hosts (%{{y:.1f}}% of them)<br>"
+                "at most %{x} incidents in one window<extra></extra>",
+            )
+        )
+    fig.add_vline(
+        x=failures - 0.5,
+        line_dash="dash",
+        line_color="#495057",
+        annotation_text=f"lemon rule: {failures} or more are flagged",
+        annotation_position="top right",
+    )
+    fig.update_layout(
+        barmode="group",
+        height=340,
+        margin={"l": 10, "r": 10, "t": 30, "b": 10},
+        legend={"orientation": "h", "y": -0.25},
+    )
+    fig.update_xaxes(
+        title="most repair-sending incidents of a host in one window",
+        range=[-0.5, largest + 0.5],
+        dtick=1,
+        tickformat=",d",
+    )
+    fig.update_yaxes(title="share of the group's hosts (%)", rangemode="tozero", range=[0, 115])
+    return fig

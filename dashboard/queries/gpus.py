@@ -1,5 +1,6 @@
-"""GPUs page queries: the health grid at time t, incidents per GPU and host, repeat offenders and lemons, XIDs
-over time, ECC trends, one GPU's telemetry. Everything aggregates in SQL: a llama3-405b run holds ~31 M samples.
+"""GPUs page queries: the health grid at time t, incidents per GPU and host, repeat offenders and lemons (and the
+ground truth they are scored against), XIDs over time, ECC trends, one GPU's telemetry. Everything aggregates in
+SQL: a llama3-405b run holds ~31 M samples.
 """
 
 import re
@@ -216,6 +217,17 @@ def offender_count(run_id: str, by: str, minimum: int) -> int:
 REPAIR_CAUSES = sorted(cause for cause, scope in SCOPE.items() if scope != "job")
 
 
+# Each repair-sending unplanned incident with the count of its host's such incidents in the window that ends at
+# it (parameters: the window in seconds, REPAIR_CAUSES): the lemon rule's count, for `lemons` and
+# `lemon_truth_counts` alike.
+IN_WINDOW = """
+SELECT host_id, t_s, cause, count(*) OVER (PARTITION BY host_id ORDER BY t_s
+           RANGE BETWEEN ? PRECEDING AND CURRENT ROW) AS in_window
+FROM incidents
+WHERE NOT coalesce(planned, false) AND host_id IS NOT NULL AND list_contains(?, cause)
+"""
+
+
 def lemons(run_id: str, failures: int, window_s: float) -> pl.DataFrame:
     """Hosts that had `failures` repair-sending incidents within `window_s`: the simulator's lemon rule
     (repair.lemon_failures within repair.lemon_window). `flagged_s` is the first incident that completed such
@@ -224,21 +236,57 @@ def lemons(run_id: str, failures: int, window_s: float) -> pl.DataFrame:
     Every such host (the figure lemon_rule_hosts): a handful even at 24,576 GPUs."""
     return state.query(
         run_id,
-        """
-        WITH hw AS (
-            SELECT host_id, t_s, cause, count(*) OVER (PARTITION BY host_id ORDER BY t_s
-                       RANGE BETWEEN ? PRECEDING AND CURRENT ROW) AS in_window
-            FROM incidents
-            WHERE NOT coalesce(planned, false) AND host_id IS NOT NULL AND list_contains(?, cause)
-        )
+        f"""
+        WITH hw AS ({IN_WINDOW})
         SELECT hw.host_id, h.hostname, h.rack_id, count(*) AS failures, max(in_window) AS most_in_window,
                min(t_s) FILTER (WHERE in_window >= ?) AS flagged_s,
                list(DISTINCT cause ORDER BY cause) AS causes
         FROM hw JOIN hosts h USING (host_id)
         GROUP BY ALL HAVING max(in_window) >= ?
-        ORDER BY flagged_s, hw.host_id""",
+        ORDER BY flagged_s, hw.host_id""",  # noqa: S608 (only constant SQL formatted in)
         (window_s, REPAIR_CAUSES, failures, failures),
     )
+
+
+# ----- the lemon rule against the simulator's ground truth (hosts.bad) ------------------------------------
+
+HAS_TRUTH_COLUMN = """
+SELECT count(*) AS n FROM information_schema.columns
+WHERE table_catalog = current_database() AND table_name = 'hosts' AND column_name = 'bad'
+"""
+
+
+def ground_truth(run_id: str) -> pl.DataFrame | None:
+    """Which of the run's hosts are systematically bad (columns host_id, bad), or None where the run does not
+    know: a file written before hosts.bad existed lacks the column, and an observed run (replay, ingest)
+    leaves it NULL. A truth with holes (some hosts NULL) is no truth either: it cannot score the rule."""
+    if int(state.query(run_id, HAS_TRUTH_COLUMN)["n"][0]) == 0:
+        return None
+    truth = state.query(run_id, "SELECT host_id, bad FROM hosts ORDER BY host_id")
+    if truth.is_empty() or truth["bad"].null_count():
+        return None
+    return truth
+
+
+def lemon_truth_counts(run_id: str, window_s: float) -> pl.DataFrame:
+    """Hosts counted by their most repair-sending incidents in one `window_s` (the count the lemon rule
+    compares with repair.lemon_failures; 0 for a host without any) and by their ground truth: columns
+    most_in_window, bad, hosts. Call only where `ground_truth` found the column."""
+    return state.query(
+        run_id,
+        f"""
+        WITH hw AS ({IN_WINDOW}),
+        per_host AS (SELECT host_id, max(in_window) AS most FROM hw GROUP BY host_id)
+        SELECT coalesce(p.most, 0) AS most_in_window, h.bad, count(*) AS hosts
+        FROM hosts h LEFT JOIN per_host p USING (host_id)
+        GROUP BY ALL ORDER BY most_in_window, h.bad""",  # noqa: S608 (only constant SQL formatted in)
+        (window_s, REPAIR_CAUSES),
+    )
+
+
+def with_truth(frame: pl.DataFrame, truth: pl.DataFrame) -> pl.DataFrame:
+    """`frame` (a column host_id) with each host's ground truth as a column `bad`, in `frame`'s order."""
+    return frame.join(truth.select("host_id", "bad"), on="host_id", how="left", maintain_order="left")
 
 
 def offender_incidents(run_id: str, minimum: int = 2, hosts: int = 25) -> pl.DataFrame:
@@ -343,7 +391,7 @@ def gpu_events(run_id: str, gpu_id: int) -> pl.DataFrame:
         SELECT t_s, 'incident' AS kind, cause AS what, xid, incident_id, gpu_hours_lost FROM incidents WHERE gpu_id = ?
         UNION ALL
         SELECT t_s, 'xid' AS kind, message AS what, xid, incident_id, NULL FROM xid_events WHERE gpu_id = ?
-        ORDER BY t_s""",
+        ORDER BY t_s, kind, incident_id, xid""",  # at one moment, an incident before the XID lines it raised
         (gpu_id, gpu_id),
     )
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
+from engine.analysis.ledger import LOSSES
 from engine.units import SECONDS_PER_DAY  # defined in engine.units; importers of it from here keep working
 
 
@@ -56,7 +57,7 @@ def young_daly_interval(checkpoint_write_s: float, mttf_s: float) -> float:
 
 # ----- ETTR over time and the loss breakdown (the Overview page) --------------------------------------------
 
-LOSS_CATEGORIES = ("lost_work", "restart", "checkpoint", "waiting_for_spares")
+LOSS_CATEGORIES = LOSSES  # the goodput ledger's loss buckets, in its order (engine.analysis.ledger)
 
 
 def _coverage(starts: np.ndarray, ends: np.ndarray, at: np.ndarray) -> np.ndarray:

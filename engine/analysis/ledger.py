@@ -1,10 +1,13 @@
 """The goodput ledger of a job: where every second of its wall-clock time went (engine/analysis/definitions/goodput.py).
 
-    wall clock = productive + lost work + restart + checkpoint writes + waiting for spares + network slowdown
+    wall clock = productive + lost work + restart + checkpoint writes + waiting for spares + degraded
+                 + network slowdown
 
 The buckets are Google's ML goodput buckets where they apply (checkpoint save = checkpoint writes; checkpoint
 restore and infrastructure recovery = restart; wasted progress from disruption = lost work; scheduling while
-the job is down = waiting for spares) plus the network's placement slowdown, which Google has no bucket for.
+the job is down = waiting for spares) plus two Google has no bucket for: the network's placement slowdown, and
+the training lost while data-parallel replicas are out (`degraded`, the replica_drop recovery strategy:
+engine.sim.recovery), k/R of the time with k of R replicas out.
 `productive` is progress at full speed; ETTR, Meta's measure, counts time and so counts slowed steps as
 productive: ETTR = (productive + network slowdown) / wall clock, goodput with network = productive / wall clock.
 
@@ -26,6 +29,7 @@ BUCKETS: tuple[str, ...] = (
     "restart",
     "checkpoint",
     "waiting_for_spares",
+    "degraded",
     "network_slowdown",
 )
 # Each bucket's definition (engine/analysis/definitions/goodput.py): its label and help wherever the bucket is shown.
@@ -35,10 +39,14 @@ BUCKET_DEFINITIONS: dict[str, str] = {
     "restart": "restart_overhead",
     "checkpoint": "checkpoint_writes",
     "waiting_for_spares": "waiting_for_spares",
+    "degraded": "degraded_replicas_out",
     "network_slowdown": "network_slowdown",
 }
-# The losses counted as "Goodput lost" (summary job.lost_gpu_hours): time the job did not train.
-LOSSES: tuple[str, ...] = ("lost_work", "restart", "checkpoint", "waiting_for_spares")
+# The losses counted as "Goodput lost" (summary job.lost_gpu_hours): time the job did not train, and the share
+# of training its missing replicas did not do (degraded).
+LOSSES: tuple[str, ...] = ("lost_work", "restart", "checkpoint", "waiting_for_spares", "degraded")
+# Buckets a summary written before them lacks: read back as 0 (degraded came with the recovery strategies).
+LATER_BUCKETS: tuple[str, ...] = ("degraded",)
 
 
 @dataclass(frozen=True)
@@ -53,6 +61,7 @@ class GoodputLedger:
     checkpoint_s: float
     waiting_for_spares_s: float
     network_slowdown_s: float = 0.0
+    degraded_s: float = 0.0
 
     @classmethod
     def from_training(
@@ -71,6 +80,7 @@ class GoodputLedger:
             checkpoint_s=float(ledger.checkpoint_s),
             waiting_for_spares_s=float(ledger.waiting_s),
             network_slowdown_s=trained - at_full_speed,
+            degraded_s=float(ledger.degraded_s),
         )
 
     @classmethod
@@ -85,7 +95,10 @@ class GoodputLedger:
             return cls(
                 gpus=int(job["gpus"]),
                 wall_clock_s=float(seconds["wall_clock"]),
-                **{f"{b}_s": float(seconds[b]) for b in BUCKETS},
+                **{
+                    f"{b}_s": float(seconds.get(b, 0.0) if b in LATER_BUCKETS else seconds[b])
+                    for b in BUCKETS
+                },
             )
         except (KeyError, TypeError, ValueError):
             return None
@@ -110,7 +123,8 @@ class GoodputLedger:
 
     @property
     def lost_s(self) -> float:
-        """The losses of "Goodput lost": time the job did not train (network slowdown not included)."""
+        """The losses of "Goodput lost": time the job did not train or trained without its missing replicas
+        (network slowdown not included)."""
         return sum(getattr(self, f"{b}_s") for b in LOSSES)
 
     @property

@@ -26,6 +26,7 @@ HOST_STATE_COLOURS: dict[str, str] = {
     "diagnosing": "#e377c2",  # DCGM diagnostics: pink
     "repair": "#9467bd",  # hands-on repair or RMA: purple
     "burn_in": "#bcbd22",  # stress test before return: olive
+    "retired": "#7f7f7f",  # out for good (retirement.policy): grey
 }
 assert set(HOST_STATE_COLOURS) == set(HOST_STATES), "every host state needs a colour"
 
@@ -38,6 +39,7 @@ HOST_STATE_LABELS: dict[str, str] = {
     "diagnosing": "Diagnosing",
     "repair": "In repair",
     "burn_in": "Burn-in",
+    "retired": "Retired",
 }
 assert set(HOST_STATE_LABELS) == set(HOST_STATES), "every host state needs a label"
 
@@ -158,6 +160,7 @@ LOSS_COLOURS: dict[str, str] = {
     "restart": "#ff7f0e",
     "checkpoint": "#1f77b4",
     "waiting_for_spares": "#9467bd",
+    "degraded": "#e377c2",  # training lost with data-parallel replicas out (replica_drop)
     "network_slowdown": "#8c564b",
 }
 # Each bucket is named by its definition (engine/analysis/definitions/goodput.py), on every chart and in every export.

@@ -455,6 +455,17 @@ def _check_together(s: Scenario) -> None:
             f"spares.hosts: {s['spares.hosts']} spares do not fit beside the job's {s.job_hosts} "
             f"hosts in a cluster of {s.hosts} hosts"
         )
+    strategy = s["training.recovery"]  # each strategy's knobs must fit the job (engine.sim.recovery)
+    if strategy == "hot_spare" and s["recovery.hot_spares"] > s["spares.hosts"]:
+        raise ScenarioError(
+            f"recovery.hot_spares: {s['recovery.hot_spares']} warm standbys are taken from the spare pool, "
+            f"which holds {s['spares.hosts']} hosts (spares.hosts); raise spares.hosts or lower recovery.hot_spares"
+        )
+    if strategy == "replica_drop" and s.job_hosts and s["recovery.replicas"] > s.job_hosts:
+        raise ScenarioError(
+            f"recovery.replicas: {s['recovery.replicas']} data-parallel replicas need at least as many hosts; "
+            f"the flagship job has {s.job_hosts} (training.gpus)"
+        )
     if s["failures.rate_per_1000_node_days"] > 0 and s["failures.scale"] > 0 and sum(s.mix.values()) == 0:
         raise ScenarioError("failures.mix: every cause has weight 0 but failures.rate_per_1000_node_days > 0")
     over = scenario_limits.first_over(s)  # what the keys ask for together: GPU-days, samples, events, ...

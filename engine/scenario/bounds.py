@@ -56,12 +56,14 @@ def sizes(s: Any) -> list[Size]:
                 limits.MAX_GPU_SAMPLES,
             )
         )
-    failures = s["failures.rate_per_1000_node_days"] * s["failures.scale"] * hosts * days / 1000.0
+    # bad hosts fail at failures.bad_host_multiplier times the rate: the mean rate over every host
+    per_host = s["failures.rate_per_1000_node_days"] * s["failures.scale"] * _bad_host_factor(s)
+    failures = per_host * hosts * days / 1000.0
     events = failures + s["failures.planned_per_day"] * days + s["network.fabric_faults_per_day"] * days
     out.append(
         Size(
             "the failures, planned stops and fabric faults to simulate",
-            "failures.rate_per_1000_node_days, failures.scale, failures.planned_per_day, "
+            "failures.rate_per_1000_node_days, failures.scale, failures.bad_host_*, failures.planned_per_day, "
             "network.fabric_faults_per_day",
             events,
             limits.MAX_SIM_EVENTS,
@@ -69,10 +71,7 @@ def sizes(s: Any) -> list[Size]:
     )
     if s["training.gpus"] > 0:
         job_hosts = s.job_hosts
-        stops = (
-            s["failures.rate_per_1000_node_days"] * s["failures.scale"] * job_hosts / 1000.0
-            + s["failures.planned_per_day"]
-        ) * days
+        stops = (per_host * job_hosts / 1000.0 + s["failures.planned_per_day"]) * days
         out.append(
             Size(
                 "the flagship job's attempts x its hosts (each attempt lists its hosts)",
@@ -103,6 +102,11 @@ def sizes(s: Any) -> list[Size]:
             )
         )
     return out
+
+
+def _bad_host_factor(s: Any) -> float:
+    """The mean failure rate of a host over the base rate: 1 + share of bad hosts x (their multiplier - 1)."""
+    return 1.0 + s["failures.bad_host_fraction"] * (s["failures.bad_host_multiplier"] - 1.0)
 
 
 def first_over(s: Any) -> Size | None:

@@ -259,8 +259,10 @@ KEYS: tuple[Key, ...] = (
         "recovery.replicas",
         "int",
         16,
-        "replica_drop: data-parallel replicas of the model (HSDP replica groups); while k are out the job trains "
-        "at (replicas - k) / replicas of its throughput",
+        "replica_drop: data-parallel replicas of the model (HSDP replica groups; the job's hosts split evenly in "
+        "rank order); while k are out the job trains at (replicas - k) / replicas of its throughput (Goodput's "
+        "choice: arXiv 2602.00277 does not give its count; 16 keeps a replica of the 16,384-GPU default job at "
+        "1,024 GPUs)",
         minimum=2,
         maximum=MAX_HOSTS,
     ),
@@ -275,13 +277,16 @@ KEYS: tuple[Key, ...] = (
         "recovery.rejoin",
         "duration",
         "10m",
-        "replica_drop: time a dropped replica takes to rejoin once its hosts are replaced (state from peers)",
+        "replica_drop: time a dropped replica takes to rejoin once its hosts are replaced: it restarts as a job "
+        "would (training.restart_overhead's 10 min, Goodput's assumption) and catches up from its peers without "
+        "stalling them (arXiv 2602.00277's non-blocking catch-up)",
     ),
     _k(
         "recovery.hot_spares",
         "int",
         16,
-        "hot_spare: warm standby hosts the job holds initialised and idle (AIReSim Table 1: 16)",
+        "hot_spare: warm standby hosts the job holds initialised and idle, taken from the spare pool at the start "
+        "(spares.hosts must hold them) and replaced from it when used (AIReSim Table 1: 16)",
         minimum=0,
         maximum=MAX_HOSTS,
     ),
@@ -381,15 +386,25 @@ KEYS: tuple[Key, ...] = (
         "failures.bad_host_multiplier",
         "float",
         5.0,
-        "failure rate of a bad host, times the base rate (AIReSim Table 1: 5x)",
+        "failure rate of a bad host, times the base rate, until a repair cures it (AIReSim Table 1: 5x, which "
+        "AIReSim adds to a bad server's random rate: 6x in all, the value its 62.3 % ETR was computed with)",
         minimum=1,
+        maximum=100,
+    ),
+    _k(
+        "failures.only_while_computing",
+        "bool",
+        False,
+        "drop the failures of hosts that are not computing: spares, idle hosts and the flagship job's hosts while "
+        "it restarts or waits (AIReSim, arXiv 2603.07041: servers fail only while the job runs on them); off: "
+        "hosts fail whatever they do",
     ),
     _k(
         "diagnosis.probability",
         "float",
         1.0,
-        "share of failures whose diagnosis finds a host to repair; otherwise the host stays in service and its "
-        "fault may recur (AIReSim: diagnosis probability)",
+        "share of single-host failures whose diagnosis finds a host to repair; otherwise the host stays in service, "
+        "its job restarts on it and a bad host's fault recurs (AIReSim: diagnosis probability)",
         minimum=0,
         maximum=1,
     ),
@@ -397,8 +412,8 @@ KEYS: tuple[Key, ...] = (
         "diagnosis.wrong_host",
         "float",
         0.0,
-        "share of diagnosed failures that blame another host of the job: it goes to repair and the faulty one "
-        "stays (AIReSim: diagnosis uncertainty)",
+        "share of diagnosed failures of a flagship job host that blame another host of the job: it goes to "
+        "repair and the faulty one stays (AIReSim: diagnosis uncertainty)",
         minimum=0,
         maximum=1,
     ),
@@ -406,7 +421,8 @@ KEYS: tuple[Key, ...] = (
         "diagnosis.over_eviction",
         "int",
         0,
-        "extra suspect hosts evicted with each failed one (ByteRobust, SOSP'25, evicts beyond the proven faulty)",
+        "extra suspect hosts evicted with each host blamed for a flagship job failure: its nearest neighbours in "
+        "the job's rank order, each repaired on its own (ByteRobust, SOSP'25, evicts beyond the proven faulty)",
         minimum=0,
         maximum=64,
     ),
@@ -414,7 +430,8 @@ KEYS: tuple[Key, ...] = (
         "repair.automatic",
         "duration",
         "0s",
-        "automatic repair tried before hands-on repair (reboot, reset, reflash; AIReSim Table 1: 2 h); 0s: none",
+        "mean automatic repair (reboot, reset, reflash; exponential) tried before hands-on repair (AIReSim Table "
+        "1: 2 h); 0s: none",
     ),
     _k(
         "repair.escalation",
@@ -428,7 +445,8 @@ KEYS: tuple[Key, ...] = (
         "repair.automatic_silent_failure",
         "float",
         0.0,
-        "share of automatic repairs that report success but leave the fault (AIReSim Table 1: 40 %)",
+        "share of automatic repairs that report success but leave the fault: a bad host comes back still bad (a "
+        "good host's failures are random: nothing is left to fix; AIReSim's model) (AIReSim Table 1: 40 %)",
         minimum=0,
         maximum=1,
     ),
@@ -436,7 +454,8 @@ KEYS: tuple[Key, ...] = (
         "repair.manual_silent_failure",
         "float",
         0.0,
-        "share of hands-on repairs that report success but leave the fault (AIReSim Table 1: 20 %)",
+        "share of hands-on repairs that report success but leave the fault: a bad host comes back still bad "
+        "(AIReSim Table 1: 20 %)",
         minimum=0,
         maximum=1,
     ),
@@ -452,7 +471,7 @@ KEYS: tuple[Key, ...] = (
         "retirement.failures",
         "int",
         3,
-        "failures (or score) that retire a host",
+        "failures blamed on a host (threshold), or its score (score), that retire it instead of repairing it",
         minimum=1,
         maximum=1_000_000,
     ),
@@ -461,12 +480,14 @@ KEYS: tuple[Key, ...] = (
         "duration",
         "30d",
         "window (threshold) or half-life (score) of the failures counted",
+        minimum=1,
     ),
     _k(
         "spares.prefer_healthy",
         "bool",
         False,
-        "take the spare host with the fewest recent failures first (AIReSim's host selection), not the first free",
+        "take the spare host with the fewest recent failures first (failures within retirement.window, or the "
+        "score under retirement.policy = score; AIReSim's fewest-failures host selection), not the first free",
     ),
     # ----- end of bad hosts -----
     # research jobs on the GPUs outside the flagship job

@@ -7,6 +7,13 @@ run at once, vectorised: a superposition of one process per host at `failures.ra
 (times `failures.scale`), exponential by default or a Weibull renewal process (shape < 1: infant mortality,
 as Meta sees for GPUs falling off the bus and cables). The simulation thins them: an arrival on a host that
 is not in service (being repaired) is dropped, and a job-level cause on a host with no job is dropped.
+
+Bad hosts (failures.bad_host_fraction, engine.sim.bad_hosts) fail at failures.bad_host_multiplier times the rate:
+their extra arrivals, at (multiplier - 1) times the rate, are drawn the same way from a generator of their own,
+with the causes of the host's own hardware (GPU and host scopes), and merged in marked `systematic`; the
+simulation drops a systematic arrival once a repair has cured its host, so a bad host's extra failures stop
+when it is fixed and go on while it is not (AIReSim, arXiv 2603.07041: a successful repair makes a bad server
+good).
 """
 
 from dataclasses import dataclass
@@ -82,6 +89,8 @@ class Arrivals:
     gpu_index: np.ndarray  # the GPU (and its NIC) on the host
     xid: np.ndarray  # NO_XID where none
     rack_wide: np.ndarray  # network faults of the rack switch rather than one cable
+    # True for a bad host's extra arrivals (dropped once its host is cured); None: every arrival is a base one
+    systematic: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.fault_s)
@@ -94,20 +103,69 @@ def per_host_rate_per_s(scenario: Scenario) -> float:
 
 def draw_arrivals(scenario: Scenario, n_hosts: int, rng: np.random.Generator) -> Arrivals:
     """Every unexpected failure of every host over the run, drawn at once."""
-    horizon = scenario.duration_s
-    rate = per_host_rate_per_s(scenario)
-    if rate > 0:
-        if scenario["failures.distribution"] == "weibull":
-            host, fault = _weibull_renewals(n_hosts, rate, scenario["failures.weibull_shape"], horizon, rng)
-        else:
-            # Poisson per host: the count is Poisson(rate x horizon), the times uniform over the run
-            counts = rng.poisson(rate * horizon, n_hosts)
-            host = np.repeat(np.arange(n_hosts), counts)
-            fault = rng.uniform(0.0, horizon, host.size)
-    else:
-        host, fault = np.zeros(0, dtype=np.int64), np.zeros(0)
-    n = host.size
+    host, fault = _arrival_times(scenario, np.arange(n_hosts), per_host_rate_per_s(scenario), rng)
     weights = np.array([scenario.mix[c] for c in CAUSE_KEYS], dtype=float)
+    return _describe(scenario, host, fault, weights, rng)
+
+
+# The scopes of a bad host's own faults: its GPUs and its host parts (a job-level cause is software, a network
+# fault may be the rack switch's, neither is the host's)
+HARDWARE_SCOPES = ("gpu", "host")
+
+
+def draw_bad_host_arrivals(scenario: Scenario, bad_hosts: np.ndarray, rng: np.random.Generator) -> Arrivals:
+    """The extra failures of the hosts `bad_hosts` (their ids) over the run, at (failures.bad_host_multiplier
+    - 1) times the base rate, with the causes of the failure mix restricted to HARDWARE_SCOPES (uniform
+    over them if the mix gives them no weight), marked systematic."""
+    extra = per_host_rate_per_s(scenario) * (scenario["failures.bad_host_multiplier"] - 1.0)
+    host, fault = _arrival_times(scenario, np.asarray(bad_hosts, dtype=np.int64), extra, rng)
+    hardware = np.array([SCOPE[c] in HARDWARE_SCOPES for c in CAUSE_KEYS])
+    weights = np.array([scenario.mix[c] for c in CAUSE_KEYS], dtype=float) * hardware
+    if weights.sum() <= 0:
+        weights = hardware.astype(float)
+    arrivals = _describe(scenario, host, fault, weights, rng)
+    arrivals.systematic = np.ones(len(arrivals), dtype=bool)
+    return arrivals
+
+
+def merge_arrivals(base: Arrivals, extra: Arrivals) -> Arrivals:
+    """`base` and `extra` in one stream, in the order they are noticed (detection time, then host; base first
+    on a tie), with `systematic` set for every arrival."""
+
+    def flags(a: Arrivals) -> np.ndarray:
+        return a.systematic if a.systematic is not None else np.zeros(len(a), dtype=bool)
+
+    columns = {
+        name: np.concatenate([getattr(base, name), getattr(extra, name)])
+        for name in ("fault_s", "detected_s", "host", "cause", "gpu_index", "xid", "rack_wide")
+    }
+    columns["systematic"] = np.concatenate([flags(base), flags(extra)])
+    order = np.lexsort((columns["host"], columns["detected_s"]))  # stable: base before extra on a tie
+    return Arrivals(**{name: values[order] for name, values in columns.items()})
+
+
+def _arrival_times(
+    scenario: Scenario, hosts: np.ndarray, rate: float, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray]:
+    """(host, fault time) of every failure of `hosts`, each failing at `rate` per second over the run."""
+    horizon = scenario.duration_s
+    if rate <= 0 or hosts.size == 0:
+        return np.zeros(0, dtype=np.int64), np.zeros(0)
+    if scenario["failures.distribution"] == "weibull":
+        index, fault = _weibull_renewals(hosts.size, rate, scenario["failures.weibull_shape"], horizon, rng)
+        return hosts[index], fault
+    # Poisson per host: the count is Poisson(rate x horizon), the times uniform over the run
+    counts = rng.poisson(rate * horizon, hosts.size)
+    return np.repeat(hosts, counts), rng.uniform(0.0, horizon, int(counts.sum()))
+
+
+def _describe(
+    scenario: Scenario, host: np.ndarray, fault: np.ndarray, weights: np.ndarray, rng: np.random.Generator
+) -> Arrivals:
+    """The failures at (`host`, `fault`): cause (by `weights`), GPU, XID, rack-wide or not, detection time; in
+    the order they are noticed."""
+    horizon = scenario.duration_s
+    n = host.size
     probabilities = weights / weights.sum() if weights.sum() > 0 else np.full(len(weights), 1 / len(weights))
     cause = rng.choice(len(CAUSE_KEYS), size=n, p=probabilities)
     gpu_index = rng.integers(0, scenario["cluster.gpus_per_host"], n)

@@ -9,12 +9,15 @@ them as rows. A research job is a small mutable dataclass because the lane that 
 
 import math
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 import polars as pl
 
 from engine.fabric.topology import Topology
+
+if TYPE_CHECKING:
+    from engine.sim.bad_hosts import HostHealthRecord
 
 # An Incident's xid, host_id, gpu_id or link_id when it has none (engine.sim.failures.NO_XID is -1 too), and a
 # LaneInterval's job while the lane is idle; null in the tables.
@@ -116,16 +119,26 @@ class JobLedger:
     checkpoint_s: float = 0.0  # blocking writes that were not thrown away
     productive_s: float = 0.0
     resumed_at: list[float] = field(default_factory=list)  # each time a new attempt began (after the first)
+    # The recovery strategies (engine.sim.recovery); all zero under restart.
+    # Full-job seconds of training lost while data-parallel replicas were out (replica_drop): k/R of the time.
+    degraded_s: float = 0.0
+    standby_host_s: float = 0.0  # host-seconds warm standbys sat idle (hot_spare)
+    hot_swaps: int = 0  # restarts that swapped in warm standbys only (hot_spare)
+    memory_restores: int = 0  # interruptions resumed from peers' in-memory copies (in_memory_checkpoint)
+    storage_fallbacks: int = 0  # in_memory_checkpoint: interruptions whose copy was lost or suspect
+    replica_drops: int = 0  # replicas dropped by a failure confined to them (replica_drop)
+    rejoins: int = 0  # replicas that rejoined after their hosts were replaced (replica_drop)
 
 
 @dataclass(frozen=True, slots=True)
 class FlagshipRecord:
-    """The flagship job of a run: its size, its checkpoint write and its ledger."""
+    """The flagship job of a run: its size, its checkpoint write, its ledger and how it recovers."""
 
     job_id: str
     gpus: int
     checkpoint_write_s: float
     ledger: JobLedger
+    recovery: str = "restart"  # training.recovery
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,6 +163,8 @@ class SimulationResult:
     lemons: int  # incidents whose hosts were pulled as lemons
     hosts_in_repair_at_end: int
     research_preemptions: int
+    # bad hosts, diagnosis, repair outcomes and retirement (engine.sim.bad_hosts); simulate() sets it
+    health: "HostHealthRecord | None" = None
 
     @property
     def lane_sizes(self) -> np.ndarray:

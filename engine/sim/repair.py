@@ -9,6 +9,16 @@ technician). A lemon is a host with
 repeat offenders; Meta RMAs parts whose error rates pass vendor thresholds). Burn-in (`repair.burn_in`: DCGM
 level 4 plus stress) comes last; then the host goes back where it came from (the flagship job's spare pool or
 its research lane). A rack-switch failure takes every host of the rack through one repair together.
+
+Repair outcomes (AIReSim, arXiv 2603.07041, repairs.py). With `repair.automatic` > 0, an automatic repair
+(reboot, reset, reflash: exponential, mean repair.automatic, no technician) comes first, after diagnosis: with
+probability `repair.escalation` it cannot fix the host, which goes on to the hands-on repair above; otherwise it
+reports success, and is silently wrong with probability `repair.automatic_silent_failure`. A hands-on repair
+is silently wrong with probability `repair.manual_silent_failure`. Either way the host burns in and returns;
+`on_outcome(hosts, fixed)` tells engine.sim.bad_hosts whether the repair truly fixed them (a bad host is cured
+only then). A lemon skips the automatic repair: it is a known repeat offender. Each outcome draw comes from
+`outcome_rng` (engine.sim.bad_hosts.FaultGenerators.repair) and only when its knob is on, so with the defaults
+the repair draws exactly what it drew before these knobs.
 """
 
 from collections.abc import Callable, Sequence
@@ -17,6 +27,7 @@ import numpy as np
 import simpy
 
 from engine.scenario import Scenario
+from engine.sim.bad_hosts import RETIRED_STATE
 from engine.sim.records import HostInterval
 
 
@@ -27,8 +38,19 @@ class Repairs:
         scenario: Scenario,
         rng: np.random.Generator,
         on_returned: Callable[[int], None],
+        *,
+        outcome_rng: np.random.Generator | None = None,
+        on_outcome: Callable[[list[int], bool], None] | None = None,
     ) -> None:
         self.env, self.rng, self.on_returned = env, rng, on_returned
+        self.outcome_rng = outcome_rng if outcome_rng is not None else rng
+        self.on_outcome = on_outcome
+        self.automatic = scenario["repair.automatic"]
+        self.escalation = scenario["repair.escalation"]
+        self.automatic_silent = scenario["repair.automatic_silent_failure"]
+        self.manual_silent = scenario["repair.manual_silent_failure"]
+        self.horizon = scenario.duration_s
+        self.automatic_repairs = self.escalated = self.silent_failures = 0
         self.technicians = simpy.Resource(env, capacity=scenario["repair.technicians"])
         self.drain = scenario["repair.drain"]
         self.diagnose = scenario["repair.diagnose"]
@@ -59,11 +81,20 @@ class Repairs:
         self.history[host] = recent
         return False
 
+    def retire(self, host: int) -> None:
+        """`host` leaves the cluster for good now (engine.sim.bad_hosts): out of service to the end of the run."""
+        self._mark([host], RETIRED_STATE, self.env.now, self.horizon)
+
     def _repair(self, hosts: list[int], incident_id: int, lemon: bool):
         t = self.env.now
         self._mark(hosts, "draining", t, t + self.drain)
         self._mark(hosts, "diagnosing", t + self.drain, t + self.drain + self.diagnose)
         yield self.env.timeout(self.drain + self.diagnose)
+        if self.automatic > 0 and not lemon:
+            fixed = yield from self._automatic(hosts)
+            if fixed is not None:  # it handled the host: no hands-on repair
+                yield from self._return(hosts, incident_id, fixed)
+                return
         with self.technicians.request() as turn:
             waited_from = self.env.now
             yield turn
@@ -76,9 +107,34 @@ class Repairs:
             turnaround = self.rng.exponential(self.rma_time)
             self._mark(hosts, "repair", self.env.now, self.env.now + turnaround)
             yield self.env.timeout(turnaround)
+        yield from self._return(hosts, incident_id, not self._silent(self.manual_silent))
+
+    def _automatic(self, hosts: list[int]):
+        """The automatic repair; True or False (truly fixed or not) if it handled the host, None if it
+        escalates to hands-on repair."""
+        took = self.outcome_rng.exponential(self.automatic)
+        self._mark(hosts, "repair", self.env.now, self.env.now + took)
+        yield self.env.timeout(took)
+        self.automatic_repairs += 1
+        if self.outcome_rng.random() < self.escalation:
+            self.escalated += 1
+            return None
+        return not self._silent(self.automatic_silent)
+
+    def _silent(self, probability: float) -> bool:
+        """Whether a repair that reports success is silently wrong (no draw when it never is)."""
+        silent = probability > 0 and self.outcome_rng.random() < probability
+        self.silent_failures += int(silent)
+        return silent
+
+    def _return(self, hosts: list[int], incident_id: int, fixed: bool):
+        """Burn in, then hand the hosts back (an over-evicted suspect is its incident's repair too: the incident
+        is repaired when the last of its hosts is back)."""
         self._mark(hosts, "burn_in", self.env.now, self.env.now + self.burn_in)
         yield self.env.timeout(self.burn_in)
-        self.repaired_at[incident_id] = self.env.now
+        self.repaired_at[incident_id] = max(self.repaired_at.get(incident_id, 0.0), self.env.now)
+        if self.on_outcome is not None:
+            self.on_outcome(hosts, fixed)
         for host in hosts:
             self.on_returned(host)
 

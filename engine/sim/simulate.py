@@ -1,15 +1,18 @@
 """`simulate(scenario) -> Run`: the SimPy wiring of cluster, failures, flagship job, research jobs and repair.
 
 Randomness: one SeedSequence from `simulation.seed`, spawned into independent children (topology UUIDs,
-failure arrivals, planned stops, repair times, research jobs, telemetry), so changing one part's settings
+failure arrivals, planned stops, repair times, research jobs, telemetry; a seventh for the network model and an
+eighth for bad hosts, diagnosis and repair outcomes, engine.sim.bad_hosts), so changing one part's settings
 never shifts another part's draws. Failures are drawn up front (engine.sim.failures) and fed to the event loop in
 the order they are noticed; everything else reacts to them.
 """
 
 from collections import deque
 from collections.abc import Callable
+from dataclasses import replace
 
 import numpy as np
+import polars as pl
 import simpy
 
 from engine import telemetry
@@ -24,14 +27,24 @@ from engine.fabric.topology import (
 )
 from engine.fabric.traffic import network_run
 from engine.scenario import Scenario
-from engine.sim.failures import CAUSE_KEYS, SCOPE, Arrivals, draw_arrivals, draw_planned
+from engine.sim.bad_hosts import RETIRED, HostHealth, fault_generators
+from engine.sim.failures import (
+    CAUSE_KEYS,
+    SCOPE,
+    Arrivals,
+    draw_arrivals,
+    draw_bad_host_arrivals,
+    draw_planned,
+    merge_arrivals,
+)
 from engine.sim.host_timeline import host_states
 from engine.sim.records import NONE, FlagshipRecord, HostInterval, Incident, ResearchJob, SimulationResult
+from engine.sim.recovery import flagship_job, standbys_wanted
 from engine.sim.repair import Repairs
 from engine.sim.research import ResearchLanes
 from engine.sim.summary import summarize
 from engine.sim.tables import incidents_frame, job_frames
-from engine.sim.training import FlagshipJob
+from engine.sim.training import RUNNING
 from engine.store.run import Run
 
 PROGRESS_STEPS = 20
@@ -53,7 +66,16 @@ class Simulation:
             self._open[h] = ("running", 0.0)
         for h in self.spares:
             self._open[h] = ("spare", 0.0)
-        self.repairs = Repairs(self.env, scenario, rngs["repair"], self._returned)
+        # bad hosts, diagnosis, retirement, repair outcomes: generators of their own (engine.sim.bad_hosts)
+        self.health = HostHealth(scenario, topo.n_hosts, fault_generators(scenario["simulation.seed"]))
+        self.repairs = Repairs(
+            self.env,
+            scenario,
+            rngs["repair"],
+            self._returned,
+            outcome_rng=self.health.generators.repair,
+            on_outcome=self.health.repaired,
+        )
         self.research = ResearchLanes(self.env, scenario, rngs["research"], topo.hosts_with(RESEARCH))
         self.research_hosts = topo.hosts_with(RESEARCH).tolist()
         # research hosts lent to the flagship when its spares ran out: host -> since; closed loans; their count
@@ -62,15 +84,16 @@ class Simulation:
         self.preemptions = 0
         self.job = None
         if scenario.job_hosts and scenario["training.gpus"] > 0:
-            self.job = FlagshipJob(
+            self.job = flagship_job(
+                scenario,
                 self.env,
                 self.job_id,
                 topo.hosts_with(FLAGSHIP).tolist(),
-                checkpoint_interval_s=scenario["training.checkpoint_interval"],
-                checkpoint_write_s=scenario.checkpoint_write_s,
-                restart_overhead_s=scenario["training.restart_overhead"],
                 take_spare=self._take_spare,
                 on_hosts_changed=self._job_hosts_changed,
+                standbys=self._hold_standbys(standbys_wanted(scenario, len(self.spares))),
+                take_standby=self._take_standby,
+                on_standby=self._hold_standby,
             )
         self.incidents: list[Incident] = []
 
@@ -96,6 +119,10 @@ class Simulation:
 
     def _take_spare(self) -> int | None:
         if self.spares:
+            if self.health.prefer_healthy:  # the fewest recent failures first (AIReSim's host selection)
+                host = self.health.healthiest(self.spares, self.env.now)
+                self.spares.remove(host)
+                return host
             return self.spares.popleft()
         return self._preempt_research() if self.scenario["spares.preempt_research"] else None
 
@@ -171,8 +198,10 @@ class Simulation:
 
     def _failure(self, a: Arrivals, i: int) -> None:
         host = int(a.host[i])
-        if self.holder[host] == IN_REPAIR:
+        if self.holder[host] in (IN_REPAIR, RETIRED):
             return  # thinned: the host is not in service
+        if not self._strikes(a, i, host):
+            return
         cause = CAUSE_KEYS[a.cause[i]]
         fault, now = float(a.fault_s[i]), self.env.now
         per_host = self.topo.gpus_per_host
@@ -189,25 +218,31 @@ class Simulation:
         flagship: str | None = None
         research: list[ResearchJob] = []
         lost = 0.0
-        if SCOPE[cause] == "job":  # the job restarts on the same hosts; an idle host has no job to break
-            if self.holder[host] == FLAGSHIP and self.job is not None:
-                before = len(self.job.ledger.attempts)
-                if not self.job.interrupt(cause, [], fault):
-                    return  # the job is waiting for hosts: there is nothing running to break
-                flagship = self.job_id
-                lost = self._lost_since(before)
-            elif self.research.running_on(host):
-                research.append(self.research.failure(host, cause, takes_host=False))
-            else:
-                return
-            self._record(
+        verdict = None
+        if SCOPE[cause] != "job" and not a.rack_wide[i] and self.health.diagnoses:
+            verdict = self.health.diagnose(host, self._job_slots_holding(host))
+        if SCOPE[cause] == "job" or (verdict is not None and verdict.missed):
+            # the job restarts on the same hosts (a missed diagnosis leaves the host in service: a fault of its
+            # own, a job-level cause, or a hardware fault nobody found); an idle host has no job to break
+            flagship, research, lost = self._restart_in_place(host, cause, fault)
+            if SCOPE[cause] == "job" and flagship is None and not research:
+                return  # nothing running to break (or the job is waiting for hosts)
+            incident = self._record(
                 Incident(fault, now, cause, False, xid, host, gpu_id, link, flagship, tuple(research), lost)
             )
+            if verdict is not None:
+                self.repairs.repaired_at[incident] = now  # back in service at once, like a job-level fault
             return
-        hosts = list(self.topo.rack_hosts(int(self.topo.host_rack[host]))) if a.rack_wide[i] else [host]
-        hosts = [h for h in hosts if self.holder[h] != IN_REPAIR]
+        if verdict is not None:
+            hosts, suspects = [verdict.blamed], list(verdict.suspects)
+        else:
+            hosts = list(self.topo.rack_hosts(int(self.topo.host_rack[host]))) if a.rack_wide[i] else [host]
+            hosts = [h for h in hosts if self.holder[h] not in (IN_REPAIR, RETIRED)]
+            suspects = []
+        # a rack switch's fault is no host's: only a single-host failure counts against its host
+        retiring = [] if a.rack_wide[i] else [h for h in hosts if self.health.blame(h, now)]
         flagship_hit = []
-        for h in hosts:
+        for h in hosts + suspects:
             if self.holder[h] == FLAGSHIP:
                 flagship_hit.append(h)
             elif self.holder[h] == SPARE:
@@ -216,7 +251,7 @@ class Simulation:
                 job = self.research.failure(h, cause, takes_host=True)
                 if job is not None:
                     research.append(job)
-            self.holder[h] = IN_REPAIR
+            self.holder[h] = RETIRED if h in retiring else IN_REPAIR
             self._set(h, None)
         if flagship_hit and self.job is not None:
             before = len(self.job.ledger.attempts)
@@ -226,7 +261,50 @@ class Simulation:
         incident = self._record(
             Incident(fault, now, cause, False, xid, host, gpu_id, link, flagship, tuple(research), lost)
         )
-        self.repairs.start(hosts, incident)
+        for h in retiring:
+            self.health.retire(h)
+            self.repairs.retire(h)
+        if len(retiring) < len(hosts):
+            self.repairs.start([h for h in hosts if h not in retiring], incident)
+        for h in suspects:  # each suspect's repair is its own, part of the incident's
+            self.repairs.start([h], incident)
+
+    # ----- bad hosts, diagnosis, retirement (engine.sim.bad_hosts) ---------------------------------------
+    def _strikes(self, a: Arrivals, i: int, host: int) -> bool:
+        """Whether arrival `i` is a failure: a bad host's extra arrival only while the host is bad, and under
+        failures.only_while_computing only on a host that computes."""
+        systematic = a.systematic is not None and bool(a.systematic[i])
+        if not (systematic or self.health.only_while_computing):
+            return True  # every key at its default: nothing to thin
+        computing = self.health.only_while_computing and self._computing(host)
+        return self.health.strikes(systematic, host, computing)
+
+    def _computing(self, host: int) -> bool:
+        """`host` trains the flagship job (its attempt running, not restarting or waiting) or runs research."""
+        if self.holder[host] == FLAGSHIP:
+            return self.job is not None and host in self.job.slot_of and self.job.phase == RUNNING
+        return self.holder[host] == RESEARCH and self.research.running_on(host)
+
+    def _job_slots_holding(self, host: int) -> np.ndarray | None:
+        """The flagship job's host slots if `host` trains in one of them (a wrong host or a suspect is another)."""
+        if self.job is not None and self.holder[host] == FLAGSHIP and host in self.job.slot_of:
+            return self.job.slots
+        return None
+
+    def _restart_in_place(
+        self, host: int, cause: str, fault: float
+    ) -> tuple[str | None, list[ResearchJob], float]:
+        """A fault that leaves `host` in service: the flagship job restarts on the same hosts, or the research
+        job on it ends. (flagship job hit or None, research jobs ended, the flagship's work lost). A warm standby
+        (training.recovery = hot_spare) is the flagship's but runs nothing: there is nothing to restart."""
+        if self._job_slots_holding(host) is not None:
+            before = len(self.job.ledger.attempts)
+            if not self.job.interrupt(cause, [], fault):
+                return None, [], 0.0  # the job is waiting for hosts: there is nothing running to break
+            return self.job_id, [], self._lost_since(before)
+        if self.research.running_on(host):
+            return None, [self.research.failure(host, cause, takes_host=False)], 0.0
+        return None, [], 0.0
 
     def _lost_since(self, attempts_before: int) -> float:
         """The work the interruption just threw away: that of the attempt it closed, if it closed one."""
@@ -237,6 +315,26 @@ class Simulation:
         """Keep `incident`; its index (the incident_id) lets the repair report when its hosts are back."""
         self.incidents.append(incident)
         return len(self.incidents) - 1
+
+    # ----- warm standbys (training.recovery = hot_spare, engine.sim.recovery.HotSpareJob) ----------------------
+    # Hosts of the spare pool the job holds idle. They stay "spare" in host_states but are the flagship's
+    # (holder FLAGSHIP), so a failure of one reaches the job, which replaces it.
+    def _hold_standbys(self, count: int) -> list[int]:
+        """Take `count` warm standbys from the spare pool at the start (standbys_wanted checked there are)."""
+        return [self._take_standby() for _ in range(count)]
+
+    def _take_standby(self) -> int | None:
+        """A new standby from the spare pool; None when it is empty (research is not preempted for one)."""
+        if not self.spares:
+            return None
+        host = self.spares.popleft()
+        self.holder[host] = FLAGSHIP
+        return host
+
+    def _hold_standby(self, host: int) -> None:
+        """A repaired host the job keeps as a standby instead of returning it to the pool."""
+        self.holder[host] = FLAGSHIP
+        self._set(host, "spare")
 
     # ----- the end ---------------------------------------------------------------------------------------
     def finish(self) -> None:
@@ -250,7 +348,9 @@ class Simulation:
         """What the run produced, for the tables and the summary (after `finish`)."""
         job = None
         if self.job is not None:
-            job = FlagshipRecord(self.job_id, self.scenario["training.gpus"], self.job.w, self.job.ledger)
+            job = FlagshipRecord(
+                self.job_id, self.scenario["training.gpus"], self.job.w, self.job.ledger, self.job.strategy
+            )
         lanes = self.research
         return SimulationResult(
             horizon_s=self.horizon,
@@ -299,8 +399,14 @@ def simulate(
     }
     topo = build_topology(scenario, rngs["topology"])
     sim = Simulation(scenario, topo, rngs)
+    # a replay's failures (fed in) were not caused by the hosts this run draws bad: it has no ground truth
+    ground_truth = kind == "simulate"
     if arrivals is None:
         arrivals = draw_arrivals(scenario, topo.n_hosts, rngs["failures"])
+        bad = np.flatnonzero(sim.health.bad)  # their extra failures (arrivals fed in already hold them)
+        if bad.size and scenario["failures.bad_host_multiplier"] > 1:
+            extra = draw_bad_host_arrivals(scenario, bad, sim.health.generators.arrivals)
+            arrivals = merge_arrivals(arrivals, extra)
     if planned_times is None:
         planned_times = draw_planned(scenario, rngs["planned"])
     sim.env.process(sim.failures(arrivals))
@@ -310,7 +416,11 @@ def simulate(
         if progress is not None:
             progress(step / PROGRESS_STEPS)
     sim.finish()
-    result = sim.result()
+    repairs = sim.repairs
+    result = replace(
+        sim.result(),
+        health=sim.health.record(repairs.automatic_repairs, repairs.escalated, repairs.silent_failures),
+    )
     incidents = incidents_frame(result)
     summary = summarize(scenario, result, incidents)
     tables = {"incidents": incidents}
@@ -318,7 +428,10 @@ def simulate(
         jobs, attempts, checkpoints = job_frames(result)
         tables.update(
             {
-                "hosts": topo.hosts,
+                # simulated ground truth: the hosts drawn bad (engine.sim.bad_hosts)
+                "hosts": topo.hosts.with_columns(
+                    bad=pl.Series(sim.health.drawn_bad) if ground_truth else pl.lit(None, pl.Boolean)
+                ),
                 "gpus": topo.gpus,
                 "links": topo.links,
                 "jobs": jobs,

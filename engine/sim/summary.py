@@ -2,7 +2,8 @@
 
 `interruptions` counts the flagship job's interruptions the way the Llama 3 paper counts them: every failure
 or planned stop that hit the job while it trained or restarted. ETTR is productive time / wall-clock time
-from the job's start (Kokolis et al.); the four losses add up with productive time to the run's length.
+from the job's start (Kokolis et al.); the losses (engine.analysis.ledger.LOSSES) add up with productive time
+to the run's length. `job.recovery_cost` is what the recovery strategy (engine.sim.recovery) costs besides.
 """
 
 import math
@@ -10,12 +11,14 @@ import math
 import numpy as np
 import polars as pl
 
-from engine.analysis.analytics import LOSS_CATEGORIES, closed_form_ettr, young_daly_interval
+from engine.analysis.analytics import closed_form_ettr, young_daly_interval
 from engine.analysis.ledger import LOSSES, GoodputLedger, cluster_progress_share
 from engine.fabric.traffic import placement_slowdown
 from engine.scenario import Scenario
+from engine.sim.bad_hosts import bad_host_summary
 from engine.sim.failures import CAUSE_KEYS
-from engine.sim.records import SimulationResult
+from engine.sim.records import JobLedger, SimulationResult
+from engine.sim.recovery import memory_gb_per_host
 from engine.units import SECONDS_PER_HOUR
 
 
@@ -66,6 +69,8 @@ def summarize(scenario: Scenario, result: SimulationResult, incidents: pl.DataFr
             "hosts_in_repair_at_end": result.hosts_in_repair_at_end,
             # research jobs preempted because the flagship job had no spare left
             "research_preemptions": result.research_preemptions,
+            # bad hosts (the simulator's ground truth), diagnosis, repair outcomes and retirement
+            **bad_host_summary(result),
         },
     }
     return summary
@@ -113,7 +118,7 @@ def _job(scenario: Scenario, result: SimulationResult, unexpected: int) -> dict:
     )
     yd = young_daly_interval(scenario.checkpoint_write_s, estimate.mttf_s)
     if result.job is None:
-        zero = dict.fromkeys(LOSS_CATEGORIES, 0.0)
+        zero = dict.fromkeys(LOSSES, 0.0)
         return {
             "name": result.job_id,
             "gpus": 0,
@@ -131,6 +136,8 @@ def _job(scenario: Scenario, result: SimulationResult, unexpected: int) -> dict:
             "placement": scenario["training.placement"],
             "placement_slowdown": None,
             "ettr_with_network": 0.0,
+            "recovery": scenario["training.recovery"],
+            "recovery_cost": _recovery_cost(scenario, JobLedger(), 0.0),
         }
     ledger = result.job.ledger
     slow = placement_slowdown(scenario, result.topology)
@@ -158,4 +165,23 @@ def _job(scenario: Scenario, result: SimulationResult, unexpected: int) -> dict:
         "ettr_with_network": goodput.goodput_with_network,
         # the goodput ledger in seconds (engine.analysis.ledger): its buckets add up to the wall clock
         "ledger_s": goodput.to_json(),
+        # how the job recovers from a failure (engine.sim.recovery) and what the strategy costs besides its
+        # ledger buckets
+        "recovery": result.job.recovery,
+        "recovery_cost": _recovery_cost(scenario, ledger, gpu_hours["degraded"]),
+    }
+
+
+def _recovery_cost(scenario: Scenario, ledger: JobLedger, degraded_gpu_hours: float) -> dict[str, float]:
+    """What the recovery strategy costs (engine/analysis/definitions/goodput.py): warm standbys idle
+    (hot_spare), training lost with replicas out (replica_drop: the degraded ledger bucket) in GPU-hours and
+    dollars, and the host memory in-memory checkpoints take (in_memory_checkpoint); zeros where it has none."""
+    price = scenario["cost.gpu_hour_usd"]
+    standby = ledger.standby_host_s * scenario["cluster.gpus_per_host"] / SECONDS_PER_HOUR
+    return {
+        "standby_gpu_hours": standby,
+        "standby_usd": standby * price,
+        "degraded_gpu_hours": degraded_gpu_hours,
+        "degraded_usd": degraded_gpu_hours * price,
+        "memory_gb_per_host": memory_gb_per_host(scenario),
     }

@@ -15,6 +15,10 @@ Planned interruptions stop the job gracefully (no lost work) and restart it.
 
 State changes are callbacks on SimPy timeouts tagged with a generation number, so an interrupted restart's
 timer is simply ignored when it fires.
+
+This is the `restart` strategy (training.recovery). The others (engine.sim.recovery) subclass it and change
+where a failure resumes from (`_resume_point`), how failed hosts are replaced (`_swap`), how long the
+recovery takes (`_overhead_after`) and what share of a running attempt trains (`_degraded_s`).
 """
 
 import math
@@ -26,9 +30,12 @@ import simpy
 from engine.sim.records import Attempt, JobLedger  # the job's books: records the simulator hands on
 
 RUNNING, RESTARTING, WAITING = "running", "restarting", "waiting"
+PLANNED = "planned_maintenance"  # a graceful stop: the job saves its state first and loses no work
 
 
 class FlagshipJob:
+    strategy = "restart"
+
     def __init__(
         self,
         env: simpy.Environment,
@@ -54,6 +61,7 @@ class FlagshipJob:
         self.attempt, self.attempt_start, self.phase_since = 1, 0.0, 0.0
         self.missing = 0
         self._generation = 0
+        self._recovery_s = 0.0  # length of the recovery under way (while RESTARTING)
 
     # ----- events from outside ------------------------------------------------------------------------
     def interrupt(self, reason: str, failed_hosts: list[int], fault_s: float | None = None) -> bool:
@@ -62,16 +70,14 @@ class FlagshipJob:
         `failed_hosts` leave the job (for repair); `fault_s` is when the fault happened, if before now."""
         now = self.env.now
         hit = self.phase in (RUNNING, RESTARTING)
+        mine = [h for h in failed_hosts if h in self.slot_of]
         if self.phase == RUNNING:
             lost_from = (
-                now
-                if reason == "planned_maintenance"
-                else self._last_good(now if fault_s is None else fault_s)
+                now if reason == PLANNED else self._resume_point(now if fault_s is None else fault_s, mine)
             )
             self._close_attempt(now, reason, lost_from)
         elif self.phase == RESTARTING:
             self.ledger.restart_s += now - self.phase_since
-        mine = [h for h in failed_hosts if h in self.slot_of]
         if mine:
             self._swap(mine)
         if self.phase == WAITING:
@@ -79,7 +85,7 @@ class FlagshipJob:
         if self.missing:
             self.phase, self.phase_since = WAITING, now
         else:
-            self._begin_restart()
+            self._begin_restart(self._overhead_after(mine))
         return hit
 
     def host_returned(self, host: int) -> bool:
@@ -91,7 +97,7 @@ class FlagshipJob:
         self.missing -= 1
         if self.missing == 0 and self.phase == WAITING:
             self.ledger.waiting_s += self.env.now - self.phase_since
-            self._begin_restart()
+            self._begin_restart(self.u0)
         return True
 
     def finish(self, horizon: float) -> None:
@@ -102,6 +108,23 @@ class FlagshipJob:
             self.ledger.restart_s += horizon - self.phase_since
         else:
             self.ledger.waiting_s += horizon - self.phase_since
+
+    # ----- what a strategy changes (engine.sim.recovery) ------------------------------------------------
+    def _resume_point(self, fault_s: float, failed: list[int]) -> float:
+        """Where training resumes after a fault at `fault_s` that took the job's hosts `failed`: the last
+        storage checkpoint completed before the fault."""
+        return self._last_good(fault_s)
+
+    def _overhead_after(self, failed: list[int]) -> float:
+        """How long the recovery from an interruption that took `failed` (after `_swap`) lasts."""
+        return self.u0
+
+    def _degraded_s(self, start: float, kept_until: float) -> float:
+        """Full-job seconds of [start, kept_until) of the running attempt lost to missing replicas: none here."""
+        return 0.0
+
+    def _attempt_began(self, now: float) -> None:
+        """A new attempt trains from `now`."""
 
     # ----- inside ---------------------------------------------------------------------------------------
     def _cycle(self) -> float:
@@ -121,10 +144,14 @@ class FlagshipJob:
         if done:
             self.ledger.checkpoint_starts.append(s + np.arange(1, done + 1) * cycle - self.w)
         lost = end - good_until if good_until < end else 0.0
+        degraded = self._degraded_s(s, good_until if good_until < end else end)
         self.ledger.lost_work_s += lost
         self.ledger.checkpoint_s += good * self.w
-        self.ledger.productive_s += (end - s) - lost - good * self.w
-        self.ledger.attempts.append(Attempt(self.attempt, s, end, reason, lost, self.slots.copy()))
+        self.ledger.degraded_s += degraded
+        self.ledger.productive_s += (end - s) - lost - good * self.w - degraded
+        # a slot waiting for a host (-1; only a replica_drop job trains with one) is no host of the attempt
+        hosts = self.slots.copy() if self.missing == 0 else self.slots[self.slots >= 0]
+        self.ledger.attempts.append(Attempt(self.attempt, s, end, reason, lost, hosts))
         self.attempt += 1
 
     @property
@@ -141,18 +168,26 @@ class FlagshipJob:
             slot = self.slot_of.pop(host)
             spare = self.take_spare()
             if spare is None:
-                self.slots[slot] = -1
-                self.free_slots.append(slot)
-                self.missing += 1
+                self._leave_empty(slot)
             else:
                 self._seat(spare, slot)
                 added.append(spare)
         self.on_hosts_changed(added, failed)
 
-    def _begin_restart(self) -> None:
+    def _leave_empty(self, slot: int) -> None:
+        """No host for `slot` now: it waits for a repaired one (host_returned)."""
+        self.slots[slot] = -1
+        self.free_slots.append(slot)
+        self.missing += 1
+
+    def _begin_restart(self, overhead: float) -> None:
+        """Recover for `overhead` seconds; a recovery already under way starts again, at least as long."""
+        if self.phase == RESTARTING:
+            overhead = max(overhead, self._recovery_s)
         self.phase, self.phase_since = RESTARTING, self.env.now
+        self._recovery_s = overhead
         self._generation += 1
-        timer = self.env.timeout(self.u0)
+        timer = self.env.timeout(overhead)
         timer.callbacks.append(lambda _e, g=self._generation: self._restarted(g))
 
     def _restarted(self, generation: int) -> None:
@@ -162,3 +197,4 @@ class FlagshipJob:
         self.ledger.restart_s += now - self.phase_since
         self.ledger.resumed_at.append(now)
         self.phase, self.attempt_start = RUNNING, now
+        self._attempt_began(now)

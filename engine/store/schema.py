@@ -9,9 +9,20 @@ import polars as pl
 
 SCHEMA_VERSION = 1
 
-HOST_STATES = ("healthy", "running", "draining", "down", "diagnosing", "repair", "burn_in", "spare")
-# A host in one of these does no work and is not available to jobs ("out of service", "what is down").
-OUT_OF_SERVICE_STATES = ("draining", "down", "diagnosing", "repair", "burn_in")
+HOST_STATES = (
+    "healthy",
+    "running",
+    "draining",
+    "down",
+    "diagnosing",
+    "repair",
+    "burn_in",
+    "spare",
+    "retired",
+)
+# A host in one of these does no work and is not available to jobs ("out of service", "what is down"); a
+# retired host (retirement.policy) is out for good, to the end of the run.
+OUT_OF_SERVICE_STATES = ("draining", "down", "diagnosing", "repair", "burn_in", "retired")
 IN_SERVICE_STATES = ("healthy", "running", "spare")
 assert set(OUT_OF_SERVICE_STATES) | set(IN_SERVICE_STATES) == set(HOST_STATES)
 

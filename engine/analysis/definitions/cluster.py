@@ -59,4 +59,65 @@ DEFINITIONS: tuple[Definition, ...] = (
         "Hosts the repair model pulled from service as repeat offenders (sent to the vendor).",
         "summary cluster.lemons",
     ),
+    # bad hosts, diagnosis, repair outcomes, retirement (engine.sim.bad_hosts; simulated runs only)
+    _d(
+        "bad_hosts_cured",
+        "Bad hosts cured",
+        "count",
+        "Hosts drawn systematically bad (failures.bad_host_fraction) that a repair truly fixed: a repair that "
+        "reported success without failing silently (repair.*_silent_failure). A cured host fails at the base "
+        "rate from then on.",
+        "engine.sim.bad_hosts.bad_host_summary (summary cluster.bad_hosts_cured)",
+        "bad_hosts_ground_truth",
+        "bad_hosts_left",
+    ),
+    _d(
+        "bad_hosts_left",
+        "Bad hosts left in service",
+        "count",
+        "Hosts still systematically bad at the end of the run and not retired: never repaired, or repaired only "
+        "by repairs that failed silently.",
+        "engine.sim.bad_hosts.bad_host_summary (summary cluster.bad_hosts_in_service_at_end)",
+        "bad_hosts_ground_truth",
+        "bad_hosts_cured",
+    ),
+    _d(
+        "retired_hosts",
+        "Retired hosts",
+        "count",
+        "Hosts the retirement policy (retirement.policy: a threshold of failures within a window, or a score "
+        "of failures halving every window) took out of the cluster for good instead of repairing them; they "
+        "are out of service (state retired) to the end of the run.",
+        "engine.sim.bad_hosts.bad_host_summary (summary cluster.retired_hosts)",
+        "lemons_pulled",
+    ),
+    _d(
+        "misdiagnoses",
+        "Misdiagnoses",
+        "count",
+        "Single-host failures whose diagnosis found no host (diagnosis.probability: the host stayed in service "
+        "and its job restarted on it) or blamed another host of the flagship job, which went to repair while "
+        "the faulty one stayed (diagnosis.wrong_host).",
+        "engine.sim.bad_hosts.bad_host_summary (summary cluster.misdiagnoses)",
+        "over_evicted_hosts",
+    ),
+    _d(
+        "over_evicted_hosts",
+        "Over-evicted hosts",
+        "count",
+        "Suspect hosts evicted from the flagship job with a host blamed for a failure (diagnosis.over_eviction: "
+        "its nearest neighbours in rank order), each sent through repair although nothing was found on it.",
+        "engine.sim.bad_hosts.bad_host_summary (summary cluster.over_evicted_hosts)",
+        "misdiagnoses",
+    ),
+    _d(
+        "silent_repair_failures",
+        "Silent repair failures",
+        "count",
+        "Repairs, automatic or hands-on, that reported success but left the fault (repair.automatic_silent_"
+        "failure, repair.manual_silent_failure): a bad host comes back still bad; a good host's failures are "
+        "random, so it comes back as good as it was.",
+        "engine.sim.bad_hosts.bad_host_summary (summary cluster.silent_repair_failures)",
+        "bad_hosts_left",
+    ),
 )

@@ -1,8 +1,9 @@
 """The goodput ledger of the flagship job (engine.analysis.ledger): where its wall-clock time went.
 
-Wall clock = productive + lost work + restart + checkpoint writes + waiting for spares + network slowdown,
-the buckets of Google's ML goodput measurement where they apply (checkpoint save, checkpoint restore and
-infrastructure recovery, wasted progress from disruption), each in seconds, GPU-hours and dollars.
+Wall clock = productive + lost work + restart + checkpoint writes + waiting for spares + degraded (replicas out)
++ network slowdown, the buckets of Google's ML goodput measurement where they apply (checkpoint save,
+checkpoint restore and infrastructure recovery, wasted progress from disruption), each in seconds, GPU-hours
+and dollars; and what each recovery strategy costs besides.
 """
 
 from engine.analysis.definitions import Definition, section
@@ -110,6 +111,18 @@ DEFINITIONS: tuple[Definition, ...] = (
         "restart_overhead",
     ),
     _d(
+        "degraded_replicas_out",
+        "Degraded: replicas out",
+        "GPU-hours",
+        "Training the flagship job did not do while some of its data-parallel replicas were out (the "
+        "replica_drop recovery strategy: a failed replica drops out until its hosts are replaced and it "
+        "rejoins, the rest train on): k/R of its training time with k of R replicas out, times its GPUs. Its "
+        "dollar figure is these GPU-hours at the scenario's price per GPU-hour. Zero under other strategies.",
+        "engine.analysis.ledger.GoodputLedger.degraded_s (summary job.recovery_cost.degraded_gpu_hours)",
+        "lost_work",
+        "restart_overhead",
+    ),
+    _d(
         "network_slowdown",
         "Network slowdown",
         "GPU-hours",
@@ -124,10 +137,40 @@ DEFINITIONS: tuple[Definition, ...] = (
         "Goodput lost",
         "GPU-hours",
         "GPU-hours of the flagship job that made no progress: lost work + restart overhead + checkpoint writes "
-        "+ waiting for spare hosts (network slowdown is shown on its own). Its dollar figure is these GPU-hours "
-        "at the scenario's price per GPU-hour.",
+        "+ waiting for spare hosts + degraded (replicas out) (network slowdown is shown on its own). Its dollar "
+        "figure is these GPU-hours at the scenario's price per GPU-hour.",
         "engine.analysis.ledger.GoodputLedger.lost_s (summary job.lost_gpu_hours)",
         "incident_gpu_hours_lost",
+    ),
+    _d(
+        "recovery_strategy",
+        "Recovery strategy",
+        "strategy",
+        "How the flagship job recovers from a failure (scenario key training.recovery): restart (stop, swap in "
+        "spares, reload the last checkpoint), in_memory_checkpoint (reload from peers' CPU memory, Gemini), "
+        "replica_drop (the failed data-parallel replica drops out and rejoins, Meta FT-HSDP) or hot_spare (swap "
+        "in a warm standby, NVIDIA NVRx / ByteRobust).",
+        "engine.sim.recovery (summary job.recovery)",
+    ),
+    _d(
+        "standby_hosts_idle",
+        "Standby hosts idle",
+        "GPU-hours",
+        "GPU-hours of the warm standby hosts the flagship job held initialised and idle (the hot_spare recovery "
+        "strategy), from when each was taken from the spare pool until it was swapped in, failed or the run "
+        "ended. Its dollar figure is these GPU-hours at the scenario's price per GPU-hour. Zero under other "
+        "strategies.",
+        "engine.sim.summary (summary job.recovery_cost.standby_gpu_hours, standby_usd)",
+        "degraded_replicas_out",
+    ),
+    _d(
+        "memory_checkpoint_per_host",
+        "In-memory checkpoint memory per host",
+        "GB",
+        "CPU memory each host gives to in-memory checkpoints (the in_memory_checkpoint recovery strategy): the "
+        "state of its peers, checkpoint size per GPU x GPUs per host x copies (recovery.memory_copies). Zero "
+        "under other strategies.",
+        "engine.sim.recovery.memory_gb_per_host (summary job.recovery_cost.memory_gb_per_host)",
     ),
     _d(
         "checkpoints_written",

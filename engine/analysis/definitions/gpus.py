@@ -3,7 +3,8 @@ offenders.
 
 The health figures are read at the moment the page's slider picks; the XID, ECC and offender figures over the
 whole run. The lemon and repeat-offender figures are rules applied to the incidents the run observed, not
-counts of repairs: the simulator's own count of hosts it pulled is "Lemon hosts pulled" (cluster). The page's
+counts of repairs: the simulator's own count of hosts it pulled is "Lemon hosts pulled" (cluster). On a simulated
+run the lemon rule is also scored against the hosts the simulator drew bad (precision and recall). The page's
 XID figures are "XID events" (telemetry).
 """
 
@@ -101,6 +102,47 @@ DEFINITIONS: tuple[Definition, ...] = (
         "dashboard.queries.gpus.lemons",
         "lemons_pulled",
         "repeat_offender_hosts",
+    ),
+    _d(
+        "lemon_rule_true_positives",
+        "Bad hosts the lemon rule flagged",
+        "count",
+        "Hosts meeting the lemon rule that the simulator drew systematically bad (failures.bad_host_fraction; the "
+        "hosts table's ground truth): the rule's true positives. Only a simulated run knows which hosts are bad.",
+        "engine.analysis.lemon_score.score_lemon_rule (true_positives)",
+        "lemon_rule_hosts",
+        "bad_hosts_ground_truth",
+    ),
+    _d(
+        "bad_hosts_ground_truth",
+        "Bad hosts (ground truth)",
+        "count",
+        "Hosts the simulator drew systematically bad at the start of the run (failures.bad_host_fraction of "
+        "them, failing at failures.bad_host_multiplier times the rate), whether or not they ever failed and even "
+        "if a repair cured them later: the ground truth the lemon rule is scored against. Unknown for an "
+        "observed run.",
+        "engine.analysis.lemon_score.score_lemon_rule (bad_hosts), from hosts.bad",
+        "lemon_rule_hosts",
+    ),
+    _d(
+        "lemon_rule_precision",
+        "Precision of the lemon rule",
+        "ratio",
+        "Of the hosts meeting the lemon rule, the share the simulator drew bad: Bad hosts the lemon rule "
+        "flagged divided by Hosts meeting the lemon rule. Undefined (a dash) when the rule flags no host; "
+        "flagging hosts at random would score the share of bad hosts.",
+        "engine.analysis.lemon_score.score_lemon_rule (precision)",
+        "lemon_rule_recall",
+    ),
+    _d(
+        "lemon_rule_recall",
+        "Recall of the lemon rule",
+        "ratio",
+        "Of the hosts the simulator drew bad, the share the lemon rule flagged: Bad hosts the lemon rule flagged "
+        "divided by Bad hosts (ground truth). Undefined (a dash) when no host is bad. A bad host that never "
+        "failed often enough in one window is missed, however bad.",
+        "engine.analysis.lemon_score.score_lemon_rule (recall)",
+        "lemon_rule_precision",
     ),
     _d(
         "repeat_offender_hosts",

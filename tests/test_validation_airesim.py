@@ -1,0 +1,91 @@
+"""Validation against AIReSim (Pattabiraman, Patel and Lin, arXiv 2603.07041, DSN'26): the airesim-table1 preset
+reproduces AIReSim's published effective training ratio of 62.3 % within 2 points.
+
+What AIReSim reports. Its effective training ratio (airesim/stats.py, StatsCollector.effective_training_ratio) is
+total_compute_time / total_training_time: the minutes the job computed (its 256-day length: AIReSim loses no
+work to a failure) over the wall clock it took to finish them (compute, plus the 20 min recovery every failure
+costs, host selection and spare-pool waits). docs/SIMULATION_REPORT.md gives 0.6228 (62.3 %) as the mean of 30
+replications of the Table 1 configuration, 61.8 % to 62.7 % (standard deviation 0.21 points), with 11,146
+failures a replication (688.6 of them systematic: bad servers' failures beyond the random rate), 80.1 % of
+automatic repairs escalated, 24.0 % of repairs failing silently, and 9,866 h of wall clock.
+
+What Goodput compares. AIReSim runs the job to completion; Goodput runs a fixed horizon, set in the preset to
+AIReSim's mean wall clock (411 days), and reports job.ettr, the flagship job's productive time over the wall
+clock: the same ratio, compute over wall clock, measured over the same stretch of time (the bad hosts, which
+repairs cure within the first weeks, weigh on both the same way). Summary-only runs with fixed seeds; the
+tolerance is the issue's 2 points, ten times AIReSim's own run-to-run spread, which Goodput's runs share (its
+seeds below land within 62.3 +- 0.7 %). The failure and repair counts check that the agreement is not a
+coincidence of two errors: they match AIReSim's within a few times its own spread.
+"""
+
+import numpy as np
+import pytest
+
+import engine.sim.simulate as simulate_module
+from engine.scenario import build
+from engine.sim.bad_hosts import bad_host_summary
+from engine.units import SECONDS_PER_HOUR
+
+AIRESIM_ETR = 0.623  # docs/SIMULATION_REPORT.md: 0.6228, shown as 62.3 %
+AIRESIM_FAILURES = 11_145.6
+AIRESIM_SYSTEMATIC = 688.6
+RECOVERY_S = 20 * 60
+SEEDS = (0, 1, 2)
+
+
+@pytest.fixture(scope="module")
+def runs():
+    """(summary, bad_host_summary) of each seed, summary only."""
+    out = []
+    real = simulate_module.summarize
+    for seed in SEEDS:
+        seen = {}
+
+        def keep(scenario, result, incidents, seen=seen):
+            seen["result"] = result
+            return real(scenario, result, incidents)
+
+        simulate_module.summarize = keep
+        try:
+            run = simulate_module.simulate(
+                build("airesim-table1", sets=[f"simulation.seed={seed}"]), summary_only=True
+            )
+        finally:
+            simulate_module.summarize = real
+        out.append((run.summary, bad_host_summary(seen["result"])))
+    return out
+
+
+def test_the_effective_training_ratio_is_airesims_within_two_points(runs):
+    ettr = [summary["job"]["ettr"] for summary, _ in runs]
+    assert np.mean(ettr) == pytest.approx(AIRESIM_ETR, abs=0.02)
+    assert all(abs(e - AIRESIM_ETR) < 0.02 for e in ettr)
+
+
+def test_the_failures_and_repairs_are_airesims(runs):
+    for summary, figures in runs:
+        failures = summary["interruptions"]["unexpected"]
+        assert failures == pytest.approx(AIRESIM_FAILURES, rel=0.03)  # AIReSim: 10,954 to 11,397
+        assert summary["interruptions"]["planned"] == 0
+        assert figures["systematic_failures"] == pytest.approx(AIRESIM_SYSTEMATIC, rel=0.1)  # 649 to 719
+        assert figures["bad_hosts"] == 654  # 15 % of 4,360 servers
+        assert figures["automatic_repairs"] == pytest.approx(
+            failures, abs=10
+        )  # every failure, bar the last few
+        assert figures["escalated_repairs"] / figures["automatic_repairs"] == pytest.approx(0.80, abs=0.02)
+        assert figures["silent_repair_failures"] / figures["automatic_repairs"] == pytest.approx(
+            0.24, abs=0.02
+        )
+
+
+def test_every_failure_costs_one_recovery_and_no_work_is_lost_to_speak_of(runs):
+    """AIReSim's model: a failure strikes only while the job computes, so every one costs exactly one 20 min
+    recovery (the last one may be cut short by the end of the run); the preset's free 10 s checkpoints lose a
+    few seconds a failure (AIReSim: none)."""
+    for summary, _ in runs:
+        ledger = summary["job"]["ledger_s"]
+        assert ledger["restart"] == pytest.approx(
+            summary["interruptions"]["unexpected"] * RECOVERY_S, abs=RECOVERY_S
+        )
+        assert ledger["waiting_for_spares"] == 0.0
+        assert ledger["lost_work"] / SECONDS_PER_HOUR < 0.003 * ledger["wall_clock"] / SECONDS_PER_HOUR
