@@ -11,14 +11,14 @@ memory is its own; times exclude interpreter start.
 
 import json
 import os
-import resource
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from bench.harness import peak_mb, run_in_child  # noqa: E402
 
 AIRESIM_S = 13.0  # seconds AIReSim takes for one replication of this scenario (issue 14)
 PRESET = "airesim-table1"
@@ -42,21 +42,12 @@ def worker(spec: dict) -> dict:
     return {
         "seconds": sorted(seconds)[len(seconds) // 2],
         "ettr": sum(ettr) / len(ettr),
-        "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "peak_mb": peak_mb(),
     }
 
 
 def run_case(spec: dict) -> dict:
-    out = subprocess.run(
-        [sys.executable, __file__, "--worker", json.dumps(spec)],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        check=False,
-    )
-    if out.returncode:
-        raise SystemExit(f"case {spec} failed:\n{out.stderr}")
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    return run_in_child(__file__, spec)
 
 
 def main() -> int:

@@ -9,14 +9,14 @@ exclude interpreter start.
 
 import json
 import os
-import resource
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from bench.harness import cpu_seconds, peak_mb, run_in_child  # noqa: E402
 
 PRESET = "meta-100k-hsdp"
 STRATEGIES = ("restart", "in_memory_checkpoint", "replica_drop", "hot_spare")
@@ -30,37 +30,22 @@ def worker(spec: dict) -> dict:
     scenario = build(PRESET, sets=[f"training.recovery={spec['strategy']}", "simulation.telemetry=false"])
     times = []
     for _ in range(spec["repeats"]):
-        cpu_before = _cpu_seconds()
+        cpu_before = cpu_seconds()
         started = time.perf_counter()
         run = simulate(scenario, summary_only=spec["summary_only"])
-        times.append((time.perf_counter() - started, _cpu_seconds() - cpu_before))
+        times.append((time.perf_counter() - started, cpu_seconds() - cpu_before))
     seconds, cpu_s = sorted(times)[len(times) // 2]
     return {
         "seconds": seconds,
         "cpu_s": cpu_s,
-        "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "peak_mb": peak_mb(),
         "interruptions": run.summary["interruptions"]["total"],
         "ettr": run.summary["job"]["ettr"],
     }
 
 
-def _cpu_seconds() -> float:
-    """CPU time of this process: on a shared machine, wall time alone says more about the neighbours."""
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime
-
-
 def run_case(spec: dict) -> dict:
-    out = subprocess.run(
-        [sys.executable, __file__, "--worker", json.dumps(spec)],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        check=False,
-    )
-    if out.returncode:
-        raise SystemExit(f"case {spec} failed:\n{out.stderr}")
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    return run_in_child(__file__, spec)
 
 
 def main() -> int:

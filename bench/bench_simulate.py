@@ -9,8 +9,6 @@ Every case runs in its own process, so its peak resident memory is its own; time
 
 import json
 import os
-import resource
-import subprocess
 import sys
 import tempfile
 import time
@@ -18,6 +16,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from bench.harness import cpu_seconds, peak_mb, run_in_child  # noqa: E402
 
 BUDGETS = [  # (label, preset, sets, write to store, repeats, budget s, budget peak MB)
     ("llama3-405b 54 d, to store", "llama3-405b", [], True, 1, 15.0, None),
@@ -47,7 +47,7 @@ def worker(spec: dict) -> dict:
     scenario = build(spec["preset"], sets=spec["sets"])
     times = []
     for _ in range(spec["repeats"]):
-        cpu_before = _cpu_seconds()
+        cpu_before = cpu_seconds()
         started = time.perf_counter()
         run = simulate(scenario, summary_only=spec["summary_only"])
         simulated = time.perf_counter()
@@ -55,37 +55,22 @@ def worker(spec: dict) -> dict:
             with tempfile.TemporaryDirectory() as tmp:
                 Store(tmp).write_run(run)
         ended = time.perf_counter()
-        times.append((ended - started, simulated - started, ended - simulated, _cpu_seconds() - cpu_before))
-    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        times.append((ended - started, simulated - started, ended - simulated, cpu_seconds() - cpu_before))
+    peak = peak_mb()
     total, sim_s, write_s, cpu_s = sorted(times)[len(times) // 2]
     return {
         "seconds": total,
         "simulate_s": sim_s,
         "write_s": write_s,
         "cpu_s": cpu_s,
-        "peak_mb": peak_mb,
+        "peak_mb": peak,
         "interruptions": run.summary["interruptions"]["total"],
         "ettr": run.summary["job"]["ettr"],
     }
 
 
-def _cpu_seconds() -> float:
-    """CPU time of this process: on a shared machine, wall time alone says more about the neighbours."""
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime
-
-
 def run_case(spec: dict) -> dict:
-    out = subprocess.run(
-        [sys.executable, __file__, "--worker", json.dumps(spec)],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        check=False,
-    )
-    if out.returncode:
-        raise SystemExit(f"case {spec} failed:\n{out.stderr}")
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    return run_in_child(__file__, spec)
 
 
 def main() -> int:

@@ -12,6 +12,7 @@ import streamlit as st
 
 from dashboard import planner_model as model
 from engine.analysis.planner import DURATION_LADDER_S, NICE_MANTISSAS
+from engine.analysis.scale import STRATEGIES, STRATEGY_LABELS
 
 # Why these knobs leave the closed-form ETTR where it is (the issue: every knob moves the headline, or the
 # page says why not). Shown next to them.
@@ -23,6 +24,21 @@ WHY_CLUSTER_AND_SPARES = (
 WHY_REPAIR = (
     "Repair turnaround and technicians do not move the closed-form ETTR either (a failed host is swapped for a "
     "spare at once): they move the spare cover below."
+)
+# What each strategy does, under its selector (the scenario key training.recovery gives the sources).
+STRATEGY_HELP = {
+    "restart": "Every failure stops the whole job: a spare host is swapped in and the job reloads its last "
+    "checkpoint (today's practice, the closed form's model).",
+    "in_memory_checkpoint": "Gemini (SOSP'23): the job also copies its state to peer hosts' CPU memory, and "
+    "reloads from there unless the peers' copy is lost too; storage checkpoints remain the fallback.",
+    "replica_drop": "Meta's fault-tolerant HSDP (arXiv 2602.00277): the failed data-parallel replica drops out "
+    "and rejoins later; the others train on at reduced throughput.",
+    "hot_spare": "NVIDIA NVRx / ByteRobust: warm standby hosts, initialised and idle, are swapped in without a "
+    "scheduling round. The standbys come out of the hot spares above.",
+}
+WHY_STRATEGY = (
+    "The closed form models restart: the strategy's effect shows in a simulated run, on the Strategies at scale "
+    "tab and, for warm standbys, on the Standby break-even tab."
 )
 
 
@@ -202,6 +218,7 @@ def settings(first: model.Knobs, preset: str, key: Callable[[str, object], str])
             knob_duration,
             help="detection, rescheduling, initialisation and restore after an interruption",
         )
+        recovery = recovery_knobs(first, default, key)
     return model.Knobs(
         preset=preset,
         cluster_gpus=int(cluster_gpus),
@@ -221,4 +238,80 @@ def settings(first: model.Knobs, preset: str, key: Callable[[str, object], str])
         gpus_per_host=per_host,
         placement=placement,
         gbps_per_gpu=float(gbps),
+        **recovery,
     )
+
+
+def recovery_knobs(first: model.Knobs, default: model.Knobs, key: Callable[[str, object], str]) -> dict:
+    """The recovery strategy and its own knobs (only the chosen strategy's are shown; the others keep their
+    first values), as Knobs fields."""
+    st.markdown("**Recovery from a failure**")
+    strategy = st.selectbox(
+        "Recovery strategy",
+        STRATEGIES,
+        format_func=STRATEGY_LABELS.get,
+        key=key("recovery", first.recovery),
+        help="training.recovery: how the flagship job recovers from a failure",
+    )
+    st.caption(STRATEGY_HELP[strategy])
+    fields = {name: getattr(first, name) for name in model.STRATEGY_FIELDS}
+    if strategy == "in_memory_checkpoint":
+        fields["memory_interval_s"] = ladder(
+            "Memory checkpoint interval",
+            duration_options(1, 3600, default.memory_interval_s),
+            key("mem_interval", first.memory_interval_s),
+            knob_duration,
+            help="time between copies of the job's state into peers' CPU memory",
+        )
+        fields["memory_copies"] = st.number_input(
+            "Memory copies (peer hosts)",
+            min_value=1,
+            max_value=7,
+            step=1,
+            key=key("copies", first.memory_copies),
+            help="peer hosts holding each host's copy: a failure that takes them all falls back to storage",
+        )
+    elif strategy == "replica_drop":
+        fields["replicas"] = st.number_input(
+            "Data-parallel replicas",
+            min_value=2,
+            max_value=100_000,
+            step=1,
+            key=key("replicas", first.replicas),
+            help="the job's hosts split evenly into this many replicas; k out leave (replicas - k) / replicas "
+            "of the throughput",
+        )
+        fields["drop_stall_s"] = ladder(
+            "Drop stall",
+            duration_options(0, 3600, default.drop_stall_s),
+            key("stall", first.drop_stall_s),
+            knob_duration,
+            help="every replica stalls this long while the failed one is dropped",
+        )
+        fields["rejoin_s"] = ladder(
+            "Rejoin time",
+            duration_options(0, 86400, default.rejoin_s),
+            key("rejoin", first.rejoin_s),
+            knob_duration,
+            help="a dropped replica's time to rejoin once its hosts are replaced",
+        )
+    elif strategy == "hot_spare":
+        fields["hot_spares"] = st.number_input(
+            "Warm standbys (hosts)",
+            min_value=0,
+            max_value=100_000,
+            step=1,
+            key=key("standbys", first.hot_spares),
+            help="hosts kept initialised and idle, taken from the hot spares",
+        )
+        fields["hot_swap_s"] = ladder(
+            "Hot swap",
+            duration_options(0, 3600, default.hot_swap_s),
+            key("swap", first.hot_swap_s),
+            knob_duration,
+            help="restart with a warm standby swapped in, instead of the restart overhead",
+        )
+    if strategy != "restart":
+        st.caption(WHY_STRATEGY)
+    int_fields = ("memory_copies", "replicas", "hot_spares")
+    return {"recovery": strategy} | {k: int(v) if k in int_fields else float(v) for k, v in fields.items()}

@@ -24,6 +24,7 @@ from engine.analysis.planner import (
     nice_number,
     scaled_mix,
 )
+from engine.analysis.scale import STRATEGIES, ScaleStudy
 from engine.errors import GoodputError
 from engine.reference import CAUSES
 from engine.scenario import PRESETS, Scenario, build
@@ -69,6 +70,15 @@ class Knobs:
     gpus_per_host: int = 8
     placement: str = "pack"  # training.placement
     gbps_per_gpu: float = 25.0  # network.gbps_per_gpu: what the job's collectives ask of each GPU's NIC
+    # training.recovery and the recovery.* knobs (engine/scenario/keys.py gives each default its source)
+    recovery: str = "restart"
+    memory_interval_s: float = 60.0
+    memory_copies: int = 1
+    replicas: int = 16
+    drop_stall_s: float = 180.0
+    rejoin_s: float = 600.0
+    hot_spares: int = 16
+    hot_swap_s: float = 180.0
 
 
 def defaults(preset: str) -> Knobs:
@@ -93,6 +103,14 @@ def defaults(preset: str) -> Knobs:
         gpus_per_host=base["cluster.gpus_per_host"],
         placement=base["training.placement"],
         gbps_per_gpu=base["network.gbps_per_gpu"],
+        recovery=base["training.recovery"],
+        memory_interval_s=base["recovery.memory_checkpoint_interval"],
+        memory_copies=base["recovery.memory_copies"],
+        replicas=base["recovery.replicas"],
+        drop_stall_s=base["recovery.drop_stall"],
+        rejoin_s=base["recovery.rejoin"],
+        hot_spares=base["recovery.hot_spares"],
+        hot_swap_s=base["recovery.hot_swap"],
     )
 
 
@@ -112,9 +130,45 @@ NUMERIC: tuple[tuple[str, str, float, float], ...] = (
     ("gpu_hour_usd", "price", 0, 1e4),
     ("gbps_per_gpu", "gbps", 0, 3200),
 )
+# The strategies' own knobs, read like NUMERIC but written to the URL only under their strategy (RECOVERY_KNOBS).
+RECOVERY_NUMERIC: tuple[tuple[str, str, float, float], ...] = (
+    ("memory_interval_s", "mem_interval", 1, 86400),
+    ("memory_copies", "copies", 1, 7),
+    ("replicas", "replicas", 2, 100_000),
+    ("drop_stall_s", "stall", 0, 86400),
+    ("rejoin_s", "rejoin", 0, 7 * 86400),
+    ("hot_spares", "standbys", 0, 100_000),
+    ("hot_swap_s", "swap", 0, 86400),
+)
 PLACEMENTS = KEY_BY_NAME["training.placement"].choices
-INTEGER_FIELDS = frozenset({"cluster_gpus", "job_gpus", "spares", "technicians"})
-URL_NAMES = ("preset", "ckpt", "place", *(url for _, url, _, _ in NUMERIC), *CATEGORIES.values())
+INTEGER_FIELDS = frozenset(
+    {"cluster_gpus", "job_gpus", "spares", "technicians", "memory_copies", "replicas", "hot_spares"}
+)
+# Each strategy's own knobs (Knobs field -> scenario key): shown, kept in the URL and set in the scenario only
+# under that strategy, so a link to a restart plan carries no replica count it does not use.
+RECOVERY_KNOBS: dict[str, dict[str, str]] = {
+    "restart": {},
+    "in_memory_checkpoint": {
+        "memory_interval_s": "recovery.memory_checkpoint_interval",
+        "memory_copies": "recovery.memory_copies",
+    },
+    "replica_drop": {
+        "replicas": "recovery.replicas",
+        "drop_stall_s": "recovery.drop_stall",
+        "rejoin_s": "recovery.rejoin",
+    },
+    "hot_spare": {"hot_spares": "recovery.hot_spares", "hot_swap_s": "recovery.hot_swap"},
+}
+assert set(RECOVERY_KNOBS) == set(STRATEGIES), "every training.recovery choice needs its knobs"
+STRATEGY_FIELDS = frozenset(field for knobs in RECOVERY_KNOBS.values() for field in knobs)
+URL_NAMES = (
+    "preset",
+    "ckpt",
+    "place",
+    "recovery",
+    *(url for _, url, _, _ in NUMERIC + RECOVERY_NUMERIC),
+    *CATEGORIES.values(),
+)
 
 
 def _number(text: str | None, default: float, low: float, high: float) -> float:
@@ -130,13 +184,15 @@ def from_params(params: Mapping[str, str]) -> Knobs:
     preset = params.get("preset", "demo")
     knobs = defaults(preset if preset in PRESETS else "demo")
     changes: dict = {}
-    for name, url, low, high in NUMERIC:
+    for name, url, low, high in NUMERIC + RECOVERY_NUMERIC:
         value = _number(params.get(url), getattr(knobs, name), low, high)
         changes[name] = int(value) if name in INTEGER_FIELDS else value
     if params.get("ckpt") in WRITE_MODES:
         changes["write_mode"] = params["ckpt"]
     if params.get("place") in PLACEMENTS:
         changes["placement"] = params["place"]
+    if params.get("recovery") in STRATEGIES:
+        changes["recovery"] = params["recovery"]
     changes["multipliers"] = {
         cat: _number(params.get(url), 1.0, 0.0, MAX_MULTIPLIER) for cat, url in CATEGORIES.items()
     }
@@ -144,9 +200,17 @@ def from_params(params: Mapping[str, str]) -> Knobs:
 
 
 def to_params(knobs: Knobs) -> dict[str, str]:
-    """The URL parameters that reproduce `knobs` (multipliers only where they are not x1)."""
-    params = {"preset": knobs.preset, "ckpt": knobs.write_mode, "place": knobs.placement}
-    for name, url, _, _ in NUMERIC:  # ten digits: exact for whole numbers, no float noise ("0.0768")
+    """The URL parameters that reproduce `knobs` (multipliers only where they are not x1, a strategy's own
+    knobs only under that strategy)."""
+    params = {
+        "preset": knobs.preset,
+        "ckpt": knobs.write_mode,
+        "place": knobs.placement,
+        "recovery": knobs.recovery,
+    }
+    own = RECOVERY_KNOBS[knobs.recovery]
+    for name, url, _, _ in NUMERIC + tuple(k for k in RECOVERY_NUMERIC if k[0] in own):
+        # ten digits: exact for whole numbers, no float noise ("0.0768")
         value = getattr(knobs, name)
         params[url] = str(value) if name in INTEGER_FIELDS else f"{value:.10g}"
     for cat, url in CATEGORIES.items():
@@ -191,6 +255,8 @@ def scenario_values(knobs: Knobs) -> dict[str, Any]:
         "cost.gpu_hour_usd": knobs.gpu_hour_usd,
         "training.placement": knobs.placement,
         "network.gbps_per_gpu": knobs.gbps_per_gpu,
+        "training.recovery": knobs.recovery,
+        **{key: getattr(knobs, name) for name, key in RECOVERY_KNOBS[knobs.recovery].items()},
     }
     if knobs.write_mode == "time":
         values["training.checkpoint_write"] = knobs.write_s
@@ -210,7 +276,8 @@ def settings_of(knobs: Knobs) -> tuple:
 
 
 def scenario_of(settings: tuple, *, telemetry: bool = False) -> Scenario:
-    """The validated scenario of `settings_of` (GoodputError naming the key when the values do not fit)."""
+    """The validated scenario of `settings_of` (GoodputError naming the key when the values do not fit, a
+    strategy's knobs included: more warm standbys than spares, more replicas than job hosts)."""
     preset, values = settings
     return build(preset).with_values({**dict(values), "simulation.telemetry": telemetry})
 
@@ -247,6 +314,13 @@ def executor_for(runs: int, seconds_per_run: float | None = None) -> LocalExecut
     if seconds_per_run is not None and runs * seconds_per_run <= POOL_WORTH_S:
         return LocalExecutor(1)
     return LocalExecutor()
+
+
+def scale_executor(study: ScaleStudy) -> LocalExecutor:
+    """The scale study's executor: its largest job's run, timed once, bounds every run's time (a run's cost
+    grows with the cluster's hosts), so a study of small jobs stays in this process."""
+    largest = max(study.points, key=lambda p: p.job_gpus)
+    return executor_for(study.runs, seconds_per_run(largest.scenario))
 
 
 def seconds_per_run(s: Scenario) -> float:

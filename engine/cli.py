@@ -186,6 +186,12 @@ def cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_scale(args: argparse.Namespace) -> int:
+    from engine.analysis.scale import run_command
+
+    return run_command(args)
+
+
 def cmd_sweep(args: argparse.Namespace) -> int:
     from engine.scenario import build
     from engine.sim.sweep import bands, make_executor, parse_vary, sweep
@@ -553,6 +559,15 @@ def build_parser() -> argparse.ArgumentParser:
         help="an existing Ray cluster, e.g. ray://head:10001 or auto (default: Ray on this machine)",
     )
     json_flag(swp)
+
+    from engine.analysis import scale  # its flags are its own (polars is loaded by engine.store already)
+
+    scl = command(
+        "scale",
+        cmd_scale,
+        "ETTR of the flagship job by size (1k to 256k GPUs) and recovery strategy, with Monte-Carlo bands",
+    )
+    scale.add_arguments(scl)
 
     ettr = command("ettr", cmd_ettr, "closed-form ETTR, job MTTF and the Young-Daly checkpoint interval")
     ettr.add_argument("--gpus", type=int, required=True, metavar="N", help="GPUs of the job")

@@ -14,7 +14,18 @@ from engine.store import Store
 from tests.file_modes import as_plain_user
 from tests.test_store import small_run
 
-COMMANDS = ["simulate", "replay", "ingest", "runs", "export", "sweep", "ettr", "dashboard"]
+COMMANDS = [
+    "simulate",
+    "replay",
+    "ingest",
+    "runs",
+    "export",
+    "sweep",
+    "scale",
+    "ettr",
+    "dashboard",
+    "definitions",
+]
 
 
 def test_every_command_has_help():
@@ -42,6 +53,16 @@ def run_cli(capsys, *argv):
     code = main(list(argv))
     captured = capsys.readouterr()
     return code, captured.out, captured.err
+
+
+def test_scale_prints_every_strategy_and_size_from_the_command_line(capsys):
+    argv = ["scale", "--preset", "demo", "--sizes", "1024,2048", "--seeds", "2", "--workers", "1", "--json"]
+    assert main([*argv, "--strategies", "restart,replica_drop"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    points = {(b["strategy"], b["job_gpus"]) for b in out["bands"]}
+    assert {s for s, _ in points} == {"restart", "replica_drop"} and len(points) == 4
+    assert main([*argv, "--strategies", "restart,teleport"]) == 2
+    assert "teleport" in capsys.readouterr().err
 
 
 def test_ettr_json_matches_the_closed_form(capsys):

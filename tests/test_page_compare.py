@@ -109,3 +109,88 @@ def decoded(values) -> list[float]:
     if isinstance(values, dict):
         return np.frombuffer(base64.b64decode(values["bdata"]), dtype=values["dtype"]).tolist()
     return [float("nan") if v is None else v for v in values]
+
+
+# ----- recovery strategies side by side (issue 14) ----------------------------------------------------------
+
+
+def strategy_run(name: str, strategy: str, cost: dict[str, float], sets: tuple[str, ...] = ()):
+    """pages_run under `strategy`, its summary carrying the strategy, its losses in dollars and its recovery
+    cost as engine.sim.summary writes them."""
+    run = pages_run(name, preset_sets=(f"training.recovery={strategy}", *sets))
+    run.summary["job"] |= {
+        "recovery": strategy,
+        "recovery_cost": {
+            "standby_gpu_hours": 0.0,
+            "standby_usd": 0.0,
+            "degraded_gpu_hours": 0.0,
+            "degraded_usd": 0.0,
+            "memory_gb_per_host": 0.0,
+        }
+        | cost,
+        "losses_usd": {"lost_work": 10.0, "restart": 4.5, "checkpoint": 0.0, "waiting_for_spares": 0.0},
+    }
+    return run
+
+
+def test_two_strategies_and_their_recovery_costs_side_by_side(store_dir):
+    a = stored_run(store_dir, strategy_run("restart", "restart", {}))
+    b = stored_run(
+        store_dir,
+        strategy_run(
+            "standbys",
+            "hot_spare",
+            {"standby_gpu_hours": 192.0, "standby_usd": 480.0},
+            ("recovery.hot_spares=1", "spares.hosts=4"),
+        ),
+    )
+    at = open_page(PAGE, {"runs": f"{a},{b}"})
+    assert not at.exception
+    headlines = at.dataframe[0].value.set_index("figure")
+    assert headlines.loc["Recovery strategy"].tolist() == [
+        "Restart from the last checkpoint",
+        "Warm standby hosts (hot spare)",
+    ]
+    assert headlines.loc["Standby hosts idle"].tolist() == ["0 GPU-h", "192 GPU-h"]
+    assert headlines.loc["Degraded: replicas out"].tolist() == ["0 GPU-h", "0 GPU-h"]
+    assert headlines.loc["In-memory checkpoint memory per host"].tolist() == ["0.0 GB", "0.0 GB"]
+    diff = at.dataframe[1].value.set_index("key")
+    assert diff.loc["training.recovery"].tolist() == ["restart", "hot_spare"]
+    [costs] = [
+        json.loads(ch.proto.spec)
+        for ch in at.get("plotly_chart")
+        if json.loads(ch.proto.spec)["layout"]["yaxis"]["title"]["text"] == "USD"
+    ]
+    by_name = {t["name"]: decoded(t["y"]) for t in costs["data"]}
+    assert by_name["Standby hosts idle"] == [0.0, 480.0]  # the standbys on top of the same losses
+    assert by_name["Lost work"] == [10.0, 10.0] and costs["layout"]["barmode"] == "stack"
+
+
+def test_a_run_from_before_the_strategies_shows_dashes(store_dir):
+    a = stored_run(store_dir, pages_run("old"))  # a summary without job.recovery
+    b = stored_run(store_dir, strategy_run("drop", "replica_drop", {"degraded_gpu_hours": 3.5}))
+    at = open_page(PAGE, {"runs": f"{a},{b}"})
+    assert not at.exception
+    headlines = at.dataframe[0].value.set_index("figure")
+    assert headlines.loc["Recovery strategy"].tolist() == ["–", "Drop the failed replica (FT-HSDP)"]
+    assert headlines.loc["Degraded: replicas out"].tolist() == ["–", "3.5 GPU-h"]
+
+
+def test_simulated_runs_of_two_strategies_compare(store_dir):
+    """Needs the strategies in the simulator (engine/sim/recovery.py): replica_drop's degraded GPU-hours."""
+    from engine.scenario import build
+    from engine.sim.simulate import simulate
+
+    store = Store(store_dir)
+    sets = ["simulation.telemetry=false", "recovery.replicas=4"]
+    a = store.write_run(simulate(build("demo", sets=sets), name="restart"))
+    b = store.write_run(simulate(build("demo", sets=[*sets, "training.recovery=replica_drop"]), name="drop"))
+    at = open_page(PAGE, {"runs": f"{a},{b}"})
+    assert not at.exception
+    headlines = at.dataframe[0].value.set_index("figure")
+    assert headlines.loc["Recovery strategy"].tolist() == [
+        "Restart from the last checkpoint",
+        "Drop the failed replica (FT-HSDP)",
+    ]
+    degraded = headlines.loc["Degraded: replicas out"].tolist()
+    assert degraded[0] == "0 GPU-h" and degraded[1] != "0 GPU-h"

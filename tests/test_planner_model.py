@@ -182,7 +182,9 @@ def test_closed_form_losses_when_failures_outrun_progress():
         duration_s=86400.0,
         gpu_hour_usd=1.0,
     )
-    assert frame["gpu_hours"].to_list() == pytest.approx([96.0, 96.0, 0.0, 0.0, 0.0])  # T/2 = R: half each
+    assert frame["gpu_hours"].to_list() == pytest.approx(
+        [96.0, 96.0, 0.0, 0.0, 0.0, 0.0]
+    )  # T/2 = R: half each
 
 
 def test_closed_form_losses_take_the_placements_slowdown_from_training_time():
@@ -224,8 +226,15 @@ def test_loss_table_puts_the_simulation_beside_the_closed_form():
     }
     table = loss_table(summary, s)
     assert table["category"].to_list()[-1] == "network_slowdown"
-    assert table["sim_gpu_hours"].to_list() == [10.0, 20.0, 1.0, 5.0, 0.0]  # no placement_slowdown: none
-    assert table["sim_usd"].to_list() == [25.0, 50.0, 2.5, 12.5, 0.0]
+    assert table["sim_gpu_hours"].to_list() == [
+        10.0,
+        20.0,
+        1.0,
+        5.0,
+        0.0,
+        0.0,
+    ]  # no degraded, no placement_slowdown
+    assert table["sim_usd"].to_list() == [25.0, 50.0, 2.5, 12.5, 0.0, 0.0]
     slowed = {"job": {**summary["job"], "gpus": 384, "productive_hours": 10.0, "placement_slowdown": 1.25}}
     table = loss_table(slowed, s)
     assert table["sim_gpu_hours"][-1] == pytest.approx(

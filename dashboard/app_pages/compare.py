@@ -1,5 +1,5 @@
-"""Compare: two or more runs side by side: headline figures, what differs in their scenarios, ETTR over time,
-incidents by cause.
+"""Compare: two or more runs side by side: headline figures (recovery strategy and its costs among them), what
+differs in their scenarios, ETTR over time, what failures cost each, incidents by cause.
 
 URL: ?runs=a,b (run ids) and ?per=host-days (rates instead of counts) reproduce the view.
 """
@@ -24,6 +24,7 @@ def page() -> None:
     headlines_section(infos)
     scenario_section(infos)
     ettr_section(infos, labels)
+    costs_section(infos, labels)
     causes_section(infos, labels)
 
 
@@ -91,6 +92,21 @@ def ettr_section(infos: list[RunInfo], labels: list[str]) -> None:
         st.plotly_chart(
             charts.ettr_over_time(timeline, [lb for lb in labels if lb not in missing]), width="stretch"
         )
+
+
+def costs_section(infos: list[RunInfo], labels: list[str]) -> None:
+    st.subheader("What failures cost")
+    costs = queries.failure_costs(infos)
+    if costs.is_empty():
+        st.caption("None of these runs has a flagship job whose losses to count.")
+        return
+    st.caption(
+        "The flagship job's goodput lost in dollars, by loss, and the warm standby hosts its recovery strategy "
+        "kept idle: a strategy that saves restarts but holds standbys, or trains on with replicas out, compares "
+        "by the total."
+    )
+    shown = [label for label in labels if label in set(costs["run"].to_list())]
+    st.plotly_chart(charts.failure_costs(costs, shown), width="stretch")
 
 
 def causes_section(infos: list[RunInfo], labels: list[str]) -> None:

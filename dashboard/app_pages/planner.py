@@ -1,8 +1,10 @@
 """Planner: start from a preset, move the knobs, read the closed-form ETTR and Young-Daly interval at once; run
 the simulator (one seed, many seeds, or a grid of settings) on the same knobs; keep a run, download its TOML.
+Choose how the job recovers from a failure, see which strategy wins at which job size, and whether warm
+standby hosts pay for themselves.
 
 URL: ?preset= and every knob (dashboard.planner_model.URL_NAMES; seconds for durations, ?ckpt=time|storage,
-?m_gpu= ... for the category multipliers) reproduce the view.
+?m_gpu= ... for the category multipliers, ?recovery= and the strategy's own knobs) reproduce the view.
 """
 
 import math
@@ -17,8 +19,10 @@ from dashboard import planner_model as model
 from dashboard.charts import planner as charts
 from dashboard.format import DASH, fmt_duration, fmt_gpu_hours, fmt_hours, fmt_int, fmt_pct, fmt_usd
 from dashboard.text import md
-from engine.analysis.analytics import LOSS_CATEGORIES, closed_form_ettr, young_daly_interval
+from engine.analysis import scale
+from engine.analysis.analytics import closed_form_ettr, young_daly_interval
 from engine.analysis.definitions import definition
+from engine.analysis.ledger import LOSSES
 from engine.analysis.planner import (
     closed_form_losses,
     closed_form_of,
@@ -61,13 +65,17 @@ def page() -> None:
         auth.missing(auth.Role.PLANNER, "Running simulations, Monte-Carlo and sweeps")
     # the settings are kept beside each result: did the knobs move since it ran?
     plan = Plan(preset, scenario, model.settings_of(knobs), may_plan)
-    run_tab, mc_tab, sweep_tab = st.tabs(["Simulate", "Monte-Carlo", "Sweep"])
-    with run_tab:
+    tabs = st.tabs(["Simulate", "Monte-Carlo", "Sweep", "Strategies at scale", "Standby break-even"])
+    with tabs[0]:
         simulate_tab(plan, knobs)
-    with mc_tab:
+    with tabs[1]:
         monte_carlo_tab(plan)
-    with sweep_tab:
+    with tabs[2]:
         sweeps_tab(plan)
+    with tabs[3]:
+        scale_tab(plan)
+    with tabs[4]:
+        standby_tab(plan)
 
 
 @dataclass(frozen=True)
@@ -169,7 +177,7 @@ def closed_form_section(preset: str, knobs: model.Knobs) -> Scenario | None:
         duration_s=days_s,
         gpu_hour_usd=knobs.gpu_hour_usd,
     )
-    cf_lost = cf_losses.filter(pl.col("category").is_in(LOSS_CATEGORIES))
+    cf_lost = cf_losses.filter(pl.col("category").is_in(LOSSES))
     st.subheader("Closed form")
     cols = st.columns(4)
     metric(cols[0], "closed_form_ettr", fmt_pct(estimate.ettr))
@@ -254,18 +262,17 @@ def simulate_tab(plan: Plan, knobs: model.Knobs) -> None:
         f"{scenario.hosts:,} hosts, {scenario['simulation.days']:g} days, seed {scenario['simulation.seed']}"
     )
     if may_plan and cols[2].button("Run", type="primary", help="a summary-only simulation: seconds"):
-        bar = st.progress(0.0, text="Simulating…")
         from engine.sim.simulate import simulate
 
-        result = simulate(
-            scenario,
-            name=f"planner · {preset}",
-            summary_only=True,
-            progress=lambda done: bar.progress(done, text=f"Simulating… {done:.0%}"),
+        result = with_progress(
+            "Simulating…",
+            lambda progress: simulate(
+                scenario, name=f"planner · {preset}", summary_only=True, progress=progress
+            ),
         )
-        bar.empty()
-        st.session_state["planner_result"] = (settings, result.summary)
-        st.session_state.pop("planner_kept", None)
+        if result is not None:
+            st.session_state["planner_result"] = (settings, result.summary)
+            st.session_state.pop("planner_kept", None)
     kept = st.session_state.get("planner_result")
     if kept is None:
         st.caption(
@@ -283,7 +290,7 @@ def simulate_tab(plan: Plan, knobs: model.Knobs) -> None:
         job, inter = summary.get("job", {}), summary.get("interruptions", {})
         losses = loss_table(summary, ran)
         expected_failures = ran_estimate.failures_per_s * ran.duration_s
-        lost = losses.filter(pl.col("category").is_in(LOSS_CATEGORIES))  # goodput lost: no network slowdown
+        lost = losses.filter(pl.col("category").is_in(LOSSES))  # goodput lost: no network slowdown
         cols = st.columns(4)
         simulated = job.get("ettr")
         metric(
@@ -325,6 +332,7 @@ def simulate_tab(plan: Plan, knobs: model.Knobs) -> None:
             f"{definition('closed_form_unexpected_interruptions').label}: {expected_failures:,.1f} in "
             f"{ran['simulation.days']:g} days; the closed form counts no planned ones."
         )
+        recovery_costs(job)
         ran_slowdown = job_slowdown(job)
         if ran_slowdown > 1.0:
             st.caption(
@@ -347,20 +355,25 @@ def simulate_tab(plan: Plan, knobs: model.Knobs) -> None:
             ],
             hide_index=True,
         )
-        st.caption("The closed form has no queue for spare hosts: its waiting time is always 0.")
+        st.caption(
+            "The closed form has no queue for spare hosts and models restart: its waiting and degraded times "
+            "are always 0."
+        )
         if may_plan and st.button(
             "Keep as run", help="simulates the full run (every table) and writes it to the store"
         ):
             from engine.sim.simulate import simulate
 
-            bar = st.progress(0.0, text="Simulating the full run…")
-            full = simulate(
-                model.scenario_of(ran_settings, telemetry=telemetry),
-                name=f"planner · {ran_settings[0]}",
-                progress=lambda done: bar.progress(done, text=f"Simulating the full run… {done:.0%}"),
+            full = with_progress(
+                "Simulating the full run…",
+                lambda progress: simulate(
+                    model.scenario_of(ran_settings, telemetry=telemetry),
+                    name=f"planner · {ran_settings[0]}",
+                    progress=progress,
+                ),
             )
-            bar.empty()
-            st.session_state["planner_kept"] = state.store().write_run(full)
+            if full is not None:
+                st.session_state["planner_kept"] = state.store().write_run(full)
         run_id = st.session_state.get("planner_kept")
         if run_id:
             st.success(f"Kept as run {run_id}.")
@@ -567,6 +580,224 @@ def sweeps_tab(plan: Plan) -> None:
                 "lost_usd_mean": column("mean_goodput_lost_usd_over_seeds", "dollar"),
             },
         )
+
+
+def with_progress(text: str, work):
+    """`work(progress)` under a progress bar; None, having shown the engine's message, where it refuses the
+    settings (a check only a run makes, e.g. a strategy's own)."""
+    bar = st.progress(0.0, text=text)
+    try:
+        return work(lambda done: bar.progress(done, text=f"{text} {done:.0%}"))
+    except GoodputError as err:
+        st.error(md(err))
+        return None
+    finally:
+        bar.empty()
+
+
+# ----- recovery strategies --------------------------------------------------------------------------------------
+def recovery_costs(job: dict) -> None:
+    """A simulated run's strategy and what it costs besides its ledger (the summary's job.recovery_cost)."""
+    strategy = job.get("recovery", "restart")
+    if strategy == "restart":
+        return
+    cost = job.get("recovery_cost") or {}
+    cols = st.columns(4)
+    metric(cols[0], "recovery_strategy", scale.STRATEGY_LABELS.get(strategy, strategy))
+    metric(
+        cols[1],
+        "standby_hosts_idle",
+        fmt_gpu_hours(cost.get("standby_gpu_hours", 0.0)),
+        fmt_usd(cost.get("standby_usd", 0.0)),
+        **BESIDE,
+    )
+    metric(
+        cols[2],
+        "degraded_replicas_out",
+        fmt_gpu_hours(cost.get("degraded_gpu_hours", 0.0)),
+        fmt_usd(cost.get("degraded_usd", 0.0)),
+        **BESIDE,
+    )
+    metric(cols[3], "memory_checkpoint_per_host", f"{cost.get('memory_gb_per_host', 0.0):,.1f} GB")
+
+
+def scale_tab(plan: Plan) -> None:
+    """ETTR against job size, a line a strategy with its band over seeds (engine.analysis.scale)."""
+    st.caption(
+        "Which recovery strategy at which scale: each point is a job of that size alone on its hosts and "
+        "spares (the spares per job host set above, at least the warm standbys), research and telemetry off, "
+        "every other setting as set above, run for about 100 of its interruptions; every strategy and size "
+        "sees the same seeds."
+    )
+    cols = st.columns(2)
+    sizes = cols[0].multiselect(
+        "Job sizes (GPUs)",
+        list(scale.SIZES_GPUS),
+        key=state.seed("planner_scale_sizes", list(scale.SIZES_GPUS)),
+        format_func=charts.gpus_text,
+    )
+    seeds = cols[1].slider("Seeds per point", 2, 30, key=state.seed("planner_scale_seeds", scale.SEEDS))
+    try:
+        study = scale.plan_study(plan.scenario, sizes_gpus=sizes or scale.SIZES_GPUS, seeds=seeds)
+    except GoodputError as err:
+        st.error(md(err))
+        return
+    sizes_run = sorted({p.job_gpus for p in study.points})
+    st.caption(
+        f"{len(scale.STRATEGIES)} strategies x {len(sizes_run)} sizes x {seeds} seeds = {study.runs} "
+        "summary-only runs."
+    )
+    if plan.may_plan and st.button("Run scale study", type="primary"):
+        frame = with_progress(
+            f"{study.runs} runs…",
+            lambda progress: scale.run_study(study, executor=model.scale_executor(study), progress=progress),
+        )
+        if frame is not None:
+            st.session_state["planner_scale"] = (plan.settings, seeds, frame)
+    result = st.session_state.get("planner_scale")
+    if result is None:
+        return
+    ran_settings, ran_seeds, frame = result
+    if ran_settings != plan.settings:
+        st.warning("The knobs changed since this study: its figures are for the earlier settings.")
+    bands = scale.scale_bands(frame)
+    best = scale.best_strategy(bands)
+    largest = best.row(best.height - 1, named=True)
+    cols = st.columns(2)
+    metric(
+        cols[0],
+        "scale_best_strategy",
+        scale.STRATEGY_LABELS[largest["strategy"]],
+        f"at {largest['job_gpus']:,} GPUs: {fmt_pct(largest['ettr_mean'])}",
+        **BESIDE,
+    )
+    own = best.filter(pl.col("job_gpus") == plan.scenario["training.gpus"])
+    if own.height:
+        mine = own.row(0, named=True)
+        metric(
+            cols[1],
+            "scale_best_strategy",
+            scale.STRATEGY_LABELS[mine["strategy"]],
+            f"at this plan's {mine['job_gpus']:,} GPUs: {fmt_pct(mine['ettr_mean'])}",
+            **BESIDE,
+        )
+    st.plotly_chart(
+        charts.scale_chart(bands, scale.STRATEGY_LABELS, ran_seeds, plan.scenario["training.gpus"]),
+        width="stretch",
+    )
+    st.dataframe(
+        bands.select(
+            pl.col("strategy").replace_strict(scale.STRATEGY_LABELS),
+            "job_gpus",
+            "spare_hosts",
+            "days",
+            "ettr_mean",
+            "ettr_p10",
+            "ettr_p90",
+        ),
+        hide_index=True,
+        width="stretch",
+        column_config={
+            "strategy": st.column_config.TextColumn(definition("recovery_strategy").label),
+            "job_gpus": st.column_config.NumberColumn("job GPUs", format="localized"),
+            "spare_hosts": st.column_config.NumberColumn("spare hosts", format="localized"),
+            "days": column("scale_horizon_days", "%.2f d"),
+            "ettr_mean": column("scale_mean_ettr", "percent"),
+            "ettr_p10": column("scale_ettr_p10", "percent"),
+            "ettr_p90": column("scale_ettr_p90", "percent"),
+        },
+    )
+
+
+def standby_tab(plan: Plan) -> None:
+    """Whether warm standbys pay: their cost against the goodput they win over restart, by standby count."""
+    s = plan.scenario
+    if s["training.recovery"] != "hot_spare":
+        st.info(
+            "The break-even weighs warm standbys against restart: choose **Warm standby hosts (hot spare)** as "
+            "the recovery strategy above to set their number and swap time."
+        )
+        return
+    st.caption(
+        "Warm standbys cost their hosts' GPU-hours idle; they win the goodput of swapping in "
+        f"{fmt_duration(s['recovery.hot_swap'])} instead of restarting in "
+        f"{fmt_duration(s['training.restart_overhead'])}. Each count runs against restart on the same hosts and "
+        "seeds, every other setting as set above."
+    )
+    seeds = st.slider(
+        "Seeds per count", 2, 20, key=state.seed("planner_standby_seeds", scale.BREAK_EVEN_SEEDS)
+    )
+    try:
+        study = scale.plan_break_even(s, seeds=seeds)
+    except GoodputError as err:
+        st.error(md(err))
+        return
+    counts = sorted({p.standbys for p in study.points if p.strategy == "hot_spare"})
+    st.caption(f"Standby counts {', '.join(map(str, counts))}: {study.runs} summary-only runs.")
+    if plan.may_plan and st.button("Run break-even", type="primary"):
+        frame = with_progress(
+            f"{study.runs} runs…",
+            lambda progress: scale.run_break_even(
+                study, executor=executor(plan, study.runs), progress=progress
+            ),
+        )
+        if frame is not None:
+            st.session_state["planner_standby"] = (plan.settings, study.current, frame)
+    result = st.session_state.get("planner_standby")
+    if result is None:
+        return
+    ran_settings, current, frame = result
+    if ran_settings != plan.settings:
+        st.warning("The knobs changed since these runs: their figures are for the earlier settings.")
+    bands = scale.break_even_bands(frame)
+    verdict = scale.break_even_of(bands)
+    mine = bands.filter(pl.col("standbys") == current).row(0, named=True)
+    # two rows: what the current count wins and costs, then the best count and the break-even (five in one row
+    # cut their labels short)
+    cols = [*st.columns(3), *st.columns(3)[:2]]
+    metric(cols[0], "standby_goodput_won_usd", fmt_usd(mine["won_usd_mean"]), f"{current} standbys", **BESIDE)
+    if verdict is None:
+        st.warning(
+            "These runs report no standby cost (the simulator's sweep rows lack it): only the goodput won is "
+            "shown."
+        )
+        return
+    metric(cols[1], "standby_cost_usd", fmt_usd(mine["standby_usd_mean"]), f"{current} standbys", **BESIDE)
+    metric(
+        cols[2],
+        "standby_net_usd",
+        fmt_usd(mine["net_usd_mean"]),
+        "they pay" if mine["net_usd_mean"] > 0 else "they do not pay",
+        delta_color="normal" if mine["net_usd_mean"] > 0 else "inverse",
+    )
+    metric(cols[3], "standby_best_count", f"{verdict.best:,}", fmt_usd(verdict.best_net_usd), **BESIDE)
+    metric(
+        cols[4],
+        "standby_break_even",
+        DASH if verdict.break_even is None else f"{verdict.break_even:,.0f}",
+        None
+        if verdict.break_even is not None
+        else "no count pays"
+        if verdict.best_net_usd <= 0
+        else f"they still pay at {max(counts):,}",
+        **BESIDE,
+    )
+    st.plotly_chart(charts.break_even_chart(bands, current, verdict.break_even), width="stretch")
+    st.dataframe(
+        bands.select(
+            "standbys", "won_usd_mean", "standby_usd_mean", "net_usd_mean", "net_usd_p10", "net_usd_p90"
+        ),
+        hide_index=True,
+        width="stretch",
+        column_config={
+            "standbys": st.column_config.NumberColumn("warm standbys", format="%d"),
+            "won_usd_mean": column("standby_goodput_won_usd", "dollar"),
+            "standby_usd_mean": column("standby_cost_usd", "dollar"),
+            "net_usd_mean": column("standby_net_usd", "dollar"),
+            "net_usd_p10": st.column_config.NumberColumn("net, 10th percentile", format="dollar"),
+            "net_usd_p90": st.column_config.NumberColumn("net, 90th percentile", format="dollar"),
+        },
+    )
 
 
 st.title("Planner")

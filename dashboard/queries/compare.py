@@ -11,19 +11,30 @@ from dashboard.format import DASH, fmt_gpu_hours, fmt_hours, fmt_int, fmt_pct
 from engine.analysis.analytics import ettr_timeline
 from engine.analysis.definitions import definition
 from engine.analysis.incidents import FLAGSHIP_JOB_SQL
+from engine.analysis.ledger import LOSSES
+from engine.analysis.scale import STRATEGY_LABELS
 from engine.errors import GoodputError
+from engine.report.palette import LOSS_LABELS
 from engine.scenario import from_dict
 from engine.store import RunInfo
 from engine.units import SECONDS_PER_DAY
 
+
+def strategy_text(strategy: str) -> str:
+    return STRATEGY_LABELS.get(strategy, strategy)
+
+
 # (label, path into the summary, formatter): the figures `goodput simulate --json` prints, each figure under its
-# definition's label (engine/definitions), as on the Overview.
+# definition's label (engine/definitions), as on the Overview. The flagship's recovery strategy comes with its
+# size, what the strategy costs besides its ledger after Goodput lost, so runs of two strategies compare at a
+# glance (a run from before the strategies shows a dash).
 HEADLINES: tuple[tuple[str, tuple[str, ...], Any], ...] = (
     ("GPUs", ("gpus",), fmt_int),
     ("hosts", ("hosts",), fmt_int),
     ("days", ("days",), lambda d: DASH if d is None else f"{d:g}"),
     ("flagship job", ("job", "name"), lambda s: s or DASH),
     ("flagship GPUs", ("job", "gpus"), fmt_int),
+    (definition("recovery_strategy").label, ("job", "recovery"), strategy_text),
     (definition("ettr").label, ("job", "ettr"), fmt_pct),
     (definition("job_mttf").label, ("job", "mttf_hours"), fmt_hours),
     (definition("interruptions").label, ("interruptions", "total"), fmt_int),
@@ -31,6 +42,17 @@ HEADLINES: tuple[tuple[str, tuple[str, ...], Any], ...] = (
     (definition("planned_interruptions").label, ("interruptions", "planned"), fmt_int),
     (definition("checkpoints_written").label, ("job", "checkpoints"), fmt_int),
     (definition("goodput_lost").label, ("job", "lost_gpu_hours"), fmt_gpu_hours),
+    (definition("standby_hosts_idle").label, ("job", "recovery_cost", "standby_gpu_hours"), fmt_gpu_hours),
+    (
+        definition("degraded_replicas_out").label,
+        ("job", "recovery_cost", "degraded_gpu_hours"),
+        fmt_gpu_hours,
+    ),
+    (
+        definition("memory_checkpoint_per_host").label,
+        ("job", "recovery_cost", "memory_gb_per_host"),
+        lambda gb: f"{gb:,.1f} GB",
+    ),
     (definition("utilisation_by_allocation").label, ("cluster", "utilization"), fmt_pct),
     (definition("utilisation_by_progress").label, ("cluster", "utilization_progress"), fmt_pct),
     (definition("gpu_hours_down").label, ("cluster", "gpu_hours_down"), fmt_gpu_hours),
@@ -186,4 +208,31 @@ def ettr_over_time(infos: list[RunInfo]) -> pl.DataFrame:
         pl.concat(frames)
         if frames
         else pl.DataFrame(schema={"run": pl.String, "day": pl.Float64, "ettr_cumulative": pl.Float64})
+    )
+
+
+# What failures cost a run's flagship job, in dollars: each loss of Goodput lost, then the warm standbys idle.
+STANDBY_ITEM = "standby_hosts_idle"
+
+
+def failure_costs(infos: list[RunInfo]) -> pl.DataFrame:
+    """Each run's flagship losses in USD by ledger bucket (summary job.losses_usd) and its standby hosts' cost
+    (job.recovery_cost.standby_usd): columns run, item (a ledger bucket or STANDBY_ITEM), label, usd. Runs
+    without a flagship job, and items a summary lacks, have no rows."""
+    rows = []
+    for info in infos:
+        job = info.summary.get("job") or {}
+        if not job.get("gpus"):
+            continue
+        losses = job.get("losses_usd") or {}
+        for bucket in LOSSES:
+            if bucket in losses:
+                rows.append((run_label(info), bucket, LOSS_LABELS[bucket], float(losses[bucket])))
+        standby = (job.get("recovery_cost") or {}).get("standby_usd")
+        if standby is not None:
+            rows.append((run_label(info), STANDBY_ITEM, definition(STANDBY_ITEM).label, float(standby)))
+    return pl.DataFrame(
+        rows,
+        schema={"run": pl.String, "item": pl.String, "label": pl.String, "usd": pl.Float64},
+        orient="row",
     )

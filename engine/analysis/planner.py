@@ -22,7 +22,8 @@ from typing import Any
 
 import polars as pl
 
-from engine.analysis.analytics import LOSS_CATEGORIES, ClosedForm, closed_form_ettr
+from engine.analysis.analytics import ClosedForm, closed_form_ettr
+from engine.analysis.ledger import LOSSES
 from engine.reference import CAUSES
 from engine.scenario import MIX_PREFIX, Scenario, build
 from engine.sim.failures import SCOPE
@@ -248,7 +249,9 @@ def _placement_slowdown(preset: str, shape: tuple[tuple[str, Any], ...]) -> floa
 
 # ----- the closed form's loss split (the Planner's waterfall beside a simulated run) ----------------------
 
-PLANNER_LOSSES = (*LOSS_CATEGORIES, "network_slowdown")  # the last: training time the network slowed
+# The losses of Goodput lost (the ledger's, degraded included once the recovery strategies have it), then the
+# training time the network slowed, shown apart.
+PLANNER_LOSSES = (*LOSSES, "network_slowdown")
 
 
 def closed_form_losses(
@@ -266,9 +269,10 @@ def closed_form_losses(
 
     Per failure (rate lambda) half an interval of work is lost and a restart is paid: lambda (T/2 + R) of the
     time; the rest trains and checkpoints in the ratio T : w. The first-order model has no queue for spares,
-    so waiting_for_spares is 0. Where failures outrun progress (lambda (T/2 + R) > 1) the two failure shares
-    are scaled to fill the time, as the clipped ETTR of 0 implies. Of the training time left, a placement the
-    network slows `slowdown` times makes no progress for 1 - 1/slowdown of it (network_slowdown).
+    so waiting_for_spares is 0, and it models restart, so nothing is degraded. Where failures outrun progress
+    (lambda (T/2 + R) > 1) the two failure shares are scaled to fill the time, as the clipped ETTR of 0
+    implies. Of the training time left, a placement the network slows `slowdown` times makes no progress for
+    1 - 1/slowdown of it (network_slowdown).
     """
     rate = estimate.failures_per_s
     lost, restart = rate * interval_s / 2.0, rate * restart_s
@@ -279,13 +283,8 @@ def closed_form_losses(
     checkpoint = rest * (write_s / interval_s) / (1.0 + write_s / interval_s)
     job_gpu_hours = gpus * duration_s / SECONDS_PER_HOUR
     network = (rest - checkpoint) * slowed_share(slowdown)
-    hours = [
-        lost * job_gpu_hours,
-        restart * job_gpu_hours,
-        checkpoint * job_gpu_hours,
-        0.0,
-        network * job_gpu_hours,
-    ]
+    shares = {"lost_work": lost, "restart": restart, "checkpoint": checkpoint, "network_slowdown": network}
+    hours = [shares.get(category, 0.0) * job_gpu_hours for category in PLANNER_LOSSES]
     return pl.DataFrame(
         {"category": list(PLANNER_LOSSES), "gpu_hours": hours, "usd": [h * gpu_hour_usd for h in hours]}
     )

@@ -26,6 +26,7 @@ from typing import Protocol
 import polars as pl
 
 from engine import limits
+from engine.analysis.ledger import LOSSES
 from engine.errors import GoodputError
 from engine.scenario import Scenario
 
@@ -44,7 +45,9 @@ METRICS: tuple[str, ...] = (
     "restart_gpu_hours",
     "checkpoint_gpu_hours",
     "waiting_for_spares_gpu_hours",
+    "degraded_gpu_hours",
     "lost_usd",
+    "standby_usd",
     "ettr_with_network",
 )
 INT_METRICS = frozenset({"interruptions", "unexpected", "planned"})
@@ -208,8 +211,11 @@ def result_row(summary: dict) -> dict:
         "planned": inter["planned"],
         "closed_form_ettr": job["closed_form_ettr"],
         "lost_gpu_hours": job["lost_gpu_hours"],
-        **{f"{k}_gpu_hours": losses[k] for k in ("lost_work", "restart", "checkpoint", "waiting_for_spares")},
+        # the ledger's loss buckets; a summary stored before the degraded bucket existed has none of it
+        **{f"{k}_gpu_hours": losses.get(k, 0.0) for k in LOSSES},
         "lost_usd": math.fsum(job["losses_usd"].values()),
+        # what the recovery strategy's standby hosts cost (engine.sim.recovery; 0 without hot spares)
+        "standby_usd": float((job.get("recovery_cost") or {}).get("standby_usd", 0.0)),
         "ettr_with_network": job["ettr_with_network"],  # ETTR over the placement's network slowdown
     }
 

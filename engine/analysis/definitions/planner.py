@@ -1,8 +1,9 @@
 """The Planner's figures: closed forms from the knobs alone (no run), and bands over the seeds of many runs.
 
 A figure the Planner computes without simulating says "closed form" in its label; one over many simulated
-runs says "over seeds". A single simulated run is shown under the goodput ledger's own labels (ETTR
-(goodput), Job MTTF, Interruptions, Goodput lost): it is that figure, of a run not stored.
+runs says "over seeds" (a percentile: "of seeds"). A single simulated run is shown under the goodput ledger's
+own labels (ETTR (goodput), Job MTTF, Interruptions, Goodput lost): it is that figure, of a run not stored.
+The recovery strategies' studies (engine.analysis.scale) say "at scale" or "standby" in their labels.
 """
 
 from engine.analysis.definitions import Definition, section
@@ -149,5 +150,101 @@ DEFINITIONS: tuple[Definition, ...] = (
         "for spare hosts at the GPU-hour price) averaged over the seeds' runs.",
         "engine.sim.sweep.bands (lost_usd_mean)",
         "goodput_lost",
+    ),
+    # ----- recovery strategies: the scale study and the standby break-even (engine.analysis.scale) -----
+    _d(
+        "scale_mean_ettr",
+        "Mean ETTR at scale over seeds",
+        "ratio",
+        "ETTR (goodput) of a flagship job of the size shown under the recovery strategy shown, averaged over "
+        "summary-only runs one a seed: the job alone on a cluster of its hosts and spares (the settings' spares "
+        "per job host, at least the warm standbys), research and telemetry off, every other setting as set, over "
+        "the scale study's horizon.",
+        "engine.analysis.scale.scale_bands (ettr_mean)",
+        "mean_ettr_over_seeds",
+        "ettr",
+    ),
+    _d(
+        "scale_ettr_p10",
+        "ETTR at scale, 10th percentile of seeds",
+        "ratio",
+        "The ETTR (goodput) that 90 % of the seeds' runs of that size and strategy reach or beat: the lower "
+        "edge of the band on the scale chart.",
+        "engine.analysis.scale.scale_bands (ettr_p10)",
+        "scale_mean_ettr",
+        "ettr_p5_over_seeds",
+    ),
+    _d(
+        "scale_ettr_p90",
+        "ETTR at scale, 90th percentile of seeds",
+        "ratio",
+        "The ETTR (goodput) that only 10 % of the seeds' runs of that size and strategy beat: the upper edge of "
+        "the band on the scale chart.",
+        "engine.analysis.scale.scale_bands (ettr_p90)",
+        "scale_mean_ettr",
+        "ettr_p95_over_seeds",
+    ),
+    _d(
+        "scale_horizon_days",
+        "Scale study horizon",
+        "days",
+        "The days each run of a job size simulates: enough for about 100 interruptions of the job (its hosts' "
+        "unexpected failures at the rate set, plus the planned ones), at least a day and twice a failed host's "
+        "time away, at most a year. A fixed span would give a 1k-GPU job a handful of failures and a 256k-GPU "
+        "job thousands.",
+        "engine.analysis.scale.horizon_days",
+    ),
+    _d(
+        "scale_best_strategy",
+        "Best strategy at scale",
+        "strategy",
+        "The recovery strategy with the highest mean ETTR at scale over seeds for a job size.",
+        "engine.analysis.scale.best_strategy",
+        "scale_mean_ettr",
+    ),
+    _d(
+        "standby_goodput_won_usd",
+        "Goodput won by standbys over seeds (USD)",
+        "USD",
+        "(ETTR with the warm standbys - ETTR of restart on the same hosts and seed) x the job's GPUs x the "
+        "scenario's hours x the GPU-hour price, averaged over the seeds: what faster swaps are worth.",
+        "engine.analysis.scale.run_break_even (won_usd)",
+        "standby_cost_usd",
+    ),
+    _d(
+        "standby_cost_usd",
+        "Standby cost over seeds (USD)",
+        "USD",
+        "The warm standby hosts' GPU-hours spent idle at the GPU-hour price (each run's recovery cost of "
+        "standbys), averaged over the seeds.",
+        "engine.analysis.scale.run_break_even (standby_usd)",
+        "standby_goodput_won_usd",
+    ),
+    _d(
+        "standby_net_usd",
+        "Net value of standbys over seeds (USD)",
+        "USD",
+        "Goodput won by standbys minus their cost, averaged over the seeds (its band: the 10th to 90th "
+        "percentile). Above zero the standbys pay for themselves.",
+        "engine.analysis.scale.break_even_bands (net_usd_mean)",
+        "standby_goodput_won_usd",
+        "standby_cost_usd",
+    ),
+    _d(
+        "standby_best_count",
+        "Most valuable standby count",
+        "hosts",
+        "Of the standby counts run, the one with the highest net value of standbys (0 where no count pays).",
+        "engine.analysis.scale.break_even_of (best)",
+        "standby_break_even",
+    ),
+    _d(
+        "standby_break_even",
+        "Standby break-even",
+        "hosts",
+        "Past the most valuable count, the number of warm standby hosts at which the mean net value falls to "
+        "zero (linear between the counts run): more standbys than this cost more than the goodput they win.",
+        "engine.analysis.scale.break_even_of (break_even)",
+        "standby_best_count",
     ),
 )
