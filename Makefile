@@ -52,7 +52,7 @@ lint: $(VENV)/.synced-test
 # The load test (marker `load`: 20 Chromium sessions against one server, health within 2 s) runs alone after
 # the rest, so the other tests' work on this 2-core machine is not what it measures.
 test: lint
-	$(PY) -m pytest -n 2 -m "not load" $(PYTEST_ARGS)
+	$(PY) -m pytest -n 2 --dist loadgroup -m "not load" $(PYTEST_ARGS)  # loadgroup: one Slurm at a time
 	$(PY) -m pytest -m load $(PYTEST_ARGS) || [ $$? -eq 5 ]  # 5: PYTEST_ARGS chose no load test
 
 bench: $(VENV)/.synced-test
