@@ -46,13 +46,13 @@ def chart(executor, quick: bool) -> dict:
 
 
 def break_even(executor, quick: bool) -> dict:
-    from engine.analysis import scale
+    from engine.analysis import standby
     from engine.scenario import build
 
     base = build("llama3-405b").with_values({"training.recovery": "hot_spare"})
-    study = scale.plan_break_even(base, counts=(0, 16) if quick else None, seeds=2 if quick else 5)
-    seconds, cpu, frame = timed(lambda: scale.run_break_even(study, executor=executor))
-    return {"seconds": seconds, "cpu_s": cpu, "runs": study.runs, "bands": scale.break_even_bands(frame)}
+    study = standby.plan_break_even(base, counts=(0, 16) if quick else None, seeds=2 if quick else 5)
+    seconds, cpu, frame = timed(lambda: standby.run_break_even(study, executor=executor))
+    return {"seconds": seconds, "cpu_s": cpu, "runs": study.runs, "bands": standby.break_even_bands(frame)}
 
 
 def main() -> int:

@@ -96,6 +96,10 @@ def test_every_page_of_the_default_run(llama3):
                 expect(page.get_by_test_id("stStatusWidget")).to_have_count(0, timeout=PAGE_TIMEOUT_MS)
                 # ... and every element has replaced its loading placeholder (the figures are in)
                 expect(page.get_by_test_id("stSkeleton")).to_have_count(0, timeout=PAGE_TIMEOUT_MS)
+                # ... and nothing is left greyed from an earlier pass of the script (Streamlit marks such
+                # elements data-stale until the run that redraws them reaches them: the GPUs page draws its
+                # grid last, so its metrics stayed grey in the screenshot while the grid was still coming)
+                expect(page.locator('[data-stale="true"]')).to_have_count(0, timeout=PAGE_TIMEOUT_MS)
                 expect(page.get_by_test_id("stException")).to_have_count(0)
                 expect(page.get_by_test_id("stAlertContentError")).to_have_count(0)
                 if path == "":

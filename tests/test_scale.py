@@ -16,7 +16,7 @@ import pytest
 
 from dashboard.charts.planner import break_even_chart, gpus_text, scale_chart
 from engine import limits
-from engine.analysis import scale
+from engine.analysis import scale, standby
 from engine.analysis.planner import spare_cover
 from engine.errors import GoodputError
 from engine.scenario import build
@@ -202,13 +202,15 @@ def test_needs_the_strategies_warm_standbys_never_lose_to_restart(llama3_at_scal
 def test_standby_counts_double_up_to_twice_the_first_order_break_even():
     # llama3-405b: 2,048 hosts x 3.79 / 1,000 a day x 85 % that take a host x (10 - 3) min x 16,384 GPUs saved,
     # against 8 GPUs idle a standby: about 66 standbys
-    assert scale.standby_estimate(LLAMA3) == pytest.approx(65.63, abs=0.01)
-    assert scale.standby_counts(LLAMA3) == (0, 1, 2, 4, 8, 16, 32, 64, 128)
-    assert scale.standby_counts(DEMO.with_values({"recovery.hot_spares": 3})) == (0, 1, 2, 3, 4)
+    assert standby.standby_estimate(LLAMA3) == pytest.approx(65.63, abs=0.01)
+    assert standby.standby_counts(LLAMA3) == (0, 1, 2, 4, 8, 16, 32, 64, 128)
+    assert standby.standby_counts(DEMO.with_values({"recovery.hot_spares": 3})) == (0, 1, 2, 3, 4)
 
 
 def test_every_count_runs_against_restart_on_the_same_hosts():
-    study = scale.plan_break_even(LLAMA3.with_values({"training.recovery": "hot_spare"}), counts=[0, 16, 64])
+    study = standby.plan_break_even(
+        LLAMA3.with_values({"training.recovery": "hot_spare"}), counts=[0, 16, 64]
+    )
     shape = [(p.strategy, p.standbys, p.spare_hosts, p.scenario["cluster.gpus"]) for p in study.points]
     assert shape == [
         ("restart", 0, 48, 24576),
@@ -220,28 +222,28 @@ def test_every_count_runs_against_restart_on_the_same_hosts():
     assert study.job_gpu_hours == 16384 * 54 * 24 and study.gpu_hour_usd == 2.5 and study.runs == 25
     assert all(p.scenario["simulation.telemetry"] is False for p in study.points)
     demo = DEMO.with_values({"training.recovery": "hot_spare", "recovery.hot_spares": 2})
-    grown = scale.plan_break_even(demo, counts=[20])
+    grown = standby.plan_break_even(demo, counts=[20])
     assert [p.scenario["cluster.gpus"] for p in grown.points] == [(48 + 20) * 8] * 2  # the cluster holds them
 
 
 def test_the_break_even_is_where_the_mean_net_falls_through_zero():
     bands = pl.DataFrame({"standbys": [0, 1, 2, 4, 8], "net_usd_mean": [0.0, 50.0, 60.0, 20.0, -20.0]})
-    verdict = scale.break_even_of(bands)
+    verdict = standby.break_even_of(bands)
     assert (verdict.best, verdict.best_net_usd) == (2, 60.0)
     assert verdict.break_even == pytest.approx(6.0)  # 20 at 4, -20 at 8: zero half-way
-    never = scale.break_even_of(pl.DataFrame({"standbys": [0, 1, 2], "net_usd_mean": [0.0, -5.0, -9.0]}))
+    never = standby.break_even_of(pl.DataFrame({"standbys": [0, 1, 2], "net_usd_mean": [0.0, -5.0, -9.0]}))
     assert (never.best, never.break_even) == (0, None)
-    still = scale.break_even_of(pl.DataFrame({"standbys": [0, 1, 2], "net_usd_mean": [0.0, 5.0, 9.0]}))
+    still = standby.break_even_of(pl.DataFrame({"standbys": [0, 1, 2], "net_usd_mean": [0.0, 5.0, 9.0]}))
     assert (still.best, still.break_even) == (2, None)
     unknown = pl.DataFrame({"standbys": [0, 1]}).with_columns(net_usd_mean=pl.lit(None, pl.Float64))
-    assert scale.break_even_of(unknown) is None
+    assert standby.break_even_of(unknown) is None
 
 
 def test_goodput_won_is_the_ettr_difference_at_the_jobs_price():
     base = DEMO.with_values({"training.recovery": "hot_spare", "recovery.hot_spares": 2})
-    study = scale.plan_break_even(base, counts=[0, 2], seeds=2)
-    frame = scale.run_break_even(study, executor=LocalExecutor(1))
-    assert frame.schema == pl.Schema(scale.BREAK_EVEN_SCHEMA)
+    study = standby.plan_break_even(base, counts=[0, 2], seeds=2)
+    frame = standby.run_break_even(study, executor=LocalExecutor(1))
+    assert frame.schema == pl.Schema(standby.BREAK_EVEN_SCHEMA)
     assert frame["standbys"].to_list() == [0, 0, 2, 2] and frame["seed"].to_list() == [7, 8, 7, 8]
     restart = [
         simulate(p.scenario.with_values({"simulation.seed": s}), summary_only=True).summary["job"]["ettr"]
@@ -251,7 +253,7 @@ def test_goodput_won_is_the_ettr_difference_at_the_jobs_price():
     assert frame["restart_ettr"].to_list() == restart * 2
     won = (frame["ettr"] - frame["restart_ettr"]) * 384 * 7 * 24 * 2.5
     assert frame["won_usd"].to_list() == pytest.approx(won.to_list())
-    bands = scale.break_even_bands(frame)
+    bands = standby.break_even_bands(frame)
     assert bands["standbys"].to_list() == [0, 2] and bands["runs"].to_list() == [2, 2]
 
 
@@ -262,8 +264,8 @@ def test_needs_the_strategies_no_standby_wins_nothing_and_standbys_cost_their_ho
     # at least 85 % of the week. Also needs engine.sim.sweep.result_row to report the summary's
     # job.recovery_cost.standby_usd as `standby_usd`.
     base = DEMO.with_values({"training.recovery": "hot_spare", "recovery.hot_spares": 2})
-    frame = scale.run_break_even(
-        scale.plan_break_even(base, counts=[0, 2], seeds=2), executor=LocalExecutor(1)
+    frame = standby.run_break_even(
+        standby.plan_break_even(base, counts=[0, 2], seeds=2), executor=LocalExecutor(1)
     )
     none, two = frame.filter(pl.col("standbys") == 0), frame.filter(pl.col("standbys") == 2)
     assert none["won_usd"].to_list() == [0.0, 0.0] and none["standby_usd"].to_list() == [0.0, 0.0]

@@ -19,7 +19,7 @@ from dashboard import planner_model as model
 from dashboard.charts import planner as charts
 from dashboard.format import DASH, fmt_duration, fmt_gpu_hours, fmt_hours, fmt_int, fmt_pct, fmt_usd
 from dashboard.text import md
-from engine.analysis import scale
+from engine.analysis import scale, standby
 from engine.analysis.analytics import closed_form_ettr, young_daly_interval
 from engine.analysis.definitions import definition
 from engine.analysis.ledger import LOSSES
@@ -725,10 +725,10 @@ def standby_tab(plan: Plan) -> None:
         "seeds, every other setting as set above."
     )
     seeds = st.slider(
-        "Seeds per count", 2, 20, key=state.seed("planner_standby_seeds", scale.BREAK_EVEN_SEEDS)
+        "Seeds per count", 2, 20, key=state.seed("planner_standby_seeds", standby.BREAK_EVEN_SEEDS)
     )
     try:
-        study = scale.plan_break_even(s, seeds=seeds)
+        study = standby.plan_break_even(s, seeds=seeds)
     except GoodputError as err:
         st.error(md(err))
         return
@@ -737,7 +737,7 @@ def standby_tab(plan: Plan) -> None:
     if plan.may_plan and st.button("Run break-even", type="primary"):
         frame = with_progress(
             f"{study.runs} runs…",
-            lambda progress: scale.run_break_even(
+            lambda progress: standby.run_break_even(
                 study, executor=executor(plan, study.runs), progress=progress
             ),
         )
@@ -749,8 +749,8 @@ def standby_tab(plan: Plan) -> None:
     ran_settings, current, frame = result
     if ran_settings != plan.settings:
         st.warning("The knobs changed since these runs: their figures are for the earlier settings.")
-    bands = scale.break_even_bands(frame)
-    verdict = scale.break_even_of(bands)
+    bands = standby.break_even_bands(frame)
+    verdict = standby.break_even_of(bands)
     mine = bands.filter(pl.col("standbys") == current).row(0, named=True)
     # two rows: what the current count wins and costs, then the best count and the break-even (five in one row
     # cut their labels short)

@@ -208,7 +208,7 @@ DEFINITIONS: tuple[Definition, ...] = (
         "USD",
         "(ETTR with the warm standbys - ETTR of restart on the same hosts and seed) x the job's GPUs x the "
         "scenario's hours x the GPU-hour price, averaged over the seeds: what faster swaps are worth.",
-        "engine.analysis.scale.run_break_even (won_usd)",
+        "engine.analysis.standby.run_break_even (won_usd)",
         "standby_cost_usd",
     ),
     _d(
@@ -217,7 +217,7 @@ DEFINITIONS: tuple[Definition, ...] = (
         "USD",
         "The warm standby hosts' GPU-hours spent idle at the GPU-hour price (each run's recovery cost of "
         "standbys), averaged over the seeds.",
-        "engine.analysis.scale.run_break_even (standby_usd)",
+        "engine.analysis.standby.run_break_even (standby_usd)",
         "standby_goodput_won_usd",
     ),
     _d(
@@ -226,7 +226,7 @@ DEFINITIONS: tuple[Definition, ...] = (
         "USD",
         "Goodput won by standbys minus their cost, averaged over the seeds (its band: the 10th to 90th "
         "percentile). Above zero the standbys pay for themselves.",
-        "engine.analysis.scale.break_even_bands (net_usd_mean)",
+        "engine.analysis.standby.break_even_bands (net_usd_mean)",
         "standby_goodput_won_usd",
         "standby_cost_usd",
     ),
@@ -235,7 +235,7 @@ DEFINITIONS: tuple[Definition, ...] = (
         "Most valuable standby count",
         "hosts",
         "Of the standby counts run, the one with the highest net value of standbys (0 where no count pays).",
-        "engine.analysis.scale.break_even_of (best)",
+        "engine.analysis.standby.break_even_of (best)",
         "standby_break_even",
     ),
     _d(
@@ -244,7 +244,7 @@ DEFINITIONS: tuple[Definition, ...] = (
         "hosts",
         "Past the most valuable count, the number of warm standby hosts at which the mean net value falls to "
         "zero (linear between the counts run): more standbys than this cost more than the goodput they win.",
-        "engine.analysis.scale.break_even_of (break_even)",
+        "engine.analysis.standby.break_even_of (break_even)",
         "standby_best_count",
     ),
 )
