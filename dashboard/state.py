@@ -244,15 +244,12 @@ def live_refresh_s(info: RunInfo, now: float | None = None) -> float | None:
     """How often a page should rerun while `info` is a live-ingest run (`goodput ingest dcgm --scrape`, which
     commits every scrape by replacing the run's file: engine.ingest.live); None for any other run.
 
-    Live: kind "ingest", scraped (scenario source "scrape", which engine.ingest.live writes), and its file
-    replaced within LIVE_STALE_S. The interval follows the scrapes (the run's span over its scrapes), kept
-    between 5 s and a minute.
+    Live: kind "ingest", scraped or watched (scenario source "scrape", which engine.ingest.live writes, or
+    "watch", engine.ingest.watch), and its file replaced within LIVE_STALE_S. The interval follows the scrapes
+    (the run's span over its scrapes) or the watch's cycle (scenario every_s), kept between 5 s and a minute.
     """
-    if (
-        info.kind != "ingest"
-        or not isinstance(info.scenario, dict)
-        or info.scenario.get("source") != "scrape"
-    ):
+    source = info.scenario.get("source") if isinstance(info.scenario, dict) else None
+    if info.kind != "ingest" or source not in ("scrape", "watch"):
         return None
     try:
         modified = store().path_of(info.run_id).stat().st_mtime
@@ -261,11 +258,13 @@ def live_refresh_s(info: RunInfo, now: float | None = None) -> float | None:
     if (now if now is not None else time.time()) - modified > LIVE_STALE_S:
         return None
     scrapes = info.summary.get("scrapes") if isinstance(info.summary, dict) else None
-    every = (
-        info.duration_s / (scrapes - 1)
-        if isinstance(scrapes, int) and scrapes > 1
-        else LIVE_REFRESH_MAX_S / 2
-    )
+    cycle = info.scenario.get("every_s")
+    if source == "watch" and isinstance(cycle, int | float) and cycle > 0:
+        every = float(cycle)
+    elif isinstance(scrapes, int) and scrapes > 1:
+        every = info.duration_s / (scrapes - 1)
+    else:
+        every = LIVE_REFRESH_MAX_S / 2
     return min(max(every, LIVE_REFRESH_MIN_S), LIVE_REFRESH_MAX_S)
 
 

@@ -135,6 +135,31 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_watch(args: argparse.Namespace) -> int:
+    from engine.ingest import slurm
+    from engine.ingest.watch import watch_loop, watch_text
+    from engine.scenario.durations import parse_duration
+
+    if args.slurm_conf is not None and not args.slurm:
+        args.slurm = True  # --slurm-conf names the cluster to read: it implies --slurm
+    if args.prometheus is None and not args.slurm:
+        raise GoodputError("watch: give --prometheus URL, --slurm, or both")
+    if args.cycles is not None and args.cycles < 1:
+        raise GoodputError(f"--cycles: must be at least 1, got {args.cycles}")
+    result = watch_loop(
+        Store(args.store),
+        prometheus_url=args.prometheus,
+        slurm_source=slurm.SlurmSource(conf=args.slurm_conf) if args.slurm else None,
+        every_s=parse_duration(args.every, "--every"),
+        cycles=args.cycles,
+        name=args.name,
+        lookback_s=parse_duration(args.since, "--since"),
+        quiet=args.json,
+    )
+    _report(result, args.json, watch_text)
+    return 0
+
+
 def cmd_runs(args: argparse.Namespace) -> int:
     store = Store(args.store)
     if args.delete:
@@ -486,6 +511,27 @@ def build_parser() -> argparse.ArgumentParser:
     ing.add_argument("--name", help="name of the run (default: from the first file or endpoint)")
     store_flag(ing)
     json_flag(ing)
+
+    wat = command(
+        "watch",
+        cmd_watch,
+        "keep an observed run current from Prometheus (DCGM series) and Slurm (jobs, nodes)",
+    )
+    wat.add_argument("--prometheus", metavar="URL", help="Prometheus (or Thanos, VictoriaMetrics) base URL")
+    wat.add_argument(
+        "--slurm", action="store_true", help="read jobs and nodes with sacct/sinfo on this machine"
+    )
+    wat.add_argument(
+        "--slurm-conf", metavar="FILE", help="the slurm.conf to use (SLURM_CONF); implies --slurm"
+    )
+    wat.add_argument("--every", default="1m", metavar="DURATION", help="time between cycles (default 1m)")
+    wat.add_argument("--cycles", type=int, metavar="N", help="stop after N cycles (default: until stopped)")
+    wat.add_argument(
+        "--since", default="1h", metavar="DURATION", help="how far back the first cycle reads (default 1h)"
+    )
+    wat.add_argument("--name", help="name of the run (default: from the sources)")
+    store_flag(wat)
+    json_flag(wat)
 
     runs = command("runs", cmd_runs, "list the runs in the store (or delete some)")
     runs.add_argument("--delete", nargs="+", metavar="RUN_ID", help="delete these runs")

@@ -4,6 +4,11 @@ from pathlib import Path
 
 import pytest
 
+# The real servers' session fixtures (tests/servers), registered here once: a fixture imported into two test
+# modules would be two fixtures, and the second Slurm of one session would wait for the first's lock forever.
+from tests.servers.prometheus import prometheus_server  # noqa: F401
+from tests.servers.slurm import slurm_cluster  # noqa: F401
+
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = ROOT.parent / "shared"
 

@@ -339,6 +339,30 @@ def test_append_is_copy_on_write_and_readers_keep_their_version(tmp_path):
     assert [p.name for p in store.runs_dir.iterdir()] == [f"{run_id}.duckdb"]
 
 
+def test_append_can_replace_rows_by_key_in_the_same_commit(tmp_path):
+    """A watched job that ended replaces its running row; rows of other keys stay; a bad key changes nothing."""
+    store = Store(tmp_path)
+    run_id = store.write_run(small_run())
+    ended = pl.DataFrame(
+        {
+            "job_id": ["j1", "j2"],
+            "attempt": [1, 1],
+            "start_s": [0.0, 5.0],
+            "end_s": [12.0, None],
+            "end_reason": ["failed", None],
+            "lost_work_s": [0.0, 0.0],
+            "hosts": [[0, 1], [1]],
+        },
+        schema_overrides={"hosts": pl.List(pl.Int32), "end_s": pl.Float64, "end_reason": pl.String},
+    )
+    store.append_to_run(run_id, {"job_attempts": ended}, replace={"job_attempts": ("job_id", "attempt")})
+    rows = store.table(run_id, "job_attempts").sort("job_id")
+    assert rows.select("job_id", "end_s", "end_reason").rows() == [("j1", 12.0, "failed"), ("j2", None, None)]
+    with pytest.raises(StoreError, match=r"cannot replace rows of job_attempts by \['nope'\]"):
+        store.append_to_run(run_id, {"job_attempts": ended}, replace={"job_attempts": ("nope",)})
+    assert store.table(run_id, "job_attempts").height == 2
+
+
 def test_a_store_that_cannot_be_written_is_a_store_error(tmp_path):
     (tmp_path / "runs").write_text("a file where the runs folder should be\n")
     with pytest.raises(StoreError, match=r"cannot write run sim-x \(File exists\)"):

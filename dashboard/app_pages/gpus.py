@@ -23,6 +23,7 @@ from dashboard.text import md
 from dashboard.text_exprs import cause_label_text, time_text
 from engine.analysis.definitions import definition
 from engine.analysis.lemon_score import LemonRule, LemonScore, score_lemon_rule
+from engine.errors import GoodputError
 from engine.report.palette import OUT_OF_SERVICE_STATES, cause_label, xid_label
 from engine.store import RunInfo
 
@@ -522,6 +523,10 @@ def one_gpu(run: RunInfo, click: int | None) -> None:
         st.caption("No incident or XID event on this GPU.")
     else:
         table(st, gpu_events(events, run))
+    url = queries.prometheus_url(run)
+    if url:
+        prometheus_gpu(run, url, row["hostname"], int(row["gpu_index"]))
+        return
     telemetry = queries.gpu_telemetry(run.run_id, gpu, TELEMETRY_POINTS)
     st.markdown("**Telemetry**")
     if telemetry.is_empty():
@@ -537,6 +542,26 @@ def one_gpu(run: RunInfo, click: int | None) -> None:
     st.plotly_chart(
         charts.gpu_telemetry(telemetry, run.started_at, float(tdp) if tdp else None), width="stretch"
     )
+
+
+def prometheus_gpu(run: RunInfo, url: str, hostname: str, index: int) -> None:
+    """A watched run keeps no samples: the GPU's telemetry over the run's span comes from its Prometheus,
+    down-sampled there to the points the chart draws."""
+    start = run.started_at.timestamp()
+    end = start + run.duration_s
+    st.markdown("**Telemetry** (from Prometheus)")
+    try:
+        telemetry = queries.prometheus_telemetry(url, hostname, index, start, end, TELEMETRY_POINTS)
+    except GoodputError as err:
+        st.error(f"Prometheus could not answer: {md(err)}", icon=":material/error:")
+        return
+    if telemetry.is_empty():
+        st.caption(f"Prometheus ({md(url)}) holds no DCGM series of this GPU in the run's span.")
+        return
+    st.caption(
+        f"{telemetry.height:,} points from {md(url)}, one every {fmt_duration(telemetry['bucket_s'][0])}."
+    )
+    st.plotly_chart(charts.gpu_telemetry(telemetry, run.started_at), width="stretch")
 
 
 def page(run_id: str) -> None:

@@ -17,6 +17,7 @@ from dashboard.queries import summary as summaries
 from dashboard.text import md
 from engine.analysis.analytics import ettr_timeline
 from engine.analysis.definitions import definition
+from engine.ingest.watch import source_states
 from engine.report.palette import cause_label
 from engine.store import RunInfo
 from engine.store.run import start_known
@@ -29,11 +30,19 @@ def page(run_id: str) -> None:
     """Every section of the page. Reads the run again on each call: a live-ingest run grows between reruns."""
     run = state.store().info(run_id)
     every = state.live_refresh_s(run)
-    if every:
+    watched = isinstance(run.scenario, dict) and run.scenario.get("source") == "watch"
+    if every and watched:
+        st.caption(
+            f":material/sensors: Live: this cluster is being watched ({fmt_int(run.summary.get('cycles'))} "
+            f"cycles so far); the page refreshes every {fmt_duration(every)}."
+        )
+    elif every:
         st.caption(
             f":material/sensors: Live: this run is still being scraped ({fmt_int(run.summary.get('samples'))} "
             f"samples so far); the page refreshes every {fmt_duration(every)}."
         )
+    if watched:
+        watch_section(run)
     summary = run.summary
     sizes = q.host_count(run.run_id)
     flagship = q.flagship_job(run.run_id)
@@ -187,6 +196,16 @@ def page(run_id: str) -> None:
 
 
 @st.fragment
+def watch_section(run: RunInfo) -> None:
+    """A watched cluster (`goodput watch`): where each source stands, and its jobs' goodput so far."""
+    for source in source_states(run.summary):
+        (st.success if source.reachable else st.error)(md(source.line()))
+    jobs_goodput = run.summary.get("jobs_goodput")
+    if jobs_goodput is not None:
+        d = definition("observed_job_goodput")
+        st.metric(d.label, fmt_pct(jobs_goodput), help=d.help)
+
+
 def what_is_down(run: RunInfo, sizes: dict) -> None:
     st.subheader("What is down", anchor="what-is-down")
     if not q.has_host_states(run.run_id):

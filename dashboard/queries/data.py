@@ -3,6 +3,7 @@
 import polars as pl
 
 from dashboard import state
+from engine.ingest.watch import SourceState, source_states
 from engine.store import RunInfo
 from engine.store.run import start_known
 from engine.units import SECONDS_PER_DAY
@@ -39,3 +40,14 @@ def runs_table(runs: list[RunInfo]) -> pl.DataFrame:
         },
         schema_overrides={"GPUs": pl.Int64, "seed": pl.Int64},
     )
+
+
+def watched_runs(runs: list[RunInfo]) -> list[tuple[RunInfo, list[SourceState]]]:
+    """The runs `goodput watch` keeps current, each with where its sources stood at its last cycle."""
+    return [
+        (r, source_states(r.summary))
+        for r in runs
+        if isinstance(r.scenario, dict)
+        and r.scenario.get("source") == "watch"
+        and isinstance(r.summary, dict)
+    ]

@@ -411,3 +411,47 @@ def gpu_telemetry(run_id: str, gpu_id: int, points: int) -> pl.DataFrame:
         FROM gpu_samples, span WHERE gpu_id = ? GROUP BY 1 ORDER BY 1""",
         (points, gpu_id, gpu_id),
     )
+
+
+# ----- a watched run's telemetry, read from Prometheus ------------------------------------------------------------
+# The DCGM series of the telemetry panels (dashboard.charts.gpus.TELEMETRY_PANELS): a watched run keeps no samples,
+# so one GPU's window is asked of Prometheus, down-sampled there to about the points the chart draws.
+PROMETHEUS_PANELS = {
+    "temp_c": "DCGM_FI_DEV_GPU_TEMP",
+    "power_w": "DCGM_FI_DEV_POWER_USAGE",
+    "util_pct": "DCGM_FI_DEV_GPU_UTIL",
+}
+
+
+def prometheus_url(run) -> str | None:
+    """The Prometheus a watched run reads (engine.ingest.watch: its scenario holds the base URL), else None."""
+    scenario = run.scenario if isinstance(run.scenario, dict) else {}
+    return scenario.get("prometheus") if scenario.get("source") == "watch" else None
+
+
+def prometheus_telemetry(
+    url: str, hostname: str, index: int, start: float, end: float, points: int
+) -> pl.DataFrame:
+    """One GPU's temperature, power and utilisation over [start, end] (epoch seconds) at about `points` steps,
+    in gpu_telemetry's columns (t_s counted from `start`). Raises engine.ingest.prometheus.PrometheusError
+    (naming the URL and query) when Prometheus cannot answer."""
+    from engine.ingest.prometheus import PrometheusSource, gpu_series
+
+    source = PrometheusSource(url)
+    frame = None
+    for column, metric in PROMETHEUS_PANELS.items():
+        series = gpu_series(source, metric, start, end, points=points, hosts=[hostname])
+        one = series.filter((pl.col("host") == hostname) & (pl.col("gpu") == index)).select(
+            "t", pl.col("value").cast(pl.Float64).alias(column)
+        )
+        frame = one if frame is None else frame.join(one, on="t", how="full", coalesce=True)
+    frame = frame.sort("t")
+    step = max((end - start) / max(points, 1), 1.0)
+    return frame.select(
+        (pl.col("t") - start).alias("t_s"),
+        *PROMETHEUS_PANELS,
+        pl.lit(None, pl.Int32).alias("ecc_sbe"),
+        pl.lit(None, pl.Int32).alias("ecc_dbe"),
+        pl.lit(1, pl.Int64).alias("samples"),
+        pl.lit(step).alias("bucket_s"),
+    )

@@ -75,7 +75,7 @@ def parse(source: str, text: str, beside: Path | None = None) -> Trace:
     req = get("ReqTRES")
     if req is not None:
         tres = pl.Series("tres", tres).set(tres == "", None).fill_null(req)
-    out["gpus"] = _gpus(tres)
+    out["gpus"] = gpus_from_tres(tres)
     out["cpu"] = tres.str.extract(r"(?:^|,)cpu=(\d+)", 1).cast(pl.Float64)
     mem = pl.DataFrame(
         {
@@ -126,7 +126,7 @@ def parse(source: str, text: str, beside: Path | None = None) -> Trace:
     return Trace(finish(frame), "sacct", source, started_at=started, notes={"steps_skipped": steps})
 
 
-def _gpus(tres: pl.Series) -> pl.Series:
+def gpus_from_tres(tres: pl.Series) -> pl.Series:
     untyped = tres.str.extract(_GPU_UNTYPED, 1).cast(pl.Float64)
     typed = tres.str.extract(_GPU_TYPED, 1).cast(pl.Float64)
     return untyped.fill_null(typed).fill_null(0.0).alias("gpus")

@@ -133,21 +133,34 @@ class Store:
         *,
         duration_s: float | None = None,
         summary: dict | None = None,
+        replace: dict[str, tuple[str, ...]] | None = None,
     ) -> None:
         """Add rows to a finished run, atomically: copy, append, rename over (copy-on-write).
 
-        For live ingestion (a scrape a commit). Readers that hold the old file keep reading it; new readers
-        see the new version whole. Cost grows with the run's size, which suits observed runs of modest size.
+        For live ingestion (a scrape a commit) and watching (engine.ingest.watch). `replace` names, for some
+        tables, key columns: rows whose keys match a new row are deleted first (a job that ended replaces its
+        running row), in the same commit. Readers that hold the old file keep reading it; new readers see the
+        new version whole. Cost grows with the run's size, which suits observed runs of modest size.
         """
         final = self._existing_path(run_id)
         self.sweep_partials()
+        replace = replace or {}
         with self._replacing(final, copy_of=final) as con:
             check_schema_version(con, final)
             for table, frame in tables.items():
                 if table not in TABLES or table == "runs":
                     raise StoreError(f"run {run_id}: cannot append to table {table!r}")
-                if frame.height:
-                    _insert_frame(con, table, frame)
+                if not frame.height:
+                    continue
+                keys = replace.get(table, ())
+                unknown = [k for k in keys if k not in TABLES[table] or k not in frame.columns]
+                if unknown:
+                    raise StoreError(f"run {run_id}: cannot replace rows of {table} by {unknown}")
+                if keys:
+                    new_keys = frame.select(*keys).to_arrow()  # noqa: F841 (read by DuckDB's replacement scan)
+                    match = " AND ".join(f't."{k}" = n."{k}"' for k in keys)
+                    con.execute(f'DELETE FROM "{table}" t USING new_keys n WHERE {match}')  # noqa: S608 (schema names)
+                _insert_frame(con, table, frame)
             if duration_s is not None:
                 con.execute("UPDATE runs SET duration_s = ?", [duration_s])
             if summary is not None:

@@ -1,4 +1,5 @@
-"""What an ingested run read (`goodput ingest --json`): telemetry values and XID events."""
+"""What an ingested or watched run read (`goodput ingest --json`, `goodput watch --json`): telemetry values,
+XID events, and the goodput of the jobs a watch follows."""
 
 from engine.analysis.definitions import Definition, section
 
@@ -26,5 +27,16 @@ DEFINITIONS: tuple[Definition, ...] = (
         "until it stops a GPU.",
         "xid_events table (summary xid_events)",
         "incidents",
+    ),
+    _d(
+        "observed_job_goodput",
+        "Job goodput (observed)",
+        "ratio",
+        "The watched jobs' attempts' time over their wall clock, from each job's first start to its end (or now), "
+        "weighted by the job's GPUs. Slurm records no checkpoints, so an attempt's whole time counts as kept and "
+        "the gaps between attempts (requeues, restarts) are what was lost: an upper bound of the jobs' goodput, "
+        "not the simulated flagship job's ETTR.",
+        "engine.ingest.watch.jobs_goodput_total (summary jobs_goodput)",
+        "ettr",
     ),
 )

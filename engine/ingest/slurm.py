@@ -1,0 +1,450 @@
+"""Jobs, attempts and node states read from a running Slurm with Slurm's own commands.
+
+    source = SlurmSource(conf="/etc/slurm/slurm.conf")
+    probe(source)                      # SlurmStatus: reachable, version, cluster (never raises)
+    read_jobs(source, since=t)         # SlurmJobs: jobs and attempts of every job active since t
+    read_nodes(source)                 # node, state (a HOST_STATES value), Slurm's state, flags, reason
+
+Commands (each a subprocess with a deadline and an output bound; SLURM_CONF from `conf`, TZ=UTC so every time
+Slurm prints is UTC):
+- jobs: `sacct --allusers --allocations --duplicates --parsable2 --delimiter=<US> -S since -E now --format ...`.
+  Parsable text, not `sacct --json`: Slurm 22.05's JSON reports every job's exit code as 0 (a job that ran
+  `exit 3` is `"exit_code": {"status": "SUCCESS", "return_code": 0}` while the text says `3:0`), and the JSON's
+  shape changes with every Slurm release (v0.0.38 to v0.0.40 moved times, states and TRES), the text's does not.
+  The delimiter is ASCII's unit separator, which no job name holds (a `|` in a name breaks `--parsable2`).
+  `--duplicates` keeps a requeued job's earlier runs, one record each: those are its attempts.
+- nodes: `sinfo --json`: state, state_flags, reason (22.05's scontrol has no --json).
+- probe: `scontrol show config`, whose ClusterName and SLURM_VERSION lines answer only while slurmctld does.
+
+Any failure (a command missing, slurmctld or slurmdbd unreachable, a non-zero exit, output too large or not in
+the expected shape) is a `SlurmError` that names the command and quotes Slurm's own message.
+"""
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import threading
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+import polars as pl
+
+from engine import limits
+from engine.errors import GoodputError
+from engine.replay.sacct import TooManyHosts, expand_hostlist, gpus_from_tres
+
+# The most bytes one command may print: 10,000 jobs of sacct text are ~1.5 MB, sinfo --json ~2 KB a node, so
+# a 262,144-host sinfo is ~0.5 GB; more is a runaway, cut as it arrives.
+MAX_OUTPUT_BYTES = 768 * 1024 * 1024
+MAX_STDERR_BYTES = 64 * 1024
+READ_BYTES = 1024 * 1024
+DELIMITER = "\x1f"
+SACCT_FIELDS = (
+    "JobID",
+    "JobName",
+    "User",
+    "Partition",
+    "Submit",
+    "Start",
+    "End",
+    "State",
+    "ExitCode",
+    "AllocTRES",
+    "ReqTRES",
+    "NodeList",
+)
+TIME_FORMAT = "%Y-%m-%dT%H:%M:%S"
+EARLIEST = datetime.fromtimestamp(limits.EARLIEST_TIMESTAMP_S, UTC)
+# Node states (sinfo's `state`, lower case) and flags (`state_flags`) onto engine.store.schema HOST_STATES.
+# A drained node (DRAIN on an idle or down node) is "down": out of service until an operator resumes it, which
+# is what the store's "down" means (no jobs, counted in what is down). A node still finishing its jobs while
+# draining (DRAIN on allocated or mixed) is "draining", also out of service. FAIL (failing, being drained) and
+# a down or error node are "down"; allocated and mixed nodes run jobs ("running"); idle ones are "healthy".
+# unknown (slurmd never answered since slurmctld started) and future (not yet in service) are "down": nothing
+# may run there. Slurm's own state and flags stay beside it (slurm_state, flags), so nothing is lost.
+BASE_STATES = {
+    "idle": "healthy",
+    "allocated": "running",
+    "mixed": "running",
+    "completing": "running",
+    "down": "down",
+    "error": "down",
+    "unknown": "down",
+    "future": "down",
+}
+DOWN_FLAGS = ("FAIL", "DOWN")
+
+
+class SlurmError(GoodputError):
+    """A Slurm command that could not run, failed, or printed what Goodput cannot read."""
+
+
+@dataclass(frozen=True)
+class SlurmSource:
+    """Where Slurm's commands are (`bin_dir`, else PATH) and which cluster they ask (`conf`, else Slurm's
+    default), with a deadline for each command's whole run."""
+
+    conf: str | None = None
+    bin_dir: str | None = None
+    timeout_s: float = 30.0
+
+    def command(self, name: str, *args: str) -> list[str]:
+        path = os.path.join(self.bin_dir, name) if self.bin_dir else shutil.which(name)
+        if path is None or not os.access(path, os.X_OK):
+            where = f"in {self.bin_dir}" if self.bin_dir else "on PATH"
+            raise SlurmError(f"{name}: not found {where} (install Debian's slurm-client, or give its folder)")
+        return [path, *args]
+
+    def shown(self, name: str, *args: str) -> str:
+        """The command as errors show it: `SLURM_CONF=/etc/slurm/slurm.conf sinfo --json`."""
+        text = " ".join([name, *args]).replace(DELIMITER, "\\x1f")
+        return f"SLURM_CONF={self.conf} {text}" if self.conf else text
+
+    def run(self, name: str, *args: str) -> bytes:
+        """The command's stdout; a SlurmError naming it and quoting its stderr when it fails."""
+        argv = self.command(name, *args)
+        shown = self.shown(name, *args)
+        if self.conf:
+            # Slurm's commands retry a missing slurm.conf for 60 s before they say so: say it now
+            if not os.path.isfile(self.conf) or not os.access(self.conf, os.R_OK):
+                raise SlurmError(f"{shown}: {self.conf} is not a readable file")
+        env = dict(os.environ, TZ="UTC", SLURM_TIME_FORMAT="standard")
+        if self.conf:
+            env["SLURM_CONF"] = self.conf
+        return _run_bounded(argv, env, shown, self.timeout_s)
+
+
+def _run_bounded(argv: list[str], env: dict[str, str], shown: str, timeout_s: float) -> bytes:
+    """Run argv: stdout read as it comes and cut at MAX_OUTPUT_BYTES, the whole run cut at timeout_s."""
+    try:
+        proc = subprocess.Popen(
+            argv, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        )
+    except OSError as err:
+        raise SlurmError(f"{shown}: could not start ({err.strerror})") from None
+    out: list[bytes] = []
+    err_out: list[bytes] = []
+    too_big = threading.Event()
+
+    def read_out() -> None:
+        size = 0
+        while chunk := proc.stdout.read(READ_BYTES):
+            size += len(chunk)
+            if size > MAX_OUTPUT_BYTES:
+                too_big.set()
+                proc.kill()
+                return
+            out.append(chunk)
+
+    def read_err() -> None:
+        # stderr only quoted: its head is kept, the rest drained so the command never blocks on a full pipe
+        while chunk := proc.stderr.read(READ_BYTES):
+            if sum(map(len, err_out)) < MAX_STDERR_BYTES:
+                err_out.append(chunk)
+
+    readers = [threading.Thread(target=read_out, daemon=True), threading.Thread(target=read_err, daemon=True)]
+    for reader in readers:
+        reader.start()
+    try:
+        code = proc.wait(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        for reader in readers:
+            reader.join(timeout=5)
+        raise SlurmError(
+            f"{shown}: no answer within {timeout_s:g} s (is slurmctld or slurmdbd reachable?)"
+            f"{_said(err_out, ', it said: ')}"
+        ) from None
+    finally:
+        for reader in readers:
+            reader.join(timeout=5)
+        proc.stdout.close()
+        proc.stderr.close()
+    if too_big.is_set():
+        raise SlurmError(
+            f"{shown}: printed more than {MAX_OUTPUT_BYTES:,} bytes, over Goodput's limit"
+            " (engine/ingest/slurm.py MAX_OUTPUT_BYTES)"
+        )
+    if code != 0:
+        raise SlurmError(f"{shown}: exited with status {code}: {_said(err_out, '') or 'nothing on stderr'}")
+    return b"".join(out)
+
+
+def _said(err_out: list[bytes], lead: str) -> str:
+    """The last three lines Slurm wrote on stderr, on one line (its `fatal:` is last)."""
+    message = b"".join(err_out)[:MAX_STDERR_BYTES].decode(errors="replace")
+    lines = [line.strip() for line in message.splitlines() if line.strip()]
+    return lead + "; ".join(lines[-3:]) if lines else ""
+
+
+# ----- probe ----------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SlurmStatus:
+    reachable: bool
+    version: str | None  # Slurm's release, e.g. 22.05.8
+    cluster: str | None  # ClusterName
+    checked_at: datetime  # UTC
+    error: str | None = None  # the SlurmError's message when unreachable
+
+
+def probe(source: SlurmSource) -> SlurmStatus:
+    """Whether slurmctld answers, its version and cluster name; never raises (the error is in `error`)."""
+    now = datetime.now(UTC)
+    try:
+        text = source.run("scontrol", "show", "config").decode(errors="replace")
+    except SlurmError as err:
+        return SlurmStatus(False, None, None, now, str(err))
+    found = dict(re.findall(r"^(ClusterName|SLURM_VERSION)\s*=\s*(\S+)", text, flags=re.MULTILINE))
+    if "SLURM_VERSION" not in found:
+        return SlurmStatus(
+            False, None, None, now, "scontrol show config: no SLURM_VERSION line in its output"
+        )
+    return SlurmStatus(True, found["SLURM_VERSION"], found.get("ClusterName"), now)
+
+
+# ----- jobs -----------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SlurmJobs:
+    """`jobs`: one row a job (its latest record); `attempts`: one row each time it ran (requeues included).
+
+    jobs: job_id, name, user, partition, submit, start (its first run), end (null while pending or running),
+    state (Slurm's word: COMPLETED, FAILED, CANCELLED, RUNNING, PENDING, REQUEUED, ...), exit_code, exit_signal,
+    gpus, nodes (hostnames). attempts: job_id, attempt (0, 1, ...), start, end, state, nodes. Times are UTC.
+    """
+
+    jobs: pl.DataFrame
+    attempts: pl.DataFrame
+    skipped: int = 0  # lines of sacct's output that were not a job record (a newline in a job's name)
+
+
+def sacct_args(since: datetime | None, until: datetime | None = None) -> list[str]:
+    """sacct's arguments for every job active (pending, running or ending) between `since` and `until`."""
+    start = EARLIEST if since is None else since.astimezone(UTC)
+    end = "now" if until is None else until.astimezone(UTC).strftime(TIME_FORMAT)
+    return [
+        "--allusers",
+        "--allocations",  # jobs, not their steps
+        "--duplicates",  # a requeued job's earlier runs too
+        "--parsable2",
+        f"--delimiter={DELIMITER}",
+        f"--starttime={start.strftime(TIME_FORMAT)}",
+        f"--endtime={end}",
+        f"--format={','.join(SACCT_FIELDS)}",
+    ]
+
+
+def read_jobs(source: SlurmSource, since: datetime | None = None) -> SlurmJobs:
+    """Every job pending, running or ending since `since` (None: since 2000), with its attempts."""
+    now = datetime.now(UTC)
+    # sacct refuses a start after its end (now): a clock ahead of slurmdbd's asks for nothing, so ask from now
+    args = sacct_args(None if since is None else min(since, now))
+    return parse_sacct(source.run("sacct", *args), source.shown("sacct", *args))
+
+
+def parse_sacct(data: bytes, shown: str = "sacct") -> SlurmJobs:
+    """sacct's `--parsable2 --delimiter=\\x1f --format=<SACCT_FIELDS>` output (with its header) as SlurmJobs."""
+    text = data.decode(errors="replace")
+    lines = pl.Series("line", text.split("\n"), dtype=pl.String)
+    lines = lines.filter(lines.str.len_bytes() > 0)
+    if lines.is_empty() or lines[0].split(DELIMITER) != list(SACCT_FIELDS):
+        head = lines[0][:200] if len(lines) else "nothing"
+        raise SlurmError(f"{shown}: expected the header {'|'.join(SACCT_FIELDS)}, got {head!r}")
+    body = lines.slice(1)
+    width = len(SACCT_FIELDS)
+    ok = body.str.count_matches(DELIMITER, literal=True) == width - 1
+    skipped = int((~ok).sum())
+    body = body.filter(ok)
+    if body.len() > limits.MAX_TRACE_JOBS:
+        raise SlurmError(
+            f"{shown}: {body.len():,} job records, over Goodput's limit of {limits.MAX_TRACE_JOBS:,}"
+            " (engine/limits.py MAX_TRACE_JOBS)"
+        )
+    raw = (
+        pl.DataFrame({"line": body})
+        .with_row_index("row")
+        .select(
+            "row",
+            pl.col("line").str.split_exact(DELIMITER, width - 1).struct.rename_fields(list(SACCT_FIELDS)),
+        )
+        .unnest("line")
+    )
+
+    def when(name: str) -> pl.Expr:
+        return pl.col(name).str.to_datetime(TIME_FORMAT, strict=False, time_zone="UTC", time_unit="us")
+
+    tres = pl.when(pl.col("AllocTRES") == "").then(pl.col("ReqTRES")).otherwise(pl.col("AllocTRES"))
+    records = raw.select(
+        "row",
+        job_id=pl.col("JobID"),
+        name=pl.col("JobName"),
+        user=pl.col("User"),
+        partition=pl.col("Partition"),
+        submit=when("Submit"),
+        start=when("Start"),
+        end=when("End"),
+        state=pl.col("State").str.extract(r"^([A-Z_]+)", 1),
+        exit_code=pl.col("ExitCode").str.extract(r"^(\d+):", 1).cast(pl.Int32, strict=False),
+        exit_signal=pl.col("ExitCode").str.extract(r":(\d+)$", 1).cast(pl.Int32, strict=False),
+        tres=tres,
+        node_list=pl.col("NodeList"),
+    )
+    bad = records.filter(pl.col("submit").is_null() | pl.col("state").is_null() | (pl.col("job_id") == ""))
+    if bad.height:
+        row = raw.row(int(bad["row"][0]), named=True)
+        raise SlurmError(
+            f"{shown}: record {int(bad['row'][0]) + 1} is not a job (JobID {row['JobID']!r}, Submit"
+            f" {row['Submit']!r}, State {row['State']!r})"
+        )
+    records = records.with_columns(
+        gpus=gpus_from_tres(records["tres"]), nodes=_nodes(records["node_list"], shown)
+    ).drop("tres", "node_list")
+    # a job's records oldest first: a requeue starts a new record with a later Submit; the pending record of a
+    # requeued job has no Start yet, so it sorts last
+    records = records.sort("job_id", "submit", "start", "row", nulls_last=True)
+    attempts = (
+        records.filter(pl.col("start").is_not_null())
+        .with_columns(attempt=(pl.col("job_id").cum_count().over("job_id") - 1).cast(pl.Int32))
+        .select("job_id", "attempt", "start", "end", "state", "nodes")
+    )
+    jobs = (
+        records.group_by("job_id", maintain_order=True)
+        .agg(
+            pl.col("name", "user", "partition").last(),
+            pl.col("submit").first(),
+            pl.col("start").drop_nulls().first(),
+            pl.col("end", "state", "exit_code", "exit_signal", "gpus", "nodes").last(),
+            pl.col("row").first(),
+        )
+        .sort("row")  # in sacct's order
+        .drop("row")
+    )
+    return SlurmJobs(jobs, attempts, skipped)
+
+
+def _nodes(node_list: pl.Series, shown: str) -> pl.Series:
+    """Each distinct NodeList expanded once (`gpu[001-004,007]`); "None assigned" (pending) is empty."""
+    absent = node_list.is_in(["", "None assigned", "(null)"])
+    uses = pl.DataFrame({"key": node_list.filter(~absent)}).group_by("key").len()
+    expanded: dict[str, list[str]] = {}
+    slots = 0
+    for text, count in uses.iter_rows():
+        try:
+            expanded[text] = expand_hostlist(text)
+        except TooManyHosts as err:
+            raise SlurmError(f"{shown}: NodeList {text[:200]!r} {err}") from None
+        except ValueError as err:
+            raise SlurmError(
+                f"{shown}: NodeList {text[:200]!r} is not Slurm hostlist syntax ({err})"
+            ) from None
+        slots += len(expanded[text]) * count
+        if slots > limits.MAX_TRACE_HOST_SLOTS:
+            raise SlurmError(
+                f"{shown}: the jobs' NodeLists name over Goodput's limit of {limits.MAX_TRACE_HOST_SLOTS:,}"
+                " job-host pairs (engine/limits.py MAX_TRACE_HOST_SLOTS)"
+            )
+    table = pl.DataFrame(
+        {"key": list(expanded), "nodes": list(expanded.values())},
+        schema={"key": pl.String, "nodes": pl.List(pl.String)},
+    )
+    nodes = pl.DataFrame({"key": node_list}).join(table, on="key", how="left", maintain_order="left")["nodes"]
+    return nodes.fill_null(pl.lit([], dtype=pl.List(pl.String)))
+
+
+# ----- nodes ----------------------------------------------------------------------------------------------------
+
+NODE_SCHEMA = {
+    "node": pl.String,
+    "state": pl.String,  # a HOST_STATES value (see BASE_STATES)
+    "slurm_state": pl.String,  # Slurm's base state: idle, allocated, mixed, down, ...
+    "flags": pl.List(pl.String),  # Slurm's state flags: DRAIN, FAIL, NOT_RESPONDING, ...
+    "reason": pl.String,
+    "reason_time": pl.Datetime("us", "UTC"),
+    "gpus": pl.Int32,
+    "partitions": pl.List(pl.String),
+}
+
+
+def read_nodes(source: SlurmSource) -> pl.DataFrame:
+    """One row a node from `sinfo --json` (columns NODE_SCHEMA), in sinfo's order."""
+    shown = source.shown("sinfo", "--json")
+    data = source.run("sinfo", "--json")
+    try:
+        return parse_sinfo(data, shown)
+    except SlurmError as err:
+        # 22.05's sinfo --json exits 0 with `"errors": [{"error": "Unspecified error"}]` and nothing on stderr
+        # when slurmctld is down: ask scontrol, whose error says why
+        status = probe(source)
+        if status.reachable:
+            raise
+        raise SlurmError(f"{err}; {status.error}") from None
+
+
+def parse_sinfo(data: bytes, shown: str = "sinfo --json") -> pl.DataFrame:
+    nodes = _json(data, shown).get("nodes")
+    if not isinstance(nodes, list):
+        raise SlurmError(f"{shown}: no list of nodes in its JSON")
+    if len(nodes) > limits.MAX_HOSTS:
+        raise SlurmError(
+            f"{shown}: {len(nodes):,} nodes, over Goodput's limit of {limits.MAX_HOSTS:,} (engine/limits.py MAX_HOSTS)"
+        )
+    rows: dict[str, dict] = {}
+    for index, node in enumerate(nodes):
+        try:
+            rows.setdefault(node["name"], _node_row(node))
+        except (KeyError, TypeError, ValueError) as err:
+            raise SlurmError(f"{shown}: node {index + 1} is not as Slurm 22.05 prints it ({err!r})") from None
+    return pl.DataFrame(list(rows.values()), schema=NODE_SCHEMA, orient="row")
+
+
+def _node_row(node: dict) -> dict:
+    state = node["state"]
+    # 22.05 prints `"state": "idle", "state_flags": ["DRAIN"]`; 23.02+ a list `["IDLE", "DRAIN"]`
+    words = [state] if isinstance(state, str) else list(state)
+    base = str(words[0]).lower()
+    flags = [str(f).upper() for f in words[1:]] + [str(f).upper() for f in node.get("state_flags") or []]
+    if any(f in DOWN_FLAGS for f in flags):
+        mapped = "down"
+    elif "DRAIN" in flags:
+        mapped = "draining" if base in ("allocated", "mixed", "completing") else "down"
+    else:
+        mapped = BASE_STATES.get(base, "down")
+    changed = node.get("reason_changed_at")
+    if isinstance(changed, dict):  # 23.02+: {"set": true, "number": ...}
+        changed = changed.get("number") if changed.get("set") else None
+    return {
+        "node": str(node["name"]),
+        "state": mapped,
+        "slurm_state": base,
+        "flags": flags,
+        "reason": node.get("reason") or None,
+        "reason_time": datetime.fromtimestamp(changed, UTC) if changed else None,
+        "gpus": _gres_gpus(node.get("gres") or ""),
+        "partitions": [str(p) for p in node.get("partitions") or []],
+    }
+
+
+def _gres_gpus(gres: str) -> int:
+    """`gpu:8`, `gpu:h100:8(S:0-1)`, `gpu:a100:4,gpu:h100:4`: the GPUs the node has."""
+    return sum(int(n) for n in re.findall(r"(?:^|,)gpu(?::[^:,(]+)?:(\d+)", gres))
+
+
+def _json(data: bytes, shown: str) -> dict:
+    try:
+        value = json.loads(data)
+    except ValueError as err:
+        raise SlurmError(f"{shown}: did not print JSON ({err})") from None
+    if not isinstance(value, dict):
+        raise SlurmError(f"{shown}: printed JSON that is not an object")
+    errors = value.get("errors") or []
+    if errors:
+        said = "; ".join(str(e.get("error", e)) if isinstance(e, dict) else str(e) for e in errors[:3])
+        raise SlurmError(f"{shown}: Slurm reported errors: {said}")
+    return value
