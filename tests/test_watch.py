@@ -30,6 +30,16 @@ def _dead_url() -> str:
     return f"http://127.0.0.1:{port}"
 
 
+def _no_job_running(cluster, timeout_s: float = 60.0) -> None:
+    """Cancel every job on the cluster and wait until Slurm runs none."""
+    cluster.run("scancel", "--user=root")
+    deadline = time.monotonic() + timeout_s
+    while cluster.run("squeue", "--noheader", "--format=%i").strip():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"jobs still queued after {timeout_s:g} s of scancel")
+        time.sleep(0.5)
+
+
 def _accounted(cluster, job_id: str, state: str, timeout_s: float = 30.0) -> None:
     """Wait until accounting (sacct, what the watch reads) has the job in `state`: slurmdbd hears of a job's
     start and end some moments after slurmctld."""
@@ -129,6 +139,7 @@ def test_three_cycles_over_prometheus_and_slurm(slurm_cluster, tmp_path):
     and one completes. Before cycle 3 the holder is cancelled, the node drained, and Prometheus stopped: the
     cycle reports Prometheus unreachable while Slurm's news still lands."""
     cluster = slurm_cluster
+    _no_job_running(cluster)  # the session's cluster may still run another test's jobs: the XID must meet ours
     holder = cluster.submit("--gres=gpu:2", "--job-name=holder", "--wrap", "sleep 120")
     cluster.wait(holder, states=("RUNNING",))
     _accounted(cluster, holder, "RUNNING")

@@ -76,12 +76,33 @@ def endpoint(url: str) -> Endpoint:
     return Endpoint(plain, shown, host, authorization, secrets)
 
 
-class Fetcher:
-    """GETs with a whole-answer deadline; `abort()` cuts every one in flight (and every later one)."""
+class HttpStatusError(GoodputError):
+    """An answer other than 200 (or a redirect): its status, reason and, where the fetcher keeps it, the start
+    of its body (an API such as Prometheus' says there what was wrong)."""
 
-    def __init__(self, deadline_s: float, max_bytes: int | None = None) -> None:
+    def __init__(self, message: str, status: int, reason: str, body: bytes) -> None:
+        super().__init__(message)
+        self.status, self.reason, self.body = status, reason, body
+
+
+class Fetcher:
+    """GETs with a whole-answer deadline; `abort()` cuts every one in flight (and every later one).
+
+    `accept` is the Accept header (exposition text for scrapes, JSON for an API); `error_body_bytes` how much of
+    a non-200 answer's body HttpStatusError keeps; `failing` the words for a connection that fails."""
+
+    def __init__(
+        self,
+        deadline_s: float,
+        max_bytes: int | None = None,
+        *,
+        accept: str = "text/plain",
+        error_body_bytes: int = 0,
+        failing: str = "cannot scrape",
+    ) -> None:
         self.deadline_s = deadline_s
         self.max_bytes = limits.MAX_SCRAPE_BYTES if max_bytes is None else max_bytes
+        self.accept, self.error_body_bytes, self.failing = accept, error_body_bytes, failing
         self._lock = threading.Lock()
         self._open: set[_Watched] = set()
         self.aborted = False
@@ -102,7 +123,7 @@ class Fetcher:
             if status == 200:
                 return body
             if status not in REDIRECT_CODES:
-                raise GoodputError(f"{ep.shown}: HTTP {status} {ep.scrub(reason)}")
+                raise HttpStatusError(f"{ep.shown}: HTTP {status} {ep.scrub(reason)}", status, reason, body)
             url = _same_origin(ep, url, location)
         raise GoodputError(f"{ep.shown}: more than {MAX_REDIRECTS} redirects")
 
@@ -130,15 +151,18 @@ class Fetcher:
             watched.hold(conn.sock)
             if watched.was_cut:  # cut while connecting, before there was a socket to shut
                 raise OSError("connection cut")
-            headers = {"Accept": "text/plain", "Accept-Encoding": "identity"}
+            headers = {"Accept": self.accept, "Accept-Encoding": "identity"}
             if ep.authorization:
                 headers["Authorization"] = ep.authorization
             conn.request(
                 "GET", urllib.parse.urlunsplit(("", "", parts.path or "/", parts.query, "")), headers=headers
             )
             response = conn.getresponse()
-            if response.status != 200:
+            if response.status in REDIRECT_CODES:
                 return response.status, response.reason, response.getheader("Location"), b""
+            if response.status != 200:
+                kept = response.read(self.error_body_bytes) if self.error_body_bytes else b""
+                return response.status, response.reason, None, kept
             body = self._body(ep, response)
             if watched.was_cut:  # an answer without a length ends when its socket is shut: it is cut short
                 raise OSError("connection cut")
@@ -149,7 +173,7 @@ class Fetcher:
             if watched.was_cut or time.monotonic() >= deadline:
                 raise self._late(ep) from err
             reason = getattr(err, "reason", None) or err
-            raise GoodputError(f"{ep.shown}: cannot scrape ({ep.scrub(str(reason))})") from err
+            raise GoodputError(f"{ep.shown}: {self.failing} ({ep.scrub(str(reason))})") from err
         finally:
             timer.cancel()
             with self._lock:

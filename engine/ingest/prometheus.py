@@ -19,12 +19,9 @@ of JSON, which `json.loads` reads in ~15 s here; the values arrays are cut out o
 CSV reader, and only the small rest (the series' labels) goes through `json.loads` (see `_read_matrix`).
 """
 
-import http.client
 import io
 import json
 import re
-import ssl
-import threading
 import time
 import urllib.parse
 from concurrent.futures import ThreadPoolExecutor
@@ -38,7 +35,7 @@ from engine import limits
 from engine.errors import GoodputError
 from engine.ingest import bounds
 from engine.ingest.dcgm import XID_METRIC
-from engine.ingest.http_fetch import Endpoint, Fetcher, _same_origin, _Watched, endpoint, redact
+from engine.ingest.http_fetch import Endpoint, Fetcher, HttpStatusError, endpoint, redact
 
 # Prometheus refuses a range query of more than 11,000 points a series (its web/api/v1 `maxResolution`).
 MAX_POINTS_PER_SERIES = 11_000
@@ -96,7 +93,9 @@ class PrometheusSource:
         self.shown = ep.shown.rstrip("/")
         self.timeout_s = timeout_s
         self._endpoint = ep
-        self.fetcher = _ApiFetcher(timeout_s)
+        self.fetcher = Fetcher(
+            timeout_s, accept="application/json", error_body_bytes=MAX_ERROR_BYTES, failing="unreachable"
+        )
 
     def __repr__(self) -> str:
         return f"PrometheusSource({self.shown!r})"
@@ -114,7 +113,7 @@ class PrometheusSource:
     def _get(self, ep: Endpoint, what: str) -> bytes:
         try:
             return self.fetcher.get(ep)
-        except _HttpError as err:
+        except HttpStatusError as err:
             raise PrometheusError(f"{self.shown}: {what}: {_error_text(ep, err)}") from None
         except GoodputError as err:
             text = str(err).removeprefix(ep.shown).removeprefix(": ")
@@ -578,7 +577,7 @@ def _status_error(answer: dict) -> str:
     return f"Prometheus answered {kind or 'an error'}: {text or answer.get('status')}"
 
 
-def _error_text(ep: Endpoint, err: "_HttpError") -> str:
+def _error_text(ep: Endpoint, err: HttpStatusError) -> str:
     try:
         answer = json.loads(err.body)
     except (ValueError, RecursionError):
@@ -653,82 +652,3 @@ def _duration_s(text: object) -> float | None:
     if not parts or "".join(n + u for n, u in parts) != text:
         return None
     return sum(int(n) * units[u] for n, u in parts)
-
-
-# ----- HTTP: http_fetch's Fetcher, keeping the error body (Prometheus says what was wrong in it) ----------------
-
-
-class _HttpError(GoodputError):
-    def __init__(self, status: int, reason: str, body: bytes) -> None:
-        super().__init__(f"HTTP {status} {reason}")
-        self.status, self.reason, self.body = status, reason, body
-
-
-class _ApiFetcher(Fetcher):
-    """Fetcher.get, except that an HTTP error's body (up to MAX_ERROR_BYTES) is kept: Prometheus answers a bad
-    query with HTTP 400 and `{"status":"error","errorType":"bad_data","error":"..."}`, and that text is the
-    useful part of the message."""
-
-    def get(self, ep: Endpoint) -> bytes:
-        deadline = time.monotonic() + self.deadline_s
-        url = ep.url
-        for _ in range(6):
-            status, reason, location, body = self._once(ep, url, deadline)
-            if status == 200:
-                return body
-            if status not in (301, 302, 303, 307, 308):
-                raise _HttpError(status, reason, body)
-            url = _same_origin(ep, url, location)
-        raise GoodputError(f"{ep.shown}: more than 5 redirects")
-
-    def _once(self, ep: Endpoint, url: str, deadline: float) -> tuple[int, str, str | None, bytes]:
-        parts = urllib.parse.urlsplit(url)
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            raise self._late(ep)
-        if parts.scheme == "https":
-            conn = http.client.HTTPSConnection(
-                parts.hostname, parts.port, timeout=remaining, context=ssl.create_default_context()
-            )
-        else:
-            conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=remaining)
-        watched = _Watched(conn)
-        timer = threading.Timer(remaining, watched.cut)
-        timer.daemon = True
-        with self._lock:
-            if self.aborted:
-                raise GoodputError(f"{ep.shown}: stopped")
-            self._open.add(watched)
-        timer.start()
-        try:
-            conn.connect()
-            watched.hold(conn.sock)
-            if watched.was_cut:
-                raise OSError("connection cut")
-            headers = {"Accept": "application/json", "Accept-Encoding": "identity"}
-            if ep.authorization:
-                headers["Authorization"] = ep.authorization
-            conn.request(
-                "GET", urllib.parse.urlunsplit(("", "", parts.path or "/", parts.query, "")), headers=headers
-            )
-            response = conn.getresponse()
-            if response.status in (301, 302, 303, 307, 308):
-                return response.status, response.reason, response.getheader("Location"), b""
-            if response.status != 200:
-                return response.status, response.reason, None, response.read(MAX_ERROR_BYTES)
-            body = self._body(ep, response)
-            if watched.was_cut:
-                raise OSError("connection cut")
-            return 200, response.reason, None, body
-        except (OSError, http.client.HTTPException) as err:
-            if self.aborted:
-                raise GoodputError(f"{ep.shown}: stopped") from err
-            if watched.was_cut or time.monotonic() >= deadline:
-                raise self._late(ep) from err
-            reason = getattr(err, "reason", None) or err
-            raise GoodputError(f"{ep.shown}: unreachable ({ep.scrub(str(reason))})") from err
-        finally:
-            timer.cancel()
-            with self._lock:
-                self._open.discard(watched)
-            watched.close()
