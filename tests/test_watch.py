@@ -139,7 +139,9 @@ def test_three_cycles_over_prometheus_and_slurm(slurm_cluster, tmp_path):
     and one completes. Before cycle 3 the holder is cancelled, the node drained, and Prometheus stopped: the
     cycle reports Prometheus unreachable while Slurm's news still lands."""
     cluster = slurm_cluster
-    _no_job_running(cluster)  # the session's cluster may still run another test's jobs: the XID must meet ours
+    _no_job_running(
+        cluster
+    )  # the session's cluster may still run another test's jobs: the XID must meet ours
     holder = cluster.submit("--gres=gpu:2", "--job-name=holder", "--wrap", "sleep 120")
     cluster.wait(holder, states=("RUNNING",))
     _accounted(cluster, holder, "RUNNING")
