@@ -404,24 +404,7 @@ class Observer:
             self.down_since = pl.concat(
                 [self.down_since, downs.join(self.down_since, on="host_id", how="anti")]
             )
-        cause = pl.col("xid").replace_strict(XID_CAUSE, default=DEFAULT_FATAL_CAUSE, return_dtype=pl.String)
-        categories = {key: c.category for key, c in CAUSE_BY_KEY.items()}
-        incidents = starts.select(
-            "incident_id",
-            "t_s",
-            pl.col("t_s").alias("detected_s"),
-            pl.lit(None, pl.Float64).alias("mitigated_s"),
-            pl.lit(None, pl.Float64).alias("repaired_s"),
-            cause.alias("cause"),
-            cause.replace_strict(categories, return_dtype=pl.String).alias("category"),
-            pl.lit(False).alias("planned"),
-            pl.col("xid").cast(pl.Int32),
-            pl.col("host_id").cast(pl.Int32),
-            pl.col("gpu_id").cast(pl.Int32),
-            pl.lit(None, pl.Int32).alias("link_id"),
-            pl.lit(None, pl.Int32).alias("jobs_hit"),
-            pl.lit(None, pl.Float64).alias("gpu_hours_lost"),
-        ).sort("incident_id")
+        incidents = xid_incidents(starts).sort("incident_id")
         return events, incidents
 
     def _dcgm_times(self, dcgm: DcgmSamples, series: pl.DataFrame) -> pl.DataFrame:
@@ -498,3 +481,27 @@ def _seconds(frame: pl.DataFrame, micros: str, name: str) -> pl.DataFrame:
 
 def _empty(types: dict) -> pl.DataFrame:
     return pl.DataFrame(schema=types)
+
+
+def xid_incidents(starts: pl.DataFrame) -> pl.DataFrame:
+    """The incident rows of fatal XIDs (`starts`: incident_id, t_s, xid, host_id, gpu_id): detected when logged,
+    the cause and category the XID implies, not yet mitigated or repaired, no link, jobs not yet joined. Shared
+    with the watch loop (engine.ingest.watch), which joins the jobs itself."""
+    cause = pl.col("xid").replace_strict(XID_CAUSE, default=DEFAULT_FATAL_CAUSE, return_dtype=pl.String)
+    categories = {key: c.category for key, c in CAUSE_BY_KEY.items()}
+    return starts.select(
+        "incident_id",
+        "t_s",
+        pl.col("t_s").alias("detected_s"),
+        pl.lit(None, pl.Float64).alias("mitigated_s"),
+        pl.lit(None, pl.Float64).alias("repaired_s"),
+        cause.alias("cause"),
+        cause.replace_strict(categories, return_dtype=pl.String).alias("category"),
+        pl.lit(False).alias("planned"),
+        pl.col("xid").cast(pl.Int32),
+        pl.col("host_id").cast(pl.Int32),
+        pl.col("gpu_id").cast(pl.Int32),
+        pl.lit(None, pl.Int32).alias("link_id"),
+        pl.lit(None, pl.Int32).alias("jobs_hit"),
+        pl.lit(None, pl.Float64).alias("gpu_hours_lost"),
+    )

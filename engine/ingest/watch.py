@@ -37,8 +37,7 @@ import polars as pl
 from engine.errors import GoodputError
 from engine.ingest import slurm
 from engine.ingest.live import STOP_POLL_S, _schedule, _stopped_by_signals
-from engine.ingest.observed import DEFAULT_FATAL_CAUSE, FATAL_XIDS, INCIDENT_MERGE_S, RACKS_PER_ROW, XID_CAUSE
-from engine.reference import CAUSE_BY_KEY
+from engine.ingest.observed import FATAL_XIDS, INCIDENT_MERGE_S, RACKS_PER_ROW, xid_incidents
 from engine.store import Store
 from engine.store.run import Run
 from engine.store.schema import HOST_STATES, OUT_OF_SERVICE_STATES, polars_schema
@@ -379,25 +378,11 @@ class Watcher:
             )
             for host_id, t_s in starts.group_by("host_id").agg(pl.col("t_s").min()).iter_rows():
                 self.down_since.setdefault(host_id, t_s)
-        cause = pl.col("xid").replace_strict(XID_CAUSE, default=DEFAULT_FATAL_CAUSE, return_dtype=pl.String)
-        categories = {key: c.category for key, c in CAUSE_BY_KEY.items()}
-        incidents = starts.select(
-            "incident_id",
-            "t_s",
-            pl.col("t_s").alias("detected_s"),
-            pl.lit(None, pl.Float64).alias("mitigated_s"),
-            pl.lit(None, pl.Float64).alias("repaired_s"),
-            cause.alias("cause"),
-            cause.replace_strict(categories, return_dtype=pl.String).alias("category"),
-            pl.lit(False).alias("planned"),
-            "xid",
-            "host_id",
-            "gpu_id",
-            pl.lit(None, pl.Int32).alias("link_id"),
-            pl.lit(None, pl.Int32).alias("jobs_hit"),
-            pl.lit(None, pl.Float64).alias("gpu_hours_lost"),
-            pl.lit(None, pl.List(pl.String)).alias("job_ids"),
-        ).cast(TYPES["incidents"])
+        incidents = (
+            xid_incidents(starts)
+            .with_columns(pl.lit(None, pl.List(pl.String)).alias("job_ids"))
+            .cast(TYPES["incidents"])
+        )
         return xids.cast(TYPES["xid_events"]), incidents
 
     def _join_incidents(self, new: pl.DataFrame) -> pl.DataFrame:
