@@ -213,8 +213,9 @@ def counted_section(
             "gpu_hours_lost": st.column_config.NumberColumn("GPU-h lost", format="localized"),
             "pct_of_unexpected": st.column_config.NumberColumn("% of unexpected", format="%.1f"),
         }
-        right.dataframe(figures["by_category"], hide_index=True, width="stretch", column_config=gpu_hours)
-        right.dataframe(figures["by_cause"], hide_index=True, width="stretch", column_config=gpu_hours)
+        for counts in (figures["by_category"], figures["by_cause"]):  # whole GPU-hours: totals of thousands
+            whole = counts.with_columns(pl.col("gpu_hours_lost").round(0))
+            right.dataframe(whole, hide_index=True, width="stretch", column_config=gpu_hours)
         per_day = queries.days_in_window(
             shown, since_s, until_s if until_s is not None else run.duration_s, job=flagship
         )
