@@ -32,9 +32,10 @@ def page(run_id: str) -> None:
     every = state.live_refresh_s(run)
     watched = isinstance(run.scenario, dict) and run.scenario.get("source") == "watch"
     if every and watched:
+        cycles = run.summary.get("cycles")
         st.caption(
-            f":material/sensors: Live: this cluster is being watched ({fmt_int(run.summary.get('cycles'))} "
-            f"cycles so far); the page refreshes every {fmt_duration(every)}."
+            f":material/sensors: Live: this cluster is being watched ({fmt_int(cycles)} "
+            f"{'cycle' if cycles == 1 else 'cycles'} so far); the page refreshes every {fmt_duration(every)}."
         )
     elif every:
         st.caption(
