@@ -174,3 +174,26 @@ def test_the_grid_is_one_heatmap_in_the_palette_colours():
     n = len(charts.GRID_ORDER)
     assert scale[round(charts.GRID_ORDER.index("failed") / n, 6)] == GPU_FAILED_COLOUR
     assert fig.data[0].text[0][1].endswith("| incidents: GPU SRAM memory")
+
+
+def test_the_fleet_band_draws_max_p99_median_and_min_on_utc_dates_shading_between_them():
+    t0 = datetime(2024, 12, 2, 10, 0, tzinfo=UTC).timestamp()
+    band = pl.DataFrame(
+        {
+            "t": [t0, t0 + 36.0],
+            "min": [30.0, 31.0],
+            "p50": [50.0, 52.0],
+            "p99": [70.0, 71.0],
+            "max": [80.0, 90.0],
+        }
+    )
+    fig = charts.fleet_band(band, "°C")
+    assert [trace.name for trace in fig.data] == ["min", "median", "99th percentile", "max"]
+    assert [trace.fill for trace in fig.data] == [None, "tonexty", "tonexty", "tonexty"]
+    assert list(fig.data[3].y) == [80.0, 90.0] and list(fig.data[0].y) == [30.0, 31.0]
+    # epoch seconds drawn as the UTC wall clock, not shifted by the machine's zone nor as 1970
+    assert (
+        str(fig.data[0].x[0]) == "2024-12-02T10:00:00.000"
+        and str(fig.data[0].x[1]) == "2024-12-02T10:00:36.000"
+    )
+    assert fig.layout.yaxis.title.text == "°C"

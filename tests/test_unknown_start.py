@@ -122,3 +122,22 @@ def test_the_gpus_page_shows_times_from_the_start_not_dates(tmp_path, monkeypatc
     shown += "\n".join(c.value for c in at.caption) + "\n".join(m.value for m in at.markdown)
     assert "from start" in shown
     assert "1970" not in shown
+
+
+@pytest.mark.parametrize("page", ["overview", "jobs"])
+def test_time_sliders_of_an_undated_run_count_hours_from_its_start(tmp_path, monkeypatch, page):
+    store_dir = tmp_path / "store"
+    monkeypatch.setenv("GOODPUT_STORE", str(store_dir))
+    run_id = Store(store_dir).write_run(ingest_kernel_logs([("node001.dmesg", BOOT_LOG)]))
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.query_params["run"] = run_id
+    at.run()
+    at = at.switch_page(f"app_pages/{page}.py").run()
+    assert not at.exception
+    sliders = [s for s in at.slider if "from the run's start" in s.label]
+    assert sliders, [s.label for s in at.slider]
+    assert not [s.label for s in at.slider if "UTC" in s.label]
+    for slider in sliders:  # a number of hours, not a datetime that would read 1970-01-01
+        values = slider.value if isinstance(slider.value, tuple) else (slider.value,)
+        assert all(isinstance(v, float) for v in values)
+        assert max(values) == pytest.approx(LATER / 3600, abs=0.02)

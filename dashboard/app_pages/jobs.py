@@ -25,6 +25,8 @@ from dashboard.text_exprs import duration_text, time_text
 from engine.analysis.definitions import definition
 from engine.report.palette import end_reason_label, readable, wait_reason_label
 from engine.store import RunInfo
+from engine.store.run import start_known
+from engine.units import SECONDS_PER_HOUR
 
 MAX_GANTT_ROWS = 500  # more rows than this stop being readable and slow the browser
 BUCKETS = 200  # points per time series, whatever the window: the cost stays flat with the run's length
@@ -76,17 +78,28 @@ def window_section(run: RunInfo) -> tuple[float, float]:
         lo, hi = _url_seconds(run, "from", 0.0), _url_seconds(run, "to", run.duration_s)
         if hi <= lo:
             lo, hi = 0.0, run.duration_s
-        picked = st.slider(
-            "Window (UTC)",
-            origin,
-            end,
-            step=step,
-            format="YYYY-MM-DD HH:mm",
-            key=state.seed(
-                f"jobs_window:{run.run_id}", (origin + timedelta(seconds=lo), origin + timedelta(seconds=hi))
-            ),
-        )
-        t0, t1 = ((p - origin).total_seconds() for p in picked)
+        if start_known(run.started_at):
+            picked = st.slider(
+                "Window (UTC)",
+                origin,
+                end,
+                step=step,
+                format="YYYY-MM-DD HH:mm",
+                key=state.seed(
+                    f"jobs_window:{run.run_id}",
+                    (origin + timedelta(seconds=lo), origin + timedelta(seconds=hi)),
+                ),
+            )
+            t0, t1 = ((p - origin).total_seconds() for p in picked)
+        else:  # no date to show (a boot-relative log): hours from the run's start, as the Incidents page
+            hours = st.slider(
+                "Window (hours from the run's start)",
+                0.0,
+                run.duration_s / SECONDS_PER_HOUR,
+                step=step.total_seconds() / SECONDS_PER_HOUR,
+                key=state.seed(f"jobs_window:{run.run_id}", (lo / SECONDS_PER_HOUR, hi / SECONDS_PER_HOUR)),
+            )
+            t0, t1 = (min(h * SECONDS_PER_HOUR, run.duration_s) for h in hours)
         if t1 <= t0:  # both handles on one spot: a window of one step
             t1 = min(t0 + step.total_seconds(), run.duration_s)
             t0 = t1 - step.total_seconds()

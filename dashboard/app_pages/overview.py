@@ -220,24 +220,37 @@ def what_is_down(run: RunInfo, sizes: dict) -> None:
     key = f"overview_t_{run.run_id}"
     start = run.started_at.replace(tzinfo=None)
     finish = start + timedelta(seconds=run.duration_s)
+    dated = start_known(run.started_at)
     if key not in st.session_state:
         try:
             asked = float(st.query_params.get(TIME_PARAM, run.duration_s))
         except ValueError:
             asked = run.duration_s
-        st.session_state[key] = start + timedelta(seconds=min(max(asked, 0.0), run.duration_s))
+        asked = min(max(asked, 0.0), run.duration_s)
+        st.session_state[key] = start + timedelta(seconds=asked) if dated else asked / SECONDS_PER_HOUR
     # fine enough to reach any state change of a short run, coarse enough to drag through 54 days
     step = timedelta(seconds=1 if run.duration_s <= 3600 else 60 if run.duration_s <= 2 * 86400 else 900)
-    at = st.slider(
-        "Time (UTC)",
-        min_value=start,
-        max_value=finish,
-        step=step,
-        format="YYYY-MM-DD HH:mm:ss" if run.duration_s <= 3600 else "YYYY-MM-DD HH:mm",
-        key=key,
-        help="Hosts out of service at this moment (UTC). Kept in the URL as ?t= (seconds from the start).",
-    )
-    t_s = (at - start).total_seconds()
+    if dated:
+        at = st.slider(
+            "Time (UTC)",
+            min_value=start,
+            max_value=finish,
+            step=step,
+            format="YYYY-MM-DD HH:mm:ss" if run.duration_s <= 3600 else "YYYY-MM-DD HH:mm",
+            key=key,
+            help="Hosts out of service at this moment (UTC). Kept in the URL as ?t= (seconds from the start).",
+        )
+        t_s = (at - start).total_seconds()
+    else:  # no date to show (a boot-relative log): hours from the run's start, never an invented 1970 date
+        hours = st.slider(
+            "Time (hours from the run's start)",
+            min_value=0.0,
+            max_value=run.duration_s / SECONDS_PER_HOUR,
+            step=step.total_seconds() / SECONDS_PER_HOUR,
+            key=key,
+            help="Hosts out of service at this moment. Kept in the URL as ?t= (seconds from the start).",
+        )
+        t_s = hours * SECONDS_PER_HOUR
     # the slider's last step reaches the end of the run even where the end is not on the step grid
     if t_s > run.duration_s - step.total_seconds():
         t_s = run.duration_s

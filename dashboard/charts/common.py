@@ -1,6 +1,21 @@
 """What every chart shares beyond the palette (engine.report.palette: one colour per meaning, shared with the HTML
-export) and the number formats (dashboard.format): axis settings.
+export) and the number formats (dashboard.format): axis settings, and run times on a time axis.
+
+Run times are seconds since the run's start. A run with a known start draws them as UTC dates. A run whose date
+is unknown (a kernel log stamped in seconds since boot: engine.store.run.start_known) must not show an invented
+1970 date: `as_time` puts its times on the 1970-01-01 origin (UNKNOWN_START), as Plotly needs dates on a date
+axis, and `time_axis` and `hover_time` make that axis read as time from the start, "day 1 03:25" (day 1 is the
+first day, as dashboard.format.fmt_run_time writes it), never as a calendar date.
 """
+
+from datetime import UTC, datetime
+from typing import NamedTuple
+
+import numpy as np
+import plotly.graph_objects as go
+
+from engine.store.run import UNKNOWN_START, start_known
+from engine.units import MILLISECONDS_PER_DAY
 
 # ----- axes ------------------------------------------------------------------------------------------------
 
@@ -13,3 +28,204 @@ def count_axis(largest: float | None) -> dict:
     if largest is None or largest <= 10:
         axis["dtick"] = 1
     return axis
+
+
+# ----- run times ---------------------------------------------------------------------------------------------
+
+ELAPSED_TITLE = "time from start"
+# d3 formats (Plotly's) of a time from the start on the 1970 origin: %j is the day of the year, 1 on 1970-01-01,
+# so "day %-j" is the run's day counted from 1. 1970 has 365 days: past its last day %j starts again at 1, and
+# before the origin it reads 365, so these formats serve only while every time drawn is in [0, 365 days) (see
+# time_axis for the rest: engine.limits.MAX_RUN_DAYS allows 3,650 days).
+ELAPSED_DAYS_MS = 365 * MILLISECONDS_PER_DAY
+_DATE_FORMATS = {
+    "minutes": "%Y-%m-%d %H:%M",
+    "seconds": "%Y-%m-%d %H:%M:%S",
+    "milliseconds": "%Y-%m-%d %H:%M:%S.%L",
+}
+_ELAPSED_FORMATS = {
+    "minutes": "day %-j %H:%M",
+    "seconds": "day %-j %H:%M:%S",
+    "milliseconds": "day %-j %H:%M:%S.%L",
+}
+# Past day 365 a d3 format cannot count days: %s, the seconds since the 1970 origin, is the time from the start.
+_LONG_HOVER = "%s s"
+# The tick format by the distance between ticks (Plotly's dtick, in ms): the finer the ticks, the more digits.
+_ELAPSED_TICKS = (
+    (None, 1_000, "day %-j %H:%M:%S.%L"),
+    (1_000, 60_000, "day %-j %H:%M:%S"),
+    (60_000, MILLISECONDS_PER_DAY, "day %-j %H:%M"),
+    (MILLISECONDS_PER_DAY, None, "day %-j"),
+)
+# Steps between ticks laid out here (seconds), for an axis the d3 formats cannot label: about TICKS of them.
+_TICK_STEPS_S = (
+    *(0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5),
+    *(1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800),
+    *(3600, 7200, 10800, 21600, 43200),
+    *(d * 86400 for d in (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000)),
+)
+TICKS = 8
+
+
+def as_time(started_at: datetime, seconds) -> np.ndarray:
+    """Seconds since the run's start as naive-UTC datetime64[ms] (what Plotly draws on a date axis). A run
+    whose date is unknown starts on the 1970-01-01 origin (UNKNOWN_START), which `time_axis` reads as time from
+    the start. (Milliseconds as plain numbers would keep 1970 out of the figure, but Plotly reads a number of
+    up to four digits on a date axis as a year: 1000 ms would be the year 1000.)"""
+    origin = np.datetime64(started_at.astimezone(UTC).replace(tzinfo=None), "ms")
+    ms = np.rint(np.asarray(seconds, dtype=float) * 1000.0).astype("int64")
+    return origin + ms.astype("timedelta64[ms]")
+
+
+def hover_time(started_at: datetime, precision: str = "seconds") -> str:
+    """A hovertemplate's time of the point: "%{x|%Y-%m-%d %H:%M:%S} UTC" for a known start, "%{x|day %-j
+    %H:%M:%S} from start" for an unknown one; `precision` is minutes, seconds or milliseconds."""
+    if start_known(started_at):
+        return f"%{{x|{_DATE_FORMATS[precision]}}} UTC"
+    return f"%{{x|{_ELAPSED_FORMATS[precision]}}} from start"
+
+
+def time_axis(fig: go.Figure, started_at: datetime, precision: str = "seconds", **dated) -> go.Figure:
+    """Lay out the figure's x axes, which hold run times from `as_time` (every x axis of a subplot figure).
+
+    A known start: `dated`, the chart's settings for UTC dates (type="date", title_text="UTC", tickformat=...),
+    as given. An unknown start: a date axis that reads as time from the start, ticks "day 1 03:25" and hovers
+    "day 1 03:25:07 from start" (`precision`), "time from start" for a title given; `dated`'s other settings
+    (side, range, standoff) kept. Call it once every trace and range is in the figure.
+    """
+    if start_known(started_at):
+        if dated:
+            fig.update_xaxes(**dated)
+        return fig
+    kept = {k: v for k, v in dated.items() if k not in ("tickformat", "hoverformat", "title_text", "title")}
+    if "title_text" in dated or "title" in dated:
+        kept["title_text"] = ELAPSED_TITLE
+    extent = _time_extent(fig, dated.get("range"))
+    axis = {"type": "date", "hoverformat": f"{_ELAPSED_FORMATS[precision]} from start", **kept}
+    if extent.last_point >= ELAPSED_DAYS_MS:  # past its 365th day: hovers give the seconds from the start
+        axis["hoverformat"] = f"{_LONG_HOVER} from start"
+        _long_hovers(fig)
+    if extent.first < 0 or extent.last >= ELAPSED_DAYS_MS:
+        # %j cannot say these days: ticks laid out here, each named as dashboard.format.fmt_run_time would
+        axis.update(_listed_ticks(extent.first, extent.last))
+    else:
+        # d3 picks and labels ticks as the reader zooms: nothing may show a time before the start, which %j would
+        # call day 365, so a range set starts at the start at the earliest (a margin before a first mark at 0
+        # goes), and neither autorange nor a pan reaches before it. No maxallowed: Plotly (3.1, and Streamlit's)
+        # then reverses the autorange.
+        axis["tickformatstops"] = [
+            {"dtickrange": [lo, hi], "value": value} for lo, hi, value in _ELAPSED_TICKS
+        ]
+        axis["minallowed"] = _at(0.0)
+        for shown in fig.select_xaxes():
+            if shown.range is not None:
+                shown.range = _from_start(shown.range)
+        if "range" in axis:
+            axis["range"] = _from_start(axis["range"])
+    fig.update_xaxes(**axis)
+    return fig
+
+
+def _from_start(shown) -> list[np.datetime64]:
+    """A range of run times that begins at the start at the earliest."""
+    low, high = _numbers(list(shown))
+    return [_at(max(low, 0.0)), _at(high)]
+
+
+def _at(ms: float) -> np.datetime64:
+    """A time from the start (ms) as as_time draws it for an unknown start: on the 1970 origin."""
+    return np.datetime64(UNKNOWN_START.replace(tzinfo=None), "ms") + np.timedelta64(round(ms), "ms")
+
+
+def _long_hovers(fig: go.Figure) -> None:
+    """hover_time's formats in the figure's hovertemplates turned into seconds from the start (`_LONG_HOVER`)."""
+    for trace in fig.data:
+        template = getattr(trace, "hovertemplate", None)
+        if isinstance(template, str):
+            for fmt in _ELAPSED_FORMATS.values():
+                template = template.replace(f"%{{x|{fmt}}}", f"%{{x|{_LONG_HOVER}}}")
+            trace.hovertemplate = template
+
+
+class TimeExtent(NamedTuple):
+    """What the x axes of an unknown-start figure hold, in ms since the run's start (the 1970 origin)."""
+
+    first: float  # the earliest drawn: a point, a bar's start, a centred bar's left edge
+    last: float  # the latest drawn or in a range set
+    last_point: float  # the latest point or bar end (what a hover can show)
+
+
+def _time_extent(fig: go.Figure, dated_range=None) -> TimeExtent:
+    """The figure's TimeExtent: its traces' times (horizontal bars from base to base + x, a vertical bar centred
+    on its time reaching half its width before it), the ranges set on its x axes and `dated_range`."""
+    lows, highs, points = [], [], []
+    for trace in fig.data:
+        x = _numbers(getattr(trace, "x", None))
+        if trace.type == "bar" and trace.orientation == "h":
+            base = _numbers(trace.base)
+            if base.size and x.size:
+                lows.append(base.min())
+                points.append((base + x).max())
+            continue
+        if not x.size:
+            continue
+        half = 0.0
+        if trace.type == "bar" and trace.offset is None:  # centred on its time: half a bar before it
+            width = _numbers(trace.width)
+            gaps = np.diff(np.unique(x))
+            half = float(width.max() if width.size else (gaps.min() if gaps.size else 0.0)) / 2
+        lows.append(x.min() - half)
+        highs.append(x.max() + half)
+        points.append(x.max())
+    ranges = [list(a.range) for a in fig.select_xaxes() if a.range is not None]
+    ranges += [list(dated_range)] if dated_range is not None else []
+    for shown in ranges:
+        highs.append(_numbers(shown).max())
+    if not points:
+        return TimeExtent(0.0, 0.0, 0.0)
+    return TimeExtent(float(min(lows)), float(max(highs + points)), float(max(points)))
+
+
+def _numbers(values) -> np.ndarray:
+    """A trace attribute's times as ms since the 1970 origin (the run's start for an unknown date): as_time's
+    datetime64, the datetimes or numbers Plotly keeps (a bar's base is objects); empty for none."""
+    if values is None:
+        return np.empty(0)
+    array = np.atleast_1d(np.asarray(values))
+    if array.dtype.kind in "iuf":  # a horizontal bar's length, in ms
+        return array.astype(float)
+    return array.astype("datetime64[ms]").astype("int64").astype(float)
+
+
+def _listed_ticks(low_ms: float, high_ms: float) -> dict:
+    """Ticks over [low, high] ms since the start (from the start on, when it is inside), about TICKS of them at a
+    round step, named "day 400", "day 3 06:00" or "day 1 00:00:02" by the step (a time before the start would
+    be on day 0)."""
+    span_s = max(high_ms - low_ms, 1.0) / 1000.0
+    step = next((s for s in _TICK_STEPS_S if s >= span_s / TICKS), _TICK_STEPS_S[-1])
+    # nothing is drawn before the start but a margin: no tick there unless the whole axis is
+    first = np.ceil((max(low_ms, 0.0) if high_ms >= 0 else low_ms) / 1000.0 / step) * step
+    ticks_s = first + step * np.arange(int((high_ms / 1000.0 - first) // step) + 1)
+    return {
+        "tickmode": "array",
+        "tickvals": [_at(t * 1000.0) for t in ticks_s],
+        "ticktext": [elapsed_label(t, step) for t in ticks_s],
+    }
+
+
+def elapsed_label(t_s: float, step_s: float) -> str:
+    """A time from the start as a tick reads it: "day 2", "day 2 17:40", "day 2 17:40:05" or "...05.250" as
+    fine as `step_s` needs; day 1 is the first day (dashboard.format.fmt_run_time)."""
+    ms = round(t_s * 1000.0)
+    day, rest = divmod(ms, MILLISECONDS_PER_DAY)
+    label = f"day {day + 1}"
+    if step_s >= 86400:
+        return label
+    hours, rest = divmod(rest, 3_600_000)
+    minutes, rest = divmod(rest, 60_000)
+    label += f" {hours:02d}:{minutes:02d}"
+    if step_s >= 60:
+        return label
+    seconds, millis = divmod(rest, 1000)
+    label += f":{seconds:02d}"
+    return label if step_s >= 1 else label + f".{millis:03d}"

@@ -14,8 +14,7 @@ import plotly.graph_objects as go
 import polars as pl
 from plotly.subplots import make_subplots
 
-from dashboard.charts.common import count_axis
-from dashboard.charts.jobs import as_time
+from dashboard.charts.common import as_time, count_axis, hover_time, time_axis
 from dashboard.format import fmt_duration
 from dashboard.text import plot, plot_expr
 from engine.analysis.definitions import definition
@@ -164,7 +163,7 @@ def xid_timeline(counts: pl.DataFrame, started_at: datetime, window_s: float) ->
     fig.update_yaxes(
         title=f"{definition('xid_events').label} per {fmt_duration(window_s)}", **count_axis(per_window)
     )
-    return fig
+    return time_axis(fig, started_at)
 
 
 def xid_strip(events: pl.DataFrame, started_at: datetime) -> go.Figure:
@@ -186,7 +185,7 @@ def xid_strip(events: pl.DataFrame, started_at: datetime) -> go.Figure:
                 mode="markers",
                 name=xid_label(xid),
                 marker={"size": 22, "symbol": "line-ns-open", "line": {"width": 3}, "color": xid_colour(xid)},
-                hovertemplate="%{x|%Y-%m-%d %H:%M:%S.%L} UTC<extra>%{fullData.name}</extra>",
+                hovertemplate=hover_time(started_at, "milliseconds") + "<extra>%{fullData.name}</extra>",
             )
         )
     fig.update_layout(
@@ -196,11 +195,10 @@ def xid_strip(events: pl.DataFrame, started_at: datetime) -> go.Figure:
         first, last = events["t_s"].min(), events["t_s"].max()
         pad = max(last - first, 1.0) * 0.05
         fig.update_xaxes(range=list(as_time(started_at, np.array([first - pad, last + pad]))))
-    fig.update_xaxes(tickformat="%H:%M:%S", title="time (UTC)")
     fig.update_yaxes(
         type="category", categoryorder="array", categoryarray=[xid_label(x) for x in reversed(order)]
     )
-    return fig
+    return time_axis(fig, started_at, "milliseconds", tickformat="%H:%M:%S", title="time (UTC)")
 
 
 SYMBOLS = ("diamond", "circle", "square", "triangle-up", "x", "star", "cross", "hexagon")
@@ -234,7 +232,7 @@ def offender_history(incidents: pl.DataFrame, started_at: datetime) -> go.Figure
     labels = incidents["label"].unique(maintain_order=True).to_list()
     fig.update_layout(height=max(200, 28 * len(labels) + 100), margin={"l": 10, "r": 10, "t": 10, "b": 10})
     fig.update_yaxes(type="category", categoryorder="array", categoryarray=list(reversed(labels)))
-    return fig
+    return time_axis(fig, started_at)
 
 
 def clicked_gpu(selection) -> int | None:
@@ -274,11 +272,12 @@ def gpu_telemetry(samples: pl.DataFrame, started_at: datetime, tdp_w: float | No
     if tdp_w:
         fig.add_hline(y=tdp_w, line_dash="dot", line_color=TDP_COLOUR, annotation_text="TDP", row=2, col=1)
     fig.update_layout(height=560, margin={"l": 10, "r": 10, "t": 30, "b": 10})
+    dated = {}
     if samples.height and samples["t_s"].max() - samples["t_s"].min() < 1.0:
         # one scrape: a minute around it, so the axis reads as a time, not as milliseconds around one point
         t = as_time(started_at, np.array([samples["t_s"].min() - 30.0, samples["t_s"].max() + 30.0]))
-        fig.update_xaxes(range=list(t), tickformat="%H:%M:%S")
-    return fig
+        dated = {"range": list(t), "tickformat": "%H:%M:%S"}
+    return time_axis(fig, started_at, **dated)
 
 
 FILTERED_OUT = "filtered out"
@@ -452,7 +451,7 @@ def ecc_trend(trend: pl.DataFrame, labels: dict[int, str], started_at: datetime)
             **count_axis(trend["ecc_dbe"].max()),
         },
     )
-    return fig
+    return time_axis(fig, started_at, precision="minutes")
 
 
 # The lemon rule against the ground truth: bad hosts in the red of a fault, good ones in a neutral grey-blue, so
@@ -509,4 +508,44 @@ def lemon_truth(counts: pl.DataFrame, failures: int) -> go.Figure:
         tickformat=",d",
     )
     fig.update_yaxes(title="share of the group's hosts (%)", rangemode="tozero", range=[0, 115])
+    return fig
+
+
+# The fleet window's lines (engine.ingest.prometheus.FleetWindow.band): the spread across every GPU at each step.
+FLEET_LINES = (
+    ("max", "max", "#c92a2a"),
+    ("p99", "99th percentile", "#e8590c"),
+    ("p50", "median", "#1c7ed6"),
+    ("min", "min", "#868e96"),
+)
+
+
+def fleet_band(band: pl.DataFrame, unit: str) -> go.Figure:
+    """The fleet's spread over time: max, p99, median and min across GPUs at each step (columns t in epoch
+    seconds, then FLEET_LINES' columns); the area between min and max is shaded."""
+    x = np.datetime64("1970-01-01T00:00:00", "ms") + np.rint(band["t"].to_numpy() * 1000.0).astype(
+        "timedelta64[ms]"
+    )
+    fig = go.Figure()
+    for i, (column, name, colour) in enumerate(reversed(FLEET_LINES)):  # min first, so max fills down to it
+        fig.add_trace(
+            go.Scatter(
+                x=x,
+                y=band[column].to_numpy(),
+                mode="lines",
+                name=name,
+                line={"color": colour, "width": 1.5 if column in ("max", "p50") else 1},
+                fill="tonexty" if i else None,
+                fillcolor="rgba(201, 42, 42, 0.06)",
+                hovertemplate=f"{name}: %{{y:.1f}} {unit}<extra></extra>",
+            )
+        )
+    fig.update_layout(
+        height=340,
+        margin={"l": 10, "r": 10, "t": 10, "b": 10},
+        yaxis_title=unit,
+        legend={"orientation": "h", "y": 1.08, "traceorder": "reversed"},
+        hovermode="x unified",
+    )
+    fig.update_xaxes(hoverformat="%Y-%m-%d %H:%M:%S UTC")
     return fig

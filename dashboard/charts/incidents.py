@@ -7,7 +7,7 @@ import numpy as np
 import plotly.graph_objects as go
 import polars as pl
 
-from dashboard.charts.jobs import as_time
+from dashboard.charts.common import as_time, time_axis
 from dashboard.text import plot, plot_all
 from dashboard.text_exprs import category_text, cause_label_text
 from engine.report.palette import CATEGORY_COLOURS, OTHER_COLOUR
@@ -62,7 +62,7 @@ def timeline(incidents: pl.DataFrame, started_at: datetime) -> go.Figure:
         legend={"orientation": "h", "y": 1.02, "yanchor": "bottom"},
     )
     fig.update_yaxes(categoryorder="total ascending")
-    return fig
+    return time_axis(fig, started_at)
 
 
 def clicked_incident(selection) -> int | None:
@@ -122,7 +122,7 @@ def per_day(days: pl.DataFrame, started_at: datetime) -> go.Figure:
         yaxis={"title": "interruptions a day", "tickformat": ",d", "rangemode": "tozero"},
         legend={"orientation": "h"},
     )
-    return fig
+    return time_axis(fig, started_at, precision="minutes")
 
 
 # Phases of a chain and their colours: the time from one step to the next is coloured by the step it starts.

@@ -1,33 +1,27 @@
 """Jobs charts: a Gantt of job attempts with failure, restart and checkpoint marks; the queue, waits and why;
 utilisation and fragmentation over time. Frames in, Plotly figures out.
 
-Also home to the time helpers the other page charts share: run times are seconds since the run's start and
-pages show dates, so every chart turns `*_s` columns into UTC datetimes the same way.
+`as_time` (dashboard.charts.common, imported here where the other page charts have long found it) turns run
+times, seconds since the run's start, into what a date axis draws, the same way on every chart.
 """
 
-from datetime import UTC, datetime
+from datetime import datetime
 
 import numpy as np
 import plotly.graph_objects as go
 import polars as pl
 from plotly.subplots import make_subplots
 
-from dashboard.charts.common import count_axis
+from dashboard.charts.common import as_time, count_axis, hover_time, time_axis
 from dashboard.format import fmt_duration
 from dashboard.text import plot_all, plot_expr
+from dashboard.text_exprs import cause_label_text, duration_text, time_text
 from engine.report.palette import CLEAN_END_REASONS, END_REASON_COLOURS, END_REASON_LABELS, state_colour
 
 # A row of the Gantt gets its failure, restart and checkpoint marks only while the window holds at most this
 # many of them: past it they merge into a black band (14,287 checkpoints of the flagship job in 54 days) and
 # the attempt bars, coloured by how each ended, already say what the marks would.
 MARKS_IN_VIEW = 200
-
-
-def as_time(started_at: datetime, seconds) -> np.ndarray:
-    """Seconds since the run's start as naive-UTC datetime64[ms] (what Plotly draws on a date axis)."""
-    origin = np.datetime64(started_at.astimezone(UTC).replace(tzinfo=None), "ms")
-    ms = np.rint(np.asarray(seconds, dtype=float) * 1000.0).astype("int64")
-    return origin + ms.astype("timedelta64[ms]")
 
 
 def end_kind(reasons: pl.Series) -> pl.Series:
@@ -128,10 +122,9 @@ def attempts_gantt(
     `attempts` has job_id, label, attempt, start_s, end_s, end_reason, lost_work_s; `row_order` lists labels
     top down; `checkpoints` (job_id, label, start_s) the checkpoints to mark; `waiting` (job_id, label,
     submit_s, start_s) a light bar from submission to first start; `window` (from, to) in run seconds sets
-    the x range and which marks are in view. Bars and marks carry the job id as customdata; hovers give dates.
+    the x range and which marks are in view. Bars and marks carry the job id as customdata; hovers give times
+    (dates, or the time from the start of a run whose date is unknown).
     """
-    # text_exprs imports charts.network, which imports as_time from here: imported when drawing
-    from dashboard.text_exprs import cause_label_text, duration_text, time_text
 
     def when(column: str) -> pl.Expr:
         return time_text(column, started_at)
@@ -241,7 +234,7 @@ def attempts_gantt(
                 name="Failure here",
                 text=failed["ended_by"].to_list(),
                 customdata=failed["job_id"].to_list(),
-                hovertemplate="%{y}<br>%{x|%Y-%m-%d %H:%M:%S} UTC<br>%{text}<extra>failure</extra>",
+                hovertemplate=f"%{{y}}<br>{hover_time(started_at)}<br>%{{text}}<extra>failure</extra>",
             )
         )
     restarts = few_enough(frame.filter(pl.col("attempt") > 1), "start_s", window)
@@ -255,7 +248,7 @@ def attempts_gantt(
                 name="Restart",
                 text=restarts["attempt"].to_list(),
                 customdata=restarts["job_id"].to_list(),
-                hovertemplate="%{y}<br>%{x|%Y-%m-%d %H:%M:%S} UTC<br>attempt %{text}<extra>restart</extra>",
+                hovertemplate=f"%{{y}}<br>{hover_time(started_at)}<br>attempt %{{text}}<extra>restart</extra>",
             )
         )
     marks = (
@@ -272,7 +265,7 @@ def attempts_gantt(
                 marker={"symbol": "line-ns", "size": 9, "line": {"width": 1, "color": CHECKPOINT_COLOUR}},
                 name="Checkpoint",
                 customdata=marks["job_id"].to_list(),
-                hovertemplate="%{y}<br>%{x|%Y-%m-%d %H:%M:%S} UTC<extra>checkpoint</extra>",
+                hovertemplate=f"%{{y}}<br>{hover_time(started_at)}<extra>checkpoint</extra>",
             )
         )
     if window is not None:
@@ -284,7 +277,7 @@ def attempts_gantt(
         legend={"orientation": "h", "y": 1.0, "yanchor": "top", "yref": "container"},  # above the top axis
     )
     # a Gantt of hundreds of rows: dates where the reading starts, in UTC (the run's times are UTC)
-    fig.update_xaxes(type="date", side="top", title_text="UTC", title_standoff=4)
+    time_axis(fig, started_at, type="date", side="top", title_text="UTC", title_standoff=4)
     fig.update_yaxes(
         categoryorder="array", categoryarray=list(reversed(row_order)), range=[-0.6, len(row_order) - 0.4]
     )
@@ -327,7 +320,7 @@ def queue_over_time(queue: pl.DataFrame, started_at: datetime) -> go.Figure:
         hovermode="x unified",
         legend={"orientation": "h", "y": 1.12},
     )
-    return fig
+    return time_axis(fig, started_at, precision="minutes")
 
 
 def wait_percentiles(waits_s: np.ndarray) -> tuple[float, float]:
@@ -483,4 +476,4 @@ def utilisation_and_fragmentation(util: pl.DataFrame, frag: pl.DataFrame, starte
         hovermode="x unified",
         legend={"orientation": "h", "y": 1.0, "yanchor": "top", "yref": "container"},
     )  # above the titles
-    return fig
+    return time_axis(fig, started_at, precision="minutes")

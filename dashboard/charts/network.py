@@ -8,7 +8,7 @@ import plotly.graph_objects as go
 import polars as pl
 from plotly.subplots import make_subplots
 
-from dashboard.charts.jobs import as_time
+from dashboard.charts.common import as_time, time_axis
 from dashboard.text import plot, plot_all
 from engine.report.palette import TIER_LABELS, TIER_ORDER, tier_colour, tier_label
 from engine.units import SECONDS_PER_DAY
@@ -104,7 +104,7 @@ def utilisation(samples: pl.DataFrame, started_at: datetime) -> go.Figure:
         yaxis_title="link utilisation (%)",
         yaxis_rangemode="tozero",
     )
-    return fig
+    return time_axis(fig, started_at, precision="minutes")
 
 
 def with_outages_meanwhile(slowed: pl.DataFrame, outages: pl.DataFrame) -> pl.DataFrame:
@@ -152,7 +152,7 @@ def hot_links(frame: pl.DataFrame, started_at: datetime) -> go.Figure:
         margin={"l": 10, "r": 10, "t": 10, "b": 10},
         yaxis={"autorange": "reversed"},
     )
-    return fig
+    return time_axis(fig, started_at, precision="minutes")
 
 
 def diagram_nodes(loads: pl.DataFrame, rack_pods: pl.DataFrame, tiers: tuple[str, str, str]) -> pl.DataFrame:

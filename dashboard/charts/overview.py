@@ -3,11 +3,12 @@
 Pure functions, frames and numbers in, Plotly figures out, so they can be tested without Streamlit.
 """
 
-from datetime import datetime, timedelta
+from datetime import datetime
 
 import plotly.graph_objects as go
 import polars as pl
 
+from dashboard.charts.common import as_time, hover_time, time_axis
 from dashboard.format import fmt_gpu_hours, fmt_pct
 from dashboard.text import plot
 from engine.report.palette import (
@@ -113,8 +114,7 @@ def ettr_over_time(
     `timeline` is engine.analysis.analytics.ettr_timeline's frame (t_s, ettr, ettr_cumulative); `interruptions` has
     t_s and cause (the attempts that ended in a failure or planned stop).
     """
-    start = started_at.replace(tzinfo=None)
-    when = [start + timedelta(seconds=float(t)) for t in timeline["t_s"]]
+    when = as_time(started_at, timeline["t_s"].to_numpy()).tolist()  # datetimes, or ms for an unknown date
     width_ms = (float(timeline["t_s"][1] - timeline["t_s"][0]) * 1000) if timeline.height > 1 else None
     fig = go.Figure()
     fig.add_trace(
@@ -125,7 +125,7 @@ def ettr_over_time(
             width=width_ms,
             offset=0,
             marker={"color": "#9ecae1"},
-            hovertemplate="%{x|%Y-%m-%d %H:%M}: %{y:.1%}<extra>bucket</extra>",
+            hovertemplate=hover_time(started_at, "minutes") + ": %{y:.1%}<extra>bucket</extra>",
         )
     )
     fig.add_trace(
@@ -136,7 +136,7 @@ def ettr_over_time(
             mode="lines",
             line={"color": "#08519c", "width": 2.5},
             line_shape="hv",
-            hovertemplate="%{x|%Y-%m-%d %H:%M}: %{y:.1%}<extra>cumulative</extra>",
+            hovertemplate=hover_time(started_at, "minutes") + ": %{y:.1%}<extra>cumulative</extra>",
         )
     )
     if closed_form is not None:
@@ -157,8 +157,8 @@ def ettr_over_time(
         bargap=0.05,
         barmode="stack",
     )
-    _interruption_counts(fig, interruptions, timeline, when, width_ms)
-    return fig
+    _interruption_counts(fig, interruptions, timeline, when, width_ms, started_at)
+    return time_axis(fig, started_at, precision="minutes")
 
 
 def _interruption_counts(
@@ -167,6 +167,7 @@ def _interruption_counts(
     timeline: pl.DataFrame,
     when: list,
     width_ms: float | None,
+    started_at: datetime,
 ) -> None:
     """Interruptions per ETTR bucket, stacked by category, in a strip under the ETTR chart (its own y axis):
     hundreds of them stay legible as counts, where markers on one line would hide each other."""
@@ -214,7 +215,7 @@ def _interruption_counts(
                 name=f"{category} interruptions",
                 legendgroup="interruptions",
                 marker={"color": CATEGORY_COLOURS.get(category, OTHER_COLOUR)},
-                hovertemplate="%{x|%Y-%m-%d %H:%M}: %{y} interruptions<extra>" + category + "</extra>",
+                hovertemplate=f"{hover_time(started_at, 'minutes')}: %{{y}} interruptions<extra>{category}</extra>",
             )
         )
 

@@ -14,6 +14,7 @@ import numpy as np
 import plotly.graph_objects as go
 import polars as pl
 
+from dashboard.charts.common import time_axis
 from dashboard.charts.floor_grid import PLOT_WIDTH_PX, FloorGrid, grid_for
 from dashboard.charts.jobs import bars_over_time
 from dashboard.text import plot_expr
@@ -606,6 +607,5 @@ def state_history(intervals: pl.DataFrame, started_at: datetime) -> go.Figure:
     fig.update_layout(
         barmode="overlay", height=max(200, 40 * len(hosts) + 120), margin={"l": 10, "r": 10, "t": 30, "b": 10}
     )
-    fig.update_xaxes(type="date")
     fig.update_yaxes(categoryorder="array", categoryarray=hosts)
-    return fig
+    return time_axis(fig, started_at, type="date")
