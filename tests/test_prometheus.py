@@ -1,4 +1,4 @@
-"""engine/ingest/prometheus.py against a real Prometheus scraping a small DCGM exporter (tests/servers/prometheus.py).
+"""engine/ingest/prometheus/ against a real Prometheus scraping a small DCGM exporter (tests/servers/prometheus.py).
 
 The exporter stamps scrape n of every host at started + n seconds with values dcgm_exporter.value() gives, so
 every query below has one exact answer whatever Prometheus' timing.
@@ -18,10 +18,12 @@ from engine.ingest import prometheus as prom
 from engine.ingest.prometheus import (
     PrometheusError,
     PrometheusSource,
+    answers,
     ecc_events,
     gpu_series,
     probe,
     query_range,
+    series,
     xid_events,
 )
 from tests.fixtures.ingest.dcgm_exporter import value
@@ -145,8 +147,6 @@ def test_bad_urls_and_credentials_never_shown() -> None:
         PrometheusSource("ftp://host/")
     with pytest.raises(GoodputError, match="has a query or fragment"):
         PrometheusSource("http://user:secret@host:9090/?x=1")
-    with pytest.raises(GoodputError, match="header 'X-Scope-OrgID' is not supported"):
-        PrometheusSource("http://host:9090", headers={"X-Scope-OrgID": "a"})
     port = _free_port()
     source = PrometheusSource(
         f"http://user:secret@127.0.0.1:{port}", headers={"Authorization": "Bearer tok3n"}
@@ -197,11 +197,11 @@ def test_other_json_layouts_read_the_same(prometheus_server: PrometheusServer) -
     with urllib.request.urlopen(f"{s.url}/api/v1/query_range?{urllib.parse.urlencode(params)}") as answer:
         body = answer.read()
     source = PrometheusSource(s.url)
-    assert prom._read_matrix_fast(body) is not None
-    fast = prom._read_matrix(source, body, "q")
+    assert answers.read_matrix_fast(body) is not None
+    fast = answers.read_matrix(source, body, "q")
     pretty = json.dumps(json.loads(body), indent=2).encode()
-    assert prom._read_matrix_fast(pretty)[1].height == 0  # nothing cut out: _read_matrix reads it whole
-    slow = prom._read_matrix(source, pretty, "q")
+    assert answers.read_matrix_fast(pretty)[1].height == 0  # nothing cut out: read_matrix reads it whole
+    slow = answers.read_matrix(source, pretty, "q")
     assert_frame_equal(fast[0], slow[0])
     assert_frame_equal(fast[1], slow[1])
     assert fast[1].height == 4 * 8 * 5
@@ -216,7 +216,7 @@ def test_chunked_queries_give_the_one_answer(
     source = PrometheusSource(s.url)
     whole = gpu_series(source, TEMP, s.at(0), s.at(5), points=5)
     xids = xid_events(source, s.at(0), s.at(5))
-    monkeypatch.setattr(prom, "CHUNK_STEPS", 2)
+    monkeypatch.setattr(series, "CHUNK_STEPS", 2)
     assert_frame_equal(gpu_series(source, TEMP, s.at(0), s.at(5), points=5), whole)
     assert_frame_equal(xid_events(source, s.at(0), s.at(5)), xids)
     got = query_range(source, f'{TEMP}{{gpu="0"}}', s.at(0), s.at(4), 1)

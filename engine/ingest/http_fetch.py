@@ -8,6 +8,9 @@ credentials never shown.
   could hand the endpoint's credentials to another host or downgrade https to http, so it is an error.
 - Credentials in the URL (http://user:pass@host:9400/metrics) become an HTTP basic Authorization header and
   are never shown: whatever is printed or stored uses `Endpoint.shown` (`http://user:***@host:9400/metrics`).
+- Extra headers (`with_headers`: a Thanos/Mimir/Cortex tenant's `X-Scope-OrgID`, a bearer token) go on every
+  request, redirects included. Names must be HTTP tokens and values one line; the headers the fetcher sets
+  itself are refused, and an Authorization value is a secret like a password.
 - `Fetcher.abort()` cuts every fetch in flight at once, so SIGTERM ends the loop while a server hangs.
 """
 
@@ -19,7 +22,9 @@ import ssl
 import threading
 import time
 import urllib.parse
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import NamedTuple
 
 from engine import limits
 from engine.errors import GoodputError
@@ -30,11 +35,25 @@ READ_BYTES = 64 * 1024
 # Encodings a compressed answer may come in: engine/ingest/inflate.py reads them from the body's first bytes.
 READABLE_ENCODINGS = ("", "identity", "gzip", "x-gzip", "deflate", "zstd")
 _USERINFO = re.compile(r"(?<=//)([^/@:?#]*):[^/@?#]*@")
+# RFC 9110 section 5.1: a field name is a token, 1*tchar.
+_TOKEN = re.compile(r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$")
+# Headers http.client and the fetcher write themselves (framing, the origin, the identity encoding read here):
+# a second value would contradict them, and a wrong Host or Content-Length can smuggle a request.
+FETCHER_HEADERS = ("host", "content-length", "accept-encoding", "connection", "transfer-encoding")
+# Headers whose values are credentials: scrubbed from every error like a password in the URL.
+SECRET_HEADERS = ("authorization", "proxy-authorization")
 
 
 def redact(text: str) -> str:
     """Every `//user:password@` in `text` as `//user:***@`."""
     return _USERINFO.sub(r"\1:***@", text)
+
+
+class Header(NamedTuple):
+    """One extra request header, sent as given (its name and value checked by `with_headers`)."""
+
+    name: str
+    value: str
 
 
 @dataclass(frozen=True)
@@ -44,6 +63,7 @@ class Endpoint:
     host: str  # host[:port], the host name of series without a Hostname label
     authorization: str | None = field(default=None, repr=False)
     secrets: tuple[str, ...] = field(default=(), repr=False)
+    headers: tuple[Header, ...] = field(default=(), repr=False)  # sent on every request, redirects too
 
     def scrub(self, text: str) -> str:
         """`text` (an error from below) with this endpoint's password replaced, however it was spelled."""
@@ -74,6 +94,58 @@ def endpoint(url: str) -> Endpoint:
         secrets = tuple(s for s in {parts.password or "", password, token} if len(s) >= 3)
     host = parts.hostname if port is None else f"{parts.hostname}:{port}"
     return Endpoint(plain, shown, host, authorization, secrets)
+
+
+def with_headers(ep: Endpoint, headers: Mapping[str, str] | None, flag: str = "--scrape") -> Endpoint:
+    """`ep` that also sends `headers` ({name: value}); a GoodputError naming `flag` and the header otherwise.
+
+    An Authorization header replaces the URL's user:password and is a secret (never shown, scrubbed from every
+    error); so is Proxy-Authorization. Other values are plain settings (a tenant id) and may be shown."""
+    extra: list[Header] = []
+    seen: set[str] = set()
+    for name, value in (headers or {}).items():
+        key = checked_header_name(name, flag)
+        if key in seen:
+            raise GoodputError(f"{flag}: header {name!r} is given twice (header names ignore case)")
+        seen.add(key)
+        text = checked_header_value(name, value, flag)
+        if key == "authorization":
+            secret = text.partition(" ")[2].strip() or text  # the token without its scheme, too
+            ep = replace(ep, authorization=text, secrets=_secrets(ep, text, secret))
+        elif key in SECRET_HEADERS:
+            extra.append(Header(name, text))
+            ep = replace(ep, secrets=_secrets(ep, text, text.partition(" ")[2].strip()))
+        else:
+            extra.append(Header(name, text))
+    return replace(ep, headers=(*ep.headers, *extra))
+
+
+def checked_header_name(name: object, flag: str) -> str:
+    """The header's name in lower case, once it is an HTTP token the fetcher does not set itself."""
+    if not isinstance(name, str) or not _TOKEN.match(name):
+        raise GoodputError(
+            f"{flag}: header name {name!r} is not an HTTP token (letters, digits and !#$%&'*+-.^_`|~ only)"
+        )
+    key = name.lower()
+    if key in FETCHER_HEADERS:
+        raise GoodputError(f"{flag}: header {name!r} is set by Goodput's HTTP client itself; leave it out")
+    return key
+
+
+def checked_header_value(name: str, value: object, flag: str) -> str:
+    """The value without surrounding blanks (RFC 9110 5.5), once it is one line; the value is never echoed, since
+    it may be a credential."""
+    if not isinstance(value, str):
+        raise GoodputError(f"{flag}: header {name!r}: the value must be text (got {type(value).__name__})")
+    for char, what in (("\r", "a carriage return"), ("\n", "a line feed"), ("\0", "a NUL character")):
+        if char in value:
+            raise GoodputError(f"{flag}: header {name!r}: the value contains {what}; give it on one line")
+    return value.strip(" \t")
+
+
+def _secrets(ep: Endpoint, *more: str) -> tuple[str, ...]:
+    # a secret shorter than 3 characters would scrub ordinary words out of every error
+    return (*ep.secrets, *(s for s in more if len(s) >= 3 and s not in ep.secrets))
 
 
 class HttpStatusError(GoodputError):
@@ -151,11 +223,10 @@ class Fetcher:
             watched.hold(conn.sock)
             if watched.was_cut:  # cut while connecting, before there was a socket to shut
                 raise OSError("connection cut")
-            headers = {"Accept": self.accept, "Accept-Encoding": "identity"}
-            if ep.authorization:
-                headers["Authorization"] = ep.authorization
             conn.request(
-                "GET", urllib.parse.urlunsplit(("", "", parts.path or "/", parts.query, "")), headers=headers
+                "GET",
+                urllib.parse.urlunsplit(("", "", parts.path or "/", parts.query, "")),
+                headers=self._headers(ep),
             )
             response = conn.getresponse()
             if response.status in REDIRECT_CODES:
@@ -179,6 +250,18 @@ class Fetcher:
             with self._lock:
                 self._open.discard(watched)
             watched.close()
+
+    def _headers(self, ep: Endpoint) -> dict[str, str | bytes]:
+        """What every request of `ep` sends: the fetcher's own headers, credentials, then the extra ones (an
+        Accept given there replaces the fetcher's). Values go as UTF-8 bytes: http.client would refuse
+        anything outside Latin-1 with an error that is no GoodputError."""
+        headers: dict[str, str | bytes] = {"Accept": self.accept, "Accept-Encoding": "identity"}
+        if ep.authorization:
+            headers["Authorization"] = ep.authorization.encode("utf-8")
+        for extra in ep.headers:
+            headers = {k: v for k, v in headers.items() if k.lower() != extra.name.lower()}
+            headers[extra.name] = extra.value.encode("utf-8")
+        return headers
 
     def _body(self, ep: Endpoint, response: http.client.HTTPResponse) -> bytes:
         encoding = (response.getheader("Content-Encoding") or "").strip().lower()

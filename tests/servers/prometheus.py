@@ -6,6 +6,13 @@
 scrapes it every second, one target a fake host, and returns once the scrapes up to `ready_scrape` are stored.
 Each pytest-xdist worker starts its own pair on free ports in its own folders, so no test group is needed.
 Both run in their own process groups, which `stop()` ends (SIGTERM, then SIGKILL).
+
+With `rules=` (a rule file such as data/prometheus/goodput-rules.yml) Prometheus also evaluates the rules every
+`evaluation_every_s`. An evaluation at time e reads the latest sample at or before e of each series, and its
+result is stamped e; e is scrape n's stamp plus a fixed offset that Prometheus derives from the group's name and
+file (`rules_offset_s`, read back once the first result is stored). So that the evaluation just after scrape n's
+stamp sees scrape n, the exporter's stamps run RULES_LEAD_S ahead of the clock: every scrape is stored before its
+stamp comes, and the recorded series equal the raw ones at every stamp + offset, exactly.
 """
 
 import contextlib
@@ -34,6 +41,7 @@ HOSTS = ["node001", "node002", "node003"]
 BARE_HOST = "node004"  # served without a Hostname label: Goodput names it by its instance, `node004:9400`
 READY_SCRAPE = 5  # every event of the exporter happens by scrape 4
 START_TIMEOUT_S = 30.0
+RULES_LEAD_S = 15  # Prometheus starts and first scrapes 2-7 s after the exporter here (2 shared cores), x2
 
 
 @dataclass
@@ -48,6 +56,25 @@ class PrometheusServer:
     every_s: int  # scrape n of every host is stamped started + n * every_s
     processes: list[subprocess.Popen] = field(default_factory=list, repr=False)
     folder: Path | None = None
+    rules: Path | None = None  # the rule file Prometheus evaluates, if any
+
+    def rules_offset_s(self, record: str, scrape: int, timeout_s: float = START_TIMEOUT_S) -> float:
+        """Once `record` (a recorded series) holds the evaluation that follows scrape `scrape`: the seconds from a
+        scrape's stamp to that evaluation's (0 <= offset < every_s, whole milliseconds)."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if _get(f"{self.url}/-/ready")[0] != 200:
+                raise RuntimeError(f"prometheus at {self.url} stopped")
+            query = f"timestamp({record})"
+            status, body = _get(f"{self.url}/api/v1/query?" + urllib.parse.urlencode({"query": query}))
+            result = json.loads(body)["data"]["result"] if status == 200 else []
+            if result:
+                stamp_ms = round(float(result[0]["value"][1]) * 1000)
+                offset_ms = (stamp_ms - round(self.started * 1000)) % (self.every_s * 1000)
+                if stamp_ms - offset_ms >= round(self.at(scrape) * 1000):
+                    return offset_ms / 1000
+            time.sleep(0.2)
+        raise RuntimeError(f"prometheus at {self.url} did not record {record} after scrape {scrape} in time")
 
     def at(self, n: int) -> float:
         """Epoch seconds of scrape `n`."""
@@ -67,8 +94,11 @@ def start_prometheus(
     route_prefix: str = "",
     xid_scrape: int = dcgm_exporter.XID_SCRAPE,
     ready_scrape: int = READY_SCRAPE,
+    rules: Path | None = None,
+    evaluation_every_s: int = 1,
 ) -> PrometheusServer:
-    """Exporter and Prometheus in `tmp_dir`; returns when scrape `ready_scrape` of every host is stored."""
+    """Exporter and Prometheus in `tmp_dir`; returns when scrape `ready_scrape` of every host is stored. With
+    `rules`, Prometheus evaluates that rule file every `evaluation_every_s` (module docstring)."""
     if not Path(PROMETHEUS).exists():
         pytest.fail(
             f"{PROMETHEUS} is missing: install Debian's prometheus package (apt-get install prometheus)",
@@ -77,7 +107,7 @@ def start_prometheus(
     hosts = list(HOSTS if hosts is None else hosts)
     served = hosts + ([f"={bare_host}"] if bare_host else [])
     tmp_dir.mkdir(parents=True, exist_ok=True)
-    t0 = int(time.time())
+    t0 = int(time.time()) + (RULES_LEAD_S if rules is not None else 0)
     exporter = subprocess.Popen(
         [
             sys.executable,
@@ -105,6 +135,7 @@ def start_prometheus(
         every_s=1,
         processes=[exporter],
         folder=tmp_dir,
+        rules=rules,
     )
     try:
         line = exporter.stdout.readline().strip()
@@ -112,7 +143,7 @@ def start_prometheus(
             raise RuntimeError(
                 f"the exporter did not start: {(tmp_dir / 'exporter.log').read_text()[-2000:]}"
             )
-        _write_config(tmp_dir / "prometheus.yml", int(line), served)
+        _write_config(tmp_dir / "prometheus.yml", int(line), served, rules, evaluation_every_s)
         for _attempt in range(3):  # a free port can be taken between choosing and binding it: try another
             port = _free_port()
             prefix = route_prefix.rstrip("/")
@@ -144,6 +175,11 @@ def start_prometheus(
         else:
             raise RuntimeError(f"prometheus did not start: {log.read_text()[-2000:]}")
         _wait_scrapes(server, len(served), t0 + ready_scrape)
+        if rules is not None and time.time() >= t0 + ready_scrape:
+            raise RuntimeError(
+                f"prometheus stored scrape {ready_scrape} after its stamp: the rules would see it late;"
+                f" RULES_LEAD_S ({RULES_LEAD_S} s) is too short for this machine"
+            )
     except BaseException:
         server.stop()
         raise
@@ -159,8 +195,11 @@ def prometheus_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Prom
         server.stop()
 
 
-def _write_config(path: Path, exporter_port: int, served: list[str]) -> None:
-    """One job, one target a host (its path on the exporter), each with the instance a real host would have."""
+def _write_config(
+    path: Path, exporter_port: int, served: list[str], rules: Path | None = None, evaluation_every_s: int = 1
+) -> None:
+    """One job, one target a host (its path on the exporter), each with the instance a real host would have;
+    the rule file, if any, evaluated every `evaluation_every_s`."""
     groups = [
         {
             "targets": [f"127.0.0.1:{exporter_port}"],
@@ -169,9 +208,15 @@ def _write_config(path: Path, exporter_port: int, served: list[str]) -> None:
         for host in served
     ]
     config = {
-        "global": {"scrape_interval": "1s", "scrape_timeout": "1s", "evaluation_interval": "1m"},
+        "global": {
+            "scrape_interval": "1s",
+            "scrape_timeout": "1s",
+            "evaluation_interval": f"{evaluation_every_s}s",
+        },
         "scrape_configs": [{"job_name": "dcgm", "honor_timestamps": True, "static_configs": groups}],
     }
+    if rules is not None:
+        config["rule_files"] = [str(Path(rules).resolve())]
     path.write_text(json.dumps(config, indent=1))  # YAML is a superset of JSON
 
 
@@ -203,12 +248,14 @@ def _wait_ready(url: str, process: subprocess.Popen) -> bool:
 
 
 def _wait_scrapes(server: PrometheusServer, series_hosts: int, stamp: int) -> None:
-    """Until every host's latest stored temperature is stamped `stamp` or later."""
+    """Until every host's temperature stamped `stamp` is stored. Asked at `stamp` itself: with RULES_LEAD_S the
+    stamps run ahead of the clock, and a query at now would not see them yet."""
     query = f"count(timestamp(DCGM_FI_DEV_GPU_TEMP) >= {stamp})"
     wanted = series_hosts * dcgm_exporter.GPUS
     deadline = time.monotonic() + START_TIMEOUT_S
     while time.monotonic() < deadline:
-        status, body = _get(f"{server.url}/api/v1/query?" + urllib.parse.urlencode({"query": query}))
+        params = {"query": query, "time": stamp}
+        status, body = _get(f"{server.url}/api/v1/query?" + urllib.parse.urlencode(params))
         if status == 200:
             result = json.loads(body)["data"]["result"]
             if result and int(float(result[0]["value"][1])) >= wanted:
