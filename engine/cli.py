@@ -137,24 +137,43 @@ def cmd_ingest(args: argparse.Namespace) -> int:
 
 def cmd_watch(args: argparse.Namespace) -> int:
     from engine.ingest import slurm
-    from engine.ingest.watch import watch_loop, watch_text
+    from engine.ingest.watch import PrometheusAccess, watch_loop, watch_text
+    from engine.ingest.watch.access import credential_file, parse_header
     from engine.scenario.durations import parse_duration
 
     if args.slurm_conf is not None and not args.slurm:
         args.slurm = True  # --slurm-conf names the cluster to read: it implies --slurm
     if args.prometheus is None and not args.slurm:
         raise GoodputError("watch: give --prometheus URL, --slurm, or both")
+    given = [
+        f
+        for f in ("prometheus_header", "prometheus_bearer_token_file", "prometheus_password_file")
+        if getattr(args, f)
+    ]
+    if args.prometheus is None and (given or args.checkpoint_metric):
+        flag = "--" + (given[0] if given else "checkpoint_metric").replace("_", "-")
+        raise GoodputError(f"{flag}: needs --prometheus URL")
     if args.cycles is not None and args.cycles < 1:
         raise GoodputError(f"--cycles: must be at least 1, got {args.cycles}")
+    access = None
+    if args.prometheus is not None:
+        access = PrometheusAccess(
+            args.prometheus,
+            headers=tuple(parse_header(h) for h in args.prometheus_header or ()),
+            bearer_token_file=credential_file(args.prometheus_bearer_token_file),
+            password_file=credential_file(args.prometheus_password_file),
+        )
     result = watch_loop(
         Store(args.store),
-        prometheus_url=args.prometheus,
+        prometheus=access,
         slurm_source=slurm.SlurmSource(conf=args.slurm_conf) if args.slurm else None,
         every_s=parse_duration(args.every, "--every"),
         cycles=args.cycles,
         name=args.name,
         lookback_s=parse_duration(args.since, "--since"),
         quiet=args.json,
+        checkpoint_metric=args.checkpoint_metric,
+        checkpoint_job_label=args.checkpoint_job_label,
     )
     _report(result, args.json, watch_text)
     return 0
@@ -523,6 +542,35 @@ def build_parser() -> argparse.ArgumentParser:
     )
     wat.add_argument(
         "--slurm-conf", metavar="FILE", help="the slurm.conf to use (SLURM_CONF); implies --slurm"
+    )
+    wat.add_argument(
+        "--prometheus-header",
+        action="append",
+        metavar="'NAME: VALUE'",
+        help="a header sent with every query, e.g. 'X-Scope-OrgID: team-a' (repeatable; stored with the run and"
+        " shown, so never a credential)",
+    )
+    wat.add_argument(
+        "--prometheus-bearer-token-file",
+        metavar="FILE",
+        help="read a bearer token from FILE (again each cycle, so a rotated token works); the run stores the path",
+    )
+    wat.add_argument(
+        "--prometheus-password-file",
+        metavar="FILE",
+        help="basic auth: the user from the URL (http://user@host:9090), the password read from FILE each cycle",
+    )
+    wat.add_argument(
+        "--checkpoint-metric",
+        metavar="NAME",
+        help="a gauge of each job's latest checkpoint time (epoch s), e.g. training_checkpoint_timestamp_seconds:"
+        " interrupted attempts then keep only the time to their last checkpoint (default: none read)",
+    )
+    wat.add_argument(
+        "--checkpoint-job-label",
+        default="slurm_job_id",
+        metavar="LABEL",
+        help="the checkpoint metric's label holding the Slurm job id (default slurm_job_id)",
     )
     wat.add_argument("--every", default="1m", metavar="DURATION", help="time between cycles (default 1m)")
     wat.add_argument("--cycles", type=int, metavar="N", help="stop after N cycles (default: until stopped)")

@@ -1,0 +1,113 @@
+"""What a watch derives from Prometheus' events: XID rows, their incidents (joined to the jobs that held the
+GPU's host then, as Meta's gcm does) and the ECC counters where they rose."""
+
+from typing import TYPE_CHECKING
+
+import polars as pl
+
+from engine.ingest.observed import FATAL_XIDS, INCIDENT_MERGE_S, xid_incidents
+from engine.ingest.watch.tables import SAMPLE_TYPES, TYPES
+
+if TYPE_CHECKING:
+    from engine.ingest.watch.derive import Watcher
+
+
+def xid_rows(w: "Watcher", events: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """XID events with their GPUs' ids; one incident per burst of fatal XIDs on a GPU (engine.ingest.observed's
+    rule: a burst within INCIDENT_MERGE_S is one failure, and continues an incident of an earlier cycle)."""
+    gpus = w.gpus.join(w.hosts, on="host_id").select("gpu_id", "host_id", "hostname", "index")
+    rows = (
+        events.select(
+            pl.col("host").alias("hostname"), pl.col("gpu").cast(pl.Int16).alias("index"), "t", "xid"
+        )
+        .join(gpus, on=["hostname", "index"], how="left")
+        .with_columns(t_s=pl.col("t").cast(pl.Float64) - w.origin)
+        .sort("t_s", "gpu_id")
+        .with_row_index("row")
+    )
+    fatal = rows.filter(pl.col("xid").is_in(FATAL_XIDS)).join(
+        w.last_fatal.select("gpu_id", pl.col("t_s").alias("prior_t"), pl.col("incident_id").alias("prior")),
+        on="gpu_id",
+        how="left",
+    )
+    fatal = fatal.sort("gpu_id", "t_s").with_columns(prev=pl.col("t_s").shift(1).over("gpu_id"))
+    fatal = fatal.with_columns(prev=pl.coalesce("prev", "prior_t"))
+    fatal = fatal.with_columns(
+        opens=pl.col("prev").is_null() | (pl.col("t_s") - pl.col("prev") > INCIDENT_MERGE_S)
+    )
+    fatal = fatal.with_columns(burst=pl.col("opens").cum_sum().over("gpu_id"))
+    next_id = int(w.incidents["incident_id"].max() or -1) + 1 if w.incidents.height else 0
+    starts = fatal.filter("opens").sort("t_s", "gpu_id")
+    starts = starts.with_columns(incident_id=pl.int_range(next_id, next_id + pl.len(), dtype=pl.Int32))
+    fatal = fatal.join(
+        starts.select("gpu_id", "burst", pl.col("incident_id").alias("new")),
+        on=["gpu_id", "burst"],
+        how="left",
+    ).with_columns(incident_id=pl.coalesce("new", "prior").cast(pl.Int32))
+    xids = rows.join(fatal.select("row", "incident_id"), on="row", how="left").select(
+        "t_s",
+        "gpu_id",
+        "host_id",
+        pl.col("xid").cast(pl.Int32),
+        "incident_id",
+        pl.format("XID {} from Prometheus ({} GPU {})", "xid", "hostname", "index").alias("message"),
+    )
+    if fatal.height:
+        latest = fatal.group_by("gpu_id").agg(pl.col("t_s").max(), pl.col("incident_id").last())
+        w.last_fatal = pl.concat(
+            [w.last_fatal.join(latest, on="gpu_id", how="anti"), latest.cast(w.last_fatal.schema)]
+        )
+        for host_id, t_s in starts.group_by("host_id").agg(pl.col("t_s").min()).iter_rows():
+            w.down_since.setdefault(host_id, t_s)
+    incidents = (
+        xid_incidents(starts)
+        .with_columns(pl.lit(None, pl.List(pl.String)).alias("job_ids"))
+        .cast(TYPES["incidents"])
+    )
+    return xids.cast(TYPES["xid_events"]), incidents
+
+
+def join_incidents(w: "Watcher", new: pl.DataFrame) -> pl.DataFrame:
+    """Every incident's jobs: the attempts that held its host at its time (gcm's join of GPUs to jobs).
+    Rejoined each cycle, since Slurm may tell of a job after Prometheus told of the XID; the incidents whose
+    jobs changed are returned, to replace their rows."""
+    every = pl.concat([w.incidents, new])
+    held = w.attempts.select("job_id", "start_s", "end_s", pl.col("hosts").alias("host_id")).explode(
+        "host_id"
+    )
+    hits = (
+        every.select("incident_id", "host_id", "t_s")
+        .join(held, on="host_id")
+        .filter((pl.col("start_s") <= pl.col("t_s")) & (pl.col("t_s") < pl.col("end_s")))
+        .group_by("incident_id")
+        .agg(pl.col("job_id").unique().sort().alias("found"))
+    )
+    joined = (
+        every.join(hits, on="incident_id", how="left")
+        .with_columns(found=pl.col("found").fill_null(pl.lit([], pl.List(pl.String))))
+        .with_columns(jobs_hit=pl.col("found").list.len().cast(pl.Int32))
+    )
+    changed = joined.filter(
+        pl.col("incident_id").is_in(new["incident_id"].implode())
+        | (pl.col("job_ids").fill_null(pl.lit([], pl.List(pl.String))) != pl.col("found"))
+    )
+    joined = joined.with_columns(job_ids="found").drop("found").cast(TYPES["incidents"])
+    w.incidents = joined
+    return changed.with_columns(job_ids="found").drop("found").cast(TYPES["incidents"]).sort("incident_id")
+
+
+def ecc_samples(w: "Watcher", events: pl.DataFrame) -> pl.DataFrame:
+    """The ECC counters at the moments they rose, as gpu_samples rows (every other column null): the one
+    table the GPUs page reads ECC from."""
+    gpus = w.gpus.join(w.hosts, on="host_id").select("gpu_id", "hostname", "index")
+    rows = events.with_columns(
+        pl.col("gpu").cast(pl.Int16).alias("index"), pl.col("host").alias("hostname")
+    ).join(gpus, on=["hostname", "index"], how="left")
+    wide = rows.select(
+        (pl.col("t").cast(pl.Float64) - w.origin).alias("t_s"),
+        "gpu_id",
+        pl.when(pl.col("kind") == "sbe").then(pl.col("total")).alias("ecc_sbe"),
+        pl.when(pl.col("kind") == "dbe").then(pl.col("total")).alias("ecc_dbe"),
+    )
+    missing = [pl.lit(None, SAMPLE_TYPES[c]).alias(c) for c in SAMPLE_TYPES if c not in wide.columns]
+    return wide.with_columns(*missing).select(*SAMPLE_TYPES).cast(SAMPLE_TYPES).sort("t_s", "gpu_id")

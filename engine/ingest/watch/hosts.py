@@ -1,0 +1,90 @@
+"""Each host's state over a watch cycle: Slurm's word for its nodes, running where an attempt holds it, and for
+hosts Slurm does not know, healthy until their first fatal XID (engine.ingest.observed's rule)."""
+
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+import polars as pl
+
+from engine.ingest.observed import RACKS_PER_ROW
+from engine.ingest.watch.goodput import RUNNING
+from engine.ingest.watch.tables import TYPES, empty
+from engine.store.schema import HOST_STATES, OUT_OF_SERVICE_STATES
+
+if TYPE_CHECKING:
+    from engine.ingest.watch.derive import Watcher
+
+
+def host_states(w: "Watcher", nodes: pl.DataFrame | None, now_s: float) -> pl.DataFrame:
+    """Each host's state over [last cycle, now): Slurm's word for its nodes (out of service from its reason
+    time when that falls in the interval), running where an attempt holds it; hosts Slurm does not know are
+    healthy until their first fatal XID, then down (engine.ingest.observed's rule)."""
+    start = w.states_end_s
+    if now_s <= start:
+        return empty("host_states")
+    said = {}
+    if nodes is not None:
+        for node, state, reason_t in nodes.select("node", "state", "reason_time").iter_rows():
+            said[node] = (
+                _goodput_state(state),
+                None if reason_t is None else _epoch_s(reason_t) - w.origin,
+            )
+    holder = holders(w)
+    rows: list[tuple] = []
+    for host_id, hostname in w.hosts.iter_rows():
+        if hostname in said:
+            state, changed_s = said[hostname]
+            w.node_states[hostname] = state
+        elif hostname in w.node_states:  # Slurm unread this cycle: its last word stands
+            state, changed_s = w.node_states[hostname], None
+        else:
+            changed_s = w.down_since.get(host_id)
+            state = "healthy" if changed_s is None else "down"
+        since = start
+        if state in OUT_OF_SERVICE_STATES and changed_s is not None and start < changed_s < now_s:
+            rows.append((host_id, "healthy", start, changed_s, None))
+            since = changed_s
+        job = holder.get(host_id) if state in ("healthy", "running") else None
+        rows.append((host_id, "running" if job else state, since, now_s, job))
+    w.states_end_s = now_s
+    return pl.DataFrame(rows, schema=TYPES["host_states"], orient="row").sort("host_id", "start_s")
+
+
+def holders(w: "Watcher") -> dict[int, str]:
+    """The job running on each host now (an attempt still open)."""
+    running = w.attempts.filter(pl.col("end_reason") == RUNNING).select(
+        "job_id", pl.col("hosts").alias("host_id")
+    )
+    pairs = running.explode("host_id").drop_nulls().unique("host_id", keep="last")
+    return dict(zip(pairs["host_id"].to_list(), pairs["job_id"].to_list(), strict=True))
+
+
+def _goodput_state(state: str) -> str:
+    """Slurm's node state as one of HOST_STATES (engine.ingest.slurm maps them; a raw Slurm word is mapped
+    the same way: drained or down is out of service)."""
+    word = (state or "").lower()
+    if word in HOST_STATES:
+        return word
+    if "drain" in word:
+        return "draining" if "ing" in word else "down"
+    if any(w in word for w in ("down", "fail", "maint", "reboot")):
+        return "down"
+    return "running" if any(w in word for w in ("alloc", "mix")) else "healthy"
+
+
+def _epoch_s(value) -> float:
+    return value.timestamp() if isinstance(value, datetime) else float(value)
+
+
+def hosts_table(hosts: pl.DataFrame) -> pl.DataFrame:
+    """Hosts of unknown position laid out as engine.ingest.observed does: one a rack, RACKS_PER_ROW a row."""
+    host_id = pl.col("host_id")
+    return hosts.select(
+        host_id,
+        "hostname",
+        host_id.alias("rack_id"),
+        pl.lit(0).alias("pod_id"),
+        (host_id // RACKS_PER_ROW).alias("row"),
+        (host_id % RACKS_PER_ROW).alias("position"),
+        pl.lit(0).alias("slot"),
+    ).cast(dict.fromkeys(("host_id", "rack_id", "pod_id", "row", "position", "slot"), pl.Int32))

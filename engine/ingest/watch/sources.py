@@ -1,0 +1,127 @@
+"""Where each source of a watch stands (SourceState) and what one cycle read from them (Reading, read_sources)."""
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING
+
+import polars as pl
+
+from engine.errors import GoodputError
+from engine.ingest import slurm
+from engine.ingest.watch.checkpoints import read_checkpoints
+
+if TYPE_CHECKING:
+    from engine.ingest.watch.derive import Watcher
+
+PROMETHEUS, SLURM = "prometheus", "slurm"
+LABELS = {PROMETHEUS: "Prometheus", SLURM: "Slurm"}
+# Each Slurm read reaches this far before the last one: slurmdbd learns of a job's start and end some seconds
+# after slurmctld (a job that ran 2 s was missing from sacct for a second here), and `sacct -S` selects by when a
+# job ran, not by when accounting heard of it. Rows read twice are compared and only changes are written.
+SLURM_OVERLAP_S = 300.0
+INVENTORY_METRIC = "DCGM_FI_DEV_GPU_TEMP"  # every dcgm-exporter serves it: the GPUs Prometheus knows
+INVENTORY_WINDOW_S = (
+    300.0  # the GPUs that reported in the last 5 minutes (Prometheus' own staleness lookback)
+)
+
+
+@dataclass
+class SourceState:
+    """Where one source stands: what the run's summary keeps and the Overview and Data pages show."""
+
+    source: str  # PROMETHEUS or SLURM
+    target: str  # the base URL without its password, or the slurm.conf read ("default" for Slurm's own)
+    reachable: bool = False
+    last_success: float | None = None  # epoch seconds of the last read that worked
+    failing_since: float | None = None  # epoch seconds of the first failure since then
+    error: str | None = None
+    failed_cycles: int = 0
+
+    def succeeded(self, now: float) -> None:
+        self.reachable, self.last_success, self.failing_since, self.error = True, now, None, None
+
+    def failed(self, now: float, error: str) -> None:
+        self.reachable, self.error, self.failed_cycles = False, error, self.failed_cycles + 1
+        self.failing_since = self.failing_since or now
+
+    def line(self) -> str:
+        """`Prometheus (http://prom:9090): unreachable since 10:42 UTC (connection refused)`."""
+        head = f"{LABELS.get(self.source, self.source)} ({self.target})"
+        if self.reachable:
+            return f"{head}: reachable, last read {_clock(self.last_success)}"
+        since = f" since {_clock(self.failing_since)}" if self.failing_since else ""
+        return f"{head}: unreachable{since} ({self.error})"
+
+
+def source_states(summary: dict) -> list[SourceState]:
+    """The source states a watched run's summary holds (empty for any other run)."""
+    return [SourceState(**s) for s in summary.get("sources", [])]
+
+
+def _clock(t: float | None) -> str:
+    return "never" if t is None else f"{datetime.fromtimestamp(t, UTC):%Y-%m-%d %H:%M} UTC"
+
+
+@dataclass
+class Reading:
+    """What one cycle read from the sources, before anything is derived (None: not read, or failed)."""
+
+    now: float
+    jobs: pl.DataFrame | None = None
+    attempts: pl.DataFrame | None = None
+    nodes: pl.DataFrame | None = None
+    xids: pl.DataFrame | None = None  # host, gpu, t, xid
+    ecc: pl.DataFrame | None = None
+    inventory: pl.DataFrame | None = None  # host, gpu
+    checkpoints: pl.DataFrame | None = (
+        None  # job_id, t (epoch s): the checkpoint metric's values, when watched
+    )
+    prom_from: float = 0.0  # the Prometheus window read: (prom_from, now]
+
+
+def read_sources(w: "Watcher", now: float) -> Reading:
+    """Every source's news since its watermark; a failing source is recorded in its state, not raised."""
+    reading = Reading(now=now, prom_from=w.prom_mark)
+    if w.slurm is not None:
+        _read_slurm(w, reading)
+    if w.prometheus is not None:
+        _read_prometheus(w, reading)
+    return reading
+
+
+def _read_slurm(w: "Watcher", reading: Reading) -> None:
+    try:
+        since = datetime.fromtimestamp(max(w.origin, w.slurm_mark - SLURM_OVERLAP_S), UTC)
+        jobs = slurm.read_jobs(w.slurm, since)
+        reading.nodes = slurm.read_nodes(w.slurm)
+        reading.jobs, reading.attempts = jobs.jobs, jobs.attempts
+    except GoodputError as err:
+        reading.jobs = reading.attempts = reading.nodes = None
+        w.states[SLURM].failed(reading.now, str(err))
+    else:
+        w.states[SLURM].succeeded(reading.now)
+
+
+def _read_prometheus(w: "Watcher", reading: Reading) -> None:
+    from engine.ingest import prometheus as prom  # a watch of Slurm alone needs no HTTP client
+
+    now = reading.now
+    try:
+        source = w.renew_prometheus()  # credentials read from their files again: a rotated token works
+        # Prometheus' windows include their start, which the last cycle read as its end
+        after = pl.col("t") > w.prom_mark
+        reading.xids = prom.xid_events(source, w.prom_mark, now).filter(after)
+        reading.ecc = prom.ecc_events(source, w.prom_mark, now).filter(after)
+        series = prom.gpu_series(
+            source, INVENTORY_METRIC, max(w.prom_mark, now - INVENTORY_WINDOW_S), now, points=2
+        )
+        reading.inventory = series.select("host", "gpu").unique()
+        if w.checkpoint_metric is not None:
+            reading.checkpoints = read_checkpoints(
+                source, w.checkpoint_metric, w.checkpoint_job_label, w.prom_mark, now
+            )
+    except GoodputError as err:
+        reading.xids = reading.ecc = reading.inventory = reading.checkpoints = None
+        w.states[PROMETHEUS].failed(now, str(err))
+    else:
+        w.states[PROMETHEUS].succeeded(now)
