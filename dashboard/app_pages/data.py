@@ -1,5 +1,6 @@
 """Data: the runs in the store (list, delete with a confirmation), imports by upload (DCGM scrapes and kernel
-logs ingested, job traces replayed, each into a new run), and the commands that add runs from a terminal.
+logs ingested, job traces replayed, each into a new run), watching a cluster (dashboard/watch_panel.py), and the
+commands that add runs from a terminal.
 
 The uploads' work is in dashboard/uploads.py (plain functions); this page only collects the files and says what
 happened: the new run with a link to it, or the file and line that stopped the import (nothing written).
@@ -11,9 +12,10 @@ import streamlit as st
 
 from dashboard import auth, state, uploads
 from dashboard.format import fmt_int
-from dashboard.queries.data import runs_table, watched_runs
+from dashboard.queries.data import runs_table
 from dashboard.state import Unreadable
 from dashboard.text import code, md
+from dashboard.watch_panel import watch_section
 from engine.errors import GoodputError
 from engine.replay.settings import MODES
 from engine.scenario.presets import PRESETS
@@ -72,7 +74,7 @@ def page() -> None:
     runs_section(store, runs, unreadable)
     delete_section(runs, unreadable, may_write)
     import_section(store, may_write)
-    watch_section(store, runs)
+    watch_section(store, runs, may_write)
     terminal_section(store)
 
 
@@ -265,37 +267,6 @@ def import_section(store: Store, may_write: bool) -> None:
                         node_list=nodes,
                     ),
                 )
-
-
-# ----- watching a cluster ------------------------------------------------------------------------------------
-def watch_section(store: Store, runs: list[RunInfo]) -> None:
-    """The watched runs with their sources' states, and the command that starts a watch. A watch runs in a
-    terminal (or as a service), not from this page: it lives for days and outlives any browser session."""
-    st.subheader("Watch a cluster")
-    where = shlex.quote(str(store.root))
-    st.markdown(
-        "`goodput watch` keeps one observed run current from Prometheus (the XID and ECC series of"
-        " dcgm-exporter) and Slurm (jobs, attempts, node states): each cycle adds what changed, atomically."
-        " Raw per-GPU series stay in Prometheus; the GPUs page queries them for its window."
-    )
-    st.code(
-        f"goodput watch --prometheus http://prometheus:9090 --slurm --every 1m --store {where}\n"
-        f"goodput watch --prometheus http://thanos-query:10902 --every 5m --name fleet --store {where}",
-        language="bash",
-    )
-    watched = watched_runs(runs)
-    if not watched:
-        st.caption("No watched run in this store yet.")
-        return
-    for info, states in watched:
-        cycles = info.summary.get("cycles", 0)
-        st.markdown(f"**{md(info.name)}** ({code(info.run_id)}, {fmt_int(cycles)} cycles)")
-        for s in states:
-            line = md(s.line())
-            if s.reachable:
-                st.success(line, icon=":material/check_circle:")
-            else:
-                st.error(line, icon=":material/error:")
 
 
 # ----- adding runs ------------------------------------------------------------------------------------------
