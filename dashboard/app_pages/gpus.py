@@ -35,6 +35,9 @@ SHOWN_ROWS = 50  # rows of the lemon and repeat-offender tables (their metrics c
 FEW_WINDOWS = 10  # fewer XID windows than this over the run: draw each event instead of counts per window
 SHORT_RUN_S = 3600.0  # in a run shorter than this, times also say their seconds from the run's start
 TRUTH_TITLE = "The lemon rule against the simulator's ground truth"
+FLEET_POINTS = 600  # steps of the fleet window: about the chart's width in pixels
+FLEET_WINDOWS = {"1 h": 3600.0, "6 h": 6 * 3600.0, "24 h": 24 * 3600.0}
+FLEET_DEFAULT_WINDOW = "6 h"  # issue 15's page window
 T = TypeVar("T")
 
 
@@ -523,9 +526,12 @@ def one_gpu(run: RunInfo, click: int | None) -> None:
         st.caption("No incident or XID event on this GPU.")
     else:
         table(st, gpu_events(events, run))
-    url = queries.prometheus_url(run)
-    if url:
-        prometheus_gpu(run, url, row["hostname"], int(row["gpu_index"]))
+    access, error = queries.prometheus_access_or_error(run)
+    if error is not None:
+        st.error(f"This run's Prometheus settings cannot be read: {md(error)}", icon=":material/error:")
+        return
+    if access is not None:
+        prometheus_gpu(run, access, row["hostname"], int(row["gpu_index"]))
         return
     telemetry = queries.gpu_telemetry(run.run_id, gpu, TELEMETRY_POINTS)
     st.markdown("**Telemetry**")
@@ -544,24 +550,86 @@ def one_gpu(run: RunInfo, click: int | None) -> None:
     )
 
 
-def prometheus_gpu(run: RunInfo, url: str, hostname: str, index: int) -> None:
+def prometheus_gpu(run: RunInfo, access, hostname: str, index: int) -> None:
     """A watched run keeps no samples: the GPU's telemetry over the run's span comes from its Prometheus,
     down-sampled there to the points the chart draws."""
     start = run.started_at.timestamp()
     end = start + run.duration_s
     st.markdown("**Telemetry** (from Prometheus)")
     try:
-        telemetry = queries.prometheus_telemetry(url, hostname, index, start, end, TELEMETRY_POINTS)
+        telemetry = queries.prometheus_telemetry(access, hostname, index, start, end, TELEMETRY_POINTS)
     except GoodputError as err:
         st.error(f"Prometheus could not answer: {md(err)}", icon=":material/error:")
         return
     if telemetry.is_empty():
-        st.caption(f"Prometheus ({md(url)}) holds no DCGM series of this GPU in the run's span.")
+        st.caption(f"Prometheus ({md(access.shown_url)}) holds no DCGM series of this GPU in the run's span.")
         return
     st.caption(
-        f"{telemetry.height:,} points from {md(url)}, one every {fmt_duration(telemetry['bucket_s'][0])}."
+        f"{telemetry.height:,} points from {md(access.shown_url)}, one every {fmt_duration(telemetry['bucket_s'][0])}."
     )
     st.plotly_chart(charts.gpu_telemetry(telemetry, run.started_at), width="stretch")
+
+
+def fleet_section(run: RunInfo) -> None:
+    """A watched run's every GPU at once, from Prometheus: the spread across GPUs over the window (max, p99,
+    median, min) and the hosts at either end. Asked of the recording rules when Prometheus has them loaded
+    (data/prometheus/goodput-rules.yml: a 24,576-GPU window in well under 2 s), else of the raw series."""
+    access, error = queries.prometheus_access_or_error(run)
+    if access is None and error is None:
+        return
+    st.subheader("Fleet telemetry (from Prometheus)")
+    if error is not None:
+        st.error(f"This run's Prometheus settings cannot be read: {md(error)}", icon=":material/error:")
+        return
+    left, right = st.columns(2)
+    what = left.segmented_control(
+        "Metric", list(queries.FLEET_METRICS), default="temperature", key="fleet_metric"
+    )
+    window = right.segmented_control(
+        "Window (ending at the last cycle)",
+        list(FLEET_WINDOWS),
+        default=FLEET_DEFAULT_WINDOW,
+        key="fleet_window",
+    )
+    what = what or "temperature"
+    window = window or FLEET_DEFAULT_WINDOW
+    metric, unit = queries.FLEET_METRICS[what]
+    end = run.started_at.timestamp() + run.duration_s
+    start = end - FLEET_WINDOWS[window]
+    try:
+        fleet = queries.prometheus_fleet(access, metric, start, end, FLEET_POINTS)
+    except GoodputError as err:
+        st.error(f"Prometheus could not answer: {md(err)}", icon=":material/error:")
+        return
+    if fleet.band.is_empty():
+        st.caption(f"Prometheus ({md(access.shown_url)}) holds no {metric} series in this window.")
+        return
+    step = (end - start) / max(fleet.band.height - 1, 1)
+    source = (
+        "the recording rules"
+        if fleet.recorded
+        else "the raw series (load data/prometheus/goodput-rules.yml into Prometheus to draw this from the"
+        " recording rules, within 2 s at 24,576 GPUs; docs/prometheus.md)"
+    )
+    st.caption(
+        f"{fmt_int(fleet.gpus)} GPUs over the {window} to {fmt_time(run.started_at, run.duration_s)}, one point every"
+        f" {fmt_duration(step)}: the spread across every GPU at each step, from {source}, read in"
+        f" {fleet.elapsed_s:.1f} s."
+    )
+    st.plotly_chart(charts.fleet_band(fleet.band, unit), width="stretch")
+    hot, cool = st.columns(2)
+    hot.markdown(f"**Highest {what}** (the hosts' highest reading in the window)")
+    hot.dataframe(
+        fleet.hottest.rename({"max": f"max ({unit})"}),
+        hide_index=True,
+        column_config={"host": st.column_config.TextColumn("host")},
+    )
+    cool.markdown(f"**Lowest {what}** (the hosts' lowest reading in the window)")
+    cool.dataframe(
+        fleet.coolest.rename({"min": f"min ({unit})"}),
+        hide_index=True,
+        column_config={"host": st.column_config.TextColumn("host")},
+    )
 
 
 def page(run_id: str) -> None:
@@ -576,6 +644,7 @@ def page(run_id: str) -> None:
     # the two scans of the samples (ECC here, the grid's temperatures in `health`) start first and run while
     # the rest of the page is drawn
     ecc_top = in_background(queries.ecc_top, run.run_id, ECC_GPUS)
+    fleet_section(run)
     draw_grid = health(run)
     xid_section(run)
     ecc_section(run, ecc_top)

@@ -7,6 +7,7 @@ Runs without a simulator summary (replayed or ingested) show what their tables a
 
 from datetime import timedelta
 
+import polars as pl
 import streamlit as st
 
 from dashboard import state
@@ -24,6 +25,7 @@ from engine.store.run import start_known
 from engine.units import SECONDS_PER_DAY, SECONDS_PER_HOUR
 
 TIME_PARAM = "t"
+OBSERVED_JOBS_SHOWN = 20  # rows of a watched cluster's jobs that lost the most (the count says how many did)
 
 
 def page(run_id: str) -> None:
@@ -202,9 +204,52 @@ def watch_section(run: RunInfo) -> None:
     for source in source_states(run.summary):
         (st.success if source.reachable else st.error)(md(source.line()))
     jobs_goodput = run.summary.get("jobs_goodput")
-    if jobs_goodput is not None:
-        d = definition("observed_job_goodput")
-        st.metric(d.label, fmt_pct(jobs_goodput), help=d.help)
+    if jobs_goodput is None:
+        return
+    d = definition("observed_job_goodput")
+    measured = run.summary.get("jobs_goodput_measured", 0)
+    bounds = run.summary.get("jobs_goodput_upper_bounds", 0)
+    left, right = st.columns([1, 3])
+    left.metric(d.label, fmt_pct(jobs_goodput), help=d.help)
+    right.caption(
+        f"{fmt_int(measured)} {'job' if measured == 1 else 'jobs'} measured from the checkpoints they log;"
+        f" {fmt_int(bounds)} without checkpoints, whose interrupted attempts count whole (an upper bound)."
+        if bounds
+        else f"Every job's goodput measured from the checkpoints it logs ({fmt_int(measured)} jobs)."
+    )
+    jobs = q.observed_jobs(run.run_id, run.duration_s)
+    lost = jobs.filter(pl.col("lost_gpu_h") > 0).sort("lost_gpu_h", descending=True)
+    if lost.is_empty():
+        return
+    st.markdown(
+        f"**The jobs that lost the most** ({fmt_int(lost.height)} of {fmt_int(jobs.height)} lost time)"
+    )
+    st.dataframe(
+        lost.head(OBSERVED_JOBS_SHOWN).select(
+            "job_id",
+            "name",
+            "gpus",
+            "lost_gpu_h",
+            "interruptions",
+            pl.when(pl.col("checkpointed"))
+            .then(pl.lit("measured"))
+            .otherwise(pl.lit("upper bound"))
+            .alias("basis"),
+            (pl.col("goodput") * 100).alias("goodput"),
+        ),
+        hide_index=True,
+        column_config={
+            "job_id": st.column_config.TextColumn("job"),
+            "name": st.column_config.TextColumn("name"),
+            "gpus": st.column_config.NumberColumn("GPUs", format="%d"),
+            "lost_gpu_h": st.column_config.NumberColumn(
+                "GPU-hours lost", format="%.1f", help="Wall-clock GPU-hours not kept: " + d.help
+            ),
+            "interruptions": st.column_config.NumberColumn("interruptions", format="%d"),
+            "basis": st.column_config.TextColumn("goodput is", help="measured: its checkpoints were read"),
+            "goodput": st.column_config.NumberColumn(f"{d.label} (%)", format="%.1f", help=d.help),
+        },
+    )
 
 
 def what_is_down(run: RunInfo, sizes: dict) -> None:

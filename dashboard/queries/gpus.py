@@ -4,8 +4,10 @@ SQL: a llama3-405b run holds ~31 M samples.
 """
 
 import re
+from datetime import timedelta
 
 import polars as pl
+import streamlit as st
 
 from dashboard import state
 from engine.errors import GoodputError
@@ -423,21 +425,15 @@ PROMETHEUS_PANELS = {
 }
 
 
-def prometheus_url(run) -> str | None:
-    """The Prometheus a watched run reads (engine.ingest.watch: its scenario holds the base URL), else None."""
-    scenario = run.scenario if isinstance(run.scenario, dict) else {}
-    return scenario.get("prometheus") if scenario.get("source") == "watch" else None
-
-
 def prometheus_telemetry(
-    url: str, hostname: str, index: int, start: float, end: float, points: int
+    access, hostname: str, index: int, start: float, end: float, points: int
 ) -> pl.DataFrame:
     """One GPU's temperature, power and utilisation over [start, end] (epoch seconds) at about `points` steps,
     in gpu_telemetry's columns (t_s counted from `start`). Raises engine.ingest.prometheus.PrometheusError
     (naming the URL and query) when Prometheus cannot answer."""
-    from engine.ingest.prometheus import PrometheusSource, gpu_series
+    from engine.ingest.prometheus import gpu_series
 
-    source = PrometheusSource(url)
+    source = access.source()
     frame = None
     for column, metric in PROMETHEUS_PANELS.items():
         series = gpu_series(source, metric, start, end, points=points, hosts=[hostname])
@@ -455,3 +451,49 @@ def prometheus_telemetry(
         pl.lit(1, pl.Int64).alias("samples"),
         pl.lit(step).alias("bucket_s"),
     )
+
+
+# The fleet window of a watched run (engine.ingest.prometheus.fleet_window): what the GPUs page draws of every GPU
+# at once. Metric name, unit; the order is the selector's.
+FLEET_METRICS = {
+    "temperature": ("DCGM_FI_DEV_GPU_TEMP", "°C"),
+    "power": ("DCGM_FI_DEV_POWER_USAGE", "W"),
+    "utilisation": ("DCGM_FI_DEV_GPU_UTIL", "%"),
+}
+# How long one fleet window is kept: about a watch cycle, so every session looking at the same window in that
+# time shares one set of queries, and a page rerun (a click elsewhere on it) costs nothing.
+FLEET_TTL_S = 60
+# Without the recording rules a fleet window is asked of every raw series: 19-27 s at 24,576 GPUs over 6 h on 2
+# cores (bench/bench_prometheus.py), over the fetcher's usual 10 s. Waited for, so a large cluster still draws
+# (the page says to load the rules); with them it takes under a second.
+FLEET_TIMEOUT_S = 60.0
+
+
+def prometheus_fleet(access, metric: str, start: float, end: float, points: int):
+    """engine.ingest.prometheus.fleet_window for [start, end] (epoch seconds), cached a minute. Raises
+    PrometheusError (naming the URL and query) when Prometheus cannot answer."""
+    return _prometheus_fleet(access, metric, float(start), float(end), int(points))
+
+
+@st.cache_data(max_entries=32, ttl=timedelta(seconds=FLEET_TTL_S), show_spinner=False)
+def _prometheus_fleet(access, metric: str, start: float, end: float, points: int):
+    from engine.ingest.prometheus import fleet_window
+
+    return fleet_window(access.source(timeout_s=FLEET_TIMEOUT_S), metric, start, end, points=points)
+
+
+def prometheus_access(run):
+    """How to reach the Prometheus a watched run reads, credentials included (engine.ingest.watch: the run's
+    scenario holds the base URL and the files to read a token or password from), else None."""
+    from engine.ingest.watch import prometheus_access as access_of
+
+    scenario = run.scenario if isinstance(run.scenario, dict) else {}
+    return access_of(scenario) if scenario.get("source") == "watch" else None
+
+
+def prometheus_access_or_error(run):
+    """(access, None), or (None, the error) when the run's stored access cannot be read (a hand-edited store)."""
+    try:
+        return prometheus_access(run), None
+    except GoodputError as err:
+        return None, err

@@ -205,3 +205,27 @@ def down_table(down: pl.DataFrame, started_at: datetime) -> pl.DataFrame:
         gpu=pl.col("gpu_id"),
         xid=pl.col("xid"),
     )
+
+
+# ----- a watched cluster's jobs (engine.ingest.watch.goodput) ----------------------------------------------------
+OBSERVED_JOBS = "SELECT job_id, name, gpus, start_s, end_s FROM jobs"
+OBSERVED_ATTEMPTS = "SELECT job_id, start_s, end_s, end_reason FROM job_attempts"
+OBSERVED_CHECKPOINTS = "SELECT job_id, end_s FROM checkpoints"
+
+
+def observed_jobs(run_id: str, now_s: float) -> pl.DataFrame:
+    """Each started job of a watched run with its goodput (engine.ingest.watch.job_goodput, definition
+    observed_job_goodput: the one the run's summary totals), its name, and lost_gpu_h (wall-clock GPU-hours not
+    kept: work after the last checkpoint of an interrupted attempt, and the gaps between attempts)."""
+    from engine.ingest.watch import job_goodput
+
+    jobs = state.query(run_id, OBSERVED_JOBS)
+    per_job = job_goodput(
+        jobs,
+        state.query(run_id, OBSERVED_ATTEMPTS),
+        now_s,
+        state.query(run_id, OBSERVED_CHECKPOINTS),
+    )
+    return per_job.join(jobs.select("job_id", "name"), on="job_id", how="left").with_columns(
+        lost_gpu_h=((pl.col("wall_s") - pl.col("kept_s")).clip(0) * pl.col("gpus").fill_null(0)) / 3600.0
+    )
