@@ -16,6 +16,7 @@ import duckdb
 import polars as pl
 import streamlit as st
 
+from dashboard.format import fmt_duration, fmt_int
 from dashboard.text import code
 from engine.store import DEFAULT_STORE, RunInfo, Store, StoreError, check_schema_version, query_frame
 from engine.store.run import start_known
@@ -266,6 +267,22 @@ def live_refresh_s(info: RunInfo, now: float | None = None) -> float | None:
     else:
         every = LIVE_REFRESH_MAX_S / 2
     return min(max(every, LIVE_REFRESH_MIN_S), LIVE_REFRESH_MAX_S)
+
+
+def live_note(info: RunInfo, every_s: float) -> str:
+    """The line a page shows above a live run: a watched cluster counts its cycles, a scraped run its samples."""
+    summary = info.summary if isinstance(info.summary, dict) else {}
+    refresh = f"the page refreshes every {fmt_duration(every_s)}"
+    if isinstance(info.scenario, dict) and info.scenario.get("source") == "watch":
+        cycles = summary.get("cycles")
+        return (
+            f":material/sensors: Live: this cluster is being watched ({fmt_int(cycles)}"
+            f" {'cycle' if cycles == 1 else 'cycles'} so far); {refresh}."
+        )
+    return (
+        f":material/sensors: Live: this run is still being scraped ({fmt_int(summary.get('scrapes'))} scrapes,"
+        f" {fmt_int(summary.get('samples'))} samples so far); {refresh}."
+    )
 
 
 def render_run_page(render, info: RunInfo) -> None:

@@ -352,7 +352,9 @@ def test_overview_of_a_live_run_refreshes_with_the_newest_file(store_dir):
     run_id = stored_run(store_dir, live_run(270.0))
     at = open_page("app_pages/overview.py", {"run": run_id})
     assert not at.exception
-    assert any("Live: this run is still being scraped (20 samples so far)" in c.value for c in at.caption)
+    assert any(
+        "Live: this run is still being scraped (10 scrapes, 20 samples so far)" in c.value for c in at.caption
+    )
     store = Store(store_dir)
     store.append_to_run(
         run_id,
@@ -362,7 +364,7 @@ def test_overview_of_a_live_run_refreshes_with_the_newest_file(store_dir):
     )
     os.utime(store.path_of(run_id))
     at.run()
-    assert any("(24 samples so far)" in c.value for c in at.caption)
+    assert any("(12 scrapes, 24 samples so far)" in c.value for c in at.caption)
 
 
 def test_a_simulated_or_finished_run_is_not_live(store_dir):

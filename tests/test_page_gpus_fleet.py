@@ -33,6 +33,7 @@ def test_the_fleet_window_shows_every_gpu_and_the_hosts_at_either_end(watched):
     at = gpus_page(run_id)
     assert not at.exception
     assert "Fleet telemetry (from Prometheus)" in [h.value for h in at.subheader]
+    assert any("Live: this cluster is being watched (1 cycle so far)" in c.value for c in at.caption)
     gpus = len(server.hosts) * server.gpus_per_host
     [caption] = [c.value for c in at.caption if "GPUs over the 6 h" in c.value]
     assert (

@@ -636,11 +636,7 @@ def page(run_id: str) -> None:
     run = state.store().info(run_id)  # read again on every rerun: a live run grows between them
     live_every = state.live_refresh_s(run)
     if live_every:
-        st.caption(
-            f":material/sensors: Live: this run is still being scraped ({run.summary.get('scrapes', '?')} "
-            f"scrapes, {run.summary.get('samples', 0):,} samples so far); the page refreshes every "
-            f"{fmt_duration(live_every)}."
-        )
+        st.caption(state.live_note(run, live_every))
     # the two scans of the samples (ECC here, the grid's temperatures in `health`) start first and run while
     # the rest of the page is drawn
     ecc_top = in_background(queries.ecc_top, run.run_id, ECC_GPUS)

@@ -33,17 +33,8 @@ def page(run_id: str) -> None:
     run = state.store().info(run_id)
     every = state.live_refresh_s(run)
     watched = isinstance(run.scenario, dict) and run.scenario.get("source") == "watch"
-    if every and watched:
-        cycles = run.summary.get("cycles")
-        st.caption(
-            f":material/sensors: Live: this cluster is being watched ({fmt_int(cycles)} "
-            f"{'cycle' if cycles == 1 else 'cycles'} so far); the page refreshes every {fmt_duration(every)}."
-        )
-    elif every:
-        st.caption(
-            f":material/sensors: Live: this run is still being scraped ({fmt_int(run.summary.get('samples'))} "
-            f"samples so far); the page refreshes every {fmt_duration(every)}."
-        )
+    if every:
+        st.caption(state.live_note(run, every))
     if watched:
         watch_section(run)
     summary = run.summary
