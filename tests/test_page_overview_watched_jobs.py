@@ -9,6 +9,7 @@ import polars as pl
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from dashboard.format import fmt_gpu_hours
 from engine.analysis.definitions import definition
 from engine.ingest.watch import jobs_goodput
 from engine.store import Store
@@ -33,6 +34,7 @@ def watched(store_dir):
             "jobs_goodput": total.goodput,
             "jobs_goodput_measured": total.measured,
             "jobs_goodput_upper_bounds": total.upper_bounds,
+            "jobs_ledger_gpu_hours": total.ledger.as_summary(),
             "cycles": 1,
             "sources": [],
         },
@@ -50,7 +52,18 @@ def test_the_jobs_that_lost_the_most_come_first_with_their_basis(watched):
     [metric] = [m for m in at.metric if m.label == definition("observed_job_goodput").label]
     assert metric.value == f"{total.goodput:.1%}"
     assert any(f"{total.measured} jobs measured" in c.value and "upper bound" in c.value for c in at.caption)
+    shown = {m.label: m.value for m in at.metric}
+    for key, figure in (
+        ("wall", "observed_wall_gpu_hours"),
+        ("lost_work", "observed_lost_work"),
+        ("between_attempts", "observed_between_attempts"),
+    ):
+        assert shown[definition(figure).label] == fmt_gpu_hours(total.ledger.as_summary()[key])
     [table] = [d.value for d in at.dataframe if "lost_gpu_h" in d.value.columns]
+    # the table's lost GPU-hours are the ledger's lost work and time between attempts, job by job
+    assert table["lost_gpu_h"].sum() == pytest.approx(
+        total.ledger.lost_work_gpu_h + total.ledger.between_attempts_gpu_h, rel=1e-9
+    )
     # lost GPU-hours = (wall - kept) x GPUs: job 1 (8 GPUs) kept 70 of its 100 s
     lost = {row["job_id"]: row["lost_gpu_h"] for row in table.to_dict("records")}
     assert list(lost) == sorted(lost, key=lost.get, reverse=True)

@@ -167,3 +167,24 @@ def test_the_text_summary_says_on_what_the_goodput_stands():
     assert measured.endswith("jobs' goodput 87.5% (2 jobs measured from their checkpoints, 5 upper bounds)")
     bound = watch_text(base | {"jobs_goodput_measured": 0, "jobs_goodput_upper_bounds": 7})
     assert bound.endswith("jobs' goodput 87.5% (an upper bound: no checkpoints read for its 7 jobs)")
+
+
+def test_the_ledger_splits_each_jobs_wall_clock_into_kept_lost_work_and_between_attempts():
+    total = jobs_goodput(JOBS, ATTEMPTS, now_s=50.0, checkpoints=CHECKPOINTS)
+    per_job = job_goodput(JOBS, ATTEMPTS, now_s=50.0, checkpoints=CHECKPOINTS)
+    # job 1 (8 GPUs): wall 100 s, attempts 40 + 40 s; requeued at 40 after a checkpoint at 30 -> kept 30 + 40 s,
+    # lost 10 s after the checkpoint, 20 s between attempts (40 to 60)
+    one = per_job.filter(pl.col("job_id") == "1").row(0, named=True)
+    assert (one["wall_s"], one["attempts_s"], one["kept_s"]) == (100.0, 80.0, 70.0)
+    ledger = total.ledger
+    gpu_h = (per_job["gpus"] / 3600).to_numpy()
+    assert ledger.wall_gpu_h == pytest.approx(float((per_job["wall_s"].to_numpy() * gpu_h).sum()))
+    assert ledger.kept_gpu_h + ledger.lost_work_gpu_h + ledger.between_attempts_gpu_h == pytest.approx(
+        ledger.wall_gpu_h, rel=1e-12
+    )
+    assert total.goodput == round(ledger.kept_gpu_h / ledger.wall_gpu_h, 6)
+    # only jobs whose checkpoints are read lose work: job 3's interrupted attempt counts whole (upper bound)
+    measured = per_job.filter(pl.col("checkpointed"))
+    lost_s = ((measured["attempts_s"] - measured["kept_s"]) * measured["gpus"]).sum()
+    assert ledger.lost_work_gpu_h == pytest.approx(lost_s / 3600, rel=1e-12)
+    assert ledger.as_summary()["lost_work"] == round(ledger.lost_work_gpu_h, 6)

@@ -12,7 +12,7 @@ import streamlit as st
 
 from dashboard import state
 from dashboard.charts import overview as charts
-from dashboard.format import fmt_duration, fmt_hours, fmt_int, fmt_pct, fmt_run_time, fmt_time
+from dashboard.format import fmt_duration, fmt_gpu_hours, fmt_hours, fmt_int, fmt_pct, fmt_run_time, fmt_time
 from dashboard.queries import overview as q
 from dashboard.queries import summary as summaries
 from dashboard.text import md
@@ -208,6 +208,13 @@ def watch_section(run: RunInfo) -> None:
         if bounds
         else f"Every job's goodput measured from the checkpoints it logs ({fmt_int(measured)} jobs)."
     )
+    ledger = run.summary.get("jobs_ledger_gpu_hours")
+    if isinstance(ledger, dict):  # watches before the ledger was kept have only the goodput
+        cols = st.columns(3)
+        for col, key in zip(cols, ("wall", "lost_work", "between_attempts"), strict=True):
+            figure = definition("observed_wall_gpu_hours" if key == "wall" else f"observed_{key}")
+            col.metric(figure.label, fmt_gpu_hours(ledger.get(key)), help=figure.help)
+        st.plotly_chart(charts.observed_ledger(ledger), width="stretch")
     jobs = q.observed_jobs(run.run_id, run.duration_s)
     lost = jobs.filter(pl.col("lost_gpu_h") > 0).sort("lost_gpu_h", descending=True)
     if lost.is_empty():

@@ -11,6 +11,7 @@ import polars as pl
 from dashboard.charts.common import as_time, hover_time, time_axis
 from dashboard.format import fmt_gpu_hours, fmt_pct
 from dashboard.text import plot
+from engine.analysis.definitions import definition
 from engine.report.palette import (
     CATEGORY_COLOURS,
     LOSS_COLOURS,
@@ -289,3 +290,44 @@ def _whole_number_ticks(axis, largest: float) -> None:
     axis.tickformat = ",d"
     if largest <= 10:
         axis.dtick = 1
+
+
+# A watched cluster's jobs (engine.ingest.watch.goodput.ObservedLedger): the summary's key, the definition that
+# names it, and the ledger colour of the simulated bucket it corresponds to (green kept, red lost work, orange for
+# the time a restart costs).
+OBSERVED_BUCKETS = (
+    ("kept", "observed_job_goodput", LOSS_COLOURS["productive"]),
+    ("lost_work", "observed_lost_work", LOSS_COLOURS["lost_work"]),
+    ("between_attempts", "observed_between_attempts", LOSS_COLOURS["restart"]),
+)
+
+
+def observed_ledger(gpu_hours: dict) -> go.Figure:
+    """One stacked horizontal bar: where the watched jobs' wall-clock GPU-hours went (the summary's
+    jobs_ledger_gpu_hours: kept, lost_work, between_attempts)."""
+    fig = go.Figure()
+    wall = sum(float(gpu_hours.get(key) or 0.0) for key, _, _ in OBSERVED_BUCKETS)
+    for key, definition_key, colour in OBSERVED_BUCKETS:
+        value = float(gpu_hours.get(key) or 0.0)
+        label = "kept" if key == "kept" else definition(definition_key).label
+        fig.add_trace(
+            go.Bar(
+                x=[value],
+                y=["jobs"],
+                orientation="h",
+                name=label,
+                marker={"color": colour},
+                text=[f"{label} {value / wall:.0%}" if wall > 0 else ""],
+                textposition="inside",
+                hovertemplate="%{fullData.name}: %{x:,.1f} GPU-hours<extra></extra>",
+            )
+        )
+    fig.update_layout(
+        barmode="stack",
+        height=150,
+        margin={"l": 10, "r": 10, "t": 10, "b": 10},
+        xaxis_title="GPU-hours of the watched jobs' wall clock",
+        yaxis={"visible": False},
+        legend={"orientation": "h", "y": -0.6},
+    )
+    return fig

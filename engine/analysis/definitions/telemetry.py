@@ -45,6 +45,36 @@ DEFINITIONS: tuple[Definition, ...] = (
         "ettr",
     ),
     _d(
+        "observed_wall_gpu_hours",
+        "Wall clock (observed jobs)",
+        "GPU-hours",
+        "Every watched job's GPUs times its wall clock, from its first start to its end (or now): the whole that "
+        "observed_job_goodput divides; kept + lost work + between attempts.",
+        "engine.ingest.watch.goodput.jobs_goodput (summary jobs_ledger_gpu_hours.wall)",
+        "observed_job_goodput",
+    ),
+    _d(
+        "observed_lost_work",
+        "Lost work (observed)",
+        "GPU-hours",
+        "The watched jobs' GPU-hours of interrupted attempts after their last checkpoint: work done and thrown "
+        "away when the job restarted from that checkpoint (an attempt with no checkpoint loses all of it). "
+        "Counted only for jobs whose checkpoints the watch reads (`--checkpoint-metric`); for the others it is "
+        "unknown and counted as kept (observed_job_goodput's upper bound). Weighted by the job's GPUs.",
+        "engine.ingest.watch.goodput.jobs_goodput (summary jobs_ledger_gpu_hours.lost_work)",
+        "observed_job_goodput",
+    ),
+    _d(
+        "observed_between_attempts",
+        "Between attempts (observed)",
+        "GPU-hours",
+        "The watched jobs' wall-clock GPU-hours outside any of their attempts, from each job's first start to "
+        "its end (or now): requeues, restarts and waiting for nodes again. Kept + lost work + between attempts "
+        "= the jobs' wall-clock GPU-hours. Weighted by the job's GPUs.",
+        "engine.ingest.watch.goodput.jobs_goodput (summary jobs_ledger_gpu_hours.between_attempts)",
+        "observed_job_goodput",
+    ),
+    _d(
         "observed_checkpoints",
         "Checkpoints read",
         "count",

@@ -284,6 +284,7 @@ class Watcher:
             "jobs_goodput": goodput.goodput,
             "jobs_goodput_measured": goodput.measured,
             "jobs_goodput_upper_bounds": goodput.upper_bounds,
+            "jobs_ledger_gpu_hours": goodput.ledger.as_summary(),
             "cycles": cycles,
             "failed_cycles": dict(failed),
             "sources": [asdict(s) for s in self.states.values()],

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 
 import polars as pl
 
+from engine.units import SECONDS_PER_HOUR
+
 # Attempts that ended in one of these (Slurm's states, lower case) interrupted their job.
 INTERRUPTED = ("failed", "requeued", "node_fail", "preempted", "timeout", "out_of_memory", "boot_fail")
 RUNNING = "end_of_run"  # end_reason of an attempt still running at the run's end (as replay writes it)
@@ -24,22 +26,48 @@ class JobsGoodput:
     goodput: float | None  # kept GPU-time over wall-clock GPU-time; None before any job has run
     measured: int  # jobs whose checkpoints were read: their goodput is measured
     upper_bounds: int  # jobs without: their interrupted attempts count whole, an upper bound
+    ledger: "ObservedLedger"
+
+
+@dataclass(frozen=True)
+class ObservedLedger:
+    """Where the watched jobs' wall-clock GPU-hours went, each job from its first start to its end (or now):
+    kept + lost_work + between_attempts = wall. goodput = kept / wall."""
+
+    wall_gpu_h: float
+    kept_gpu_h: float  # attempts' time kept (definition observed_job_goodput)
+    lost_work_gpu_h: float  # interrupted attempts' time after their last checkpoint (observed_lost_work)
+    between_attempts_gpu_h: (
+        float  # outside every attempt: requeues, restarts, waits (observed_between_attempts)
+    )
+
+    def as_summary(self) -> dict[str, float]:
+        """The summary's jobs_ledger_gpu_hours."""
+        return {
+            "wall": round(self.wall_gpu_h, 6),
+            "kept": round(self.kept_gpu_h, 6),
+            "lost_work": round(self.lost_work_gpu_h, 6),
+            "between_attempts": round(self.between_attempts_gpu_h, 6),
+        }
 
 
 def job_goodput(
     jobs: pl.DataFrame, attempts: pl.DataFrame, now_s: float, checkpoints: pl.DataFrame | None = None
 ) -> pl.DataFrame:
-    """Each started job's observed goodput: job_id, gpus, wall_s (first start to end, or now), kept_s,
-    interruptions (attempts ended in INTERRUPTED), checkpointed (its checkpoints were read: kept_s is measured,
-    else an upper bound), goodput. `checkpoints` has the checkpoints table's job_id and end_s (the time saved)."""
+    """Each started job's observed goodput: job_id, gpus, wall_s (first start to end, or now), attempts_s (its
+    attempts' time, whole), kept_s, interruptions (attempts ended in INTERRUPTED), checkpointed (its checkpoints
+    were read: kept_s is measured, else an upper bound), goodput. `checkpoints` has the checkpoints table's
+    job_id and end_s (the time saved)."""
     saved = _saved(checkpoints)
     per_attempt = attempts.select(
         pl.col("job_id").cast(pl.String),
         "start_s",
         "end_reason",
+        attempts_s=(pl.col("end_s") - pl.col("start_s")).clip(0),
         kept_s=kept_per_attempt(attempts, checkpoints),
     )
     per_job = per_attempt.group_by("job_id").agg(
+        attempts_s=pl.col("attempts_s").sum(),
         kept_s=pl.col("kept_s").sum(),
         first_s=pl.col("start_s").min(),
         interruptions=pl.col("end_reason").is_in(INTERRUPTED).sum().cast(pl.Int32),
@@ -57,6 +85,7 @@ def job_goodput(
         "job_id",
         "gpus",
         "wall_s",
+        "attempts_s",
         "kept_s",
         "interruptions",
         "checkpointed",
@@ -70,11 +99,19 @@ def jobs_goodput(
     """Kept GPU-time over wall-clock GPU-time of every started job (each job weighted by its GPUs), and how
     many jobs' goodput is measured (checkpoints read) and how many are upper bounds."""
     frame = job_goodput(jobs, attempts, now_s, checkpoints).filter(pl.col("wall_s") > 0)
-    gpus = frame["gpus"].fill_null(0)
-    wall = float((frame["wall_s"] * gpus).sum())
-    kept = float((frame["kept_s"].clip(upper_bound=frame["wall_s"]) * gpus).sum())
+    gpus_h = frame["gpus"].fill_null(0) / SECONDS_PER_HOUR
+    wall = frame["wall_s"]
+    attempts_s = frame["attempts_s"].clip(upper_bound=wall)
+    kept = frame["kept_s"].clip(upper_bound=attempts_s)
+    ledger = ObservedLedger(
+        wall_gpu_h=float((wall * gpus_h).sum()),
+        kept_gpu_h=float((kept * gpus_h).sum()),
+        lost_work_gpu_h=float(((attempts_s - kept) * gpus_h).sum()),
+        between_attempts_gpu_h=float(((wall - attempts_s) * gpus_h).sum()),
+    )
     measured = int(frame["checkpointed"].sum())
-    return JobsGoodput(round(kept / wall, 6) if wall > 0 else None, measured, frame.height - measured)
+    goodput = round(ledger.kept_gpu_h / ledger.wall_gpu_h, 6) if ledger.wall_gpu_h > 0 else None
+    return JobsGoodput(goodput, measured, frame.height - measured, ledger)
 
 
 def jobs_goodput_total(
