@@ -35,8 +35,6 @@ def page(run_id: str) -> None:
     watched = isinstance(run.scenario, dict) and run.scenario.get("source") == "watch"
     if every:
         st.caption(state.live_note(run, every))
-    if watched:
-        watch_section(run)
     summary = run.summary
     sizes = q.host_count(run.run_id)
     flagship = q.flagship_job(run.run_id)
@@ -58,6 +56,8 @@ def page(run_id: str) -> None:
             else ""
         )
     )
+    if watched:
+        watch_section(run)
 
     # ----- headline figures -------------------------------------------------------------------------------------
     timeline = None
@@ -220,7 +220,8 @@ def watch_section(run: RunInfo) -> None:
     if lost.is_empty():
         return
     st.markdown(
-        f"**The jobs that lost the most** ({fmt_int(lost.height)} of {fmt_int(jobs.height)} lost time)"
+        f"**The jobs that lost the most** ({fmt_int(lost.height)} of the {fmt_int(jobs.height)} jobs that started"
+        " lost time)"
     )
     st.dataframe(
         lost.head(OBSERVED_JOBS_SHOWN).select(

@@ -324,10 +324,11 @@ def observed_ledger(gpu_hours: dict) -> go.Figure:
         )
     fig.update_layout(
         barmode="stack",
-        height=150,
+        height=170,
         margin={"l": 10, "r": 10, "t": 10, "b": 10},
         xaxis_title="GPU-hours of the watched jobs' wall clock",
         yaxis={"visible": False},
-        legend={"orientation": "h", "y": -0.6},
+        # below the axis title, in the bars' order (Plotly lists stacked horizontal bars last first)
+        legend={"orientation": "h", "y": -0.9, "traceorder": "normal"},
     )
     return fig
