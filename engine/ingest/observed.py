@@ -99,7 +99,7 @@ class Observer:
 
         batch = Batch(
             tables={
-                "hosts": _hosts_table(self.hosts.slice(known_hosts)),
+                "hosts": hosts_table(self.hosts.slice(known_hosts)),
                 "gpus": self.gpus.slice(known_gpus).drop("key", "pci"),
                 "gpu_samples": samples,
                 "xid_events": xid_events,
@@ -459,7 +459,9 @@ def since_boot_sources(logs: KernelEvents | None) -> list[str]:
     return [logs.sources[i].name for i in indices]
 
 
-def _hosts_table(hosts: pl.DataFrame) -> pl.DataFrame:
+def hosts_table(hosts: pl.DataFrame) -> pl.DataFrame:
+    """The hosts table of hosts whose place is unknown (host_id, hostname): one a rack, RACKS_PER_ROW racks a
+    row, as every observed run (ingest, watch) lays them out."""
     host_id = pl.col("host_id")
     return hosts.select(
         host_id,

@@ -10,11 +10,12 @@ import polars as pl
 
 from engine.errors import GoodputError
 from engine.ingest import slurm
+from engine.ingest.observed import hosts_table
 from engine.ingest.watch.access import PrometheusAccess
 from engine.ingest.watch.checkpoints import DEFAULT_JOB_LABEL, check_names
 from engine.ingest.watch.events import ecc_samples, join_incidents, xid_rows
 from engine.ingest.watch.goodput import INTERRUPTED, RUNNING, jobs_goodput, kept_per_attempt
-from engine.ingest.watch.hosts import host_states, hosts_table
+from engine.ingest.watch.hosts import host_states
 from engine.ingest.watch.sources import PROMETHEUS, SLURM, Reading, SourceState, read_sources
 from engine.ingest.watch.tables import REPLACE_KEYS, SAMPLE_TYPES, TYPES, empty, since, upsert
 from engine.units import SECONDS_PER_DAY

@@ -6,7 +6,6 @@ from typing import TYPE_CHECKING
 
 import polars as pl
 
-from engine.ingest.observed import RACKS_PER_ROW
 from engine.ingest.watch.goodput import RUNNING
 from engine.ingest.watch.tables import TYPES, empty
 from engine.store.schema import HOST_STATES, OUT_OF_SERVICE_STATES
@@ -74,17 +73,3 @@ def _goodput_state(state: str) -> str:
 
 def _epoch_s(value) -> float:
     return value.timestamp() if isinstance(value, datetime) else float(value)
-
-
-def hosts_table(hosts: pl.DataFrame) -> pl.DataFrame:
-    """Hosts of unknown position laid out as engine.ingest.observed does: one a rack, RACKS_PER_ROW a row."""
-    host_id = pl.col("host_id")
-    return hosts.select(
-        host_id,
-        "hostname",
-        host_id.alias("rack_id"),
-        pl.lit(0).alias("pod_id"),
-        (host_id // RACKS_PER_ROW).alias("row"),
-        (host_id % RACKS_PER_ROW).alias("position"),
-        pl.lit(0).alias("slot"),
-    ).cast(dict.fromkeys(("host_id", "rack_id", "pod_id", "row", "position", "slot"), pl.Int32))
