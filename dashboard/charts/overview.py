@@ -4,6 +4,7 @@ Pure functions, frames and numbers in, Plotly figures out, so they can be tested
 """
 
 from datetime import datetime
+from typing import NamedTuple
 
 import plotly.graph_objects as go
 import polars as pl
@@ -256,31 +257,56 @@ def interruptions_by_cause(counts: pl.DataFrame) -> go.Figure:
     return fig
 
 
-def hosts_by_state(counts: pl.DataFrame) -> go.Figure:
-    """One stacked horizontal bar: how many hosts are in each state (columns state, hosts)."""
+class BarPart(NamedTuple):
+    """One part of a stacked horizontal bar: its name (already plain text), size, colour and label inside."""
+
+    name: str
+    value: float
+    colour: str
+    text: str
+
+
+def stacked_bar(parts: list[BarPart], unit: str, x_title: str, value_format: str) -> go.Figure:
+    """One stacked horizontal bar of `parts`, their legend below the axis title in the bars' order."""
     fig = go.Figure()
-    for row in counts.iter_rows(named=True):  # a handful of states, not table rows
+    for part in parts:
         fig.add_trace(
             go.Bar(
-                x=[row["hosts"]],
-                y=["hosts"],
+                x=[part.value],
+                y=[unit],
                 orientation="h",
-                name=plot(row["state"]),
-                marker={"color": state_colour(row["state"])},
-                text=[f"{plot(row['state'])} {row['hosts']:,}"],
+                name=part.name,
+                marker={"color": part.colour},
+                text=[part.text],
                 textposition="inside",
-                # the name, not the state pasted into the template: data there could hold `%{..}` placeholders
-                hovertemplate="%{fullData.name}: %{x:,} hosts<extra></extra>",
+                # the name, not the part pasted into the template: data there could hold `%{..}` placeholders
+                hovertemplate=f"%{{fullData.name}}: %{{x:{value_format}}} {unit}<extra></extra>",
             )
         )
     fig.update_layout(
         barmode="stack",
-        height=150,
+        height=170,
         margin={"l": 10, "r": 10, "t": 10, "b": 10},
-        xaxis_title="hosts",
+        xaxis_title=x_title,
         yaxis={"visible": False},
-        legend={"orientation": "h", "y": -0.6},
+        # Plotly lists stacked horizontal bars last first: the legend in the bars' order instead
+        legend={"orientation": "h", "y": -0.9, "traceorder": "normal"},
     )
+    return fig
+
+
+def hosts_by_state(counts: pl.DataFrame) -> go.Figure:
+    """One stacked horizontal bar: how many hosts are in each state (columns state, hosts)."""
+    parts = [  # a handful of states, not table rows
+        BarPart(
+            plot(row["state"]),
+            row["hosts"],
+            state_colour(row["state"]),
+            f"{plot(row['state'])} {row['hosts']:,}",
+        )
+        for row in counts.iter_rows(named=True)
+    ]
+    fig = stacked_bar(parts, "hosts", "hosts", ",")
     _whole_number_ticks(fig.layout.xaxis, counts["hosts"].sum() if counts.height else 0)
     return fig
 
@@ -305,30 +331,10 @@ OBSERVED_BUCKETS = (
 def observed_ledger(gpu_hours: dict) -> go.Figure:
     """One stacked horizontal bar: where the watched jobs' wall-clock GPU-hours went (the summary's
     jobs_ledger_gpu_hours: kept, lost_work, between_attempts)."""
-    fig = go.Figure()
     wall = sum(float(gpu_hours.get(key) or 0.0) for key, _, _ in OBSERVED_BUCKETS)
+    parts = []
     for key, definition_key, colour in OBSERVED_BUCKETS:
         value = float(gpu_hours.get(key) or 0.0)
         label = "kept" if key == "kept" else definition(definition_key).label
-        fig.add_trace(
-            go.Bar(
-                x=[value],
-                y=["jobs"],
-                orientation="h",
-                name=label,
-                marker={"color": colour},
-                text=[f"{label} {value / wall:.0%}" if wall > 0 else ""],
-                textposition="inside",
-                hovertemplate="%{fullData.name}: %{x:,.1f} GPU-hours<extra></extra>",
-            )
-        )
-    fig.update_layout(
-        barmode="stack",
-        height=170,
-        margin={"l": 10, "r": 10, "t": 10, "b": 10},
-        xaxis_title="GPU-hours of the watched jobs' wall clock",
-        yaxis={"visible": False},
-        # below the axis title, in the bars' order (Plotly lists stacked horizontal bars last first)
-        legend={"orientation": "h", "y": -0.9, "traceorder": "normal"},
-    )
-    return fig
+        parts.append(BarPart(label, value, colour, f"{label} {value / wall:.0%}" if wall > 0 else ""))
+    return stacked_bar(parts, "GPU-hours", "GPU-hours of the watched jobs' wall clock", ",.1f")
