@@ -109,14 +109,19 @@ def test_time_text_is_fmt_time_for_an_unknown_start(vals):
     assert frame.select(time_text("x", UNKNOWN_START))["x"].to_list() == expected
 
 
-def test_the_gpus_page_shows_times_from_the_start_not_dates(tmp_path, monkeypatch):
+def undated_page(tmp_path, monkeypatch, page: str) -> AppTest:
+    """`page` of a run made from a boot-relative kernel log (its date unknown)."""
     store_dir = tmp_path / "store"
     monkeypatch.setenv("GOODPUT_STORE", str(store_dir))
     run_id = Store(store_dir).write_run(ingest_kernel_logs([("node001.dmesg", BOOT_LOG)]))
     at = AppTest.from_file(APP, default_timeout=60)
     at.query_params["run"] = run_id
     at.run()
-    at = at.switch_page("app_pages/gpus.py").run()
+    return at.switch_page(f"app_pages/{page}.py").run()
+
+
+def test_the_gpus_page_shows_times_from_the_start_not_dates(tmp_path, monkeypatch):
+    at = undated_page(tmp_path, monkeypatch, "gpus")
     assert not at.exception
     shown = "\n".join(str(frame.value.to_string()) for frame in at.dataframe)
     shown += "\n".join(c.value for c in at.caption) + "\n".join(m.value for m in at.markdown)
@@ -126,13 +131,7 @@ def test_the_gpus_page_shows_times_from_the_start_not_dates(tmp_path, monkeypatc
 
 @pytest.mark.parametrize("page", ["overview", "jobs"])
 def test_time_sliders_of_an_undated_run_count_hours_from_its_start(tmp_path, monkeypatch, page):
-    store_dir = tmp_path / "store"
-    monkeypatch.setenv("GOODPUT_STORE", str(store_dir))
-    run_id = Store(store_dir).write_run(ingest_kernel_logs([("node001.dmesg", BOOT_LOG)]))
-    at = AppTest.from_file(APP, default_timeout=60)
-    at.query_params["run"] = run_id
-    at.run()
-    at = at.switch_page(f"app_pages/{page}.py").run()
+    at = undated_page(tmp_path, monkeypatch, page)
     assert not at.exception
     sliders = [s for s in at.slider if "from the run's start" in s.label]
     assert sliders, [s.label for s in at.slider]
