@@ -56,8 +56,11 @@ def test_a_kernel_log_of_seconds_shows_counts_and_its_span_not_rates(kernel_log_
         for c in at.caption
     )
     assert not any("counted per" in c.value for c in at.caption)
-    # the time slider counts seconds, not hundredths of an hour
-    assert at.slider[0].label == "Time (seconds since the run's start)" and at.slider[0].max == 40.5
+    # the time slider moves through the log's 40.5 s second by second, its values read to the second (UTC)
+    slider = at.slider[0]
+    assert slider.label == "Time on 2024-12-02 (UTC)" and slider.proto.format == "HH:mm:ss"
+    assert slider.value == datetime(2024, 12, 2, 11, 0, 40, 500000)  # the end of the log
+    assert slider.proto.step == 1_000_000  # microseconds: one second
     # the fatal XID 79 failed GPU 0 and took its host (both GPUs) down until the end of the log
     assert (shown["Failed GPUs"], shown["GPUs out of service"], shown["GPUs training"]) == ("1", "2", "0")
     assert "This run spans 40 s, less than the rule's window" in text

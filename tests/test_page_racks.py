@@ -1,11 +1,21 @@
 """Racks page (AppTest): the floor at t from the URL, every control (measure, failure window, cells, time, play,
 rack, blast radius target) and what each changes, on the small known cluster of tests/test_charts_racks.py."""
 
+from datetime import datetime, timedelta
+
 import pytest
 from test_charts_pages import open_page, sparse_run, stored_run
 from test_charts_racks import racks_run
 
 from engine.analysis.definitions import by_label
+
+SLIDER_START = datetime(2024, 3, 1)  # the run's start (test_charts_racks.STARTED) as the slider's naive UTC
+
+
+def at_hours(hours: float) -> datetime:
+    """The slider's value `hours` after the run's start."""
+    return SLIDER_START + timedelta(hours=hours)
+
 
 PAGE = "app_pages/racks.py"
 
@@ -88,7 +98,8 @@ def test_measure_and_failure_window_are_kept_in_the_url(run_id):
 
 def test_moving_the_time_slider_updates_the_url_the_counts_and_the_power(run_id):
     at = open_page(PAGE, {"run": run_id, "t": "30000"})
-    at.slider[0].set_value(10000 / 3600).run()  # before the failure: every host is up
+    # before the failure: every host is up
+    at.slider[0].set_value(SLIDER_START + timedelta(seconds=10000)).run()
     assert not at.exception
     assert at.query_params["t"] == "10000"
     m = metrics(at)
@@ -106,7 +117,7 @@ def test_a_bad_url_parameter_falls_back_to_the_end_of_the_run(run_id):
     at = open_page(PAGE, {"run": run_id, "t": "soon", "rack": "99", "measure": "heat", "blast": "moon:1"})
     assert not at.exception
     assert metrics(at)["hosts_out_of_service"] == "1"  # host 1 never comes back
-    assert at.slider[0].value == 24.0
+    assert at.slider[0].value == at_hours(24.0) and at.slider[0].label == "Time (UTC)"
     assert at.query_params["measure"] == "state" and at.query_params["blast"] == "rack:0"
 
 
@@ -180,8 +191,8 @@ def test_every_move_of_the_slider_counts(run_id):
     # a widget re-created from the URL on each rerun would drop every second change
     at = open_page(PAGE, {"run": run_id})
     for hours, seconds in ((2.0, "7200"), (5.0, "18000"), (9.0, "32400"), (12.0, "43200")):
-        at.slider[0].set_value(hours).run()
-        assert at.slider[0].value == hours and at.query_params["t"] == seconds
+        at.slider[0].set_value(at_hours(hours)).run()
+        assert at.slider[0].value == at_hours(hours) and at.query_params["t"] == seconds
     rack = at.selectbox(key=f"racks_rack:{run_id}")
     rack.set_value(1).run()
     at.selectbox(key=f"racks_rack:{run_id}").set_value(2).run()
@@ -254,7 +265,7 @@ def test_the_blast_radius_follows_the_rack_opened(run_id):
     ]
     # a part chosen by hand stays until another rack is opened
     at.selectbox(key=f"racks_blast_target:{run_id}:host").set_value("gt-p01-r00003-h0").run()
-    at.slider[0].set_value(10.0).run()
+    at.slider[0].set_value(at_hours(10.0)).run()
     assert at.query_params["blast"] == "host:gt-p01-r00003-h0" and metrics(at)["blast_jobs"] == "0"
     at.selectbox(key=f"racks_rack:{run_id}").set_value(0).run()
     assert at.query_params["blast"] == "host:gt-p00-r00000-h1"

@@ -129,7 +129,7 @@ def test_the_gpus_page_shows_times_from_the_start_not_dates(tmp_path, monkeypatc
     assert "1970" not in shown
 
 
-@pytest.mark.parametrize("page", ["overview", "jobs"])
+@pytest.mark.parametrize("page", ["overview", "jobs", "gpus", "incidents", "racks"])
 def test_time_sliders_of_an_undated_run_count_hours_from_its_start(tmp_path, monkeypatch, page):
     at = undated_page(tmp_path, monkeypatch, page)
     assert not at.exception

@@ -21,6 +21,7 @@ from dashboard.queries import gpus as queries
 from dashboard.queries.racks import parse_t, state_time
 from dashboard.text import md
 from dashboard.text_exprs import cause_label_text, time_text
+from dashboard.time_slider import moment_slider, time_axis
 from engine.analysis.definitions import definition
 from engine.analysis.lemon_score import LemonRule, LemonScore, score_lemon_rule
 from engine.errors import GoodputError
@@ -122,40 +123,20 @@ def when(run: RunInfo, t_s: float) -> str:
 
 
 def time_slider(run: RunInfo) -> float:
-    """The moment shown (seconds since the run's start), from ?t=: a slider in hours, or in minutes or seconds
-    for a run of minutes (an observed kernel log); none for a run of one moment (one scrape)."""
+    """The moment shown (seconds since the run's start), from ?t=: a slider over UTC times (or, for a run of
+    unknown date, time from its start); none for a run of one moment (one scrape)."""
     if run.duration_s <= 0:
         st.caption(f"This run is a single moment ({when(run, 0.0)}): the page shows it.")
         st.query_params["t"] = "0"
         return 0.0
-    unit_s, unit = (
-        (3600.0, "h")
-        if run.duration_s >= 2 * 3600
-        else (60.0, "min")
-        if run.duration_s >= 120
-        else (1.0, "s")
+    # a step fine enough for a log of seconds, 500 steps across a long run
+    step_s = max(run.duration_s / 500, 1.0 if run.duration_s < 120 else 60.0)
+    axis = time_axis(run.started_at, run.duration_s, step_s)
+    t_s = moment_slider(
+        axis, f"gpus_t:{run.run_id}", parse_t(st.query_params.get("t"), run.duration_s), follow_end=True
     )
-    span = run.duration_s / unit_s
-    # the unit is part of the key: a live run that grows from seconds to hours gets a new slider, seeded from ?t=
-    t_key = state.seed(
-        f"gpus_t:{run.run_id}:{unit}", parse_t(st.query_params.get("t"), run.duration_s) / unit_s
-    )
-    end_key = f"gpus_end:{run.run_id}:{unit}"
-    if st.session_state.get(end_key, span) <= st.session_state[t_key] < span:
-        st.session_state[t_key] = span  # a live run grew: a view of its end follows the newest scrape
-    st.session_state[end_key] = span
-    step = max(run.duration_s / 500, 1.0 if unit == "s" else 60.0) / unit_s
-    words = {"h": "hours", "min": "minutes", "s": "seconds"}[unit]
-    value = st.slider(
-        f"Time ({words} since the run's start)",
-        0.0,
-        span,
-        step=step,
-        format="%.2f " + unit if unit == "h" else "%.1f " + unit,
-        key=t_key,
-    )
-    st.query_params["t"] = f"{value * unit_s:.0f}"
-    return state_time(value * unit_s, run.duration_s)
+    st.query_params["t"] = f"{t_s:.0f}"
+    return state_time(t_s, run.duration_s)
 
 
 def health(run: RunInfo) -> Callable[[], None] | None:

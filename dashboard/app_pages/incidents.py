@@ -21,6 +21,7 @@ from dashboard.format import fmt_duration, fmt_gpu_hours, fmt_int, fmt_pct, fmt_
 from dashboard.queries import incidents as queries
 from dashboard.text import code, md
 from dashboard.text_exprs import cause_label_text, duration_text, time_text
+from dashboard.time_slider import time_axis, window_slider
 from engine.analysis.definitions import definition
 from engine.analysis.incidents import filter_incidents, summary_counts
 from engine.errors import GoodputError
@@ -74,25 +75,21 @@ def with_time(run: RunInfo, column: str = "t_s", alias: str = "time") -> pl.Expr
 def filters_section(run: RunInfo, everything: pl.DataFrame) -> tuple[tuple[float | None, float | None], dict]:
     """The filters, kept in the URL; returns the time window (seconds; None: the run's start or end) and the
     engine.analysis.incidents.filter_incidents keywords."""
-    hours = run.duration_s / SECONDS_PER_HOUR
     st.subheader("Filters")
-    since = queries.url_seconds(st.query_params.get("since"), 0.0, run.duration_s)
-    until = queries.url_seconds(st.query_params.get("until"), 0.0, run.duration_s)
-    window_h = st.slider(
-        "Time window (hours from the run's start)",
-        0.0,
-        hours,
-        key=state.seed(
+    since_s = until_s = None
+    if run.duration_s > 0:  # a run of one moment has no window to choose
+        since = queries.url_seconds(st.query_params.get("since"), 0.0, run.duration_s)
+        until = queries.url_seconds(st.query_params.get("until"), 0.0, run.duration_s)
+        # about 400 steps across the run, never finer than 36 s (0.01 h)
+        step_s = max(round(run.duration_s / SECONDS_PER_HOUR / 400.0, 2), 0.01) * SECONDS_PER_HOUR
+        low, high = window_slider(
+            time_axis(run.started_at, run.duration_s, step_s),
             f"incidents_window:{run.run_id}",
-            (
-                (since or 0.0) / SECONDS_PER_HOUR,
-                (until if until is not None else run.duration_s) / SECONDS_PER_HOUR,
-            ),
-        ),
-        step=max(round(hours / 400.0, 2), 0.01),
-    )
-    since_s = window_h[0] * SECONDS_PER_HOUR if window_h[0] > 0 else None
-    until_s = window_h[1] * SECONDS_PER_HOUR if window_h[1] < hours else None
+            (since or 0.0, until if until is not None else run.duration_s),
+            what="Time window",
+        )
+        since_s = low if low > 0 else None
+        until_s = high if high < run.duration_s else None
     state.set_url("since", "" if since_s is None else f"{since_s:g}")
     state.set_url("until", "" if until_s is None else f"{until_s:g}")
 

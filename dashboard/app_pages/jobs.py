@@ -9,8 +9,6 @@ URL: ?from=&to= (seconds since the run's start) the window; ?job= (job id) the d
 ?kinds= the filters; ?order= the Gantt's order.
 """
 
-from datetime import UTC, timedelta
-
 import polars as pl
 import streamlit as st
 
@@ -22,11 +20,10 @@ from dashboard.queries import jobs_table as tables
 from dashboard.queries.summary import losses_from_summary
 from dashboard.text import md
 from dashboard.text_exprs import duration_text, time_text
+from dashboard.time_slider import time_axis, window_slider
 from engine.analysis.definitions import definition
 from engine.report.palette import end_reason_label, readable, wait_reason_label
 from engine.store import RunInfo
-from engine.store.run import start_known
-from engine.units import SECONDS_PER_HOUR
 
 MAX_GANTT_ROWS = 500  # more rows than this stop being readable and slow the browser
 BUCKETS = 200  # points per time series, whatever the window: the cost stays flat with the run's length
@@ -70,39 +67,18 @@ def page(run_id: str) -> None:
 # ----- time window ----------------------------------------------------------------------------------------
 def window_section(run: RunInfo) -> tuple[float, float]:
     """The window (seconds since the run's start) every section counts in, kept in the URL as ?from=&to=."""
-    origin = run.started_at.astimezone(UTC).replace(tzinfo=None)  # the slider works in naive UTC
-    step = timedelta(minutes=1) if run.duration_s <= 2 * 86400 else timedelta(hours=1)
-    end = origin + timedelta(seconds=run.duration_s)
+    step_s = 60.0 if run.duration_s <= 2 * 86400 else 3600.0
     t0, t1 = 0.0, max(run.duration_s, 1.0)
     if run.duration_s > 0:
         lo, hi = _url_seconds(run, "from", 0.0), _url_seconds(run, "to", run.duration_s)
         if hi <= lo:
             lo, hi = 0.0, run.duration_s
-        if start_known(run.started_at):
-            picked = st.slider(
-                "Window (UTC)",
-                origin,
-                end,
-                step=step,
-                format="YYYY-MM-DD HH:mm",
-                key=state.seed(
-                    f"jobs_window:{run.run_id}",
-                    (origin + timedelta(seconds=lo), origin + timedelta(seconds=hi)),
-                ),
-            )
-            t0, t1 = ((p - origin).total_seconds() for p in picked)
-        else:  # no date to show (a boot-relative log): hours from the run's start, as the Incidents page
-            hours = st.slider(
-                "Window (hours from the run's start)",
-                0.0,
-                run.duration_s / SECONDS_PER_HOUR,
-                step=step.total_seconds() / SECONDS_PER_HOUR,
-                key=state.seed(f"jobs_window:{run.run_id}", (lo / SECONDS_PER_HOUR, hi / SECONDS_PER_HOUR)),
-            )
-            t0, t1 = (min(h * SECONDS_PER_HOUR, run.duration_s) for h in hours)
+        t0, t1 = window_slider(
+            time_axis(run.started_at, run.duration_s, step_s), f"jobs_window:{run.run_id}", (lo, hi)
+        )
         if t1 <= t0:  # both handles on one spot: a window of one step
-            t1 = min(t0 + step.total_seconds(), run.duration_s)
-            t0 = t1 - step.total_seconds()
+            t1 = min(t0 + step_s, run.duration_s)
+            t0 = max(t1 - step_s, 0.0)
         whole = t0 <= 0 and t1 >= run.duration_s
         state.set_url("from", "" if whole else f"{t0:g}")
         state.set_url("to", "" if whole else f"{t1:g}")

@@ -16,6 +16,7 @@ from dashboard.format import fmt_duration, fmt_gpu_hours, fmt_hours, fmt_int, fm
 from dashboard.queries import overview as q
 from dashboard.queries import summary as summaries
 from dashboard.text import md
+from dashboard.time_slider import moment_slider, time_axis
 from engine.analysis.analytics import ettr_timeline
 from engine.analysis.definitions import definition
 from engine.ingest.watch import source_states
@@ -261,43 +262,19 @@ def what_is_down(run: RunInfo, sizes: dict) -> None:
     if run.duration_s <= 0:
         st.info("This run spans no time (a single scrape), so there is no moment to choose.")
         return
-    key = f"overview_t_{run.run_id}"
-    start = run.started_at.replace(tzinfo=None)
-    finish = start + timedelta(seconds=run.duration_s)
-    dated = start_known(run.started_at)
-    if key not in st.session_state:
-        try:
-            asked = float(st.query_params.get(TIME_PARAM, run.duration_s))
-        except ValueError:
-            asked = run.duration_s
-        asked = min(max(asked, 0.0), run.duration_s)
-        st.session_state[key] = start + timedelta(seconds=asked) if dated else asked / SECONDS_PER_HOUR
     # fine enough to reach any state change of a short run, coarse enough to drag through 54 days
-    step = timedelta(seconds=1 if run.duration_s <= 3600 else 60 if run.duration_s <= 2 * 86400 else 900)
-    if dated:
-        at = st.slider(
-            "Time (UTC)",
-            min_value=start,
-            max_value=finish,
-            step=step,
-            format="YYYY-MM-DD HH:mm:ss" if run.duration_s <= 3600 else "YYYY-MM-DD HH:mm",
-            key=key,
-            help="Hosts out of service at this moment (UTC). Kept in the URL as ?t= (seconds from the start).",
-        )
-        t_s = (at - start).total_seconds()
-    else:  # no date to show (a boot-relative log): hours from the run's start, never an invented 1970 date
-        hours = st.slider(
-            "Time (hours from the run's start)",
-            min_value=0.0,
-            max_value=run.duration_s / SECONDS_PER_HOUR,
-            step=step.total_seconds() / SECONDS_PER_HOUR,
-            key=key,
-            help="Hosts out of service at this moment. Kept in the URL as ?t= (seconds from the start).",
-        )
-        t_s = hours * SECONDS_PER_HOUR
-    # the slider's last step reaches the end of the run even where the end is not on the step grid
-    if t_s > run.duration_s - step.total_seconds():
-        t_s = run.duration_s
+    step_s = 1.0 if run.duration_s <= 3600 else 60.0 if run.duration_s <= 2 * 86400 else 900.0
+    axis = time_axis(run.started_at, run.duration_s, step_s)
+    try:
+        asked = float(st.query_params.get(TIME_PARAM, run.duration_s))
+    except ValueError:
+        asked = run.duration_s
+    t_s = moment_slider(
+        axis,
+        f"overview_t_{run.run_id}",
+        asked,
+        help="Hosts out of service at this moment. Kept in the URL as ?t= (seconds from the start).",
+    )
     if t_s >= run.duration_s:
         st.query_params.pop(TIME_PARAM, None)  # the default, end of run: a clean URL
     else:

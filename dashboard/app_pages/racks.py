@@ -18,11 +18,11 @@ from dashboard.charts.rack_elevation import elevation
 from dashboard.format import fmt_time
 from dashboard.queries import racks as queries
 from dashboard.text_exprs import cause_label_text, duration_text, time_text
+from dashboard.time_slider import moment_slider, time_axis
 from engine.analysis.definitions import definition
 from engine.report.palette import TIER_LABELS
 from engine.store import RunInfo
 from engine.store.schema import IN_SERVICE_STATES, OUT_OF_SERVICE_STATES
-from engine.units import SECONDS_PER_HOUR
 
 # A cell a GPU up to this size (llama3-405b's 24,576 GPUs: ~4 MB of figure); larger clusters a cell a host.
 GPU_CELLS_UP_TO = 32768
@@ -71,28 +71,22 @@ class Floor:
 # ----- time t, and play -------------------------------------------------------------------------------------
 def time_section(run: RunInfo) -> float:
     """The time slider and play; returns t (seconds since the run's start), kept in the URL as ?t=."""
-    duration_h = max(run.duration_s / SECONDS_PER_HOUR, 1 / 60)
-    t_key = state.seed(
-        f"racks_t:{run.run_id}", queries.parse_t(st.query_params.get("t"), run.duration_s) / SECONDS_PER_HOUR
-    )
+    # 500 steps across the run, never finer than a minute (a run of one moment still gets a minute to show)
+    axis = time_axis(run.started_at, max(run.duration_s, 60.0), max(run.duration_s / 500, 60.0))
+    base_key = f"racks_t:{run.run_id}"
     if "racks_next_t" in st.session_state:  # a step of play, applied before the slider is drawn
-        st.session_state[t_key] = st.session_state.pop("racks_next_t")
+        st.session_state[axis.key(base_key)] = axis.value(st.session_state.pop("racks_next_t"))
     if st.session_state.pop("racks_stop", False):
         st.session_state["racks_play"] = False
     controls = st.columns([6, 1, 1])
-    t_h = controls[0].slider(
-        "Time (hours since the run's start)",
-        0.0,
-        duration_h,
-        step=max(duration_h / 500, 1 / 60),
-        format="%.2f h",
-        key=t_key,
+    picked_s = moment_slider(
+        axis, base_key, queries.parse_t(st.query_params.get("t"), run.duration_s), where=controls[0]
     )
     playing = controls[1].toggle("Play", key="racks_play", help="Step the floor forward through the run")
     step_key = state.seed("racks_step", "1h")
     step = controls[2].selectbox("Step", list(queries.PLAY_STEPS), key=step_key)
-    st.query_params["t"] = f"{t_h * SECONDS_PER_HOUR:.0f}"
-    t_s = queries.state_time(t_h * SECONDS_PER_HOUR, run.duration_s)
+    st.query_params["t"] = f"{picked_s:.0f}"
+    t_s = queries.state_time(picked_s, run.duration_s)
     st.caption(f"The cluster at {fmt_time(run.started_at, t_s)}")
 
     @st.fragment(run_every=PLAY_EVERY_S if playing else None)
@@ -101,9 +95,9 @@ def time_section(run: RunInfo) -> float:
         if st.session_state.pop("racks_app_run", False) or not st.session_state.get("racks_play"):
             return
         t_next, more = queries.next_t(
-            st.session_state[t_key] * SECONDS_PER_HOUR, queries.PLAY_STEPS[step], run.duration_s
+            axis.seconds(st.session_state[axis.key(base_key)]), queries.PLAY_STEPS[step], run.duration_s
         )
-        st.session_state["racks_next_t"] = t_next / SECONDS_PER_HOUR
+        st.session_state["racks_next_t"] = t_next
         st.session_state["racks_stop"] = not more
         st.rerun(scope="app")
 
