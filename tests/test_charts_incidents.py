@@ -115,3 +115,14 @@ def test_a_chain_without_occurred_starts_at_its_first_step():
     one = chain().filter(pl.col("what") != "occurred")
     assert charts.chain_bars(one)["start_h"][0] == 0.0
     assert charts.chain_bars(chain().head(0)).height == 0
+
+
+def test_cause_counts_are_written_level_inside_their_bars():
+    counts = pl.DataFrame({"cause": ["gpu_hbm3", "network_switch_cable"], "interruptions": [1, 2]})
+    assert charts.by_cause(counts).data[0].textangle == 0
+
+
+def test_a_few_interruptions_get_a_tick_at_every_whole_number():
+    counts = pl.DataFrame({"cause": ["gpu_hbm3", "network_switch_cable"], "interruptions": [1, 3]})
+    axis = charts.by_cause(counts).layout.xaxis
+    assert (axis.dtick, axis.tickformat, axis.rangemode) == (1, ",d", "tozero")

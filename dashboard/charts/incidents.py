@@ -7,7 +7,7 @@ import numpy as np
 import plotly.graph_objects as go
 import polars as pl
 
-from dashboard.charts.common import as_time, time_axis
+from dashboard.charts.common import as_time, count_axis, time_axis
 from dashboard.text import plot, plot_all
 from dashboard.text_exprs import category_text, cause_label_text
 from engine.report.palette import CATEGORY_COLOURS, OTHER_COLOUR
@@ -91,6 +91,8 @@ def by_cause(counts: pl.DataFrame) -> go.Figure:
             y=plot_all(frame.select(cause_label_text("cause")).to_series().to_list()),
             orientation="h",
             text=frame["interruptions"].to_list(),
+            # Plotly turns a label sideways when that fits a thin bar better ("auto"): counts read level
+            textangle=0,
             marker_color=[
                 CATEGORY_COLOURS.get(c, OTHER_COLOUR) for c in frame["category"].fill_null("").to_list()
             ],
@@ -99,7 +101,7 @@ def by_cause(counts: pl.DataFrame) -> go.Figure:
     fig.update_layout(
         height=max(220, 24 * frame.height + 80),
         margin={"l": 10, "r": 10, "t": 10, "b": 10},
-        xaxis={"title": "interruptions", "tickformat": ",d", "rangemode": "tozero"},
+        xaxis={"title": "interruptions", **count_axis(frame["interruptions"].max())},
     )
     return fig
 
