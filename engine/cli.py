@@ -13,6 +13,7 @@ from pathlib import Path
 
 from engine import __version__
 from engine.errors import GoodputError
+from engine.report.progress import progress_bar
 from engine.scenario.presets import PRESETS
 from engine.store import Store, resolve_store_dir
 from engine.store.outputs import check_output, check_store
@@ -62,7 +63,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     name = args.name or (
         Path(args.scenario).stem if args.scenario else None
     )  # default: the file, else preset
-    run = simulate(scenario, name=name, progress=_progress_printer(args.json))
+    run = simulate(scenario, name=name, progress=progress_bar(args.json))
     run_id = Store(args.store).write_run(run)
     _report({"run_id": run_id, **run.summary}, args.json, _simulate_text)
     return 0
@@ -243,7 +244,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     scenario = build(args.preset, file=args.scenario, sets=list(args.set or []))
     axes = [parse_vary(text) for text in args.vary]
     executor = make_executor(args.executor, workers=args.workers, address=args.ray_address, quiet=args.json)
-    frame = sweep(scenario, axes, args.seeds, executor=executor, progress=_progress_printer(args.json))
+    frame = sweep(scenario, axes, args.seeds, executor=executor, progress=progress_bar(args.json))
     keys = [a.key for a in axes]
     if args.json:
         print(json.dumps({"results": frame.drop("point").to_dicts()}))
@@ -402,22 +403,6 @@ def _ettr_text(r: dict) -> str:
         f"expected ETTR {r['ettr']:.4f}; job MTTF {r['mttf_hours']:.2f} h;"
         f" Young-Daly checkpoint interval {interval_min:.1f} min"
     )
-
-
-def _progress_printer(as_json: bool) -> Callable[[float], None] | None:
-    """A one-line progress bar on stderr when it is a terminal; none with `--json`, whose contract is the JSON
-    object on stdout and nothing on stderr but an error (a script may capture both streams as one)."""
-    if as_json or not sys.stderr.isatty():
-        return None
-
-    def show(fraction: float) -> None:
-        filled = int(fraction * 30)
-        end = "\n" if fraction >= 1 else ""
-        print(
-            f"\r[{'#' * filled}{'.' * (30 - filled)}] {fraction:4.0%}", end=end, file=sys.stderr, flush=True
-        )
-
-    return show
 
 
 # ----- the parser ------------------------------------------------------------------------------------------

@@ -300,34 +300,20 @@ def _sizes(text: str) -> list[int]:
 
 def run_command(args: argparse.Namespace) -> int:
     """`goodput scale`: the study of the scenario the flags name, printed as JSON or as a table."""
+    from engine.report.progress import progress_bar
     from engine.scenario import build
 
     base = build(args.preset, file=args.scenario, sets=list(args.set or []))
     strategies = [s.strip() for s in args.strategies.split(",") if s.strip()]
     study = plan_study(base, strategies=strategies, sizes_gpus=_sizes(args.sizes), seeds=args.seeds)
     executor = make_executor(args.executor, workers=args.workers, address=args.ray_address, quiet=args.json)
-    runs = run_study(study, executor=executor, progress=None if args.json else _terminal_progress())
+    runs = run_study(study, executor=executor, progress=progress_bar(args.json))
     bands = scale_bands(runs)
     if args.json:
         print(json.dumps({"results": runs.to_dicts(), "bands": bands.to_dicts()}))
     else:
         print(scale_text(bands, len(study.seeds)))
     return 0
-
-
-def _terminal_progress() -> Progress | None:
-    """A one-line bar on stderr when it is a terminal (as `goodput sweep` shows), else nothing."""
-    if not sys.stderr.isatty():
-        return None
-
-    def show(fraction: float) -> None:
-        filled = int(fraction * 30)
-        end = "\n" if fraction >= 1 else ""
-        print(
-            f"\r[{'#' * filled}{'.' * (30 - filled)}] {fraction:4.0%}", end=end, file=sys.stderr, flush=True
-        )
-
-    return show
 
 
 def scale_text(bands: pl.DataFrame, seeds: int) -> str:
