@@ -9,7 +9,6 @@ every page draws: timed on its own row, not budgeted). Each case runs in its own
 memory is its own; times exclude interpreter start.
 """
 
-import json
 import os
 import sys
 import time
@@ -18,7 +17,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.harness import peak_mb, run_in_child  # noqa: E402
+from bench.harness import main_or_worker, peak_mb, run_in_child  # noqa: E402
 
 AIRESIM_S = 13.0  # seconds AIReSim takes for one replication of this scenario (issue 14)
 PRESET = "airesim-table1"
@@ -71,7 +70,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) == 3 and sys.argv[1] == "--worker":
-        print(json.dumps(worker(json.loads(sys.argv[2]))))
-        raise SystemExit(0)
-    raise SystemExit(main())
+    main_or_worker(worker, main)

@@ -7,7 +7,6 @@ interruptions in 54 days). Every case runs in its own process, so its peak resid
 exclude interpreter start.
 """
 
-import json
 import os
 import sys
 import time
@@ -16,7 +15,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.harness import cpu_seconds, peak_mb, run_in_child  # noqa: E402
+from bench.harness import cpu_seconds, main_or_worker, peak_mb, run_in_child  # noqa: E402
 
 PRESET = "meta-100k-hsdp"
 STRATEGIES = ("restart", "in_memory_checkpoint", "replica_drop", "hot_spare")
@@ -72,7 +71,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) == 3 and sys.argv[1] == "--worker":
-        print(json.dumps(worker(json.loads(sys.argv[2]))))
-        raise SystemExit(0)
-    raise SystemExit(main())
+    main_or_worker(worker, main)

@@ -7,7 +7,6 @@ growing linearly with GPUs x days.
 Every case runs in its own process, so its peak resident memory is its own; times exclude interpreter start.
 """
 
-import json
 import os
 import sys
 import tempfile
@@ -17,7 +16,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.harness import cpu_seconds, peak_mb, run_in_child  # noqa: E402
+from bench.harness import cpu_seconds, main_or_worker, peak_mb, run_in_child  # noqa: E402
 
 BUDGETS = [  # (label, preset, sets, write to store, repeats, budget s, budget peak MB)
     ("llama3-405b 54 d, to store", "llama3-405b", [], True, 1, 15.0, None),
@@ -117,7 +116,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) == 3 and sys.argv[1] == "--worker":
-        print(json.dumps(worker(json.loads(sys.argv[2]))))
-        raise SystemExit(0)
-    raise SystemExit(main())
+    main_or_worker(worker, main)

@@ -34,3 +34,12 @@ def run_in_child(script: str, spec: dict) -> dict:
     if out.returncode:
         raise SystemExit(f"case {spec} failed:\n{out.stderr}")
     return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main_or_worker(worker, main) -> None:
+    """A bench script's entry: `SCRIPT --worker SPEC` runs one case (run_in_child's child) and prints its JSON
+    object; otherwise `main()` runs every case, each in a child of its own. Exits with their status."""
+    if len(sys.argv) == 3 and sys.argv[1] == "--worker":
+        print(json.dumps(worker(json.loads(sys.argv[2]))))
+        raise SystemExit(0)
+    raise SystemExit(main())
