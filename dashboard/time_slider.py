@@ -147,15 +147,7 @@ def moment_slider(
     _keep(axis, slider_key, axis.value(t_s))
     if follow_end:
         _follow_end(axis, slider_key)
-    picked = where.slider(
-        axis.label(what),
-        min_value=axis.min_value,
-        max_value=axis.max_value,
-        step=axis.step,
-        format=axis.format,
-        key=slider_key,
-        help=help,
-    )
+    picked = _draw(where, axis, slider_key, what, help)
     return axis.to_end(axis.seconds(picked))
 
 
@@ -192,7 +184,13 @@ def window_slider(
     """A window of the run, (from, to) in seconds from its start; `window_s` seeds it the first time."""
     slider_key = axis.key(key)
     _keep(axis, slider_key, tuple(axis.value(t) for t in window_s))
-    low, high = st.slider(
+    low, high = _draw(st, axis, slider_key, what, help)
+    return axis.seconds(low), axis.to_end(axis.seconds(high))
+
+
+def _draw(where, axis: TimeAxis, slider_key: str, what: str, help: str | None):
+    """The slider itself (in `where`: st or a column), its value already in the session under `slider_key`."""
+    return where.slider(
         axis.label(what),
         min_value=axis.min_value,
         max_value=axis.max_value,
@@ -201,4 +199,3 @@ def window_slider(
         key=slider_key,
         help=help,
     )
-    return axis.seconds(low), axis.to_end(axis.seconds(high))
