@@ -299,6 +299,7 @@ class HotSpareJob(FlagshipJob):
         self.standby_since: dict[int, float] = dict.fromkeys(standbys, env.now)  # every standby: held since
         self.short = 0  # standbys to take once the spare pool has a host again
         self._all_hot = False  # whether the last swap found a ready standby for every failed host
+        self._hot_taken = 0  # standbys the swap in progress has taken
 
     # ----- events from outside ----------------------------------------------------------------------------
     def interrupt(self, reason: str, failed_hosts: list[int], fault_s: float | None = None) -> bool:
@@ -334,23 +335,19 @@ class HotSpareJob(FlagshipJob):
 
     # ----- inside ---------------------------------------------------------------------------------------
     def _swap(self, failed: list[int]) -> None:
-        added, hot = [], 0
-        for host in failed:
-            slot = self.slot_of.pop(host)
-            if self.ready:
-                spare = self.ready.popleft()
-                self._release(spare)
-                hot += 1
-            else:
-                spare = self.take_spare()
-            if spare is None:
-                self._leave_empty(slot)
-            else:
-                self._seat(spare, slot)
-                added.append(spare)
-        self.on_hosts_changed(added, failed)
-        self._all_hot = hot == len(failed)
-        self._replace_standbys(hot)
+        self._hot_taken = 0
+        super()._swap(failed)
+        self._all_hot = self._hot_taken == len(failed)
+        self._replace_standbys(self._hot_taken)
+
+    def _replacement(self) -> int | None:
+        """A warm standby when one is ready (counted: a swap of standbys only restarts in hot_swap), else a spare."""
+        if self.ready:
+            spare = self.ready.popleft()
+            self._release(spare)
+            self._hot_taken += 1
+            return spare
+        return self.take_spare()
 
     def _overhead_after(self, failed: list[int]) -> float:
         if failed and self._all_hot:

@@ -166,13 +166,17 @@ class FlagshipJob:
         added = []
         for host in failed:
             slot = self.slot_of.pop(host)
-            spare = self.take_spare()
+            spare = self._replacement()
             if spare is None:
                 self._leave_empty(slot)
             else:
                 self._seat(spare, slot)
                 added.append(spare)
         self.on_hosts_changed(added, failed)
+
+    def _replacement(self) -> int | None:
+        """The host that takes a failed host's place: a spare from the pool (None: none is free)."""
+        return self.take_spare()
 
     def _leave_empty(self, slot: int) -> None:
         """No host for `slot` now: it waits for a repaired one (host_returned)."""
