@@ -33,7 +33,8 @@ import polars as pl
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from engine.ingest.prometheus import PrometheusSource, fleet_window, gpu_series  # noqa: E402
-from tests.servers.prometheus import _free_port, _stop, _wait_ready  # noqa: E402
+from tests.servers.prometheus import _wait_ready  # noqa: E402
+from tests.serving import free_port, stop  # noqa: E402
 
 HOSTS, GPUS, EVERY_S, HOURS = 3072, 8, 15, 6
 POINTS = 600
@@ -87,7 +88,7 @@ class Prometheus:
     def __init__(self, folder: Path, rules: Path | None) -> None:
         config = folder / ("rules.yml" if rules else "empty.yml")
         config.write_text(json.dumps({"scrape_configs": [], "rule_files": [str(rules)] if rules else []}))
-        port = _free_port()
+        port = free_port()
         self.url = f"http://127.0.0.1:{port}"
         self.process = subprocess.Popen(
             ["prometheus", f"--config.file={config}", f"--storage.tsdb.path={folder / 'data'}",
@@ -97,12 +98,12 @@ class Prometheus:
 
     def __enter__(self) -> "Prometheus":
         if not _wait_ready(self.url, self.process):
-            _stop(self.process)
+            stop(self.process)
             raise SystemExit("prometheus did not start on the backfilled TSDB")
         return self
 
     def __exit__(self, *_exc: object) -> None:
-        _stop(self.process)
+        stop(self.process)
 
 
 def record_rules(folder: Path) -> None:

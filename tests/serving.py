@@ -1,6 +1,7 @@
 """Starting and stopping real servers on 127.0.0.1 for tests: `goodput dashboard`, the launcher, an OpenID
 provider. Each runs in its own process group, so stopping it stops all it started."""
 
+import contextlib
 import os
 import signal
 import socket
@@ -52,13 +53,16 @@ def wait_until(url: str, server: subprocess.Popen, log: Path, expect: bytes | No
     pytest.fail(f"{url} did not answer within {START_TIMEOUT_S} s:\n{log.read_text()[-3000:]}")
 
 
-def stop(server: subprocess.Popen) -> None:
-    """Politely (SIGTERM to the group), then for sure."""
-    try:
+def stop(server: subprocess.Popen, timeout_s: float = 10.0) -> None:
+    """Politely (SIGTERM to its process group), then for sure (SIGKILL); closes its stdout pipe if it has one.
+    The group is signalled even when its leader has ended, so nothing it started outlives it."""
+    with contextlib.suppress(ProcessLookupError):
         os.killpg(server.pid, signal.SIGTERM)
-        server.wait(timeout=10)
-    except ProcessLookupError:
-        return
+    try:
+        server.wait(timeout=timeout_s)
     except subprocess.TimeoutExpired:
-        os.killpg(server.pid, signal.SIGKILL)
-        server.wait(timeout=10)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(server.pid, signal.SIGKILL)
+        server.wait(timeout=timeout_s)
+    if server.stdout is not None:
+        server.stdout.close()

@@ -29,9 +29,9 @@ from engine.ingest.prometheus import (
 from tests.fixtures.ingest.dcgm_exporter import value
 from tests.servers.prometheus import (
     PrometheusServer,
-    _free_port,
     start_prometheus,
 )
+from tests.serving import free_port
 
 TEMP = "DCGM_FI_DEV_GPU_TEMP"
 GPU_SERIES = {"host": pl.String, "gpu": pl.Int32, "t": pl.Float64, "value": pl.Float64}
@@ -133,7 +133,7 @@ def test_bad_promql_gives_prometheus_own_error(prometheus_server: PrometheusServ
 
 def test_huge_window_is_refused_before_asking() -> None:
     # nothing listens there: a refusal that names the limit shows no request was made
-    source = PrometheusSource(f"http://127.0.0.1:{_free_port()}")
+    source = PrometheusSource(f"http://127.0.0.1:{free_port()}")
     with pytest.raises(PrometheusError, match=r"86,401 points a series .* over Prometheus' limit of 11,000"):
         query_range(source, TEMP, 1_733_133_600, 1_733_133_600 + 86_400, 1)
     with pytest.raises(GoodputError, match="points must be 1 to 10,999"):
@@ -147,7 +147,7 @@ def test_bad_urls_and_credentials_never_shown() -> None:
         PrometheusSource("ftp://host/")
     with pytest.raises(GoodputError, match="has a query or fragment"):
         PrometheusSource("http://user:secret@host:9090/?x=1")
-    port = _free_port()
+    port = free_port()
     source = PrometheusSource(
         f"http://user:secret@127.0.0.1:{port}", headers={"Authorization": "Bearer tok3n"}
     )

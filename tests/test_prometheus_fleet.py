@@ -20,7 +20,8 @@ from polars.testing import assert_frame_equal
 from engine.errors import GoodputError
 from engine.ingest.prometheus import FleetWindow, PrometheusSource, fleet_window, recorded_name
 from tests.fixtures.ingest.dcgm_exporter import value
-from tests.servers.prometheus import PrometheusServer, _free_port, start_prometheus
+from tests.servers.prometheus import PrometheusServer, start_prometheus
+from tests.serving import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 RULES = ROOT / "data" / "prometheus" / "goodput-rules.yml"
@@ -145,7 +146,7 @@ def test_rules_that_do_not_cover_the_window_are_not_used(rules_server) -> None:
 
 
 def test_bounds_are_checked_before_asking() -> None:
-    source = PrometheusSource(f"http://127.0.0.1:{_free_port()}")  # nothing listens: no request is made
+    source = PrometheusSource(f"http://127.0.0.1:{free_port()}")  # nothing listens: no request is made
     start, end = 1_733_133_600, 1_733_155_200
     with pytest.raises(GoodputError, match="fleet_window: points must be 1 to 10,999"):
         fleet_window(source, TEMP, start, end, points=11_000)

@@ -15,12 +15,8 @@ stamp sees scrape n, the exporter's stamps run RULES_LEAD_S ahead of the clock: 
 stamp comes, and the recorded series equal the raw ones at every stamp + offset, exactly.
 """
 
-import contextlib
 import json
-import os
 import shutil
-import signal
-import socket
 import subprocess
 import sys
 import time
@@ -34,6 +30,7 @@ from pathlib import Path
 import pytest
 
 from tests.fixtures.ingest import dcgm_exporter
+from tests.serving import free_port, stop
 
 ROOT = Path(__file__).resolve().parents[2]
 PROMETHEUS = "/usr/bin/prometheus"
@@ -82,7 +79,7 @@ class PrometheusServer:
 
     def stop(self) -> None:
         for process in reversed(self.processes):
-            _stop(process)
+            stop(process)
         self.processes.clear()
 
 
@@ -145,7 +142,7 @@ def start_prometheus(
             )
         _write_config(tmp_dir / "prometheus.yml", int(line), served, rules, evaluation_every_s)
         for _attempt in range(3):  # a free port can be taken between choosing and binding it: try another
-            port = _free_port()
+            port = free_port()
             prefix = route_prefix.rstrip("/")
             server.url = f"http://127.0.0.1:{port}{prefix}"
             data = tmp_dir / f"data-{port}"
@@ -169,7 +166,7 @@ def start_prometheus(
             server.processes.append(process)
             if _wait_ready(server.url, process):
                 break
-            _stop(process)
+            stop(process)
             server.processes.remove(process)
             shutil.rmtree(data, ignore_errors=True)
         else:
@@ -220,12 +217,6 @@ def _write_config(
     path.write_text(json.dumps(config, indent=1))  # YAML is a superset of JSON
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def _get(url: str) -> tuple[int, bytes]:
     try:
         with urllib.request.urlopen(url, timeout=2) as answer:
@@ -262,17 +253,3 @@ def _wait_scrapes(server: PrometheusServer, series_hosts: int, stamp: int) -> No
                 return
         time.sleep(0.2)
     raise RuntimeError(f"prometheus at {server.url} did not store scrape {stamp} of every host in time")
-
-
-def _stop(process: subprocess.Popen) -> None:
-    if process.poll() is None:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGTERM)
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
-    if process.stdout is not None:
-        process.stdout.close()

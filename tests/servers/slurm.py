@@ -28,6 +28,8 @@ from pathlib import Path
 import pytest
 
 from engine.ingest.slurm import SlurmSource
+from tests.serving import free_port
+from tests.serving import stop as stop_process
 
 MUNGE_SOCKET = Path("/run/munge/munge.socket.2")
 PACKAGES = "munge mariadb-server slurmdbd slurmctld slurmd slurm-client"
@@ -50,12 +52,6 @@ PARTITION = "debug"
 START_TIMEOUT_S = 60.0
 LOCK = Path(tempfile.gettempdir()) / "goodput-slurm-tests.lock"
 LOCK_WAIT_S = 900.0
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _binary(name: str) -> str:
@@ -160,25 +156,12 @@ class _Daemons:
     def stop(self, name: str) -> None:
         for n, proc in self.procs:
             if n == name:
-                _stop(proc)
+                stop_process(proc, timeout_s=15)
 
     def stop_all(self) -> None:
         for _, proc in reversed(self.procs):
-            _stop(proc)
+            stop_process(proc, timeout_s=15)
         self.procs.clear()
-
-
-def _stop(proc: subprocess.Popen) -> None:
-    if proc.poll() is not None:
-        return
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(proc.pid, signal.SIGTERM)
-    try:
-        proc.wait(timeout=15)
-    except subprocess.TimeoutExpired:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=15)
 
 
 def _munge_answers() -> bool:
@@ -272,7 +255,7 @@ def start(root: Path, daemons: _Daemons) -> SlurmCluster:
     node = socket.gethostname()
     for sub in ("munge", "db", "spool", "state", "log", "run"):
         (root / sub).mkdir()
-    ports = {name: _free_port() for name in ("db", "dbd", "ctld", "slurmd")}
+    ports = {name: free_port() for name in ("db", "dbd", "ctld", "slurmd")}
     env = {**os.environ, "SLURM_CONF": str(root / "slurm.conf")}
     log = root / "log"
 
