@@ -169,8 +169,9 @@ def server_watches(store: Store, may_write: bool) -> None:
     for w in listed:
         status = "stopping" if w.stopping else "running" if w.running else "ended"
         run = f"run {code(w.run_id)}" if w.run_id else "no run yet"
+        cycles = f"{fmt_int(w.cycles)} {'cycle' if w.cycles == 1 else 'cycles'}"
         st.markdown(
-            f"**{md(w.name)}** · {status} · {fmt_int(w.cycles)} cycles · {run} · started"
+            f"**{md(w.name)}** · {status} · {cycles} · {run} · started"
             f" {w.started_at:%Y-%m-%d %H:%M} UTC · {md(sources_text(w.settings))}"
         )
         if w.error is not None:
@@ -229,7 +230,9 @@ def watched_runs_states(runs: list[RunInfo]) -> None:
     st.markdown("**Watched runs in the store**")
     for info, states in watched:
         cycles = info.summary.get("cycles", 0)
-        st.markdown(f"**{md(info.name)}** ({code(info.run_id)}, {fmt_int(cycles)} cycles)")
+        st.markdown(
+            f"**{md(info.name)}** ({code(info.run_id)}, {fmt_int(cycles)} {'cycle' if cycles == 1 else 'cycles'})"
+        )
         for s in states:
             line = md(s.line())
             if s.reachable:
