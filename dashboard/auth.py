@@ -8,7 +8,9 @@
 Login is off on a loopback address (one person at their own machine: everyone may do everything, as before)
 and required on any other address; `goodput dashboard --require-login` turns it on for loopback too. The
 launcher (dashboard/serve.py) checks the configuration before the server starts and passes the decision to
-the app in `GOODPUT_LOGIN`.
+the app in `GOODPUT_LOGIN`; the app itself also requires login whenever Streamlit listens beyond loopback,
+however it was started (`streamlit run ... --server.address 0.0.0.0`, or no address at all, which listens on
+every interface), and then refuses to show anything until login and TLS are configured.
 
 Everything is configured in Streamlit's secrets file (`.streamlit/secrets.toml`, or `--secrets FILE`):
 
@@ -27,24 +29,33 @@ Everything is configured in Streamlit's secrets file (`.streamlit/secrets.toml`,
     [goodput.roles.planner]
     groups = ["capacity-planning"]
 
-A role is granted by the user's email (unless the provider says it is not verified) or by one of their groups.
+A role is granted by the user's email, only when the provider says it is verified (`email_verified` true, as a
+boolean or the string "true"), or by one of their groups.
 Roles are worked out on every rerun from the secrets as Streamlit holds them (it re-reads the file when it
 changes), so removing someone from a list takes effect at once; group membership is what the provider said at
 login.
 """
 
+import functools
 import ipaddress
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
+from pathlib import Path
 
 import streamlit as st
 
+from dashboard.logouts import LogoutLedger
 from engine.errors import GoodputError
 
-LOGIN_ENV = "GOODPUT_LOGIN"  # "required" when the launcher turned login on; anything else: off
+LOGIN_ENV = "GOODPUT_LOGIN"  # "required" when the launcher turned login on; else decided by the address
 REQUIRED = "required"
+# Set to 1 by `goodput dashboard --behind-tls-proxy` (or by hand, for `streamlit run`): a proxy in front of the
+# server terminates TLS, so plain HTTP here is not plain HTTP on the network.
+TLS_PROXY_ENV = "GOODPUT_BEHIND_TLS_PROXY"
+# Streamlit listens on every interface when no address is given (its default 0.0.0.0, or :: where IPv6 is on).
+ALL_INTERFACES = "0.0.0.0"
 DEFAULT_GROUPS_CLAIM = "groups"
 # Streamlit signs its identity cookie with this; a short key is guessable (Streamlit warns under 14 bytes).
 MIN_COOKIE_SECRET_CHARS = 32
@@ -101,7 +112,7 @@ class RoleRules:
     def roles_of(self, claims: Mapping[str, object]) -> frozenset[Role]:
         """The roles of a logged-in user with these ID-token claims: viewer, plus what the lists grant."""
         email = claims.get("email")
-        verified = claims.get("email_verified") is not False  # absent: the provider vouches for every email
+        verified = email_verified(claims.get("email_verified"))
         trusted_email = email.strip().lower() if isinstance(email, str) and verified else None
         groups = _claim_values(claims.get(self.claim))
         held = {Role.VIEWER}
@@ -109,6 +120,12 @@ class RoleRules:
             if (trusted_email is not None and trusted_email in grant.emails) or groups & grant.groups:
                 held.add(role)
         return frozenset(held)
+
+
+def email_verified(value: object) -> bool:
+    """Only a provider's explicit yes verifies an email: the boolean true, or the string "true" that some providers
+    send. Absent, false, "false", "0", 1 and anything else do not (a string "false" is truthy in Python)."""
+    return value is True or (isinstance(value, str) and value.strip().lower() == "true")
 
 
 def _grant(value: object, where: str) -> Grant:
@@ -196,9 +213,68 @@ def check_login_config(secrets: Mapping[str, object], source: str) -> LoginConfi
     return LoginConfig(provider=provider, rules=RoleRules.from_table(goodput.get("roles"), "[goodput.roles]"))
 
 
+def check_redirect_is_https(secrets: Mapping[str, object], source: str) -> None:
+    """Beyond loopback the provider must send the browser back over HTTPS: an http:// redirect address would
+    carry the authorization code, and then the identity cookie, in the clear."""
+    auth = secrets.get("auth")
+    uri = auth.get("redirect_uri") if isinstance(auth, Mapping) else None
+    if isinstance(uri, str) and not uri.startswith("https://"):
+        raise GoodputError(
+            f"{source}: [auth].redirect_uri {uri!r} is not https://: beyond loopback the dashboard is reached "
+            "over TLS (README, 'Login')"
+        )
+
+
+def served_address() -> str:
+    """The address Streamlit listens on in this process (every interface when none was given)."""
+    address = st.get_option("server.address")
+    return str(address).strip() if address else ALL_INTERFACES
+
+
+def served_with_tls() -> bool:
+    """Whether this server's connections are encrypted: Streamlit's own certificate, or a TLS proxy in front."""
+    return bool(st.get_option("server.sslCertFile")) or os.environ.get(TLS_PROXY_ENV) == "1"
+
+
 def login_required() -> bool:
-    """Whether the launcher turned login on for this server."""
-    return os.environ.get(LOGIN_ENV) == REQUIRED
+    """Whether this server requires login: the launcher said so, or it listens beyond loopback (however started:
+    the app does not trust its launcher to have checked)."""
+    return os.environ.get(LOGIN_ENV) == REQUIRED or not is_loopback(served_address())
+
+
+def configuration_problem() -> str | None:
+    """Why a server that requires login cannot serve yet (no usable [auth], plain HTTP beyond loopback), or None.
+
+    The launcher refuses to start in these cases; this catches a server started some other way."""
+    if not login_required():
+        return None
+    try:
+        check_login_config(_secrets(), "the secrets file")
+        if not is_loopback(served_address()):
+            if not served_with_tls():
+                raise GoodputError(
+                    f"this server listens on {served_address()}, beyond loopback, over plain HTTP: give it a "
+                    f"certificate (server.sslCertFile, server.sslKeyFile) or, behind a TLS proxy, set "
+                    f"{TLS_PROXY_ENV}=1"
+                )
+            check_redirect_is_https(_secrets(), "the secrets file")
+    except GoodputError as err:
+        return str(err)
+    return None
+
+
+@functools.cache
+def _ledger_at(path: str) -> LogoutLedger:
+    return LogoutLedger(Path(path))
+
+
+def logout_ledger() -> LogoutLedger:
+    """The logouts of this store's dashboards (dashboard/logouts.py): beside the runs, shared by its servers."""
+    from dashboard.state import (
+        store,
+    )  # here, not at the top: the launcher imports this module without Streamlit's runtime
+
+    return _ledger_at(str(store().root / ".auth" / "logouts.json"))
 
 
 # ----- in the app -------------------------------------------------------------------------------------------
@@ -222,7 +298,8 @@ def current() -> Access:
     if not login_required():
         return Access(login_required=False, logged_in=False, who=None, roles=frozenset(Role))
     claims = st.user.to_dict()
-    if not claims.get("is_logged_in"):
+    if not claims.get("is_logged_in") or logout_ledger().revoked(claims):
+        # a cookie from before a logout of this identity is no login (dashboard/logouts.py)
         return Access(login_required=True, logged_in=False, who=None, roles=frozenset())
     who = next((str(claims[k]) for k in ("name", "email", "sub") if claims.get(k)), None)
     return Access(login_required=True, logged_in=True, who=who, roles=_rules().roles_of(claims))
@@ -284,4 +361,11 @@ def sidebar_user(access: Access) -> None:
     if not access.logged_in:
         return
     st.sidebar.text(f"{access.who or 'signed in'} · {', '.join(r for r in Role if r in access.roles)}")
-    st.sidebar.button("Log out", icon=":material/logout:", key="auth_logout", on_click=st.logout)
+    st.sidebar.button("Log out", icon=":material/logout:", key="auth_logout", on_click=log_out)
+
+
+def log_out() -> None:
+    """Record the logout on the server first (every cookie of this identity issued until now stops working),
+    then let Streamlit clear this browser's cookie and, where the provider has one, end its session there."""
+    logout_ledger().record(st.user.to_dict())
+    st.logout()

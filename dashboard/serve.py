@@ -7,8 +7,14 @@ Before anything listens, this:
   secrets file's [auth] and [goodput.roles] tables (dashboard/auth.py), refusing to start with one line,
   `goodput: error: ...`, and exit status 2 when they are missing or wrong: an open dashboard is never served
   on a network address;
-- serves the app through `st.App` with one ASGI middleware that adds frame-ancestors protection to every HTTP
-  answer (Streamlit has no setting for response headers; `st.App(middleware=...)` is its supported hook);
+- beyond loopback, refuses plain HTTP too: the server gets a certificate (--tls-cert, --tls-key: Streamlit's
+  server.sslCertFile and server.sslKeyFile) or is declared to sit behind a TLS-terminating proxy
+  (--behind-tls-proxy, or GOODPUT_BEHIND_TLS_PROXY=1), the redirect address must be https://, and every cookie
+  the server sets is marked Secure (Streamlit leaves its identity cookie without it);
+- serves the app through `st.App` with ASGI middleware: frame-ancestors protection on every HTTP answer
+  (Streamlit has no setting for response headers; `st.App(middleware=...)` is its supported hook) and the
+  upload gate (dashboard/upload_gate.py: uploads only from sessions allowed to import, bounded in size and
+  number);
 - pins `client.showErrorDetails` to "none" (browsers get a generic message; the traceback goes to the log),
   whatever a user-level config.toml says.
 """
@@ -34,10 +40,12 @@ FRAME_ANCESTORS = b"frame-ancestors 'none'"
 
 class SecurityHeaders:
     """Pure ASGI middleware: no page of the dashboard may be framed by another site (clickjacking), on every
-    HTTP response, including Streamlit's static files, health check and errors. WebSockets pass untouched."""
+    HTTP response, including Streamlit's static files, health check and errors; over TLS every cookie it sets
+    is Secure. WebSockets pass untouched."""
 
-    def __init__(self, app) -> None:
+    def __init__(self, app, secure_cookies: bool = False) -> None:
         self.app = app
+        self.secure_cookies = secure_cookies
 
     async def __call__(self, scope, receive, send) -> None:
         if scope["type"] != "http":
@@ -46,7 +54,8 @@ class SecurityHeaders:
 
         async def send_with_headers(message) -> None:
             if message["type"] == "http.response.start":
-                message["headers"] = with_security_headers(list(message.get("headers", [])))
+                headers = with_security_headers(list(message.get("headers", [])))
+                message["headers"] = with_secure_cookies(headers) if self.secure_cookies else headers
             await send(message)
 
         await self.app(scope, receive, send_with_headers)
@@ -63,6 +72,19 @@ def with_security_headers(headers: list[tuple[bytes, bytes]]) -> list[tuple[byte
         name, value = out[i]
         if b"frame-ancestors" not in value.lower():
             out[i] = (name, value.rstrip(b"; ") + b"; " + FRAME_ANCESTORS)
+    return out
+
+
+def with_secure_cookies(headers: list[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:
+    """Every Set-Cookie marked Secure: the browser then never sends the identity cookie over plain HTTP.
+    (Streamlit leaves it off for Safari's sake on localhost; beyond loopback the dashboard is HTTPS only.)"""
+    out = []
+    for name, value in headers:
+        if name.lower() == b"set-cookie" and b"secure" not in [
+            a.strip().lower() for a in value.split(b";")[1:]
+        ]:
+            value = value + b"; Secure"
+        out.append((name, value))
     return out
 
 
@@ -91,16 +113,38 @@ def read_secrets(files: Sequence[Path]) -> dict:
     return merged
 
 
-def decide_login(host: str, require: bool, files: Sequence[Path]) -> auth.LoginConfig | None:
-    """None when login is off (loopback, not asked for); else the checked configuration."""
+def decide_login(
+    host: str, require: bool, files: Sequence[Path], tls: bool = False
+) -> auth.LoginConfig | None:
+    """None when login is off (loopback, not asked for); else the checked configuration. Beyond loopback the
+    server must speak TLS (`tls`: a certificate, or a TLS proxy in front) and the redirect address be https."""
     if auth.is_loopback(host) and not require:
         return None
     source = " or ".join(str(p) for p in files) if files else "the secrets file"
     reason = "" if auth.is_loopback(host) else f" on --host {host} (not a loopback address)"
     try:
-        return auth.check_login_config(read_secrets(files), source)
+        secrets = read_secrets(files)
+        config = auth.check_login_config(secrets, source)
+        if not auth.is_loopback(host):
+            if not tls:
+                raise GoodputError(
+                    "the dashboard would speak plain HTTP: give it a certificate (--tls-cert FILE --tls-key FILE)"
+                    " or, when a TLS-terminating proxy is in front, say so with --behind-tls-proxy (README, 'Login')"
+                )
+            auth.check_redirect_is_https(secrets, source)
+        return config
     except GoodputError as err:
         raise GoodputError(f"login is required{reason}: {err}") from err
+
+
+def check_tls_files(cert: str | None, key: str | None) -> bool:
+    """Whether a certificate was given; both files or neither, each a readable file."""
+    if (cert is None) != (key is None):
+        raise GoodputError("--tls-cert and --tls-key: give both, the certificate and its private key")
+    for flag, path in (("--tls-cert", cert), ("--tls-key", key)):
+        if path is not None and not Path(path).is_file():
+            raise GoodputError(f"{flag} {path}: not found")
+    return cert is not None
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -109,6 +153,14 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--port", type=int, default=8501)
     parser.add_argument("--require-login", action="store_true")
     parser.add_argument("--secrets", metavar="FILE")
+    parser.add_argument("--tls-cert", metavar="FILE", help="serve HTTPS with this certificate (PEM)")
+    parser.add_argument("--tls-key", metavar="FILE", help="the certificate's private key (PEM)")
+    parser.add_argument(
+        "--behind-tls-proxy",
+        action="store_true",
+        default=os.environ.get(auth.TLS_PROXY_ENV) == "1",
+        help=f"a proxy in front terminates TLS (also ${auth.TLS_PROXY_ENV}=1)",
+    )
     parser.add_argument("--app", default=str(APP), help=argparse.SUPPRESS)  # tests serve a page of their own
     return parser.parse_args(argv)
 
@@ -116,8 +168,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     try:
+        own_tls = check_tls_files(args.tls_cert, args.tls_key)
+        tls = own_tls or args.behind_tls_proxy
         files = secrets_files(args.secrets)
-        login = decide_login(args.host, args.require_login, files)
+        login = decide_login(args.host, args.require_login, files, tls=tls)
     except GoodputError as err:
         print(f"goodput: error: {err}", file=sys.stderr)
         return 2
@@ -125,27 +179,34 @@ def main(argv: Sequence[str] | None = None) -> int:
     from starlette.middleware import Middleware
 
     from dashboard.preload import preload_and_freeze
+    from dashboard.upload_gate import UploadGate
+    from dashboard.uploads import MAX_UPLOAD_MB
 
     os.environ[auth.LOGIN_ENV] = auth.REQUIRED if login else "off"
+    if args.behind_tls_proxy:
+        os.environ[auth.TLS_PROXY_ENV] = "1"
     store = os.environ.get("GOODPUT_STORE", "data/store")
     print(
-        f"Goodput dashboard on http://{args.host}:{args.port} (store {store}; login "
+        f"Goodput dashboard on http{'s' if own_tls else ''}://{args.host}:{args.port} (store {store}; login "
         f"{'required' if login else 'off: loopback only'})",
         file=sys.stderr,
     )
     preload_and_freeze()  # long GC pauses held every answer under load (dashboard/preload.py)
-    st.App(args.app, middleware=[Middleware(SecurityHeaders)]).run(
-        config={
-            "server.port": args.port,
-            "server.address": args.host,
-            "server.headless": True,
-            "browser.gatherUsageStats": False,
-            "client.showErrorDetails": "none",
-            # watching blocked the event loop per new session (.streamlit/config.toml)
-            "server.fileWatcherType": "none",
-            "secrets.files": [str(p) for p in files],
-        }
-    )
+    config = {
+        "server.port": args.port,
+        "server.address": args.host,
+        "server.headless": True,
+        "browser.gatherUsageStats": False,
+        "client.showErrorDetails": "none",
+        # watching blocked the event loop per new session (.streamlit/config.toml)
+        "server.fileWatcherType": "none",
+        "secrets.files": [str(p) for p in files],
+        "server.maxUploadSize": MAX_UPLOAD_MB,  # one file at most what one import takes (dashboard/uploads.py)
+    }
+    if own_tls:
+        config |= {"server.sslCertFile": args.tls_cert, "server.sslKeyFile": args.tls_key}
+    middleware = [Middleware(SecurityHeaders, secure_cookies=tls), Middleware(UploadGate)]
+    st.App(args.app, middleware=middleware).run(config=config)
     return 0
 
 

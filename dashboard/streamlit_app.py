@@ -5,8 +5,9 @@ from pathlib import Path
 import duckdb
 import pandas  # noqa: F401  loaded whole before any page's rerun: Plotly probes a half-imported pandas otherwise
 import streamlit as st
+from streamlit.runtime.scriptrunner import get_script_run_ctx
 
-from dashboard import auth, state
+from dashboard import auth, state, upload_gate
 from dashboard.text import md
 from engine.errors import GoodputError
 
@@ -47,7 +48,18 @@ def public(err: BaseException) -> str:
     return text
 
 
+problem = auth.configuration_problem()
+if problem:
+    # served beyond loopback without login or TLS (started some other way than `goodput dashboard`, which
+    # refuses to start): nothing is shown, and the server's log and this screen say what is missing
+    st.title("Goodput")
+    st.error(f"This dashboard cannot be shown yet: {md(problem)}", icon=":material/lock:")
+    st.caption("Whoever runs it: see the README's 'Login' section, or start it with `goodput dashboard`.")
+    st.stop()
 access = auth.current()
+context = get_script_run_ctx()
+if context is not None:  # the upload route asks whether this session may import (dashboard/upload_gate.py)
+    upload_gate.remember(context.session_id, access.can(auth.Role.OPERATOR))
 if access.login_required and not access.logged_in:
     # a logged-out visitor gets the login screen whatever the URL asks for (every page's address answers with
     # it, so a shared link does not say "page not found"): no run list, no sidebar, no data

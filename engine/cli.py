@@ -333,6 +333,11 @@ def cmd_dashboard(args: argparse.Namespace) -> int:
     secrets = args.secrets or os.environ.get("GOODPUT_SECRETS")
     if secrets:
         command += ["--secrets", str(Path(secrets).resolve())]  # resolved before the chdir below
+    for flag, path in (("--tls-cert", args.tls_cert), ("--tls-key", args.tls_key)):
+        if path:
+            command += [flag, str(Path(path).resolve())]
+    if args.behind_tls_proxy:
+        command.append("--behind-tls-proxy")
     os.chdir(root)  # Streamlit reads .streamlit/config.toml from its working directory
     os.execvpe(command[0], command, env)  # replaces this process: Ctrl-C stops Streamlit directly  # noqa: S606
 
@@ -703,6 +708,14 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="FILE",
         help="Streamlit secrets file with [auth] and [goodput.roles] (default $GOODPUT_SECRETS, "
         "else ~/.streamlit/secrets.toml and .streamlit/secrets.toml)",
+    )
+    dash.add_argument("--tls-cert", metavar="FILE", help="serve HTTPS with this certificate (PEM)")
+    dash.add_argument("--tls-key", metavar="FILE", help="the certificate's private key (PEM)")
+    dash.add_argument(
+        "--behind-tls-proxy",
+        action="store_true",
+        help="a proxy in front terminates TLS (needed beyond loopback without --tls-cert; also "
+        "$GOODPUT_BEHIND_TLS_PROXY=1)",
     )
     return parser
 

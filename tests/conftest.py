@@ -1,5 +1,6 @@
 """Fixtures every test file may use."""
 
+import os
 from pathlib import Path
 
 import pytest
@@ -10,6 +11,10 @@ from tests.servers.prometheus import prometheus_server  # noqa: F401
 from tests.servers.slurm import slurm_cluster  # noqa: F401
 
 ROOT = Path(__file__).resolve().parent.parent
+# Pages run under AppTest as if served on loopback: the app requires login whenever Streamlit's address is
+# beyond loopback, and an unset address means every interface (dashboard/auth.py login_required). Servers the
+# tests start get their address from --host, which overrides this.
+os.environ.setdefault("STREAMLIT_SERVER_ADDRESS", "127.0.0.1")
 SHARED = ROOT.parent / "shared"
 
 

@@ -49,11 +49,20 @@ def valid_secrets(**goodput) -> dict:
 @pytest.mark.parametrize(
     ("claims", "roles"),
     [
-        ({"email": "someone@example.com"}, {Role.VIEWER}),
-        ({"email": "ops@example.com"}, {Role.VIEWER, Role.OPERATOR}),
-        ({"email": " OPS@Example.COM "}, {Role.VIEWER, Role.OPERATOR}),  # emails compare without case
-        ({"email": "ops@example.com", "email_verified": False}, {Role.VIEWER}),  # unverified: grants nothing
+        ({"email": "someone@example.com", "email_verified": True}, {Role.VIEWER}),
         ({"email": "ops@example.com", "email_verified": True}, {Role.VIEWER, Role.OPERATOR}),
+        # emails compare without case
+        ({"email": " OPS@Example.COM ", "email_verified": True}, {Role.VIEWER, Role.OPERATOR}),
+        ({"email": "ops@example.com", "email_verified": False}, {Role.VIEWER}),  # unverified: grants nothing
+        # only a boolean true or the string "true" verifies (issue 27: "false" as a string granted operator)
+        ({"email": "ops@example.com", "email_verified": "true"}, {Role.VIEWER, Role.OPERATOR}),
+        ({"email": "ops@example.com", "email_verified": " TRUE "}, {Role.VIEWER, Role.OPERATOR}),
+        ({"email": "ops@example.com", "email_verified": "false"}, {Role.VIEWER}),
+        ({"email": "ops@example.com", "email_verified": "False"}, {Role.VIEWER}),
+        ({"email": "ops@example.com", "email_verified": 1}, {Role.VIEWER}),
+        ({"email": "ops@example.com", "email_verified": "yes"}, {Role.VIEWER}),
+        ({"email": "ops@example.com", "email_verified": None}, {Role.VIEWER}),
+        ({"email": "ops@example.com"}, {Role.VIEWER}),  # the provider did not say: not verified
         ({"groups": ["capacity"]}, {Role.VIEWER, Role.PLANNER}),
         ({"groups": "capacity"}, {Role.VIEWER, Role.PLANNER}),  # a single group as a string
         ({"groups": ["Capacity"]}, {Role.VIEWER}),  # group names are exact
@@ -220,7 +229,54 @@ def test_login_is_off_on_loopback_and_checked_elsewhere(tmp_path):
         decide_login("127.0.0.1", True, [empty])
     good = tmp_path / "good.toml"
     good.write_text(toml(valid_secrets()))
-    assert decide_login("10.1.2.3", False, [good]) == LoginConfig(provider=None, rules=RoleRules())
+    assert decide_login("10.1.2.3", False, [good], tls=True) == LoginConfig(provider=None, rules=RoleRules())
+    assert decide_login("127.0.0.1", True, [good]) == LoginConfig(provider=None, rules=RoleRules())
+
+
+def test_beyond_loopback_the_dashboard_speaks_tls_and_redirects_to_https(tmp_path):
+    good = tmp_path / "good.toml"
+    good.write_text(toml(valid_secrets()))
+    with pytest.raises(GoodputError, match=r"plain HTTP.*--tls-cert FILE --tls-key FILE.*--behind-tls-proxy"):
+        decide_login("10.1.2.3", False, [good])  # login configured, but no TLS: refused
+    plain = valid_secrets()
+    plain["auth"]["redirect_uri"] = "http://goodput.example.com/oauth2callback"
+    good.write_text(toml(plain))
+    with pytest.raises(
+        GoodputError, match=r"redirect_uri 'http://goodput\.example\.com/oauth2callback' is not https"
+    ):
+        decide_login("10.1.2.3", False, [good], tls=True)
+    # on loopback (login asked for with --require-login) an http:// address is the only one there is
+    assert decide_login("127.0.0.1", True, [good]) is not None
+
+
+def test_tls_files_come_in_pairs_and_exist(tmp_path):
+    from dashboard.serve import check_tls_files
+
+    cert, key = tmp_path / "c.pem", tmp_path / "k.pem"
+    cert.write_text("x")
+    key.write_text("y")
+    assert check_tls_files(None, None) is False
+    assert check_tls_files(str(cert), str(key)) is True
+    with pytest.raises(GoodputError, match="give both"):
+        check_tls_files(str(cert), None)
+    with pytest.raises(GoodputError, match="--tls-key .*absent.pem: not found"):
+        check_tls_files(str(cert), str(tmp_path / "absent.pem"))
+
+
+def test_over_tls_every_cookie_is_secure():
+    from dashboard.serve import with_secure_cookies
+
+    headers = [
+        (b"set-cookie", b"_streamlit_user=abc; HttpOnly; Max-Age=2592000; Path=/; SameSite=lax"),
+        (b"Set-Cookie", b"_streamlit_xsrf=2|x; Path=/; Secure"),
+        (b"content-type", b"text/html"),
+    ]
+    out = with_secure_cookies(headers)
+    assert out[0] == (
+        b"set-cookie",
+        b"_streamlit_user=abc; HttpOnly; Max-Age=2592000; Path=/; SameSite=lax; Secure",
+    )
+    assert out[1:] == headers[1:]  # already Secure: unchanged; other headers untouched
 
 
 def test_secrets_files_named_or_streamlits_defaults(tmp_path, monkeypatch):
@@ -353,6 +409,21 @@ def test_dashboard_on_a_network_address_without_login_refuses_to_start(tmp_path)
         ]
     )
     assert "[auth].client_secret is missing" in line
+    complete = tmp_path / "complete.toml"
+    complete.write_text(toml(valid_secrets()))
+    line = refuse(
+        [
+            str(GOODPUT),
+            "dashboard",
+            "--host",
+            "10.0.0.1",
+            "--port",
+            str(free_port()),
+            "--secrets",
+            str(complete),
+        ]
+    )
+    assert "plain HTTP" in line and "--behind-tls-proxy" in line  # login alone is not enough off loopback
 
 
 def test_require_login_on_loopback_refuses_without_auth(tmp_path):
@@ -396,6 +467,9 @@ def test_the_readme_secrets_example_is_a_valid_configuration():
     example = tomllib.loads(login[start : login.index("```", start)])
     example["auth"]["cookie_secret"] = SECRET  # the README leaves the secret to make
     rules = auth.check_login_config(example, "README.md").rules
-    assert rules.roles_of({"email": "Ana@example.com"}) == {Role.VIEWER, Role.OPERATOR}
+    assert rules.roles_of({"email": "Ana@example.com", "email_verified": True}) == {
+        Role.VIEWER,
+        Role.OPERATOR,
+    }
     assert rules.roles_of({"groups": ["capacity-planning", "gpu-oncall"]}) == set(Role)
     assert rules.roles_of({"email": "bob@example.com"}) == {Role.VIEWER}

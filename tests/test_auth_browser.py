@@ -1,94 +1,43 @@
 """Login end to end: a real OpenID provider (oidc-provider-mock, from PyPI) and `goodput dashboard
 --require-login` on 127.0.0.1, driven by Debian's chromium. A viewer reads, an operator imports and deletes, a
-planner runs simulations; a logged-out visitor sees only the login screen; logout ends the session. And an
+planner runs simulations; a logged-out visitor sees only the login screen; logout ends the session, and a
+cookie copied before it no longer logs in. Issue 27's doors: the upload route refuses sessions that may not
+import (raw HTTP), the cookie is Secure over TLS, and `streamlit run` on every interface shows nothing. And an
 exception on a page shows the browser neither a traceback nor a server path.
 """
 
-import json
 import re
 import sys
-from pathlib import Path
 
 import pytest
 
+from tests.login_site import (
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    TIMEOUT_MS,
+    log_in,
+    start_login_site,
+    stop_login_site,
+)
 from tests.runs import bare_run, make_store, small_run
-from tests.serving import GOODPUT, ROOT, free_port, start, stop, wait_until
+from tests.serving import ROOT, free_port, start, stop, wait_until
 
 pytestmark = pytest.mark.browser
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-    "--disable-quic",
-]
-TIMEOUT_MS = 60_000
-# The provider's predefined users: its authorization form has one button per subject.
-USERS = {
-    "viewer": {"sub": "vic", "email": "vic@example.com", "name": "Vic Viewer"},
-    "operator": {"sub": "olga", "email": "OLGA@example.com", "name": "Olga Operator"},
-    "planner": {"sub": "pat", "email": "pat@example.com", "name": "Pat Planner", "groups": ["capacity"]},
-}
 SMALL, BARE = small_run(), bare_run()
 
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
     """The provider, a store of two runs and the dashboard requiring login; yields (dashboard url, store)."""
-    if not CHROMIUM.exists():
-        pytest.skip(f"{CHROMIUM} is missing: install Debian's chromium (apt-get install -y chromium)")
     tmp = tmp_path_factory.mktemp("auth")
     store = tmp / "store"
     make_store(store, SMALL, BARE)
-    idp_port, port = free_port(), free_port()
-    idp_url, url = f"http://127.0.0.1:{idp_port}", f"http://127.0.0.1:{port}"
-    users = [a for claims in USERS.values() for a in ("--user-claims", json.dumps(claims))]
-    idp = start(
-        [sys.executable, "-m", "oidc_provider_mock", "--host", "127.0.0.1", "--port", str(idp_port), *users],
-        tmp / "idp.log",
-    )
-    secrets = tmp / "secrets.toml"
-    secrets.write_text(f"""
-[auth]
-redirect_uri = "{url}/oauth2callback"
-cookie_secret = "{"5e" * 32}"
-client_id = "goodput-test"
-client_secret = "goodput-test-secret"
-server_metadata_url = "{idp_url}/.well-known/openid-configuration"
-
-[goodput.roles.operator]
-emails = ["olga@example.com"]
-[goodput.roles.planner]
-groups = ["capacity"]
-""")
-    dashboard = None
+    served = start_login_site(tmp, store)
     try:
-        wait_until(f"{idp_url}/.well-known/openid-configuration", idp, tmp / "idp.log", expect=b"issuer")
-        dashboard = start(
-            [
-                str(GOODPUT),
-                "dashboard",
-                "--require-login",
-                "--secrets",
-                str(secrets),
-                "--store",
-                str(store),
-                "--port",
-                str(port),
-            ],
-            tmp / "dashboard.log",
-            env={"NO_PROXY": "127.0.0.1,localhost", "no_proxy": "127.0.0.1,localhost"},
-        )
-        wait_until(f"{url}/_stcore/health", dashboard, tmp / "dashboard.log", expect=b"ok")
-        yield url, store
+        yield served.url, store
     finally:
-        if dashboard is not None:
-            stop(dashboard)
-        stop(idp)
+        stop_login_site(served)
 
 
 @pytest.fixture(scope="module")
@@ -113,16 +62,6 @@ def page(browser):
         yield context.new_page()
     finally:
         context.close()
-
-
-def log_in(page, url: str, role: str) -> None:
-    from playwright.sync_api import expect
-
-    page.goto(url)
-    page.get_by_role("button", name="Log in").click(timeout=TIMEOUT_MS)
-    # the provider's authorization form: one button per predefined user
-    page.get_by_role("button", name=USERS[role]["sub"], exact=True).click(timeout=TIMEOUT_MS)
-    expect(page.get_by_text(f"{USERS[role]['name']} ·")).to_be_visible(timeout=TIMEOUT_MS)
 
 
 def open_page(page, url: str, heading: str) -> None:
@@ -255,3 +194,131 @@ def test_an_exception_on_a_page_shows_no_traceback_or_server_path(page, tmp_path
         assert "secret-detail" in log.read_text()  # the details went to the server's log instead
     finally:
         stop(server)
+
+
+def test_a_cookie_copied_before_logout_no_longer_logs_in(site, browser):
+    from playwright.sync_api import expect
+
+    url, _ = site
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    page = context.new_page()
+    log_in(page, url, "viewer")
+    copied = context.cookies()  # what a stolen profile, a proxy's log or a shared machine keeps
+    assert any(c["name"].startswith("_streamlit_user") for c in copied)
+    page.get_by_role("button", name="Log out").click()
+    page.get_by_role("button", name="End session").click(timeout=TIMEOUT_MS)
+    expect(page.get_by_role("button", name="Log in")).to_be_visible(timeout=TIMEOUT_MS)
+    context.close()
+
+    thief = browser.new_context(viewport={"width": 1400, "height": 1000})
+    try:
+        thief.add_cookies(copied)
+        stolen = thief.new_page()
+        stolen.goto(f"{url}/data")
+        expect(stolen.get_by_role("button", name="Log in")).to_be_visible(timeout=TIMEOUT_MS)
+        stolen.wait_for_timeout(500)
+        expect(stolen.get_by_test_id("stSidebar")).to_have_count(0)
+        assert SMALL.name not in stolen.inner_text("body")
+        log_in(stolen, url, "viewer")  # logging in again is a new login, which works
+    finally:
+        thief.close()
+
+
+def session_id_of(page, url: str) -> str:
+    """Open `url` and return the id Streamlit gave this page's session (from its first message)."""
+    from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+
+    found: list[str] = []
+
+    def read(frame) -> None:
+        if isinstance(frame, bytes | bytearray):
+            msg = ForwardMsg.FromString(bytes(frame))
+            if msg.WhichOneof("type") == "new_session" and msg.new_session.initialize.session_id:
+                found.append(msg.new_session.initialize.session_id)
+
+    page.on("websocket", lambda ws: ws.on("framereceived", read))
+    page.goto(url)
+    page.wait_for_function("() => true")
+    for _ in range(200):
+        if found:
+            return found[-1]
+        page.wait_for_timeout(100)
+    raise AssertionError("no session id from the server")
+
+
+def raw_upload(page, url: str, session: str, size: int = 64) -> int:
+    """PUT a file to Streamlit's upload route for `session`, as a script would (no uploader widget)."""
+    xsrf = next((c["value"] for c in page.context.cookies() if c["name"] == "_streamlit_xsrf"), "")
+    answer = page.request.put(
+        f"{url}/_stcore/upload_file/{session}/attack-{size}",
+        multipart={"file": {"name": "jobs.csv", "mimeType": "text/csv", "buffer": b"x" * size}},
+        headers={"X-Xsrftoken": xsrf},
+    )
+    return answer.status
+
+
+def test_the_upload_route_refuses_sessions_that_may_not_import(site, browser):
+    url, _ = site
+    for role in (None, "viewer", "planner", "operator"):
+        context = browser.new_context()
+        try:
+            page = context.new_page()
+            if role is not None:
+                log_in(page, url, role)
+            session = session_id_of(page, f"{url}/data")
+            page.wait_for_timeout(1000)  # the page's run records what the session may do
+            expected = 204 if role == "operator" else 403
+            assert raw_upload(page, url, session) == expected, role
+        finally:
+            context.close()
+
+
+def test_streamlit_run_on_every_interface_shows_nothing_without_login(page, tmp_path):
+    """Started without the launcher, on every interface and with no secrets: the app itself refuses to show
+    anything (only loopback is reached here)."""
+    from playwright.sync_api import expect
+
+    store = tmp_path / "store"
+    make_store(store, SMALL)
+    port = free_port()
+    log = tmp_path / "streamlit.log"
+    command = [sys.executable, "-m", "streamlit", "run", str(ROOT / "dashboard" / "streamlit_app.py")]
+    flags = ["--server.address", "0.0.0.0", "--server.port", str(port), "--server.headless", "true"]  # noqa: S104
+    env = {
+        "GOODPUT_STORE": str(store),
+        "HOME": str(tmp_path),
+        "GOODPUT_LOGIN": "",
+        "GOODPUT_BEHIND_TLS_PROXY": "",
+    }
+    server = start([*command, *flags], log, env=env)
+    try:
+        wait_until(f"http://127.0.0.1:{port}/_stcore/health", server, log, expect=b"ok")
+        page.goto(f"http://127.0.0.1:{port}/data")
+        expect(page.get_by_text("This dashboard cannot be shown yet")).to_be_visible(timeout=TIMEOUT_MS)
+        page.wait_for_timeout(500)
+        body = page.inner_text("body")
+        assert "requires login" in body or "[auth]" in body, body
+        assert SMALL.name not in body and SMALL.run_id not in body
+        expect(page.get_by_test_id("stSidebar")).to_have_count(0)
+        expect(page.get_by_test_id("stFileUploader")).to_have_count(0)
+    finally:
+        stop(server)
+
+
+def test_over_tls_the_identity_cookie_is_secure(browser, tmp_path):
+    from playwright.sync_api import expect
+
+    store = tmp_path / "store"
+    make_store(store, SMALL)
+    served = start_login_site(tmp_path, store, tls=True)
+    context = browser.new_context(ignore_https_errors=True)  # the certificate is self-signed
+    try:
+        page = context.new_page()
+        log_in(page, served.url, "viewer")
+        expect(page.get_by_text("Vic Viewer · viewer", exact=True)).to_be_visible()
+        cookies = {c["name"]: c for c in context.cookies() if "127.0.0.1" in c["domain"]}
+        assert any(name.startswith("_streamlit_user") for name in cookies), sorted(cookies)
+        assert all(c["secure"] for c in cookies.values()), {n: c["secure"] for n, c in cookies.items()}
+    finally:
+        context.close()
+        stop_login_site(served)
