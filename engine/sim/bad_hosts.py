@@ -24,9 +24,9 @@ retirement.failures. A retired host leaves instead of going to repair and never 
 "retired" until the end of the run). spares.prefer_healthy takes the spare with the lowest such failure count
 or score (AIReSim's fewest-failures host selection), the longest-waiting on a tie.
 
-Random numbers come from the eighth child of the run's seed (FAULTS_CHILD), spawned into one generator a
-concern, so nothing here shifts the draws of the parts engine.sim.simulate seeds before it, and each knob
-draws only when it is on: with every key at its default, a run is exactly what it was without them.
+Random numbers come from the run's FAULTS stream (engine.sim.streams), spawned into one generator a concern,
+so nothing here shifts the draws of the other parts, and each knob draws only when it is on: with every key at
+its default, a run is exactly what it was without them.
 """
 
 from collections import deque
@@ -36,13 +36,11 @@ from typing import TYPE_CHECKING, NamedTuple
 import numpy as np
 
 from engine.scenario import Scenario
+from engine.sim.streams import Stream, seed_sequence
 
 if TYPE_CHECKING:  # engine.sim.records refers to HostHealthRecord the same way
     from engine.sim.records import SimulationResult
 
-# The seed's child these generators come from: simulate() gives children 0-5 to its parts and child 6 to the
-# network (engine.fabric.traffic).
-FAULTS_CHILD = 7
 # Holder code of a retired host, beyond engine.fabric.topology's FLAGSHIP, SPARE, RESEARCH and IN_REPAIR.
 RETIRED = 4
 RETIRED_STATE = "retired"  # its host_states interval, from retirement to the end of the run
@@ -58,7 +56,7 @@ class FaultGenerators(NamedTuple):
 
 
 def fault_generators(seed: int) -> FaultGenerators:
-    sequence = np.random.SeedSequence(seed).spawn(FAULTS_CHILD + 1)[FAULTS_CHILD]
+    sequence = seed_sequence(seed, Stream.FAULTS)
     return FaultGenerators(*(np.random.default_rng(child) for child in sequence.spawn(4)))
 
 

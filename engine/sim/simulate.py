@@ -1,9 +1,9 @@
 """`simulate(scenario) -> Run`: the SimPy wiring of cluster, failures, flagship job, research jobs and repair.
 
-Randomness: one SeedSequence from `simulation.seed`, spawned into independent children (topology UUIDs,
-failure arrivals, planned stops, repair times, research jobs, telemetry; a seventh for the network model and an
-eighth for bad hosts, diagnosis and repair outcomes, engine.sim.bad_hosts), so changing one part's settings
-never shifts another part's draws. Failures are drawn up front (engine.sim.failures) and fed to the event loop in
+Randomness: each part draws from its own named stream of `simulation.seed` (engine.sim.streams: topology
+UUIDs, failure arrivals, planned stops, repair times, research jobs, telemetry, the network model, and bad hosts,
+diagnosis and repair outcomes in engine.sim.bad_hosts), so changing one part's settings never shifts another
+part's draws. Failures are drawn up front (engine.sim.failures) and fed to the event loop in
 the order they are noticed; everything else reacts to them.
 """
 
@@ -42,6 +42,7 @@ from engine.sim.records import NONE, FlagshipRecord, HostInterval, Incident, Res
 from engine.sim.recovery import flagship_job, standbys_wanted
 from engine.sim.repair import Repairs
 from engine.sim.research import ResearchLanes
+from engine.sim.streams import Stream, generator
 from engine.sim.summary import summarize
 from engine.sim.tables import incidents_frame, job_frames
 from engine.sim.training import RUNNING
@@ -390,11 +391,16 @@ def simulate(
     planned stops instead of drawing them; every other part still draws from its own child generator, so a
     run's own failures fed back under the same scenario reproduce it.
     """
-    children = np.random.SeedSequence(scenario["simulation.seed"]).spawn(6)
+    seed = scenario["simulation.seed"]
     rngs = {
-        part: np.random.default_rng(seq)
-        for part, seq in zip(
-            ("topology", "failures", "planned", "repair", "research", "telemetry"), children, strict=True
+        part: generator(seed, stream)
+        for part, stream in (
+            ("topology", Stream.TOPOLOGY),
+            ("failures", Stream.FAILURES),
+            ("planned", Stream.PLANNED),
+            ("repair", Stream.REPAIR),
+            ("research", Stream.RESEARCH),
+            ("telemetry", Stream.TELEMETRY),
         )
     }
     topo = build_topology(scenario, rngs["topology"])
@@ -442,13 +448,14 @@ def simulate(
         )
         if scenario["simulation.telemetry"]:
             tables.update(_telemetry(scenario, tables, rngs["telemetry"]))
-            # network (engine.fabric.traffic): link_samples and summary["network"]; a seventh child of the seed, so
-            # the six above draw exactly what they drew before
-            network_rng = np.random.default_rng(
-                np.random.SeedSequence(scenario["simulation.seed"]).spawn(7)[6]
-            )
+            # network (engine.fabric.traffic): link_samples and summary["network"], from its own stream
             tables["link_samples"], summary["network"] = network_run(
-                scenario, topo, tables["host_states"], incidents, result.horizon_s, network_rng
+                scenario,
+                topo,
+                tables["host_states"],
+                incidents,
+                result.horizon_s,
+                generator(seed, Stream.NETWORK),
             )
     return Run(
         kind=kind,
