@@ -390,3 +390,14 @@ def test_too_few_spares_for_the_standbys_or_hosts_for_the_replicas_is_a_scenario
         build("demo", sets=["recovery.hot_spares=8", "recovery.replicas=64"])["training.recovery"]
         == "restart"
     )
+
+
+def test_every_strategy_the_scenario_offers_is_a_class_injected_by_name():
+    from engine.scenario.keys import KEY_BY_NAME
+    from engine.sim.recovery import STRATEGIES, RestartJob, strategy_class
+
+    assert tuple(STRATEGIES) == tuple(KEY_BY_NAME["training.recovery"].choices)
+    for name, cls in STRATEGIES.items():
+        assert issubclass(cls, RestartJob) and cls.strategy == name
+        sets = [f"training.recovery={name}", "spares.hosts=16"]
+        assert strategy_class(build("demo", sets=sets)) is cls

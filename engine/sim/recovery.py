@@ -27,6 +27,7 @@ checkpoint. The published systems that beat it at 100,000 GPUs are subclasses th
 import math
 from collections import deque
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import simpy
 
@@ -34,98 +35,108 @@ from engine.scenario import Scenario, ScenarioError
 from engine.sim.training import PLANNED, RESTARTING, RUNNING, WAITING, FlagshipJob
 
 
-def flagship_job(
-    scenario: Scenario,
-    env: simpy.Environment,
-    job_id: str,
-    hosts: list[int],
-    *,
-    take_spare: Callable[[], int | None],
-    on_hosts_changed: Callable[[list[int], list[int]], None],
-    standbys: Sequence[int],
-    take_standby: Callable[[], int | None],
-    on_standby: Callable[[int], None],
-) -> FlagshipJob:
-    """The flagship job under the scenario's `training.recovery`. `standbys` (hot_spare) are the warm standby
-    hosts already taken from the spare pool; `take_standby` takes another from the pool (None: it is empty)
-    and `on_standby` marks a repaired host the job keeps as a standby."""
-    common = {
+@dataclass(frozen=True)
+class JobWiring:
+    """What the simulation hands the flagship job, whatever its strategy: where it runs and how it reaches the
+    spare pool. `standbys` (hot_spare) are the warm standby hosts already taken from the pool; `take_standby`
+    takes another (None: the pool is empty) and `on_standby` marks a repaired host the job keeps as a standby."""
+
+    env: simpy.Environment
+    job_id: str
+    hosts: list[int]
+    take_spare: Callable[[], int | None]
+    on_hosts_changed: Callable[[list[int], list[int]], None]
+    standbys: Sequence[int] = ()
+    take_standby: Callable[[], int | None] = lambda: None
+    on_standby: Callable[[int], None] = lambda _host: None
+
+
+def common_settings(scenario: Scenario, wiring: JobWiring) -> dict:
+    """The checkpoint and restart settings every strategy takes, and the spare pool's callbacks."""
+    return {
         "checkpoint_interval_s": scenario["training.checkpoint_interval"],
         "checkpoint_write_s": scenario.checkpoint_write_s,
         "restart_overhead_s": scenario["training.restart_overhead"],
-        "take_spare": take_spare,
-        "on_hosts_changed": on_hosts_changed,
+        "take_spare": wiring.take_spare,
+        "on_hosts_changed": wiring.on_hosts_changed,
     }
-    strategy = scenario["training.recovery"]
-    if strategy == "in_memory_checkpoint":
-        return InMemoryCheckpointJob(
-            env,
-            job_id,
-            hosts,
-            memory_interval_s=scenario["recovery.memory_checkpoint_interval"],
-            memory_copies=scenario["recovery.memory_copies"],
-            **common,
-        )
-    if strategy == "replica_drop":
-        return ReplicaDropJob(
-            env,
-            job_id,
-            hosts,
-            replicas=scenario["recovery.replicas"],
-            drop_stall_s=scenario["recovery.drop_stall"],
-            rejoin_s=scenario["recovery.rejoin"],
-            **common,
-        )
-    if strategy == "hot_spare":
-        return HotSpareJob(
-            env,
-            job_id,
-            hosts,
-            standbys=standbys,
-            hot_swap_s=scenario["recovery.hot_swap"],
-            take_standby=take_standby,
-            on_standby=on_standby,
-            **common,
-        )
-    return FlagshipJob(env, job_id, hosts, **common)
+
+
+class RestartJob(FlagshipJob):
+    """`restart`: the base job as it is (engine.sim.training), with the strategy interface every other class here
+    overrides: how it is made from a scenario, the standbys it holds and the host memory it takes."""
+
+    @classmethod
+    def from_scenario(cls, scenario: Scenario, wiring: JobWiring) -> FlagshipJob:
+        return cls(wiring.env, wiring.job_id, wiring.hosts, **common_settings(scenario, wiring))
+
+    @classmethod
+    def standbys_wanted(cls, scenario: Scenario, spares_available: int) -> int:
+        """Warm standbys the job takes from the spare pool at the start."""
+        return 0
+
+    @classmethod
+    def memory_gb_per_host(cls, scenario: Scenario) -> float:
+        """Host memory the strategy's copies take on every host of the job."""
+        return 0.0
+
+
+def strategy_class(scenario: Scenario) -> type[RestartJob]:
+    """The class of the scenario's `training.recovery` (validated against STRATEGIES when the scenario is built)."""
+    name = scenario["training.recovery"]
+    try:
+        return STRATEGIES[name]
+    except KeyError:
+        raise ScenarioError(
+            f"training.recovery: {name!r} is no strategy (known: {', '.join(STRATEGIES)})"
+        ) from None
+
+
+def flagship_job(scenario: Scenario, wiring: JobWiring) -> FlagshipJob:
+    """The flagship job under the scenario's `training.recovery`."""
+    return strategy_class(scenario).from_scenario(scenario, wiring)
 
 
 def standbys_wanted(scenario: Scenario, spares_available: int) -> int:
-    """How many warm standbys the job takes from the spare pool at the start: recovery.hot_spares under hot_spare,
-    else none. A ScenarioError if the pool (spares.hosts) holds fewer."""
-    if scenario["training.recovery"] != "hot_spare":
-        return 0
-    wanted = scenario["recovery.hot_spares"]
-    if wanted > spares_available:
-        raise ScenarioError(
-            f"recovery.hot_spares: {wanted} warm standbys are taken from the spare pool, which holds "
-            f"{spares_available} hosts (spares.hosts = {scenario['spares.hosts']}); raise spares.hosts to at least "
-            f"{wanted}"
-        )
-    return wanted
+    """How many warm standbys the job takes from the spare pool at the start (recovery.hot_spares under
+    hot_spare, else none); a ScenarioError if the pool (spares.hosts) holds fewer."""
+    return strategy_class(scenario).standbys_wanted(scenario, spares_available)
 
 
 def memory_gb_per_host(scenario: Scenario) -> float:
-    """Host memory the in-memory copies take (in_memory_checkpoint; 0 otherwise): each host keeps the state of
-    `recovery.memory_copies` peers, `storage.checkpoint_gb_per_gpu` a GPU."""
-    if scenario["training.recovery"] != "in_memory_checkpoint":
-        return 0.0
-    return (
-        scenario["storage.checkpoint_gb_per_gpu"]
-        * scenario["cluster.gpus_per_host"]
-        * scenario["recovery.memory_copies"]
-    )
+    """Host memory the in-memory copies take (in_memory_checkpoint; 0 otherwise)."""
+    return strategy_class(scenario).memory_gb_per_host(scenario)
 
 
 # ----- in_memory_checkpoint ------------------------------------------------------------------------------------
 
 
-class InMemoryCheckpointJob(FlagshipJob):
+class InMemoryCheckpointJob(RestartJob):
     strategy = "in_memory_checkpoint"
 
     def __init__(self, env, job_id, hosts, *, memory_interval_s: float, memory_copies: int, **common) -> None:
         super().__init__(env, job_id, hosts, **common)
         self.memory_interval, self.copies = memory_interval_s, memory_copies
+
+    @classmethod
+    def from_scenario(cls, scenario: Scenario, wiring: JobWiring) -> FlagshipJob:
+        return cls(
+            wiring.env,
+            wiring.job_id,
+            wiring.hosts,
+            memory_interval_s=scenario["recovery.memory_checkpoint_interval"],
+            memory_copies=scenario["recovery.memory_copies"],
+            **common_settings(scenario, wiring),
+        )
+
+    @classmethod
+    def memory_gb_per_host(cls, scenario: Scenario) -> float:
+        """Each host keeps the state of `recovery.memory_copies` peers, `storage.checkpoint_gb_per_gpu` a GPU."""
+        return (
+            scenario["storage.checkpoint_gb_per_gpu"]
+            * scenario["cluster.gpus_per_host"]
+            * scenario["recovery.memory_copies"]
+        )
 
     def _resume_point(self, fault_s: float, failed: list[int]) -> float:
         storage = self._last_good(fault_s)
@@ -152,8 +163,20 @@ class InMemoryCheckpointJob(FlagshipJob):
 # ----- replica_drop ----------------------------------------------------------------------------------------------
 
 
-class ReplicaDropJob(FlagshipJob):
+class ReplicaDropJob(RestartJob):
     strategy = "replica_drop"
+
+    @classmethod
+    def from_scenario(cls, scenario: Scenario, wiring: JobWiring) -> FlagshipJob:
+        return cls(
+            wiring.env,
+            wiring.job_id,
+            wiring.hosts,
+            replicas=scenario["recovery.replicas"],
+            drop_stall_s=scenario["recovery.drop_stall"],
+            rejoin_s=scenario["recovery.rejoin"],
+            **common_settings(scenario, wiring),
+        )
 
     def __init__(
         self, env, job_id, hosts, *, replicas: int, drop_stall_s: float, rejoin_s: float, **common
@@ -276,8 +299,32 @@ class ReplicaDropJob(FlagshipJob):
 # ----- hot_spare -------------------------------------------------------------------------------------------------
 
 
-class HotSpareJob(FlagshipJob):
+class HotSpareJob(RestartJob):
     strategy = "hot_spare"
+
+    @classmethod
+    def from_scenario(cls, scenario: Scenario, wiring: JobWiring) -> FlagshipJob:
+        return cls(
+            wiring.env,
+            wiring.job_id,
+            wiring.hosts,
+            standbys=wiring.standbys,
+            hot_swap_s=scenario["recovery.hot_swap"],
+            take_standby=wiring.take_standby,
+            on_standby=wiring.on_standby,
+            **common_settings(scenario, wiring),
+        )
+
+    @classmethod
+    def standbys_wanted(cls, scenario: Scenario, spares_available: int) -> int:
+        wanted = scenario["recovery.hot_spares"]
+        if wanted > spares_available:
+            raise ScenarioError(
+                f"recovery.hot_spares: {wanted} warm standbys are taken from the spare pool, which holds "
+                f"{spares_available} hosts (spares.hosts = {scenario['spares.hosts']}); raise spares.hosts to at "
+                f"least {wanted}"
+            )
+        return wanted
 
     def __init__(
         self,
@@ -383,3 +430,10 @@ class HotSpareJob(FlagshipJob):
             super().host_returned(host)
         else:
             self.ready.append(host)
+
+
+# Every strategy by its `training.recovery` name: a new one is a RestartJob subclass and a line here (its keys in
+# engine/scenario/keys.py), as Ciw takes its routing and service disciplines by name.
+STRATEGIES: dict[str, type[RestartJob]] = {
+    cls.strategy: cls for cls in (RestartJob, InMemoryCheckpointJob, ReplicaDropJob, HotSpareJob)
+}

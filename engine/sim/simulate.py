@@ -39,7 +39,7 @@ from engine.sim.failures import (
 )
 from engine.sim.host_timeline import host_states
 from engine.sim.records import NONE, FlagshipRecord, HostInterval, Incident, ResearchJob, SimulationResult
-from engine.sim.recovery import flagship_job, standbys_wanted
+from engine.sim.recovery import JobWiring, flagship_job, standbys_wanted
 from engine.sim.repair import Repairs
 from engine.sim.research import ResearchLanes
 from engine.sim.streams import Stream, generator
@@ -85,17 +85,17 @@ class Simulation:
         self.preemptions = 0
         self.job = None
         if scenario.job_hosts and scenario["training.gpus"] > 0:
-            self.job = flagship_job(
-                scenario,
-                self.env,
-                self.job_id,
-                topo.hosts_with(FLAGSHIP).tolist(),
+            wiring = JobWiring(
+                env=self.env,
+                job_id=self.job_id,
+                hosts=topo.hosts_with(FLAGSHIP).tolist(),
                 take_spare=self._take_spare,
                 on_hosts_changed=self._job_hosts_changed,
                 standbys=self._hold_standbys(standbys_wanted(scenario, len(self.spares))),
                 take_standby=self._take_standby,
                 on_standby=self._hold_standby,
             )
+            self.job = flagship_job(scenario, wiring)
         self.incidents: list[Incident] = []
 
     # ----- host bookkeeping -------------------------------------------------------------------------------
