@@ -13,6 +13,7 @@ from pathlib import Path
 
 from engine import __version__
 from engine.errors import GoodputError
+from engine.replay.formats import FORMATS
 from engine.report.progress import progress_bar
 from engine.scenario.presets import PRESETS
 from engine.store import Store, resolve_store_dir
@@ -466,7 +467,7 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument(
         "--format",
         default="auto",
-        choices=["auto", "goodput", "sacct", "swf", "openb", "incidents"],
+        choices=["auto", *FORMATS],  # the one list of formats (engine.replay.formats)
         help="trace format (default auto: told apart by the first lines)",
     )
     rep.add_argument(
