@@ -91,6 +91,13 @@ MAX_SCENARIO_BYTES = 1024 * 1024
 EARLIEST_TIMESTAMP_S = 946_684_800
 # How far ahead of the reading machine's clock a stamp may be (clock skew between hosts); 1e17 ms is not skew.
 MAX_CLOCK_AHEAD_S = int(SECONDS_PER_DAY)  # a day; an int, as the error shows it (`86,400 s`)
+# Metric values one DCGM ingest keeps (every DCGM_FI_* value of a GPU read, all files together), counted as the
+# text is read block by block, so a file past it is refused before the rest is read. dcgm-exporter's lines
+# (all its labels, ~240 bytes) put 4.5M samples in 1,000 MiB of text: peak RSS 0.95 GB for the whole ingest.
+# The worst case is short lines of one metric a GPU (`DCGM_FI_DEV_GPU_TEMP{gpu="0"} 5 <ms>`, 46 bytes), whose
+# samples each become a gpu_samples row: ~185 bytes of peak memory a sample (5M 1.5 GB, 23M 4.8 GB), so this
+# limit keeps any ingest near 2.8 GB (bench/bench_memory.py).
+MAX_INGEST_SAMPLES = 12_000_000
 # One live scrape's answer as sent (compressed or not); a DCGM page of a 72-GPU host is a few hundred KB.
 MAX_SCRAPE_BYTES = 256 * 1024 * 1024
 

@@ -108,6 +108,19 @@ def check_line_lengths(name: str, lines: pl.DataFrame) -> None:
         )
 
 
+def check_samples(name: str, total: int, latest: pl.DataFrame) -> None:
+    """Refuse an ingest once the samples kept so far (`total`, `latest` the last block's, with its lines) pass
+    MAX_INGEST_SAMPLES: the error names the line of the first sample past the limit, and comes as soon as the
+    block holding it is read, before the rest of the input is."""
+    if total <= limits.MAX_INGEST_SAMPLES:
+        return
+    line = latest["line"][latest.height - (total - limits.MAX_INGEST_SAMPLES)]
+    raise GoodputError(
+        f"{name}, line {line}: more than {limits.MAX_INGEST_SAMPLES:,} samples in one ingest, over Goodput's"
+        " limit (engine/limits.py MAX_INGEST_SAMPLES); split the input into several runs"
+    )
+
+
 def check_span(names: list[str], samples: pl.DataFrame) -> None:
     """`samples`: t_ms, source, line. Refuse a run longer than MAX_RUN_DAYS, naming its latest sample."""
     if samples.height == 0:

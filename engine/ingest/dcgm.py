@@ -24,7 +24,8 @@ import polars as pl
 from engine.errors import GoodputError
 from engine.ingest import bounds
 from engine.ingest.bounds import Window
-from engine.ingest.sources import Source, decode
+from engine.ingest.inflate import text_blocks
+from engine.ingest.sources import Source
 
 # The DCGM fields that have a column in gpu_samples (engine/store/schema.py), and the column each one fills.
 # Field names: ../shared/data/dcgm/default-counters.csv (the exporter's default metric list).
@@ -94,17 +95,20 @@ def parse_dcgm(
     Live scrapes (`live_window` given): samples stamped outside it are skipped and counted instead.
     """
     window = live_window or bounds.file_window()
-    parsed = [
-        _parse_one(
-            source,
-            i,
-            now=now,
-            default_host=default_host,
-            window=window,
-            skip_bad_times=live_window is not None,
+    parsed: list[DcgmSamples] = []
+    for i, source in enumerate(sources):
+        before = sum(p.samples.height for p in parsed)
+        parsed.append(
+            _parse_one(
+                source,
+                i,
+                now=now,
+                default_host=default_host,
+                window=window,
+                skip_bad_times=live_window is not None,
+                before=before,
+            )
         )
-        for i, source in enumerate(sources)
-    ]
     skipped: Counter = Counter()
     for one in parsed:
         skipped.update(one.skipped)
@@ -136,17 +140,57 @@ def _parse_one(
     default_host: str | None,
     window: Window,
     skip_bad_times: bool,
+    before: int = 0,
 ) -> DcgmSamples:
+    """One source read block by block (engine/ingest/inflate.py text_blocks): each block's text becomes compact
+    typed rows before the next is read, so memory follows the samples kept, not the text."""
     host = default_host or source.stem
-    split = _split_fast(source, host)
+    fallback_ms = _fallback_ms(source, now, window)
+    skipped: Counter = Counter()
+    samples, series = [], []
+    kept = before  # samples kept so far, earlier sources included: the limit is on the run
+    for first_line, data in text_blocks(source):
+        block = Block(source.name, data, first_line)
+        one = _parse_block(block, index, host, fallback_ms, window, skip_bad_times, skipped)
+        del data, block
+        kept += one.samples.height
+        bounds.check_samples(source.name, kept, one.samples)
+        samples.append(one.samples)
+        series.append(one.series)
+    return DcgmSamples(
+        pl.concat(samples, how="vertical"),
+        pl.concat(series, how="vertical").unique("series", keep="first", maintain_order=True),
+        skipped,
+    )
+
+
+@dataclass(frozen=True)
+class Block:
+    """Whole lines of one source: its name (for errors), the bytes, and the number of their first line."""
+
+    name: str
+    data: bytes
+    first: int
+
+
+def _parse_block(
+    block: Block,
+    index: int,
+    host: str,
+    fallback_ms: int,
+    window: Window,
+    skip_bad_times: bool,
+    skipped: Counter,
+) -> DcgmSamples:
+    split = _split_fast(block, host)
     if (
         split is None
     ):  # some line needs the exact reading (no labels, a `}` inside a value, odd spacing, garbage)
-        split = _split_exact(source, host)
+        split = _split_exact(block, host)
     rows, keys, comments = split
-    skipped: Counter = Counter()
-    _check_comments(source, comments, skipped)
-    rows = rows.with_columns(pl.col("t_ms").fill_null(_fallback_ms(source, now, window))).join(
+    del split
+    _check_comments(block, comments, skipped)
+    rows = rows.with_columns(pl.col("t_ms").fill_null(fallback_ms)).join(
         keys.select(
             "key_hash", pl.col("metric").cast(pl.Categorical), "series", "ident", "dcgm", "per_gpu", "gpu_ok"
         ),
@@ -182,14 +226,14 @@ def _parse_one(
     else:
         late = kept.filter(~timely).sort("line")
         if late.height:
-            raise bounds.time_error(source.name, late["line"][0], late["t_ms"][0], window)
+            raise bounds.time_error(block.name, late["line"][0], late["t_ms"][0], window)
     samples = kept.select(
         "t_ms", "series", "metric", "value", "ident", pl.lit(index, pl.UInt32).alias("source"), "line"
     )
     series = keys.filter(per_gpu & gpu_ok).select(
         "series", *LABELS.values(), pl.lit(index, pl.UInt32).alias("source"), "line"
     )
-    return DcgmSamples(samples, series.unique("series", keep="first", maintain_order=True), skipped)
+    return DcgmSamples(samples, series.unique("series", keep="first", maintain_order=True))
 
 
 def _fallback_ms(source: Source, now: float | None, window: Window) -> int:
@@ -206,7 +250,7 @@ def _fallback_ms(source: Source, now: float | None, window: Window) -> int:
 _ROWS = {"line": pl.UInt32, "key_hash": pl.UInt64, "value": pl.Float64, "t_ms": pl.Int64}
 
 
-def _split_fast(source: Source, host: str) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame] | None:
+def _split_fast(block: Block, host: str) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame] | None:
     """Split each line at its one `}` with Polars' CSV reader (the fast path); None if a line needs more care.
 
     A well-formed DCGM line has exactly one `}`: `name{labels` before it, ` value [timestamp]` after it. The
@@ -214,7 +258,7 @@ def _split_fast(source: Source, host: str) -> tuple[pl.DataFrame, pl.DataFrame, 
     """
     try:
         raw = pl.read_csv(
-            source.readable,
+            block.data,
             has_header=False,
             separator="}",
             quote_char=None,
@@ -227,18 +271,16 @@ def _split_fast(source: Source, host: str) -> tuple[pl.DataFrame, pl.DataFrame, 
             glob=False,
         )
     except pl.exceptions.ComputeError as err:
-        decode(source, strict=True)  # names the line of a bad byte
+        _decode(block)  # names the line of a bad byte
         first_line = (str(err).strip().splitlines() or ["unreadable"])[0]  # Polars adds hints on more lines
-        raise GoodputError(f"{source.name}: cannot read as text ({first_line})") from err
-    except OSError as err:
-        raise GoodputError(f"{source.name}: cannot read ({err})") from err
-    raw = raw.with_row_index("line", offset=1)
+        raise GoodputError(f"{block.name}: cannot read as text ({first_line})") from err
+    raw = raw.with_row_index("line", offset=block.first)
     # An empty line and a line of only `}` both read as nulls here; the exact reader tells them apart. A line
     # with two `}` or more is read exactly too (past the third, this reader drops text, so lengths would lie).
     if raw["key"].null_count() or raw["extra"].null_count() < raw.height:
         return None
     bounds.check_line_lengths(
-        source.name,
+        block.name,
         raw.select(
             "line", nbytes=pl.col("key").str.len_bytes() + (pl.col("tail").str.len_bytes() + 1).fill_null(0)
         ),
@@ -272,23 +314,23 @@ def _split_fast(source: Source, host: str) -> tuple[pl.DataFrame, pl.DataFrame, 
     comments = raw.filter(comment).select("line", pl.col("key").alias("text"))
     keys = samples.group_by("key_hash").agg(pl.col("key").first(), pl.col("line").min())
     rows = samples.select(*_ROWS)
-    keys = _parse_keys(source, keys.sort("line"), host, braced=True)
+    keys = _parse_keys(block, keys.sort("line"), host, braced=True)
     return (rows.cast(_ROWS), keys, comments) if keys is not None else None
 
 
-def _split_exact(source: Source, host: str) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+def _split_exact(block: Block, host: str) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
     """Every line matched against the full sample syntax (slower; used when the fast split cannot decide)."""
-    text = decode(source, strict=True)
+    text = _decode(block)
     lines = (
         pl.DataFrame({"text": [text]})
         .select(pl.col("text").str.split("\n"))
         .explode("text")
-        .with_row_index("line", offset=1)
+        .with_row_index("line", offset=block.first)
         .with_columns(pl.col("text").str.strip_suffix("\r").str.strip_chars_start(" \t"))
     )
     if text.endswith("\n"):
         lines = lines.slice(0, lines.height - 1)
-    bounds.check_line_lengths(source.name, lines.select("line", nbytes=pl.col("text").str.len_bytes()))
+    bounds.check_line_lengths(block.name, lines.select("line", nbytes=pl.col("text").str.len_bytes()))
     comments = lines.filter(pl.col("text").str.starts_with("#"))
     data = lines.filter((pl.col("text").str.strip_chars(" \t") != "") & ~pl.col("text").str.starts_with("#"))
     data = data.select("line", pl.col("text").str.extract_groups(_SAMPLE).alias("m"), "text").unnest("m")
@@ -296,7 +338,7 @@ def _split_exact(source: Source, host: str) -> tuple[pl.DataFrame, pl.DataFrame,
     bad = data.filter(pl.col("metric").is_null())
     if bad.height:
         raise GoodputError(
-            f"{source.name}, line {bad['line'][0]}: not a Prometheus sample"
+            f"{block.name}, line {bad['line'][0]}: not a Prometheus sample"
             f" (`name{{labels}} value [timestamp]`): {_excerpt(bad['text'][0])}"
         )
     key = pl.concat_str(pl.col("metric"), pl.col("labels").str.strip_suffix("}").fill_null(""))
@@ -307,18 +349,18 @@ def _split_exact(source: Source, host: str) -> tuple[pl.DataFrame, pl.DataFrame,
     ).with_columns(key_hash=pl.col("key").hash())
     bad = data.filter(pl.col("value").is_null())
     if bad.height:
-        raise _line_error(source, bad["line"][0], f"value {bad['value_text'][0]!r} is not a number")
+        raise _line_error(block, bad["line"][0], f"value {bad['value_text'][0]!r} is not a number")
     bad = data.filter(pl.col("t_ms").is_null() & pl.col("ts_text").is_not_null())
     if bad.height:
         raise _line_error(
-            source, bad["line"][0], f"timestamp {bad['ts_text'][0]!r} is not an integer in range"
+            block, bad["line"][0], f"timestamp {bad['ts_text'][0]!r} is not an integer in range"
         )
     keys = data.group_by("key_hash", maintain_order=True).agg(pl.col("key").first(), pl.col("line").first())
-    keys = _parse_keys(source, keys, host, braced=False)
+    keys = _parse_keys(block, keys, host, braced=False)
     return data.select(*_ROWS).cast(_ROWS), keys, comments.select("line", "text")
 
 
-def _check_comments(source: Source, comments: pl.DataFrame, skipped: Counter) -> None:
+def _check_comments(block: Block, comments: pl.DataFrame, skipped: Counter) -> None:
     """HELP and TYPE lines must be well formed (Prometheus refuses the scrape otherwise); others are skipped."""
     body = pl.col("text").str.strip_chars_start(" \t")
     word = body.str.extract(r"^#[ \t]*([A-Z]+)", 1)
@@ -332,15 +374,13 @@ def _check_comments(source: Source, comments: pl.DataFrame, skipped: Counter) ->
     bad = checked.filter(pl.col("ok") == False)  # noqa: E712 (a Polars expression, not a Python comparison)
     if bad.height:
         raise GoodputError(
-            f"{source.name}, line {bad['line'][0]}: malformed # {bad['word'][0]} line:"
+            f"{block.name}, line {bad['line'][0]}: malformed # {bad['word'][0]} line:"
             f" {_excerpt(bad['text'][0])}"
         )
     skipped["comment lines other than HELP and TYPE"] += checked.filter(pl.col("ok").is_null()).height
 
 
-def _parse_keys(
-    source: Source, keys: pl.DataFrame, default_host: str, *, braced: bool
-) -> pl.DataFrame | None:
+def _parse_keys(block: Block, keys: pl.DataFrame, default_host: str, *, braced: bool) -> pl.DataFrame | None:
     """Each distinct `name{labels` once: check its syntax, split name from labels, pull out the labels we read.
 
     `braced`: the fast reader's keys, which all had a closing `}`; one that does not parse sends the file to
@@ -357,7 +397,7 @@ def _parse_keys(
     if bad.height:
         line = bad["line"].min()
         raise GoodputError(
-            f"{source.name}, line {line}: garbled metric name or label block"
+            f"{block.name}, line {line}: garbled metric name or label block"
             ' (expected name{label="value",...})'
         )
     values = [
@@ -398,8 +438,17 @@ def _refuse_duplicates(parsed: DcgmSamples) -> None:
         )
 
 
-def _line_error(source: Source, line: int, what: str) -> GoodputError:
-    return GoodputError(f"{source.name}, line {line}: {what}")
+def _line_error(block: Block, line: int, what: str) -> GoodputError:
+    return GoodputError(f"{block.name}, line {line}: {what}")
+
+
+def _decode(block: Block) -> str:
+    """The block's text; Prometheus text must be UTF-8, so a bad byte is an error naming its line."""
+    try:
+        return block.data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        line = block.first + block.data.count(b"\n", 0, err.start)
+        raise GoodputError(f"{block.name}, line {line}: not UTF-8 text (byte {err.start})") from err
 
 
 def _excerpt(text: str, limit: int = 80) -> str:

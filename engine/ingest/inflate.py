@@ -5,9 +5,15 @@ scraped answer may come compressed too, so an input's first bytes are looked at 
 Compressed input is inflated here in two passes: the first only counts (nothing is kept, so a bomb is refused
 having cost CPU but no memory), the second keeps what is now known to fit. Compression inside compression is
 refused: Polars would inflate the inner layer, unchecked.
+
+`text_blocks` hands a reader the text of an input in blocks of whole lines (BLOCK_BYTES each, about), inflating
+as it goes: a 1,000 MiB scrape inflated from 50 MB of gzip is never held whole, so a parser that keeps only
+compact typed columns of each block (engine/ingest/dcgm.py) peaks at a small multiple of its output, not of the
+text. A line longer than MAX_LINE_BYTES is refused as soon as it is seen.
 """
 
 import gzip
+import io
 import zlib
 from collections.abc import Callable, Iterator
 from typing import BinaryIO
@@ -18,6 +24,9 @@ from engine import limits
 from engine.errors import GoodputError
 
 CHUNK_BYTES = 1 << 20
+# The text a block-wise reader is handed at once (whole lines): large enough that Polars' per-call overhead
+# vanishes, small enough that a block's own working memory (~5x its bytes while split) stays ~100 MiB.
+BLOCK_BYTES = 16 << 20
 # The first bytes of each format Polars inflates by itself (polars-io sniffs exactly these).
 MAGIC = {
     "zstd": (b"\x28\xb5\x2f\xfd",),
@@ -43,15 +52,112 @@ def inflate(name: str, kind: str, open_raw: Opener, limit: int | None = None) ->
     for chunk in _chunks(name, kind, open_raw):
         total += len(chunk)
         if total > limit:
-            raise GoodputError(
-                f"{name}: {kind} data inflates past {limit:,} bytes, over Goodput's limit"
-                " (engine/limits.py MAX_INPUT_BYTES); nothing was read"
-            )
+            raise _too_big(name, kind, limit)
     data = b"".join(_chunks(name, kind, open_raw))
     inner = compression_of(data[:4])
     if inner:
         raise GoodputError(f"{name}: {inner} data inside {kind} data; inflate the outer layer first")
     return data
+
+
+def text_blocks(source, block_bytes: int = BLOCK_BYTES) -> Iterator[tuple[int, bytes]]:
+    """(number of its first line, bytes) for each block of whole lines of `source` (engine/ingest/sources.py's
+    Source), plain or inflated, at most MAX_INPUT_BYTES in all; the last block may lack its final newline."""
+    return _cut_lines(source.name, _plain_chunks(source), block_bytes)
+
+
+def _plain_chunks(source) -> Iterator[bytes]:
+    """The plain bytes of a source in chunks: compressed input counted first, then inflated as it streams."""
+    path, raw = source.path, source.raw
+    if raw is None and path is not None and path.is_file():
+        with _open_file(source.name, path) as file:
+            kind = compression_of(file.read(4))
+        if kind is not None:
+            yield from _checked_stream(source.name, kind, lambda: _open_file(source.name, path))
+            return
+        _check_plain_size(source.name, _file_size(source.name, path))
+        with _open_file(source.name, path) as file:
+            while chunk := file.read(CHUNK_BYTES):
+                yield chunk
+        return
+    if raw is not None:  # plain once checked: inflated text never starts like compressed data
+        kind = compression_of(raw[:4])
+        if kind is not None:
+            yield from _checked_stream(source.name, kind, lambda: io.BytesIO(raw))
+            return
+    data = source.data  # plain bytes in bounds (a pipe or device is read once, bounded)
+    _check_plain_size(source.name, len(data))
+    view = memoryview(data)
+    for offset in range(0, len(view), CHUNK_BYTES):
+        yield view[offset : offset + CHUNK_BYTES]
+
+
+def _checked_stream(name: str, kind: str, open_raw: Opener) -> Iterator[bytes]:
+    """Count the inflated bytes first (a bomb is refused having cost no memory), then stream them."""
+    limit = limits.MAX_INPUT_BYTES
+    total = 0
+    for chunk in _chunks(name, kind, open_raw):
+        total += len(chunk)
+        if total > limit:
+            raise _too_big(name, kind, limit)
+    first = True
+    for chunk in _chunks(name, kind, open_raw):
+        if first and (inner := compression_of(chunk[:4])):
+            raise GoodputError(f"{name}: {inner} data inside {kind} data; inflate the outer layer first")
+        first = False
+        yield chunk
+
+
+def _cut_lines(name: str, chunks: Iterator[bytes], block_bytes: int) -> Iterator[tuple[int, bytes]]:
+    """Blocks of at least `block_bytes` ending at a newline; a line past MAX_LINE_BYTES is refused on sight."""
+    pending = bytearray()
+    line = 1  # the number of the first line in `pending`
+    for chunk in chunks:
+        pending += chunk
+        if len(pending) < block_bytes:
+            continue
+        cut = pending.rfind(b"\n") + 1
+        if cut:
+            block = bytes(pending[:cut])
+            del pending[:cut]
+            yield line, block
+            line += block.count(b"\n")
+        if len(pending) > limits.MAX_LINE_BYTES:
+            raise GoodputError(
+                f"{name}, line {line}: over {limits.MAX_LINE_BYTES:,} bytes in one line, over Goodput's"
+                f" limit of {limits.MAX_LINE_BYTES:,} (engine/limits.py MAX_LINE_BYTES)"
+            )
+    if pending or line == 1:
+        yield line, bytes(pending)
+
+
+def _open_file(name: str, path) -> BinaryIO:
+    try:
+        return open(path, "rb")
+    except OSError as err:
+        raise GoodputError(f"{name}: cannot read ({err.strerror or err})") from err
+
+
+def _file_size(name: str, path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError as err:
+        raise GoodputError(f"{name}: cannot read ({err.strerror or err})") from err
+
+
+def _check_plain_size(name: str, size: int) -> None:
+    if size > limits.MAX_INPUT_BYTES:
+        raise GoodputError(
+            f"{name}: more than {limits.MAX_INPUT_BYTES:,} bytes, over Goodput's limit"
+            " (engine/limits.py MAX_INPUT_BYTES)"
+        )
+
+
+def _too_big(name: str, kind: str, limit: int) -> GoodputError:
+    return GoodputError(
+        f"{name}: {kind} data inflates past {limit:,} bytes, over Goodput's limit"
+        " (engine/limits.py MAX_INPUT_BYTES); nothing was read"
+    )
 
 
 def _chunks(name: str, kind: str, open_raw: Opener) -> Iterator[bytes]:
