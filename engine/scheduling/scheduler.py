@@ -146,7 +146,7 @@ class Scheduler:
         policy: Policy = Policy(),
         failures: Failures | None = None,
     ) -> None:
-        self.cluster, self.w, self.policy = cluster, workload, policy
+        self.cluster, self.workload, self.policy = cluster, workload, policy
         self.failures = failures or Failures.none()
         self.h, self.n, self.m, self.fits_at_all = demands(workload, cluster)
         self.restart = (
@@ -182,8 +182,8 @@ class Scheduler:
     def run(self) -> Schedule:
         events: list[tuple] = []
         seq = 0
-        for j in np.flatnonzero(np.isfinite(self.w.work) & self.fits_at_all):
-            events.append((float(self.w.submit[j]), _SUBMIT, seq, int(j), 0))
+        for j in np.flatnonzero(np.isfinite(self.workload.work) & self.fits_at_all):
+            events.append((float(self.workload.submit[j]), _SUBMIT, seq, int(j), 0))
             seq += 1
         for i in range(len(self.failures.t)):
             events.append((float(self.failures.t[i]), _FAIL, seq, int(i), 0))
@@ -214,7 +214,7 @@ class Scheduler:
         self.seq += 1
 
     def _key(self, j: int) -> tuple:
-        return (-int(self.prio[j]), float(self.w.submit[j]), j)
+        return (-int(self.prio[j]), float(self.workload.submit[j]), j)
 
     def _enqueue(self, j: int, now: float) -> None:
         insort(self.queue[self.cls[j]], self._key(j))
@@ -357,7 +357,7 @@ class Scheduler:
     # ----- ends, failures ----------------------------------------------------------------------------------
 
     def _remaining(self, j: int) -> float:
-        return float(self.w.work[j] - self.progress[j])
+        return float(self.workload.work[j] - self.progress[j])
 
     def _release(self, j: int) -> "Running":
         running = self.running.pop(j)
@@ -384,7 +384,7 @@ class Scheduler:
             saved = np.floor(done / self.policy.checkpoint_interval_s) * self.policy.checkpoint_interval_s
         else:
             saved = 0.0
-        saved = min(saved, float(self.w.work[j]))
+        saved = min(saved, float(self.workload.work[j]))
         self.rows_attempts.append(
             (j, running.attempt, running.start, now, reason, float(done - saved), running.hosts())
         )
@@ -457,10 +457,10 @@ class Scheduler:
     def _never_fits(self) -> None:
         """Jobs bigger than the cluster wait for capacity for the whole run: one no_capacity wait each."""
         horizon = float(np.nanmax(self.last_end)) if np.isfinite(self.last_end).any() else 0.0
-        for j in np.flatnonzero(np.isfinite(self.w.work) & ~self.fits_at_all):
-            until = max(horizon, float(self.w.submit[j]))
-            if until > self.w.submit[j]:
-                self.rows_never.append((int(j), float(self.w.submit[j]), until, "no_capacity"))
+        for j in np.flatnonzero(np.isfinite(self.workload.work) & ~self.fits_at_all):
+            until = max(horizon, float(self.workload.submit[j]))
+            if until > self.workload.submit[j]:
+                self.rows_never.append((int(j), float(self.workload.submit[j]), until, "no_capacity"))
 
     def _result(self) -> Schedule:
         self._never_fits()

@@ -220,7 +220,7 @@ class ReplicaDropJob(RestartJob):
         if len(self.out) == self.replicas:
             self.phase, self.phase_since = WAITING, now  # until a replica is whole again
         else:
-            self._begin_restart(self.u0 if whole_job else self.stall)
+            self._begin_restart(self.restart_overhead if whole_job else self.stall)
         return True
 
     def host_returned(self, host: int) -> bool:
@@ -274,7 +274,7 @@ class ReplicaDropJob(RestartJob):
             self._marks.append((now, len(self.out)))
         elif self.phase == WAITING:  # every replica was out: the state comes back from storage
             self.ledger.waiting_s += now - self.phase_since
-            self._begin_restart(self.u0)
+            self._begin_restart(self.restart_overhead)
 
     def _attempt_began(self, now: float) -> None:
         self._marks = [(now, len(self.out))]
@@ -293,7 +293,7 @@ class ReplicaDropJob(RestartJob):
         """Seconds of the running attempt spent writing checkpoints before t (a write under way included)."""
         elapsed, cycle = t - self.attempt_start, self._cycle()
         done = math.floor(elapsed / cycle)
-        return done * self.w + max(0.0, elapsed - done * cycle - self.dt)
+        return done * self.checkpoint_write + max(0.0, elapsed - done * cycle - self.checkpoint_interval)
 
 
 # ----- hot_spare -------------------------------------------------------------------------------------------------
@@ -400,7 +400,7 @@ class HotSpareJob(RestartJob):
         if failed and self._all_hot:
             self.ledger.hot_swaps += 1
             return self.hot_swap
-        return self.u0
+        return self.restart_overhead
 
     def _release(self, host: int) -> None:
         """The host stops being a standby (swapped in, or failed): its idle time is counted."""
@@ -418,7 +418,7 @@ class HotSpareJob(RestartJob):
         """Initialise a new standby; it is ready after training.restart_overhead."""
         self.standby_since[host] = self.env.now
         self.warming.add(host)
-        timer = self.env.timeout(self.u0)
+        timer = self.env.timeout(self.restart_overhead)
         timer.callbacks.append(lambda _e, h=host: self._warmed(h))
 
     def _warmed(self, host: int) -> None:

@@ -183,17 +183,17 @@ class Simulation:
             if self.job.interrupt("planned_maintenance", []):
                 self._record(
                     Incident(
-                        t,
-                        t,
-                        "planned_maintenance",
-                        True,
-                        NONE,
-                        NONE,
-                        NONE,
-                        NONE,
-                        self.job_id,
-                        (),
-                        self._lost_since(before),
+                        t_s=t,
+                        detected_s=t,
+                        cause="planned_maintenance",
+                        planned=True,
+                        xid=NONE,
+                        host_id=NONE,
+                        gpu_id=NONE,
+                        link_id=NONE,
+                        flagship=self.job_id,
+                        research=(),
+                        lost_work_s=self._lost_since(before),
                     )
                 )
 
@@ -229,7 +229,19 @@ class Simulation:
             if SCOPE[cause] == "job" and flagship is None and not research:
                 return  # nothing running to break (or the job is waiting for hosts)
             incident = self._record(
-                Incident(fault, now, cause, False, xid, host, gpu_id, link, flagship, tuple(research), lost)
+                Incident(
+                    t_s=fault,
+                    detected_s=now,
+                    cause=cause,
+                    planned=False,
+                    xid=xid,
+                    host_id=host,
+                    gpu_id=gpu_id,
+                    link_id=link,
+                    flagship=flagship,
+                    research=tuple(research),
+                    lost_work_s=lost,
+                )
             )
             if verdict is not None:
                 self.repairs.repaired_at[incident] = now  # back in service at once, like a job-level fault
@@ -260,7 +272,19 @@ class Simulation:
                 flagship = self.job_id
                 lost = self._lost_since(before)
         incident = self._record(
-            Incident(fault, now, cause, False, xid, host, gpu_id, link, flagship, tuple(research), lost)
+            Incident(
+                t_s=fault,
+                detected_s=now,
+                cause=cause,
+                planned=False,
+                xid=xid,
+                host_id=host,
+                gpu_id=gpu_id,
+                link_id=link,
+                flagship=flagship,
+                research=tuple(research),
+                lost_work_s=lost,
+            )
         )
         for h in retiring:
             self.health.retire(h)
@@ -350,7 +374,11 @@ class Simulation:
         job = None
         if self.job is not None:
             job = FlagshipRecord(
-                self.job_id, self.scenario["training.gpus"], self.job.w, self.job.ledger, self.job.strategy
+                self.job_id,
+                self.scenario["training.gpus"],
+                self.job.checkpoint_write,
+                self.job.ledger,
+                self.job.strategy,
             )
         lanes = self.research
         return SimulationResult(

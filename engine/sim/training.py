@@ -54,7 +54,11 @@ class FlagshipJob:
         self.slots = np.array(hosts, dtype=np.int32)
         self.slot_of = {h: i for i, h in enumerate(hosts)}
         self.free_slots: list[int] = []
-        self.dt, self.w, self.u0 = checkpoint_interval_s, checkpoint_write_s, restart_overhead_s
+        self.checkpoint_interval, self.checkpoint_write, self.restart_overhead = (
+            checkpoint_interval_s,
+            checkpoint_write_s,
+            restart_overhead_s,
+        )
         self.take_spare, self.on_hosts_changed = take_spare, on_hosts_changed
         self.ledger = JobLedger()
         self.phase = RUNNING
@@ -97,7 +101,7 @@ class FlagshipJob:
         self.missing -= 1
         if self.missing == 0 and self.phase == WAITING:
             self.ledger.waiting_s += self.env.now - self.phase_since
-            self._begin_restart(self.u0)
+            self._begin_restart(self.restart_overhead)
         return True
 
     def finish(self, horizon: float) -> None:
@@ -117,7 +121,7 @@ class FlagshipJob:
 
     def _overhead_after(self, failed: list[int]) -> float:
         """How long the recovery from an interruption that took `failed` (after `_swap`) lasts."""
-        return self.u0
+        return self.restart_overhead
 
     def _degraded_s(self, start: float, kept_until: float) -> float:
         """Full-job seconds of [start, kept_until) of the running attempt lost to missing replicas: none here."""
@@ -128,7 +132,7 @@ class FlagshipJob:
 
     # ----- inside ---------------------------------------------------------------------------------------
     def _cycle(self) -> float:
-        return self.dt + self.w
+        return self.checkpoint_interval + self.checkpoint_write
 
     def _last_good(self, t: float) -> float:
         """Completion time of the last checkpoint finished by t in this attempt (its start if none)."""
@@ -142,13 +146,13 @@ class FlagshipJob:
             math.floor((good_until - s) / cycle + 1e-9) if good_until < end else done
         )  # good_until is a completion
         if done:
-            self.ledger.checkpoint_starts.append(s + np.arange(1, done + 1) * cycle - self.w)
+            self.ledger.checkpoint_starts.append(s + np.arange(1, done + 1) * cycle - self.checkpoint_write)
         lost = end - good_until if good_until < end else 0.0
         degraded = self._degraded_s(s, good_until if good_until < end else end)
         self.ledger.lost_work_s += lost
-        self.ledger.checkpoint_s += good * self.w
+        self.ledger.checkpoint_s += good * self.checkpoint_write
         self.ledger.degraded_s += degraded
-        self.ledger.productive_s += (end - s) - lost - good * self.w - degraded
+        self.ledger.productive_s += (end - s) - lost - good * self.checkpoint_write - degraded
         # a slot waiting for a host (-1; only a replica_drop job trains with one) is no host of the attempt
         hosts = self.slots.copy() if self.missing == 0 else self.slots[self.slots >= 0]
         self.ledger.attempts.append(Attempt(self.attempt, s, end, reason, lost, hosts))
