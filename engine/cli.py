@@ -351,7 +351,7 @@ def _report(result: dict, as_json: bool, as_text: Callable[[dict], str]) -> None
 
 
 def _simulate_text(r: dict) -> str:
-    """The summary in words, each figure under its engine/definitions label (the same as on the pages)."""
+    """The summary in words, each figure under its engine/analysis/definitions label (the same as on the pages)."""
     from engine.analysis.definitions import definition as d
     from engine.report.palette import cause_label
 
@@ -383,7 +383,7 @@ def _simulate_text(r: dict) -> str:
 
 
 def cmd_definitions(args: argparse.Namespace) -> int:
-    """Every figure Goodput shows and what it counts (engine/definitions): text, JSON or docs' Markdown."""
+    """Every figure Goodput shows and what it counts (engine/analysis/definitions): text, JSON or docs' Markdown."""
     from dataclasses import asdict
 
     from engine.analysis.definitions import DEFINITIONS, markdown

@@ -1,4 +1,4 @@
-"""The ledger of definitions (engine/definitions): one label a figure, docs/definitions.md generated from it,
+"""The ledger of definitions (engine/analysis/definitions): one label a figure, docs/definitions.md generated from it,
 the Definitions page and `goodput definitions` showing the same, every help linking to its definition."""
 
 import json

@@ -1,5 +1,5 @@
 """One truth: every page (AppTest), every export and the CLI summary of one run give the same value for a
-figure, and every figure is named and explained by its definition (engine/definitions).
+figure, and every figure is named and explained by its definition (engine/analysis/definitions).
 
 One simulated run (the demo preset, seed 7) is rendered on every page with nothing selected. For each figure
 whose definition is run-wide (scope "run"), the value each page shows must equal the engine's one computation
@@ -155,7 +155,7 @@ def test_every_figure_on_a_page_is_defined_and_explained(pages):
             if m.label in NOT_FIGURES:
                 continue
             d = by_label(m.label)
-            assert d is not None, f"{page}: figure {m.label!r} has no definition in engine/definitions"
+            assert d is not None, f"{page}: figure {m.label!r} has no definition in engine/analysis/definitions"
             assert d.help in m.proto.help, f"{page}: {m.label!r} does not give its definition's help"
 
 

@@ -1,4 +1,4 @@
-"""Definitions: every figure the pages show and what it counts (engine/definitions, the same as
+"""Definitions: every figure the pages show and what it counts (engine/analysis/definitions, the same as
 docs/definitions.md and `goodput definitions`). Every figure's help links here, to its own heading."""
 
 import streamlit as st

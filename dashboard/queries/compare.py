@@ -25,7 +25,7 @@ def strategy_text(strategy: str) -> str:
 
 
 # (label, path into the summary, formatter): the figures `goodput simulate --json` prints, each figure under its
-# definition's label (engine/definitions), as on the Overview. The flagship's recovery strategy comes with its
+# definition's label (engine/analysis/definitions), as on the Overview. The flagship's recovery strategy comes with its
 # size, what the strategy costs besides its ledger after Goodput lost, so runs of two strategies compare at a
 # glance (a run from before the strategies shows a dash).
 HEADLINES: tuple[tuple[str, tuple[str, ...], Any], ...] = (

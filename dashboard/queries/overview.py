@@ -75,7 +75,7 @@ ATTEMPTS = (
 CHECKPOINTS = "SELECT job_id, start_s, end_s FROM checkpoints WHERE job_id = ?"
 
 # Interruptions of a job: attempts that ended for a reason other than finishing or the run's end.
-# The flagship job's interruptions (engine/definitions: "interruptions"): incidents whose jobs hit include it,
+# The flagship job's interruptions (engine/analysis/definitions: "interruptions"): incidents whose jobs hit include it,
 # at the time each occurred; the same rows the Incidents page and the summary count.
 INTERRUPTIONS = """
 SELECT t_s, cause FROM incidents WHERE list_contains(job_ids, ?) ORDER BY t_s, incident_id
