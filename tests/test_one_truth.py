@@ -155,7 +155,9 @@ def test_every_figure_on_a_page_is_defined_and_explained(pages):
             if m.label in NOT_FIGURES:
                 continue
             d = by_label(m.label)
-            assert d is not None, f"{page}: figure {m.label!r} has no definition in engine/analysis/definitions"
+            assert d is not None, (
+                f"{page}: figure {m.label!r} has no definition in engine/analysis/definitions"
+            )
             assert d.help in m.proto.help, f"{page}: {m.label!r} does not give its definition's help"
 
 
