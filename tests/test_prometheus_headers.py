@@ -119,9 +119,8 @@ def test_the_authorization_value_is_scrubbed_from_errors(recorder: Recorder) -> 
     with pytest.raises(PrometheusError) as err:
         ask(source)
     text = str(err.value)
-    assert text.startswith(
-        f"{recorder.url}/denied: query 'vector(1)': HTTP 401 Unauthorized: no entry for ***"
-    )
+    # the body (which echoes the token) is not shown at all: the status alone (tests/test_watch_doors.py)
+    assert text == f"{recorder.url}/denied: query 'vector(1)': HTTP 401 Unauthorized"
     assert "tok3n" not in text
 
 

@@ -12,10 +12,18 @@ credentials never shown.
   request, redirects included. Names must be HTTP tokens and values one line; the headers the fetcher sets
   itself are refused, and an Authorization value is a secret like a password.
 - `Fetcher.abort()` cuts every fetch in flight at once, so SIGTERM ends the loop while a server hangs.
+- Nothing a server sends reaches an error as it was sent: a status names its code and the standard reason phrase
+  (never the server's own phrase or body), a failed connection one of a few fixed words (the system's own text
+  goes to the log), a redirect elsewhere only the origin it pointed to. What an API's error field says is
+  passed through `shown_text` (short, control characters escaped) by the caller that reads it
+  (engine/ingest/prometheus/source.py). An endpoint the operator could point anywhere would otherwise read
+  back whatever answers there: a metadata service, an admin page on loopback (issue 27).
 """
 
 import base64
+import http
 import http.client
+import logging
 import re
 import socket
 import ssl
@@ -42,11 +50,55 @@ _TOKEN = re.compile(r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$")
 FETCHER_HEADERS = ("host", "content-length", "accept-encoding", "connection", "transfer-encoding")
 # Headers whose values are credentials: scrubbed from every error like a password in the URL.
 SECRET_HEADERS = ("authorization", "proxy-authorization")
+# How much of a text a server chose (an API's error field) an error may show: a line, never a page.
+MAX_SHOWN_CHARS = 200
+_log = logging.getLogger(__name__)
 
 
 def redact(text: str) -> str:
     """Every `//user:password@` in `text` as `//user:***@`."""
     return _USERINFO.sub(r"\1:***@", text)
+
+
+def shown_text(text: str | bytes, limit: int = MAX_SHOWN_CHARS) -> str:
+    """Text a server sent, safe to put in an error: one line of at most `limit` characters (then `…`), every
+    control or otherwise unprintable character written as an escape (`\\x1b`, `\\u202e`), so nothing in it
+    moves a terminal's cursor, starts a new log line or reorders what is shown. Markdown and HTML are the
+    page's to escape (dashboard/text.py md), as for every other text."""
+    if isinstance(text, bytes):
+        text = text[: limit * 4].decode("utf-8", "replace")
+    out = []
+    for char in text[: limit + 1]:
+        out.append(char if char.isprintable() else ascii(char)[1:-1])
+    shown = "".join(out)
+    return shown if len(shown) <= limit and len(text) <= limit else shown[:limit] + "…"
+
+
+def status_phrase(status: int) -> str:
+    """The standard reason phrase of an HTTP status (`Internal Server Error`); "" for a code without one. The
+    server's own phrase is its text, never shown."""
+    try:
+        return http.HTTPStatus(status).phrase
+    except ValueError:
+        return ""
+
+
+def failure_words(err: BaseException) -> str:
+    """A failed connection in a few fixed words: the system's message (which may quote what a server sent, a
+    certificate's names, a proxy's answer) goes to the log only."""
+    if isinstance(err, ConnectionRefusedError):
+        return "connection refused"
+    if isinstance(err, socket.gaierror):
+        return "host name not found"
+    if isinstance(err, ssl.SSLCertVerificationError):
+        return "TLS certificate not trusted"
+    if isinstance(err, ssl.SSLError):
+        return "TLS failed"
+    if isinstance(err, ConnectionResetError | BrokenPipeError):
+        return "connection reset"
+    if isinstance(err, http.client.HTTPException):
+        return "not an HTTP answer"
+    return "connection failed"
 
 
 class Header(NamedTuple):
@@ -149,8 +201,9 @@ def _secrets(ep: Endpoint, *more: str) -> tuple[str, ...]:
 
 
 class HttpStatusError(GoodputError):
-    """An answer other than 200 (or a redirect): its status, reason and, where the fetcher keeps it, the start
-    of its body (an API such as Prometheus' says there what was wrong)."""
+    """An answer other than 200 (or a redirect): its status, the standard reason phrase and, where the fetcher
+    keeps it, the start of its body (an API such as Prometheus' says there what was wrong). The message names
+    the status alone; the body is for a caller that knows the API's error shape, and is never shown whole."""
 
     def __init__(self, message: str, status: int, reason: str, body: bytes) -> None:
         super().__init__(message)
@@ -195,7 +248,8 @@ class Fetcher:
             if status == 200:
                 return body
             if status not in REDIRECT_CODES:
-                raise HttpStatusError(f"{ep.shown}: HTTP {status} {ep.scrub(reason)}", status, reason, body)
+                phrase = status_phrase(status)
+                raise HttpStatusError(f"{ep.shown}: HTTP {status} {phrase}".rstrip(), status, phrase, body)
             url = _same_origin(ep, url, location)
         raise GoodputError(f"{ep.shown}: more than {MAX_REDIRECTS} redirects")
 
@@ -243,8 +297,8 @@ class Fetcher:
                 raise GoodputError(f"{ep.shown}: stopped") from err
             if watched.was_cut or time.monotonic() >= deadline:
                 raise self._late(ep) from err
-            reason = getattr(err, "reason", None) or err
-            raise GoodputError(f"{ep.shown}: {self.failing} ({ep.scrub(str(reason))})") from err
+            _log.info("%s: %s (%s)", ep.shown, self.failing, ep.scrub(f"{type(err).__name__}: {err}"))
+            raise GoodputError(f"{ep.shown}: {self.failing} ({failure_words(err)})") from err
         finally:
             timer.cancel()
             with self._lock:
@@ -266,7 +320,9 @@ class Fetcher:
     def _body(self, ep: Endpoint, response: http.client.HTTPResponse) -> bytes:
         encoding = (response.getheader("Content-Encoding") or "").strip().lower()
         if encoding not in READABLE_ENCODINGS:
-            raise GoodputError(f"{ep.shown}: answer in {encoding!r} encoding, which Goodput does not read")
+            raise GoodputError(
+                f"{ep.shown}: answer in {shown_text(encoding, 40)!r} encoding, which Goodput does not read"
+            )
         length = response.getheader("Content-Length") or ""
         if length.strip().isdigit() and int(length) > self.max_bytes:
             raise self._large(ep)
@@ -302,9 +358,10 @@ def _same_origin(ep: Endpoint, url: str, location: str | None) -> str:
         )
     except ValueError:
         same = False
-    if not same:
+    if not same:  # the target's origin alone: its path and query are the server's text
+        origin = f"{there.scheme}://{there.netloc.rpartition('@')[2]}" if there.netloc else there.scheme
         raise GoodputError(
-            f"{ep.shown}: redirected to {ep.scrub(target)!r}, another scheme, host or port;"
+            f"{ep.shown}: redirected to {shown_text(origin, 100)!r}, another scheme, host or port;"
             " Goodput follows redirects only within the same origin"
         )
     # userinfo in the Location is dropped: the endpoint's own credentials stay the only ones sent

@@ -1,15 +1,30 @@
-"""Where the API is and one request to it: PrometheusSource, PrometheusError and the answer's envelope."""
+"""Where the API is and one request to it: PrometheusSource, PrometheusError and the answer's envelope.
+
+An error names the URL, the query and the status; of what the server sent it shows at most Prometheus' own
+`error` field (and `errorType`), cut short and with control characters escaped (http_fetch.shown_text), and only
+when the answer has the shape of Prometheus' JSON error. Any other body (an HTML error page, a metadata
+service's answer, a proxy's text) is never shown."""
 
 import json
 import urllib.parse
 from dataclasses import replace
 
 from engine.errors import GoodputError
-from engine.ingest.http_fetch import Endpoint, Fetcher, HttpStatusError, endpoint, redact, with_headers
+from engine.ingest.http_fetch import (
+    Endpoint,
+    Fetcher,
+    HttpStatusError,
+    endpoint,
+    redact,
+    shown_text,
+    with_headers,
+)
 
 API = "/api/v1"
-# The body of an HTTP error kept to read Prometheus' error text from (its errors are a line or two).
+# The body of an HTTP error kept to read Prometheus' error field from (its errors are a line or two); the field
+# is shown cut to http_fetch.MAX_SHOWN_CHARS, the rest of the body never.
 MAX_ERROR_BYTES = 64 * 1024
+MAX_ERROR_TYPE_CHARS = 40  # Prometheus' errorType: bad_data, timeout, execution, ...
 FLAG = "--prometheus"
 
 
@@ -93,16 +108,21 @@ def decode_answer(source: PrometheusSource, body: bytes, what: str) -> dict:
 
 
 def _status_error(answer: dict) -> str:
+    """`Prometheus answered bad_data: ...` from an error answer's own fields, each cut short and escaped; fields
+    that are not text are not shown."""
     kind, text = answer.get("errorType"), answer.get("error")
-    return f"Prometheus answered {kind or 'an error'}: {text or answer.get('status')}"
+    kind = shown_text(kind, MAX_ERROR_TYPE_CHARS) if isinstance(kind, str) and kind else "an error"
+    text = shown_text(text) if isinstance(text, str) and text else "no error text"
+    return f"Prometheus answered {kind}: {text}"
 
 
 def _error_text(ep: Endpoint, err: HttpStatusError) -> str:
+    """The status, and Prometheus' error field where the body is Prometheus' JSON error; never the body."""
+    head = f"HTTP {err.status} {err.reason}".rstrip()
     try:
         answer = json.loads(err.body)
     except (ValueError, RecursionError):
         answer = None
     if isinstance(answer, dict) and answer.get("status") == "error":
-        return f"HTTP {err.status}, {_status_error(answer)}"
-    excerpt = err.body[:200].decode("utf-8", "replace").strip()
-    return f"HTTP {err.status} {ep.scrub(err.reason)}" + (f": {ep.scrub(excerpt)}" if excerpt else "")
+        return ep.scrub(f"{head}, {_status_error(answer)}")
+    return head
