@@ -1,18 +1,18 @@
 """The Data page's "Watch a cluster" section: start a watch inside this dashboard server (operators), the
 watches running here with their logs and a Stop button, and where each watched run's sources stand. The watches
-themselves run in dashboard/watch_runner.py."""
+themselves run in dashboard/watch_runner.py; what they may read is the administrator's configuration
+(dashboard/watch_endpoints.py): the form offers those endpoints by name, never a URL or a path."""
 
 import shlex
 from collections.abc import Callable
 
 import streamlit as st
 
-from dashboard import auth, state, watch_runner
+from dashboard import auth, state, watch_endpoints, watch_runner
 from dashboard.format import fmt_duration, fmt_int
 from dashboard.queries.data import watched_runs
 from dashboard.text import code, md
 from engine.errors import GoodputError
-from engine.ingest.http_fetch import redact
 from engine.scenario.durations import parse_duration
 from engine.store import RunInfo, Store
 
@@ -53,49 +53,50 @@ def watch_section(store: Store, runs: list[RunInfo], may_write: bool) -> None:
 
 
 def start_form(store: Store) -> None:
-    """The form that starts a watch; its first cycle's outcome (a run, or the error and nothing written) is
-    shown under it."""
+    """The form that starts a watch of what the administrator configured; its first cycle's outcome (a run, or
+    the error and nothing written) is shown under it."""
     started = st.session_state.pop(WATCH_STARTED_KEY, None)
     if started is not None:
         watch_started_message(started)
-    tokens = watch_runner.credentials_dir()
+    try:
+        config = watch_endpoints.configured()
+    except GoodputError as err:
+        st.error(
+            f"The watch settings in the dashboard's secrets file are wrong, so no watch can start here: {md(err)}",
+            icon=":material/error:",
+        )
+        return
+    if config.empty:
+        not_configured()
+        return
+    names = list(config.endpoints)
     with st.form("watch_form", border=True):
-        prometheus, org_id, token = st.columns([2, 1, 2])
-        url = prometheus.text_input(
-            "Prometheus URL (optional)",
-            key="watch_prometheus",
-            placeholder="http://prometheus:9090",
-            help="Prometheus, or a Thanos or VictoriaMetrics query URL",
+        prometheus, slurm_col = st.columns([3, 2], vertical_alignment="bottom")
+        endpoint = prometheus.selectbox(
+            "Prometheus",
+            names,
+            index=0 if names and not config.slurm else None,
+            format_func=lambda name: config.endpoints[name].shown,
+            placeholder="none" if config.slurm else "choose an endpoint",
+            key="watch_endpoint",
+            disabled=not names,
+            help="the endpoints configured in the dashboard's secrets file, each with its own credentials",
         )
-        tenant = org_id.text_input(
-            f"{watch_runner.ORG_ID_HEADER} (optional)",
-            key="watch_org_id",
-            help="the tenant, for a Cortex, Mimir or Thanos query URL; stored with the run and shown",
-        )
-        token_file = token.text_input(
-            "Bearer token file (optional)",
-            key="watch_token_file",
-            disabled=tokens is None,
-            placeholder=f"{tokens}/…" if tokens else f"needs ${watch_runner.CREDENTIALS_ENV}",
-            help=(
-                f"a file in {tokens}, read on the dashboard's server each cycle; its path is stored, never the token"
-                if tokens
-                else f"the dashboard takes token files only from the folder named by"
-                f" ${watch_runner.CREDENTIALS_ENV}, which is not set"
-            ),
-        )
-        read_slurm_col, conf_col = st.columns([2, 3], vertical_alignment="bottom")
-        read_slurm = read_slurm_col.checkbox(
-            "Read Slurm (sacct and sinfo on the dashboard's server)", key="watch_slurm"
-        )
-        conf = conf_col.text_input(
-            "slurm.conf (optional)",
-            key="watch_slurm_conf",
-            placeholder="/etc/slurm/slurm.conf",
-            help="the cluster to read, a file named slurm.conf on the dashboard's server; giving one reads Slurm",
+        read_slurm = slurm_col.checkbox(
+            f"Read Slurm ({config.slurm_conf or 'default slurm.conf'})",
+            key="watch_slurm",
+            disabled=not config.slurm,
+            help="sacct and sinfo on the dashboard's server"
+            if config.slurm
+            else "the dashboard's secrets file has no [goodput.watch.slurm]",
         )
         every, since, name = st.columns(3)
-        every_text = every.text_input("Every", value="1m", key="watch_every", help="time between cycles")
+        every_text = every.text_input(
+            "Every",
+            value="1m",
+            key="watch_every",
+            help=f"time between cycles, at least {fmt_duration(watch_runner.watch_loop_module.MIN_EVERY_S)}",
+        )
         since_text = since.text_input(
             "Look back", value="1h", key="watch_since", help="how far back the first cycle reads"
         )
@@ -106,23 +107,34 @@ def start_form(store: Store) -> None:
             store,
             lambda: watch_runner.WatchSettings(
                 name=run_name,
-                prometheus_url=url,
-                org_id=tenant,
-                bearer_token_file=token_file,
-                slurm=read_slurm,
-                slurm_conf=conf,
+                endpoint=endpoint,
+                slurm=bool(read_slurm and config.slurm),
                 every_s=parse_duration(every_text, "Every"),
                 lookback_s=parse_duration(since_text, "Look back"),
             ),
+            config,
         )
 
 
-def start_watch(store: Store, settings: Callable[[], watch_runner.WatchSettings]) -> None:
+def not_configured() -> None:
+    """No endpoint is configured: say how to configure one, instead of a form."""
+    st.info(
+        "Watches started here read only the Prometheus endpoints (and the Slurm) that whoever runs this dashboard"
+        " configured in its secrets file, each with its own credentials; none is configured yet. Add them like"
+        " this (README, 'Watch a real cluster'):",
+        icon=":material/settings:",
+    )
+    st.code(watch_endpoints.EXAMPLE, language="toml")
+
+
+def start_watch(
+    store: Store, settings: Callable[[], watch_runner.WatchSettings], config: watch_endpoints.WatchConfig
+) -> None:
     """Start the watch and wait for its first cycle: on success rerun (the list shows it), on an error say
     why where the form is (a field named, or the first cycle's error: nothing was written)."""
     try:
         auth.require(auth.Role.OPERATOR)
-        key = watch_runner.start(store.root, settings())
+        key = watch_runner.start(store.root, settings(), config)
     except GoodputError as err:
         st.error(f"The watch was not started: {md(err)}", icon=":material/error:")
         return
@@ -172,7 +184,7 @@ def server_watches(store: Store, may_write: bool) -> None:
         cycles = f"{fmt_int(w.cycles)} {'cycle' if w.cycles == 1 else 'cycles'}"
         st.markdown(
             f"**{md(w.name)}** · {status} · {cycles} · {run} · started"
-            f" {w.started_at:%Y-%m-%d %H:%M} UTC · {md(sources_text(w.settings))}"
+            f" {w.started_at:%Y-%m-%d %H:%M} UTC · {md(sources_text(w.watching))}"
         )
         if w.error is not None:
             st.error(f"Ended: {md(w.error)}", icon=":material/error:")
@@ -199,15 +211,12 @@ def server_watches(store: Store, may_write: bool) -> None:
                 )
 
 
-def sources_text(settings: watch_runner.WatchSettings) -> str:
-    """What a watch reads, as its settings say (a URL's password shown as ***), and how often."""
-    parts = []
-    if settings.prometheus_url:
-        tenant = f" ({watch_runner.ORG_ID_HEADER} {settings.org_id})" if settings.org_id else ""
-        parts.append(f"Prometheus {redact(settings.prometheus_url)}{tenant}")
-    if settings.slurm:
-        parts.append(f"Slurm ({settings.slurm_conf or 'default slurm.conf'})")
-    every = settings.every_s
+def sources_text(watching: watch_runner.Watching) -> str:
+    """What a watch reads (the endpoint by its name and URL) and how often."""
+    parts = [] if watching.prometheus_shown is None else [f"Prometheus {watching.prometheus_shown}"]
+    if watching.settings.slurm:
+        parts.append(f"Slurm ({watching.slurm_conf or 'default slurm.conf'})")
+    every = watching.settings.every_s
     return ", ".join(parts) + f", every {fmt_duration(every) if every >= 1 else f'{every * 1000:g} ms'}"
 
 

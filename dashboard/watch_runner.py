@@ -9,14 +9,14 @@ so the run keeps every committed cycle). Days-long watches belong in `goodput wa
 The page calls `start`, then `wait_first_cycle`: the first cycle either commits (the run exists, with its id) or
 fails with the GoodputError watch_loop raises (a bad URL, Slurm missing), and then nothing was written.
 
-Paths typed into the page are read by the server on behalf of an operator, so the page takes fewer than the
-command line: a bearer-token file only inside the folder named by $GOODPUT_WATCH_CREDENTIALS (its token is sent
-to the URL the operator typed, so any other file the server can read would leave with it), and a Slurm
-configuration only in a file named slurm.conf (Slurm's parse errors quote the lines of a file that is not one).
+The page reads only what the dashboard's administrator configured (dashboard/watch_endpoints.py): a Prometheus
+endpoint by its name, with that endpoint's credentials, and Slurm where allowed, with the configured slurm.conf
+(refused when it is a symbolic link or no regular file). No URL, token path or file path comes from the page: a
+watch runs on the dashboard's server, so one typed there would be a request or a read made for the operator
+(issue 27). Cycles are at least engine.ingest.watch.loop.MIN_EVERY_S apart.
 """
 
 import logging
-import os
 import threading
 from collections import deque
 from collections.abc import Callable
@@ -24,10 +24,12 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
+from dashboard.watch_endpoints import WatchConfig, checked_slurm_conf
 from engine.errors import GoodputError
 from engine.ingest import slurm
 from engine.ingest.watch import DEFAULT_LOOKBACK_S, PrometheusAccess, watch_loop
-from engine.ingest.watch.access import credential_file
+from engine.ingest.watch import loop as watch_loop_module
+from engine.scenario.durations import format_duration
 from engine.store import Store
 from engine.store.run import Run
 
@@ -44,9 +46,6 @@ THREAD_PREFIX = "goodput-dashboard-watch"
 # a source that hangs is cut by its own deadline later (Prometheus' 10 s a request, Slurm's 30 s a command); the
 # list of watches then shows how it ended.
 FIRST_CYCLE_WAIT_S = 20.0
-CREDENTIALS_ENV = "GOODPUT_WATCH_CREDENTIALS"  # the folder whose files the page may use as bearer tokens
-ORG_ID_HEADER = "X-Scope-OrgID"  # the tenant of a Cortex, Mimir or Thanos query URL
-SLURM_CONF_NAME = "slurm.conf"
 
 
 class WatchRefused(GoodputError):
@@ -55,83 +54,50 @@ class WatchRefused(GoodputError):
 
 @dataclass(frozen=True)
 class WatchSettings:
-    """What the Data page's form gives: the sources, the cadence and the run's name."""
+    """What the Data page's form gives: a configured endpoint's name, whether to read Slurm, the cadence and the
+    run's name."""
 
     name: str
-    prometheus_url: str | None = None
-    org_id: str | None = None  # sent as X-Scope-OrgID
-    bearer_token_file: str | None = None  # a file inside credentials_dir()
-    slurm: bool = False
-    slurm_conf: str | None = None  # a slurm.conf to read (SLURM_CONF); implies slurm, as --slurm-conf does
+    endpoint: str | None = None  # the name of a [goodput.watch.endpoints.NAME] entry
+    slurm: bool = False  # read Slurm as [goodput.watch.slurm] says
     every_s: float = 60.0
     lookback_s: float = DEFAULT_LOOKBACK_S
 
-    def checked(self) -> "WatchSettings":
-        """These settings with blanks made None; a GoodputError names the field that is wrong."""
-        name, url, org_id, token, conf = (
-            (text or "").strip() or None
-            for text in (self.name, self.prometheus_url, self.org_id, self.bearer_token_file, self.slurm_conf)
-        )
+    def checked(self, config: WatchConfig) -> "Watching":
+        """What these settings watch under `config`; a GoodputError names the field that is wrong."""
+        name = (self.name or "").strip() or None
+        endpoint = (self.endpoint or "").strip() or None
         if name is None:
             raise GoodputError("Run name: give the watched run a name (one watch per name in a store)")
-        if url is None and not (self.slurm or conf):
-            raise GoodputError("Sources: give a Prometheus URL, read Slurm, or both")
-        for field_name, value in ((ORG_ID_HEADER, org_id), ("Bearer token file", token)):
-            if value is not None and url is None:
-                raise GoodputError(f"{field_name}: needs a Prometheus URL")
-        if not self.every_s > 0:
-            raise GoodputError("Every: the time between cycles must be greater than 0")
+        if endpoint is None and not self.slurm:
+            raise GoodputError("Sources: choose a Prometheus endpoint, read Slurm, or both")
+        floor = watch_loop_module.MIN_EVERY_S
+        if not self.every_s >= floor:
+            raise GoodputError(
+                f"Every: at least {format_duration(floor)} between cycles; each cycle queries Prometheus and"
+                " Slurm, which learn nothing new faster"
+            )
         if self.lookback_s < 0:
             raise GoodputError("Look back: must not be negative")
-        return WatchSettings(
-            name=name,
-            prometheus_url=url,
-            org_id=org_id,
-            bearer_token_file=None if token is None else allowed_token_file(token),
-            slurm=self.slurm or conf is not None,
-            slurm_conf=None if conf is None else allowed_slurm_conf(conf),
-            every_s=self.every_s,
-            lookback_s=self.lookback_s,
-        )
-
-    def access(self) -> PrometheusAccess | None:
-        """How the watch reaches Prometheus (None: it reads none); a GoodputError for a bad URL or header."""
-        if self.prometheus_url is None:
-            return None
-        headers = ((ORG_ID_HEADER, self.org_id),) if self.org_id else ()
-        return PrometheusAccess(
-            self.prometheus_url, headers=headers, bearer_token_file=self.bearer_token_file
-        )
+        chosen = None if endpoint is None else config.endpoint(endpoint)
+        if self.slurm and not config.slurm:
+            raise GoodputError("Read Slurm: the dashboard's configuration has no [goodput.watch.slurm]")
+        conf = None
+        if self.slurm and config.slurm_conf is not None:
+            conf = checked_slurm_conf(config.slurm_conf)
+        settings = WatchSettings(name, endpoint, self.slurm, self.every_s, self.lookback_s)
+        return Watching(settings, chosen.access if chosen else None, chosen.shown if chosen else None, conf)
 
 
-def credentials_dir() -> Path | None:
-    """The folder whose files the page may use as bearer tokens ($GOODPUT_WATCH_CREDENTIALS), if set."""
-    folder = os.environ.get(CREDENTIALS_ENV, "").strip()
-    return Path(folder).expanduser().resolve() if folder else None
+@dataclass(frozen=True)
+class Watching:
+    """Checked settings with what they resolve to in the configuration: the endpoint's access (credentials as
+    files, read each cycle), how the page names it, and the slurm.conf to read (None: Slurm's default)."""
 
-
-def allowed_token_file(path: str) -> str:
-    """`path` as the run stores it, if it lies inside credentials_dir() (links resolved); else a GoodputError."""
-    folder = credentials_dir()
-    if folder is None:
-        raise GoodputError(
-            f"Bearer token file: the person running this dashboard has not named a credentials folder"
-            f" (${CREDENTIALS_ENV}); use `goodput watch --prometheus-bearer-token-file` instead"
-        )
-    if not Path(path).expanduser().resolve().is_relative_to(folder):
-        raise GoodputError(f"Bearer token file: {path} is not inside {folder} (${CREDENTIALS_ENV})")
-    return credential_file(path)
-
-
-def allowed_slurm_conf(path: str) -> str:
-    """`path` if it names a file called slurm.conf; else a GoodputError (Slurm's errors would quote the lines of
-    any other file the server can read)."""
-    if Path(path).name != SLURM_CONF_NAME:
-        raise GoodputError(
-            f"slurm.conf: {path} is not a file named {SLURM_CONF_NAME}; for another name use"
-            " `goodput watch --slurm-conf`"
-        )
-    return str(Path(path).expanduser().absolute())
+    settings: WatchSettings
+    access: PrometheusAccess | None
+    prometheus_shown: str | None  # `prod (https://prometheus.example.com)`
+    slurm_conf: str | None
 
 
 @dataclass(frozen=True)
@@ -145,7 +111,7 @@ class WatchState:
     """One watch as the page shows it."""
 
     key: WatchKey
-    settings: WatchSettings
+    watching: Watching
     started_at: datetime
     run_id: str | None  # once the first cycle committed
     cycles: int  # committed cycles
@@ -159,6 +125,10 @@ class WatchState:
         return self.key.name
 
     @property
+    def settings(self) -> WatchSettings:
+        return self.watching.settings
+
+    @property
     def last_line(self) -> str | None:
         return self.lines[-1] if self.lines else None
 
@@ -168,7 +138,7 @@ class _Watch:
     """A watch's thread and what it has done so far (guarded by its own lock: the page reads while it runs)."""
 
     key: WatchKey
-    settings: WatchSettings
+    watching: Watching
     started_at: datetime
     stop: threading.Event = field(default_factory=threading.Event)
     first_outcome: threading.Event = field(default_factory=threading.Event)  # first commit, or the end
@@ -203,7 +173,7 @@ class _Watch:
             running = self.alive()
             return WatchState(
                 key=self.key,
-                settings=self.settings,
+                watching=self.watching,
                 started_at=self.started_at,
                 run_id=self.run_id,
                 cycles=self.cycles,
@@ -237,11 +207,12 @@ _registry: dict[WatchKey, _Watch] = {}
 _lock = threading.Lock()
 
 
-def start(store_root: str | Path, settings: WatchSettings) -> WatchKey:
-    """Start watching in a daemon thread; a WatchRefused when the name is already watched in this store or
-    MAX_RUNNING watches run, a GoodputError naming the field for settings that cannot work."""
-    settings = settings.checked()
-    access = settings.access()
+def start(store_root: str | Path, settings: WatchSettings, config: WatchConfig) -> WatchKey:
+    """Start watching what `settings` choose among what `config` (the administrator's) allows, in a daemon
+    thread; a WatchRefused when the name is already watched in this store or MAX_RUNNING watches run, a
+    GoodputError naming the field for settings that cannot work."""
+    watching = settings.checked(config)
+    settings = watching.settings
     key = WatchKey(str(Store(store_root).root), settings.name)
     with _lock:
         existing = _registry.get(key)
@@ -255,24 +226,24 @@ def start(store_root: str | Path, settings: WatchSettings) -> WatchKey:
                 f"{MAX_RUNNING} watches already run in this dashboard server, its limit: stop one first, or run "
                 "`goodput watch` as a service"
             )
-        watch = _Watch(key=key, settings=settings, started_at=datetime.now(UTC))
+        watch = _Watch(key=key, watching=watching, started_at=datetime.now(UTC))
         watch.thread = threading.Thread(
-            target=_run, args=(watch, access), name=f"{THREAD_PREFIX} {settings.name}", daemon=True
+            target=_run, args=(watch,), name=f"{THREAD_PREFIX} {settings.name}", daemon=True
         )
         _registry[key] = watch
         watch.thread.start()
     return key
 
 
-def _run(watch: _Watch, access: PrometheusAccess | None) -> None:
+def _run(watch: _Watch) -> None:
     """The thread's body: the loop until stopped; how it ended is kept for the page, never raised."""
-    s = watch.settings
+    s = watch.watching.settings
     error = None
     try:
         watch_loop(
             _ReportingStore(watch.key.store_root, watch.committed),
-            prometheus=access,
-            slurm_source=slurm.SlurmSource(conf=s.slurm_conf) if s.slurm else None,
+            prometheus=watch.watching.access,
+            slurm_source=slurm.SlurmSource(conf=watch.watching.slurm_conf) if s.slurm else None,
             every_s=s.every_s,
             name=s.name,
             lookback_s=s.lookback_s,

@@ -21,11 +21,19 @@ import pytest
 from engine import limits
 from engine.cli import main
 from engine.errors import GoodputError
+from engine.ingest import live
 from engine.ingest.live import parse_urls, scrape_loop
 from engine.store import Store
 from tests.fixtures.ingest.samples import labels
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(autouse=True)
+def fast_scrapes(monkeypatch):
+    """These tests scrape local fakes many times a second: the floor meant for real exporters
+    (live.MIN_EVERY_S) is lowered in this process. tests/test_watch_doors.py checks the real floor."""
+    monkeypatch.setattr(live, "MIN_EVERY_S", 0.01)
 
 
 def exporter_page(host: int, request: int, xid: int = 0) -> str:
@@ -233,7 +241,7 @@ def test_sigterm_stops_the_command_after_its_commit(store_dir):
                 "--scrape",
                 a.url,
                 "--every",
-                "100ms",
+                "1s",
                 "--store",
                 str(store_dir),
                 "--json",
@@ -592,7 +600,7 @@ def test_a_signal_ends_the_command_while_its_endpoint_hangs(store_dir, sig):
                 "--scrape",
                 ep.url,
                 "--every",
-                "100ms",
+                "1s",
                 "--store",
                 str(store_dir),
                 "--json",

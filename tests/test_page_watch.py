@@ -7,11 +7,18 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from engine.ingest.watch import watch_loop
+from engine.ingest.watch import loop, watch_loop
 from engine.store import Store
 from tests.servers import prometheus as prometheus_servers
 
 APP = str(Path(__file__).resolve().parent.parent / "dashboard" / "streamlit_app.py")
+
+
+@pytest.fixture(autouse=True)
+def fast_cycles(monkeypatch):
+    """Cycles a fraction of a second apart: the floor for real clusters (loop.MIN_EVERY_S) is lowered in this
+    process; tests/test_watch_doors.py checks the real one."""
+    monkeypatch.setattr(loop, "MIN_EVERY_S", 0.1)
 
 
 def page(name: str, **params) -> AppTest:

@@ -14,12 +14,19 @@ import pytest
 from engine.cli import main
 from engine.errors import GoodputError
 from engine.ingest import slurm
-from engine.ingest.watch import SourceState, job_goodput, jobs_goodput_total, source_states, watch_loop
+from engine.ingest.watch import SourceState, job_goodput, jobs_goodput_total, loop, source_states, watch_loop
 from engine.store import Store
 from engine.store.schema import OUT_OF_SERVICE_STATES
 from tests.servers import prometheus as prometheus_servers
 
 # the servers' session fixtures, used here by name
+
+
+@pytest.fixture(autouse=True)
+def fast_cycles(monkeypatch):
+    """Cycles a fraction of a second apart: the floor for real clusters (loop.MIN_EVERY_S) is lowered in this
+    process; tests/test_watch_doors.py checks the real one."""
+    monkeypatch.setattr(loop, "MIN_EVERY_S", 0.1)
 
 
 def _dead_url() -> str:

@@ -19,11 +19,18 @@ import pytest
 
 from engine.cli import main
 from engine.errors import GoodputError
-from engine.ingest.watch import PrometheusAccess, prometheus_access, watch_loop
+from engine.ingest.watch import PrometheusAccess, loop, prometheus_access, watch_loop
 from engine.ingest.watch.access import MAX_CREDENTIAL_BYTES, parse_header
 from engine.store import Store
 
 # the servers' session fixtures, used here by name
+
+
+@pytest.fixture(autouse=True)
+def fast_cycles(monkeypatch):
+    """Two cycles a fraction of a second apart: the floor for real clusters (loop.MIN_EVERY_S) is lowered in this
+    process; tests/test_watch_doors.py checks the real one."""
+    monkeypatch.setattr(loop, "MIN_EVERY_S", 0.1)
 
 
 @contextmanager
@@ -97,7 +104,12 @@ def test_headers_and_a_rotated_bearer_token_reach_every_query_and_no_secret_is_s
         "bearer_token_file": str(token),
         "password_file": None,
     }
-    assert prometheus_access(info.scenario) == access
+    # a page uses the token only as the configured endpoint of this URL lends it, never as the run file names it
+    assert prometheus_access(info.scenario, [access]) == access
+    anonymous = prometheus_access(info.scenario)
+    assert (anonymous.url, anonymous.bearer_token_file) == (url, None)
+    with pytest.raises(GoodputError, match="pages send credentials only to an endpoint configured"):
+        anonymous.source()
     assert "tok-" not in _stored(store, result["run_id"])
 
 
@@ -132,9 +144,13 @@ def test_a_password_in_the_url_works_for_the_watch_but_is_not_stored(prometheus_
     assert {r["authorization"] for r in seen} == {"Basic " + base64.b64encode(b"admin:s3cret").decode()}
     scenario = store.info(result["run_id"]).scenario
     assert "s3cret" not in _stored(store, result["run_id"])
-    access = prometheus_access(scenario)
-    assert access.url == url.replace("//", "//admin:***@") and access.credentials_not_stored
-    with pytest.raises(GoodputError, match="not store; watch with --prometheus-password-file"):
+    stored = PrometheusAccess.from_scenario(scenario)
+    assert stored.url == url.replace("//", "//admin:***@") and stored.credentials_not_stored
+    with pytest.raises(GoodputError, match="which Goodput does not store"):
+        stored.source()
+    access = prometheus_access(scenario)  # what a page gets: no user, no password, and it says why
+    assert access.url == url and access.unconfigured_credentials
+    with pytest.raises(GoodputError, match="pages send credentials only to an endpoint configured"):
         access.source()
 
 

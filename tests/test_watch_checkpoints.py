@@ -8,11 +8,18 @@ import polars as pl
 import pytest
 
 from engine.cli import main
-from engine.ingest.watch import read_checkpoints, watch_loop
+from engine.ingest.watch import loop, read_checkpoints, watch_loop
 from engine.store import Store
 from tests.fixtures.ingest import dcgm_exporter
 
 # the servers' session fixtures, used here by name
+
+
+@pytest.fixture(autouse=True)
+def fast_cycles(monkeypatch):
+    """Cycles a fraction of a second apart: the floor for real clusters (loop.MIN_EVERY_S) is lowered in this
+    process; tests/test_watch_doors.py checks the real one."""
+    monkeypatch.setattr(loop, "MIN_EVERY_S", 0.1)
 
 
 def _expected(server) -> list[tuple[str, float]]:

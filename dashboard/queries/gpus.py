@@ -483,12 +483,13 @@ def _prometheus_fleet(access, metric: str, start: float, end: float, points: int
 
 
 def prometheus_access(run):
-    """How to reach the Prometheus a watched run reads, credentials included (engine.ingest.watch: the run's
-    scenario holds the base URL and the files to read a token or password from), else None."""
-    from engine.ingest.watch import prometheus_access as access_of
+    """How to reach the Prometheus a watched run reads, else None. Its credentials come only from the endpoint
+    configured in the dashboard's secrets file whose URL is the run's (dashboard/watch_endpoints.py), never from
+    paths a run file names."""
+    from dashboard.watch_endpoints import run_access
 
     scenario = run.scenario if isinstance(run.scenario, dict) else {}
-    return access_of(scenario) if scenario.get("source") == "watch" else None
+    return run_access(scenario) if scenario.get("source") == "watch" else None
 
 
 def prometheus_access_or_error(run):

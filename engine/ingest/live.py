@@ -15,7 +15,9 @@ dropped, and what earlier scrapes committed is the run (its summary is returned,
 """
 
 import contextlib
+import logging
 import queue
+import re
 import signal
 import sys
 import threading
@@ -38,7 +40,16 @@ from engine.store.run import Run
 
 FETCH_DEADLINE_S = 10.0  # the whole answer, however slowly it comes
 MAX_PARALLEL_FETCHES = 32
+_log = logging.getLogger(__name__)
+# A line's error in Goodput's own words only, which may be shown: bounds.time_error's
+_OWN_WORDS = re.compile(
+    r"^timestamp [^'\"`]* is (before 2000-01-01|more than [0-9,]+ s ahead of this machine's clock)"
+)
 STOP_POLL_S = 0.1  # how often a scrape in progress looks for a stop (a signal only sets a flag)
+# The shortest time between scrapes: dcgm-exporter collects its values every 30 s by default (a few seconds at
+# its fastest settings), so a scrape a second already reads most values twice; a typo such as 1ms would
+# otherwise hammer every host's exporter and fill the run with copies.
+MIN_EVERY_S = 1.0
 
 
 def parse_urls(text: str) -> list[str]:
@@ -74,8 +85,10 @@ def scrape_loop(
     `log` (default: stderr) gets a line for each committed scrape and for each problem (an endpoint that
     failed, a garbled answer, a stop mid-scrape); `quiet` keeps only the problems (`--json`: its output is the
     JSON object, and stderr speaks only of what went wrong)."""
-    if every_s <= 0:
-        raise GoodputError("--every: the scrape interval must be greater than 0")
+    if not every_s >= MIN_EVERY_S:
+        raise GoodputError(
+            f"--every: the scrape interval must be at least {MIN_EVERY_S:g} s (got {every_s:g} s)"
+        )
     endpoints = [endpoint(url) for url in urls]
     shown = [ep.shown for ep in endpoints]
     log = log or (lambda line: print(line, file=sys.stderr, flush=True))
@@ -108,8 +121,9 @@ def scrape_loop(
                 parsed = parse_dcgm(sources, live_window=_window(observer)) if sources else None
                 batch = observer.add(_only_new(parsed, seen)) if parsed is not None else None
             except GoodputError as err:
+                err = _unquoted(err, shown)
                 if number == 1:
-                    raise
+                    raise err from None
                 failures["garbled scrapes"] += 1
                 log(f"scrape {number}: skipped, {err}")
                 batch = None
@@ -195,7 +209,30 @@ def _fetch_or_error(ep: Endpoint, fetcher: Fetcher) -> Source | GoodputError:
     except GoodputError as err:
         return err
     except Exception as err:  # noqa: BLE001 (a worker must always answer, or the scrape would wait forever)
-        return GoodputError(f"{ep.shown}: cannot scrape ({ep.scrub(type(err).__name__ + ': ' + str(err))})")
+        _log.exception("%s: scrape failed unexpectedly", ep.shown)  # the details, in the log only
+        return GoodputError(f"{ep.shown}: cannot scrape (unexpected {type(err).__name__})")
+
+
+def _unquoted(err: GoodputError, shown: list[str]) -> GoodputError:
+    """A parse error of scraped answers without the answer's text: the parser quotes the line (or names the
+    metric) it cannot read, which is fine for a file on disk but would hand back whatever an endpoint served (a
+    metadata service's answer, an admin page). The endpoint and line stay; the text goes to the log only.
+    Errors in Goodput's own words (a size over a limit, a bad compression) pass as they are."""
+    text = str(err)
+    for name in sorted(shown, key=len, reverse=True):
+        if not text.startswith(name):
+            continue
+        line = re.match(r", line (\d+): ", text[len(name) :])
+        if line is None and not text[len(name) :].startswith(": cannot read as text"):
+            return err
+        if line is not None and _OWN_WORDS.match(text[len(name) + line.end() :]):
+            return err  # a stamp outside the run's window, described by Goodput (engine/ingest/bounds.py)
+        _log.info("unreadable scrape: %s", text)
+        where = f"{name}, line {line[1]}" if line else name
+        return GoodputError(
+            f"{where}: not DCGM exporter metrics in Prometheus' text format (what it served is not shown)"
+        )
+    return err
 
 
 def _window(observer: Observer) -> bounds.Window:

@@ -9,7 +9,9 @@ checkpoint times (checkpoints.py). Only events and what is derived from them go 
 hosts.py: hosts, gpus, jobs, job_attempts, checkpoints, incidents, host_states, xid_events, and the ECC counters
 at the moments they rose as gpu_samples rows); the raw per-GPU series stay in Prometheus. The run records how to
 reach it (access.py: the base URL, the shown headers and the paths of the token or password files, never a
-secret) so pages query it for their window with the same credentials.
+secret); pages query it for their window with the credentials of the endpoint the dashboard's configuration
+holds for that URL, never with files a run names (access.prometheus_access). Cycles are at least MIN_EVERY_S
+(loop.py) apart.
 
 Jobs are joined to GPUs as Meta's gcm does: an XID's host and time -> the job attempt that held that host then
 -> the incident's job_ids. A job's interruptions are its attempts that ended failed, requeued or on a node

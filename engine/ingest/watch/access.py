@@ -4,18 +4,24 @@
                               password_file="/etc/goodput/prom-password")
     source = access.source()            # reads the password file now: a rotated secret works without a restart
     scenario["prometheus_access"] = access.to_scenario()   # the URL, the shown headers, the files' paths
-    prometheus_access(run.scenario)     # the same PrometheusAccess back, for a page of the run
+    prometheus_access(run.scenario, allowed)   # how a page of the run reaches it: credentials from `allowed` only
 
 A secret is never stored, only where to read it: a bearer token file (as Prometheus' own
 `authorization.credentials_file`) or a password file for basic auth (the user name stays in the URL). Headers
 given in the clear (a tenant's X-Scope-OrgID for Cortex, Mimir or Thanos) are stored and shown, so a header that
 carries a credential (Authorization, Cookie) is refused: its value belongs in a file. A password written in the
-URL still works for the watch that was given it, but is stored as `***`, so a page says the credentials are not
-stored instead of asking Prometheus without them.
+URL still works for the watch that was given it, but is stored as `***`.
+
+A page never reads a credential because a run file names it: a run file says where to send (its URL), so
+trusting its file paths would send the server's token to whatever URL a run file holds. A page's credentials
+come only from the endpoints the dashboard's administrator configured (dashboard/watch_endpoints.py), from the
+one whose URL is the run's exactly; any other run's Prometheus is asked without credentials, or, where its watch
+used some, not at all (the page says how to configure it).
 """
 
 import re
 import urllib.parse
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -45,6 +51,9 @@ class PrometheusAccess:
     headers: tuple[tuple[str, str], ...] = ()  # shown headers, e.g. (("X-Scope-OrgID", "team-a"),)
     bearer_token_file: str | None = None  # as Prometheus' own `authorization.credentials_file`
     password_file: str | None = None  # basic auth: the user from the URL, password from file
+    endpoint: str | None = None  # the name of the configured endpoint this is (the Data page's watches)
+    # set on a run's access with its credentials taken away (prometheus_access): its source() says why
+    unconfigured_credentials: bool = False
 
     def __post_init__(self) -> None:
         parts = _split(self.url)
@@ -85,10 +94,16 @@ class PrometheusAccess:
         the next source made). A GoodputError names a file that cannot be read or holds no credential."""
         from engine.ingest.prometheus import PrometheusSource
 
+        if self.unconfigured_credentials:
+            raise GoodputError(
+                f"Prometheus ({self.shown_url}): the run's watch used credentials, and pages send credentials only"
+                " to an endpoint configured in the dashboard's secrets file: add [goodput.watch.endpoints.NAME]"
+                " with this url and its bearer_token_file or password_file (README, 'Watch a real cluster')"
+            )
         if self.credentials_not_stored:
             raise GoodputError(
                 f"Prometheus ({self.shown_url}): the watch was given its password in the URL, which Goodput does"
-                " not store; watch with --prometheus-password-file FILE so that pages can query it too"
+                " not store; configure the endpoint with its password_file in the dashboard's secrets file"
             )
         headers = dict(self.headers)
         url = self.url
@@ -103,13 +118,31 @@ class PrometheusAccess:
         return PrometheusSource(url, timeout_s, headers=headers)
 
     def to_scenario(self) -> dict:
-        """What a run stores: the URL without its password, the shown headers, the files' paths; no secret."""
-        return {
+        """What a run stores: the URL without its password, the shown headers, the files' paths (and the configured
+        endpoint's name, for a watch started on the Data page); no secret."""
+        stored = {
             "url": _without_password(self.url),
             "headers": [[name, value] for name, value in self.headers],
             "bearer_token_file": self.bearer_token_file,
             "password_file": self.password_file,
         }
+        return stored | ({"endpoint": self.endpoint} if self.endpoint is not None else {})
+
+    @property
+    def needs_credentials(self) -> bool:
+        """Whether this access authenticates (a token or password file, or a password in the URL)."""
+        return (
+            self.bearer_token_file is not None
+            or self.password_file is not None
+            or _split(self.url).password is not None
+        )
+
+    def anonymous(self) -> "PrometheusAccess":
+        """This access without credentials: the URL without user or password, the shown headers, no files;
+        marked so that its source() refuses when credentials were used (Prometheus would answer 401)."""
+        parts = _split(self.url)
+        url = urllib.parse.urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))
+        return PrometheusAccess(url, self.headers, unconfigured_credentials=self.needs_credentials)
 
     @classmethod
     def from_scenario(cls, scenario: dict) -> "PrometheusAccess | None":
@@ -128,16 +161,35 @@ class PrometheusAccess:
             raise GoodputError(
                 "the run's scenario key prometheus_access.headers is not a list of [name, value]"
             )
-        files = {key: stored.get(key) for key in ("bearer_token_file", "password_file")}
+        files = {key: stored.get(key) for key in ("bearer_token_file", "password_file", "endpoint")}
         for key, value in files.items():
             if value is not None and not isinstance(value, str):
-                raise GoodputError(f"the run's scenario key prometheus_access.{key} is not a path")
+                raise GoodputError(f"the run's scenario key prometheus_access.{key} is not a text")
         return cls(stored["url"], tuple((name, value) for name, value in headers), **files)
 
 
-def prometheus_access(run_scenario: dict) -> PrometheusAccess | None:
-    """How a page reaches the Prometheus of a watched run (None: the run reads none)."""
-    return PrometheusAccess.from_scenario(run_scenario)
+def prometheus_access(
+    run_scenario: dict, allowed: Iterable[PrometheusAccess] = ()
+) -> PrometheusAccess | None:
+    """How a page reaches the Prometheus of a watched run (None: the run reads none).
+
+    `allowed` are the endpoints the dashboard's administrator configured, each with its credentials. The one
+    whose URL is the run's (exactly, a trailing slash aside) is used as configured; otherwise the run's URL is
+    asked without credentials, and one whose watch used credentials is not asked at all (its source() says
+    so): a credential file named in a run file is never read, so no run file can send one elsewhere."""
+    stored = PrometheusAccess.from_scenario(run_scenario)
+    if stored is None:
+        return None
+    for access in allowed:
+        if same_url(access.url, stored.url):
+            return access
+    return stored.anonymous()
+
+
+def same_url(a: str, b: str) -> bool:
+    """Whether two base URLs are the same, user included: only a trailing slash and surrounding blanks may
+    differ (a password in either compares as written; a stored one is `***`, so it never matches)."""
+    return a.strip().rstrip("/") == b.strip().rstrip("/")
 
 
 def credential_file(path: str | None) -> str | None:

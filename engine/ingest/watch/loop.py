@@ -19,6 +19,11 @@ from engine.store import Store
 from engine.store.run import Run
 
 DEFAULT_LOOKBACK_S = 3600.0  # how far back the first cycle reads: jobs and events of the last hour
+# The shortest time between cycles. Each cycle asks Prometheus for several range queries and, with Slurm, runs
+# sacct (a query of slurmdbd's database) and sinfo (a call to slurmctld): shared production services. Prometheus
+# scrapes every 15-60 s and dcgm-exporter collects every 30 s by default, so a cycle more often than every 10 s
+# reads nothing new and only loads them; a 1 ms interval (which the Data page once accepted) would be a flood.
+MIN_EVERY_S = 10.0
 
 
 def watch_loop(
@@ -50,8 +55,11 @@ def watch_loop(
         prometheus = PrometheusAccess(prometheus_url)
     if prometheus is None and slurm_source is None:
         raise GoodputError("watch: give --prometheus URL, --slurm, or both")
-    if every_s <= 0:
-        raise GoodputError("--every: the interval between cycles must be greater than 0")
+    if not every_s >= MIN_EVERY_S:
+        raise GoodputError(
+            f"--every: the time between cycles must be at least {MIN_EVERY_S:g} s (got {every_s:g} s);"
+            " a cycle queries Prometheus and Slurm, which learn nothing new faster"
+        )
     if lookback_s < 0:
         raise GoodputError("--since: must not be negative")
     log = log or (lambda line: print(line, file=sys.stderr, flush=True))
