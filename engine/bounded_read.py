@@ -5,6 +5,8 @@ here a file is read up to one byte past its limit, and a file that has that byte
 GoodputError naming it and the limit, before the rest of it is looked at.
 """
 
+import json
+from collections.abc import Callable
 from pathlib import Path
 
 from engine import limits
@@ -26,3 +28,35 @@ def read_bounded(path: str | Path, what: str, limit: int | None = None, source: 
             f"{source}: {what} is larger than Goodput's limit of {limit:,} bytes (engine/limits.py)"
         )
     return data
+
+
+def load_json(
+    data: bytes | str,
+    where: str,
+    *,
+    error: type[GoodputError] = GoodputError,
+    object_hook: Callable[[dict], object] | None = None,
+    invalid: str = "not valid JSON",
+):
+    """The JSON document of `data`, nested at most MAX_JSON_DEPTH deep, else an `error` naming `where`.
+
+    Python's parser recurses: a document nested 100,000 deep stops it with a RecursionError (caught here), and
+    one nested less than that passes it and is measured here without recursion."""
+    try:
+        document = json.loads(data, object_hook=object_hook)
+    except RecursionError:
+        raise error(
+            f"{where}: nested deeper than Goodput's limit of {limits.MAX_JSON_DEPTH} (engine/limits.py)"
+        ) from None
+    except (ValueError, UnicodeDecodeError) as err:  # JSONDecodeError, and an integer of over 4,300 digits
+        raise error(f"{where}: {invalid} ({err})") from None
+    stack = [(document, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > limits.MAX_JSON_DEPTH:
+            raise error(
+                f"{where}: nested deeper than Goodput's limit of {limits.MAX_JSON_DEPTH} (engine/limits.py)"
+            )
+        children = node.values() if isinstance(node, dict) else node
+        stack.extend((v, depth + 1) for v in children if isinstance(v, dict | list))
+    return document

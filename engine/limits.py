@@ -70,6 +70,9 @@ MAX_TRACE_LINES = 4 * MAX_TRACE_JOBS
 # Job-host pairs a trace's node lists name (a job on 1,000 hosts counts 1,000): each becomes a string in the
 # jobs' node-list column and a row when the cluster is read from them (~50 bytes each).
 MAX_TRACE_HOST_SLOTS = 20_000_000
+# Characters of a job's, user's or partition's name read from Slurm (sacct text, replayed or watched): longer
+# names are cut to this with a trailing `…` (slurmdbd's own job_name column is a TEXT; no real name is near it).
+MAX_NAME_CHARS = 256
 # Incidents in one incidents file (CSV rows or JSON records); a simulation at the limits below has fewer.
 MAX_INCIDENTS = 1_000_000
 
@@ -81,6 +84,9 @@ MAX_INPUT_BYTES = 1024 * 1024 * 1024
 MAX_LINE_BYTES = 1024 * 1024
 # Nesting depth of a JSON input (an incidents export is 4 deep).
 MAX_JSON_DEPTH = 32
+# What sinfo --json or scontrol may print (Slurm's JSON is ~2 KB a node: 0.5 GB for MAX_HOSTS nodes). Only the
+# keys Goodput reads are kept as it is parsed (engine/ingest/slurm.py), nested at most MAX_JSON_DEPTH deep.
+MAX_SLURM_JSON_BYTES = 512 * 1024 * 1024
 # A scenario TOML file (every key of every section is a few KB).
 MAX_SCENARIO_BYTES = 1024 * 1024
 

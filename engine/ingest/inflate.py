@@ -63,7 +63,7 @@ def inflate(name: str, kind: str, open_raw: Opener, limit: int | None = None) ->
 def text_blocks(source, block_bytes: int = BLOCK_BYTES) -> Iterator[tuple[int, bytes]]:
     """(number of its first line, bytes) for each block of whole lines of `source` (engine/ingest/sources.py's
     Source), plain or inflated, at most MAX_INPUT_BYTES in all; the last block may lack its final newline."""
-    return _cut_lines(source.name, _plain_chunks(source), block_bytes)
+    return cut_lines(source.name, _plain_chunks(source), block_bytes)
 
 
 def _plain_chunks(source) -> Iterator[bytes]:
@@ -108,7 +108,7 @@ def _checked_stream(name: str, kind: str, open_raw: Opener) -> Iterator[bytes]:
         yield chunk
 
 
-def _cut_lines(name: str, chunks: Iterator[bytes], block_bytes: int) -> Iterator[tuple[int, bytes]]:
+def cut_lines(name: str, chunks: Iterator[bytes], block_bytes: int) -> Iterator[tuple[int, bytes]]:
     """Blocks of at least `block_bytes` ending at a newline; a line past MAX_LINE_BYTES is refused on sight."""
     pending = bytearray()
     line = 1  # the number of the first line in `pending`

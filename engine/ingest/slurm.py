@@ -20,25 +20,31 @@ Any failure (a command missing, slurmctld or slurmdbd unreachable, a non-zero ex
 the expected shape) is a `SlurmError` that names the command and quotes Slurm's own message.
 """
 
-import json
 import os
 import re
 import shutil
-import signal
 import subprocess
 import threading
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
 import polars as pl
 
 from engine import limits
+from engine.bounded_read import load_json
 from engine.errors import GoodputError
+from engine.ingest.inflate import cut_lines
+from engine.replay import bounds
 from engine.replay.sacct import TooManyHosts, expand_hostlist, gpus_from_tres
 
-# The most bytes one command may print: 10,000 jobs of sacct text are ~1.5 MB, sinfo --json ~2 KB a node, so
-# a 262,144-host sinfo is ~0.5 GB; more is a runaway, cut as it arrives.
-MAX_OUTPUT_BYTES = 768 * 1024 * 1024
+# The most bytes one command may print, cut as it arrives: sacct's text is held to what replay reads of a trace
+# file (engine/limits.py MAX_INPUT_BYTES, MAX_TRACE_LINES lines of at most MAX_LINE_BYTES), and is parsed in
+# blocks as it comes (10,000 jobs are ~1.5 MB); sinfo --json (~2 KB a node, 0.5 GB for 262,144 hosts) and
+# scontrol to MAX_SLURM_JSON_BYTES.
+MAX_OUTPUT_BYTES = limits.MAX_SLURM_JSON_BYTES
+# sacct's text is parsed this many bytes (of whole lines) at a time.
+SACCT_BLOCK_BYTES = 16 * 1024 * 1024
 MAX_STDERR_BYTES = 64 * 1024
 READ_BYTES = 1024 * 1024
 DELIMITER = "\x1f"
@@ -103,8 +109,16 @@ class SlurmSource:
         text = " ".join([name, *args]).replace(DELIMITER, "\\x1f")
         return f"SLURM_CONF={self.conf} {text}" if self.conf else text
 
-    def run(self, name: str, *args: str) -> bytes:
-        """The command's stdout; a SlurmError naming it and quoting its stderr when it fails."""
+    def run(self, name: str, *args: str, limit: int = MAX_OUTPUT_BYTES) -> bytes:
+        """The command's stdout (at most `limit` bytes); a SlurmError naming it and quoting its stderr when it
+        fails."""
+        return _run_bounded(*self._prepare(name, *args), self.timeout_s, limit)
+
+    def stream(self, name: str, *args: str, limit: int = MAX_OUTPUT_BYTES) -> Iterator[bytes]:
+        """The command's stdout in chunks as it prints them, at most `limit` bytes in all (see _stream)."""
+        return _stream(*self._prepare(name, *args), self.timeout_s, limit)
+
+    def _prepare(self, name: str, *args: str) -> tuple[list[str], dict[str, str], str]:
         argv = self.command(name, *args)
         shown = self.shown(name, *args)
         if self.conf:
@@ -114,30 +128,33 @@ class SlurmSource:
         env = dict(os.environ, TZ="UTC", SLURM_TIME_FORMAT="standard")
         if self.conf:
             env["SLURM_CONF"] = self.conf
-        return _run_bounded(argv, env, shown, self.timeout_s)
+        return argv, env, shown
 
 
-def _run_bounded(argv: list[str], env: dict[str, str], shown: str, timeout_s: float) -> bytes:
-    """Run argv: stdout read as it comes and cut at MAX_OUTPUT_BYTES, the whole run cut at timeout_s."""
+def _run_bounded(argv: list[str], env: dict[str, str], shown: str, timeout_s: float, limit: int) -> bytes:
+    """The whole stdout of argv, at most `limit` bytes (see _stream)."""
+    return b"".join(_stream(argv, env, shown, timeout_s, limit))
+
+
+def _limit_name(limit: int) -> str:
+    names = {limits.MAX_INPUT_BYTES: "MAX_INPUT_BYTES", limits.MAX_SLURM_JSON_BYTES: "MAX_SLURM_JSON_BYTES"}
+    return f"engine/limits.py {names[limit]}" if limit in names else "engine/limits.py"
+
+
+def _stream(
+    argv: list[str], env: dict[str, str], shown: str, timeout_s: float, limit: int
+) -> Iterator[bytes]:
+    """Run argv and hand its stdout on as it comes, in chunks: cut (the command killed) past `limit` bytes or
+    past timeout_s for the whole run. Its exit status is checked once stdout ends; a consumer that stops early
+    (closing the generator) kills the command."""
     try:
         proc = subprocess.Popen(
             argv, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE
         )
     except OSError as err:
         raise SlurmError(f"{shown}: could not start ({err.strerror})") from None
-    out: list[bytes] = []
     err_out: list[bytes] = []
-    too_big = threading.Event()
-
-    def read_out() -> None:
-        size = 0
-        while chunk := proc.stdout.read(READ_BYTES):
-            size += len(chunk)
-            if size > MAX_OUTPUT_BYTES:
-                too_big.set()
-                proc.kill()
-                return
-            out.append(chunk)
+    timed_out = threading.Event()
 
     def read_err() -> None:
         # stderr only quoted: its head is kept, the rest drained so the command never blocks on a full pipe
@@ -145,33 +162,41 @@ def _run_bounded(argv: list[str], env: dict[str, str], shown: str, timeout_s: fl
             if sum(map(len, err_out)) < MAX_STDERR_BYTES:
                 err_out.append(chunk)
 
-    readers = [threading.Thread(target=read_out, daemon=True), threading.Thread(target=read_err, daemon=True)]
-    for reader in readers:
-        reader.start()
+    def expire() -> None:
+        timed_out.set()
+        proc.kill()
+
+    reader = threading.Thread(target=read_err, daemon=True)
+    reader.start()
+    deadline = threading.Timer(timeout_s, expire)
+    deadline.daemon = True
+    deadline.start()
+    size = 0
     try:
-        code = proc.wait(timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        proc.send_signal(signal.SIGKILL)
+        while chunk := proc.stdout.read(READ_BYTES):
+            size += len(chunk)
+            if size > limit:
+                proc.kill()
+                raise SlurmError(
+                    f"{shown}: printed more than {limit:,} bytes, over Goodput's limit ({_limit_name(limit)})"
+                )
+            yield chunk
+        code = proc.wait()
+    finally:
+        deadline.cancel()
+        if proc.poll() is None:
+            proc.kill()
         proc.wait()
-        for reader in readers:
-            reader.join(timeout=5)
+        reader.join(timeout=5)
+        proc.stdout.close()
+        proc.stderr.close()
+    if timed_out.is_set():
         raise SlurmError(
             f"{shown}: no answer within {timeout_s:g} s (is slurmctld or slurmdbd reachable?)"
             f"{_said(err_out, ', it said: ')}"
-        ) from None
-    finally:
-        for reader in readers:
-            reader.join(timeout=5)
-        proc.stdout.close()
-        proc.stderr.close()
-    if too_big.is_set():
-        raise SlurmError(
-            f"{shown}: printed more than {MAX_OUTPUT_BYTES:,} bytes, over Goodput's limit"
-            " (engine/ingest/slurm.py MAX_OUTPUT_BYTES)"
         )
     if code != 0:
         raise SlurmError(f"{shown}: exited with status {code}: {_said(err_out, '') or 'nothing on stderr'}")
-    return b"".join(out)
 
 
 def _said(err_out: list[bytes], lead: str) -> str:
@@ -246,30 +271,75 @@ def read_jobs(source: SlurmSource, since: datetime | None = None) -> SlurmJobs:
     now = datetime.now(UTC)
     # sacct refuses a start after its end (now): a clock ahead of slurmdbd's asks for nothing, so ask from now
     args = sacct_args(None if since is None else min(since, now))
-    return parse_sacct(source.run("sacct", *args), source.shown("sacct", *args))
+    chunks = source.stream("sacct", *args, limit=limits.MAX_INPUT_BYTES)
+    try:
+        return parse_sacct_stream(chunks, source.shown("sacct", *args))
+    finally:
+        chunks.close()  # a refusal mid-answer kills sacct
 
 
 def parse_sacct(data: bytes, shown: str = "sacct") -> SlurmJobs:
     """sacct's `--parsable2 --delimiter=\\x1f --format=<SACCT_FIELDS>` output (with its header) as SlurmJobs."""
-    text = data.decode(errors="replace")
-    lines = pl.Series("line", text.split("\n"), dtype=pl.String)
-    lines = lines.filter(lines.str.len_bytes() > 0)
-    if lines.is_empty() or lines[0].split(DELIMITER) != list(SACCT_FIELDS):
-        head = lines[0][:200] if len(lines) else "nothing"
-        raise SlurmError(f"{shown}: expected the header {'|'.join(SACCT_FIELDS)}, got {head!r}")
-    body = lines.slice(1)
-    width = len(SACCT_FIELDS)
-    ok = body.str.count_matches(DELIMITER, literal=True) == width - 1
-    skipped = int((~ok).sum())
-    body = body.filter(ok)
-    if body.len() > limits.MAX_TRACE_JOBS:
-        raise SlurmError(
-            f"{shown}: {body.len():,} job records, over Goodput's limit of {limits.MAX_TRACE_JOBS:,}"
-            " (engine/limits.py MAX_TRACE_JOBS)"
+    return parse_sacct_stream([data], shown)
+
+
+def parse_sacct_stream(chunks: Iterable[bytes], shown: str = "sacct") -> SlurmJobs:
+    """parse_sacct over sacct's output as it arrives: read in blocks of whole lines, each block's records kept
+    as typed columns before the next is read, with the limits replay applies to a sacct file (engine/replay/
+    bounds.py): MAX_LINE_BYTES a line, MAX_TRACE_LINES lines, MAX_TRACE_JOBS records, names cut to
+    MAX_NAME_CHARS. A limit passed is refused as soon as it is seen, the rest unread."""
+    parts: list[pl.DataFrame] = []
+    header_seen = False
+    skipped = records_read = lines_read = 0
+    for first_line, block in cut_lines(shown, iter(chunks), SACCT_BLOCK_BYTES):
+        lines = (
+            pl.DataFrame({"line": [block.decode(errors="replace")]})
+            .select(pl.col("line").str.split("\n"))
+            .explode("line")
+            .with_row_index("number", offset=first_line)
         )
+        del block
+        if lines.height and lines["line"][-1] == "":
+            lines = lines.slice(0, lines.height - 1)  # the block's final newline
+        lines_read += lines.height
+        if lines_read > limits.MAX_TRACE_LINES + 1:
+            raise bounds.too_many_lines(shown, lines_read - 1, error=SlurmError)
+        long = lines.filter(pl.col("line").str.len_bytes() > limits.MAX_LINE_BYTES)
+        if long.height:
+            raise bounds.line_too_long(shown, long["number"][0], len(long["line"][0].encode()), SlurmError)
+        lines = lines.filter(pl.col("line").str.len_bytes() > 0)
+        if not header_seen and lines.height:
+            if lines["line"][0].split(DELIMITER) != list(SACCT_FIELDS):
+                raise SlurmError(
+                    f"{shown}: expected the header {'|'.join(SACCT_FIELDS)}, got {lines['line'][0][:200]!r}"
+                )
+            header_seen = True
+            lines = lines.slice(1)
+        ok = pl.col("line").str.count_matches(DELIMITER, literal=True) == len(SACCT_FIELDS) - 1
+        skipped += lines.filter(~ok).height
+        body = lines.filter(ok)["line"]
+        del lines
+        if records_read + body.len() > limits.MAX_TRACE_JOBS:
+            raise SlurmError(
+                f"{shown}: more than {limits.MAX_TRACE_JOBS:,} job records, over Goodput's limit"
+                " (engine/limits.py MAX_TRACE_JOBS)"
+            )
+        parts.append(_records(body, records_read, shown))
+        records_read += body.len()
+    if not header_seen:
+        raise SlurmError(f"{shown}: expected the header {'|'.join(SACCT_FIELDS)}, got 'nothing'")
+    records = pl.concat(parts, how="vertical", rechunk=False)
+    del parts
+    records = records.with_columns(nodes=_nodes(records["node_list"], shown)).drop("node_list")
+    return _jobs_and_attempts(records, skipped)
+
+
+def _records(body: pl.Series, first_row: int, shown: str) -> pl.DataFrame:
+    """One block's job records as typed columns; `row` numbers them from `first_row` (sacct's order)."""
+    width = len(SACCT_FIELDS)
     raw = (
         pl.DataFrame({"line": body})
-        .with_row_index("row")
+        .with_row_index("row", offset=first_row)
         .select(
             "row",
             pl.col("line").str.split_exact(DELIMITER, width - 1).struct.rename_fields(list(SACCT_FIELDS)),
@@ -284,9 +354,9 @@ def parse_sacct(data: bytes, shown: str = "sacct") -> SlurmJobs:
     records = raw.select(
         "row",
         job_id=pl.col("JobID"),
-        name=pl.col("JobName"),
-        user=pl.col("User"),
-        partition=pl.col("Partition"),
+        name=bounds.clip_text(pl.col("JobName")),
+        user=bounds.clip_text(pl.col("User")),
+        partition=bounds.clip_text(pl.col("Partition")),
         submit=when("Submit"),
         start=when("Start"),
         end=when("End"),
@@ -298,33 +368,58 @@ def parse_sacct(data: bytes, shown: str = "sacct") -> SlurmJobs:
     )
     bad = records.filter(pl.col("submit").is_null() | pl.col("state").is_null() | (pl.col("job_id") == ""))
     if bad.height:
-        row = raw.row(int(bad["row"][0]), named=True)
+        number = int(bad["row"][0])
+        row = raw.row(number - first_row, named=True)
         raise SlurmError(
-            f"{shown}: record {int(bad['row'][0]) + 1} is not a job (JobID {row['JobID']!r}, Submit"
-            f" {row['Submit']!r}, State {row['State']!r})"
+            f"{shown}: record {number + 1} is not a job (JobID {row['JobID'][:200]!r}, Submit"
+            f" {row['Submit'][:200]!r}, State {row['State'][:200]!r})"
         )
-    records = records.with_columns(
-        gpus=gpus_from_tres(records["tres"]), nodes=_nodes(records["node_list"], shown)
-    ).drop("tres", "node_list")
+    return records.with_columns(gpus=gpus_from_tres(records["tres"])).drop("tres")
+
+
+def _jobs_and_attempts(records: pl.DataFrame, skipped: int) -> SlurmJobs:
+    """Jobs (each its latest record) and attempts from the records, `row` being each record's position. Only the
+    narrow key columns are sorted; the wide ones (names, node lists) are gathered once into what is returned, so
+    the records are never copied whole."""
     # a job's records oldest first: a requeue starts a new record with a later Submit; the pending record of a
     # requeued job has no Start yet, so it sorts last
-    records = records.sort("job_id", "submit", "start", "row", nulls_last=True)
-    attempts = (
-        records.filter(pl.col("start").is_not_null())
-        .with_columns(attempt=(pl.col("job_id").cum_count().over("job_id") - 1).cast(pl.Int32))
-        .select("job_id", "attempt", "start", "end", "state", "nodes")
+    order = records.select("job_id", "submit", "start", "row").sort(
+        "job_id", "submit", "start", "row", nulls_last=True
     )
-    jobs = (
-        records.group_by("job_id", maintain_order=True)
+    ran = order.filter(pl.col("start").is_not_null()).select(
+        "row", attempt=(pl.col("job_id").cum_count().over("job_id") - 1).cast(pl.Int32)
+    )
+    attempts = records.select(pl.col("job_id", "start", "end", "state", "nodes").gather(ran["row"])).select(
+        "job_id", ran["attempt"], "start", "end", "state", "nodes"
+    )
+    per_job = (
+        order.group_by("job_id", maintain_order=True)
         .agg(
-            pl.col("name", "user", "partition").last(),
             pl.col("submit").first(),
             pl.col("start").drop_nulls().first(),
-            pl.col("end", "state", "exit_code", "exit_signal", "gpus", "nodes").last(),
+            pl.col("row").last().alias("latest"),
             pl.col("row").first(),
         )
         .sort("row")  # in sacct's order
-        .drop("row")
+    )
+    latest = records.select(
+        pl.col(
+            "name", "user", "partition", "end", "state", "exit_code", "exit_signal", "gpus", "nodes"
+        ).gather(per_job["latest"])
+    )
+    jobs = pl.concat([per_job.select("job_id", "submit", "start"), latest], how="horizontal").select(
+        "job_id",
+        "name",
+        "user",
+        "partition",
+        "submit",
+        "start",
+        "end",
+        "state",
+        "exit_code",
+        "exit_signal",
+        "gpus",
+        "nodes",
     )
     return SlurmJobs(jobs, attempts, skipped)
 
@@ -436,11 +531,34 @@ def _gres_gpus(gres: str) -> int:
     return sum(int(n) for n in re.findall(r"(?:^|,)gpu(?::[^:,(]+)?:(\d+)", gres))
 
 
+# The keys of sinfo's JSON that Goodput reads (the document's, a node's, an error's, a 23.02+ number's): every
+# other key is dropped as each object is parsed, so a node costs a few hundred bytes, not its ~60 keys.
+SINFO_KEYS = frozenset(
+    (
+        "nodes",
+        "errors",
+        "error",
+        "name",
+        "state",
+        "state_flags",
+        "reason",
+        "reason_changed_at",
+        "gres",
+        "partitions",
+        "set",
+        "number",
+    )
+)
+
+
 def _json(data: bytes, shown: str) -> dict:
-    try:
-        value = json.loads(data)
-    except ValueError as err:
-        raise SlurmError(f"{shown}: did not print JSON ({err})") from None
+    value = load_json(
+        data,
+        shown,
+        error=SlurmError,
+        invalid="did not print JSON",
+        object_hook=lambda obj: {k: v for k, v in obj.items() if k in SINFO_KEYS},
+    )
     if not isinstance(value, dict):
         raise SlurmError(f"{shown}: printed JSON that is not an object")
     errors = value.get("errors") or []

@@ -31,15 +31,45 @@ def check_text(
     max_lines = limits.MAX_TRACE_LINES if max_lines is None else max_lines
     lines = data.count(b"\n") + (0 if data.endswith(b"\n") else 1)
     if lines > max_lines:
-        raise error(
-            f"{source}: {lines:,} lines, over Goodput's limit of {max_lines:,} {what} (engine/limits.py)"
-        )
+        raise too_many_lines(source, lines, max_lines, what, error)
     longest, line = longest_line(data)
     if longest > limits.MAX_LINE_BYTES:
-        raise error(
-            f"{source}, line {line:,}: {longest:,} bytes long, over Goodput's limit of "
-            f"{limits.MAX_LINE_BYTES:,} bytes a line (engine/limits.py)"
-        )
+        raise line_too_long(source, line, longest, error)
+
+
+def too_many_lines(
+    source: str,
+    lines: int,
+    max_lines: int | None = None,
+    what: str = "lines in one trace",
+    error=GoodputError,
+) -> GoodputError:
+    """The error for a trace of more than `max_lines` (default MAX_TRACE_LINES) lines; `lines` may be a lower
+    bound (a stream refused as soon as it passes the limit)."""
+    max_lines = limits.MAX_TRACE_LINES if max_lines is None else max_lines
+    return error(
+        f"{source}: {lines:,} lines, over Goodput's limit of {max_lines:,} {what} (engine/limits.py)"
+    )
+
+
+def line_too_long(source: str, line: int, nbytes: int, error=GoodputError) -> GoodputError:
+    """The error for line `line` (1-based) of `nbytes` bytes, over MAX_LINE_BYTES: replay's sacct reader and the
+    watch's read of sacct (engine/ingest/slurm.py) say the same."""
+    return error(
+        f"{source}, line {line:,}: {nbytes:,} bytes long, over Goodput's limit of "
+        f"{limits.MAX_LINE_BYTES:,} bytes a line (engine/limits.py)"
+    )
+
+
+def clip_text(text: pl.Expr) -> pl.Expr:
+    """A name (a job's, a user's, a partition's) cut visibly to MAX_NAME_CHARS: its first characters and `…`.
+    Slurm keeps names of any length; a page that draws a megabyte-long job name does not come back."""
+    most = limits.MAX_NAME_CHARS
+    return (
+        pl.when(text.str.len_chars() > most)
+        .then(pl.concat_str(text.str.slice(0, most - 1), pl.lit("…")))
+        .otherwise(text)
+    )
 
 
 def longest_line(data: bytes) -> tuple[int, int]:

@@ -86,8 +86,8 @@ def parse(source: str, text: str, beside: Path | None = None) -> Trace:
     out["memory_mb"] = mem["n"] * mem["u"].replace_strict(_MEM_SCALE, default=1.0, return_dtype=pl.Float64)
     for name, target in (("JobName", "name"), ("User", "user")):
         raw = get(name)
-        if raw is not None:
-            out[target] = raw
+        if raw is not None:  # cut to MAX_NAME_CHARS, as the watch's read of sacct does
+            out[target] = raw.to_frame().select(bounds.clip_text(pl.col(name))).to_series()
     for name, target in (("Priority", "priority"), ("NNodes", "hosts")):
         raw = get(name)
         if raw is not None:
