@@ -6,10 +6,15 @@
 
 Everything is parsed and built before anything is written, and the run is written atomically
 (Store.write_run), so a file that fails to parse leaves the store as it was; the error names the file and line
-(the parsers' GoodputError). Uploads are capped in total (MAX_UPLOAD_BYTES) before any parsing starts.
+(the parsers' GoodputError). Uploads are capped in total (MAX_UPLOAD_BYTES) before any parsing starts, and
+imports in the whole server to MAX_IMPORTS_AT_ONCE: each may take ~1-3 GB while it parses (a 200 MB gzip upload
+inflates to up to 1 GiB of text, read in blocks: engine/limits.py MAX_INGEST_SAMPLES), so one more is refused at
+once with a line saying to try again, never queued behind the others.
 """
 
-from collections.abc import Sequence
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from engine.errors import GoodputError
@@ -25,6 +30,9 @@ MAX_UPLOAD_MB = (
 )
 MAX_UPLOAD_BYTES = MAX_UPLOAD_MB * 1024 * 1024
 TRACE_FORMATS = ("auto", *FORMATS)
+# Imports (uploads parsed into runs) running at once in the whole server, every session together.
+MAX_IMPORTS_AT_ONCE = 2
+_IMPORT_SLOTS = threading.BoundedSemaphore(MAX_IMPORTS_AT_ONCE)
 
 
 class UploadError(GoodputError):
@@ -37,6 +45,25 @@ class Imported:
     kind: str
     name: str
     summary: dict
+
+
+class ImportsBusy(UploadError):
+    """MAX_IMPORTS_AT_ONCE imports are running already."""
+
+
+@contextmanager
+def import_slot() -> Iterator[None]:
+    """Hold one of the server's MAX_IMPORTS_AT_ONCE import slots while parsing and writing; ImportsBusy at once
+    (never a wait) when all are taken."""
+    if not _IMPORT_SLOTS.acquire(blocking=False):
+        raise ImportsBusy(
+            f"{MAX_IMPORTS_AT_ONCE} imports are running on this server already (Goodput's limit, each may take"
+            " gigabytes while it parses); try again when one has finished, or import with the command line"
+        )
+    try:
+        yield
+    finally:
+        _IMPORT_SLOTS.release()
 
 
 def named_bytes(files: Sequence) -> list[tuple[str, bytes]]:
@@ -77,15 +104,16 @@ def import_telemetry(
     limit: int = MAX_UPLOAD_BYTES,
 ) -> Imported:
     """DCGM exporter scrapes and/or kernel logs (XIDs mapped to the scraped GPUs) as a new observed run."""
-    scrapes, logs = named_bytes(dcgm), named_bytes(kernel_logs)
-    if not scrapes and not logs:
-        raise UploadError("no file to ingest: add DCGM scrapes or kernel logs")
-    check_size(scrapes + logs, limit)
-    if scrapes:
-        run = ingest_dcgm(scrapes, kernel_logs=logs, name=name or None)
-    else:
-        run = ingest_kernel_logs(logs, name=name or None)
-    return _write(store, run)
+    with import_slot():
+        scrapes, logs = named_bytes(dcgm), named_bytes(kernel_logs)
+        if not scrapes and not logs:
+            raise UploadError("no file to ingest: add DCGM scrapes or kernel logs")
+        check_size(scrapes + logs, limit)
+        if scrapes:
+            run = ingest_dcgm(scrapes, kernel_logs=logs, name=name or None)
+        else:
+            run = ingest_kernel_logs(logs, name=name or None)
+        return _write(store, run)
 
 
 def import_trace(
@@ -107,17 +135,18 @@ def import_trace(
         raise UploadError(f"unknown trace format {fmt!r}; one of {', '.join(TRACE_FORMATS)}")
     if mode not in MODES:
         raise UploadError(f"unknown replay mode {mode!r}; one of {', '.join(MODES)}")
-    [(file_name, data)] = named_bytes([trace])
-    nodes = named_bytes([node_list])[0] if node_list is not None else None
-    check_size([(file_name, data), *([nodes] if nodes else [])], limit)
-    if not data.strip():
-        raise UploadError(f"{file_name}: the file is empty")
-    if nodes is not None and not nodes[1].strip():
-        raise UploadError(f"{nodes[0]}: the node list is empty")
-    run = replay_file(data, fmt=fmt, mode=mode, name=file_name, node_list=nodes)
-    if name:
-        run.name = name
-    return _write(store, run)
+    with import_slot():
+        [(file_name, data)] = named_bytes([trace])
+        nodes = named_bytes([node_list])[0] if node_list is not None else None
+        check_size([(file_name, data), *([nodes] if nodes else [])], limit)
+        if not data.strip():
+            raise UploadError(f"{file_name}: the file is empty")
+        if nodes is not None and not nodes[1].strip():
+            raise UploadError(f"{nodes[0]}: the node list is empty")
+        run = replay_file(data, fmt=fmt, mode=mode, name=file_name, node_list=nodes)
+        if name:
+            run.name = name
+        return _write(store, run)
 
 
 def _write(store: Store, run: Run) -> Imported:
