@@ -1,9 +1,9 @@
 """Fixtures every test file may use."""
 
-import os
 from pathlib import Path
 
 import pytest
+from streamlit import config as streamlit_config
 
 # The real servers' session fixtures (tests/servers), registered here once: a fixture imported into two test
 # modules would be two fixtures, and the second Slurm of one session would wait for the first's lock forever.
@@ -12,9 +12,10 @@ from tests.servers.slurm import slurm_cluster  # noqa: F401
 
 ROOT = Path(__file__).resolve().parent.parent
 # Pages run under AppTest as if served on loopback: the app requires login whenever Streamlit's address is
-# beyond loopback, and an unset address means every interface (dashboard/auth.py login_required). Servers the
-# tests start get their address from --host, which overrides this.
-os.environ.setdefault("STREAMLIT_SERVER_ADDRESS", "127.0.0.1")
+# beyond loopback, and an unset address means every interface (dashboard/auth.py login_required). This sets the
+# option in this process only (Streamlit reads STREAMLIT_* variables in its command line, not here); servers the
+# tests start get their address from --host.
+streamlit_config.set_option("server.address", "127.0.0.1")
 SHARED = ROOT.parent / "shared"
 
 
