@@ -7,36 +7,19 @@ import pandas  # noqa: F401  loaded whole before any page's rerun: Plotly probes
 import streamlit as st
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
-from dashboard import auth, state, upload_gate
+from dashboard import auth, navigation, state, upload_gate
 from dashboard.text import md
 from engine.errors import GoodputError
 
 st.set_page_config(page_title="Goodput", page_icon=":material/monitoring:", layout="wide")
 
-PAGES = {
-    "Operate": [
-        st.Page("app_pages/overview.py", title="Overview", icon=":material/monitoring:", default=True),
-        st.Page("app_pages/racks.py", title="Racks", icon=":material/grid_view:"),
-        st.Page("app_pages/gpus.py", title="GPUs", icon=":material/memory:"),
-        st.Page("app_pages/jobs.py", title="Jobs", icon=":material/view_timeline:"),
-        st.Page("app_pages/network.py", title="Network", icon=":material/hub:"),
-        st.Page("app_pages/incidents.py", title="Incidents", icon=":material/report:"),
-    ],
-    "Plan": [
-        st.Page("app_pages/planner.py", title="Planner", icon=":material/tune:"),
-        st.Page("app_pages/compare.py", title="Compare", icon=":material/compare_arrows:"),
-    ],
-    "Manage": [
-        st.Page("app_pages/data.py", title="Data", icon=":material/database:"),
-        # every figure's help links here (engine.analysis.definitions.PAGE_PATH)
+PAGES: dict[str, list] = {}
+for entry in navigation.PAGES:
+    PAGES.setdefault(entry.group, []).append(
         st.Page(
-            "app_pages/definitions.py",
-            title="Definitions",
-            icon=":material/menu_book:",
-            url_path="definitions",
-        ),
-    ],
-}
+            entry.file, title=entry.title, icon=entry.icon, default=entry.default, url_path=entry.url_path
+        )
+    )
 
 
 def public(err: BaseException) -> str:

@@ -9,7 +9,7 @@ import polars as pl
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from dashboard import state
+from dashboard import navigation, state
 from dashboard.format import fmt_duration, fmt_gpu_hours, fmt_hours, fmt_int, fmt_pct, fmt_run_time, fmt_usd
 from engine.reference import CAUSES
 from engine.report.palette import CATEGORY_COLOURS, HOST_STATE_COLOURS, category_of, cause_colour, cause_label
@@ -209,7 +209,12 @@ def test_query_cache_tells_stores_and_file_versions_apart(tmp_path, monkeypatch)
         state.query("sim-20240301-000000-aaaaaa", sql)
 
 
-PAGES = sorted(p.stem for p in (Path(APP).parent / "app_pages").glob("*.py") if p.stem != "__init__")
+PAGES = [p.name for p in navigation.PAGES]
+
+
+def test_the_page_list_names_every_page_file():
+    files = sorted(p.stem for p in (Path(APP).parent / "app_pages").glob("*.py") if p.stem != "__init__")
+    assert sorted(PAGES) == files
 
 
 @pytest.mark.parametrize("page", PAGES)

@@ -21,6 +21,7 @@ import pytest
 from test_charts_pages import open_page
 
 from dashboard import uploads
+from dashboard.navigation import RUN_PAGES
 from dashboard.text import JOINER
 from engine.store import Store
 from tests.fixtures.ingest.samples import T0_MS, kernel_log, pci_bus_id, xid_body
@@ -33,7 +34,7 @@ PAYLOADS = (IMG, TAG, MIX)
 MARKDOWN_SYNTAX = ("![", "](http", "<img", "**bold**", ":red[", "$x$")
 GOODPUT = Path(sys.executable).parent / "goodput"
 ROOT = Path(__file__).resolve().parent.parent
-PAGES = ("overview", "racks", "gpus", "jobs", "network", "incidents", "planner", "compare", "data")
+PAGES = RUN_PAGES  # every page that shows a run (dashboard/navigation.py)
 
 
 # ----- the hostile runs, through the real input paths ------------------------------------------------------

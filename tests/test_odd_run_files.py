@@ -6,12 +6,13 @@ from pathlib import Path
 
 from streamlit.testing.v1 import AppTest
 
+from dashboard.navigation import RUN_PAGES
 from engine.store import Store
 from tests.runs import make_store, small_run
 from tests.test_store import ODD_FILES, make_odd_files
 
 APP = str(Path(__file__).resolve().parent.parent / "dashboard" / "streamlit_app.py")
-PAGES = ["overview", "racks", "gpus", "jobs", "network", "incidents", "planner", "compare", "data"]
+PAGES = RUN_PAGES  # every page that shows a run (dashboard/navigation.py)
 
 
 def test_every_page_serves_the_readable_run_beside_odd_files(store_dir):
