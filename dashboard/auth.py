@@ -259,7 +259,9 @@ def configuration_problem() -> str | None:
                 )
             check_redirect_is_https(_secrets(), "the secrets file")
     except GoodputError as err:
-        return str(err)
+        if is_loopback(served_address()):
+            return str(err)
+        return f"it listens on {served_address()}, beyond loopback, where login and TLS are required: {err}"
     return None
 
 
