@@ -148,10 +148,11 @@ def _parse_one(
     fallback_ms = _fallback_ms(source, now, window)
     skipped: Counter = Counter()
     samples, series = [], []
+    known = _no_keys()  # the keys parsed so far: a scrape repeats its series, each block needs only the new
     kept = before  # samples kept so far, earlier sources included: the limit is on the run
     for first_line, data in text_blocks(source):
         block = Block(source.name, data, first_line)
-        one = _parse_block(block, index, host, fallback_ms, window, skip_bad_times, skipped)
+        one, known = _parse_block(block, index, host, fallback_ms, window, skip_bad_times, skipped, known)
         del data, block
         kept += one.samples.height
         bounds.check_samples(source.name, kept, one.samples)
@@ -181,14 +182,18 @@ def _parse_block(
     window: Window,
     skip_bad_times: bool,
     skipped: Counter,
-) -> DcgmSamples:
-    split = _split_fast(block, host)
+    known: pl.DataFrame,
+) -> tuple[DcgmSamples, pl.DataFrame]:
+    """The block's samples and series (those first seen in it), and the keys known after it."""
+    split = _split_fast(block, host, known)
     if (
         split is None
     ):  # some line needs the exact reading (no labels, a `}` inside a value, odd spacing, garbage)
         split = _split_exact(block, host)
-    rows, keys, comments = split
+    rows, new, comments = split
     del split
+    new = new.join(known.select("key_hash"), on="key_hash", how="anti")
+    keys = pl.concat([known, new], how="vertical")
     _check_comments(block, comments, skipped)
     rows = rows.with_columns(pl.col("t_ms").fill_null(fallback_ms)).join(
         keys.select(
@@ -230,10 +235,10 @@ def _parse_block(
     samples = kept.select(
         "t_ms", "series", "metric", "value", "ident", pl.lit(index, pl.UInt32).alias("source"), "line"
     )
-    series = keys.filter(per_gpu & gpu_ok).select(
+    series = new.filter(per_gpu & gpu_ok).select(
         "series", *LABELS.values(), pl.lit(index, pl.UInt32).alias("source"), "line"
     )
-    return DcgmSamples(samples, series.unique("series", keep="first", maintain_order=True))
+    return DcgmSamples(samples, series.unique("series", keep="first", maintain_order=True)), keys
 
 
 def _fallback_ms(source: Source, now: float | None, window: Window) -> int:
@@ -250,11 +255,14 @@ def _fallback_ms(source: Source, now: float | None, window: Window) -> int:
 _ROWS = {"line": pl.UInt32, "key_hash": pl.UInt64, "value": pl.Float64, "t_ms": pl.Int64}
 
 
-def _split_fast(block: Block, host: str) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame] | None:
+def _split_fast(
+    block: Block, host: str, known: pl.DataFrame
+) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame] | None:
     """Split each line at its one `}` with Polars' CSV reader (the fast path); None if a line needs more care.
 
     A well-formed DCGM line has exactly one `}`: `name{labels` before it, ` value [timestamp]` after it. The
-    long label text is only hashed here; it is read once per distinct series, in `_parse_keys`.
+    long label text is only hashed here; it is read once per distinct series, in `_parse_keys`, and only for
+    keys not `known` from earlier blocks.
     """
     try:
         raw = pl.read_csv(
@@ -312,10 +320,17 @@ def _split_fast(block: Block, host: str) -> tuple[pl.DataFrame, pl.DataFrame, pl
     if not samples.select(fine.fill_null(False).all()).item():
         return None
     comments = raw.filter(comment).select("line", pl.col("key").alias("text"))
-    keys = samples.group_by("key_hash").agg(pl.col("key").first(), pl.col("line").min())
+    fresh = samples.filter(~pl.col("key_hash").is_in(known["key_hash"].implode()))
+    keys = fresh.group_by("key_hash").agg(pl.col("key").first(), pl.col("line").min())
     rows = samples.select(*_ROWS)
     keys = _parse_keys(block, keys.sort("line"), host, braced=True)
     return (rows.cast(_ROWS), keys, comments) if keys is not None else None
+
+
+def _no_keys() -> pl.DataFrame:
+    """An empty frame of parsed keys (what `_parse_keys` gives)."""
+    keys = pl.DataFrame(schema={"key_hash": pl.UInt64, "key": pl.String, "line": pl.UInt32})
+    return _parse_keys(Block("", b"", 1), keys, "", braced=False)
 
 
 def _split_exact(block: Block, host: str) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
