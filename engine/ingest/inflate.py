@@ -160,8 +160,11 @@ def _checked_stream(name: str, kind: str, open_raw: Opener) -> Iterator[bytes]:
         yield chunk
 
 
-def cut_lines(name: str, chunks: Iterator[bytes], block_bytes: int) -> Iterator[tuple[int, bytes]]:
-    """Blocks of at least `block_bytes` ending at a newline; a line past MAX_LINE_BYTES is refused on sight."""
+def cut_lines(
+    name: str, chunks: Iterator[bytes], block_bytes: int, too_long: Callable[[int], Exception] | None = None
+) -> Iterator[tuple[int, bytes]]:
+    """Blocks of at least `block_bytes` ending at a newline; a line past MAX_LINE_BYTES is refused on sight,
+    with `too_long(line number)` where given (the block's reader words the lines it sees whole)."""
     held: list[bytes] = []
     size = 0
     line = 1  # the number of the first line held
@@ -179,6 +182,8 @@ def cut_lines(name: str, chunks: Iterator[bytes], block_bytes: int) -> Iterator[
             del block
         held, size = ([data], len(data)) if data else ([], 0)
         if size > limits.MAX_LINE_BYTES:
+            if too_long is not None:
+                raise too_long(line)
             raise GoodputError(
                 f"{name}, line {line}: over {limits.MAX_LINE_BYTES:,} bytes in one line, over Goodput's"
                 f" limit of {limits.MAX_LINE_BYTES:,} (engine/limits.py MAX_LINE_BYTES)"

@@ -291,7 +291,14 @@ def parse_sacct_stream(chunks: Iterable[bytes], shown: str = "sacct") -> SlurmJo
     parts: list[pl.DataFrame] = []
     header_seen = False
     skipped = records_read = lines_read = 0
-    for first_line, block in cut_lines(shown, iter(chunks), SACCT_BLOCK_BYTES):
+
+    def too_long(line: int) -> SlurmError:
+        return SlurmError(
+            f"{shown}, line {line:,}: more than {limits.MAX_LINE_BYTES:,} bytes long, over Goodput's limit of"
+            f" {limits.MAX_LINE_BYTES:,} bytes a line (engine/limits.py)"
+        )
+
+    for first_line, block in cut_lines(shown, iter(chunks), SACCT_BLOCK_BYTES, too_long):
         lines = (
             pl.DataFrame({"line": [block.decode(errors="replace")]})
             .select(pl.col("line").str.split("\n"))
