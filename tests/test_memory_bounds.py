@@ -267,7 +267,7 @@ def test_a_big_sacct_answer_is_read_in_blocks_under_a_memory_cap(tmp_path, basel
 
 
 def test_sacct_read_in_small_blocks_gives_what_one_read_gives(monkeypatch):
-    from engine.ingest import slurm
+    from engine.ingest import slurm_text as slurm
 
     lines = [SACCT_HEADER]
     for i in range(2000):
@@ -302,7 +302,7 @@ def test_more_sacct_records_than_a_trace_may_hold_are_refused_early(tmp_path, ba
 
 
 def test_a_10_mb_sacct_line_is_refused_by_the_watch_as_by_replay(tmp_path, monkeypatch):
-    from engine.ingest import slurm
+    from engine.ingest import slurm_text as slurm
 
     long_name = "n" * (10 * MiB)
     text = SACCT_HEADER + "\n" + sacct_record(1) + "\n" + sacct_record(2, long_name) + "\n"
