@@ -17,7 +17,8 @@ Slurm prints is UTC):
 - probe: `scontrol show config`, whose ClusterName and SLURM_VERSION lines answer only while slurmctld does.
 
 Any failure (a command missing, slurmctld or slurmdbd unreachable, a non-zero exit, output too large or not in
-the expected shape) is a `SlurmError` that names the command and quotes Slurm's own message.
+the expected shape) is a `SlurmError` that names the command and quotes Slurm's own message. What the commands
+print is read in engine/ingest/slurm_text.py: sacct's answer as it streams, in blocks, never held whole.
 """
 
 import os
