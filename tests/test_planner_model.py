@@ -2,7 +2,6 @@
 form's loss split, sweep axes, and a 131,072-GPU cluster with a 100,000-GPU job that finishes."""
 
 import math
-import time
 
 import pytest
 from hypothesis import given, settings
@@ -317,12 +316,9 @@ def test_a_131k_cluster_and_a_100k_job_finish():
     knobs = model.from_params({"preset": "llama3-405b", "cluster": "131072", "gpus": "100000"})
     s = model.scenario(knobs)
     assert (s["cluster.gpus"], s["training.gpus"], s.job_hosts) == (131072, 100000, 12500)
-    started = time.perf_counter()
-    run = simulate(s, summary_only=True)
-    elapsed = time.perf_counter() - started
+    run = simulate(s, summary_only=True)  # its speed is bench/bench_simulate.py's, not a test's
     assert run.summary["job"]["gpus"] == 100000 and 0.0 <= run.summary["job"]["ettr"] <= 1.0
     assert run.summary["interruptions"]["unexpected"] > 0
-    assert elapsed < 30.0, f"summary-only run of 131,072 GPUs took {elapsed:.1f} s"  # ~1.2 s measured
 
 
 def test_placement_and_network_demand_reach_the_scenario_and_its_slowdown():

@@ -297,5 +297,6 @@ def test_a_signal_stops_the_watch_between_cycles(prometheus_server, tmp_path):
     t0 = time.monotonic()
     stop.set()
     thread.join(5)
-    assert not thread.is_alive() and time.monotonic() - t0 < 1.0
+    # far less than the 30 s cycle it would otherwise wait out, with room for a busy machine
+    assert not thread.is_alive() and time.monotonic() - t0 < 10.0
     assert done["result"]["cycles"] == 1
