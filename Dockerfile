@@ -1,11 +1,13 @@
 # Goodput dashboard image: slim Python, installed from uv.lock, run as a non-root user.
-# It serves on 0.0.0.0, so login is required: without the secrets file (README, "Login") mounted at
-# /run/secrets/goodput.toml the container exits at once with "goodput: error: ..." (status 2) instead of
-# serving an open dashboard.
+# It serves on 0.0.0.0, so login and TLS are required: without the secrets file (README, "Login") mounted at
+# /run/secrets/goodput.toml, and GOODPUT_BEHIND_TLS_PROXY=1 saying an ingress terminates TLS, the container
+# exits at once with "goodput: error: ..." (status 2) instead of serving an open dashboard.
 # Build: docker build -t goodput .
-# Run:   docker run -p 8501:8501 -v goodput-store:/data \
+# Run:   docker run -p 8501:8501 -v goodput-store:/data -e GOODPUT_BEHIND_TLS_PROXY=1 \
 #          -v "$PWD/secrets.toml:/run/secrets/goodput.toml:ro" goodput
-FROM python:3.11-slim
+# The base is pinned by digest (the tag moves with every rebuild): refresh it on purpose, with
+# `docker buildx imagetools inspect python:3.11-slim`, and say so in the commit.
+FROM python:3.11-slim@sha256:9c900dea9e8fb7e16277c179b555cc72d29a352dbc33cff48ad5a0412fd5bfc7
 
 ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
@@ -26,7 +28,8 @@ RUN uv sync --frozen --no-dev --no-install-project
 COPY engine ./engine
 COPY dashboard ./dashboard
 COPY data/presets ./data/presets
-COPY .streamlit ./.streamlit
+# only the settings: .streamlit/ is where the README puts secrets.toml, which must never enter a layer
+COPY .streamlit/config.toml ./.streamlit/config.toml
 RUN uv sync --frozen --no-dev
 
 USER 10001
