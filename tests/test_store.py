@@ -259,7 +259,7 @@ ODD_FILES = {
     "sim-foreign.duckdb": "not a Goodput run file (no meta table)",
     "sim-norunstable.duckdb": "not a Goodput run file (no readable runs table",
     "sim-badversion.duckdb": "schema version banana",
-    "sim-folder.duckdb": "cannot open as a Goodput run",
+    "sim-folder.duckdb": "a folder, not a run file: never opened",
 }
 
 

@@ -20,6 +20,7 @@ import json
 import os
 import re
 import shutil
+import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -103,8 +104,12 @@ class Store:
 
     def _existing_path(self, run_id: str) -> Path:
         path = self.path_of(run_id)
-        if not path.exists():
-            raise StoreError(f"no run {run_id!r} in store {self.root} (see `goodput runs`)")
+        try:
+            mode = path.lstat().st_mode
+        except FileNotFoundError:
+            raise StoreError(f"no run {run_id!r} in store {self.root} (see `goodput runs`)") from None
+        if not stat.S_ISREG(mode):
+            raise StoreError(f"{path}: {_not_regular(mode)}, not a run file: it is never opened")
         return path
 
     # ----- writing -----------------------------------------------------------------------------------
@@ -124,6 +129,8 @@ class Store:
             raise StoreError(
                 f"store {self.root}: cannot write run {run.run_id} ({err.strerror or err})"
             ) from err
+        except duckdb.Error as err:  # DuckDB's own writes failing: a full disk, a file size limit
+            raise StoreError(f"store {self.root}: cannot write run {run.run_id} ({_io_reason(err)})") from err
         return run.run_id
 
     def append_to_run(
@@ -145,26 +152,33 @@ class Store:
         final = self._existing_path(run_id)
         self.sweep_partials()
         replace = replace or {}
-        with self._replacing(final, copy_of=final) as con:
-            check_schema_version(con, final)
-            for table, frame in tables.items():
-                if table not in TABLES or table == "runs":
-                    raise StoreError(f"run {run_id}: cannot append to table {table!r}")
-                if not frame.height:
-                    continue
-                keys = replace.get(table, ())
-                unknown = [k for k in keys if k not in TABLES[table] or k not in frame.columns]
-                if unknown:
-                    raise StoreError(f"run {run_id}: cannot replace rows of {table} by {unknown}")
-                if keys:
-                    new_keys = frame.select(*keys).to_arrow()  # noqa: F841 (read by DuckDB's replacement scan)
-                    match = " AND ".join(f't."{k}" = n."{k}"' for k in keys)
-                    con.execute(f'DELETE FROM "{table}" t USING new_keys n WHERE {match}')  # noqa: S608 (schema names)
-                _insert_frame(con, table, frame)
-            if duration_s is not None:
-                con.execute("UPDATE runs SET duration_s = ?", [duration_s])
-            if summary is not None:
-                con.execute("UPDATE runs SET summary = ?", [json.dumps(summary, default=str)])
+        try:
+            with self._replacing(final, copy_of=final) as con:
+                check_schema_version(con, final)
+                for table, frame in tables.items():
+                    if table not in TABLES or table == "runs":
+                        raise StoreError(f"run {run_id}: cannot append to table {table!r}")
+                    if not frame.height:
+                        continue
+                    keys = replace.get(table, ())
+                    unknown = [k for k in keys if k not in TABLES[table] or k not in frame.columns]
+                    if unknown:
+                        raise StoreError(f"run {run_id}: cannot replace rows of {table} by {unknown}")
+                    if keys:
+                        new_keys = frame.select(*keys).to_arrow()  # noqa: F841 (read by DuckDB's replacement scan)
+                        match = " AND ".join(f't."{k}" = n."{k}"' for k in keys)
+                        con.execute(f'DELETE FROM "{table}" t USING new_keys n WHERE {match}')  # noqa: S608 (schema names)
+                    _insert_frame(con, table, frame)
+                if duration_s is not None:
+                    con.execute("UPDATE runs SET duration_s = ?", [duration_s])
+                if summary is not None:
+                    con.execute("UPDATE runs SET summary = ?", [json.dumps(summary, default=str)])
+        except OSError as err:  # the disk filled or the store became read-only: the run stays as it was
+            raise StoreError(
+                f"store {self.root}: cannot append to run {run_id} ({err.strerror or err})"
+            ) from err
+        except duckdb.Error as err:
+            raise StoreError(f"store {self.root}: cannot append to run {run_id} ({_io_reason(err)})") from err
         self._info_cache.pop(run_id, None)
 
     @contextlib.contextmanager
@@ -189,8 +203,16 @@ class Store:
             _fsync(self.runs_dir)
 
     def delete_run(self, run_id: str) -> None:
-        path = self._existing_path(run_id)
-        path.unlink()
+        """Remove a run's file (or whatever odd file took its name: removing opens nothing)."""
+        path = self.path_of(run_id)
+        if not os.path.lexists(path):
+            raise StoreError(f"no run {run_id!r} in store {self.root} (see `goodput runs`)")
+        if path.is_dir() and not path.is_symlink():
+            raise StoreError(f"{path}: a folder, not a run file: remove it by hand")
+        try:
+            path.unlink()
+        except OSError as err:
+            raise StoreError(f"{path}: cannot be removed ({err.strerror or err})") from err
         self._info_cache.pop(run_id, None)
 
     def sweep_partials(self) -> list[Path]:
@@ -199,16 +221,33 @@ class Store:
 
     # ----- reading -----------------------------------------------------------------------------------
     def _run_files(self) -> list[Path]:
-        """Every `*.duckdb` in runs/ but partial files, newest first."""
+        """Every regular `*.duckdb` file in runs/ but partial files, newest first."""
+        return self._listing()[0]
+
+    def _listing(self) -> tuple[list[Path], list[SkippedFile]]:
+        """Regular `*.duckdb` files in runs/ (newest first), and the others named like them: a FIFO, a socket, a
+        device or a symbolic link is never opened (opening a FIFO waits for a writer forever: `goodput runs` and
+        every page listing runs hung on one)."""
         if not self.runs_dir.is_dir():
-            return []
-        dated = []
+            return [], []
+        dated, odd = [], []
         for path in self.runs_dir.glob("*.duckdb"):
             if path.name.startswith("."):
                 continue
-            with contextlib.suppress(FileNotFoundError):  # deleted between listing and looking
-                dated.append((path.stat().st_mtime, path.name, path))
-        return [path for _, _, path in sorted(dated, reverse=True)]
+            try:
+                info = path.lstat()
+            except FileNotFoundError:  # deleted between listing and looking
+                continue
+            if stat.S_ISREG(info.st_mode):
+                dated.append((info.st_mtime, path.name, path))
+            else:
+                run_id = path.stem if _RUN_ID.match(path.stem) else None
+                odd.append(
+                    SkippedFile(
+                        path.name, run_id, f"{_not_regular(info.st_mode)}, not a run file: never opened"
+                    )
+                )
+        return [path for _, _, path in sorted(dated, reverse=True)], sorted(odd, key=lambda f: f.name)
 
     def run_ids(self) -> list[str]:
         """Finished runs, newest first (run ids sort by creation time); files not named by a run id left out."""
@@ -221,8 +260,8 @@ class Store:
         """
         self.sweep_partials()
         good: list[RunInfo] = []
-        skipped: list[SkippedFile] = []
-        for path in self._run_files():
+        files, skipped = self._listing()
+        for path in files:
             run_id = path.stem
             if not _RUN_ID.match(run_id):
                 skipped.append(
@@ -373,6 +412,33 @@ def _insert_frame(con: duckdb.DuckDBPyConnection, table: str, frame: pl.DataFram
     arrow = frame.to_arrow()  # noqa: F841 (read by DuckDB's replacement scan below)
     columns = ", ".join(f'"{c}"' for c in frame.columns)
     con.execute(f'INSERT INTO "{table}" ({columns}) SELECT {columns} FROM arrow')  # noqa: S608 (names from the schema)
+
+
+def _not_regular(mode: int) -> str:
+    """What a file that is not a regular file is, in words."""
+    kinds = (
+        (stat.S_ISLNK, "a symbolic link"),
+        (stat.S_ISFIFO, "a FIFO (named pipe)"),
+        (stat.S_ISSOCK, "a socket"),
+        (stat.S_ISCHR, "a device"),
+        (stat.S_ISBLK, "a device"),
+        (stat.S_ISDIR, "a folder"),
+    )
+    return next((words for test, words in kinds if test(mode)), "not a regular file")
+
+
+def _io_reason(err: BaseException) -> str:
+    """Why DuckDB could not write, in a few words: the OS's reason where its message carries one."""
+    text = _first_line(err)
+    for reason in (
+        "No space left on device",
+        "File too large",
+        "Disk quota exceeded",
+        "Read-only file system",
+    ):
+        if reason.lower() in text.lower():
+            return reason.lower()
+    return text
 
 
 def _first_line(err: BaseException) -> str:

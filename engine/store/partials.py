@@ -15,6 +15,7 @@ import contextlib
 import fcntl
 import os
 import secrets
+import stat
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -103,8 +104,13 @@ def sweep(folder: Path, now: float | None = None) -> list[Path]:
 
 def _sweep_one(lock: Path) -> list[Path]:
     try:
-        fd = os.open(lock, os.O_RDONLY | os.O_CLOEXEC)  # flock works on a read-only descriptor
+        # flock works on a read-only descriptor; O_NOFOLLOW and O_NONBLOCK: a symbolic link or a FIFO named like
+        # a lock file is neither followed nor waited on (opening a FIFO blocks until a writer comes)
+        fd = os.open(lock, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError:  # removed by its writer meanwhile, or not ours to open
+        return []
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
         return []
     removed: list[Path] = []
     try:
