@@ -18,6 +18,7 @@ import streamlit as st
 
 from dashboard.format import fmt_duration, fmt_int
 from dashboard.text import code
+from engine.report.visible_text import visible
 from engine.store import DEFAULT_STORE, RunInfo, Store, StoreError, check_schema_version, query_frame
 from engine.store.run import start_known
 from engine.units import SECONDS_PER_DAY
@@ -168,7 +169,7 @@ def sidebar_run_selector() -> RunInfo | None:
         ids,
         key=SELECTOR_KEY,
         on_change=_on_pick,
-        format_func=lambda run_id: f"{by_id[run_id].name} · {by_id[run_id].kind} · {run_id}",
+        format_func=lambda run_id: visible(f"{by_id[run_id].name} · {by_id[run_id].kind} · {run_id}"),
     )
     st.query_params[RUN_PARAM] = chosen
     info = by_id[chosen]

@@ -7,11 +7,17 @@ tooltips, expander and tab labels, radio options and page links; Plotly renders 
 `![x](http://evil.example/i.png)` would make every viewer's browser fetch an outside image, so data reaches
 those places only through `md` or `plot` (or `plot_expr` for a Polars column), or through elements that show
 plain text (st.text, st.code, dataframe cells, selectbox options).
+
+Each of these also shows invisible characters visibly (engine.report.visible_text: a U+202E RIGHT-TO-LEFT
+OVERRIDE in a job name becomes `⟨U+202E⟩` instead of reversing the Gantt's label); tables go through
+`table_frame`, which does the same for every text column.
 """
 
 import re
 
 import polars as pl
+
+from engine.report.visible_text import visible, visible_expr, visible_frame
 
 # U+2060 WORD JOINER: invisible, and neither a word character nor a space in JavaScript's regexes.
 JOINER = "\u2060"
@@ -45,7 +51,7 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f]+")
 def md(value: object) -> str:
     """`value` as Markdown source that Streamlit renders as exactly its text (invisible joiners aside), for
     data that sits inside prose; ordinary names ("host-001", "Faulty GPU (HBM3)") come out unchanged."""
-    text = _CONTROL.sub(" ", str(value)).strip()
+    text = _CONTROL.sub(" ", visible(value)).strip()
     text = _SYMBOLS.sub(lambda m: m.group(1)[0] + JOINER + m.group(1)[1:], text)
     text = _ALWAYS.sub(r"\\\1", text)
     text = _UNDERSCORE.sub(r"\\_", text)
@@ -58,7 +64,7 @@ def md(value: object) -> str:
 def code(value: object) -> str:
     """`value` as a Markdown code span (ids, paths): nothing inside one is Markdown. The fence is a backtick run
     longer than any in the value, and a value that starts or ends with a backtick is padded with a space."""
-    text = _CONTROL.sub(" ", str(value))
+    text = _CONTROL.sub(" ", visible(value))
     # Streamlit turns `:material/` into `:material_` in the whole source, code spans included, before parsing
     text = text.replace(":material/", ":" + JOINER + "material/")
     if not text:
@@ -73,12 +79,12 @@ def code(value: object) -> str:
 
 def plot(value: object) -> str:
     """`value` as Plotly text: its HTML subset's `<`, `>` and `&` as entities, which Plotly shows literally."""
-    return str(value).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return visible(value).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
 def plot_expr(expr: pl.Expr | str) -> pl.Expr:
     """`plot` for a Polars column (vectorised: no Python callback in the plan)."""
-    expr = (pl.col(expr) if isinstance(expr, str) else expr).cast(pl.String)  # an all-null column may be Null
+    expr = visible_expr(expr)  # cast to text: an all-null column may be Null
     return (
         expr.str.replace_all("&", "&amp;", literal=True)
         .str.replace_all("<", "&lt;", literal=True)
@@ -89,3 +95,8 @@ def plot_expr(expr: pl.Expr | str) -> pl.Expr:
 def plot_all(values) -> list[str | None]:
     """`plot` for each of `values` (None stays None: a missing label, not the text "None")."""
     return [None if v is None else plot(v) for v in values]
+
+
+def table_frame(frame: pl.DataFrame) -> pl.DataFrame:
+    """A frame as a table shows it: every text column with its invisible characters made visible."""
+    return visible_frame(frame)

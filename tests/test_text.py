@@ -20,6 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dashboard.text import JOINER, code, md, plot, plot_all, plot_expr
+from engine.report.visible_text import visible
 
 # Text as it comes in data: any character, the Markdown-significant ones made frequent.
 SYNTAX = "\\`*_~[]()<>!|$@:#+-=.&;/{}\"' \t\n1aAw"
@@ -70,7 +71,8 @@ def normal(text: str) -> str:
 
 @given(texts)
 def test_md_keeps_the_text(text):
-    assert normal(unescaped(md(text))) == normal(text)
+    # the text as shown: invisible characters as their marks (engine.report.visible_text), nothing else changed
+    assert normal(unescaped(md(text))) == normal(visible(text))
 
 
 @given(texts)
@@ -125,7 +127,7 @@ def test_code_is_one_literal_code_span(text):
     assert span.endswith(fence) and all(len(run) < len(fence) for run in re.findall(r"`+", inner))
     if inner.startswith(" ") and inner.endswith(" ") and inner.strip(" "):
         inner = inner[1:-1]  # CommonMark strips one space each side
-    assert inner.replace(JOINER, "") == re.sub(r"[\x00-\x1f\x7f]+", " ", text).replace(JOINER, "")
+    assert inner.replace(JOINER, "") == re.sub(r"[\x00-\x1f\x7f]+", " ", visible(text)).replace(JOINER, "")
     assert ":material/" not in span
 
 
@@ -134,7 +136,7 @@ def test_plot_escapes_the_html_subset(text):
     escaped = plot(text)
     assert "<" not in escaped and ">" not in escaped
     assert not re.search(r"&(?!amp;|lt;|gt;)", escaped)
-    assert html.unescape(escaped) == text
+    assert html.unescape(escaped) == visible(text)
 
 
 @settings(deadline=None)  # the first call builds Polars' string kernels
@@ -247,10 +249,11 @@ def render(renderer, texts: list[str]) -> list[dict]:
 def check_rendered(renderer, texts: list[str]) -> None:
     for text, seen in zip(texts, render(renderer, texts), strict=True):
         assert seen["styled"] == 0 and seen["made"] == [], (text, seen)
-        assert normal(seen["md"]) == normal(text), (text, seen)
-        span = normal(re.sub(r"[\x00-\x1f\x7f]+", " ", text))
-        assert normal(seen["bold"]) == normal(f"{normal(text)} and {span}"), (text, seen)
-        assert [normal(m) for m in seen["metric"]] == [normal(text)] * 2, (text, seen)
+        shown = visible(text)  # invisible characters as their marks (engine.report.visible_text)
+        assert normal(seen["md"]) == normal(shown), (text, seen)
+        span = normal(re.sub(r"[\x00-\x1f\x7f]+", " ", shown))
+        assert normal(seen["bold"]) == normal(f"{normal(shown)} and {span}"), (text, seen)
+        assert [normal(m) for m in seen["metric"]] == [normal(shown)] * 2, (text, seen)
     assert not [u for u in renderer[3] if not u.startswith(renderer[0])]  # nothing fetched from elsewhere
 
 

@@ -7,11 +7,12 @@ URL: ?runs=a,b (run ids) and ?per=host-days (rates instead of counts) reproduce 
 import polars as pl
 import streamlit as st
 
-from dashboard import state
+from dashboard import state, table_view
 from dashboard.charts import compare as charts
 from dashboard.queries import compare as queries
 from dashboard.text import md
 from dashboard.text_exprs import cause_label_text
+from engine.report.visible_text import visible
 from engine.store import RunInfo
 
 
@@ -53,7 +54,7 @@ def choose_runs() -> list[RunInfo] | None:
     else:
         st.session_state["compare_runs"] = wanted  # the first value comes from the URL; then the widget's own
     chosen = st.multiselect(
-        "Runs", list(by_id), key="compare_runs", format_func=lambda r: queries.run_label(by_id[r])
+        "Runs", list(by_id), key="compare_runs", format_func=lambda r: visible(queries.run_label(by_id[r]))
     )
     st.query_params["runs"] = ",".join(chosen)
     if len(chosen) < 2:
@@ -65,7 +66,7 @@ def choose_runs() -> list[RunInfo] | None:
 def headlines_section(infos: list[RunInfo]) -> None:
     st.subheader("Headline figures")
     headlines = queries.headlines(infos)
-    st.dataframe(headlines, hide_index=True, width="stretch", height=35 * (headlines.height + 1) + 3)
+    table_view.dataframe(headlines, hide_index=True, width="stretch", height=35 * (headlines.height + 1) + 3)
 
 
 def scenario_section(infos: list[RunInfo]) -> None:
@@ -75,7 +76,7 @@ def scenario_section(infos: list[RunInfo]) -> None:
         st.caption("The runs share one scenario: any difference in their figures is chance (seed) or source.")
     else:
         st.caption(f"{diff.height} keys differ.")
-        st.dataframe(diff, hide_index=True, width="stretch")
+        table_view.dataframe(diff, hide_index=True, width="stretch")
 
 
 def ettr_section(infos: list[RunInfo], labels: list[str]) -> None:
@@ -140,7 +141,7 @@ def causes_section(infos: list[RunInfo], labels: list[str]) -> None:
         table = counts.pivot("run", index="cause", values="interruptions").fill_null(0)
         table = table.with_columns(pl.lit(0.0).alias(label) for label in labels if label not in table.columns)
         table = table.select(cause_label_text("cause").alias("cause"), *labels)
-        st.dataframe(
+        table_view.dataframe(
             table.sort(pl.sum_horizontal(pl.exclude("cause")), descending=True),
             hide_index=True,
             width="stretch",

@@ -10,7 +10,7 @@ import shlex
 
 import streamlit as st
 
-from dashboard import auth, state, uploads
+from dashboard import auth, state, table_view, uploads
 from dashboard.format import fmt_int
 from dashboard.queries.data import runs_table
 from dashboard.state import Unreadable
@@ -86,7 +86,7 @@ def runs_section(store: Store, runs: list[RunInfo], unreadable: list[Unreadable]
         "the dashboard reads it while the command line writes new ones."
     )
     if runs:
-        st.dataframe(
+        table_view.dataframe(
             runs_table(runs),
             hide_index=True,
             key="runs_table",

@@ -14,7 +14,7 @@ import polars as pl
 import streamlit as st
 from streamlit.runtime.scriptrunner import add_script_run_ctx, get_script_run_ctx
 
-from dashboard import state
+from dashboard import state, table_view
 from dashboard.charts import gpus as charts
 from dashboard.format import fmt_duration, fmt_int, fmt_pct, fmt_time
 from dashboard.queries import gpus as queries
@@ -88,8 +88,9 @@ COLUMNS = {
 
 
 def table(place, frame: pl.DataFrame) -> None:
-    place.dataframe(
+    table_view.dataframe(
         frame,
+        where=place,
         hide_index=True,
         width="stretch",
         column_config={c: COLUMNS[c] for c in frame.columns if c in COLUMNS},
@@ -600,14 +601,16 @@ def fleet_section(run: RunInfo) -> None:
     st.plotly_chart(charts.fleet_band(fleet.band, unit), width="stretch")
     hot, cool = st.columns(2)
     hot.markdown(f"**Highest {what}** (the hosts' highest reading in the window)")
-    hot.dataframe(
-        fleet.hottest.rename({"max": f"max ({unit})"}),
+    table_view.dataframe(
+        where=hot,
+        data=fleet.hottest.rename({"max": f"max ({unit})"}),
         hide_index=True,
         column_config={"host": st.column_config.TextColumn("host")},
     )
     cool.markdown(f"**Lowest {what}** (the hosts' lowest reading in the window)")
-    cool.dataframe(
-        fleet.coolest.rename({"min": f"min ({unit})"}),
+    table_view.dataframe(
+        where=cool,
+        data=fleet.coolest.rename({"min": f"min ({unit})"}),
         hide_index=True,
         column_config={"host": st.column_config.TextColumn("host")},
     )

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import polars as pl
 import streamlit as st
 
-from dashboard import auth, state
+from dashboard import auth, state, table_view
 from dashboard.charts import incidents as charts
 from dashboard.format import fmt_duration, fmt_gpu_hours, fmt_int, fmt_pct, fmt_time
 from dashboard.queries import incidents as queries
@@ -27,6 +27,7 @@ from engine.analysis.incidents import filter_incidents, summary_counts
 from engine.errors import GoodputError
 from engine.replay.incidents import replay_stored_run
 from engine.report.palette import cause_label
+from engine.report.visible_text import visible
 from engine.scenario import from_dict
 from engine.store import RunInfo
 from engine.units import SECONDS_PER_DAY, SECONDS_PER_HOUR
@@ -131,13 +132,14 @@ def filters_section(run: RunInfo, everything: pl.DataFrame) -> tuple[tuple[float
         "Rack",
         all_racks,
         placeholder="every rack",
+        format_func=visible,
         key=state.seed(f"incidents_racks:{run.run_id}", state.url_list("racks", all_racks)),
     )
     jobs = cols[1].multiselect(
         "Job hit",
         all_jobs,
         placeholder="any job or none",
-        format_func=lambda j: j if job_names.get(j) in (None, j) else f"{job_names[j]} ({j})",
+        format_func=lambda j: visible(j if job_names.get(j) in (None, j) else f"{job_names[j]} ({j})"),
         key=state.seed(f"incidents_jobs:{run.run_id}", state.url_list("jobs", all_jobs)),
     )
     state.set_url("causes", ",".join(causes))
@@ -212,7 +214,9 @@ def counted_section(
         }
         for counts in (figures["by_category"], figures["by_cause"]):  # whole GPU-hours: totals of thousands
             whole = counts.with_columns(pl.col("gpu_hours_lost").round(0))
-            right.dataframe(whole, hide_index=True, width="stretch", column_config=gpu_hours)
+            table_view.dataframe(
+                whole, where=right, hide_index=True, width="stretch", column_config=gpu_hours
+            )
         per_day = queries.days_in_window(
             shown, since_s, until_s if until_s is not None else run.duration_s, job=flagship
         )
@@ -239,7 +243,7 @@ def timeline_section(run: RunInfo, shown: pl.DataFrame):
             key=f"incidents_timeline:{run.run_id}",
         )
         st.markdown(f"**Incidents by cost** ({shown.height:,}; click a column's header to sort by it)")
-        st.dataframe(
+        table_view.dataframe(
             shown.sort("gpu_hours_lost", descending=True, nulls_last=True)
             .with_columns(
                 with_time(run), cause_label_text("cause").alias("cause"), pl.col("job_names").alias("jobs")
@@ -340,7 +344,9 @@ def choose_incident(run: RunInfo, everything: pl.DataFrame, shown: pl.DataFrame,
         "Incident (costliest first)",
         ids,
         key=state.seed(incident_key, wanted),
-        format_func=lambda i: f"{i} · {by_id[i]['cause']} · {fmt_time(run.started_at, by_id[i]['t_s'])}",
+        format_func=lambda i: visible(
+            f"{i} · {by_id[i]['cause']} · {fmt_time(run.started_at, by_id[i]['t_s'])}"
+        ),
         placeholder="Choose an incident to see its chain",
     )
     state.set_url("incident", "" if chosen is None else str(chosen))
@@ -382,7 +388,7 @@ def drill_down(run: RunInfo, everything: pl.DataFrame, incident_id: int, exporte
     )
     st.markdown("**Its chain**, in hours from the fault (a bar lasts until the next step)")
     st.plotly_chart(charts.chain_figure(detail.chain), width="stretch", key=f"incidents_chain:{incident_id}")
-    st.dataframe(
+    table_view.dataframe(
         detail.chain.with_columns(
             with_time(run), after_fault_text(pl.col("t_s") - row["t_s"]).alias("after")
         ).select("step", "time", "after", "what", "detail"),
@@ -404,7 +410,7 @@ def drill_down(run: RunInfo, everything: pl.DataFrame, incident_id: int, exporte
             "Hosts taken out of service: " + ", ".join(map(md, queries.hostnames(run.run_id, detail.hosts)))
         )
     if detail.cost.height:
-        st.dataframe(
+        table_view.dataframe(
             detail.cost.sort("gpu_hours_lost", descending=True),
             hide_index=True,
             width="stretch",
@@ -417,7 +423,7 @@ def drill_down(run: RunInfo, everything: pl.DataFrame, incident_id: int, exporte
     xids = queries.xid_events(run.run_id, incident_id)
     if not xids.is_empty():
         st.markdown("**XID events**")
-        st.dataframe(xids.with_columns(with_time(run)).drop("t_s"), hide_index=True, width="stretch")
+        table_view.dataframe(xids.with_columns(with_time(run)).drop("t_s"), hide_index=True, width="stretch")
     download_row(run, f"Incident {incident_id} with its chain", incident_id, exported)
 
 
@@ -512,7 +518,7 @@ def replay_section(run: RunInfo, flagship: str | None) -> None:
     st.markdown(
         "**The two runs side by side** (the flagship job's figures; cost: its losses at the run's price)"
     )
-    st.dataframe(queries.side_by_side(run, forked_info), hide_index=True, width="stretch")
+    table_view.dataframe(queries.side_by_side(run, forked_info), hide_index=True, width="stretch")
     cols = st.columns(2)
     cols[0].page_link(
         "app_pages/compare.py",

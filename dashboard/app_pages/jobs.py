@@ -12,7 +12,7 @@ URL: ?from=&to= (seconds since the run's start) the window; ?job= (job id) the d
 import polars as pl
 import streamlit as st
 
-from dashboard import exports, state
+from dashboard import exports, state, table_view
 from dashboard.charts import jobs as charts
 from dashboard.format import fmt_duration, fmt_gpu_hours, fmt_int, fmt_pct, fmt_time
 from dashboard.queries import jobs as queries
@@ -23,6 +23,7 @@ from dashboard.text_exprs import duration_text, time_text
 from dashboard.time_slider import time_axis, window_slider
 from engine.analysis.definitions import definition
 from engine.report.palette import end_reason_label, readable, wait_reason_label
+from engine.report.visible_text import visible
 from engine.store import RunInfo
 
 MAX_GANTT_ROWS = 500  # more rows than this stop being readable and slow the browser
@@ -272,7 +273,7 @@ def table_section(run: RunInfo, jobs: pl.DataFrame) -> None:
     st.subheader(
         f"{definition('jobs_in_window').label} ({jobs.height:,})", help=definition("jobs_in_window").help
     )
-    st.dataframe(
+    table_view.dataframe(
         tables.shown(jobs, run.started_at),
         hide_index=True,
         width="stretch",
@@ -340,7 +341,7 @@ def choose_job(run: RunInfo, jobs: pl.DataFrame, total: pl.DataFrame, clicked) -
         "Job",
         ids,
         key=state.seed(job_key, wanted),
-        format_func=lambda j: labels.get(j, j),
+        format_func=lambda j: visible(labels.get(j, j)),
         placeholder="Choose a job to see its attempts",
     )
     if job_id is None:
@@ -394,7 +395,7 @@ def one_job(run: RunInfo, job: dict) -> None:
         st.info("This job has no attempts: it never started.")
     else:
         hosts = queries.attempt_hosts(run.run_id, job_id)
-        st.dataframe(
+        table_view.dataframe(
             tables.attempts_shown(attempts, hosts, run.started_at),
             hide_index=True,
             width="stretch",
@@ -438,7 +439,7 @@ def one_job(run: RunInfo, job: dict) -> None:
             "**Why it waited**: "
             + ", ".join(f"{md(wait_reason_label(r))} ({fmt_duration(s)})" for r, s in by_reason.iter_rows())
         )
-        st.dataframe(
+        table_view.dataframe(
             own_waits.with_columns(
                 _when(run, "start_s").alias("from"),
                 _when(run, "end_s").alias("to"),
@@ -473,7 +474,7 @@ def one_job(run: RunInfo, job: dict) -> None:
                 )
         else:
             st.markdown(f"**Incidents that hit it** ({hits.height:,})")
-        st.dataframe(
+        table_view.dataframe(
             tables.incidents_shown(hits, run.started_at),
             hide_index=True,
             width="stretch",

@@ -6,7 +6,7 @@ another run's (RoCE against InfiniBand: ?vs=). Every figure is named and explain
 import polars as pl
 import streamlit as st
 
-from dashboard import state, text_exprs
+from dashboard import state, table_view, text_exprs
 from dashboard.charts import network as charts
 from dashboard.format import fmt_duration, fmt_gpu_hours, fmt_int
 from dashboard.queries import network as queries
@@ -15,6 +15,7 @@ from dashboard.text_exprs import duration_text, tier_rank
 from engine.analysis.definitions import definition
 from engine.fabric.network_incidents import network_incident_counts
 from engine.fabric.topology import FABRIC_TIERS
+from engine.report.visible_text import visible
 from engine.store import RunInfo
 
 UTILISATION_POINTS = 400  # time buckets drawn, whatever the run's length
@@ -105,7 +106,7 @@ def fabric_section(run: RunInfo) -> tuple[pl.DataFrame, str | None]:
     metric(cols[2], "fabric_capacity", f"{tiers['capacity_gbps'].sum() / 1000:,.1f} Tbps")
     metric(cols[3], "fabric_kind", FABRIC_NAMES.get(fabric, "other"))
     st.plotly_chart(charts.tiers(tiers), width="stretch")
-    st.dataframe(
+    table_view.dataframe(
         tiers.sort(tier_rank("tier"), "tier").with_columns(
             charts.tier_text("tier"),
             pl.col("capacity_gbps").round(0),
@@ -139,7 +140,7 @@ def partial_note(figures: pl.DataFrame) -> str:
 def no_telemetry(run: RunInfo, figures: pl.DataFrame) -> None:
     st.subheader("Utilisation by tier")
     if network_summary(run).get("tiers"):
-        st.dataframe(
+        table_view.dataframe(
             tier_table(figures).select(*TIER_COLUMNS),
             hide_index=True,
             width="stretch",
@@ -162,7 +163,7 @@ def show_utilisation(run: RunInfo, samples: int, figures: pl.DataFrame) -> None:
         metric(cols[2], "flagship_slowdown_mean", "-" if mean is None else f"{mean:.3f}x")
         metric(cols[3], "flagship_slowdown_max", "-" if worst is None else f"{worst:.3f}x")
     from_engine = bool(summary.get("tiers"))
-    st.dataframe(
+    table_view.dataframe(
         tier_table(figures).select(*TIER_COLUMNS),
         hide_index=True,
         width="stretch",
@@ -220,7 +221,7 @@ def show_hot_links(run: RunInfo, tiers: pl.DataFrame, fabric: str | None, comple
             "over time (rack uplinks and core links)."
         )
         st.plotly_chart(charts.hot_links(heat, run.started_at), width="stretch")
-    st.dataframe(
+    table_view.dataframe(
         queries.hottest_links(run.run_id, complete).with_columns(charts.tier_text("tier")),
         hide_index=True,
         width="stretch",
@@ -286,7 +287,7 @@ def show_failed_links(run: RunInfo) -> None:
             "**Outages** (a cable: one link; a rack switch: its NIC cables and uplinks; a spine switch: "
             "its uplinks and core links)"
         )
-        st.dataframe(
+        table_view.dataframe(
             outages.with_columns(
                 time_text(run, "from_s").alias("down_at"),
                 duration_text(pl.col("until_s") - pl.col("from_s")).alias("down_for"),
@@ -310,7 +311,7 @@ def show_failed_links(run: RunInfo) -> None:
             "**Jobs slowed by the network** (their busiest link over capacity; outages meanwhile: "
             "links down while they ran slowed, whose load the siblings took)"
         )
-        st.dataframe(
+        table_view.dataframe(
             charts.with_outages_meanwhile(slowed, outages)
             .with_columns(
                 time_text(run, "start_s").alias("from"),
@@ -331,7 +332,7 @@ def show_failed_links(run: RunInfo) -> None:
     flapping = queries.flapping_links(run.run_id)
     if not flapping.is_empty():
         st.markdown("**Flapping links** (error counters rising, usually before the link fails)")
-        st.dataframe(
+        table_view.dataframe(
             flapping.with_columns(
                 time_text(run, "first_error_s").alias("first_errors"),
                 time_text(run, "failed_s").alias("failed"),
@@ -364,7 +365,7 @@ def incidents_section(run: RunInfo) -> None:
         metric(cols[1], "network_jobs_hit", fmt_int(counts.jobs_hit))
         metric(cols[2], "network_job_interruptions", fmt_int(counts.job_interruptions))
         metric(cols[3], "network_gpu_hours_lost", fmt_gpu_hours(counts.gpu_hours_lost))
-        st.dataframe(
+        table_view.dataframe(
             incidents.with_columns(
                 time_text(run, "t_s").alias("time"),
                 duration_text("out_s").fill_null("not repaired").alias("out_of_service"),
@@ -400,7 +401,7 @@ def incidents_section(run: RunInfo) -> None:
             },
         )
         st.markdown("**Jobs they hit**")
-        st.dataframe(
+        table_view.dataframe(
             queries.jobs_hit(run.run_id),
             hide_index=True,
             width="stretch",
@@ -433,7 +434,7 @@ def compare_section(run: RunInfo, fabric: str | None, figures: pl.DataFrame, sam
         "Second run",
         ["", *by_id],
         key=state.seed("net_vs", wanted if wanted in by_id else ""),
-        format_func=lambda r: "pick a run" if not r else f"{by_id[r].name} · {r}",
+        format_func=lambda r: "pick a run" if not r else visible(f"{by_id[r].name} · {r}"),
     )
     state.set_url("vs", choice)
     if not choice:
@@ -461,7 +462,7 @@ def compare_section(run: RunInfo, fabric: str | None, figures: pl.DataFrame, sam
             for r, (f, fab) in per_run.items()
         ]
     )
-    st.dataframe(
+    table_view.dataframe(
         tier_table(stats.sort("level"))
         .with_columns(
             pl.col("level").replace_strict(dict(enumerate(charts.LEVEL_NAMES)), return_dtype=pl.String)
@@ -471,7 +472,7 @@ def compare_section(run: RunInfo, fabric: str | None, figures: pl.DataFrame, sam
         width="stretch",
         column_config={"level": "Level", "run": "Run"} | TIER_COLUMNS,
     )
-    st.dataframe(
+    table_view.dataframe(
         pl.DataFrame(
             [
                 {

@@ -10,7 +10,7 @@ from datetime import timedelta
 import polars as pl
 import streamlit as st
 
-from dashboard import state
+from dashboard import state, table_view
 from dashboard.charts import overview as charts
 from dashboard.format import fmt_duration, fmt_gpu_hours, fmt_hours, fmt_int, fmt_pct, fmt_run_time, fmt_time
 from dashboard.queries import overview as q
@@ -178,7 +178,7 @@ def page(run_id: str) -> None:
         xids = q.xid_counts(run.run_id)
         if xids.height:
             st.subheader("What the GPUs reported")
-            st.dataframe(
+            table_view.dataframe(
                 q.with_xid_names(xids),
                 hide_index=True,
                 key="xid_table",
@@ -224,7 +224,7 @@ def watch_section(run: RunInfo) -> None:
         f"**The jobs that lost the most** ({fmt_int(lost.height)} of the {fmt_int(jobs.height)} jobs that started"
         " lost time)"
     )
-    st.dataframe(
+    table_view.dataframe(
         lost.head(OBSERVED_JOBS_SHOWN).select(
             "job_id",
             "name",
@@ -292,7 +292,7 @@ def what_is_down(run: RunInfo, sizes: dict) -> None:
             f"**{down.height:,} of {fmt_int(sizes['hosts'])} hosts** ({gpus_down:,} GPU{'s' * (gpus_down != 1)}) "
             f"are out of service {when}."
         )
-        st.dataframe(
+        table_view.dataframe(
             q.down_table(down, run.started_at),
             hide_index=True,
             key="down_table",

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import polars as pl
 import streamlit as st
 
-from dashboard import auth, state
+from dashboard import auth, state, table_view
 from dashboard import planner_knobs as knobs_ui
 from dashboard import planner_model as model
 from dashboard.charts import planner as charts
@@ -342,7 +342,7 @@ def simulate_tab(plan: Plan, knobs: model.Knobs) -> None:
             )
         st.markdown("**Where the flagship's time went**: simulated beside the closed form")
         st.plotly_chart(charts.loss_waterfall(losses), width="stretch")
-        st.dataframe(
+        table_view.dataframe(
             [
                 {
                     "loss": LOSS_LABELS[r["category"]],
@@ -565,7 +565,7 @@ def sweeps_tab(plan: Plan) -> None:
             "mttf_hours_mean",
             "lost_usd_mean",
         )
-        st.dataframe(
+        table_view.dataframe(
             shown,
             hide_index=True,
             width="stretch",
@@ -685,7 +685,7 @@ def scale_tab(plan: Plan) -> None:
         charts.scale_chart(bands, scale.STRATEGY_LABELS, ran_seeds, plan.scenario["training.gpus"]),
         width="stretch",
     )
-    st.dataframe(
+    table_view.dataframe(
         bands.select(
             pl.col("strategy").replace_strict(scale.STRATEGY_LABELS),
             "job_gpus",
@@ -783,7 +783,7 @@ def standby_tab(plan: Plan) -> None:
         **BESIDE,
     )
     st.plotly_chart(charts.break_even_chart(bands, current, verdict.break_even), width="stretch")
-    st.dataframe(
+    table_view.dataframe(
         bands.select(
             "standbys", "won_usd_mean", "standby_usd_mean", "net_usd_mean", "net_usd_p10", "net_usd_p90"
         ),

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import polars as pl
 import streamlit as st
 
-from dashboard import state
+from dashboard import state, table_view
 from dashboard.charts import racks as charts
 from dashboard.charts.rack_elevation import elevation
 from dashboard.format import fmt_time
@@ -21,6 +21,7 @@ from dashboard.text_exprs import cause_label_text, duration_text, time_text
 from dashboard.time_slider import moment_slider, time_axis
 from engine.analysis.definitions import definition
 from engine.report.palette import TIER_LABELS
+from engine.report.visible_text import visible
 from engine.store import RunInfo
 from engine.store.schema import IN_SERVICE_STATES, OUT_OF_SERVICE_STATES
 
@@ -286,7 +287,7 @@ def floor_plan_section(run: RunInfo, floor: Floor):
         st.markdown(
             f"**Racks with a problem at t** ({problems.height:,}: choose one under *Rack* to open it)"
         )
-        st.dataframe(
+        table_view.dataframe(
             problems.head(500)
             .with_columns(pl.col("states").list.eval(pl.element().replace(charts.STATE_WORDS)))
             .rename(
@@ -330,7 +331,7 @@ def one_rack(run: RunInfo, floor: Floor, clicked) -> int | None:
         "Rack",
         rack_ids,
         key=rack_key,
-        format_func=lambda r: problem_words.get(r, f"rack {r}"),
+        format_func=lambda r: visible(problem_words.get(r, f"rack {r}")),
         placeholder="Choose a rack to see its elevation, links and events",
     )
     if rack is None:
@@ -352,7 +353,7 @@ def one_rack(run: RunInfo, floor: Floor, clicked) -> int | None:
         in_rack = rack_hosts.join(
             cells_frame.group_by("host_id").agg(pl.col("host_kw").first()), on="host_id", how="left"
         ).select("hostname", "slot", pl.col("state").fill_null("unknown"), "job_id", "host_kw", "host_id")
-        st.dataframe(
+        table_view.dataframe(
             in_rack.sort("slot", descending=True).with_columns(
                 charts.state_words_expr("state"), pl.col("host_kw").round(2)
             ),
@@ -363,7 +364,7 @@ def one_rack(run: RunInfo, floor: Floor, clicked) -> int | None:
             st.markdown(
                 f"**Links** ({links.height}: a cable per GPU NIC to the rack switch, the switch's uplinks)"
             )
-            st.dataframe(
+            table_view.dataframe(
                 links.with_columns(pl.col("tier").replace(TIER_LABELS), pl.col("util_pct").round(1)),
                 hide_index=True,
                 width="stretch",
@@ -374,7 +375,7 @@ def one_rack(run: RunInfo, floor: Floor, clicked) -> int | None:
         if incidents.is_empty():
             st.caption("No incidents on this rack's hosts, GPUs or links up to t.")
         else:
-            st.dataframe(
+            table_view.dataframe(
                 incidents.with_columns(
                     time_text("t_s", run.started_at).alias("time (UTC)"),
                     duration_text("out_of_service_s").fill_null("not repaired").alias("out_of_service"),
@@ -400,7 +401,7 @@ def one_rack(run: RunInfo, floor: Floor, clicked) -> int | None:
         xids = queries.rack_xids(run.run_id, rack, t_s)
         if xids.height:
             st.markdown(f"**XID lines up to t** ({xids.height})")
-            st.dataframe(
+            table_view.dataframe(
                 xids.with_columns(time_text("t_s", run.started_at).alias("time (UTC)")).select(
                     "time (UTC)", "hostname", "gpu_index", "xid", "incident_id", "message"
                 ),
@@ -452,6 +453,7 @@ def blast_radius(run: RunInfo, floor: Floor, rack: int | None) -> None:
         queries.BLAST_KINDS[kind],
         targets,
         key=target_key,
+        format_func=visible,
         help="Opens on the rack opened above (its rack, top host, switch or pod's spine); "
         "opening another rack moves it there.",
     )
@@ -467,7 +469,7 @@ def blast_radius(run: RunInfo, floor: Floor, rack: int | None) -> None:
     if hit.is_empty():
         st.caption("No job runs behind it at t" + (" across racks" if spanning else "") + ".")
     else:
-        st.dataframe(
+        table_view.dataframe(
             hit.rename(
                 {
                     "job_id": "job",

@@ -17,12 +17,14 @@ import polars as pl
 
 from engine.report.palette import category_colour as _colour
 from engine.report.palette import cause_label
+from engine.report.visible_text import visible
 from engine.units import SECONDS_PER_HOUR
 
 
 def text(value: str | None) -> str | None:
-    """A data string as Plotly must be given it to show it as text (its `&`, `<` and `>` escaped)."""
-    return None if value is None else html.escape(str(value), quote=False)
+    """A data string as Plotly must be given it to show it as text (its invisible characters as marks, its `&`,
+    `<` and `>` escaped)."""
+    return None if value is None else html.escape(visible(value), quote=False)
 
 
 def _texts(series: pl.Series) -> list[str | None]:

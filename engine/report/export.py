@@ -38,6 +38,7 @@ from engine.report.anonymise import anonymise_frame, anonymise_scenario, pseudon
 from engine.report.charts import by_cause_figure, timeline_figure
 from engine.report.csv_safety import restore_frame, safe_csv
 from engine.report.palette import cause_label
+from engine.report.visible_text import visible
 from engine.store.outputs import check_target
 from engine.units import SECONDS_PER_DAY
 
@@ -324,7 +325,7 @@ def _html(
     charts: bool,
     chain: pl.DataFrame | None,
 ) -> str:
-    esc = html.escape
+    esc = shown  # data as text: escaped, and its invisible characters visible
     name = info.get("name") or "run"
     title = f"Incidents of {name}" + (f" ({info['run_id']})" if info.get("run_id") else "")
     started = info.get("started_at")
@@ -458,8 +459,13 @@ def _cell(value) -> str:
     return str(value)
 
 
+def shown(value: object) -> str:
+    """Text for the HTML report: its invisible characters as marks (engine.report.visible_text), then escaped."""
+    return html.escape(visible(value))
+
+
 def _table(header: list[str], rows, klass: str = "") -> str:
-    esc = html.escape
+    esc = shown  # data as text: escaped, and its invisible characters visible
     head = "".join(f"<th>{esc(h)}</th>" for h in header)
     body = "".join("<tr>" + "".join(f"<td>{esc(str(v))}</td>" for v in row) + "</tr>" for row in rows)
     return f'<table class="{klass}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
