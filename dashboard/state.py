@@ -17,7 +17,7 @@ import polars as pl
 import streamlit as st
 
 from dashboard.format import fmt_duration, fmt_int
-from dashboard.text import code
+from dashboard.text import code, md
 from engine.report.visible_text import visible
 from engine.store import DEFAULT_STORE, RunInfo, Store, StoreError, check_schema_version, query_frame
 from engine.store.run import start_known
@@ -100,6 +100,9 @@ def _query(root: str, run_id: str, version: int, sql: str, params: tuple) -> pl.
         con.close()
 
 
+STORE_UNLISTABLE = "runs/"  # Unreadable.name when the store's runs/ folder itself cannot be listed
+
+
 @dataclass(frozen=True)
 class Unreadable:
     """A file in the store's runs/ that is not a readable run (corrupt, foreign, misnamed, another schema)."""
@@ -115,7 +118,12 @@ def scan_runs() -> tuple[list[RunInfo], list[Unreadable]]:
     One bad file must not take the dashboard down: it is reported (and can be deleted on the Data page)
     while every other run stays usable. Store.scan also sweeps what killed writers left behind.
     """
-    good, skipped = store().scan()
+    try:
+        good, skipped = store().scan()
+    except (
+        StoreError
+    ) as err:  # runs/ itself cannot be listed: said on every page, never an empty-looking store
+        return [], [Unreadable(None, str(err), STORE_UNLISTABLE)]
     return good, [Unreadable(s.run_id, s.reason, s.name) for s in skipped]
 
 
@@ -140,7 +148,9 @@ def _on_pick() -> None:
 def sidebar_run_selector() -> RunInfo | None:
     """The run picker shown on every page; its choice lives in the URL so a link reproduces the view."""
     runs, unreadable = scan_runs()
-    if unreadable:
+    if unreadable and unreadable[0].name == STORE_UNLISTABLE:
+        st.sidebar.error(f"The store cannot be listed: {md(unreadable[0].error)}", icon=":material/error:")
+    elif unreadable:
         names = ", ".join(code(u.name) for u in unreadable[:3]) + (" …" if len(unreadable) > 3 else "")
         st.sidebar.warning(
             f"{len(unreadable)} run file(s) cannot be read ({names}); see the Data page.",
@@ -201,6 +211,10 @@ def selected_run() -> RunInfo | None:
 def empty_state() -> None:
     """What a page shows when there is no run to show."""
     root = store().root
+    unreadable = scan_runs()[1]
+    if unreadable and unreadable[0].name == STORE_UNLISTABLE:  # not empty: unreadable (the sidebar says why)
+        st.error(f"The store cannot be listed: {md(unreadable[0].error)}", icon=":material/error:")
+        return
     command = "goodput simulate --preset demo" + (
         "" if root.resolve() == DEFAULT_STORE.resolve() else f" --store {shlex.quote(str(root))}"
     )

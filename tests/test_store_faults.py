@@ -7,6 +7,7 @@ file-size limit (the same write failure, EFBIG instead of ENOSPC) where mounting
 
 import contextlib
 import os
+import re
 import resource
 import signal
 import socket
@@ -19,6 +20,7 @@ from streamlit.testing.v1 import AppTest
 
 from engine.cli import main
 from engine.errors import GoodputError
+from engine.store import Store
 from tests.runs import make_store, small_run
 
 GOODPUT = Path(sys.executable).parent / "goodput"
@@ -167,3 +169,77 @@ def test_the_cli_never_shows_a_traceback_for_a_store_fault(tmp_path, capsys):
         == 2
     )
     assert "a FIFO (named pipe), not a run file" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("make", "says"),
+    [
+        (lambda root: (root.mkdir(), os.mkfifo(root / "runs")), "runs/ is a FIFO (named pipe), not a folder"),
+        (lambda root: (root.mkdir(), (root / "runs").write_text("")), "runs/ is a file, not a folder"),
+        (lambda root: root.write_text(""), "a file, not a folder"),
+    ],
+    ids=["runs-is-a-fifo", "runs-is-a-file", "store-is-a-file"],
+)
+def test_a_store_that_cannot_be_listed_says_so_instead_of_looking_empty(tmp_path, make, says):
+    root = tmp_path / "store"
+    make(root)
+    line = one_error_line(goodput("runs", "--store", str(root)))
+    assert line == f"goodput: error: store {root}: {says}: no run can be listed"
+    with pytest.raises(GoodputError, match=re.escape(says)):
+        Store(root).scan()
+
+
+def test_a_store_not_made_yet_is_empty_not_an_error(tmp_path):
+    done = goodput("runs", "--json", "--store", str(tmp_path / "not-yet"))
+    assert done.returncode == 0 and done.stdout.strip() == "[]", done.stderr
+
+
+def test_pages_say_the_store_cannot_be_listed(store_dir):
+    store_dir.mkdir()
+    os.mkfifo(store_dir / "runs")  # listed as empty before: every page said "no runs yet"
+    for page in ("app_pages/data.py", "app_pages/overview.py"):
+        at = AppTest.from_file(APP, default_timeout=60)
+        at.switch_page(page).run()
+        assert not at.exception, page
+        errors = [e.value.replace("\\", "") for e in [*at.error, *at.sidebar.error]]
+        assert any(
+            "The store cannot be listed" in e and "runs/ is a FIFO (named pipe), not a folder" in e
+            for e in errors
+        ), (page, errors)
+        assert not any("no runs yet" in i.value.lower() for i in at.info), page
+
+
+@pytest.mark.browser
+def test_a_served_dashboard_lists_runs_beside_a_fifo(odd_store, tmp_path):
+    """The attack on a real server on loopback: health said ok while every page listing runs hung on the FIFO.
+    Now the health check and the Data page both answer, the page naming the run and the FIFO it skipped."""
+    from playwright.sync_api import expect, sync_playwright
+
+    from tests.test_browser import CHROMIUM, CHROMIUM_ARGS, free_port, stop_server, wait_healthy
+
+    if not CHROMIUM.exists():
+        pytest.skip(f"{CHROMIUM} is missing: install Debian's chromium (apt-get install -y chromium)")
+    port, log = free_port(), tmp_path / "dashboard.log"
+    with log.open("w") as out:
+        server = subprocess.Popen(
+            [str(GOODPUT), "dashboard", "--store", str(odd_store.root), "--port", str(port)],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_healthy(url, server, log)
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+            try:
+                page = browser.new_page(viewport={"width": 1400, "height": 1000})
+                page.goto(f"{url}/data")
+                expect(page.get_by_text(f"{FIFO_ID}.duckdb").first).to_be_visible(timeout=90_000)
+                expect(page.get_by_text("a FIFO (named pipe)").first).to_be_visible()
+                expect(page.get_by_test_id("stDataFrame").first).to_be_visible()
+                expect(page.get_by_test_id("stException")).to_have_count(0)
+            finally:
+                browser.close()
+    finally:
+        stop_server(server)

@@ -103,13 +103,15 @@ def runs_section(store: Store, runs: list[RunInfo], unreadable: list[Unreadable]
                 "size_mb": st.column_config.NumberColumn("size (MB)", format="%.1f"),
             },
         )
-    else:
+    unlistable = bool(unreadable) and unreadable[0].name == state.STORE_UNLISTABLE
+    if unlistable:
+        st.error(f"The store cannot be listed: {md(unreadable[0].error)}.", icon=":material/error:")
+    elif not runs:
         st.info(f"No runs in {code(store.root)} yet: make one with the commands below.")
-    if (
-        unreadable
-    ):  # one odd file in runs/ never hides the others: it is listed here, and skipped everywhere else
+    if unreadable and not unlistable:
+        # one odd file in runs/ never hides the others: it is listed here, and skipped everywhere else
         st.warning(f"{len(unreadable)} file(s) in the store were skipped:", icon=":material/warning:")
-    for bad in unreadable:
+    for bad in [] if unlistable else unreadable:
         remedy = (
             "Delete it below, or re-create the run."
             if bad.run_id

@@ -10,7 +10,9 @@ files read-only, so it keeps reading while the command line writes new runs; del
 
 A file in runs/ that is not a readable run (a name that is not a run id, a file that is not DuckDB, a DuckDB
 file without the runs table, one this user cannot read) never breaks a listing: `scan` reports it as a
-`SkippedFile`, with why, beside every readable run.
+`SkippedFile`, with why, beside every readable run; a FIFO, socket, device or symbolic link named like a run is
+skipped without being opened. A store whose runs/ cannot be listed at all (not a folder, unreadable) raises a
+StoreError that says so, rather than looking empty.
 
 Each file holds the tables of `engine.store.schema` plus `meta(key, value)` with the schema version.
 """
@@ -228,10 +230,9 @@ class Store:
         """Regular `*.duckdb` files in runs/ (newest first), and the others named like them: a FIFO, a socket, a
         device or a symbolic link is never opened (opening a FIFO waits for a writer forever: `goodput runs` and
         every page listing runs hung on one)."""
-        if not self.runs_dir.is_dir():
-            return [], []
+        names = self._names_in_runs()
         dated, odd = [], []
-        for path in self.runs_dir.glob("*.duckdb"):
+        for path in (self.runs_dir / name for name in names if name.endswith(".duckdb")):
             if path.name.startswith("."):
                 continue
             try:
@@ -248,6 +249,35 @@ class Store:
                     )
                 )
         return [path for _, _, path in sorted(dated, reverse=True)], sorted(odd, key=lambda f: f.name)
+
+    def _names_in_runs(self) -> list[str]:
+        """The names in runs/, or none in a store not made yet; a StoreError when runs/ cannot be listed (not a
+        folder, unreadable), so a store that cannot be read says so instead of looking empty. Nothing is opened
+        but the folder: stat, never open, tells what runs/ is (runs/ may be a symbolic link to a folder)."""
+        try:
+            mode = os.stat(self.root).st_mode
+        except FileNotFoundError:
+            return []  # a store not made yet: the first write makes it
+        except OSError as err:
+            raise StoreError(f"store {self.root}: cannot be read ({err.strerror or err})") from err
+        if not stat.S_ISDIR(mode):
+            raise StoreError(
+                f"store {self.root}: {_not_regular(mode, 'a file')}, not a folder: no run can be listed"
+            )
+        try:
+            mode = os.stat(self.runs_dir).st_mode
+        except FileNotFoundError:
+            return []
+        except OSError as err:
+            raise StoreError(f"store {self.root}: runs/ cannot be read ({err.strerror or err})") from err
+        if not stat.S_ISDIR(mode):
+            raise StoreError(
+                f"store {self.root}: runs/ is {_not_regular(mode, 'a file')}, not a folder: no run can be listed"
+            )
+        try:
+            return os.listdir(self.runs_dir)
+        except OSError as err:  # unreadable (EACCES for a user other than its owner), an I/O error
+            raise StoreError(f"store {self.root}: runs/ cannot be listed ({err.strerror or err})") from err
 
     def run_ids(self) -> list[str]:
         """Finished runs, newest first (run ids sort by creation time); files not named by a run id left out."""
@@ -414,8 +444,8 @@ def _insert_frame(con: duckdb.DuckDBPyConnection, table: str, frame: pl.DataFram
     con.execute(f'INSERT INTO "{table}" ({columns}) SELECT {columns} FROM arrow')  # noqa: S608 (names from the schema)
 
 
-def _not_regular(mode: int) -> str:
-    """What a file that is not a regular file is, in words."""
+def _not_regular(mode: int, otherwise: str = "not a regular file") -> str:
+    """What a file that is not a regular file is, in words (`otherwise` for one that is)."""
     kinds = (
         (stat.S_ISLNK, "a symbolic link"),
         (stat.S_ISFIFO, "a FIFO (named pipe)"),
@@ -424,7 +454,7 @@ def _not_regular(mode: int) -> str:
         (stat.S_ISBLK, "a device"),
         (stat.S_ISDIR, "a folder"),
     )
-    return next((words for test, words in kinds if test(mode)), "not a regular file")
+    return next((words for test, words in kinds if test(mode)), otherwise)
 
 
 def _io_reason(err: BaseException) -> str:
