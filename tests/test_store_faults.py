@@ -125,6 +125,14 @@ def test_a_full_disk_while_simulating_is_one_line_and_leaves_nothing(tmp_path):
         assert [p.name for p in (store / "runs").iterdir()] == []  # no partial file, no lock left
 
 
+def test_a_file_size_limit_while_simulating_is_one_line_and_leaves_nothing(tmp_path):
+    """The same failure where no tmpfs can be mounted: each write past the limit fails with EFBIG."""
+    store = tmp_path / "store"
+    line = one_error_line(simulate_into(store, limit_bytes=1_000_000))
+    assert f"store {store}: cannot write run sim-" in line and line.endswith("(file too large)")
+    assert [p.name for p in (store / "runs").iterdir()] == []
+
+
 def test_runs_delete_on_a_read_only_store_is_one_line(tmp_path):
     with tmpfs(tmp_path / "disk", "32m") as disk:
         if disk is None:  # no mount here: the same refusal, the file system's answer stood in for
