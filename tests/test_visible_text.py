@@ -16,6 +16,7 @@ from engine.report.export import export_run_incidents
 from engine.report.visible_text import INVISIBLE, RANGES, visible, visible_expr, visible_frame
 from tests.runs import make_store, small_run
 from tests.test_charts_jobs import STARTED, queue_run
+from tests.test_charts_pages import open_page
 
 RLO = "\u202e"
 APP = "../dashboard/streamlit_app.py"
@@ -52,9 +53,9 @@ def test_a_column_is_made_visible_as_each_value_is(values):
     assert frame.select(visible_expr("x"))["x"].to_list() == [
         None if v is None else visible(v) for v in values
     ]
-    shown = visible_frame(
-        frame.with_columns(pl.col("x").cast(pl.List(pl.String)).alias("l")) if False else frame
-    )
+    shown = visible_frame(frame.with_columns(pl.concat_list(pl.col("x")).alias("l")))
+    assert shown["x"].to_list() == [None if v is None else visible(v) for v in values]
+    assert shown["l"].to_list() == [[None if v is None else visible(v)] for v in values]  # lists of text too
     assert shown["n"].to_list() == list(range(len(values)))  # other columns untouched
 
 
@@ -97,3 +98,24 @@ def test_pages_show_the_override_in_tables_and_selectors(store_dir):
     assert "evil⟨U+202E⟩run" in option and RLO not in option
     [runs] = [d.value for d in at.dataframe if "name" in d.value.columns][:1]
     assert "evil⟨U+202E⟩run" in list(runs["name"]) and not any(RLO in str(v) for v in runs["name"])
+
+
+def test_the_delete_selector_shows_the_override(store_dir):
+    make_store(store_dir, small_run(name=f"evil{RLO}run"))
+    at = AppTest.from_file(APP, default_timeout=90)
+    at.switch_page("app_pages/data.py").run()
+    [victim] = [s for s in at.selectbox if s.label == "Run to delete"]
+    assert any("evil⟨U+202E⟩run" in o for o in victim.options) and not any(RLO in o for o in victim.options)
+
+
+def test_an_incidents_cause_and_category_show_the_override(store_dir):
+    run = small_run()
+    run.tables["incidents"] = run.tables["incidents"].with_columns(
+        pl.col("cause") + RLO + "x", pl.col("category") + RLO + "y"
+    )
+    make_store(store_dir, run)
+    at = open_page("app_pages/incidents.py", {"run": run.run_id, "incident": "1"})
+    assert not at.exception
+    shown = {m.label: m.value.replace("\\", "") for m in at.metric}
+    assert "⟨U+202E⟩x" in shown["Cause"] and "GPU⟨U+202E⟩y" in shown["Category"], shown
+    assert not any(RLO in v for v in shown.values())

@@ -14,7 +14,7 @@ from dashboard import auth, state, table_view, uploads
 from dashboard.format import fmt_int
 from dashboard.queries.data import runs_table
 from dashboard.state import Unreadable
-from dashboard.text import code, md
+from dashboard.text import code, md, visible
 from dashboard.watch_panel import watch_section
 from engine.errors import GoodputError
 from engine.replay.settings import MODES
@@ -141,7 +141,11 @@ def delete_section(runs: list[RunInfo], unreadable: list[Unreadable], may_write:
         st.session_state[VICTIM_KEY] = selected if selected in deletable else deletable[0]
     left, right = st.columns([3, 1], vertical_alignment="bottom")
     left.selectbox(
-        "Run to delete", deletable, format_func=names.get, key=VICTIM_KEY, disabled=pending is not None
+        "Run to delete",
+        deletable,
+        format_func=lambda r: visible(names[r]),
+        key=VICTIM_KEY,
+        disabled=pending is not None,
     )
     right.button(
         "Delete…",

@@ -362,8 +362,8 @@ def drill_down(run: RunInfo, everything: pl.DataFrame, incident_id: int, exporte
     row = everything.row(by_predicate=pl.col("incident_id") == incident_id, named=True)
     detail = queries.detail(run.run_id, incident_id)
     cols = st.columns(4)
-    cols[0].metric("Cause", cause_label(row["cause"]))
-    cols[1].metric("Category", row["category"] or "–")
+    cols[0].metric("Cause", md(cause_label(row["cause"])))  # a cause or category read from input: as text
+    cols[1].metric("Category", md(row["category"] or "–"))
     cols[2].metric(
         definition("incident_cost").label,
         fmt_gpu_hours(detail.gpu_hours_lost),

@@ -214,10 +214,11 @@ def _interruption_counts(
                 width=width_ms,
                 offset=0,
                 yaxis="y2",
-                name=f"{category} interruptions",
+                name=f"{plot(category)} interruptions",
                 legendgroup="interruptions",
                 marker={"color": CATEGORY_COLOURS.get(category, OTHER_COLOUR)},
-                hovertemplate=f"{hover_time(started_at, 'minutes')}: %{{y}} interruptions<extra>{category}</extra>",
+                hovertemplate=f"{hover_time(started_at, 'minutes')}: %{{y}} interruptions"
+                f"<extra>{plot(category)}</extra>",
             )
         )
 
