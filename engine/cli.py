@@ -15,6 +15,7 @@ from engine import __version__
 from engine.errors import GoodputError
 from engine.replay.formats import FORMATS
 from engine.report.progress import progress_bar
+from engine.report.visible_text import visible
 from engine.scenario.presets import PRESETS
 from engine.store import Store, resolve_store_dir
 from engine.store.outputs import check_output, check_store
@@ -193,7 +194,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
         return 0
     runs, skipped = store.scan()
     for odd in skipped:  # one line each, on stderr, so `--json` stays parseable
-        print(f"goodput: warning: {odd.warning()}", file=sys.stderr)
+        print(f"goodput: warning: {visible(odd.warning())}", file=sys.stderr)  # a name's controls as marks
     if args.json:
         print(json.dumps([info.as_json() for info in runs]))
         return 0
@@ -202,7 +203,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
         return 0
     print(f"{'run_id':30} {'kind':9} {'created':20} name")
     for info in runs:
-        print(f"{info.run_id:30} {info.kind:9} {info.created_at:%Y-%m-%d %H:%M:%S}  {info.name}")
+        print(f"{info.run_id:30} {info.kind:9} {info.created_at:%Y-%m-%d %H:%M:%S}  {visible(info.name)}")
     return 0
 
 

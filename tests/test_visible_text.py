@@ -119,3 +119,14 @@ def test_an_incidents_cause_and_category_show_the_override(store_dir):
     shown = {m.label: m.value.replace("\\", "") for m in at.metric}
     assert "⟨U+202E⟩x" in shown["Cause"] and "GPU⟨U+202E⟩y" in shown["Category"], shown
     assert not any(RLO in v for v in shown.values())
+
+
+def test_goodput_runs_shows_the_override_and_a_files_escape_codes(store_dir, capsys):
+    from engine.cli import main
+
+    store = make_store(store_dir, small_run(name=f"evil{RLO}run"))
+    (store.runs_dir / "odd\x1b[2Jname.duckdb").write_bytes(b"x")  # ESC [2J would clear the terminal
+    assert main(["runs", "--store", str(store_dir)]) == 0
+    out, err = capsys.readouterr()
+    assert "evil⟨U+202E⟩run" in out and RLO not in out
+    assert "odd⟨U+001B⟩[2Jname.duckdb" in err and "\x1b" not in err
