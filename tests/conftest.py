@@ -1,5 +1,6 @@
 """Fixtures every test file may use."""
 
+import os
 from pathlib import Path
 
 import pytest
@@ -13,12 +14,13 @@ from tests.servers.slurm import slurm_cluster  # noqa: F401
 
 ROOT = Path(__file__).resolve().parent.parent
 # No test depends on the machine's speed (budgets are bench/'s): Hypothesis gets no deadline and no too_slow
-# health check, which failed 1 CI run in 3 on a busy 2-core machine (issue 27). One profile, loaded everywhere,
-# so a developer's run and CI's are the same; a test's own @settings still sets its number of examples.
-settings.register_profile(
-    "goodput", deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.large_base_example]
-)
-settings.load_profile("goodput")
+# health check, which failed 1 CI run in 3 on a busy 2-core machine (issue 27). Two profiles with the same
+# clock-free settings: "ci" (where $CI is set) also prints the blob that reproduces a failure; "dev" for the rest.
+# HYPOTHESIS_PROFILE picks one by name. A test's own @settings still sets its number of examples.
+NO_CLOCK = {"deadline": None, "suppress_health_check": [HealthCheck.too_slow, HealthCheck.large_base_example]}
+settings.register_profile("dev", **NO_CLOCK)
+settings.register_profile("ci", **NO_CLOCK, print_blob=True)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if os.environ.get("CI") else "dev"))
 # Pages run under AppTest as if served on loopback: the app requires login whenever Streamlit's address is
 # beyond loopback, and an unset address means every interface (dashboard/auth.py login_required). This sets the
 # option in this process only (Streamlit reads STREAMLIT_* variables in its command line, not here); servers the

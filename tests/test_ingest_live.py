@@ -22,7 +22,7 @@ from engine import limits
 from engine.cli import main
 from engine.errors import GoodputError
 from engine.ingest import live
-from engine.ingest.live import parse_urls, scrape_loop
+from engine.ingest.live import FETCH_DEADLINE_S, parse_urls, scrape_loop
 from engine.store import Store
 from tests.fixtures.ingest.samples import labels
 
@@ -623,7 +623,8 @@ def test_a_signal_ends_the_command_while_its_endpoint_hangs(store_dir, sig):
             if process.poll() is None:
                 process.kill()
     assert process.returncode == 0, err
-    assert took < 3, f"{took:.1f} s to stop"
+    # the signal, not the scrape's whole-answer deadline, ended it (room left for a busy machine)
+    assert took < FETCH_DEADLINE_S - 1, f"{took:.1f} s to stop"
     result = json.loads(out)
     assert result["scrapes"] == 1 and "stopped before every endpoint answered" in err
     assert Store(store_dir).table(result["run_id"], "gpu_samples").height == 2

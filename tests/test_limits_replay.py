@@ -87,6 +87,10 @@ def peak_bytes(work) -> tuple[BaseException | None, int]:
 
 # ----- the CLI on each format --------------------------------------------------------------------------------
 
+# A refusal comes while reading (well under a second here); building what these inputs ask for (10^8 GPUs,
+# 300,000 hosts) would not. A bound with room for a busy machine: a limit, not a benchmark (bench/ times things).
+REFUSED_WITHIN_S = 30
+
 CASES = {
     "goodput.csv": (goodput_csv(BIG), ["goodput.csv, line 2", "gpus 100,000,000", "262,144"]),
     "hosts.csv": (goodput_csv(8, BIG), ["hosts.csv, line 2", "hosts 100,000,000", "262,144"]),
@@ -117,7 +121,8 @@ def test_replay_refuses_counts_over_the_limits(capsys, tmp_path, name):
     path.write_text(text)
     started = time.perf_counter()
     refused(capsys, tmp_path, ["replay", str(path)], *named)
-    assert time.perf_counter() - started < 5
+    # refused while reading, not after building what the input asks for
+    assert time.perf_counter() - started < REFUSED_WITHIN_S
 
 
 def test_the_56_byte_csv_and_its_upload_give_the_same_line(capsys, tmp_path):
@@ -225,7 +230,7 @@ def test_longest_line_of_any_bytes(data):
 # ----- properties: any count over the limit, in any format ------------------------------------------------------
 
 
-@settings(deadline=1000, max_examples=60)
+@settings(deadline=None, max_examples=60)
 @given(
     fmt=st.sampled_from(list(FORMATS)), n=st.integers(min_value=limits.MAX_CLUSTER_GPUS + 1, max_value=10**15)
 )
@@ -237,14 +242,14 @@ def test_any_gpu_count_over_the_limit_is_refused_quickly_and_small(fmt, n):
     assert peak < 5_000_000  # bytes: nothing of the requested size was built
 
 
-@settings(deadline=2000, max_examples=40)
+@settings(deadline=None, max_examples=40)
 @given(fmt=st.sampled_from(list(FORMATS)), n=st.integers(min_value=0, max_value=limits.MAX_CLUSTER_GPUS))
 def test_any_gpu_count_within_the_limit_parses(fmt, n):
     trace = parse_trace(FORMATS[fmt][0](n).encode(), fmt=fmt, name=f"t.{fmt}")
     assert trace.jobs["gpus"].to_list() == [float(n)]
 
 
-@settings(deadline=1000, max_examples=40)
+@settings(deadline=None, max_examples=40)
 @given(hosts=st.integers(min_value=limits.MAX_HOSTS + 1, max_value=10**30))
 def test_any_host_count_over_the_limit_is_refused(hosts):
     raised, peak = peak_bytes(
@@ -319,7 +324,7 @@ def test_incidents_json_errors_are_one_line(capsys, tmp_path, name):
         ["replay", str(path)],
         *[f"{tmp_path}/{n}" if n.startswith(name) else n for n in named],
     )
-    assert time.perf_counter() - started < 5
+    assert time.perf_counter() - started < REFUSED_WITHIN_S
     store = Store(tmp_path / "uploads")
     with pytest.raises(GoodputError) as upload:
         uploads.import_trace(store, (name, data))
@@ -338,7 +343,7 @@ def test_incident_counts_are_bounded(monkeypatch):
         read_incidents_bytes(csv, "csv", where="x.csv")
 
 
-@settings(deadline=2000, max_examples=30)
+@settings(deadline=None, max_examples=30)
 @given(depth=st.integers(min_value=limits.MAX_JSON_DEPTH + 1, max_value=300_000), kind=st.sampled_from("[{"))
 def test_any_nesting_past_the_limit_is_refused(depth, kind):
     opening, closing = (b"[", b"]") if kind == "[" else (b'{"a":', b"}")
@@ -350,7 +355,7 @@ def test_any_nesting_past_the_limit_is_refused(depth, kind):
     assert peak < 20_000_000
 
 
-@settings(deadline=2000, max_examples=30)
+@settings(deadline=None, max_examples=30)
 @given(gpus=st.integers(min_value=limits.MAX_CLUSTER_GPUS // 8 + 1, max_value=10**12).map(lambda h: h * 8))
 def test_any_incidents_scenario_over_the_limit_is_refused(gpus):
     data = incidents_json(scenario={"preset": "demo", "cluster": {"gpus": gpus}})

@@ -3,7 +3,6 @@ validation with the key, the value and the limit, before anything is allocated; 
 `goodput sweep` exit 2 with one `goodput: error:` line and write nothing; the Planner shows the same line."""
 
 import math
-import time
 import tracemalloc
 
 import pytest
@@ -87,9 +86,7 @@ def test_simulate_refuses_sizes_over_the_limits(capsys, tmp_path, monkeypatch, s
 
     monkeypatch.setattr("engine.sim.simulate.simulate", must_not_run)
     argv = ["simulate", "--preset", "demo"] + [a for s in sets for a in ("--set", s)]
-    started = time.perf_counter()
-    assert_refused(capsys, tmp_path / "store", argv, *named)
-    assert time.perf_counter() - started < 5  # refused at validation, not after simulating
+    assert_refused(capsys, tmp_path / "store", argv, *named)  # at validation: simulate never ran
 
 
 def test_the_largest_preset_is_within_every_limit():
@@ -128,7 +125,7 @@ def test_a_scenario_file_larger_than_its_limit_is_not_read(tmp_path, monkeypatch
         build(file=path)
 
 
-@settings(deadline=500, max_examples=60)
+@settings(deadline=None, max_examples=60)
 @given(
     gpus=st.integers(min_value=limits.MAX_CLUSTER_GPUS + 1, max_value=10**15),
     key=st.sampled_from(["cluster.gpus", "training.gpus"]),
@@ -145,7 +142,7 @@ def test_any_gpu_count_over_the_limit_is_refused_without_allocating(gpus, key):
     assert peak < 2_000_000  # bytes: nothing the size of the cluster was made
 
 
-@settings(deadline=500, max_examples=80)
+@settings(deadline=None, max_examples=80)
 @given(
     hosts=st.integers(min_value=52, max_value=limits.MAX_CLUSTER_GPUS // 8),
     days=st.floats(min_value=0.01, max_value=limits.MAX_RUN_DAYS),
@@ -206,11 +203,16 @@ def test_sweep_refuses_too_many_runs_before_building_the_grid(capsys):
         "10,000",
     )
     assert line.startswith("goodput: error: --vary/--seeds:")
-    started = time.perf_counter()
-    many = [Axis(f"k{i}", tuple(str(v) for v in range(10))) for i in range(10)]  # 10^10 grid points
+    many = [Axis(f"k{i}", Unwalkable(str(v) for v in range(10))) for i in range(10)]  # 10^10 grid points
     with pytest.raises(GoodputError, match="10,000,000,000 runs"):
-        check_runs(many, 1)
-    assert time.perf_counter() - started < 1
+        check_runs(many, 1)  # counted, never walked (a check of how, not of how fast: no clock)
+
+
+class Unwalkable(tuple):
+    """Values that may be counted but not walked: a grid built before the check would raise here."""
+
+    def __iter__(self):
+        raise AssertionError("the grid was walked before its size was checked")
 
 
 def test_sweep_seeds_and_values_are_bounded():
@@ -227,7 +229,7 @@ def test_sweep_seeds_and_values_are_bounded():
         sweep(base, [parse_vary("cluster.gpus=512,100000000")], 1)
 
 
-@settings(deadline=500, max_examples=50)
+@settings(deadline=None, max_examples=50)
 @given(
     sizes=st.lists(st.integers(min_value=1, max_value=200), min_size=1, max_size=6),
     seeds=st.integers(min_value=1, max_value=10**9),

@@ -325,9 +325,10 @@ def test_a_hanging_source_is_listed_while_it_reads_and_stop_cuts_it(store_dir, m
         [info] = [i.value for i in at.info if i.value.startswith("Watching")]
         assert info.startswith("Watching **silent**: its first cycle is still reading the sources")
         assert "· running · 0 cycles · no run yet ·" in listed(at, "silent")
-        started = time.monotonic()
         at.button(key="watch_stop:silent").click().run()
-        assert time.monotonic() - started < watch_runner.STOP_JOIN_S and not watch_threads()
+        # the stop ended it within Stop's join (the request's own 10 s deadline would outlast that); no clock
+        # around the page's rerun, which a busy machine slows
+        assert not watch_threads()
     [error] = [e.value for e in at.error]
     assert error == "Ended: stopped before the first cycle completed; nothing was written"
     assert "· ended · 0 cycles · no run yet ·" in listed(at, "silent")

@@ -120,7 +120,11 @@ def test_the_real_samples(tmp_path, shared_data):
     assert len(runs_in(store)) == 3
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=25,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
 @given(
     data=st.binary(max_size=400) | st.text(max_size=400).map(str.encode),
     kind=st.sampled_from(["dcgm", "kernel-log", "trace"]),

@@ -296,7 +296,7 @@ def test_a_signal_stops_the_watch_between_cycles(prometheus_server, tmp_path):
         time.sleep(0.05)
     t0 = time.monotonic()
     stop.set()
-    thread.join(5)
-    # far less than the 30 s cycle it would otherwise wait out, with room for a busy machine
-    assert not thread.is_alive() and time.monotonic() - t0 < 10.0
+    thread.join(20)
+    # less than the 30 s cycle it would otherwise wait out, with room for a busy machine
+    assert not thread.is_alive() and time.monotonic() - t0 < 25.0
     assert done["result"]["cycles"] == 1
