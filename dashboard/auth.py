@@ -45,6 +45,7 @@ from enum import StrEnum
 from pathlib import Path
 
 import streamlit as st
+from streamlit import runtime
 
 from dashboard.logouts import LogoutLedger
 from engine.errors import GoodputError
@@ -238,8 +239,12 @@ def served_with_tls() -> bool:
 
 def login_required() -> bool:
     """Whether this server requires login: the launcher said so, or it listens beyond loopback (however started:
-    the app does not trust its launcher to have checked)."""
-    return os.environ.get(LOGIN_ENV) == REQUIRED or not is_loopback(served_address())
+    the app does not trust its launcher to have checked). A process without Streamlit's runtime serves nothing
+    (the app's file imported bare, as a multiprocessing worker re-imports its parent's main script): no address
+    to judge, so only the launcher's word counts there."""
+    if os.environ.get(LOGIN_ENV) == REQUIRED:
+        return True
+    return runtime.exists() and not is_loopback(served_address())
 
 
 def configuration_problem() -> str | None:

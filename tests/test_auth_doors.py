@@ -227,6 +227,7 @@ def test_no_cookie_issued_before_its_logout_survives(tmp_path_factory, iat, logo
 def serving(monkeypatch, address, secrets: dict, cert: str | None = None, proxy: bool = False) -> None:
     options = {"server.address": address, "server.sslCertFile": cert}
     monkeypatch.setattr(auth.st, "get_option", options.__getitem__)
+    monkeypatch.setattr(auth.runtime, "exists", lambda: True)  # a served app: Streamlit's runtime is up
     monkeypatch.setattr(auth, "_secrets", lambda: secrets)
     monkeypatch.delenv(auth.LOGIN_ENV, raising=False)
     if proxy:
@@ -271,3 +272,16 @@ def test_the_app_beyond_loopback_needs_tls_and_an_https_redirect(monkeypatch):
     assert auth.configuration_problem() is None
     serving(monkeypatch, "0.0.0.0", good_secrets("http://goodput.example.com/oauth2callback"), proxy=True)
     assert "is not https://" in auth.configuration_problem()
+
+
+def test_without_streamlits_runtime_nothing_is_served_so_only_the_launcher_decides(monkeypatch):
+    """The app's file imported bare (a multiprocessing worker re-imports its parent's main script) serves
+    nothing: it must not stop there for want of login."""
+    monkeypatch.setattr(
+        auth.st, "get_option", {"server.address": None, "server.sslCertFile": None}.__getitem__
+    )
+    monkeypatch.setattr(auth.runtime, "exists", lambda: False)
+    monkeypatch.delenv(auth.LOGIN_ENV, raising=False)
+    assert not auth.login_required()
+    monkeypatch.setenv(auth.LOGIN_ENV, auth.REQUIRED)
+    assert auth.login_required()
