@@ -68,7 +68,13 @@ class RestartJob(FlagshipJob):
 
     @classmethod
     def from_scenario(cls, scenario: Scenario, wiring: JobWiring) -> FlagshipJob:
-        return cls(wiring.env, wiring.job_id, wiring.hosts, **common_settings(scenario, wiring))
+        settings = common_settings(scenario, wiring) | cls.own_settings(scenario, wiring)
+        return cls(wiring.env, wiring.job_id, wiring.hosts, **settings)
+
+    @classmethod
+    def own_settings(cls, scenario: Scenario, wiring: JobWiring) -> dict:
+        """The strategy's own constructor arguments, from its `recovery.*` keys."""
+        return {}
 
     @classmethod
     def standbys_wanted(cls, scenario: Scenario, spares_available: int) -> int:
@@ -119,15 +125,11 @@ class InMemoryCheckpointJob(RestartJob):
         self.memory_interval, self.copies = memory_interval_s, memory_copies
 
     @classmethod
-    def from_scenario(cls, scenario: Scenario, wiring: JobWiring) -> FlagshipJob:
-        return cls(
-            wiring.env,
-            wiring.job_id,
-            wiring.hosts,
-            memory_interval_s=scenario["recovery.memory_checkpoint_interval"],
-            memory_copies=scenario["recovery.memory_copies"],
-            **common_settings(scenario, wiring),
-        )
+    def own_settings(cls, scenario: Scenario, wiring: JobWiring) -> dict:
+        return {
+            "memory_interval_s": scenario["recovery.memory_checkpoint_interval"],
+            "memory_copies": scenario["recovery.memory_copies"],
+        }
 
     @classmethod
     def memory_gb_per_host(cls, scenario: Scenario) -> float:
@@ -167,16 +169,12 @@ class ReplicaDropJob(RestartJob):
     strategy = "replica_drop"
 
     @classmethod
-    def from_scenario(cls, scenario: Scenario, wiring: JobWiring) -> FlagshipJob:
-        return cls(
-            wiring.env,
-            wiring.job_id,
-            wiring.hosts,
-            replicas=scenario["recovery.replicas"],
-            drop_stall_s=scenario["recovery.drop_stall"],
-            rejoin_s=scenario["recovery.rejoin"],
-            **common_settings(scenario, wiring),
-        )
+    def own_settings(cls, scenario: Scenario, wiring: JobWiring) -> dict:
+        return {
+            "replicas": scenario["recovery.replicas"],
+            "drop_stall_s": scenario["recovery.drop_stall"],
+            "rejoin_s": scenario["recovery.rejoin"],
+        }
 
     def __init__(
         self, env, job_id, hosts, *, replicas: int, drop_stall_s: float, rejoin_s: float, **common
@@ -303,17 +301,13 @@ class HotSpareJob(RestartJob):
     strategy = "hot_spare"
 
     @classmethod
-    def from_scenario(cls, scenario: Scenario, wiring: JobWiring) -> FlagshipJob:
-        return cls(
-            wiring.env,
-            wiring.job_id,
-            wiring.hosts,
-            standbys=wiring.standbys,
-            hot_swap_s=scenario["recovery.hot_swap"],
-            take_standby=wiring.take_standby,
-            on_standby=wiring.on_standby,
-            **common_settings(scenario, wiring),
-        )
+    def own_settings(cls, scenario: Scenario, wiring: JobWiring) -> dict:
+        return {
+            "standbys": wiring.standbys,
+            "hot_swap_s": scenario["recovery.hot_swap"],
+            "take_standby": wiring.take_standby,
+            "on_standby": wiring.on_standby,
+        }
 
     @classmethod
     def standbys_wanted(cls, scenario: Scenario, spares_available: int) -> int:
