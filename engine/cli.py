@@ -234,7 +234,7 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def cmd_scale(args: argparse.Namespace) -> int:
-    from engine.analysis.scale import run_command
+    from engine.report.scale_command import run_command
 
     return run_command(args)
 
@@ -646,14 +646,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     json_flag(swp)
 
-    from engine.analysis import scale  # its flags are its own (polars is loaded by engine.store already)
+    # its flags are its own (polars is loaded by engine.store already)
+    from engine.report import scale_command
 
     scl = command(
         "scale",
         cmd_scale,
         "ETTR of the flagship job by size (1k to 256k GPUs) and recovery strategy, with Monte-Carlo bands",
     )
-    scale.add_arguments(scl)
+    scale_command.add_arguments(scl)
 
     ettr = command("ettr", cmd_ettr, "closed-form ETTR, job MTTF and the Young-Daly checkpoint interval")
     ettr.add_argument("--gpus", type=int, required=True, metavar="N", help="GPUs of the job")

@@ -19,6 +19,7 @@ from engine import limits
 from engine.analysis import scale, standby
 from engine.analysis.planner import spare_cover
 from engine.errors import GoodputError
+from engine.report import scale_command
 from engine.scenario import build
 from engine.sim.simulate import simulate
 from engine.sim.sweep import LocalExecutor, RayExecutor, result_row
@@ -279,7 +280,7 @@ def test_needs_the_strategies_no_standby_wins_nothing_and_standbys_cost_their_ho
 
 def test_scale_json_has_a_row_a_run_and_a_band_a_point(capsys):
     argv = ["--preset", "demo", "--sizes", "1024", "--seeds", "2", "--strategies", "restart,hot_spare"]
-    assert scale.main_scale([*argv, "--workers", "1", "--json"]) == 0
+    assert scale_command.main_scale([*argv, "--workers", "1", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert [(r["strategy"], r["seed"]) for r in out["results"]] == [
         ("restart", 7),
@@ -293,7 +294,7 @@ def test_scale_json_has_a_row_a_run_and_a_band_a_point(capsys):
 
 def test_scale_text_is_a_line_a_size(capsys):
     argv = ["--preset", "demo", "--sizes", "1024,2048", "--seeds", "2", "--strategies", "restart"]
-    assert scale.main_scale([*argv, "--workers", "1"]) == 0
+    assert scale_command.main_scale([*argv, "--workers", "1"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[0] == "ETTR by job size and recovery strategy, 2 seeds: mean [10%, 90%]"
     assert lines[1].split() == ["job", "GPUs", "days", "restart"]
@@ -309,7 +310,7 @@ def test_scale_text_is_a_line_a_size(capsys):
     ],
 )
 def test_bad_input_exits_2_with_one_line(capsys, argv, words):
-    assert scale.main_scale(["--preset", "demo", *argv]) == 2
+    assert scale_command.main_scale(["--preset", "demo", *argv]) == 2
     err = capsys.readouterr().err
     assert err.startswith("goodput: error: ") and words in err and err.count("\n") == 1
 
