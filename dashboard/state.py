@@ -44,7 +44,7 @@ def _connection(root: str, run_id: str, version: int) -> duckdb.DuckDBPyConnecti
     connection is cached, every later connect to the path (Store.info's too) answers from the version first
     opened, even after live ingestion replaced the file. An attached file belongs to its own connection only.
     """
-    path = Store(root).path_of(run_id)
+    path = Store(root).run_file(run_id)  # a regular file: ATTACH never waits on a FIFO named like a run
     con = duckdb.connect()
     try:
         con.execute("ATTACH ? AS run (READ_ONLY)", [str(path)]).fetchall()

@@ -251,3 +251,26 @@ def test_a_served_dashboard_lists_runs_beside_a_fifo(odd_store, tmp_path):
                 browser.close()
     finally:
         stop_server(server)
+
+
+def test_the_dashboard_never_attaches_a_fifo_named_like_a_run(odd_store):
+    """`?run=` names any id: the page's connection refuses a FIFO before DuckDB could wait on it."""
+    import threading
+
+    from dashboard import state
+
+    outcome: list[BaseException | None] = []
+
+    def read() -> None:
+        try:
+            state.query(FIFO_ID, "SELECT 1")
+            outcome.append(None)
+        except BaseException as err:  # noqa: BLE001 (what it raised is the test's answer)
+            outcome.append(err)
+
+    reader = threading.Thread(target=read, daemon=True)  # daemon: a hang fails the test, not the session
+    reader.start()
+    reader.join(60)
+    assert not reader.is_alive(), "attached the FIFO and waited for a writer"
+    [err] = outcome
+    assert isinstance(err, GoodputError) and "a FIFO (named pipe), not a run file" in str(err), err

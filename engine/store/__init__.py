@@ -104,7 +104,9 @@ class Store:
             raise StoreError(f"not a run id: {run_id!r}")
         return self.runs_dir / f"{run_id}.duckdb"
 
-    def _existing_path(self, run_id: str) -> Path:
+    def run_file(self, run_id: str) -> Path:
+        """The path of a run's file, which exists and is a regular file (a FIFO there would block whoever opens
+        it: it is refused, never opened)."""
         path = self.path_of(run_id)
         try:
             mode = path.lstat().st_mode
@@ -151,7 +153,7 @@ class Store:
         running row), in the same commit. Readers that hold the old file keep reading it; new readers see the
         new version whole. Cost grows with the run's size, which suits observed runs of modest size.
         """
-        final = self._existing_path(run_id)
+        final = self.run_file(run_id)
         self.sweep_partials()
         replace = replace or {}
         try:
@@ -320,7 +322,7 @@ class Store:
         return self.scan()[0]
 
     def info(self, run_id: str) -> RunInfo:
-        path = self._existing_path(run_id)
+        path = self.run_file(run_id)
         mtime = path.stat().st_mtime
         cached = self._info_cache.get(run_id)
         if cached and cached[0] == mtime:
@@ -356,7 +358,7 @@ class Store:
 
     def open(self, run_id: str) -> duckdb.DuckDBPyConnection:
         """A read-only connection to one run's file, its schema version checked. The caller closes it."""
-        path = self._existing_path(run_id)
+        path = self.run_file(run_id)
         try:
             con = duckdb.connect(str(path), read_only=True)
         except duckdb.Error as err:
