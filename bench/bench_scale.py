@@ -57,7 +57,7 @@ def break_even(executor, quick: bool) -> dict:
 
 def main() -> int:
     from engine.analysis.scale import STRATEGIES
-    from engine.sim.sweep import LocalExecutor, RayExecutor
+    from engine.analysis.sweep import LocalExecutor, RayExecutor
 
     quick = "--quick" in sys.argv
     workers = os.cpu_count() or 1

@@ -22,7 +22,7 @@ HEAVY_MODULES = (
     "plotly.subplots",
     "plotly.express",
     "engine.sim.simulate",
-    "engine.sim.sweep",
+    "engine.analysis.sweep",
     "engine.replay.run",
     "engine.replay.incidents",
     "engine.ingest.dcgm",

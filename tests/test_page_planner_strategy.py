@@ -120,7 +120,7 @@ def test_the_break_even_weighs_standby_cost_against_goodput_won(store_dir):
     button(at, "Run break-even").click().run()
     assert not at.exception
     assert definition("standby_goodput_won_usd").label in metrics(at)
-    # needs engine.sim.sweep.result_row to report the standby cost (standby_usd): then the verdict shows
+    # needs engine.analysis.sweep.result_row to report the standby cost (standby_usd): then the verdict shows
     shown = metrics(at)
     assert {
         definition(k).label for k in ("standby_cost_usd", "standby_net_usd", "standby_break_even")

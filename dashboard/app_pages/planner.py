@@ -31,10 +31,10 @@ from engine.analysis.planner import (
     placement_slowdown_of,
     spare_cover,
 )
+from engine.analysis.sweep import bands, monte_carlo, sweep
 from engine.errors import GoodputError
 from engine.report.palette import LOSS_LABELS
 from engine.scenario import PRESETS, Scenario, build
-from engine.sim.sweep import bands, monte_carlo, sweep
 from engine.units import SECONDS_PER_DAY, SECONDS_PER_HOUR
 
 BESIDE = {"delta_color": "off", "delta_arrow": "off"}  # a metric's delta here is a comparison, not a change

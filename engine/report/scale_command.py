@@ -10,10 +10,10 @@ from collections.abc import Sequence
 import polars as pl
 
 from engine.analysis.scale import SEEDS, SIZES_GPUS, STRATEGIES, plan_study, run_study, scale_bands
+from engine.analysis.sweep import make_executor
 from engine.errors import GoodputError
 from engine.report.progress import progress_bar
 from engine.scenario import build
-from engine.sim.sweep import make_executor
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

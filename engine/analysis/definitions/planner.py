@@ -97,7 +97,7 @@ DEFINITIONS: tuple[Definition, ...] = (
         "ratio",
         "ETTR (goodput) of the flagship job averaged over summary-only runs of the same settings, one a seed; "
         "its delta and the band give the 5th and 95th percentiles.",
-        "engine.sim.sweep.bands (ettr_mean)",
+        "engine.analysis.sweep.bands (ettr_mean)",
         "ettr",
         "closed_form_ettr",
     ),
@@ -106,7 +106,7 @@ DEFINITIONS: tuple[Definition, ...] = (
         "ETTR, 5th percentile of seeds",
         "ratio",
         "The ETTR (goodput) that 95 % of the seeds' runs reach or beat.",
-        "engine.sim.sweep.bands (ettr_p5)",
+        "engine.analysis.sweep.bands (ettr_p5)",
         "mean_ettr_over_seeds",
     ),
     _d(
@@ -114,7 +114,7 @@ DEFINITIONS: tuple[Definition, ...] = (
         "ETTR, 95th percentile of seeds",
         "ratio",
         "The ETTR (goodput) that only 5 % of the seeds' runs beat.",
-        "engine.sim.sweep.bands (ettr_p95)",
+        "engine.analysis.sweep.bands (ettr_p95)",
         "mean_ettr_over_seeds",
     ),
     _d(
@@ -122,7 +122,7 @@ DEFINITIONS: tuple[Definition, ...] = (
         "Mean goodput with network slowdown over seeds",
         "ratio",
         "Goodput with network slowdown of the flagship job averaged over the seeds' runs.",
-        "engine.sim.sweep.bands (ettr_with_network_mean)",
+        "engine.analysis.sweep.bands (ettr_with_network_mean)",
         "goodput_with_network",
     ),
     _d(
@@ -130,7 +130,7 @@ DEFINITIONS: tuple[Definition, ...] = (
         "Mean job MTTF over seeds",
         "hours",
         "Job MTTF of the flagship job averaged over the seeds' runs.",
-        "engine.sim.sweep.bands (mttf_hours_mean)",
+        "engine.analysis.sweep.bands (mttf_hours_mean)",
         "job_mttf",
         "closed_form_job_mttf",
     ),
@@ -139,7 +139,7 @@ DEFINITIONS: tuple[Definition, ...] = (
         "Mean interruptions over seeds",
         "count",
         "Interruptions (unexpected and planned) of the flagship job averaged over the seeds' runs.",
-        "engine.sim.sweep.bands (interruptions_mean)",
+        "engine.analysis.sweep.bands (interruptions_mean)",
         "interruptions",
     ),
     _d(
@@ -148,7 +148,7 @@ DEFINITIONS: tuple[Definition, ...] = (
         "USD",
         "Goodput lost of the flagship job in dollars (lost work + restart overhead + checkpoint writes + waiting "
         "for spare hosts at the GPU-hour price) averaged over the seeds' runs.",
-        "engine.sim.sweep.bands (lost_usd_mean)",
+        "engine.analysis.sweep.bands (lost_usd_mean)",
         "goodput_lost",
     ),
     # ----- recovery strategies: the scale study and the standby break-even (engine.analysis.scale) -----
