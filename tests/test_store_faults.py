@@ -64,7 +64,8 @@ def odd_store(store_dir):
     os.mkfifo(store.runs_dir / "elsewhere")
     (store.runs_dir / "sim-20240301-000000-11111a.duckdb").symlink_to(store.runs_dir / "elsewhere")
     listener = socket.socket(socket.AF_UNIX)
-    listener.bind(str(store.runs_dir / "sim-20240301-000000-50c4e7.duckdb"))
+    with contextlib.chdir(store.runs_dir):  # relative: the whole path is longer than AF_UNIX's 108 bytes
+        listener.bind("sim-20240301-000000-50c4e7.duckdb")
     os.mkfifo(store.runs_dir / ".partial-x.lock")  # a FIFO named like a writer's lock: the sweep opens those
     try:
         yield store
