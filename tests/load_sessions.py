@@ -28,9 +28,11 @@ import urllib.request
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from tests.serving import CHROMIUM
+from tests.serving import CHROMIUM_ARGS as BROWSER_FLAGS
+
 ROOT = Path(__file__).resolve().parent.parent
 GOODPUT = Path(sys.executable).parent / "goodput"
-CHROMIUM = Path("/usr/bin/chromium")
 # the browser side at the lowest CPU priority: it stands in for users on their own machines (run_rounds)
 BROWSER_NICE = 19
 
@@ -54,13 +56,7 @@ def _on_cpus(cpus: set[int]):
 
 
 CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-    "--disable-quic",
+    *BROWSER_FLAGS,
     "--disable-dev-shm-usage",
 ]  # 20 renderers outgrow a container's small /dev/shm
 

@@ -13,18 +13,16 @@ from pathlib import Path
 
 import pytest
 
-from tests.serving import GOODPUT, START_TIMEOUT_S, free_port, start, stop, wait_until
+from tests.serving import (
+    CHROMIUM,
+    GOODPUT,
+    START_TIMEOUT_S,
+    free_port,
+    start,
+    stop,
+    wait_until,
+)
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-    "--disable-quic",
-]
 TIMEOUT_MS = 60_000
 # The provider's predefined users: its authorization form has one button per subject. Olga's role comes from
 # her email, which counts only because the provider says it is verified.

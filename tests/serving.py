@@ -17,6 +17,18 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 GOODPUT = Path(sys.executable).parent / "goodput"
 START_TIMEOUT_S = 60
+# Debian's chromium for the browser tests, with the flags this machine's closed network wants (DESIGN "Known
+# facts about the tools"): no background connections, no QUIC, no sandbox as root.
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
+]
 
 
 def free_port() -> int:

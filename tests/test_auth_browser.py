@@ -11,16 +11,9 @@ import sys
 
 import pytest
 
-from tests.login_site import (
-    CHROMIUM,
-    CHROMIUM_ARGS,
-    TIMEOUT_MS,
-    log_in,
-    start_login_site,
-    stop_login_site,
-)
+from tests.login_site import TIMEOUT_MS, log_in, start_login_site, stop_login_site
 from tests.runs import bare_run, make_store, small_run
-from tests.serving import ROOT, free_port, start, stop, wait_until
+from tests.serving import CHROMIUM, CHROMIUM_ARGS, ROOT, free_port, start, stop, wait_until
 
 pytestmark = pytest.mark.browser
 

@@ -19,20 +19,11 @@ import pytest
 
 from dashboard.format import fmt_pct
 from tests.runs import make_store, small_run
+from tests.serving import CHROMIUM, CHROMIUM_ARGS
 
 pytestmark = pytest.mark.browser
 
 ROOT = Path(__file__).resolve().parent.parent
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-    "--disable-quic",
-]
 GOODPUT = Path(sys.executable).parent / "goodput"
 SCREENSHOT = ROOT / "docs" / "screenshot.png"
 SCREENSHOT_WIDTH = 1200  # px: sharp in the README, small in the repository

@@ -25,6 +25,7 @@ from engine.report.export import (
     write_export,
 )
 from tests.runs import STARTED_AT, bare_run, make_store, small_run
+from tests.serving import CHROMIUM, CHROMIUM_ARGS
 
 RUN_ID = small_run().run_id
 # every name tests/runs.py gives a host, a job or a user
@@ -527,17 +528,6 @@ def test_report_charts_give_plotly_escaped_text():
 
 
 # ----- the report in a browser, offline ---------------------------------------------------------------------
-
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-    "--disable-quic",
-]
 
 
 @pytest.mark.browser
