@@ -29,7 +29,7 @@ CASES = [  # (label, summary only, seeds, budget s a replication)
 
 def worker(spec: dict) -> dict:
     from engine.scenario import build
-    from engine.sim.simulate import simulate
+    from engine.twin.simulate import simulate
 
     seconds, ettr = [], []
     for seed in spec["seeds"]:

@@ -24,7 +24,7 @@ FULL_S, FULL_MB, SUMMARY_S = 60.0, 4096, 2.0
 
 def worker(spec: dict) -> dict:
     from engine.scenario import build
-    from engine.sim.simulate import simulate
+    from engine.twin.simulate import simulate
 
     scenario = build(PRESET, sets=[f"training.recovery={spec['strategy']}", "simulation.telemetry=false"])
     times = []

@@ -2,7 +2,7 @@
 exits 1 on a missed budget.
 
 Budget (issue 14, on this 2-core machine): the full chart of llama3-405b's settings, 4 recovery strategies x 9
-job sizes (1k to 256k GPUs) x 10 seeds = 360 summary-only runs (engine.analysis.scale), <= 30 s wall clock on
+job sizes (1k to 256k GPUs) x 10 seeds = 360 summary-only runs (engine.twin.scale), <= 30 s wall clock on
 the local executor with one worker a core, the workers' start-up included. The break-even of warm standbys
 (llama3-405b under hot_spare, 5 seeds a count) is timed beside it, without a budget of its own. CPU seconds are
 shown beside wall time: on a shared machine the neighbours' load shows there. `--ray` times the chart on Ray
@@ -35,7 +35,7 @@ def timed(work) -> tuple[float, float, object]:
 
 
 def chart(executor, quick: bool) -> dict:
-    from engine.analysis import scale
+    from engine.twin import scale
     from engine.scenario import build
 
     kwargs = {"sizes_gpus": (1024, 262144), "seeds": 2} if quick else {}
@@ -46,7 +46,7 @@ def chart(executor, quick: bool) -> dict:
 
 
 def break_even(executor, quick: bool) -> dict:
-    from engine.analysis import standby
+    from engine.twin import standby
     from engine.scenario import build
 
     base = build("llama3-405b").with_values({"training.recovery": "hot_spare"})
@@ -56,8 +56,8 @@ def break_even(executor, quick: bool) -> dict:
 
 
 def main() -> int:
-    from engine.analysis.scale import STRATEGIES
-    from engine.analysis.sweep import LocalExecutor, RayExecutor
+    from engine.twin.scale import STRATEGIES
+    from engine.twin.sweep import LocalExecutor, RayExecutor
 
     quick = "--quick" in sys.argv
     workers = os.cpu_count() or 1

@@ -40,7 +40,7 @@ SCALING = [(gpus, days) for gpus in (3072, 6144, 12288, 24576) for days in (54,)
 
 def worker(spec: dict) -> dict:
     from engine.scenario import build
-    from engine.sim.simulate import simulate
+    from engine.twin.simulate import simulate
     from engine.store import Store
 
     scenario = build(spec["preset"], sets=spec["sets"])

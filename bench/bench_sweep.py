@@ -29,7 +29,7 @@ def _cpu(who: int) -> float:
 
 def planner_run() -> dict:
     from engine.scenario import build
-    from engine.sim.simulate import simulate
+    from engine.twin.simulate import simulate
 
     scenario = build("llama3-405b")
     simulate(scenario, summary_only=True)  # warm: imports and first-call costs, as on a page already open
@@ -43,7 +43,7 @@ def planner_run() -> dict:
 
 
 def sweep_run(axes: tuple[str, ...], seeds: int) -> dict:
-    from engine.analysis.sweep import LocalExecutor, bands, parse_vary, sweep
+    from engine.twin.sweep import LocalExecutor, bands, parse_vary, sweep
     from engine.scenario import build
 
     workers = os.cpu_count() or 1

@@ -12,7 +12,7 @@ import streamlit as st
 
 from dashboard import planner_model as model
 from engine.analysis.planner import DURATION_LADDER_S, NICE_MANTISSAS
-from engine.analysis.scale import STRATEGIES, STRATEGY_LABELS
+from engine.twin.scale import STRATEGIES, STRATEGY_LABELS
 
 # Why these knobs leave the closed-form ETTR where it is (the issue: every knob moves the headline, or the
 # page says why not). Shown next to them.

@@ -24,8 +24,8 @@ from engine.analysis.planner import (
     nice_number,
     scaled_mix,
 )
-from engine.analysis.scale import STRATEGIES, ScaleStudy
-from engine.analysis.sweep import Axis, LocalExecutor, usable_cores
+from engine.twin.scale import STRATEGIES, ScaleStudy
+from engine.twin.sweep import Axis, LocalExecutor, usable_cores
 from engine.errors import GoodputError
 from engine.reference import CAUSES
 from engine.scenario import PRESETS, Scenario, build
@@ -325,7 +325,7 @@ def scale_executor(study: ScaleStudy) -> LocalExecutor:
 
 def seconds_per_run(s: Scenario) -> float:
     """One summary-only run of `s`, timed: what decides whether a pool of processes pays off."""
-    from engine.sim.simulate import simulate  # the engine's heavy part, only when something is to run
+    from engine.twin.simulate import simulate  # the engine's heavy part, only when something is to run
 
     started = time.perf_counter()
     simulate(s, summary_only=True)

@@ -56,7 +56,7 @@ def _check_store_flag(args: argparse.Namespace) -> None:
 
 def cmd_simulate(args: argparse.Namespace) -> int:
     from engine.scenario import build
-    from engine.sim.simulate import simulate
+    from engine.twin.simulate import simulate
 
     sets = list(args.set or [])
     if args.seed is not None:
@@ -240,8 +240,8 @@ def cmd_scale(args: argparse.Namespace) -> int:
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
-    from engine.analysis.sweep import bands, make_executor, parse_vary, sweep
     from engine.scenario import build
+    from engine.twin.sweep import bands, make_executor, parse_vary, sweep
 
     scenario = build(args.preset, file=args.scenario, sets=list(args.set or []))
     axes = [parse_vary(text) for text in args.vary]

@@ -14,7 +14,7 @@ from pathlib import Path
 import polars as pl
 
 from engine.scenario import build
-from engine.sim.simulate import simulate
+from engine.twin.simulate import simulate
 
 GOLDEN = Path(__file__).resolve().parent / "fixtures" / "golden" / "tables.json"
 # Every preset (telemetry off where it would make millions of samples) and the one strategy no preset uses.

@@ -199,6 +199,7 @@ ENGINE_PACKAGES = {
     "ingest",
     "store",
     "analysis",
+    "twin",
     "report",
 }
 ENGINE_SHARED_MODULES = {"__init__", "cli", "errors", "limits", "reference", "units", "bounded_read"}
@@ -209,6 +210,7 @@ def test_engine_is_grouped_into_the_packages_the_readme_names():
     packages = {p.name for p in engine.iterdir() if (p / "__init__.py").is_file()}
     modules = {p.stem for p in engine.glob("*.py")}
     assert packages == ENGINE_PACKAGES
+    assert set(ENGINE_ORDER) == ENGINE_PACKAGES | {"shared", "cli"}, "place every package in ENGINE_ORDER"
     assert modules == ENGINE_SHARED_MODULES, f"move {sorted(modules - ENGINE_SHARED_MODULES)} into a package"
     layout = (ROOT / "README.md").read_text()
     assert all(f"{name}/" in layout for name in ENGINE_PACKAGES)
@@ -286,3 +288,79 @@ def test_a_clean_tree_has_no_violations(tmp_path):
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / rel).write_text(text, encoding="utf-8")
     assert violations(tmp_path) == []
+
+
+# The engine's order, lowest first: a package imports its own modules and packages below it, never one beside
+# or above it. The flow of DESIGN: a scenario and the store's records at the bottom; the model's parts (what
+# hosts report, the job queue, the fabric, the SimPy model); what a run means (analysis); the twin, which runs
+# the model end to end and many times (simulate, sweeps, scale); reports and exports; then the sources of real
+# runs, which build on all of it (replay re-simulates an incident file; ingest reads Slurm text with replay's
+# sacct parser); the command line on top. "shared" is engine/'s own modules (errors, units, limits, ...).
+ENGINE_ORDER = (
+    "shared",
+    "store",
+    "scenario",
+    "telemetry",
+    "scheduling",
+    "fabric",
+    "sim",
+    "analysis",
+    "twin",
+    "report",
+    "replay",
+    "ingest",
+    "cli",
+)
+
+
+def _engine_part(parts: tuple[str, ...]) -> str:
+    """The ENGINE_ORDER name of engine module `parts` (("engine", "sim", "simulate") -> "sim")."""
+    if len(parts) < 2:
+        return "shared"
+    if parts[1] == "cli":
+        return "cli"
+    return parts[1] if parts[1] in ENGINE_ORDER else "shared"
+
+
+def order_violations(root: Path) -> list[str]:
+    """`path:line: what is wrong` for each engine import that reaches a package at or above the importer's
+    place in ENGINE_ORDER (lazy imports inside functions count: they are the same arrow)."""
+    rank = {name: i for i, name in enumerate(ENGINE_ORDER)}
+    found = []
+    for path in _python_files(root):
+        rel = path.relative_to(root)
+        if rel.parts[0] != "engine":
+            continue
+        own = _engine_part(tuple(rel.with_suffix("").parts))
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(rel))
+        for line, reached in _imports(tree, rel.parts[:-1]):
+            module = reached[-1] if reached[-1] else reached[0]
+            if not _within(module, "engine") or module == "engine":
+                continue
+            other = _engine_part(tuple(module.split(".")))
+            if other != own and rank[other] >= rank[own] and other != "shared":
+                found.append(
+                    f"{rel.as_posix()}:{line}: engine.{own} imports {module}, but {other} comes after {own} "
+                    "in the engine's order (tests/test_architecture.py ENGINE_ORDER)"
+                )
+    return found
+
+
+def test_the_engine_keeps_its_order():
+    found = order_violations(ROOT)
+    assert not found, "imports against the engine's order:\n" + "\n".join(found)
+
+
+def test_the_order_checker_names_an_import_against_the_flow(tmp_path):
+    for rel, text in {
+        "engine/sim/model.py": "from engine.analysis.summary import summarize\n",
+        "engine/analysis/summary.py": "def summarize():\n    from engine.sim import model\n",
+        "engine/fabric/net.py": "import engine.scheduling.queue\n\n\ndef f():\n    from engine.twin import sweep\n",
+        "engine/units.py": "X = 1\n",
+        "engine/twin/run.py": "from engine import units\nfrom engine.sim.model import run\n",
+    }.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text, encoding="utf-8")
+    found = order_violations(tmp_path)
+    assert [f.split(": ")[0] for f in found] == ["engine/fabric/net.py:5", "engine/sim/model.py:1"], found
+    assert "engine.sim imports engine.analysis.summary, but analysis comes after sim" in found[1]

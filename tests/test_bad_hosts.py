@@ -13,7 +13,7 @@ import polars as pl
 import pytest
 import simpy
 
-import engine.sim.simulate as simulate_module
+import engine.twin.simulate as simulate_module
 from engine.scenario import build
 from engine.sim.bad_hosts import (
     SUMMARY_KEYS,
@@ -32,7 +32,7 @@ from engine.sim.failures import (
     merge_arrivals,
 )
 from engine.sim.repair import Repairs
-from engine.sim.simulate import simulate
+from engine.twin.simulate import simulate
 from engine.store.schema import HOST_STATES, OUT_OF_SERVICE_STATES
 from engine.units import SECONDS_PER_DAY, SECONDS_PER_HOUR
 

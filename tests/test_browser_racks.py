@@ -156,7 +156,7 @@ def test_llama3_floor_plan_in_chromium(tmp_path):
     from playwright.sync_api import sync_playwright
 
     from engine.scenario import build
-    from engine.sim.simulate import simulate
+    from engine.twin.simulate import simulate
 
     if not CHROMIUM.exists():
         pytest.skip(f"{CHROMIUM} is missing")

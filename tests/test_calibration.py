@@ -13,7 +13,7 @@ import pytest
 from engine.analysis.analytics import chi_square_pvalue, closed_form_ettr, young_daly_interval
 from engine.reference import CAUSES, LLAMA3_PLANNED, LLAMA3_UNEXPECTED
 from engine.scenario import build
-from engine.sim.simulate import simulate
+from engine.twin.simulate import simulate
 
 SEEDS = 20
 

@@ -219,14 +219,14 @@ def no_work(monkeypatch):
     import engine.ingest.live
     import engine.replay.run
     import engine.scenario
-    import engine.sim.simulate
+    import engine.twin.simulate
 
     def started(*_, **__):
         raise AssertionError("work started before the store was checked")
 
     for module, name in [
         (engine.scenario, "build"),
-        (engine.sim.simulate, "simulate"),
+        (engine.twin.simulate, "simulate"),
         (engine.replay.run, "replay_file"),
         (engine.ingest, "ingest_dcgm"),
         (engine.ingest, "ingest_kernel_logs"),

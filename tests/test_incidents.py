@@ -15,7 +15,7 @@ from engine.analysis.incidents import (
     summary_counts,
 )
 from engine.scenario import build
-from engine.sim.simulate import simulate
+from engine.twin.simulate import simulate
 from tests.runs import make_store, small_run
 
 

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from test_charts_pages import open_page
 
 from engine import limits
-from engine.analysis.sweep import Axis, check_runs, parse_vary, seeds_of, sweep
+from engine.twin.sweep import Axis, check_runs, parse_vary, seeds_of, sweep
 from engine.cli import main
 from engine.errors import GoodputError
 from engine.scenario import ScenarioError, build
@@ -84,7 +84,7 @@ def test_simulate_refuses_sizes_over_the_limits(capsys, tmp_path, monkeypatch, s
     def must_not_run(*args, **kwargs):
         raise AssertionError("simulated a scenario that should have been refused")
 
-    monkeypatch.setattr("engine.sim.simulate.simulate", must_not_run)
+    monkeypatch.setattr("engine.twin.simulate.simulate", must_not_run)
     argv = ["simulate", "--preset", "demo"] + [a for s in sets for a in ("--set", s)]
     assert_refused(capsys, tmp_path / "store", argv, *named)  # at validation: simulate never ran
 

@@ -18,7 +18,7 @@ from engine.fabric.network_incidents import network_incident_counts
 from engine.fabric.traffic import NetworkTraffic
 from engine.report.palette import TIER_LABELS, TIER_ORDER, tier_label
 from engine.scenario import build
-from engine.sim.simulate import simulate
+from engine.twin.simulate import simulate
 
 PAGE = "app_pages/network.py"
 NIC = "NIC cables (GPU to rack switch)"

@@ -116,7 +116,7 @@ def decoded(values) -> list[float]:
 
 def strategy_run(name: str, strategy: str, cost: dict[str, float], sets: tuple[str, ...] = ()):
     """pages_run under `strategy`, its summary carrying the strategy, its losses in dollars and its recovery
-    cost as engine.sim.summary writes them."""
+    cost as engine.analysis.summary writes them."""
     run = pages_run(name, preset_sets=(f"training.recovery={strategy}", *sets))
     run.summary["job"] |= {
         "recovery": strategy,
@@ -179,7 +179,7 @@ def test_a_run_from_before_the_strategies_shows_dashes(store_dir):
 def test_simulated_runs_of_two_strategies_compare(store_dir):
     """Needs the strategies in the simulator (engine/sim/recovery.py): replica_drop's degraded GPU-hours."""
     from engine.scenario import build
-    from engine.sim.simulate import simulate
+    from engine.twin.simulate import simulate
 
     store = Store(store_dir)
     sets = ["simulation.telemetry=false", "recovery.replicas=4"]

@@ -8,7 +8,7 @@ from test_charts_pages import open_page, pages_run, sparse_run, stored_run
 from dashboard.charts import network as charts
 from engine.analysis.definitions import definition
 from engine.scenario import build
-from engine.sim.simulate import simulate
+from engine.twin.simulate import simulate
 from engine.store import Store
 
 PAGE = "app_pages/network.py"

@@ -9,7 +9,7 @@ from test_page_planner import PAGE, button, knob, metrics
 
 from dashboard import planner_model as model
 from engine.analysis.definitions import by_label, definition
-from engine.analysis.scale import STRATEGIES, STRATEGY_LABELS
+from engine.twin.scale import STRATEGIES, STRATEGY_LABELS
 
 OWN_KNOBS = {
     "restart": set(),
@@ -120,7 +120,7 @@ def test_the_break_even_weighs_standby_cost_against_goodput_won(store_dir):
     button(at, "Run break-even").click().run()
     assert not at.exception
     assert definition("standby_goodput_won_usd").label in metrics(at)
-    # needs engine.analysis.sweep.result_row to report the standby cost (standby_usd): then the verdict shows
+    # needs engine.twin.sweep.result_row to report the standby cost (standby_usd): then the verdict shows
     shown = metrics(at)
     assert {
         definition(k).label for k in ("standby_cost_usd", "standby_net_usd", "standby_break_even")

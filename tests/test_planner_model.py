@@ -311,7 +311,7 @@ def test_seconds_per_run_times_one_run():
 
 
 def test_a_131k_cluster_and_a_100k_job_finish():
-    from engine.sim.simulate import simulate
+    from engine.twin.simulate import simulate
 
     knobs = model.from_params({"preset": "llama3-405b", "cluster": "131072", "gpus": "100000"})
     s = model.scenario(knobs)

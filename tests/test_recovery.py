@@ -11,7 +11,7 @@ from engine.fabric.topology import FLAGSHIP, build_topology
 from engine.scenario import ScenarioError, build
 from engine.sim.failures import CAUSE_KEYS, Arrivals
 from engine.sim.recovery import HotSpareJob, InMemoryCheckpointJob, ReplicaDropJob
-from engine.sim.simulate import simulate
+from engine.twin.simulate import simulate
 from engine.sim.training import RESTARTING, RUNNING, WAITING
 from engine.units import SECONDS_PER_DAY, SECONDS_PER_HOUR
 

@@ -16,7 +16,7 @@ from engine.replay.incidents import (
 )
 from engine.report.export import export_run_incidents, write_export
 from engine.scenario import build, from_dict
-from engine.sim.simulate import simulate
+from engine.twin.simulate import simulate
 from engine.store import Store
 
 # A busy week of the demo cluster: many failures, rack-switch failures among them, so replay must get the

@@ -1,4 +1,4 @@
-"""Which recovery strategy at which scale (engine.analysis.scale): the study's scenarios, its horizon and sizes,
+"""Which recovery strategy at which scale (engine.twin.scale): the study's scenarios, its horizon and sizes,
 its runs through the sweep's executors (the same frame on one process, a pool and Ray), its bands, the break-even
 of warm standbys, the command line and the charts.
 
@@ -16,13 +16,13 @@ import pytest
 
 from dashboard.charts.planner import break_even_chart, gpus_text, scale_chart
 from engine import limits
-from engine.analysis import scale, standby
+from engine.twin import scale, standby
 from engine.analysis.planner import spare_cover
-from engine.analysis.sweep import LocalExecutor, RayExecutor, result_row
+from engine.twin.sweep import LocalExecutor, RayExecutor, result_row
 from engine.errors import GoodputError
 from engine.report import scale_command
 from engine.scenario import build
-from engine.sim.simulate import simulate
+from engine.twin.simulate import simulate
 
 LLAMA3 = build("llama3-405b")
 DEMO = build("demo")
@@ -262,7 +262,7 @@ def test_needs_the_strategies_no_standby_wins_nothing_and_standbys_cost_their_ho
     # hot_spare with 0 standbys falls back to restart: the same seed gives the same ETTR. 2 standbys cost at
     # most their GPUs idle the whole week; less by the time one is swapped in until its replacement is warm, which
     # the demo's small spare pool (4 hosts, 2 of them the standbys, at 10x Llama 3's failure rate) can stretch:
-    # at least 85 % of the week. Also needs engine.analysis.sweep.result_row to report the summary's
+    # at least 85 % of the week. Also needs engine.twin.sweep.result_row to report the summary's
     # job.recovery_cost.standby_usd as `standby_usd`.
     base = DEMO.with_values({"training.recovery": "hot_spare", "recovery.hot_spares": 2})
     frame = standby.run_break_even(

@@ -21,8 +21,8 @@ from engine.sim.records import (
     research_job_id,
     research_job_id_expr,
 )
-from engine.sim.simulate import simulate
-from engine.sim.summary import summarize
+from engine.twin.simulate import simulate
+from engine.analysis.summary import summarize
 from engine.sim.tables import incidents_frame, job_frames
 from engine.units import SECONDS_PER_HOUR
 

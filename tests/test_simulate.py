@@ -10,7 +10,7 @@ from engine.cli import main
 from engine.reference import XID_BY_CODE
 from engine.scenario import build
 from engine.sim.failures import CAUSE_KEYS, SCOPE, XIDS_OF
-from engine.sim.simulate import simulate
+from engine.twin.simulate import simulate
 from engine.store import Store, query_frame
 from engine.store.schema import HOST_STATES, TABLES
 from engine.units import SECONDS_PER_DAY, SECONDS_PER_HOUR

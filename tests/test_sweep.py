@@ -1,4 +1,4 @@
-"""Sweeps, Monte-Carlo bands and the executors (engine.analysis.sweep) and `goodput sweep`."""
+"""Sweeps, Monte-Carlo bands and the executors (engine.twin.sweep) and `goodput sweep`."""
 
 import json
 import math
@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.analysis.sweep import (
+from engine.twin.sweep import (
     METRICS,
     Axis,
     LocalExecutor,
@@ -27,7 +27,7 @@ from engine.analysis.sweep import (
 from engine.cli import main
 from engine.errors import GoodputError
 from engine.scenario import build
-from engine.sim.simulate import simulate
+from engine.twin.simulate import simulate
 
 # demo: a small cluster, ~0.1 s a summary-only run
 DEMO = build("demo")

@@ -21,7 +21,7 @@ coincidence of two errors: they match AIReSim's within a few times its own sprea
 import numpy as np
 import pytest
 
-import engine.sim.simulate as simulate_module
+import engine.twin.simulate as simulate_module
 from engine.scenario import build
 from engine.sim.bad_hosts import bad_host_summary
 from engine.units import SECONDS_PER_HOUR

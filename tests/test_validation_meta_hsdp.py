@@ -10,7 +10,7 @@ import statistics
 import pytest
 
 from engine.scenario import build
-from engine.sim.simulate import simulate
+from engine.twin.simulate import simulate
 
 SEEDS = (1, 2, 3)
 TOLERANCE = 0.05  # 5 points of ETTR

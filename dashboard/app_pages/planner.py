@@ -19,7 +19,7 @@ from dashboard import planner_model as model
 from dashboard.charts import planner as charts
 from dashboard.format import DASH, fmt_duration, fmt_gpu_hours, fmt_hours, fmt_int, fmt_pct, fmt_usd
 from dashboard.text import md
-from engine.analysis import scale, standby
+from engine.twin import scale, standby
 from engine.analysis.analytics import closed_form_ettr, young_daly_interval
 from engine.analysis.definitions import definition
 from engine.analysis.ledger import LOSSES
@@ -31,7 +31,7 @@ from engine.analysis.planner import (
     placement_slowdown_of,
     spare_cover,
 )
-from engine.analysis.sweep import bands, monte_carlo, sweep
+from engine.twin.sweep import bands, monte_carlo, sweep
 from engine.errors import GoodputError
 from engine.report.palette import LOSS_LABELS
 from engine.scenario import PRESETS, Scenario, build
@@ -262,7 +262,7 @@ def simulate_tab(plan: Plan, knobs: model.Knobs) -> None:
         f"{scenario.hosts:,} hosts, {scenario['simulation.days']:g} days, seed {scenario['simulation.seed']}"
     )
     if may_plan and cols[2].button("Run", type="primary", help="a summary-only simulation: seconds"):
-        from engine.sim.simulate import simulate
+        from engine.twin.simulate import simulate
 
         result = with_progress(
             "Simulating…",
@@ -362,7 +362,7 @@ def simulate_tab(plan: Plan, knobs: model.Knobs) -> None:
         if may_plan and st.button(
             "Keep as run", help="simulates the full run (every table) and writes it to the store"
         ):
-            from engine.sim.simulate import simulate
+            from engine.twin.simulate import simulate
 
             full = with_progress(
                 "Simulating the full run…",
@@ -622,7 +622,7 @@ def recovery_costs(job: dict) -> None:
 
 
 def scale_tab(plan: Plan) -> None:
-    """ETTR against job size, a line a strategy with its band over seeds (engine.analysis.scale)."""
+    """ETTR against job size, a line a strategy with its band over seeds (engine.twin.scale)."""
     st.caption(
         "Which recovery strategy at which scale: each point is a job of that size alone on its hosts and "
         "spares (the spares per job host set above, at least the warm standbys), research and telemetry off, "

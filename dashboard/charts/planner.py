@@ -383,7 +383,7 @@ def scale_chart(
 ) -> go.Figure:
     """Mean ETTR against job GPUs (log axis), a line a strategy, each with its 10-90 % band over seeds.
 
-    `bands`: engine.analysis.scale.scale_bands (strategy, job_gpus, days, ettr_mean, ettr_p10, ettr_p90, ...);
+    `bands`: engine.twin.scale.scale_bands (strategy, job_gpus, days, ettr_mean, ettr_p10, ettr_p90, ...);
     `labels`: the strategies in words; `current_gpus`: the Planner's own job size, marked."""
     fig = go.Figure()
     for strategy in bands["strategy"].unique(maintain_order=True).to_list():
@@ -459,7 +459,7 @@ def break_even_chart(bands: pl.DataFrame, current: int, break_even: float | None
     """Net value of warm standbys (goodput won - their cost, USD) against their count, with its 10-90 % band
     over seeds, zero marked, the plan's own count and the break-even where the net falls through zero.
 
-    `bands`: engine.analysis.standby.break_even_bands (standbys, won_usd_mean, standby_usd_mean, net_usd_mean,
+    `bands`: engine.twin.standby.break_even_bands (standbys, won_usd_mean, standby_usd_mean, net_usd_mean,
     net_usd_p10, net_usd_p90)."""
     x = bands["standbys"].to_list()
     net = definition("standby_net_usd").label

@@ -12,7 +12,7 @@ from engine.analysis.analytics import ettr_timeline
 from engine.analysis.definitions import definition
 from engine.analysis.incidents import FLAGSHIP_JOB_SQL
 from engine.analysis.ledger import LOSSES
-from engine.analysis.scale import STRATEGY_LABELS
+from engine.twin.scale import STRATEGY_LABELS
 from engine.errors import GoodputError
 from engine.report.palette import LOSS_LABELS
 from engine.scenario import from_dict

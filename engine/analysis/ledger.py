@@ -12,7 +12,7 @@ engine.sim.recovery), k/R of the time with k of R replicas out.
 productive: ETTR = (productive + network slowdown) / wall clock, goodput with network = productive / wall clock.
 
 The simulator (engine.sim.training) fills engine.sim.records.JobLedger as the job runs;
-`GoodputLedger.from_training` turns it into this record for the run summary (engine.sim.summary), and
+`GoodputLedger.from_training` turns it into this record for the run summary (engine.analysis.summary), and
 `from_summary` reads it back from any stored run, so the
 Overview, the Jobs page, the exports and `goodput simulate --json` show the same numbers.
 """
@@ -85,7 +85,7 @@ class GoodputLedger:
 
     @classmethod
     def from_summary(cls, summary: dict) -> "GoodputLedger | None":
-        """From a run summary's `job.ledger_s` (engine.sim.summary), or None for a run without a flagship job
+        """From a run summary's `job.ledger_s` (engine.analysis.summary), or None for a run without a flagship job
         ledger (replayed and ingested runs, runs from before the ledger was stored)."""
         job = summary.get("job") if isinstance(summary, dict) else None
         seconds = job.get("ledger_s") if isinstance(job, dict) else None

@@ -205,7 +205,7 @@ def checkpoint_write_seconds(gb_per_gpu: float, gpus: int, bandwidth_gb_per_s: f
 
 
 def closed_form_of(s: Scenario) -> ClosedForm:
-    """Kokolis et al.'s estimate for a scenario's flagship job, as engine.sim.summary computes it."""
+    """Kokolis et al.'s estimate for a scenario's flagship job, as engine.analysis.summary computes it."""
     return closed_form_ettr(
         gpus=s["training.gpus"],
         gpus_per_host=s["cluster.gpus_per_host"],

@@ -2,7 +2,7 @@
 
 `replay_incidents(path, preset=..., sets=...)` reads an incidents CSV or JSON that `goodput export incidents`
 wrote (from a simulated or an observed run), and feeds that sequence of failures (same t_s, detection time,
-host, GPU, cause, XID, rack-wide or not) and planned stops to the simulator (engine.sim.simulate's `arrivals` and
+host, GPU, cause, XID, rack-wide or not) and planned stops to the simulator (engine.twin.simulate's `arrivals` and
 `planned_times`) instead of drawing them. Everything else (repair times, research jobs) draws from the
 scenario's seed as usual, so replaying a run's own export under its own scenario reproduces it, and changing
 `spares.hosts` or `training.checkpoint_interval` answers "what would that week have cost with ...".
@@ -202,7 +202,7 @@ def _replay(
     name: str | None,
     values: Mapping[str, Any] | None = None,
 ) -> Run:
-    from engine.sim.simulate import simulate
+    from engine.twin.simulate import simulate
 
     scenario = _scenario(where, meta, fmt, preset, sets)
     if values:

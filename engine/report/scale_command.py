@@ -1,4 +1,4 @@
-"""`goodput scale` on the command line: its flags, the study they name (engine.analysis.scale) and what it prints,
+"""`goodput scale` on the command line: its flags, the study they name (engine.twin.scale) and what it prints,
 a JSON object or a table, with a progress bar on a terminal. Here, not in engine.analysis: printing and the
 progress bar are the report's, and analysis does not import the report."""
 
@@ -9,11 +9,11 @@ from collections.abc import Sequence
 
 import polars as pl
 
-from engine.analysis.scale import SEEDS, SIZES_GPUS, STRATEGIES, plan_study, run_study, scale_bands
-from engine.analysis.sweep import make_executor
 from engine.errors import GoodputError
 from engine.report.progress import progress_bar
 from engine.scenario import build
+from engine.twin.scale import SEEDS, SIZES_GPUS, STRATEGIES, plan_study, run_study, scale_bands
+from engine.twin.sweep import make_executor
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

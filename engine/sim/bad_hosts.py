@@ -79,7 +79,7 @@ class Verdict(NamedTuple):
 
 @dataclass(frozen=True)
 class HostHealthRecord:
-    """What the run did to its hosts' health, for engine.sim.summary (bad_host_summary) and hosts.bad."""
+    """What the run did to its hosts' health, for engine.analysis.summary (bad_host_summary) and hosts.bad."""
 
     drawn_bad: np.ndarray  # bool a host: bad at the start (the ground truth of hosts.bad)
     bad_at_end: np.ndarray  # bool a host: still bad at the end (retired ones included)
@@ -229,7 +229,7 @@ def _neighbours(slots: np.ndarray, slot: int, count: int) -> tuple[int, ...]:
 
 def bad_host_summary(result: "SimulationResult") -> dict:
     """summary["cluster"] figures of bad hosts, diagnosis, repair outcomes and retirement (zeros when the run
-    had none), from a SimulationResult's `health` (set by engine.sim.simulate.simulate)."""
+    had none), from a SimulationResult's `health` (set by engine.sim.simulate.run_model)."""
     record = result.health
     if record is None:
         return dict.fromkeys(SUMMARY_KEYS, 0)

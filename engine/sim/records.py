@@ -1,5 +1,6 @@
-"""What the simulator produces, as typed records: the one vocabulary between engine.sim.simulate and the modules
-that turn a simulation into tables (engine.sim.tables, engine.sim.host_timeline) and a summary (engine.sim.summary).
+"""What the simulator produces, as typed records: the one vocabulary between the model (engine.sim.simulate) and
+the modules that turn a simulation into tables (engine.sim.tables, engine.sim.host_timeline) and a summary
+(engine.analysis.summary).
 
 Field names are the store's column names wherever a record becomes a table row (DESIGN "The store"), so a
 reader never needs a positional index. The records made by the thousand or more a run (intervals, attempts,
@@ -143,7 +144,7 @@ class FlagshipRecord:
 
 @dataclass(frozen=True, slots=True)
 class SimulationResult:
-    """Everything engine.sim.tables and engine.sim.summary read of a finished simulation."""
+    """Everything engine.sim.tables and engine.analysis.summary read of a finished simulation."""
 
     horizon_s: float
     gpus_per_host: int

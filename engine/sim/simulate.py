@@ -1,4 +1,7 @@
-"""`simulate(scenario) -> Run`: the SimPy wiring of cluster, failures, flagship job, research jobs and repair.
+"""The SimPy model: the wiring of cluster, failures, flagship job, research jobs and repair, run by `run_model`.
+
+engine.twin.simulate builds a whole Run from it (tables, telemetry, network, summary); this module stops at the
+simulator's own records (engine.sim.records), so the model never depends on what reads it.
 
 Randomness: each part draws from its own named stream of `simulation.seed` (engine.sim.streams: topology
 UUIDs, failure arrivals, planned stops, repair times, research jobs, telemetry, the network model, and bad hosts,
@@ -9,13 +12,11 @@ the order they are noticed; everything else reacts to them.
 
 from collections import deque
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import numpy as np
-import polars as pl
 import simpy
 
-from engine import telemetry
 from engine.fabric.topology import (
     CTSW_PER_POD,
     FLAGSHIP,
@@ -25,7 +26,6 @@ from engine.fabric.topology import (
     Topology,
     build_topology,
 )
-from engine.fabric.traffic import network_run
 from engine.scenario import Scenario
 from engine.sim.bad_hosts import RETIRED, HostHealth, fault_generators
 from engine.sim.failures import (
@@ -37,16 +37,12 @@ from engine.sim.failures import (
     draw_planned,
     merge_arrivals,
 )
-from engine.sim.host_timeline import host_states
 from engine.sim.records import NONE, FlagshipRecord, HostInterval, Incident, ResearchJob, SimulationResult
 from engine.sim.recovery import JobWiring, flagship_job, standbys_wanted
 from engine.sim.repair import Repairs
 from engine.sim.research import ResearchLanes
 from engine.sim.streams import Stream, generator
-from engine.sim.summary import summarize
-from engine.sim.tables import incidents_frame, job_frames
 from engine.sim.training import RUNNING
-from engine.store.run import Run
 
 PROGRESS_STEPS = 20
 
@@ -401,23 +397,29 @@ class Simulation:
         )
 
 
-def simulate(
+@dataclass(frozen=True)
+class ModelRun:
+    """What one run of the model gives its caller: the topology it drew, the simulator's records, the
+    per-part random generators (the telemetry's is still unused) and which hosts were drawn bad."""
+
+    topology: Topology
+    result: SimulationResult
+    rngs: dict[str, np.random.Generator]
+    drawn_bad: np.ndarray
+
+
+def run_model(
     scenario: Scenario,
     *,
-    name: str | None = None,
     progress: Callable[[float], None] | None = None,
-    summary_only: bool = False,
     arrivals: Arrivals | None = None,
     planned_times: np.ndarray | None = None,
-    kind: str = "simulate",
-) -> Run:
-    """Run `scenario` and return its Run (kind simulate): metadata, summary and the store tables.
+) -> ModelRun:
+    """Draw the cluster and its failures and run the event loop to the horizon.
 
-    `summary_only` (the planner's sliders): the same events and summary, but only the incidents table is built
-    (no hosts, GPUs, links, jobs, host_states or telemetry), which keeps a llama3-405b run well under a second.
     `arrivals` and `planned_times` (replay then fork, engine.replay.incidents): feed exactly these failures and
-    planned stops instead of drawing them; every other part still draws from its own child generator, so a
-    run's own failures fed back under the same scenario reproduce it.
+    planned stops instead of drawing them; every other part still draws from its own named stream, so a run's
+    own failures fed back under the same scenario reproduce it.
     """
     seed = scenario["simulation.seed"]
     rngs = {
@@ -433,8 +435,6 @@ def simulate(
     }
     topo = build_topology(scenario, rngs["topology"])
     sim = Simulation(scenario, topo, rngs)
-    # a replay's failures (fed in) were not caused by the hosts this run draws bad: it has no ground truth
-    ground_truth = kind == "simulate"
     if arrivals is None:
         arrivals = draw_arrivals(scenario, topo.n_hosts, rngs["failures"])
         bad = np.flatnonzero(sim.health.bad)  # their extra failures (arrivals fed in already hold them)
@@ -455,59 +455,4 @@ def simulate(
         sim.result(),
         health=sim.health.record(repairs.automatic_repairs, repairs.escalated, repairs.silent_failures),
     )
-    incidents = incidents_frame(result)
-    summary = summarize(scenario, result, incidents)
-    tables = {"incidents": incidents}
-    if not summary_only:
-        jobs, attempts, checkpoints = job_frames(result)
-        tables.update(
-            {
-                # simulated ground truth: the hosts drawn bad (engine.sim.bad_hosts)
-                "hosts": topo.hosts.with_columns(
-                    bad=pl.Series(sim.health.drawn_bad) if ground_truth else pl.lit(None, pl.Boolean)
-                ),
-                "gpus": topo.gpus,
-                "links": topo.links,
-                "jobs": jobs,
-                "job_attempts": attempts,
-                "checkpoints": checkpoints,
-                "host_states": host_states(result),
-            }
-        )
-        if scenario["simulation.telemetry"]:
-            tables.update(_telemetry(scenario, tables, rngs["telemetry"]))
-            # network (engine.fabric.traffic): link_samples and summary["network"], from its own stream
-            tables["link_samples"], summary["network"] = network_run(
-                scenario,
-                topo,
-                tables["host_states"],
-                incidents,
-                result.horizon_s,
-                generator(seed, Stream.NETWORK),
-            )
-    return Run(
-        kind=kind,
-        name=name or scenario.preset or "simulation",
-        started_at=scenario["simulation.start"],
-        duration_s=result.horizon_s,
-        scenario=scenario.to_dict(),
-        seed=scenario["simulation.seed"],
-        summary=summary,
-        tables=tables,
-    )
-
-
-def _telemetry(scenario: Scenario, tables: dict, rng: np.random.Generator) -> dict:
-    """Per-GPU samples and XID events (engine.telemetry), each drawn from a child of the telemetry generator."""
-    sample_rng, xid_rng = rng.spawn(2)
-    return {
-        "gpu_samples": telemetry.gpu_samples(
-            scenario,
-            tables["gpus"],
-            tables["host_states"],
-            tables["incidents"],
-            tables["checkpoints"],
-            sample_rng,
-        ),
-        "xid_events": telemetry.xid_events(tables["incidents"], tables["gpus"], xid_rng),
-    }
+    return ModelRun(topology=topo, result=result, rngs=rngs, drawn_bad=sim.health.drawn_bad)

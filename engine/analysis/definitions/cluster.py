@@ -15,7 +15,7 @@ DEFINITIONS: tuple[Definition, ...] = (
         "ratio",
         "Share of all GPU-hours of the cluster (GPUs x run length) that hosts spent allocated to a running job, "
         "flagship or research, whether or not that time became progress.",
-        "engine.sim.summary (summary cluster.utilization)",
+        "engine.analysis.summary (summary cluster.utilization)",
         "utilisation_by_progress",
         "gpu_hours_down",
     ),
@@ -34,7 +34,7 @@ DEFINITIONS: tuple[Definition, ...] = (
         "GPU-hours",
         "GPU-hours of hosts out of service: draining, down, diagnosing, in repair or burn-in "
         "(engine.store.schema.OUT_OF_SERVICE_STATES).",
-        "engine.sim.summary (summary cluster.gpu_hours_down)",
+        "engine.analysis.summary (summary cluster.gpu_hours_down)",
         "utilisation_by_allocation",
     ),
     _d(

@@ -60,7 +60,7 @@ DEFINITIONS: tuple[Definition, ...] = (
         "hours",
         "Mean time to failure of the flagship job: the run's wall-clock time divided by the job's unexpected "
         "interruptions (planned ones do not count).",
-        "engine.sim.summary (summary job.mttf_hours)",
+        "engine.analysis.summary (summary job.mttf_hours)",
         "unexpected_interruptions",
     ),
     _d(
@@ -160,7 +160,7 @@ DEFINITIONS: tuple[Definition, ...] = (
         "strategy), from when each was taken from the spare pool until it was swapped in, failed or the run "
         "ended. Its dollar figure is these GPU-hours at the scenario's price per GPU-hour. Zero under other "
         "strategies.",
-        "engine.sim.summary (summary job.recovery_cost.standby_gpu_hours, standby_usd)",
+        "engine.analysis.summary (summary job.recovery_cost.standby_gpu_hours, standby_usd)",
         "degraded_replicas_out",
     ),
     _d(

@@ -3,7 +3,7 @@
 A figure the Planner computes without simulating says "closed form" in its label; one over many simulated
 runs says "over seeds" (a percentile: "of seeds"). A single simulated run is shown under the goodput ledger's
 own labels (ETTR (goodput), Job MTTF, Interruptions, Goodput lost): it is that figure, of a run not stored.
-The recovery strategies' studies (engine.analysis.scale) say "at scale" or "standby" in their labels.
+The recovery strategies' studies (engine.twin.scale) say "at scale" or "standby" in their labels.
 """
 
 from engine.analysis.definitions import Definition, section
@@ -97,7 +97,7 @@ DEFINITIONS: tuple[Definition, ...] = (
         "ratio",
         "ETTR (goodput) of the flagship job averaged over summary-only runs of the same settings, one a seed; "
         "its delta and the band give the 5th and 95th percentiles.",
-        "engine.analysis.sweep.bands (ettr_mean)",
+        "engine.twin.sweep.bands (ettr_mean)",
         "ettr",
         "closed_form_ettr",
     ),
@@ -106,7 +106,7 @@ DEFINITIONS: tuple[Definition, ...] = (
         "ETTR, 5th percentile of seeds",
         "ratio",
         "The ETTR (goodput) that 95 % of the seeds' runs reach or beat.",
-        "engine.analysis.sweep.bands (ettr_p5)",
+        "engine.twin.sweep.bands (ettr_p5)",
         "mean_ettr_over_seeds",
     ),
     _d(
@@ -114,7 +114,7 @@ DEFINITIONS: tuple[Definition, ...] = (
         "ETTR, 95th percentile of seeds",
         "ratio",
         "The ETTR (goodput) that only 5 % of the seeds' runs beat.",
-        "engine.analysis.sweep.bands (ettr_p95)",
+        "engine.twin.sweep.bands (ettr_p95)",
         "mean_ettr_over_seeds",
     ),
     _d(
@@ -122,7 +122,7 @@ DEFINITIONS: tuple[Definition, ...] = (
         "Mean goodput with network slowdown over seeds",
         "ratio",
         "Goodput with network slowdown of the flagship job averaged over the seeds' runs.",
-        "engine.analysis.sweep.bands (ettr_with_network_mean)",
+        "engine.twin.sweep.bands (ettr_with_network_mean)",
         "goodput_with_network",
     ),
     _d(
@@ -130,7 +130,7 @@ DEFINITIONS: tuple[Definition, ...] = (
         "Mean job MTTF over seeds",
         "hours",
         "Job MTTF of the flagship job averaged over the seeds' runs.",
-        "engine.analysis.sweep.bands (mttf_hours_mean)",
+        "engine.twin.sweep.bands (mttf_hours_mean)",
         "job_mttf",
         "closed_form_job_mttf",
     ),
@@ -139,7 +139,7 @@ DEFINITIONS: tuple[Definition, ...] = (
         "Mean interruptions over seeds",
         "count",
         "Interruptions (unexpected and planned) of the flagship job averaged over the seeds' runs.",
-        "engine.analysis.sweep.bands (interruptions_mean)",
+        "engine.twin.sweep.bands (interruptions_mean)",
         "interruptions",
     ),
     _d(
@@ -148,10 +148,10 @@ DEFINITIONS: tuple[Definition, ...] = (
         "USD",
         "Goodput lost of the flagship job in dollars (lost work + restart overhead + checkpoint writes + waiting "
         "for spare hosts at the GPU-hour price) averaged over the seeds' runs.",
-        "engine.analysis.sweep.bands (lost_usd_mean)",
+        "engine.twin.sweep.bands (lost_usd_mean)",
         "goodput_lost",
     ),
-    # ----- recovery strategies: the scale study and the standby break-even (engine.analysis.scale) -----
+    # ----- recovery strategies: the scale study and the standby break-even (engine.twin.scale) -----
     _d(
         "scale_mean_ettr",
         "Mean ETTR at scale over seeds",
@@ -160,7 +160,7 @@ DEFINITIONS: tuple[Definition, ...] = (
         "summary-only runs one a seed: the job alone on a cluster of its hosts and spares (the settings' spares "
         "per job host, at least the warm standbys), research and telemetry off, every other setting as set, over "
         "the scale study's horizon.",
-        "engine.analysis.scale.scale_bands (ettr_mean)",
+        "engine.twin.scale.scale_bands (ettr_mean)",
         "mean_ettr_over_seeds",
         "ettr",
     ),
@@ -170,7 +170,7 @@ DEFINITIONS: tuple[Definition, ...] = (
         "ratio",
         "The ETTR (goodput) that 90 % of the seeds' runs of that size and strategy reach or beat: the lower "
         "edge of the band on the scale chart.",
-        "engine.analysis.scale.scale_bands (ettr_p10)",
+        "engine.twin.scale.scale_bands (ettr_p10)",
         "scale_mean_ettr",
         "ettr_p5_over_seeds",
     ),
@@ -180,7 +180,7 @@ DEFINITIONS: tuple[Definition, ...] = (
         "ratio",
         "The ETTR (goodput) that only 10 % of the seeds' runs of that size and strategy beat: the upper edge of "
         "the band on the scale chart.",
-        "engine.analysis.scale.scale_bands (ettr_p90)",
+        "engine.twin.scale.scale_bands (ettr_p90)",
         "scale_mean_ettr",
         "ettr_p95_over_seeds",
     ),
@@ -192,14 +192,14 @@ DEFINITIONS: tuple[Definition, ...] = (
         "unexpected failures at the rate set, plus the planned ones), at least a day and twice a failed host's "
         "time away, at most a year. A fixed span would give a 1k-GPU job a handful of failures and a 256k-GPU "
         "job thousands.",
-        "engine.analysis.scale.horizon_days",
+        "engine.twin.scale.horizon_days",
     ),
     _d(
         "scale_best_strategy",
         "Best strategy at scale",
         "strategy",
         "The recovery strategy with the highest mean ETTR at scale over seeds for a job size.",
-        "engine.analysis.scale.best_strategy",
+        "engine.twin.scale.best_strategy",
         "scale_mean_ettr",
     ),
     _d(
@@ -208,7 +208,7 @@ DEFINITIONS: tuple[Definition, ...] = (
         "USD",
         "(ETTR with the warm standbys - ETTR of restart on the same hosts and seed) x the job's GPUs x the "
         "scenario's hours x the GPU-hour price, averaged over the seeds: what faster swaps are worth.",
-        "engine.analysis.standby.run_break_even (won_usd)",
+        "engine.twin.standby.run_break_even (won_usd)",
         "standby_cost_usd",
     ),
     _d(
@@ -217,7 +217,7 @@ DEFINITIONS: tuple[Definition, ...] = (
         "USD",
         "The warm standby hosts' GPU-hours spent idle at the GPU-hour price (each run's recovery cost of "
         "standbys), averaged over the seeds.",
-        "engine.analysis.standby.run_break_even (standby_usd)",
+        "engine.twin.standby.run_break_even (standby_usd)",
         "standby_goodput_won_usd",
     ),
     _d(
@@ -226,7 +226,7 @@ DEFINITIONS: tuple[Definition, ...] = (
         "USD",
         "Goodput won by standbys minus their cost, averaged over the seeds (its band: the 10th to 90th "
         "percentile). Above zero the standbys pay for themselves.",
-        "engine.analysis.standby.break_even_bands (net_usd_mean)",
+        "engine.twin.standby.break_even_bands (net_usd_mean)",
         "standby_goodput_won_usd",
         "standby_cost_usd",
     ),
@@ -235,7 +235,7 @@ DEFINITIONS: tuple[Definition, ...] = (
         "Most valuable standby count",
         "hosts",
         "Of the standby counts run, the one with the highest net value of standbys (0 where no count pays).",
-        "engine.analysis.standby.break_even_of (best)",
+        "engine.twin.standby.break_even_of (best)",
         "standby_break_even",
     ),
     _d(
@@ -244,7 +244,7 @@ DEFINITIONS: tuple[Definition, ...] = (
         "hosts",
         "Past the most valuable count, the number of warm standby hosts at which the mean net value falls to "
         "zero (linear between the counts run): more standbys than this cost more than the goodput they win.",
-        "engine.analysis.standby.break_even_of (break_even)",
+        "engine.twin.standby.break_even_of (break_even)",
         "standby_best_count",
     ),
 )

@@ -9,7 +9,7 @@ points differ by their settings, not by their luck). A task is (grid point, seed
 nothing else, so any executor, any worker count and any chunking give the same rows in the same order.
 
 Executors: `LocalExecutor` (processes on this machine, the default) and `RayExecutor` (a Ray cluster, or Ray
-on this machine; the optional extra goodput[ray]). Each task runs a summary-only simulation (engine.sim.simulate).
+on this machine; the optional extra goodput[ray]). Each task runs a summary-only simulation (engine.twin.simulate).
 """
 
 from __future__ import annotations
@@ -199,7 +199,7 @@ def bands(frame: pl.DataFrame, by: Sequence[str] = ()) -> pl.DataFrame:
 
 
 def result_row(summary: dict) -> dict:
-    """The sweep's figures of one run's summary (engine.sim.summary): the flagship job's ETTR, MTTF, interruptions
+    """The sweep's figures of one run's summary (engine.analysis.summary): the flagship job's ETTR, MTTF, interruptions
     (unexpected + planned, as the Llama 3 paper counts them), the closed form and the goodput losses."""
     job, inter = summary["job"], summary["interruptions"]
     losses = job["losses_gpu_hours"]
@@ -233,7 +233,7 @@ class Task:
 
 
 def run_task(task: Task) -> dict:
-    from engine.sim.simulate import simulate  # here, so a worker pays for the engine only when it simulates
+    from engine.twin.simulate import simulate  # here, so a worker pays for the engine only when it simulates
 
     scenario = task.scenario.with_overrides([f"simulation.seed={task.seed}"])
     run = simulate(scenario, summary_only=True)

@@ -1,5 +1,5 @@
 """Which recovery strategy at which scale: the flagship job's ETTR against its size, one line a strategy, with a
-band over seeds (whether warm standbys pay for themselves is engine.analysis.standby).
+band over seeds (whether warm standbys pay for themselves is engine.twin.standby).
 
 The scale study takes a scenario (the Planner's settings) and, for each strategy (training.recovery) and job
 size (1k to 256k GPUs), builds a scenario of that job alone:
@@ -15,8 +15,8 @@ size (1k to 256k GPUs), builds a scenario of that job alone:
   diagnosis, repair, burn-in), so hosts sent to repair at the start come back and the spare pool reaches its
   steady state; at most MAX_DAYS.
 
-Every (strategy, size) runs the same seeds (common random numbers, engine.analysis.sweep), as summary-only
-simulations through engine.analysis.sweep's executors (local processes or Ray); the band is the 10th to 90th
+Every (strategy, size) runs the same seeds (common random numbers, engine.twin.sweep), as summary-only
+simulations through engine.twin.sweep's executors (local processes or Ray); the band is the 10th to 90th
 percentile over the seeds. `main_scale` is the command line (`goodput scale`).
 """
 
@@ -30,10 +30,10 @@ import polars as pl
 
 from engine import limits
 from engine.analysis.planner import spare_cover
-from engine.analysis.sweep import Executor, Task, seeds_of
 from engine.errors import GoodputError
 from engine.scenario import Scenario
 from engine.scenario.keys import KEY_BY_NAME
+from engine.twin.sweep import Executor, Task, seeds_of
 from engine.units import SECONDS_PER_DAY
 
 Progress = Callable[[float], None]
@@ -205,7 +205,7 @@ def run_study(
     study: ScaleStudy, *, executor: Executor | None = None, progress: Progress | None = None
 ) -> pl.DataFrame:
     """One row per point and seed (RUN_SCHEMA), points in study order, seeds ascending within a point."""
-    from engine.analysis.sweep import LocalExecutor
+    from engine.twin.sweep import LocalExecutor
 
     # seed by seed, every point within: the executors cut the tasks into contiguous chunks, and a chunk of one
     # point's seeds would put all the 256k-GPU runs (half the work) into a few chunks and idle the other workers
@@ -229,7 +229,7 @@ def run_study(
 
 def scale_bands(runs: pl.DataFrame) -> pl.DataFrame:
     """Per strategy and size (in the runs' order): mean ETTR and its 10th and 90th percentile over the seeds
-    (linear between order statistics, as engine.analysis.sweep.bands), mean interruptions (BAND_SCHEMA)."""
+    (linear between order statistics, as engine.twin.sweep.bands), mean interruptions (BAND_SCHEMA)."""
     lo, hi = BAND
     return (
         runs.group_by(["strategy", "job_gpus", "spare_hosts", "days"], maintain_order=True)

@@ -1,8 +1,8 @@
 """Whether warm standbys pay for themselves: the break-even of hot_spare against restart.
 
 For each standby count (0, 1, 2, 4, ... up to about twice a rough estimate of what the job needs), the job runs
-under hot_spare and under restart on the same hosts and seeds (common random numbers, engine.analysis.sweep), each
-a summary-only simulation of the job alone, as the scale study builds it (engine.analysis.scale). What the
+under hot_spare and under restart on the same hosts and seeds (common random numbers, engine.twin.sweep), each
+a summary-only simulation of the job alone, as the scale study builds it (engine.twin.scale). What the
 standbys win is the ETTR they add times the job's GPU-hours at cost.gpu_hour_usd; what they cost is their idle
 GPU-hours (the summary's recovery_cost.standby_usd). The break-even is the count where the net crosses zero.
 """
@@ -17,10 +17,10 @@ import polars as pl
 
 from engine import limits
 from engine.analysis.planner import repair_share
-from engine.analysis.scale import BAND, Progress
-from engine.analysis.sweep import Executor, Task, seeds_of
 from engine.errors import GoodputError
 from engine.scenario import Scenario
+from engine.twin.scale import BAND, Progress
+from engine.twin.sweep import Executor, Task, seeds_of
 from engine.units import SECONDS_PER_DAY, SECONDS_PER_HOUR
 
 BREAK_EVEN_SEEDS = 5  # paired differences (the same seeds with and without standbys) vary far less than ETTR
@@ -148,7 +148,7 @@ def run_break_even(
     the goodput won ((ETTR - restart ETTR) x job GPU-hours x the GPU-hour price), the standby hosts' cost
     (the summary's job.recovery_cost.standby_usd, via the sweep's row `standby_usd`) and the net (won - cost);
     cost and net are null where the rows carry no standby cost."""
-    from engine.analysis.sweep import LocalExecutor
+    from engine.twin.sweep import LocalExecutor
 
     tasks = [Task(p.index, p.scenario, seed) for p in study.points for seed in study.seeds]
     rows = (executor or LocalExecutor()).run(tasks, progress)
