@@ -352,32 +352,36 @@ def _report(result: dict, as_json: bool, as_text: Callable[[dict], str]) -> None
 
 
 def _simulate_text(r: dict) -> str:
-    """The summary in words, each figure under its engine/analysis/definitions label (the same as on the pages)."""
+    """The summary in words, each figure under its engine/analysis/definitions label (the same as on the pages)
+    and read where its definition says (engine.analysis.run_summary.RunSummary.figure)."""
     from engine.analysis.definitions import definition as d
+    from engine.analysis.run_summary import FlagshipJob, Interruptions, RunSummary
     from engine.report.palette import cause_label
 
-    job, inter, cluster = r.get("job", {}), r.get("interruptions", {}), r.get("cluster", {})
+    s = RunSummary.from_json(r)
+    job = s.job or FlagshipJob()
+    inter = s.interruptions or Interruptions()
+
+    def f(key: str) -> float:
+        return s.figure(key) or 0
+
     lines = [
-        f"run {r['run_id']}: {r.get('gpus', 0):,} GPUs on {r.get('hosts', 0):,} hosts, {r.get('days', 0):g} days,"
-        f" seed {r.get('seed')}",
-        f"  flagship job {job.get('name')} on {job.get('gpus', 0):,} GPUs: {d('ettr').label} {job.get('ettr', 0):.1%},"
-        f" {d('job_mttf').label} {_hours(job.get('mttf_hours'))}, {d('checkpoints_written').label}"
-        f" {job.get('checkpoints', 0):,}, {d('goodput_lost').label} {job.get('lost_gpu_hours', 0):,.0f} GPU-hours",
-        f"  {d('interruptions').label}: {inter.get('total', 0)} ({inter.get('unexpected', 0)} unexpected,"
-        f" {inter.get('planned', 0)} planned)",
+        f"run {r['run_id']}: {s.gpus or 0:,} GPUs on {s.hosts or 0:,} hosts, {s.days or 0:g} days, seed {s.seed}",
+        f"  flagship job {job.name} on {job.gpus or 0:,} GPUs: {d('ettr').label} {f('ettr'):.1%},"
+        f" {d('job_mttf').label} {_hours(s.figure('job_mttf'))}, {d('checkpoints_written').label}"
+        f" {f('checkpoints_written'):,.0f}, {d('goodput_lost').label} {f('goodput_lost'):,.0f} GPU-hours",
+        f"  {d('interruptions').label}: {f('interruptions'):.0f} ({f('unexpected_interruptions'):.0f} unexpected,"
+        f" {f('planned_interruptions'):.0f} planned)",
     ]
-    top = sorted(inter.get("by_cause", {}).items(), key=lambda kv: -kv[1])[:5]
+    top = sorted(inter.by_cause.items(), key=lambda kv: -kv[1])[:5]
     if top:
         lines.append("  top causes: " + ", ".join(f"{cause_label(cause)} {n}" for cause, n in top if n))
-    if cluster:
+    if s.cluster is not None:
+        progress = s.figure("utilisation_by_progress")
         lines.append(
-            f"  {d('utilisation_by_allocation').label} {cluster.get('utilization', 0):.1%}"
-            + (
-                f", {d('utilisation_by_progress').label} {cluster['utilization_progress']:.1%}"
-                if "utilization_progress" in cluster
-                else ""
-            )
-            + f", {d('gpu_hours_down').label} {cluster.get('gpu_hours_down', 0):,.0f} GPU-hours"
+            f"  {d('utilisation_by_allocation').label} {f('utilisation_by_allocation'):.1%}"
+            + (f", {d('utilisation_by_progress').label} {progress:.1%}" if progress is not None else "")
+            + f", {d('gpu_hours_down').label} {f('gpu_hours_down'):,.0f} GPU-hours"
         )
     lines.append("  definitions: `goodput definitions` (docs/definitions.md)")
     return "\n".join(lines)

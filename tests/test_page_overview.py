@@ -11,6 +11,7 @@ from dashboard.charts import overview as charts
 from dashboard.queries import overview as q
 from dashboard.queries import summary as summaries
 from engine.analysis.analytics import ettr_timeline
+from engine.analysis.run_summary import RunSummary
 from engine.report.palette import CATEGORY_COLOURS, LOSS_COLOURS, state_colour
 from tests.runs import (
     DURATION_S,
@@ -246,8 +247,17 @@ def test_instant_reads_the_last_moment_inside_the_run():
     assert q.instant(-5.0, 1000.0) == 0.0
 
 
+def headline_of(summary: dict) -> list:
+    """The Overview's headline of a summary as stored (JSON), read through its typed record."""
+    return summaries.headline(RunSummary.from_json(summary))
+
+
+def causes_of(summary: dict):
+    return summaries.causes_from_summary(RunSummary.from_json(summary))
+
+
 def test_headline_from_a_full_and_an_empty_summary():
-    full = summaries.headline(expected_summary())
+    full = headline_of(expected_summary())
     assert [h.label for h in full] == [
         "ETTR (goodput)",
         "Job MTTF",
@@ -257,25 +267,25 @@ def test_headline_from_a_full_and_an_empty_summary():
         "GPU-hours out of service",
     ]
     assert all(h.help for h in full)
-    assert summaries.headline({}) == []
-    assert summaries.headline({"job": {"ettr": "n/a", "mttf_hours": True}}) == []  # not numbers: not shown
-    [only] = summaries.headline({"job": {"lost_gpu_hours": 12345.0}})
+    assert headline_of({}) == []
+    assert headline_of({"job": {"ettr": "n/a", "mttf_hours": True}}) == []  # not numbers: not shown
+    [only] = headline_of({"job": {"lost_gpu_hours": 12345.0}})
     assert (only.label, only.value, only.delta) == ("Goodput lost", "12.3k GPU-h", None)
 
 
 def test_causes_from_summary():
-    counts = summaries.causes_from_summary(expected_summary())
+    counts = causes_of(expected_summary())
     assert dict(counts.filter(pl.col("count") > 0).iter_rows()) == {
         "faulty_gpu": 1,
         "network_switch_cable": 1,
         "planned_maintenance": 1,
     }
     # a summary that already counts planned maintenance by cause is not counted twice
-    twice = summaries.causes_from_summary(
+    twice = causes_of(
         {"interruptions": {"planned": 2, "by_cause": {"planned_maintenance": 2}}}
     )
     assert twice.rows() == [("planned_maintenance", 2)]
-    assert summaries.causes_from_summary({"interruptions": {"total": 3}}) is None
+    assert causes_of({"interruptions": {"total": 3}}) is None
 
 
 # ----- charts -----------------------------------------------------------------------------------------------
@@ -387,13 +397,13 @@ def test_headline_of_replay_and_ingest_summaries():
         "wait_mean_s": 5400.0,
         "wait_p95_s": 86400.0,
     }
-    assert [(h.label, h.value, h.delta) for h in summaries.headline(replay)] == [
+    assert [(h.label, h.value, h.delta) for h in headline_of(replay)] == [
         ("Jobs", "500", "3 never started"),
         ("Utilisation (allocated)", "30.2%", None),
         ("Mean queue wait", "1 h 30 min", "p95 1 d"),
     ]
     ingest = {"hosts": 1, "gpus": 1, "samples": 23, "xid_events": 0}
-    assert [(h.label, h.value) for h in summaries.headline(ingest)] == [("Metric values read", "23")]
+    assert [(h.label, h.value) for h in headline_of(ingest)] == [("Metric values read", "23")]
 
 
 def test_a_trace_without_flagship_job_has_no_ettr(store_dir):

@@ -22,6 +22,7 @@ from dashboard.text import md
 from dashboard.text_exprs import duration_text, time_text
 from dashboard.time_slider import time_axis, window_slider
 from engine.analysis.definitions import definition
+from engine.analysis.run_summary import RunSummary
 from engine.report.palette import end_reason_label, readable, wait_reason_label
 from engine.report.visible_text import visible
 from engine.store import RunInfo
@@ -355,7 +356,7 @@ def one_job(run: RunInfo, job: dict) -> None:
     """One job: its figures, attempts, waits and the incidents that hit it."""
     job_id = job["job_id"]
     is_flagship = job["kind"] == "flagship"
-    losses = losses_from_summary(run.summary) if is_flagship else None
+    losses = losses_from_summary(RunSummary.from_json(run.summary)) if is_flagship else None
     cols = st.columns(4)
     metric(cols[0], "job_gpus", f"{job['gpus']:,g}")
     metric(cols[1], "job_wait", fmt_duration(job["wait_s"]) if job["wait_s"] is not None else "not started")

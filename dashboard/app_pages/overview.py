@@ -19,6 +19,7 @@ from dashboard.text import md
 from dashboard.time_slider import moment_slider, time_axis
 from engine.analysis.analytics import ettr_timeline
 from engine.analysis.definitions import definition
+from engine.analysis.run_summary import RunSummary
 from engine.ingest.watch import source_states
 from engine.report.palette import cause_label
 from engine.store import RunInfo
@@ -36,7 +37,7 @@ def page(run_id: str) -> None:
     watched = isinstance(run.scenario, dict) and run.scenario.get("source") == "watch"
     if every:
         st.caption(state.live_note(run, every))
-    summary = run.summary
+    summary = RunSummary.from_json(run.summary)
     sizes = q.host_count(run.run_id)
     flagship = q.flagship_job(run.run_id)
     end = run.started_at + timedelta(seconds=run.duration_s)
@@ -70,7 +71,7 @@ def page(run_id: str) -> None:
             )
     figures = summaries.headline(summary)
     if (
-        summaries.number(summary, "job.ettr") is None
+        summary.figure("ettr") is None
         and timeline is not None
         and timeline["ettr_cumulative"].drop_nulls().len()
     ):
@@ -83,7 +84,7 @@ def page(run_id: str) -> None:
                 help=definition("ettr_from_attempts").help,
             ),
         )
-    if summaries.number(summary, "job.ettr") is None and timeline is None:
+    if summary.figure("ettr") is None and timeline is None:
         st.info(
             f"This {run.kind} run has no flagship training job, so there is no ETTR to show; "
             "here is what it holds."
@@ -114,8 +115,8 @@ def page(run_id: str) -> None:
         st.subheader("Where the flagship job's time went")
         left, right = st.columns(2)
         with left:
-            ettr = summaries.number(summary, "job.ettr")
-            job_gpus = summaries.number(summary, "job.gpus") or (flagship["gpus"] if flagship else None)
+            ettr = summary.figure("ettr")
+            job_gpus = (summary.job.gpus if summary.job else None) or (flagship["gpus"] if flagship else None)
             if losses and job_gpus:
                 start_s = flagship["start_s"] if flagship and flagship["start_s"] is not None else 0.0
                 wall = job_gpus * (run.duration_s - start_s) / SECONDS_PER_HOUR
@@ -130,7 +131,7 @@ def page(run_id: str) -> None:
                 marks = q.interruptions(run.run_id, flagship["job_id"])
                 st.plotly_chart(
                     charts.ettr_over_time(
-                        timeline, run.started_at, marks, summaries.number(summary, "job.closed_form_ettr")
+                        timeline, run.started_at, marks, summary.figure("closed_form_ettr")
                     ),
                     key="ettr_time",
                 )
@@ -166,7 +167,7 @@ def page(run_id: str) -> None:
                     st.markdown(
                         f"- {md(cause_label(row['cause']))}: {row['count']:,} ({fmt_pct(row['count'] / total)})"
                     )
-            mttf = summaries.number(summary, "job.mttf_hours")
+            mttf = summary.figure("job_mttf")
             if mttf is not None:
                 st.markdown(
                     f"One unexpected interruption every **{fmt_hours(mttf)}** on average "

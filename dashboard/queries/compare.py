@@ -12,11 +12,12 @@ from engine.analysis.analytics import ettr_timeline
 from engine.analysis.definitions import definition
 from engine.analysis.incidents import FLAGSHIP_JOB_SQL
 from engine.analysis.ledger import LOSSES
-from engine.twin.scale import STRATEGY_LABELS
+from engine.analysis.run_summary import RunSummary
 from engine.errors import GoodputError
 from engine.report.palette import LOSS_LABELS
 from engine.scenario import from_dict
 from engine.store import RunInfo
+from engine.twin.scale import STRATEGY_LABELS
 from engine.units import SECONDS_PER_DAY
 
 
@@ -24,48 +25,38 @@ def strategy_text(strategy: str) -> str:
     return STRATEGY_LABELS.get(strategy, strategy)
 
 
-# (label, path into the summary, formatter): the figures `goodput simulate --json` prints, each figure under its
-# definition's label (engine/analysis/definitions), as on the Overview. The flagship's recovery strategy comes with its
-# size, what the strategy costs besides its ledger after Goodput lost, so runs of two strategies compare at a
-# glance (a run from before the strategies shows a dash).
-HEADLINES: tuple[tuple[str, tuple[str, ...], Any], ...] = (
-    ("GPUs", ("gpus",), fmt_int),
-    ("hosts", ("hosts",), fmt_int),
-    ("days", ("days",), lambda d: DASH if d is None else f"{d:g}"),
-    ("flagship job", ("job", "name"), lambda s: s or DASH),
-    ("flagship GPUs", ("job", "gpus"), fmt_int),
-    (definition("recovery_strategy").label, ("job", "recovery"), strategy_text),
-    (definition("ettr").label, ("job", "ettr"), fmt_pct),
-    (definition("job_mttf").label, ("job", "mttf_hours"), fmt_hours),
-    (definition("interruptions").label, ("interruptions", "total"), fmt_int),
-    (definition("unexpected_interruptions").label, ("interruptions", "unexpected"), fmt_int),
-    (definition("planned_interruptions").label, ("interruptions", "planned"), fmt_int),
-    (definition("checkpoints_written").label, ("job", "checkpoints"), fmt_int),
-    (definition("goodput_lost").label, ("job", "lost_gpu_hours"), fmt_gpu_hours),
-    (definition("standby_hosts_idle").label, ("job", "recovery_cost", "standby_gpu_hours"), fmt_gpu_hours),
-    (
-        definition("degraded_replicas_out").label,
-        ("job", "recovery_cost", "degraded_gpu_hours"),
-        fmt_gpu_hours,
-    ),
-    (
-        definition("memory_checkpoint_per_host").label,
-        ("job", "recovery_cost", "memory_gb_per_host"),
-        lambda gb: f"{gb:,.1f} GB",
-    ),
-    (definition("utilisation_by_allocation").label, ("cluster", "utilization"), fmt_pct),
-    (definition("utilisation_by_progress").label, ("cluster", "utilization_progress"), fmt_pct),
-    (definition("gpu_hours_down").label, ("cluster", "gpu_hours_down"), fmt_gpu_hours),
+def _figure(key: str, fmt: Any) -> tuple[str, str, Any]:
+    """A defined figure: its label and where its definition says the run summary holds it."""
+    d = definition(key)
+    assert d.summary is not None, f"{key!r} has no place in the run summary"
+    return d.label, d.summary, fmt
+
+
+# (label, summary path, formatter): the figures `goodput simulate --json` prints, each figure under its
+# definition's label and read where its definition says (engine/analysis/definitions), as on the Overview. The
+# flagship's recovery strategy comes with its size, what the strategy costs besides its ledger after Goodput
+# lost, so runs of two strategies compare at a glance (a run from before the strategies shows a dash).
+HEADLINES: tuple[tuple[str, str, Any], ...] = (
+    ("GPUs", "gpus", fmt_int),
+    ("hosts", "hosts", fmt_int),
+    ("days", "days", lambda d: DASH if d is None else f"{d:g}"),
+    ("flagship job", "job.name", lambda s: s or DASH),
+    ("flagship GPUs", "job.gpus", fmt_int),
+    _figure("recovery_strategy", strategy_text),
+    _figure("ettr", fmt_pct),
+    _figure("job_mttf", fmt_hours),
+    _figure("interruptions", fmt_int),
+    _figure("unexpected_interruptions", fmt_int),
+    _figure("planned_interruptions", fmt_int),
+    _figure("checkpoints_written", fmt_int),
+    _figure("goodput_lost", fmt_gpu_hours),
+    _figure("standby_hosts_idle", fmt_gpu_hours),
+    _figure("degraded_replicas_out", fmt_gpu_hours),
+    _figure("memory_checkpoint_per_host", lambda gb: f"{gb:,.1f} GB"),
+    _figure("utilisation_by_allocation", fmt_pct),
+    _figure("utilisation_by_progress", fmt_pct),
+    _figure("gpu_hours_down", fmt_gpu_hours),
 )
-
-
-def _dig(summary: Mapping, path: tuple[str, ...]) -> Any:
-    node: Any = summary
-    for part in path:
-        if not isinstance(node, Mapping):
-            return None
-        node = node.get(part)
-    return node
 
 
 def run_label(info: RunInfo) -> str:
@@ -77,8 +68,9 @@ def headlines(infos: list[RunInfo]) -> pl.DataFrame:
     columns: dict[str, list[str]] = {"figure": ["kind", "seed"] + [label for label, _, _ in HEADLINES]}
     for info in infos:
         values = [info.kind, DASH if info.seed is None else str(info.seed)]
+        summary = RunSummary.from_json(info.summary)
         for _, path, fmt in HEADLINES:
-            value = _dig(info.summary, path)
+            value = summary.at(path)
             values.append(DASH if value is None else fmt(value))
         columns[run_label(info)] = values
     return pl.DataFrame(columns)

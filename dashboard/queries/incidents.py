@@ -17,6 +17,7 @@ from engine.analysis.incidents import (
     load_incidents,
     summary_counts,
 )
+from engine.analysis.run_summary import RunSummary
 from engine.report.export import export_run_incidents
 from engine.store import RunInfo
 from engine.units import SECONDS_PER_DAY
@@ -153,25 +154,19 @@ def export_bytes(
 # ----- replay with other settings -------------------------------------------------------------------------
 
 
-def run_cost_usd(summary: dict) -> float | None:
+def run_cost_usd(summary: RunSummary) -> float | None:
     """The flagship job's losses in dollars (the summary's losses_usd: lost work, restarts, checkpoints,
     waiting for spares), None when the run has no such figures."""
-    losses = (summary.get("job") or {}).get("losses_usd") if isinstance(summary, dict) else None
-    return float(sum(losses.values())) if isinstance(losses, dict) and losses else None
+    losses = summary.job.losses_usd if summary.job is not None else None
+    return float(sum(losses.values())) if losses else None
 
 
-def _get(summary: dict, *path: str):
-    node = summary
-    for part in path:
-        node = node.get(part) if isinstance(node, dict) else None
-    return node
-
-
+# (label, definition, formatter): the figures of two runs side by side, each read where its definition says
 SIDE_BY_SIDE = (
-    ("ETTR", ("job", "ettr"), fmt_pct),
-    ("interruptions", ("interruptions", "total"), fmt_int),
-    ("unexpected", ("interruptions", "unexpected"), fmt_int),
-    ("lost GPU-hours", ("job", "lost_gpu_hours"), fmt_gpu_hours),
+    ("ETTR", "ettr", fmt_pct),
+    ("interruptions", "interruptions", fmt_int),
+    ("unexpected", "unexpected_interruptions", fmt_int),
+    ("lost GPU-hours", "goodput_lost", fmt_gpu_hours),
 )
 
 
@@ -181,11 +176,11 @@ def side_by_side(before: RunInfo, after: RunInfo) -> pl.DataFrame:
         "figure": [label for label, _, _ in SIDE_BY_SIDE] + ["cost of the losses"]
     }
     for info in (before, after):
+        summary = RunSummary.from_json(info.summary)
         values = [
-            DASH if _get(info.summary, *path) is None else fmt(_get(info.summary, *path))
-            for _, path, fmt in SIDE_BY_SIDE
+            DASH if summary.figure(key) is None else fmt(summary.figure(key)) for _, key, fmt in SIDE_BY_SIDE
         ]
-        cost = run_cost_usd(info.summary)
+        cost = run_cost_usd(summary)
         values.append(fmt_usd(cost))
         columns[f"{info.name} ({info.run_id})"] = values
     return pl.DataFrame(columns)

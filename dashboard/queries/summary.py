@@ -1,7 +1,8 @@
-"""What a run's summary says: the JSON `goodput simulate --json` prints, stored in `runs.summary`.
+"""What a run's summary says, read through its typed record (engine.analysis.run_summary.RunSummary): a figure
+by its definition (`RunSummary.figure`), the rest by the record's fields.
 
-Replayed and ingested runs write other keys (DESIGN "Command line"), and older runs may lack some, so every
-reader here takes what exists and leaves out the rest, never raising on a missing or non-numeric value.
+Replayed and ingested runs have other parts (DESIGN "Command line"), and older runs may lack some: the record
+reads what is missing as None, and every reader here leaves out what a run does not have.
 """
 
 from dataclasses import dataclass
@@ -10,30 +11,16 @@ import polars as pl
 
 from dashboard.format import fmt_duration, fmt_gpu_hours, fmt_hours, fmt_int, fmt_pct, fmt_usd
 from engine.analysis.definitions import definition
+from engine.analysis.run_summary import RunSummary
 
 
-def pick(summary: dict, dotted: str) -> object | None:
-    """`summary["job"]["ettr"]` for "job.ettr", or None wherever a key is missing or not a mapping."""
-    node: object = summary
-    for part in dotted.split("."):
-        if not isinstance(node, dict) or part not in node:
-            return None
-        node = node[part]
-    return node
-
-
-def number(summary: dict, dotted: str) -> float | None:
-    value = pick(summary, dotted)
-    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
-
-
-def causes_from_summary(summary: dict) -> pl.DataFrame | None:
+def causes_from_summary(summary: RunSummary) -> pl.DataFrame | None:
     """The flagship job's interruptions by cause (planned ones as planned_maintenance), or None if absent."""
-    by_cause = pick(summary, "interruptions.by_cause")
-    if not isinstance(by_cause, dict):
+    if summary.interruptions is None or not summary.interruptions.by_cause:
         return None
+    by_cause = summary.interruptions.by_cause
     counts = {str(k): int(v) for k, v in by_cause.items() if isinstance(v, int | float)}
-    planned = number(summary, "interruptions.planned")
+    planned = summary.interruptions.planned
     if planned and "planned_maintenance" not in counts:
         counts["planned_maintenance"] = int(planned)
     return pl.DataFrame(
@@ -42,10 +29,10 @@ def causes_from_summary(summary: dict) -> pl.DataFrame | None:
     )
 
 
-def losses_from_summary(summary: dict) -> dict[str, float] | None:
-    """GPU-hours lost by category (engine.analysis.analytics.LOSS_CATEGORIES), or None if the summary has none."""
-    losses = pick(summary, "job.losses_gpu_hours")
-    if not isinstance(losses, dict) or not losses:
+def losses_from_summary(summary: RunSummary) -> dict[str, float] | None:
+    """GPU-hours lost by category (engine.analysis.ledger.LOSSES), or None if the summary has none."""
+    losses = summary.job.losses_gpu_hours if summary.job is not None else None
+    if not losses:
         return None
     return {str(k): float(v) for k, v in losses.items() if isinstance(v, int | float)}
 
@@ -61,10 +48,10 @@ class Headline:
     trend: bool = False  # the delta is a comparison (green up, red down) rather than a note
 
 
-def headline(summary: dict) -> list[Headline]:
+def headline(summary: RunSummary) -> list[Headline]:
     """The Overview's headline figures, each only where the summary has what it needs."""
     out: list[Headline] = []
-    ettr, closed = number(summary, "job.ettr"), number(summary, "job.closed_form_ettr")
+    ettr, closed = summary.figure("ettr"), summary.figure("closed_form_ettr")
     if ettr is not None:
         delta = (
             f"{(ettr - closed) * 100:+.1f} pp vs closed form {fmt_pct(closed)}"
@@ -82,14 +69,14 @@ def headline(summary: dict) -> list[Headline]:
                 + definition("closed_form_ettr").help,
             )
         )
-    mttf = number(summary, "job.mttf_hours")
+    mttf = summary.figure("job_mttf")
     if mttf is not None:
         out.append(Headline(definition("job_mttf").label, fmt_hours(mttf), help=definition("job_mttf").help))
-    total = number(summary, "interruptions.total")
+    total = summary.figure("interruptions")
     if total is not None:
         unexpected, planned = (
-            number(summary, "interruptions.unexpected"),
-            number(summary, "interruptions.planned"),
+            summary.figure("unexpected_interruptions"),
+            summary.figure("planned_interruptions"),
         )
         note = (
             f"{fmt_int(unexpected)} unexpected · {fmt_int(planned)} planned"
@@ -102,14 +89,10 @@ def headline(summary: dict) -> list[Headline]:
             )
         )
     losses = losses_from_summary(summary)
-    lost = sum(losses.values()) if losses else number(summary, "job.lost_gpu_hours")
+    lost = sum(losses.values()) if losses else summary.figure("goodput_lost")
     if lost is not None:
-        usd = pick(summary, "job.losses_usd")
-        cost = (
-            sum(v for v in usd.values() if isinstance(v, int | float))
-            if isinstance(usd, dict) and usd
-            else None
-        )
+        usd = summary.job.losses_usd if summary.job is not None else None
+        cost = sum(v for v in usd.values() if isinstance(v, int | float)) if usd else None
         out.append(
             Headline(
                 definition("goodput_lost").label,
@@ -118,7 +101,7 @@ def headline(summary: dict) -> list[Headline]:
                 help=definition("goodput_lost").help,
             )
         )
-    utilization = number(summary, "cluster.utilization")
+    utilization = summary.figure("utilisation_by_allocation")
     if utilization is not None:
         out.append(
             Headline(
@@ -127,7 +110,7 @@ def headline(summary: dict) -> list[Headline]:
                 help=definition("utilisation_by_allocation").help,
             )
         )
-    progress = number(summary, "cluster.utilization_progress")
+    progress = summary.figure("utilisation_by_progress")
     if progress is not None:
         out.append(
             Headline(
@@ -136,7 +119,7 @@ def headline(summary: dict) -> list[Headline]:
                 help=definition("utilisation_by_progress").help,
             )
         )
-    down, cluster_hours = number(summary, "cluster.gpu_hours_down"), number(summary, "cluster.gpu_hours")
+    down, cluster_hours = summary.figure("gpu_hours_down"), summary.figure("cluster_gpu_hours")
     if down is not None:
         share = f"{fmt_pct(down / cluster_hours)} of the cluster" if cluster_hours else None
         out.append(
@@ -150,12 +133,12 @@ def headline(summary: dict) -> list[Headline]:
     return out + _replay_and_ingest_headline(summary, have_utilization=utilization is not None)
 
 
-def _replay_and_ingest_headline(summary: dict, *, have_utilization: bool) -> list[Headline]:
+def _replay_and_ingest_headline(summary: RunSummary, *, have_utilization: bool) -> list[Headline]:
     """What `goodput replay --json` and `goodput ingest --json` report (DESIGN "Command line")."""
     out: list[Headline] = []
-    jobs = number(summary, "jobs")
+    jobs = _detail(summary, "jobs")
     if jobs is not None:
-        pending = number(summary, "pending")
+        pending = _detail(summary, "pending")
         out.append(
             Headline(
                 "Jobs",
@@ -164,7 +147,7 @@ def _replay_and_ingest_headline(summary: dict, *, have_utilization: bool) -> lis
                 help="Jobs of the replayed trace.",
             )
         )
-    utilization = number(summary, "utilization")
+    utilization = _detail(summary, "utilization")
     if utilization is not None and not have_utilization:
         out.append(
             Headline(
@@ -173,7 +156,7 @@ def _replay_and_ingest_headline(summary: dict, *, have_utilization: bool) -> lis
                 help=definition("utilisation_by_allocation").help,
             )
         )
-    wait, p95 = number(summary, "wait_mean_s"), number(summary, "wait_p95_s")
+    wait, p95 = _detail(summary, "wait_mean_s"), _detail(summary, "wait_p95_s")
     if wait is not None:
         out.append(
             Headline(
@@ -183,14 +166,20 @@ def _replay_and_ingest_headline(summary: dict, *, have_utilization: bool) -> lis
                 help="Time from a job's submission to its start.",
             )
         )
-    samples = number(summary, "samples")
+    samples = summary.figure("samples_read")
     if samples:
         out.append(
             Headline(definition("samples_read").label, fmt_int(samples), help=definition("samples_read").help)
         )
-    xids = number(summary, "xid_events")
+    xids = summary.figure("xid_events")
     if xids:
         out.append(
             Headline(definition("xid_events").label, fmt_int(xids), help=definition("xid_events").help)
         )
     return out
+
+
+def _detail(summary: RunSummary, key: str) -> float | None:
+    """A number of a replay's or an ingest's own keys (not a defined figure), or None."""
+    value = summary.details.get(key)
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None

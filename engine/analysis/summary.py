@@ -1,4 +1,5 @@
-"""The run summary: the object `goodput simulate --json` prints (DESIGN "Command line"), less run_id.
+"""A simulated run's summary (engine.analysis.run_summary.RunSummary), from the model's records: the object
+`goodput simulate --json` prints (DESIGN "Command line"), less run_id.
 
 `interruptions` counts the flagship job's interruptions the way the Llama 3 paper counts them: every failure
 or planned stop that hit the job while it trained or restarted. ETTR is productive time / wall-clock time
@@ -13,6 +14,7 @@ import polars as pl
 
 from engine.analysis.analytics import closed_form_ettr, young_daly_interval
 from engine.analysis.ledger import LOSSES, GoodputLedger, cluster_progress_share
+from engine.analysis.run_summary import ClusterUse, FlagshipJob, Interruptions, RecoveryCost, RunSummary
 from engine.fabric.traffic import placement_slowdown
 from engine.scenario import Scenario
 from engine.sim.bad_hosts import bad_host_summary
@@ -22,7 +24,7 @@ from engine.sim.recovery import memory_gb_per_host
 from engine.units import SECONDS_PER_HOUR
 
 
-def summarize(scenario: Scenario, result: SimulationResult, incidents: pl.DataFrame) -> dict:
+def summarize(scenario: Scenario, result: SimulationResult, incidents: pl.DataFrame) -> RunSummary:
     """The summary, from the simulation's records (not host_states, so a summary-only run skips building it)."""
     horizon = result.horizon_s
     per_host = scenario["cluster.gpus_per_host"]
@@ -41,39 +43,35 @@ def summarize(scenario: Scenario, result: SimulationResult, incidents: pl.DataFr
     down_s, running_s = _host_seconds(result)
     host_seconds = scenario.hosts * horizon
     job = _job(scenario, result, unexpected)
-    summary = {
-        "gpus": gpus,
-        "hosts": scenario.hosts,
-        "days": scenario["simulation.days"],
-        "seed": scenario["simulation.seed"],
-        "interruptions": {
-            "total": hit.height,
-            "planned": planned,
-            "unexpected": unexpected,
-            "by_cause": by_cause,
-        },
-        "job": job,
-        "cluster": {
-            "gpu_hours": gpus * horizon / SECONDS_PER_HOUR,
-            "gpu_hours_down": float(down_s) * per_host / SECONDS_PER_HOUR,
+    return RunSummary(
+        gpus=gpus,
+        hosts=scenario.hosts,
+        days=scenario["simulation.days"],
+        seed=scenario["simulation.seed"],
+        interruptions=Interruptions(
+            total=hit.height, planned=planned, unexpected=unexpected, by_cause=by_cause
+        ),
+        job=job,
+        cluster=ClusterUse(
+            gpu_hours=gpus * horizon / SECONDS_PER_HOUR,
+            gpu_hours_down=float(down_s) * per_host / SECONDS_PER_HOUR,
             # utilisation by allocation (hosts running a job) and by progress (work kept), both over
             # every GPU-hour of the cluster (engine/analysis/definitions/cluster.py)
-            "utilization": float(running_s) / host_seconds if host_seconds else 0.0,
-            "utilization_progress": cluster_progress_share(
-                flagship_productive_gpu_s=job["productive_hours"] * SECONDS_PER_HOUR * job["gpus"],
+            utilization=float(running_s) / host_seconds if host_seconds else 0.0,
+            utilization_progress=cluster_progress_share(
+                flagship_productive_gpu_s=job.productive_hours * SECONDS_PER_HOUR * job.gpus,
                 research_progress_gpu_s=_research_progress_s(result) * per_host,
                 cluster_gpu_s=gpus * horizon,
             ),
             # hosts pulled as lemons (repeat offenders sent to the vendor) and hosts still out at the end
-            "lemons": result.lemons,
-            "hosts_in_repair_at_end": result.hosts_in_repair_at_end,
+            lemons=result.lemons,
+            hosts_in_repair_at_end=result.hosts_in_repair_at_end,
             # research jobs preempted because the flagship job had no spare left
-            "research_preemptions": result.research_preemptions,
+            research_preemptions=result.research_preemptions,
             # bad hosts (the simulator's ground truth), diagnosis, repair outcomes and retirement
             **bad_host_summary(result),
-        },
-    }
-    return summary
+        ),
+    )
 
 
 def _host_seconds(result: SimulationResult) -> tuple[float, float]:
@@ -104,7 +102,7 @@ def _research_progress_s(result: SimulationResult) -> float:
     return max(_research_running_s(result) - lost, 0.0)
 
 
-def _job(scenario: Scenario, result: SimulationResult, unexpected: int) -> dict:
+def _job(scenario: Scenario, result: SimulationResult, unexpected: int) -> FlagshipJob:
     job_gpus = scenario["training.gpus"]
     horizon = result.horizon_s
     rate = scenario["failures.rate_per_1000_node_days"] * scenario["failures.scale"]
@@ -119,69 +117,69 @@ def _job(scenario: Scenario, result: SimulationResult, unexpected: int) -> dict:
     yd = young_daly_interval(scenario.checkpoint_write_s, estimate.mttf_s)
     if result.job is None:
         zero = dict.fromkeys(LOSSES, 0.0)
-        return {
-            "name": result.job_id,
-            "gpus": 0,
-            "ettr": 0.0,
-            "mttf_hours": None,
-            "checkpoints": 0,
-            "lost_gpu_hours": 0.0,
-            "losses_gpu_hours": zero,
-            "losses_usd": zero,
-            "closed_form_ettr": None,
-            "young_daly_interval_s": None,
-            "checkpoint_write_s": scenario.checkpoint_write_s,
-            "productive_hours": 0.0,
-            "attempts": 0,
-            "placement": scenario["training.placement"],
-            "placement_slowdown": None,
-            "ettr_with_network": 0.0,
-            "recovery": scenario["training.recovery"],
-            "recovery_cost": _recovery_cost(scenario, JobLedger(), 0.0),
-        }
+        return FlagshipJob(
+            name=result.job_id,
+            gpus=0,
+            ettr=0.0,
+            mttf_hours=None,
+            checkpoints=0,
+            lost_gpu_hours=0.0,
+            losses_gpu_hours=zero,
+            losses_usd=zero,
+            closed_form_ettr=None,
+            young_daly_interval_s=None,
+            checkpoint_write_s=scenario.checkpoint_write_s,
+            productive_hours=0.0,
+            attempts=0,
+            placement=scenario["training.placement"],
+            placement_slowdown=None,
+            ettr_with_network=0.0,
+            recovery=scenario["training.recovery"],
+            recovery_cost=_recovery_cost(scenario, JobLedger(), 0.0),
+        )
     ledger = result.job.ledger
     slow = placement_slowdown(scenario, result.topology)
     goodput = GoodputLedger.from_training(ledger, gpus=job_gpus, wall_clock_s=horizon, slowdown=slow)
     gpu_hours = {k: v for k, v in goodput.gpu_hours().items() if k in LOSSES}
     price = scenario["cost.gpu_hour_usd"]
-    return {
-        "name": result.job_id,
-        "gpus": job_gpus,
-        "ettr": goodput.ettr,
-        "mttf_hours": horizon / unexpected / SECONDS_PER_HOUR if unexpected else None,
-        "checkpoints": int(sum(len(c) for c in ledger.checkpoint_starts)),
-        "lost_gpu_hours": sum(gpu_hours.values()),
-        "losses_gpu_hours": gpu_hours,
-        "losses_usd": {k: v * price for k, v in gpu_hours.items()},
-        "closed_form_ettr": estimate.ettr,
-        "young_daly_interval_s": None if math.isinf(yd) else yd,
-        "checkpoint_write_s": scenario.checkpoint_write_s,
-        "productive_hours": float(ledger.productive_s) / SECONDS_PER_HOUR,
-        "attempts": len(ledger.attempts),
-        # the network's cost of where the job sits (engine.fabric.traffic.placement_slowdown): ETTR counts time, not
-        # speed, so it stays as Meta measures it; ettr_with_network is the progress once slowed steps count
-        "placement": scenario["training.placement"],
-        "placement_slowdown": slow if math.isfinite(slow) else None,
-        "ettr_with_network": goodput.goodput_with_network,
+    return FlagshipJob(
+        name=result.job_id,
+        gpus=job_gpus,
+        ettr=goodput.ettr,
+        mttf_hours=horizon / unexpected / SECONDS_PER_HOUR if unexpected else None,
+        checkpoints=int(sum(len(c) for c in ledger.checkpoint_starts)),
+        lost_gpu_hours=sum(gpu_hours.values()),
+        losses_gpu_hours=gpu_hours,
+        losses_usd={k: v * price for k, v in gpu_hours.items()},
+        closed_form_ettr=estimate.ettr,
+        young_daly_interval_s=None if math.isinf(yd) else yd,
+        checkpoint_write_s=scenario.checkpoint_write_s,
+        productive_hours=float(ledger.productive_s) / SECONDS_PER_HOUR,
+        attempts=len(ledger.attempts),
+        # the network's cost of where the job sits (engine.fabric.traffic.placement_slowdown): ETTR counts time,
+        # not speed, so it stays as Meta measures it; ettr_with_network is the progress once slowed steps count
+        placement=scenario["training.placement"],
+        placement_slowdown=slow if math.isfinite(slow) else None,
+        ettr_with_network=goodput.goodput_with_network,
         # the goodput ledger in seconds (engine.analysis.ledger): its buckets add up to the wall clock
-        "ledger_s": goodput.to_json(),
+        ledger_s=goodput.to_json(),
         # how the job recovers from a failure (engine.sim.recovery) and what the strategy costs besides its
         # ledger buckets
-        "recovery": result.job.recovery,
-        "recovery_cost": _recovery_cost(scenario, ledger, gpu_hours["degraded"]),
-    }
+        recovery=result.job.recovery,
+        recovery_cost=_recovery_cost(scenario, ledger, gpu_hours["degraded"]),
+    )
 
 
-def _recovery_cost(scenario: Scenario, ledger: JobLedger, degraded_gpu_hours: float) -> dict[str, float]:
+def _recovery_cost(scenario: Scenario, ledger: JobLedger, degraded_gpu_hours: float) -> RecoveryCost:
     """What the recovery strategy costs (engine/analysis/definitions/goodput.py): warm standbys idle
     (hot_spare), training lost with replicas out (replica_drop: the degraded ledger bucket) in GPU-hours and
     dollars, and the host memory in-memory checkpoints take (in_memory_checkpoint); zeros where it has none."""
     price = scenario["cost.gpu_hour_usd"]
     standby = ledger.standby_host_s * scenario["cluster.gpus_per_host"] / SECONDS_PER_HOUR
-    return {
-        "standby_gpu_hours": standby,
-        "standby_usd": standby * price,
-        "degraded_gpu_hours": degraded_gpu_hours,
-        "degraded_usd": degraded_gpu_hours * price,
-        "memory_gb_per_host": memory_gb_per_host(scenario),
-    }
+    return RecoveryCost(
+        standby_gpu_hours=standby,
+        standby_usd=standby * price,
+        degraded_gpu_hours=degraded_gpu_hours,
+        degraded_usd=degraded_gpu_hours * price,
+        memory_gb_per_host=memory_gb_per_host(scenario),
+    )

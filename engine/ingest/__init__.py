@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 import polars as pl
 
 from engine import limits
+from engine.analysis.run_summary import RunSummary
 from engine.errors import GoodputError
 from engine.ingest.dcgm import DcgmSamples, parse_dcgm
 from engine.ingest.kernel_log import KernelEvents, parse_kernel_logs
@@ -115,25 +116,28 @@ def _clock_notes(since_boot: list[str], start_known: bool) -> list[str]:
 
 
 def summary_of(batches: list[Batch], observer: Observer, **extra) -> dict:
-    """What `goodput ingest --json` prints (less run_id) and the run's summary holds."""
+    """What `goodput ingest --json` prints (less run_id) and the run's summary holds (a RunSummary whose details
+    are what was read and skipped)."""
     skipped: dict[str, int] = {}
     for batch in batches:
         for reason, count in batch.skipped.items():
             if count:
                 skipped[reason] = skipped.get(reason, 0) + count
     xids = pl.concat([b.tables["xid_events"].select("xid") for b in batches])["xid"].value_counts(sort=True)
-    return {
-        "hosts": observer.hosts.height,
-        "gpus": observer.gpus.height,
-        "samples": sum(b.samples for b in batches),
-        "xid_events": sum(b.xid_events for b in batches),
-        "incidents": sum(b.tables["incidents"].height for b in batches),
-        "other_lines": sum(b.other_lines for b in batches),
-        "skipped": skipped,
-        "xid_counts": {str(x): int(n) for x, n in xids.iter_rows()},
-        "days": round(observer.end_s / SECONDS_PER_DAY, 6),
-        **extra,
-    }
+    return RunSummary(
+        gpus=observer.gpus.height,
+        hosts=observer.hosts.height,
+        days=round(observer.end_s / SECONDS_PER_DAY, 6),
+        details={
+            "samples": sum(b.samples for b in batches),
+            "xid_events": sum(b.xid_events for b in batches),
+            "incidents": sum(b.tables["incidents"].height for b in batches),
+            "other_lines": sum(b.other_lines for b in batches),
+            "skipped": skipped,
+            "xid_counts": {str(x): int(n) for x, n in xids.iter_rows()},
+            **extra,
+        },
+    ).to_json()
 
 
 def _sources_of(dcgm: DcgmSamples | None, logs: KernelEvents | None) -> list:

@@ -6,6 +6,7 @@ telemetry and the network (drawn here, after the model) never shift the model's 
 """
 
 from collections.abc import Callable
+from dataclasses import replace
 
 import numpy as np
 import polars as pl
@@ -66,8 +67,8 @@ def simulate(
         )
         if scenario["simulation.telemetry"]:
             tables.update(_telemetry(scenario, tables, model.rngs["telemetry"]))
-            # network (engine.fabric.traffic): link_samples and summary["network"], from its own stream
-            tables["link_samples"], summary["network"] = network_run(
+            # network (engine.fabric.traffic): link_samples and the summary's network part, from its own stream
+            tables["link_samples"], network = network_run(
                 scenario,
                 topo,
                 tables["host_states"],
@@ -75,6 +76,7 @@ def simulate(
                 result.horizon_s,
                 generator(seed, Stream.NETWORK),
             )
+            summary = replace(summary, network=network)
     return Run(
         kind=kind,
         name=name or scenario.preset or "simulation",
@@ -82,7 +84,7 @@ def simulate(
         duration_s=result.horizon_s,
         scenario=scenario.to_dict(),
         seed=scenario["simulation.seed"],
-        summary=summary,
+        summary=summary.to_json(),
         tables=tables,
     )
 

@@ -27,6 +27,7 @@ import polars as pl
 
 from engine import limits
 from engine.analysis.ledger import LOSSES
+from engine.analysis.run_summary import RunSummary
 from engine.errors import GoodputError
 from engine.scenario import Scenario
 
@@ -199,24 +200,26 @@ def bands(frame: pl.DataFrame, by: Sequence[str] = ()) -> pl.DataFrame:
 
 
 def result_row(summary: dict) -> dict:
-    """The sweep's figures of one run's summary (engine.analysis.summary): the flagship job's ETTR, MTTF, interruptions
-    (unexpected + planned, as the Llama 3 paper counts them), the closed form and the goodput losses."""
-    job, inter = summary["job"], summary["interruptions"]
-    losses = job["losses_gpu_hours"]
+    """The sweep's figures of one run's summary (engine.analysis.summary), read through its typed record: the
+    flagship job's ETTR, MTTF, interruptions (unexpected + planned, as the Llama 3 paper counts them), the closed
+    form and the goodput losses."""
+    typed = RunSummary.from_json(summary)
+    job, inter = typed.job, typed.interruptions
+    assert job is not None and inter is not None, "a sweep runs simulations: their summary has a job"
     return {
-        "ettr": job["ettr"],
-        "mttf_hours": job["mttf_hours"],
-        "interruptions": inter["unexpected"] + inter["planned"],
-        "unexpected": inter["unexpected"],
-        "planned": inter["planned"],
-        "closed_form_ettr": job["closed_form_ettr"],
-        "lost_gpu_hours": job["lost_gpu_hours"],
+        "ettr": job.ettr,
+        "mttf_hours": job.mttf_hours,
+        "interruptions": inter.unexpected + inter.planned,
+        "unexpected": inter.unexpected,
+        "planned": inter.planned,
+        "closed_form_ettr": job.closed_form_ettr,
+        "lost_gpu_hours": job.lost_gpu_hours,
         # the ledger's loss buckets; a summary stored before the degraded bucket existed has none of it
-        **{f"{k}_gpu_hours": losses.get(k, 0.0) for k in LOSSES},
-        "lost_usd": math.fsum(job["losses_usd"].values()),
+        **{f"{k}_gpu_hours": job.losses_gpu_hours.get(k, 0.0) for k in LOSSES},
+        "lost_usd": math.fsum(job.losses_usd.values()),
         # what the recovery strategy's standby hosts cost (engine.sim.recovery; 0 without hot spares)
-        "standby_usd": float((job.get("recovery_cost") or {}).get("standby_usd", 0.0)),
-        "ettr_with_network": job["ettr_with_network"],  # ETTR over the placement's network slowdown
+        "standby_usd": float(job.recovery_cost.standby_usd or 0.0),
+        "ettr_with_network": job.ettr_with_network,  # ETTR over the placement's network slowdown
     }
 
 

@@ -29,6 +29,9 @@ class Definition:
     # "run": one value per run, the same on every page, export and CLI summary (tests/test_one_truth.py checks);
     # "view": depends on what the page shows (a time, a window, filters, a selected rack or incident)
     scope: str = "run"
+    # where a run's value lives in its summary ("job.ettr"; engine.analysis.run_summary.RunSummary.figure reads
+    # it), None for a figure computed from the run's tables or for the view
+    summary: str | None = None
 
     @property
     def help(self) -> str:
@@ -42,12 +45,19 @@ class Definition:
 
 def section(name: str, *, default_scope: str = "run"):
     """The one way a section module writes its entries: `_d = section(SECTION)`, then
-    `_d(key, label, unit, means, source, *not_to_confuse, scope=...)`."""
+    `_d(key, label, unit, means, source, *not_to_confuse, scope=..., summary=...)`."""
 
     def define(
-        key: str, label: str, unit: str, means: str, source: str, *others: str, scope: str = default_scope
+        key: str,
+        label: str,
+        unit: str,
+        means: str,
+        source: str,
+        *others: str,
+        scope: str = default_scope,
+        summary: str | None = None,
     ) -> Definition:
-        return Definition(key, label, name, unit, means, source, others, scope)
+        return Definition(key, label, name, unit, means, source, others, scope, summary)
 
     return define
 
@@ -111,6 +121,8 @@ def markdown() -> str:
         lines += [f"## {section}", ""]
         for d in (d for d in DEFINITIONS.values() if d.section == section):
             facts = [d.unit, f"computed by `{d.source}`"]
+            if d.summary:
+                facts.append(f"in the run summary at `{d.summary}`")
             if d.scope == "view":
                 facts.append("depends on the time, window, filters or selection the page shows")
             if d.not_to_confuse:

@@ -15,9 +15,10 @@ DEFINITIONS: tuple[Definition, ...] = (
         "ratio",
         "Share of all GPU-hours of the cluster (GPUs x run length) that hosts spent allocated to a running job, "
         "flagship or research, whether or not that time became progress.",
-        "engine.analysis.summary (summary cluster.utilization)",
+        "engine.analysis.summary",
         "utilisation_by_progress",
         "gpu_hours_down",
+        summary="cluster.utilization",
     ),
     _d(
         "utilisation_by_progress",
@@ -27,6 +28,7 @@ DEFINITIONS: tuple[Definition, ...] = (
         "productive GPU-hours plus research jobs' completed work, over GPUs x run length.",
         "engine.analysis.ledger.cluster_progress_share",
         "utilisation_by_allocation",
+        summary="cluster.utilization_progress",
     ),
     _d(
         "gpu_hours_down",
@@ -34,15 +36,17 @@ DEFINITIONS: tuple[Definition, ...] = (
         "GPU-hours",
         "GPU-hours of hosts out of service: draining, down, diagnosing, in repair or burn-in "
         "(engine.store.schema.OUT_OF_SERVICE_STATES).",
-        "engine.analysis.summary (summary cluster.gpu_hours_down)",
+        "engine.analysis.summary",
         "utilisation_by_allocation",
+        summary="cluster.gpu_hours_down",
     ),
     _d(
         "cluster_gpu_hours",
         "Cluster GPU-hours",
         "GPU-hours",
         "Every GPU of the cluster times the run's length.",
-        "summary cluster.gpu_hours",
+        "engine.analysis.summary",
+        summary="cluster.gpu_hours",
     ),
     _d(
         "hosts_out_of_service",
@@ -57,7 +61,8 @@ DEFINITIONS: tuple[Definition, ...] = (
         "Lemon hosts pulled",
         "count",
         "Hosts the repair model pulled from service as repeat offenders (sent to the vendor).",
-        "summary cluster.lemons",
+        "engine.analysis.summary",
+        summary="cluster.lemons",
     ),
     # bad hosts, diagnosis, repair outcomes, retirement (engine.sim.bad_hosts; simulated runs only)
     _d(
@@ -67,9 +72,10 @@ DEFINITIONS: tuple[Definition, ...] = (
         "Hosts drawn systematically bad (failures.bad_host_fraction) that a repair truly fixed: a repair that "
         "reported success without failing silently (repair.*_silent_failure). A cured host fails at the base "
         "rate from then on.",
-        "engine.sim.bad_hosts.bad_host_summary (summary cluster.bad_hosts_cured)",
+        "engine.sim.bad_hosts.bad_host_summary",
         "bad_hosts_ground_truth",
         "bad_hosts_left",
+        summary="cluster.bad_hosts_cured",
     ),
     _d(
         "bad_hosts_left",
@@ -77,9 +83,10 @@ DEFINITIONS: tuple[Definition, ...] = (
         "count",
         "Hosts still systematically bad at the end of the run and not retired: never repaired, or repaired only "
         "by repairs that failed silently.",
-        "engine.sim.bad_hosts.bad_host_summary (summary cluster.bad_hosts_in_service_at_end)",
+        "engine.sim.bad_hosts.bad_host_summary",
         "bad_hosts_ground_truth",
         "bad_hosts_cured",
+        summary="cluster.bad_hosts_in_service_at_end",
     ),
     _d(
         "retired_hosts",
@@ -88,8 +95,9 @@ DEFINITIONS: tuple[Definition, ...] = (
         "Hosts the retirement policy (retirement.policy: a threshold of failures within a window, or a score "
         "of failures halving every window) took out of the cluster for good instead of repairing them; they "
         "are out of service (state retired) to the end of the run.",
-        "engine.sim.bad_hosts.bad_host_summary (summary cluster.retired_hosts)",
+        "engine.sim.bad_hosts.bad_host_summary",
         "lemons_pulled",
+        summary="cluster.retired_hosts",
     ),
     _d(
         "misdiagnoses",
@@ -98,8 +106,9 @@ DEFINITIONS: tuple[Definition, ...] = (
         "Single-host failures whose diagnosis found no host (diagnosis.probability: the host stayed in service "
         "and its job restarted on it) or blamed another host of the flagship job, which went to repair while "
         "the faulty one stayed (diagnosis.wrong_host).",
-        "engine.sim.bad_hosts.bad_host_summary (summary cluster.misdiagnoses)",
+        "engine.sim.bad_hosts.bad_host_summary",
         "over_evicted_hosts",
+        summary="cluster.misdiagnoses",
     ),
     _d(
         "over_evicted_hosts",
@@ -107,8 +116,9 @@ DEFINITIONS: tuple[Definition, ...] = (
         "count",
         "Suspect hosts evicted from the flagship job with a host blamed for a failure (diagnosis.over_eviction: "
         "its nearest neighbours in rank order), each sent through repair although nothing was found on it.",
-        "engine.sim.bad_hosts.bad_host_summary (summary cluster.over_evicted_hosts)",
+        "engine.sim.bad_hosts.bad_host_summary",
         "misdiagnoses",
+        summary="cluster.over_evicted_hosts",
     ),
     _d(
         "silent_repair_failures",
@@ -117,7 +127,8 @@ DEFINITIONS: tuple[Definition, ...] = (
         "Repairs, automatic or hands-on, that reported success but left the fault (repair.automatic_silent_"
         "failure, repair.manual_silent_failure): a bad host comes back still bad; a good host's failures are "
         "random, so it comes back as good as it was.",
-        "engine.sim.bad_hosts.bad_host_summary (summary cluster.silent_repair_failures)",
+        "engine.sim.bad_hosts.bad_host_summary",
         "bad_hosts_left",
+        summary="cluster.silent_repair_failures",
     ),
 )

@@ -22,9 +22,10 @@ DEFINITIONS: tuple[Definition, ...] = (
         "Effective training time ratio: the flagship job's productive training time divided by its wall-clock "
         "time from its start to the end of the run (Kokolis et al., HPCA 2025; Meta's measure for Llama 3). "
         "Time counts, not speed: a step slowed by the network still counts as productive time.",
-        "engine.analysis.ledger.GoodputLedger.ettr (summary job.ettr)",
+        "engine.analysis.ledger.GoodputLedger.ettr",
         "goodput_with_network",
         "closed_form_ettr",
+        summary="job.ettr",
     ),
     _d(
         "ettr_from_attempts",
@@ -42,8 +43,9 @@ DEFINITIONS: tuple[Definition, ...] = (
         "ratio",
         "The share of the flagship job's wall-clock time that became training progress at full speed: ETTR "
         "less the time the network's placement slowdown cost. Equal to ETTR when the job is not slowed.",
-        "engine.analysis.ledger.GoodputLedger.goodput_with_network (summary job.ettr_with_network)",
+        "engine.analysis.ledger.GoodputLedger.goodput_with_network",
         "ettr",
+        summary="job.ettr_with_network",
     ),
     _d(
         "closed_form_ettr",
@@ -51,8 +53,9 @@ DEFINITIONS: tuple[Definition, ...] = (
         "ratio",
         "The first-order estimate of ETTR from the scenario's settings alone (job size, failure rate, checkpoint "
         "interval and write time, restart overhead), as Kokolis et al. give it; no simulation.",
-        "engine.analysis.analytics.closed_form_ettr (summary job.closed_form_ettr)",
+        "engine.analysis.analytics.closed_form_ettr",
         "ettr",
+        summary="job.closed_form_ettr",
     ),
     _d(
         "job_mttf",
@@ -60,8 +63,9 @@ DEFINITIONS: tuple[Definition, ...] = (
         "hours",
         "Mean time to failure of the flagship job: the run's wall-clock time divided by the job's unexpected "
         "interruptions (planned ones do not count).",
-        "engine.analysis.summary (summary job.mttf_hours)",
+        "engine.analysis.summary",
         "unexpected_interruptions",
+        summary="job.mttf_hours",
     ),
     _d(
         "productive",
@@ -80,6 +84,7 @@ DEFINITIONS: tuple[Definition, ...] = (
         "from disruption'), times the job's GPUs. Planned stops lose none.",
         "engine.analysis.ledger.GoodputLedger.lost_work_s (job_attempts.lost_work_s)",
         "restart_overhead",
+        summary="job.losses_gpu_hours.lost_work",
     ),
     _d(
         "restart_overhead",
@@ -91,6 +96,7 @@ DEFINITIONS: tuple[Definition, ...] = (
         "engine.analysis.ledger.GoodputLedger.restart_s",
         "lost_work",
         "waiting_for_spares",
+        summary="job.losses_gpu_hours.restart",
     ),
     _d(
         "checkpoint_writes",
@@ -100,6 +106,7 @@ DEFINITIONS: tuple[Definition, ...] = (
         "GPUs.",
         "engine.analysis.ledger.GoodputLedger.checkpoint_s",
         "checkpoints_written",
+        summary="job.losses_gpu_hours.checkpoint",
     ),
     _d(
         "waiting_for_spares",
@@ -109,6 +116,7 @@ DEFINITIONS: tuple[Definition, ...] = (
         "its GPUs (Google's 'infrastructure recovery' spent on scheduling).",
         "engine.analysis.ledger.GoodputLedger.waiting_s",
         "restart_overhead",
+        summary="job.losses_gpu_hours.waiting_for_spares",
     ),
     _d(
         "degraded_replicas_out",
@@ -118,9 +126,10 @@ DEFINITIONS: tuple[Definition, ...] = (
         "replica_drop recovery strategy: a failed replica drops out until its hosts are replaced and it "
         "rejoins, the rest train on): k/R of its training time with k of R replicas out, times its GPUs. Its "
         "dollar figure is these GPU-hours at the scenario's price per GPU-hour. Zero under other strategies.",
-        "engine.analysis.ledger.GoodputLedger.degraded_s (summary job.recovery_cost.degraded_gpu_hours)",
+        "engine.analysis.ledger.GoodputLedger.degraded_s",
         "lost_work",
         "restart_overhead",
+        summary="job.recovery_cost.degraded_gpu_hours",
     ),
     _d(
         "network_slowdown",
@@ -139,8 +148,9 @@ DEFINITIONS: tuple[Definition, ...] = (
         "GPU-hours of the flagship job that made no progress: lost work + restart overhead + checkpoint writes "
         "+ waiting for spare hosts + degraded (replicas out) (network slowdown is shown on its own). Its dollar "
         "figure is these GPU-hours at the scenario's price per GPU-hour.",
-        "engine.analysis.ledger.GoodputLedger.lost_s (summary job.lost_gpu_hours)",
+        "engine.analysis.ledger.GoodputLedger.lost_s",
         "incident_gpu_hours_lost",
+        summary="job.lost_gpu_hours",
     ),
     _d(
         "recovery_strategy",
@@ -150,7 +160,8 @@ DEFINITIONS: tuple[Definition, ...] = (
         "spares, reload the last checkpoint), in_memory_checkpoint (reload from peers' CPU memory, Gemini), "
         "replica_drop (the failed data-parallel replica drops out and rejoins, Meta FT-HSDP) or hot_spare (swap "
         "in a warm standby, NVIDIA NVRx / ByteRobust).",
-        "engine.sim.recovery (summary job.recovery)",
+        "engine.sim.recovery",
+        summary="job.recovery",
     ),
     _d(
         "standby_hosts_idle",
@@ -160,8 +171,9 @@ DEFINITIONS: tuple[Definition, ...] = (
         "strategy), from when each was taken from the spare pool until it was swapped in, failed or the run "
         "ended. Its dollar figure is these GPU-hours at the scenario's price per GPU-hour. Zero under other "
         "strategies.",
-        "engine.analysis.summary (summary job.recovery_cost.standby_gpu_hours, standby_usd)",
+        "engine.analysis.summary",
         "degraded_replicas_out",
+        summary="job.recovery_cost.standby_gpu_hours",
     ),
     _d(
         "memory_checkpoint_per_host",
@@ -170,15 +182,17 @@ DEFINITIONS: tuple[Definition, ...] = (
         "CPU memory each host gives to in-memory checkpoints (the in_memory_checkpoint recovery strategy): the "
         "state of its peers, checkpoint size per GPU x GPUs per host x copies (recovery.memory_copies). Zero "
         "under other strategies.",
-        "engine.sim.recovery.memory_gb_per_host (summary job.recovery_cost.memory_gb_per_host)",
+        "engine.sim.recovery.memory_gb_per_host",
+        summary="job.recovery_cost.memory_gb_per_host",
     ),
     _d(
         "checkpoints_written",
         "Checkpoints written",
         "count",
         "Checkpoints of the flagship job that completed (the checkpoints table).",
-        "summary job.checkpoints",
+        "engine.analysis.summary",
         "checkpoint_writes",
+        summary="job.checkpoints",
     ),
     _d(
         "flagship_attempts",
@@ -187,8 +201,9 @@ DEFINITIONS: tuple[Definition, ...] = (
         "Contiguous runs of the flagship job: the first start and every restart after an interruption. An "
         "interruption that hits the job while it is already restarting starts no new attempt, so there are "
         "fewer attempts than interruptions.",
-        "summary job.attempts (job_attempts)",
+        "engine.analysis.summary (job_attempts)",
         "interruptions",
+        summary="job.attempts",
     ),
     _d(
         "young_daly_interval",
@@ -198,5 +213,6 @@ DEFINITIONS: tuple[Definition, ...] = (
         "MTTF) (Young 1974, Daly 2006).",
         "engine.analysis.analytics.young_daly_interval",
         "job_mttf",
+        summary="job.young_daly_interval_s",
     ),
 )

@@ -20,25 +20,28 @@ DEFINITIONS: tuple[Definition, ...] = (
         "Failures and planned stops that hit the flagship job while it trained or restarted, counted the way "
         "the Llama 3 paper counts its 466 in 54 days (419 unexpected, 47 planned): incidents whose jobs hit "
         "include the flagship job.",
-        "engine.analysis.incidents.summary_counts(job=flagship) (summary interruptions.total)",
+        "engine.analysis.incidents.summary_counts(job=flagship)",
         "incidents",
         "flagship_attempts",
+        summary="interruptions.total",
     ),
     _d(
         "unexpected_interruptions",
         "Unexpected interruptions",
         "count",
         "Interruptions of the flagship job that were not planned.",
-        "summary interruptions.unexpected",
+        "engine.analysis.summary",
         "interruptions",
+        summary="interruptions.unexpected",
     ),
     _d(
         "planned_interruptions",
         "Planned interruptions",
         "count",
         "Planned stops of the flagship job (maintenance, upgrades): no lost work, a restart.",
-        "summary interruptions.planned",
+        "engine.analysis.summary",
         "interruptions",
+        summary="interruptions.planned",
     ),
     _d(
         "interruptions_per_day",

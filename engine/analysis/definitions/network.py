@@ -59,7 +59,8 @@ DEFINITIONS: tuple[Definition, ...] = (
         "Gbps",
         "Ring traffic each GPU of a multi-host job sends (and receives) in the traffic model "
         "(scenario network.gbps_per_gpu); a one-host job talks over NVLink only.",
-        "summary network.gbps_per_gpu",
+        "engine.fabric.traffic.network_run",
+        summary="network.gbps_per_gpu",
     ),
     _d(
         "link_samples",
@@ -121,16 +122,18 @@ DEFINITIONS: tuple[Definition, ...] = (
         "x",
         "Mean over the samples at which the flagship job ran of its step time over its step time on an idle "
         "network (1.000x: never slowed): the most loaded link on its rings' paths, offered over its capacity.",
-        "engine.fabric.traffic.network_run (summary network.flagship_slowdown_mean)",
+        "engine.fabric.traffic.network_run",
         "network_slowdown",
+        summary="network.flagship_slowdown_mean",
     ),
     _d(
         "flagship_slowdown_max",
         "Flagship step slowdown (worst)",
         "x",
         "The highest step-time slowdown of the flagship job at any sample (see Flagship step slowdown (mean)).",
-        "engine.fabric.traffic.network_run (summary network.flagship_slowdown_max)",
+        "engine.fabric.traffic.network_run",
         "flagship_slowdown_mean",
+        summary="network.flagship_slowdown_max",
     ),
     _d(
         "flagship_progress_rate",
@@ -138,8 +141,9 @@ DEFINITIONS: tuple[Definition, ...] = (
         "ratio",
         "Training progress an hour of the flagship job running makes given the network's slowdowns: the mean of "
         "1 / slowdown over its samples (1: never slowed).",
-        "engine.fabric.traffic.network_run (summary network.flagship_progress_rate)",
+        "engine.fabric.traffic.network_run",
         "goodput_with_network",
+        summary="network.flagship_progress_rate",
     ),
     _d(
         "jobs_slowed",
@@ -147,8 +151,9 @@ DEFINITIONS: tuple[Definition, ...] = (
         "count",
         "Distinct jobs that ran slower than on an idle network at one sample or more, because a link on their "
         "rings' paths was offered more than its capacity.",
-        "summary network.jobs_slowed",
+        "engine.fabric.traffic.network_run",
         "network_jobs_hit",
+        summary="network.jobs_slowed",
     ),
     # ----- faults
     _d(
@@ -158,9 +163,10 @@ DEFINITIONS: tuple[Definition, ...] = (
         "Faults the engine put on the fabric: network incidents (a NIC cable or a rack switch, which stop the "
         "jobs on them) plus the fabric's own faults above the racks (uplink cables and spine switches, "
         "network.fabric_faults_per_day), which ECMP routes around. One fault can take many links down.",
-        "summary network.link_faults",
+        "engine.fabric.traffic.network_run",
         "link_outages",
         "network_incidents",
+        summary="network.link_faults",
     ),
     _d(
         "link_outages",

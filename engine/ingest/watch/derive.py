@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 import polars as pl
 
+from engine.analysis.run_summary import RunSummary
 from engine.errors import GoodputError
 from engine.ingest import slurm
 from engine.ingest.observed import hosts_table
@@ -270,25 +271,29 @@ class Watcher:
     # ----- the run's summary ----------------------------------------------------------------------------------
     def summary(self, cycles: int, failed: Counter, now: float) -> dict:
         goodput = jobs_goodput(self.jobs, self.attempts, now - self.origin, self.checkpoints)
-        return {
-            "hosts": self.hosts.height,
-            "gpus": self.gpus.height,
-            "jobs": self.jobs.height,
-            "running_jobs": int((self.jobs["end_s"].is_null() & self.jobs["start_s"].is_not_null()).sum()),
-            "attempts": self.attempts.height,
-            "interrupted_attempts": int(self.attempts["end_reason"].is_in(INTERRUPTED).sum()),
-            "xid_events": self.xid_events,
-            "ecc_events": self.ecc_events,
-            "incidents": self.incidents.height,
-            "incidents_with_jobs": int((self.incidents["jobs_hit"] > 0).sum()),
-            "checkpoints": self.checkpoints.height,
-            "jobs_goodput": goodput.goodput,
-            "jobs_goodput_measured": goodput.measured,
-            "jobs_goodput_upper_bounds": goodput.upper_bounds,
-            "jobs_ledger_gpu_hours": goodput.ledger.as_summary(),
-            "cycles": cycles,
-            "failed_cycles": dict(failed),
-            "sources": [asdict(s) for s in self.states.values()],
-            "prometheus_url": self.prometheus_url or None,
-            "days": round((now - self.origin) / SECONDS_PER_DAY, 6),
-        }
+        return RunSummary(
+            gpus=self.gpus.height,
+            hosts=self.hosts.height,
+            days=round((now - self.origin) / SECONDS_PER_DAY, 6),
+            details={
+                "jobs": self.jobs.height,
+                "running_jobs": int(
+                    (self.jobs["end_s"].is_null() & self.jobs["start_s"].is_not_null()).sum()
+                ),
+                "attempts": self.attempts.height,
+                "interrupted_attempts": int(self.attempts["end_reason"].is_in(INTERRUPTED).sum()),
+                "xid_events": self.xid_events,
+                "ecc_events": self.ecc_events,
+                "incidents": self.incidents.height,
+                "incidents_with_jobs": int((self.incidents["jobs_hit"] > 0).sum()),
+                "checkpoints": self.checkpoints.height,
+                "jobs_goodput": goodput.goodput,
+                "jobs_goodput_measured": goodput.measured,
+                "jobs_goodput_upper_bounds": goodput.upper_bounds,
+                "jobs_ledger_gpu_hours": goodput.ledger.as_summary(),
+                "cycles": cycles,
+                "failed_cycles": dict(failed),
+                "sources": [asdict(s) for s in self.states.values()],
+                "prometheus_url": self.prometheus_url or None,
+            },
+        ).to_json()
