@@ -129,13 +129,11 @@ def repair_share(s: Scenario) -> float:
 
 def spare_cover(s: Scenario) -> SpareCover:
     """How far `s`'s hot spares and technicians cover its failures (module docstring)."""
-    rate_per_host_s = s["failures.rate_per_1000_node_days"] * s["failures.scale"] / 1000.0 / SECONDS_PER_DAY
+    rate_per_host_s = s["failures.rate_per_1000_node_days"] * s.failures.scale / 1000.0 / SECONDS_PER_DAY
     share = repair_share(s)
     weights = {cause: s[MIX_PREFIX + cause] for cause in SCOPE}
     total = math.fsum(weights.values())
-    rack = s["failures.network_rack_share"] * s["cluster.hosts_per_rack"] + (
-        1 - s["failures.network_rack_share"]
-    )
+    rack = s.failures.network_rack_share * s.cluster.hosts_per_rack + (1 - s.failures.network_rack_share)
     repaired = math.fsum(w for cause, w in weights.items() if SCOPE[cause] != "job")
     per_incident = (
         (
@@ -148,15 +146,15 @@ def spare_cover(s: Scenario) -> SpareCover:
         else 1.0
     )
     away = (
-        s["repair.drain"]
-        + s["repair.diagnose"]
-        + s["repair.fix"]
-        + s["repair.rma_fraction"] * s["repair.rma_time"]
-        + s["repair.burn_in"]
+        s.repair.drain
+        + s.repair.diagnose
+        + s.repair.fix
+        + s.repair.rma_fraction * s.repair.rma_time
+        + s.repair.burn_in
     )
     hosts_away = s.job_hosts * rate_per_host_s * share * per_incident * away
-    load = s.hosts * rate_per_host_s * share * s["repair.fix"] / s["repair.technicians"]
-    spares = s["spares.hosts"]
+    load = s.hosts * rate_per_host_s * share * s.repair.fix / s.repair.technicians
+    spares = s.spares.hosts
     # past full load the repair queue grows without end: sooner or later every spare is in it
     run_out = 1.0 if load >= 1.0 and hosts_away > 0 else poisson_tail(hosts_away, spares)
     return SpareCover(
@@ -207,12 +205,12 @@ def checkpoint_write_seconds(gb_per_gpu: float, gpus: int, bandwidth_gb_per_s: f
 def closed_form_of(s: Scenario) -> ClosedForm:
     """Kokolis et al.'s estimate for a scenario's flagship job, as engine.analysis.summary computes it."""
     return closed_form_ettr(
-        gpus=s["training.gpus"],
-        gpus_per_host=s["cluster.gpus_per_host"],
-        rate_per_1000_node_days=s["failures.rate_per_1000_node_days"] * s["failures.scale"],
-        checkpoint_interval_s=s["training.checkpoint_interval"],
+        gpus=s.training.gpus,
+        gpus_per_host=s.cluster.gpus_per_host,
+        rate_per_1000_node_days=s["failures.rate_per_1000_node_days"] * s.failures.scale,
+        checkpoint_interval_s=s.training.checkpoint_interval,
         checkpoint_write_s=s.checkpoint_write_s,
-        restart_overhead_s=s["training.restart_overhead"],
+        restart_overhead_s=s.training.restart_overhead,
     )
 
 
@@ -309,13 +307,13 @@ def loss_table(summary: Mapping[str, Any], s: Scenario) -> pl.DataFrame:
     hours = dict(job.get("losses_gpu_hours") or {})
     slowdown = job_slowdown(job)
     hours["network_slowdown"] = job.get("productive_hours", 0.0) * job.get("gpus", 0) * slowed_share(slowdown)
-    price = s["cost.gpu_hour_usd"]
+    price = s.cost.gpu_hour_usd
     cf = closed_form_losses(
         closed_form_of(s),
-        gpus=s["training.gpus"],
-        interval_s=s["training.checkpoint_interval"],
+        gpus=s.training.gpus,
+        interval_s=s.training.checkpoint_interval,
         write_s=s.checkpoint_write_s,
-        restart_s=s["training.restart_overhead"],
+        restart_s=s.training.restart_overhead,
         duration_s=s.duration_s,
         gpu_hour_usd=price,
         slowdown=slowdown,

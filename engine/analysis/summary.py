@@ -27,8 +27,8 @@ from engine.units import SECONDS_PER_HOUR
 def summarize(scenario: Scenario, result: SimulationResult, incidents: pl.DataFrame) -> RunSummary:
     """The summary, from the simulation's records (not host_states, so a summary-only run skips building it)."""
     horizon = result.horizon_s
-    per_host = scenario["cluster.gpus_per_host"]
-    gpus = scenario["cluster.gpus"]
+    per_host = scenario.cluster.gpus_per_host
+    gpus = scenario.cluster.gpus
     hit = (
         incidents.filter(pl.col("job_ids").list.contains(result.job_id))
         if result.job is not None
@@ -46,8 +46,8 @@ def summarize(scenario: Scenario, result: SimulationResult, incidents: pl.DataFr
     return RunSummary(
         gpus=gpus,
         hosts=scenario.hosts,
-        days=scenario["simulation.days"],
-        seed=scenario["simulation.seed"],
+        days=scenario.simulation.days,
+        seed=scenario.simulation.seed,
         interruptions=Interruptions(
             total=hit.height, planned=planned, unexpected=unexpected, by_cause=by_cause
         ),
@@ -103,16 +103,16 @@ def _research_progress_s(result: SimulationResult) -> float:
 
 
 def _job(scenario: Scenario, result: SimulationResult, unexpected: int) -> FlagshipJob:
-    job_gpus = scenario["training.gpus"]
+    job_gpus = scenario.training.gpus
     horizon = result.horizon_s
-    rate = scenario["failures.rate_per_1000_node_days"] * scenario["failures.scale"]
+    rate = scenario["failures.rate_per_1000_node_days"] * scenario.failures.scale
     estimate = closed_form_ettr(
         gpus=job_gpus,
-        gpus_per_host=scenario["cluster.gpus_per_host"],
+        gpus_per_host=scenario.cluster.gpus_per_host,
         rate_per_1000_node_days=rate,
-        checkpoint_interval_s=scenario["training.checkpoint_interval"],
+        checkpoint_interval_s=scenario.training.checkpoint_interval,
         checkpoint_write_s=scenario.checkpoint_write_s,
-        restart_overhead_s=scenario["training.restart_overhead"],
+        restart_overhead_s=scenario.training.restart_overhead,
     )
     yd = young_daly_interval(scenario.checkpoint_write_s, estimate.mttf_s)
     if result.job is None:
@@ -131,17 +131,17 @@ def _job(scenario: Scenario, result: SimulationResult, unexpected: int) -> Flags
             checkpoint_write_s=scenario.checkpoint_write_s,
             productive_hours=0.0,
             attempts=0,
-            placement=scenario["training.placement"],
+            placement=scenario.training.placement,
             placement_slowdown=None,
             ettr_with_network=0.0,
-            recovery=scenario["training.recovery"],
+            recovery=scenario.training.recovery,
             recovery_cost=_recovery_cost(scenario, JobLedger(), 0.0),
         )
     ledger = result.job.ledger
     slow = placement_slowdown(scenario, result.topology)
     goodput = GoodputLedger.from_training(ledger, gpus=job_gpus, wall_clock_s=horizon, slowdown=slow)
     gpu_hours = {k: v for k, v in goodput.gpu_hours().items() if k in LOSSES}
-    price = scenario["cost.gpu_hour_usd"]
+    price = scenario.cost.gpu_hour_usd
     return FlagshipJob(
         name=result.job_id,
         gpus=job_gpus,
@@ -158,7 +158,7 @@ def _job(scenario: Scenario, result: SimulationResult, unexpected: int) -> Flags
         attempts=len(ledger.attempts),
         # the network's cost of where the job sits (engine.fabric.traffic.placement_slowdown): ETTR counts time,
         # not speed, so it stays as Meta measures it; ettr_with_network is the progress once slowed steps count
-        placement=scenario["training.placement"],
+        placement=scenario.training.placement,
         placement_slowdown=slow if math.isfinite(slow) else None,
         ettr_with_network=goodput.goodput_with_network,
         # the goodput ledger in seconds (engine.analysis.ledger): its buckets add up to the wall clock
@@ -174,8 +174,8 @@ def _recovery_cost(scenario: Scenario, ledger: JobLedger, degraded_gpu_hours: fl
     """What the recovery strategy costs (engine/analysis/definitions/goodput.py): warm standbys idle
     (hot_spare), training lost with replicas out (replica_drop: the degraded ledger bucket) in GPU-hours and
     dollars, and the host memory in-memory checkpoints take (in_memory_checkpoint); zeros where it has none."""
-    price = scenario["cost.gpu_hour_usd"]
-    standby = ledger.standby_host_s * scenario["cluster.gpus_per_host"] / SECONDS_PER_HOUR
+    price = scenario.cost.gpu_hour_usd
+    standby = ledger.standby_host_s * scenario.cluster.gpus_per_host / SECONDS_PER_HOUR
     return RecoveryCost(
         standby_gpu_hours=standby,
         standby_usd=standby * price,

@@ -67,10 +67,10 @@ class Topology:
 
 def build_topology(scenario: Scenario, rng: np.random.Generator) -> Topology:
     """The cluster of `scenario`; `rng` only draws the GPU UUIDs (give it a child generator of its own)."""
-    per_host = scenario["cluster.gpus_per_host"]
-    per_rack = scenario["cluster.hosts_per_rack"]
-    racks_per_pod = scenario["cluster.racks_per_pod"]
-    racks_per_row = scenario["cluster.racks_per_row"]
+    per_host = scenario.cluster.gpus_per_host
+    per_rack = scenario.cluster.hosts_per_rack
+    racks_per_pod = scenario.cluster.racks_per_pod
+    racks_per_row = scenario.cluster.racks_per_row
     n_hosts = scenario.hosts
     host = np.arange(n_hosts)
     rack = host // per_rack
@@ -98,14 +98,14 @@ def build_topology(scenario: Scenario, rng: np.random.Generator) -> Topology:
         .select("host_id", "hostname", "rack_id", "pod_id", "row", "position", "slot")
     )
 
-    gpus = _gpus(n_hosts, per_host, scenario["cluster.gpu_model"], rng)
-    links, rack_link_base = _links(hosts, gpus, per_host * per_rack, scenario["cluster.fabric"])
+    gpus = _gpus(n_hosts, per_host, scenario.cluster.gpu_model, rng)
+    links, rack_link_base = _links(hosts, gpus, per_host * per_rack, scenario.cluster.fabric)
 
-    order = allocation_order(n_hosts, per_rack, racks_per_pod, scenario["training.placement"])
+    order = allocation_order(n_hosts, per_rack, racks_per_pod, scenario.training.placement)
     role = np.full(n_hosts, RESEARCH, dtype=np.int8)
     role[order[: scenario.job_hosts]] = FLAGSHIP
-    role[order[scenario.job_hosts : scenario.job_hosts + scenario["spares.hosts"]]] = SPARE
-    rank_order = order if scenario["training.placement"] == "spread" else None
+    role[order[scenario.job_hosts : scenario.job_hosts + scenario.spares.hosts]] = SPARE
+    rank_order = order if scenario.training.placement == "spread" else None
     return Topology(per_host, per_rack, rack, pod, role, hosts, gpus, links, 0, rack_link_base, rank_order)
 
 

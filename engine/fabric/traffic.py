@@ -93,9 +93,9 @@ def link_faults(
                 )
             )
             kinds.append("rack_switch")
-    count = rng.poisson(scenario["network.fabric_faults_per_day"] * horizon_s / SECONDS_PER_DAY)
+    count = rng.poisson(scenario.network.fabric_faults_per_day * horizon_s / SECONDS_PER_DAY)
     f_start = np.sort(rng.uniform(0.0, horizon_s, count))
-    f_end = np.minimum(f_start + rng.exponential(scenario["repair.fix"], count), horizon_s)
+    f_end = np.minimum(f_start + rng.exponential(scenario.repair.fix, count), horizon_s)
     spine_fault = rng.random(count) < SPINE_SWITCH_SHARE
     racks = rng.integers(0, fabric.n_racks, count)
     spines = rng.integers(0, fabric.spines, count)
@@ -181,10 +181,10 @@ class NetworkTraffic:
         """`rank_order` (Topology.rank_order): the order jobs rank their hosts in; None: host order."""
         self.fabric, self.times = fabric, times
         self.rank_order = rank_order
-        self.rail_gbps = scenario["network.gbps_per_gpu"]
+        self.rail_gbps = scenario.network.gbps_per_gpu
         self.grid, self.job_ids = occupancy(host_states, times, fabric.n_hosts)
         self.faults = link_faults(scenario, fabric, incidents, horizon_s, rng)
-        self._errors = self._draw_errors(scenario["network.flap_window"], rng)
+        self._errors = self._draw_errors(scenario.network.flap_window, rng)
         block = max(1, BLOCK_ROWS // max(fabric.n_links, 1))
         self.blocks = [(s, min(s + block, len(times))) for s in range(0, len(times), block)]
         self._routed: tuple[pl.DataFrame, LinkTotals] | None = None
@@ -337,14 +337,14 @@ def network_run(
     (the Network page lists them: the store has no table of slowdowns)."""
     from engine.telemetry import sample_times  # the GPU samples' grid, so both tables line up
 
-    fabric = Fabric.of(topo, scenario["cluster.fabric"])
-    times = sample_times(horizon_s, scenario["simulation.telemetry_resolution"])
+    fabric = Fabric.of(topo, scenario.cluster.fabric)
+    times = sample_times(horizon_s, scenario.simulation.telemetry_resolution)
     traffic = NetworkTraffic(scenario, fabric, host_states, incidents, times, horizon_s, rng, topo.rank_order)
     slow = traffic.slowdown()
-    flagship = slow.filter(pl.col("job_id") == scenario["training.name"])["slowdown"]
+    flagship = slow.filter(pl.col("job_id") == scenario.training.name)["slowdown"]
     summary = {
-        "fabric": scenario["cluster.fabric"],
-        "gbps_per_gpu": scenario["network.gbps_per_gpu"],
+        "fabric": scenario.cluster.fabric,
+        "gbps_per_gpu": scenario.network.gbps_per_gpu,
         "link_faults": len(traffic.faults.start_s),
         "fabric_faults": len(traffic.faults.start_s) - traffic.faults.incident_faults,
         "flagship_slowdown_mean": _finite(flagship.mean()),
@@ -359,7 +359,7 @@ def network_run(
         # every link at every sample, whichever links network.link_samples stores (engine.fabric.link_stats)
         "tiers": [t.record() for t in traffic.tier_stats()],
     }
-    mode = scenario["network.link_samples"]
+    mode = scenario.network.link_samples
     return (iter(()) if mode == "off" else traffic.samples(mode)), summary
 
 
@@ -373,8 +373,8 @@ def placement_slowdown(scenario: Scenario, topo: Topology) -> float:
     sample, src, dst, _ = ring_flows(grid, topo.rank_order)
     if not len(sample):
         return 1.0  # a one-host job talks over NVLink only
-    fabric = Fabric.of(topo, scenario["cluster.fabric"])
-    loads = route(fabric, sample, src, dst, scenario["network.gbps_per_gpu"], 1)
+    fabric = Fabric.of(topo, scenario.cluster.fabric)
+    loads = route(fabric, sample, src, dst, scenario.network.gbps_per_gpu, 1)
     return float(slowdown(loads.bottleneck).max())
 
 

@@ -7,8 +7,10 @@ A scenario is built in layers, each checked key by key with an error that names 
                           <  the TOML file  <  `--set KEY=VALUE` (in order)
 
 Values are stored in their raw, human spelling (`"30m"`) in `Scenario.raw` (what TOML export and
-`runs.scenario` keep) and parsed (seconds, ints, floats) in `Scenario.values` (what the engine reads:
-`scenario["training.checkpoint_interval"]` or `scenario.training.checkpoint_interval`).
+`runs.scenario` keep) and parsed (seconds, ints, floats) in `Scenario.values`. The engine reads them through
+the typed sections (engine.scenario.sections): `scenario.training.checkpoint_interval` is a float of seconds;
+`scenario["training.checkpoint_interval"]` (the dotted key) is for code that takes a key as data (sweeps, the
+planner's sliders, TOML).
 
 A duration key takes a number and its unit (`90s`, `30m`, `2h`, `1d`); a bare number (`--set
 training.checkpoint_interval=5`, a TOML `checkpoint_interval = 5`) is refused with the units expected, except in
@@ -20,8 +22,9 @@ import math
 import re
 import tomllib
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -33,8 +36,24 @@ from engine.errors import GoodputError
 from engine.reference import CAUSES
 from engine.scenario import bounds as scenario_limits
 from engine.scenario.durations import format_duration, parse_duration
-from engine.scenario.keys import KEY_BY_NAME, MIX_PREFIX, SECTIONS, Key
+from engine.scenario.keys import KEY_BY_NAME, MIX_PREFIX, Key
 from engine.scenario.presets import PRESETS
+from engine.scenario.sections import (
+    SECTION_TYPES,
+    ClusterSettings,
+    CostSettings,
+    DiagnosisSettings,
+    FailuresSettings,
+    NetworkSettings,
+    RecoverySettings,
+    RepairSettings,
+    ResearchSettings,
+    RetirementSettings,
+    SimulationSettings,
+    SparesSettings,
+    StorageSettings,
+    TrainingSettings,
+)
 from engine.units import SECONDS_PER_DAY
 
 
@@ -52,16 +71,6 @@ VALUES = "with_values"  # the layer of Scenario.with_values, named so in its err
 # ----- the scenario --------------------------------------------------------------------------------------
 
 
-class _Section:
-    """`scenario.training.checkpoint_interval` reads `scenario["training.checkpoint_interval"]`."""
-
-    def __init__(self, scenario: "Scenario", section: str) -> None:
-        self._scenario, self._section = scenario, section
-
-    def __getattr__(self, name: str) -> Any:
-        return self._scenario[f"{self._section}.{name}"]
-
-
 @dataclass
 class Scenario:
     preset: str
@@ -71,10 +80,62 @@ class Scenario:
     def __getitem__(self, key: str) -> Any:
         return self.values[key]
 
-    def __getattr__(self, name: str) -> _Section:
-        if name in SECTIONS:
-            return _Section(self, name)
-        raise AttributeError(name)
+    # ----- the sections, typed (engine.scenario.sections): `scenario.training.gpus` ----------------------------
+    def _section(self, name: str) -> Any:
+        record = SECTION_TYPES[name]
+        return record(**{f.name: self.values[f"{name}.{f.name}"] for f in fields(record)})
+
+    @cached_property
+    def cluster(self) -> ClusterSettings:
+        return self._section("cluster")
+
+    @cached_property
+    def simulation(self) -> SimulationSettings:
+        return self._section("simulation")
+
+    @cached_property
+    def failures(self) -> FailuresSettings:
+        return self._section("failures")
+
+    @cached_property
+    def network(self) -> NetworkSettings:
+        return self._section("network")
+
+    @cached_property
+    def training(self) -> TrainingSettings:
+        return self._section("training")
+
+    @cached_property
+    def recovery(self) -> RecoverySettings:
+        return self._section("recovery")
+
+    @cached_property
+    def storage(self) -> StorageSettings:
+        return self._section("storage")
+
+    @cached_property
+    def spares(self) -> SparesSettings:
+        return self._section("spares")
+
+    @cached_property
+    def repair(self) -> RepairSettings:
+        return self._section("repair")
+
+    @cached_property
+    def diagnosis(self) -> DiagnosisSettings:
+        return self._section("diagnosis")
+
+    @cached_property
+    def retirement(self) -> RetirementSettings:
+        return self._section("retirement")
+
+    @cached_property
+    def research(self) -> ResearchSettings:
+        return self._section("research")
+
+    @cached_property
+    def cost(self) -> CostSettings:
+        return self._section("cost")
 
     # derived figures the engine and pages share
     @property

@@ -97,7 +97,7 @@ class Arrivals:
 
 
 def per_host_rate_per_s(scenario: Scenario) -> float:
-    per_1000_node_days = scenario["failures.rate_per_1000_node_days"] * scenario["failures.scale"]
+    per_1000_node_days = scenario["failures.rate_per_1000_node_days"] * scenario.failures.scale
     return per_1000_node_days / 1000.0 / SECONDS_PER_DAY
 
 
@@ -117,7 +117,7 @@ def draw_bad_host_arrivals(scenario: Scenario, bad_hosts: np.ndarray, rng: np.ra
     """The extra failures of the hosts `bad_hosts` (their ids) over the run, at (failures.bad_host_multiplier
     - 1) times the base rate, with the causes of the failure mix restricted to HARDWARE_SCOPES (uniform
     over them if the mix gives them no weight), marked systematic."""
-    extra = per_host_rate_per_s(scenario) * (scenario["failures.bad_host_multiplier"] - 1.0)
+    extra = per_host_rate_per_s(scenario) * (scenario.failures.bad_host_multiplier - 1.0)
     host, fault = _arrival_times(scenario, np.asarray(bad_hosts, dtype=np.int64), extra, rng)
     hardware = np.array([SCOPE[c] in HARDWARE_SCOPES for c in CAUSE_KEYS])
     weights = np.array([scenario.mix[c] for c in CAUSE_KEYS], dtype=float) * hardware
@@ -151,8 +151,8 @@ def _arrival_times(
     horizon = scenario.duration_s
     if rate <= 0 or hosts.size == 0:
         return np.zeros(0, dtype=np.int64), np.zeros(0)
-    if scenario["failures.distribution"] == "weibull":
-        index, fault = _weibull_renewals(hosts.size, rate, scenario["failures.weibull_shape"], horizon, rng)
+    if scenario.failures.distribution == "weibull":
+        index, fault = _weibull_renewals(hosts.size, rate, scenario.failures.weibull_shape, horizon, rng)
         return hosts[index], fault
     # Poisson per host: the count is Poisson(rate x horizon), the times uniform over the run
     counts = rng.poisson(rate * horizon, hosts.size)
@@ -168,7 +168,7 @@ def _describe(
     n = host.size
     probabilities = weights / weights.sum() if weights.sum() > 0 else np.full(len(weights), 1 / len(weights))
     cause = rng.choice(len(CAUSE_KEYS), size=n, p=probabilities)
-    gpu_index = rng.integers(0, scenario["cluster.gpus_per_host"], n)
+    gpu_index = rng.integers(0, scenario.cluster.gpus_per_host, n)
     xid = np.full(n, NO_XID)
     pick = rng.random(n)  # one uniform per arrival picks its XID among its cause's
     for key, options in XIDS_OF.items():
@@ -179,11 +179,11 @@ def _describe(
             np.minimum(np.searchsorted(edges, pick[mine] * edges[-1], side="right"), len(codes) - 1)
         ]
     rack_wide = (cause == CAUSE_KEYS.index("network_switch_cable")) & (
-        rng.random(n) < scenario["failures.network_rack_share"]
+        rng.random(n) < scenario.failures.network_rack_share
     )
     delay = np.zeros(n)
-    delay[cause == CAUSE_KEYS.index("silent_data_corruption")] = scenario["failures.sdc_detection_delay"]
-    delay[cause == CAUSE_KEYS.index("nccl_watchdog_timeout")] = scenario["failures.nccl_timeout_detection"]
+    delay[cause == CAUSE_KEYS.index("silent_data_corruption")] = scenario.failures.sdc_detection_delay
+    delay[cause == CAUSE_KEYS.index("nccl_watchdog_timeout")] = scenario.failures.nccl_timeout_detection
     detected = fault + delay
     keep = detected < horizon
     order = np.lexsort((host[keep], detected[keep]))
@@ -228,5 +228,5 @@ def draw_planned(scenario: Scenario, rng: np.random.Generator) -> np.ndarray:
     """Planned interruptions of the flagship job (firmware, config and dataset updates): a Poisson process at
     `failures.planned_per_day` (Llama 3: 47 in 54 days)."""
     horizon = scenario.duration_s
-    count = rng.poisson(scenario["failures.planned_per_day"] * scenario["simulation.days"])
+    count = rng.poisson(scenario.failures.planned_per_day * scenario.simulation.days)
     return np.sort(rng.uniform(0.0, horizon, count))

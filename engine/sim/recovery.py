@@ -54,9 +54,9 @@ class JobWiring:
 def common_settings(scenario: Scenario, wiring: JobWiring) -> dict:
     """The checkpoint and restart settings every strategy takes, and the spare pool's callbacks."""
     return {
-        "checkpoint_interval_s": scenario["training.checkpoint_interval"],
+        "checkpoint_interval_s": scenario.training.checkpoint_interval,
         "checkpoint_write_s": scenario.checkpoint_write_s,
-        "restart_overhead_s": scenario["training.restart_overhead"],
+        "restart_overhead_s": scenario.training.restart_overhead,
         "take_spare": wiring.take_spare,
         "on_hosts_changed": wiring.on_hosts_changed,
     }
@@ -89,7 +89,7 @@ class RestartJob(FlagshipJob):
 
 def strategy_class(scenario: Scenario) -> type[RestartJob]:
     """The class of the scenario's `training.recovery` (validated against STRATEGIES when the scenario is built)."""
-    name = scenario["training.recovery"]
+    name = scenario.training.recovery
     try:
         return STRATEGIES[name]
     except KeyError:
@@ -127,17 +127,17 @@ class InMemoryCheckpointJob(RestartJob):
     @classmethod
     def own_settings(cls, scenario: Scenario, wiring: JobWiring) -> dict:
         return {
-            "memory_interval_s": scenario["recovery.memory_checkpoint_interval"],
-            "memory_copies": scenario["recovery.memory_copies"],
+            "memory_interval_s": scenario.recovery.memory_checkpoint_interval,
+            "memory_copies": scenario.recovery.memory_copies,
         }
 
     @classmethod
     def memory_gb_per_host(cls, scenario: Scenario) -> float:
         """Each host keeps the state of `recovery.memory_copies` peers, `storage.checkpoint_gb_per_gpu` a GPU."""
         return (
-            scenario["storage.checkpoint_gb_per_gpu"]
-            * scenario["cluster.gpus_per_host"]
-            * scenario["recovery.memory_copies"]
+            scenario.storage.checkpoint_gb_per_gpu
+            * scenario.cluster.gpus_per_host
+            * scenario.recovery.memory_copies
         )
 
     def _resume_point(self, fault_s: float, failed: list[int]) -> float:
@@ -171,9 +171,9 @@ class ReplicaDropJob(RestartJob):
     @classmethod
     def own_settings(cls, scenario: Scenario, wiring: JobWiring) -> dict:
         return {
-            "replicas": scenario["recovery.replicas"],
-            "drop_stall_s": scenario["recovery.drop_stall"],
-            "rejoin_s": scenario["recovery.rejoin"],
+            "replicas": scenario.recovery.replicas,
+            "drop_stall_s": scenario.recovery.drop_stall,
+            "rejoin_s": scenario.recovery.rejoin,
         }
 
     def __init__(
@@ -304,14 +304,14 @@ class HotSpareJob(RestartJob):
     def own_settings(cls, scenario: Scenario, wiring: JobWiring) -> dict:
         return {
             "standbys": wiring.standbys,
-            "hot_swap_s": scenario["recovery.hot_swap"],
+            "hot_swap_s": scenario.recovery.hot_swap,
             "take_standby": wiring.take_standby,
             "on_standby": wiring.on_standby,
         }
 
     @classmethod
     def standbys_wanted(cls, scenario: Scenario, spares_available: int) -> int:
-        wanted = scenario["recovery.hot_spares"]
+        wanted = scenario.recovery.hot_spares
         if wanted > spares_available:
             raise ScenarioError(
                 f"recovery.hot_spares: {wanted} warm standbys are taken from the spare pool, which holds "

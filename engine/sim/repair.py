@@ -45,21 +45,21 @@ class Repairs:
         self.env, self.rng, self.on_returned = env, rng, on_returned
         self.outcome_rng = outcome_rng if outcome_rng is not None else rng
         self.on_outcome = on_outcome
-        self.automatic = scenario["repair.automatic"]
-        self.escalation = scenario["repair.escalation"]
-        self.automatic_silent = scenario["repair.automatic_silent_failure"]
-        self.manual_silent = scenario["repair.manual_silent_failure"]
+        self.automatic = scenario.repair.automatic
+        self.escalation = scenario.repair.escalation
+        self.automatic_silent = scenario.repair.automatic_silent_failure
+        self.manual_silent = scenario.repair.manual_silent_failure
         self.horizon = scenario.duration_s
         self.automatic_repairs = self.escalated = self.silent_failures = 0
-        self.technicians = simpy.Resource(env, capacity=scenario["repair.technicians"])
-        self.drain = scenario["repair.drain"]
-        self.diagnose = scenario["repair.diagnose"]
-        self.fix = scenario["repair.fix"]
-        self.rma_fraction = scenario["repair.rma_fraction"]
-        self.rma_time = scenario["repair.rma_time"]
-        self.burn_in = scenario["repair.burn_in"]
-        self.lemon_failures = scenario["repair.lemon_failures"]
-        self.lemon_window = scenario["repair.lemon_window"]
+        self.technicians = simpy.Resource(env, capacity=scenario.repair.technicians)
+        self.drain = scenario.repair.drain
+        self.diagnose = scenario.repair.diagnose
+        self.fix = scenario.repair.fix
+        self.rma_fraction = scenario.repair.rma_fraction
+        self.rma_time = scenario.repair.rma_time
+        self.burn_in = scenario.repair.burn_in
+        self.lemon_failures = scenario.repair.lemon_failures
+        self.lemon_window = scenario.repair.lemon_window
         self.history: dict[int, list[float]] = {}
         self.intervals: list[HostInterval] = []  # the repair layer of host_states (no job)
         self.repaired_at: dict[int, float] = {}  # incident_id -> when its hosts were back

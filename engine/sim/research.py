@@ -59,14 +59,14 @@ class ResearchLanes:
         s = self.scenario
         self._order = 0
         self.now = self.env.now
-        self.median = s["research.median_duration"]
+        self.median = s.research.median_duration
         mean_duration = self.median * math.exp(DURATION_SIGMA**2 / 2)
-        u = s["research.utilization"]
+        u = s.research.utilization
         self.mean_gap = mean_duration * (1 - u) / u if u > 0 else math.inf
         self.horizon = s.duration_s
         if u <= 0 or self.research_hosts.size == 0:
             return
-        top = int(math.log2(max(1, s["research.max_hosts"])))
+        top = int(math.log2(max(1, s.research.max_hosts)))
         sizes = 2 ** self.rng.integers(0, top + 1, self.research_hosts.size)  # more than enough draws
         ends = np.cumsum(sizes)
         n_lanes = int(np.searchsorted(ends, self.research_hosts.size)) + 1

@@ -56,7 +56,7 @@ class Simulation:
         self.horizon = scenario.duration_s
         self.holder = topo.role.copy()
         self.spares = deque(topo.hosts_with(SPARE).tolist())
-        self.job_id = scenario["training.name"]
+        self.job_id = scenario.training.name
         self.base: list[HostInterval] = []  # flagship-family hosts: running or spare
         self._open: dict[int, tuple[str, float]] = {}  # flagship-family host -> (state, since)
         for h in topo.hosts_with(FLAGSHIP).tolist():
@@ -64,7 +64,7 @@ class Simulation:
         for h in self.spares:
             self._open[h] = ("spare", 0.0)
         # bad hosts, diagnosis, retirement, repair outcomes: generators of their own (engine.sim.bad_hosts)
-        self.health = HostHealth(scenario, topo.n_hosts, fault_generators(scenario["simulation.seed"]))
+        self.health = HostHealth(scenario, topo.n_hosts, fault_generators(scenario.simulation.seed))
         self.repairs = Repairs(
             self.env,
             scenario,
@@ -80,7 +80,7 @@ class Simulation:
         self.borrowed_intervals: list[HostInterval] = []
         self.preemptions = 0
         self.job = None
-        if scenario.job_hosts and scenario["training.gpus"] > 0:
+        if scenario.job_hosts and scenario.training.gpus > 0:
             wiring = JobWiring(
                 env=self.env,
                 job_id=self.job_id,
@@ -121,7 +121,7 @@ class Simulation:
                 self.spares.remove(host)
                 return host
             return self.spares.popleft()
-        return self._preempt_research() if self.scenario["spares.preempt_research"] else None
+        return self._preempt_research() if self.scenario.spares.preempt_research else None
 
     def _preempt_research(self) -> int | None:
         """No spare left: take a research host for the flagship job, preempting the research job on it.
@@ -371,7 +371,7 @@ class Simulation:
         if self.job is not None:
             job = FlagshipRecord(
                 self.job_id,
-                self.scenario["training.gpus"],
+                self.scenario.training.gpus,
                 self.job.checkpoint_write,
                 self.job.ledger,
                 self.job.strategy,
@@ -421,7 +421,7 @@ def run_model(
     planned stops instead of drawing them; every other part still draws from its own named stream, so a run's
     own failures fed back under the same scenario reproduce it.
     """
-    seed = scenario["simulation.seed"]
+    seed = scenario.simulation.seed
     rngs = {
         part: generator(seed, stream)
         for part, stream in (
@@ -438,7 +438,7 @@ def run_model(
     if arrivals is None:
         arrivals = draw_arrivals(scenario, topo.n_hosts, rngs["failures"])
         bad = np.flatnonzero(sim.health.bad)  # their extra failures (arrivals fed in already hold them)
-        if bad.size and scenario["failures.bad_host_multiplier"] > 1:
+        if bad.size and scenario.failures.bad_host_multiplier > 1:
             extra = draw_bad_host_arrivals(scenario, bad, sim.health.generators.arrivals)
             arrivals = merge_arrivals(arrivals, extra)
     if planned_times is None:

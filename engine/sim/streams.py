@@ -1,6 +1,6 @@
 """The named random streams of a simulation: each process draws from its own child of the run's seed.
 
-    rng = generator(scenario["simulation.seed"], Stream.FAILURES)
+    rng = generator(scenario.simulation.seed, Stream.FAILURES)
 
 A stream is a fixed child of `np.random.SeedSequence(seed)` (its spawn key is the stream's number), so a stream
 draws the same numbers whatever other streams exist or how much they draw: adding a process (a new member at the

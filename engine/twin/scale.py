@@ -107,8 +107,8 @@ class ScaleStudy:
 
 def interruptions_per_day(s: Scenario) -> float:
     """The flagship job's expected interruptions a day: its hosts' unexpected failures and the planned stops."""
-    rate = s["failures.rate_per_1000_node_days"] * s["failures.scale"] / 1000.0
-    return s.job_hosts * rate + s["failures.planned_per_day"]
+    rate = s["failures.rate_per_1000_node_days"] * s.failures.scale / 1000.0
+    return s.job_hosts * rate + s.failures.planned_per_day
 
 
 def horizon_days(s: Scenario) -> float:
@@ -124,17 +124,17 @@ def spare_ratio(base: Scenario) -> float:
     """Spare hosts per job host in `base`: what every size of the study keeps."""
     if base.job_hosts == 0:
         raise GoodputError("training.gpus: the scale study needs a flagship job (training.gpus > 0)")
-    return base["spares.hosts"] / base.job_hosts
+    return base.spares.hosts / base.job_hosts
 
 
 def spares_for(base: Scenario, job_hosts: int) -> int:
     """The spare hosts of a job of `job_hosts` hosts: the base's ratio, at least its warm standbys."""
-    return max(math.ceil(spare_ratio(base) * job_hosts - 1e-9), base["recovery.hot_spares"])
+    return max(math.ceil(spare_ratio(base) * job_hosts - 1e-9), base.recovery.hot_spares)
 
 
 def fitting_hosts(base: Scenario, job_hosts: int) -> int:
     """`job_hosts`, or fewer where the job and its spares would pass the largest cluster Goodput simulates."""
-    most = limits.MAX_CLUSTER_GPUS // base["cluster.gpus_per_host"]
+    most = limits.MAX_CLUSTER_GPUS // base.cluster.gpus_per_host
     while job_hosts > 1 and job_hosts + spares_for(base, job_hosts) > most:
         job_hosts -= max(1, (job_hosts + spares_for(base, job_hosts) - most) // 2)
     return job_hosts
@@ -143,7 +143,7 @@ def fitting_hosts(base: Scenario, job_hosts: int) -> int:
 def job_sizes(base: Scenario, sizes_gpus: Sequence[int] = SIZES_GPUS) -> list[int]:
     """The job sizes of the study in GPUs: whole hosts, each fitting with its spares (the 256k point is a little
     under 262,144 GPUs: its spares must fit beside it), ascending, no size twice."""
-    per_host = base["cluster.gpus_per_host"]
+    per_host = base.cluster.gpus_per_host
     out = set()
     for gpus in sizes_gpus:
         if gpus < 1:
@@ -157,7 +157,7 @@ def point_scenario(base: Scenario, strategy: str, job_gpus: int) -> Scenario:
     """The scenario of one point: `base` with the strategy, the job of `job_gpus` GPUs, its spares, a cluster of
     exactly those hosts, research and telemetry off, at most a replica a job host, and the horizon of
     `horizon_days`."""
-    per_host = base["cluster.gpus_per_host"]
+    per_host = base.cluster.gpus_per_host
     job_hosts = math.ceil(job_gpus / per_host)
     spares = spares_for(base, job_hosts)
     sized = base.with_values(
@@ -169,7 +169,7 @@ def point_scenario(base: Scenario, strategy: str, job_gpus: int) -> Scenario:
             "research.utilization": 0.0,
             "simulation.telemetry": False,
             # a replica needs a host at least: a small job keeps as many replicas as it has hosts
-            "recovery.replicas": max(2, min(base["recovery.replicas"], job_hosts)),
+            "recovery.replicas": max(2, min(base.recovery.replicas, job_hosts)),
         }
     )
     return sized.with_values({"simulation.days": horizon_days(sized)})
@@ -197,7 +197,7 @@ def plan_study(
     for strategy in dict.fromkeys(strategies):
         for gpus in sizes:
             s = point_scenario(base, strategy, gpus)
-            points.append(ScalePoint(len(points), strategy, gpus, s["spares.hosts"], s["simulation.days"], s))
+            points.append(ScalePoint(len(points), strategy, gpus, s.spares.hosts, s.simulation.days, s))
     return ScaleStudy(tuple(points), tuple(seeds_of(base, seeds)))
 
 

@@ -41,7 +41,7 @@ def simulate(
     planned stops instead of drawing them; every other part still draws from its own child generator, so a
     run's own failures fed back under the same scenario reproduce it.
     """
-    seed = scenario["simulation.seed"]
+    seed = scenario.simulation.seed
     model = run_model(scenario, progress=progress, arrivals=arrivals, planned_times=planned_times)
     topo, result = model.topology, model.result
     # a replay's failures (fed in) were not caused by the hosts this run draws bad: it has no ground truth
@@ -65,7 +65,7 @@ def simulate(
                 "host_states": host_states(result),
             }
         )
-        if scenario["simulation.telemetry"]:
+        if scenario.simulation.telemetry:
             tables.update(_telemetry(scenario, tables, model.rngs["telemetry"]))
             # network (engine.fabric.traffic): link_samples and the summary's network part, from its own stream
             tables["link_samples"], network = network_run(
@@ -80,10 +80,10 @@ def simulate(
     return Run(
         kind=kind,
         name=name or scenario.preset or "simulation",
-        started_at=scenario["simulation.start"],
+        started_at=scenario.simulation.start,
         duration_s=result.horizon_s,
         scenario=scenario.to_dict(),
-        seed=scenario["simulation.seed"],
+        seed=scenario.simulation.seed,
         summary=summary.to_json(),
         tables=tables,
     )

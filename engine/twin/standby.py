@@ -71,13 +71,13 @@ def standby_estimate(s: Scenario) -> float:
     failures_per_s = (
         s.job_hosts
         * s["failures.rate_per_1000_node_days"]
-        * s["failures.scale"]
+        * s.failures.scale
         / 1000.0
         / SECONDS_PER_DAY
         * repair_share(s)
     )
-    saving = max(0.0, s["training.restart_overhead"] - s["recovery.hot_swap"]) * s["training.gpus"]
-    return failures_per_s * saving / s["cluster.gpus_per_host"]
+    saving = max(0.0, s.training.restart_overhead - s.recovery.hot_swap) * s.training.gpus
+    return failures_per_s * saving / s.cluster.gpus_per_host
 
 
 def standby_counts(s: Scenario) -> tuple[int, ...]:
@@ -85,21 +85,21 @@ def standby_counts(s: Scenario) -> tuple[int, ...]:
     count and the first-order break-even (at least 4), so the net value's peak and its zero crossing both fall
     inside; every other doubling is dropped (the largest kept) while there are more than
     MAX_STANDBY_POINTS, and counts whose spare pool would not fit the largest cluster are left out."""
-    current = s["recovery.hot_spares"]
+    current = s.recovery.hot_spares
     top = max(4.0, 2.0 * current, 2.0 * standby_estimate(s))
     doubling = [2**k for k in range(int(math.log2(top)) + 1)]
     while len(doubling) > MAX_STANDBY_POINTS - 2:
         doubling = doubling[::-2][::-1]
-    most = limits.MAX_CLUSTER_GPUS // s["cluster.gpus_per_host"] - s.job_hosts
+    most = limits.MAX_CLUSTER_GPUS // s.cluster.gpus_per_host - s.job_hosts
     return tuple(c for c in sorted({0, current, *doubling}) if c <= max(most, 0))
 
 
 def standby_scenario(base: Scenario, strategy: str, standbys: int) -> Scenario:
     """`base` under `strategy` with `standbys` warm hosts, the spare pool holding them (spares.hosts at least
     the standbys; the cluster grows by the hosts that takes), telemetry off."""
-    spares = max(base["spares.hosts"], standbys)
-    per_host = base["cluster.gpus_per_host"]
-    cluster = max(base["cluster.gpus"], (base.job_hosts + spares) * per_host)
+    spares = max(base.spares.hosts, standbys)
+    per_host = base.cluster.gpus_per_host
+    cluster = max(base.cluster.gpus, (base.job_hosts + spares) * per_host)
     values = {
         "training.recovery": strategy,
         "spares.hosts": spares,
@@ -124,7 +124,7 @@ def plan_break_even(
     points: list[StandbyPoint] = []
     restarts: set[int] = set()
     for count in chosen:
-        spares = max(base["spares.hosts"], count)
+        spares = max(base.spares.hosts, count)
         if spares not in restarts:
             restarts.add(spares)
             s = standby_scenario(base, "restart", count)
@@ -135,9 +135,9 @@ def plan_break_even(
     return BreakEvenStudy(
         points=tuple(points),
         seeds=tuple(seeds_of(base, seeds)),
-        current=base["recovery.hot_spares"],
-        job_gpu_hours=base["training.gpus"] * base.duration_s / SECONDS_PER_HOUR,
-        gpu_hour_usd=base["cost.gpu_hour_usd"],
+        current=base.recovery.hot_spares,
+        job_gpu_hours=base.training.gpus * base.duration_s / SECONDS_PER_HOUR,
+        gpu_hour_usd=base.cost.gpu_hour_usd,
     )
 
 

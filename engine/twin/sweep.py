@@ -138,7 +138,7 @@ def seeds_of(scenario: Scenario, n: int) -> list[int]:
     if n < 1:
         raise GoodputError(f"--seeds: must be at least 1, got {n}")
     limits.check_at_most(n, limits.MAX_SWEEP_RUNS, "--seeds")
-    first = scenario["simulation.seed"]
+    first = scenario.simulation.seed
     limits.check_at_most(
         first + n - 1, limits.MAX_SEED, f"--seeds: the last seed (simulation.seed + {n - 1})"
     )

@@ -1,0 +1,178 @@
+"""The scenario's sections as typed records: `scenario.training.gpus` is an int, `scenario.repair.fix` seconds.
+
+Modules that take a Scenario read its keys through these (an attribute a reader can follow and a type checker
+can check) rather than by dotted strings. Durations are seconds, as engine.scenario parses them. Each class
+holds exactly the keys of its section in engine/scenario/keys.py (tests/test_scenario_sections.py keeps the
+two equal); the failure mix (failures.mix.*) is `Scenario.mix`.
+"""
+
+from dataclasses import dataclass
+from datetime import datetime
+
+
+@dataclass(frozen=True)
+class ClusterSettings:
+    """The `cluster.*` keys."""
+
+    preset: str
+    gpus: int
+    gpus_per_host: int
+    hosts_per_rack: int
+    racks_per_pod: int
+    racks_per_row: int
+    fabric: str
+    gpu_model: str
+    gpu_tdp_w: float
+    rack_power_budget_kw: float
+
+
+@dataclass(frozen=True)
+class SimulationSettings:
+    """The `simulation.*` keys."""
+
+    days: float
+    seed: int
+    start: datetime
+    telemetry: bool
+    telemetry_resolution: float  # seconds
+
+
+@dataclass(frozen=True)
+class FailuresSettings:
+    """The `failures.*` keys."""
+
+    rate_per_1000_node_days: float
+    scale: float
+    planned_per_day: float
+    distribution: str
+    weibull_shape: float
+    sdc_detection_delay: float  # seconds
+    nccl_timeout_detection: float  # seconds
+    network_rack_share: float
+    bad_host_fraction: float
+    bad_host_multiplier: float
+    only_while_computing: bool
+
+
+@dataclass(frozen=True)
+class NetworkSettings:
+    """The `network.*` keys."""
+
+    gbps_per_gpu: float
+    fabric_faults_per_day: float
+    link_samples: str
+    flap_window: float  # seconds
+
+
+@dataclass(frozen=True)
+class TrainingSettings:
+    """The `training.*` keys."""
+
+    name: str
+    gpus: int
+    placement: str
+    checkpoint_interval: float  # seconds
+    checkpoint_write: float | None  # seconds
+    restart_overhead: float  # seconds
+    recovery: str
+
+
+@dataclass(frozen=True)
+class RecoverySettings:
+    """The `recovery.*` keys."""
+
+    memory_checkpoint_interval: float  # seconds
+    memory_copies: int
+    replicas: int
+    drop_stall: float  # seconds
+    rejoin: float  # seconds
+    hot_spares: int
+    hot_swap: float  # seconds
+
+
+@dataclass(frozen=True)
+class StorageSettings:
+    """The `storage.*` keys."""
+
+    checkpoint_gb_per_gpu: float
+    bandwidth_gb_per_s: float
+    peak_bandwidth_gb_per_s: float
+
+
+@dataclass(frozen=True)
+class SparesSettings:
+    """The `spares.*` keys."""
+
+    hosts: int
+    preempt_research: bool
+    prefer_healthy: bool
+
+
+@dataclass(frozen=True)
+class RepairSettings:
+    """The `repair.*` keys."""
+
+    technicians: int
+    drain: float  # seconds
+    diagnose: float  # seconds
+    fix: float  # seconds
+    rma_fraction: float
+    rma_time: float  # seconds
+    burn_in: float  # seconds
+    lemon_failures: int
+    lemon_window: float  # seconds
+    automatic: float  # seconds
+    escalation: float
+    automatic_silent_failure: float
+    manual_silent_failure: float
+
+
+@dataclass(frozen=True)
+class DiagnosisSettings:
+    """The `diagnosis.*` keys."""
+
+    probability: float
+    wrong_host: float
+    over_eviction: int
+
+
+@dataclass(frozen=True)
+class RetirementSettings:
+    """The `retirement.*` keys."""
+
+    policy: str
+    failures: int
+    window: float  # seconds
+
+
+@dataclass(frozen=True)
+class ResearchSettings:
+    """The `research.*` keys."""
+
+    utilization: float
+    median_duration: float  # seconds
+    max_hosts: int
+
+
+@dataclass(frozen=True)
+class CostSettings:
+    """The `cost.*` keys."""
+
+    gpu_hour_usd: float
+
+
+SECTION_TYPES: dict[str, type] = {
+    "cluster": ClusterSettings,
+    "simulation": SimulationSettings,
+    "failures": FailuresSettings,
+    "network": NetworkSettings,
+    "training": TrainingSettings,
+    "recovery": RecoverySettings,
+    "storage": StorageSettings,
+    "spares": SparesSettings,
+    "repair": RepairSettings,
+    "diagnosis": DiagnosisSettings,
+    "retirement": RetirementSettings,
+    "research": ResearchSettings,
+    "cost": CostSettings,
+}
