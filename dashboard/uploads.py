@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from engine.errors import GoodputError
 from engine.ingest import ingest_dcgm, ingest_kernel_logs
-from engine.replay.formats import FORMATS
+from engine.replay import formats as trace_formats
 from engine.replay.run import replay_file
 from engine.replay.settings import MODES
 from engine.store import Store
@@ -29,7 +29,14 @@ MAX_UPLOAD_MB = (
     200  # what the page states; Streamlit's own per-file limit (server.maxUploadSize) is 200 MB too
 )
 MAX_UPLOAD_BYTES = MAX_UPLOAD_MB * 1024 * 1024
-TRACE_FORMATS = ("auto", *FORMATS)
+TRACE_FORMATS = ("auto", *trace_formats.FORMATS)  # the built-in formats; trace_format_choices() sees all
+
+
+def trace_format_choices() -> tuple[str, ...]:
+    """The import picker's formats: auto and every registered one (engine.replay.formats.names)."""
+    return ("auto", *trace_formats.names())
+
+
 # Imports (uploads parsed into runs) running at once in the whole server, every session together.
 MAX_IMPORTS_AT_ONCE = 2
 _IMPORT_SLOTS = threading.BoundedSemaphore(MAX_IMPORTS_AT_ONCE)
@@ -131,8 +138,8 @@ def import_trace(
     `node_list`: an openb pod list's node list (openb_node_list_gpu_node.csv), the upload's counterpart of the
     file `goodput replay` reads beside the pod list. Without it an openb replay runs on a cluster inferred from
     the pods, and the summary's `notes` say so and what to add."""
-    if fmt not in TRACE_FORMATS:
-        raise UploadError(f"unknown trace format {fmt!r}; one of {', '.join(TRACE_FORMATS)}")
+    if fmt not in (choices := trace_format_choices()):
+        raise UploadError(f"unknown trace format {fmt!r}; one of {', '.join(choices)}")
     if mode not in MODES:
         raise UploadError(f"unknown replay mode {mode!r}; one of {', '.join(MODES)}")
     with import_slot():

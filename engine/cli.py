@@ -13,7 +13,7 @@ from pathlib import Path
 
 from engine import __version__
 from engine.errors import GoodputError
-from engine.replay.formats import FORMATS
+from engine.replay import formats as trace_formats
 from engine.report.progress import progress_bar
 from engine.report.visible_text import visible
 from engine.scenario.presets import PRESETS
@@ -472,7 +472,7 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument(
         "--format",
         default="auto",
-        choices=["auto", *FORMATS],  # the one list of formats (engine.replay.formats)
+        choices=["auto", *trace_formats.names()],  # the one list of formats (engine.replay.formats)
         help="trace format (default auto: told apart by the first lines)",
     )
     rep.add_argument(

@@ -245,7 +245,7 @@ def import_section(store: Store, may_write: bool) -> None:
             left, right = st.columns(2)
             trace_format = left.selectbox(
                 "Format",
-                uploads.TRACE_FORMATS,
+                uploads.trace_format_choices(),
                 key="upload_format",
                 help="auto tells the formats apart by their header and columns",
             )

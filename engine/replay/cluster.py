@@ -11,8 +11,8 @@ from engine import limits
 from engine.errors import GoodputError
 from engine.replay import columns as col
 from engine.replay.delimited import column, require, split_table
-from engine.replay.formats import Trace, check, read_text, split_lines
 from engine.replay.settings import ReplaySettings
+from engine.replay.trace import Trace, check, read_text, split_lines
 from engine.scheduling.scheduler import Failures
 
 

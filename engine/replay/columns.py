@@ -1,7 +1,7 @@
 """Vectorised field parsers the trace formats share: durations, numbers, timestamps, Slurm times.
 
 Each returns the parsed Series plus nothing else; the caller compares nulls against the input to find the
-first malformed line (`formats.check`), so one bad field names its file and line.
+first malformed line (`trace.check`), so one bad field names its file and line.
 """
 
 import polars as pl

@@ -6,7 +6,7 @@ delimiter inside a field), so a line with the wrong number of fields is found wi
 
 import polars as pl
 
-from engine.replay.formats import Lines, TraceError, check, split_lines
+from engine.replay.trace import Lines, TraceError, check, split_lines
 
 
 def split_table(

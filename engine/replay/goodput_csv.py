@@ -17,7 +17,7 @@ import polars as pl
 from engine.replay import bounds
 from engine.replay import columns as col
 from engine.replay.delimited import column, read_table, require
-from engine.replay.formats import Trace, check, finish
+from engine.replay.trace import Trace, check, finish
 
 REQUIRED = ["job_id", "submit", "gpus", "duration"]
 

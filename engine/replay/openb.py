@@ -23,7 +23,7 @@ from engine import limits
 from engine.replay import bounds
 from engine.replay import columns as col
 from engine.replay.delimited import column, read_table, require, split_table
-from engine.replay.formats import Trace, check, finish, read_text, split_lines
+from engine.replay.trace import Trace, check, finish, read_text, split_lines
 
 NODE_LIST = "openb_node_list_gpu_node.csv"
 REQUIRED = [

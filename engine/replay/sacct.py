@@ -24,7 +24,7 @@ from engine import limits
 from engine.replay import bounds
 from engine.replay import columns as col
 from engine.replay.delimited import column, read_table, require
-from engine.replay.formats import Lines, Trace, TraceError, check, finish, rebase
+from engine.replay.trace import Lines, Trace, TraceError, check, finish, rebase
 
 REQUIRED = ["JobID", "Submit", "Start", "End", "State", "AllocTRES"]
 _GPU_UNTYPED = r"(?:^|,)gres/gpu=(\d+)"

@@ -20,7 +20,7 @@ import polars as pl
 
 from engine import limits
 from engine.replay import bounds
-from engine.replay.formats import Trace, TraceError, check, finish, split_lines
+from engine.replay.trace import Trace, TraceError, check, finish, split_lines
 
 FIELDS = [
     "job",
