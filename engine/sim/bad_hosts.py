@@ -30,16 +30,13 @@ its default, a run is exactly what it was without them.
 """
 
 from collections import deque
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 
 from engine.scenario import Scenario
+from engine.sim.records import HostHealthRecord, SimulationResult
 from engine.sim.streams import Stream, seed_sequence
-
-if TYPE_CHECKING:  # engine.sim.records refers to HostHealthRecord the same way
-    from engine.sim.records import SimulationResult
 
 # Holder code of a retired host, beyond engine.fabric.topology's FLAGSHIP, SPARE, RESEARCH and IN_REPAIR.
 RETIRED = 4
@@ -75,24 +72,6 @@ class Verdict(NamedTuple):
     missed: bool  # nothing found: the host stays in service
     blamed: int  # the host sent to repair (the faulty one, or an innocent one)
     suspects: tuple[int, ...]  # evicted with it (diagnosis.over_eviction)
-
-
-@dataclass(frozen=True)
-class HostHealthRecord:
-    """What the run did to its hosts' health, for engine.analysis.summary (bad_host_summary) and hosts.bad."""
-
-    drawn_bad: np.ndarray  # bool a host: bad at the start (the ground truth of hosts.bad)
-    bad_at_end: np.ndarray  # bool a host: still bad at the end (retired ones included)
-    retired: tuple[int, ...]  # in the order they were retired
-    retired_bad: int  # of them, bad when retired
-    cured: int  # bad hosts a repair cured
-    missed_diagnoses: int
-    wrong_host_diagnoses: int
-    over_evicted_hosts: int
-    systematic_failures: int  # failures of bad hosts beyond the base rate that struck
-    automatic_repairs: int
-    escalated_repairs: int  # automatic repairs that went on to hands-on repair
-    silent_repair_failures: int  # repairs that reported success and left the fault (any host)
 
 
 class HostHealth:
@@ -227,7 +206,7 @@ def _neighbours(slots: np.ndarray, slot: int, count: int) -> tuple[int, ...]:
     return tuple(found)
 
 
-def bad_host_summary(result: "SimulationResult") -> dict:
+def bad_host_summary(result: SimulationResult) -> dict:
     """summary["cluster"] figures of bad hosts, diagnosis, repair outcomes and retirement (zeros when the run
     had none), from a SimulationResult's `health` (set by engine.sim.simulate.run_model)."""
     record = result.health

@@ -10,15 +10,12 @@ them as rows. A research job is a small mutable dataclass because the lane that 
 
 import math
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 import polars as pl
 
 from engine.fabric.topology import Topology
-
-if TYPE_CHECKING:
-    from engine.sim.bad_hosts import HostHealthRecord
 
 # An Incident's xid, host_id, gpu_id or link_id when it has none (engine.sim.failures.NO_XID is -1 too), and a
 # LaneInterval's job while the lane is idle; null in the tables.
@@ -142,6 +139,24 @@ class FlagshipRecord:
     recovery: str = "restart"  # training.recovery
 
 
+@dataclass(frozen=True)
+class HostHealthRecord:
+    """What the run did to its hosts' health (made by engine.sim.bad_hosts), for bad_host_summary and hosts.bad."""
+
+    drawn_bad: np.ndarray  # bool a host: bad at the start (the ground truth of hosts.bad)
+    bad_at_end: np.ndarray  # bool a host: still bad at the end (retired ones included)
+    retired: tuple[int, ...]  # in the order they were retired
+    retired_bad: int  # of them, bad when retired
+    cured: int  # bad hosts a repair cured
+    missed_diagnoses: int
+    wrong_host_diagnoses: int
+    over_evicted_hosts: int
+    systematic_failures: int  # failures of bad hosts beyond the base rate that struck
+    automatic_repairs: int
+    escalated_repairs: int  # automatic repairs that went on to hands-on repair
+    silent_repair_failures: int  # repairs that reported success and left the fault (any host)
+
+
 @dataclass(frozen=True, slots=True)
 class SimulationResult:
     """Everything engine.sim.tables and engine.analysis.summary read of a finished simulation."""
@@ -165,7 +180,7 @@ class SimulationResult:
     hosts_in_repair_at_end: int
     research_preemptions: int
     # bad hosts, diagnosis, repair outcomes and retirement (engine.sim.bad_hosts); simulate() sets it
-    health: "HostHealthRecord | None" = None
+    health: HostHealthRecord | None = None
 
     @property
     def lane_sizes(self) -> np.ndarray:
