@@ -94,7 +94,22 @@ class Watcher:
     # ----- reading (I/O only) ---------------------------------------------------------------------------------
     def read(self, now: float) -> Reading:
         """Every source's news since its watermark; a failing source is recorded in its state, not raised."""
-        return read_sources(self, now)
+        reading, outcomes = read_sources(
+            now,
+            origin=self.origin,
+            slurm_source=self.slurm,
+            slurm_mark=self.slurm_mark,
+            prometheus=self.renew_prometheus if self.prometheus is not None else None,
+            prom_mark=self.prom_mark,
+            checkpoint_metric=self.checkpoint_metric,
+            checkpoint_job_label=self.checkpoint_job_label,
+        )
+        for source, error in outcomes.items():
+            if error is None:
+                self.states[source].succeeded(now)
+            else:
+                self.states[source].failed(now, error)
+        return reading
 
     # ----- deriving (no I/O) ----------------------------------------------------------------------------------
     def derive(self, reading: Reading) -> dict[str, pl.DataFrame]:
@@ -132,12 +147,24 @@ class Watcher:
                 self._add_gpus(frame)
 
         jobs, attempts = self._jobs(r, now_s)
-        xids, new_incidents = (
-            xid_rows(self, r.xids) if r.xids is not None else (empty("xid_events"), empty("incidents"))
+        xids, new_incidents = self._xids(r.xids)
+        self.incidents, incidents = join_incidents(self.incidents, new_incidents, self.attempts)
+        samples = (
+            ecc_samples(r.ecc, gpus=self.gpus, hosts=self.hosts, origin=self.origin)
+            if r.ecc is not None
+            else pl.DataFrame(schema=SAMPLE_TYPES)
         )
-        incidents = join_incidents(self, new_incidents)
-        samples = ecc_samples(self, r.ecc) if r.ecc is not None else pl.DataFrame(schema=SAMPLE_TYPES)
-        states = host_states(self, r.nodes, now_s)
+        states, self.node_states = host_states(
+            r.nodes,
+            now_s,
+            start_s=self.states_end_s,
+            origin=self.origin,
+            hosts=self.hosts,
+            attempts=self.attempts,
+            node_states=self.node_states,
+            down_since=self.down_since,
+        )
+        self.states_end_s = max(self.states_end_s, now_s)
         checkpoints = self._checkpoints(r.checkpoints)
         attempts = self._lost_work(attempts, checkpoints)
         if r.xids is not None:
@@ -159,6 +186,23 @@ class Watcher:
             "gpu_samples": samples,
             "checkpoints": checkpoints,
         }
+
+    def _xids(self, events: pl.DataFrame | None) -> tuple[pl.DataFrame, pl.DataFrame]:
+        """This cycle's XID rows and the incidents they open; keeps each GPU's latest fatal XID and when each
+        host first went down."""
+        if events is None:
+            return empty("xid_events"), empty("incidents")
+        got = xid_rows(
+            events,
+            gpus=self.gpus,
+            hosts=self.hosts,
+            origin=self.origin,
+            last_fatal=self.last_fatal,
+            incidents=self.incidents,
+        )
+        self.last_fatal = got.last_fatal
+        self.down_since = {**got.down_since, **self.down_since}  # a host's first fatal XID stands
+        return got.xids, got.incidents
 
     def _add_hosts(self, names: pl.Series) -> None:
         new = names.drop_nulls().unique().sort()

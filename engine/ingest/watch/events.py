@@ -1,32 +1,48 @@
 """What a watch derives from Prometheus' events: XID rows, their incidents (joined to the jobs that held the
 GPU's host then, as Meta's gcm does) and the ECC counters where they rose."""
 
-from typing import TYPE_CHECKING
+from typing import NamedTuple
 
 import polars as pl
 
 from engine.ingest.observed import FATAL_XIDS, INCIDENT_MERGE_S, xid_incidents
 from engine.ingest.watch.tables import SAMPLE_TYPES, TYPES
 
-if TYPE_CHECKING:
-    from engine.ingest.watch.derive import Watcher
+
+class XidRows(NamedTuple):
+    """What one cycle's XID events give: their rows, the incidents they open, each GPU's latest fatal XID (the
+    whole table, to keep) and the first fatal XID of each host among them (host_id -> t_s)."""
+
+    xids: pl.DataFrame
+    incidents: pl.DataFrame
+    last_fatal: pl.DataFrame
+    down_since: dict[int, float]
 
 
-def xid_rows(w: "Watcher", events: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+def xid_rows(
+    events: pl.DataFrame,
+    *,
+    gpus: pl.DataFrame,
+    hosts: pl.DataFrame,
+    origin: float,
+    last_fatal: pl.DataFrame,
+    incidents: pl.DataFrame,
+) -> XidRows:
     """XID events with their GPUs' ids; one incident per burst of fatal XIDs on a GPU (engine.ingest.observed's
-    rule: a burst within INCIDENT_MERGE_S is one failure, and continues an incident of an earlier cycle)."""
-    gpus = w.gpus.join(w.hosts, on="host_id").select("gpu_id", "host_id", "hostname", "index")
+    rule: a burst within INCIDENT_MERGE_S is one failure, and continues an incident of an earlier cycle).
+    `last_fatal` and `incidents` are what the run holds so far; neither is changed."""
+    gpus = gpus.join(hosts, on="host_id").select("gpu_id", "host_id", "hostname", "index")
     rows = (
         events.select(
             pl.col("host").alias("hostname"), pl.col("gpu").cast(pl.Int16).alias("index"), "t", "xid"
         )
         .join(gpus, on=["hostname", "index"], how="left")
-        .with_columns(t_s=pl.col("t").cast(pl.Float64) - w.origin)
+        .with_columns(t_s=pl.col("t").cast(pl.Float64) - origin)
         .sort("t_s", "gpu_id")
         .with_row_index("row")
     )
     fatal = rows.filter(pl.col("xid").is_in(FATAL_XIDS)).join(
-        w.last_fatal.select("gpu_id", pl.col("t_s").alias("prior_t"), pl.col("incident_id").alias("prior")),
+        last_fatal.select("gpu_id", pl.col("t_s").alias("prior_t"), pl.col("incident_id").alias("prior")),
         on="gpu_id",
         how="left",
     )
@@ -36,7 +52,7 @@ def xid_rows(w: "Watcher", events: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataF
         opens=pl.col("prev").is_null() | (pl.col("t_s") - pl.col("prev") > INCIDENT_MERGE_S)
     )
     fatal = fatal.with_columns(burst=pl.col("opens").cum_sum().over("gpu_id"))
-    next_id = int(w.incidents["incident_id"].max() or -1) + 1 if w.incidents.height else 0
+    next_id = int(incidents["incident_id"].max() or -1) + 1 if incidents.height else 0
     starts = fatal.filter("opens").sort("t_s", "gpu_id")
     starts = starts.with_columns(incident_id=pl.int_range(next_id, next_id + pl.len(), dtype=pl.Int32))
     fatal = fatal.join(
@@ -52,29 +68,29 @@ def xid_rows(w: "Watcher", events: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataF
         "incident_id",
         pl.format("XID {} from Prometheus ({} GPU {})", "xid", "hostname", "index").alias("message"),
     )
+    down_since: dict[int, float] = {}
     if fatal.height:
         latest = fatal.group_by("gpu_id").agg(pl.col("t_s").max(), pl.col("incident_id").last())
-        w.last_fatal = pl.concat(
-            [w.last_fatal.join(latest, on="gpu_id", how="anti"), latest.cast(w.last_fatal.schema)]
+        last_fatal = pl.concat(
+            [last_fatal.join(latest, on="gpu_id", how="anti"), latest.cast(last_fatal.schema)]
         )
-        for host_id, t_s in starts.group_by("host_id").agg(pl.col("t_s").min()).iter_rows():
-            w.down_since.setdefault(host_id, t_s)
-    incidents = (
+        down_since = dict(starts.group_by("host_id").agg(pl.col("t_s").min()).iter_rows())
+    opened = (
         xid_incidents(starts)
         .with_columns(pl.lit(None, pl.List(pl.String)).alias("job_ids"))
         .cast(TYPES["incidents"])
     )
-    return xids.cast(TYPES["xid_events"]), incidents
+    return XidRows(xids.cast(TYPES["xid_events"]), opened, last_fatal, down_since)
 
 
-def join_incidents(w: "Watcher", new: pl.DataFrame) -> pl.DataFrame:
+def join_incidents(
+    known: pl.DataFrame, new: pl.DataFrame, attempts: pl.DataFrame
+) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Every incident's jobs: the attempts that held its host at its time (gcm's join of GPUs to jobs).
-    Rejoined each cycle, since Slurm may tell of a job after Prometheus told of the XID; the incidents whose
-    jobs changed are returned, to replace their rows."""
-    every = pl.concat([w.incidents, new])
-    held = w.attempts.select("job_id", "start_s", "end_s", pl.col("hosts").alias("host_id")).explode(
-        "host_id"
-    )
+    Rejoined each cycle, since Slurm may tell of a job after Prometheus told of the XID. Returns (every
+    incident, joined: what the run now holds; the incidents whose jobs changed, to replace their rows)."""
+    every = pl.concat([known, new])
+    held = attempts.select("job_id", "start_s", "end_s", pl.col("hosts").alias("host_id")).explode("host_id")
     hits = (
         every.select("incident_id", "host_id", "t_s")
         .join(held, on="host_id")
@@ -92,19 +108,22 @@ def join_incidents(w: "Watcher", new: pl.DataFrame) -> pl.DataFrame:
         | (pl.col("job_ids").fill_null(pl.lit([], pl.List(pl.String))) != pl.col("found"))
     )
     joined = joined.with_columns(job_ids="found").drop("found").cast(TYPES["incidents"])
-    w.incidents = joined
-    return changed.with_columns(job_ids="found").drop("found").cast(TYPES["incidents"]).sort("incident_id")
+    return joined, changed.with_columns(job_ids="found").drop("found").cast(TYPES["incidents"]).sort(
+        "incident_id"
+    )
 
 
-def ecc_samples(w: "Watcher", events: pl.DataFrame) -> pl.DataFrame:
+def ecc_samples(
+    events: pl.DataFrame, *, gpus: pl.DataFrame, hosts: pl.DataFrame, origin: float
+) -> pl.DataFrame:
     """The ECC counters at the moments they rose, as gpu_samples rows (every other column null): the one
     table the GPUs page reads ECC from."""
-    gpus = w.gpus.join(w.hosts, on="host_id").select("gpu_id", "hostname", "index")
+    gpus = gpus.join(hosts, on="host_id").select("gpu_id", "hostname", "index")
     rows = events.with_columns(
         pl.col("gpu").cast(pl.Int16).alias("index"), pl.col("host").alias("hostname")
     ).join(gpus, on=["hostname", "index"], how="left")
     wide = rows.select(
-        (pl.col("t").cast(pl.Float64) - w.origin).alias("t_s"),
+        (pl.col("t").cast(pl.Float64) - origin).alias("t_s"),
         "gpu_id",
         pl.when(pl.col("kind") == "sbe").then(pl.col("total")).alias("ecc_sbe"),
         pl.when(pl.col("kind") == "dbe").then(pl.col("total")).alias("ecc_dbe"),

@@ -1,8 +1,8 @@
 """Each host's state over a watch cycle: Slurm's word for its nodes, running where an attempt holds it, and for
 hosts Slurm does not know, healthy until their first fatal XID (engine.ingest.observed's rule)."""
 
+from collections.abc import Mapping
 from datetime import datetime
-from typing import TYPE_CHECKING
 
 import polars as pl
 
@@ -10,34 +10,45 @@ from engine.ingest.watch.goodput import RUNNING
 from engine.ingest.watch.tables import TYPES, empty
 from engine.store.schema import HOST_STATES, OUT_OF_SERVICE_STATES
 
-if TYPE_CHECKING:
-    from engine.ingest.watch.derive import Watcher
 
-
-def host_states(w: "Watcher", nodes: pl.DataFrame | None, now_s: float) -> pl.DataFrame:
-    """Each host's state over [last cycle, now): Slurm's word for its nodes (out of service from its reason
+def host_states(
+    nodes: pl.DataFrame | None,
+    now_s: float,
+    *,
+    start_s: float,
+    origin: float,
+    hosts: pl.DataFrame,
+    attempts: pl.DataFrame,
+    node_states: Mapping[str, str],
+    down_since: Mapping[int, float],
+) -> tuple[pl.DataFrame, dict[str, str]]:
+    """Each host's state over [start_s, now_s): Slurm's word for its nodes (out of service from its reason
     time when that falls in the interval), running where an attempt holds it; hosts Slurm does not know are
-    healthy until their first fatal XID, then down (engine.ingest.observed's rule)."""
-    start = w.states_end_s
+    healthy until their first fatal XID, then down (engine.ingest.observed's rule).
+
+    Returns the rows and what Slurm said last per node (`node_states` with this cycle's words); neither
+    argument is changed."""
+    start = start_s
+    node_states = dict(node_states)
     if now_s <= start:
-        return empty("host_states")
+        return empty("host_states"), node_states
     said = {}
     if nodes is not None:
         for node, state, reason_t in nodes.select("node", "state", "reason_time").iter_rows():
             said[node] = (
                 _goodput_state(state),
-                None if reason_t is None else _epoch_s(reason_t) - w.origin,
+                None if reason_t is None else _epoch_s(reason_t) - origin,
             )
-    holder = holders(w)
+    holder = holders(attempts)
     rows: list[tuple] = []
-    for host_id, hostname in w.hosts.iter_rows():
+    for host_id, hostname in hosts.iter_rows():
         if hostname in said:
             state, changed_s = said[hostname]
-            w.node_states[hostname] = state
-        elif hostname in w.node_states:  # Slurm unread this cycle: its last word stands
-            state, changed_s = w.node_states[hostname], None
+            node_states[hostname] = state
+        elif hostname in node_states:  # Slurm unread this cycle: its last word stands
+            state, changed_s = node_states[hostname], None
         else:
-            changed_s = w.down_since.get(host_id)
+            changed_s = down_since.get(host_id)
             state = "healthy" if changed_s is None else "down"
         since = start
         if state in OUT_OF_SERVICE_STATES and changed_s is not None and start < changed_s < now_s:
@@ -45,13 +56,13 @@ def host_states(w: "Watcher", nodes: pl.DataFrame | None, now_s: float) -> pl.Da
             since = changed_s
         job = holder.get(host_id) if state in ("healthy", "running") else None
         rows.append((host_id, "running" if job else state, since, now_s, job))
-    w.states_end_s = now_s
-    return pl.DataFrame(rows, schema=TYPES["host_states"], orient="row").sort("host_id", "start_s")
+    frame = pl.DataFrame(rows, schema=TYPES["host_states"], orient="row").sort("host_id", "start_s")
+    return frame, node_states
 
 
-def holders(w: "Watcher") -> dict[int, str]:
+def holders(attempts: pl.DataFrame) -> dict[int, str]:
     """The job running on each host now (an attempt still open)."""
-    running = w.attempts.filter(pl.col("end_reason") == RUNNING).select(
+    running = attempts.filter(pl.col("end_reason") == RUNNING).select(
         "job_id", pl.col("hosts").alias("host_id")
     )
     pairs = running.explode("host_id").drop_nulls().unique("host_id", keep="last")

@@ -1,5 +1,6 @@
 """Where each source of a watch stands (SourceState) and what one cycle read from them (Reading, read_sources)."""
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
@@ -8,10 +9,10 @@ import polars as pl
 
 from engine.errors import GoodputError
 from engine.ingest import slurm
-from engine.ingest.watch.checkpoints import read_checkpoints
+from engine.ingest.watch.checkpoints import DEFAULT_JOB_LABEL, read_checkpoints
 
 if TYPE_CHECKING:
-    from engine.ingest.watch.derive import Watcher
+    from engine.ingest.prometheus import PrometheusSource
 
 PROMETHEUS, SLURM = "prometheus", "slurm"
 LABELS = {PROMETHEUS: "Prometheus", SLURM: "Slurm"}
@@ -79,49 +80,66 @@ class Reading:
     prom_from: float = 0.0  # the Prometheus window read: (prom_from, now]
 
 
-def read_sources(w: "Watcher", now: float) -> Reading:
-    """Every source's news since its watermark; a failing source is recorded in its state, not raised."""
-    reading = Reading(now=now, prom_from=w.prom_mark)
-    if w.slurm is not None:
-        _read_slurm(w, reading)
-    if w.prometheus is not None:
-        _read_prometheus(w, reading)
-    return reading
+def read_sources(
+    now: float,
+    *,
+    origin: float,
+    slurm_source: "slurm.SlurmSource | None",
+    slurm_mark: float,
+    prometheus: "Callable[[], PrometheusSource] | None",
+    prom_mark: float,
+    checkpoint_metric: str | None = None,
+    checkpoint_job_label: str = DEFAULT_JOB_LABEL,
+) -> tuple[Reading, dict[str, str | None]]:
+    """Every source's news since its watermark, and each source's outcome (None: read, else the error): a
+    failing source is reported, not raised. `prometheus` makes this cycle's Prometheus source (credentials read
+    again), so a failure to make it counts as Prometheus failing."""
+    reading = Reading(now=now, prom_from=prom_mark)
+    outcomes: dict[str, str | None] = {}
+    if slurm_source is not None:
+        outcomes[SLURM] = _read_slurm(reading, slurm_source, max(origin, slurm_mark - SLURM_OVERLAP_S))
+    if prometheus is not None:
+        outcomes[PROMETHEUS] = _read_prometheus(
+            reading, prometheus, prom_mark, checkpoint_metric, checkpoint_job_label
+        )
+    return reading, outcomes
 
 
-def _read_slurm(w: "Watcher", reading: Reading) -> None:
+def _read_slurm(reading: Reading, source: "slurm.SlurmSource", since_epoch: float) -> str | None:
+    """Slurm's jobs and attempts since `since_epoch` and its nodes, into `reading`; the error, if any."""
     try:
-        since = datetime.fromtimestamp(max(w.origin, w.slurm_mark - SLURM_OVERLAP_S), UTC)
-        jobs = slurm.read_jobs(w.slurm, since)
-        reading.nodes = slurm.read_nodes(w.slurm)
+        since = datetime.fromtimestamp(since_epoch, UTC)
+        jobs = slurm.read_jobs(source, since)
+        reading.nodes = slurm.read_nodes(source)
         reading.jobs, reading.attempts = jobs.jobs, jobs.attempts
     except GoodputError as err:
         reading.jobs = reading.attempts = reading.nodes = None
-        w.states[SLURM].failed(reading.now, str(err))
-    else:
-        w.states[SLURM].succeeded(reading.now)
+        return str(err)
+    return None
 
 
-def _read_prometheus(w: "Watcher", reading: Reading) -> None:
+def _read_prometheus(
+    reading: Reading,
+    make_source: "Callable[[], PrometheusSource]",
+    mark: float,
+    checkpoint_metric: str | None,
+    checkpoint_job_label: str,
+) -> str | None:
+    """Prometheus' events in (mark, now], the GPUs it knows and the checkpoint gauge, into `reading`; the error."""
     from engine.ingest import prometheus as prom  # a watch of Slurm alone needs no HTTP client
 
     now = reading.now
     try:
-        source = w.renew_prometheus()  # credentials read from their files again: a rotated token works
+        source = make_source()  # credentials read from their files again: a rotated token works
         # Prometheus' windows include their start, which the last cycle read as its end
-        after = pl.col("t") > w.prom_mark
-        reading.xids = prom.xid_events(source, w.prom_mark, now).filter(after)
-        reading.ecc = prom.ecc_events(source, w.prom_mark, now).filter(after)
-        series = prom.gpu_series(
-            source, INVENTORY_METRIC, max(w.prom_mark, now - INVENTORY_WINDOW_S), now, points=2
-        )
+        after = pl.col("t") > mark
+        reading.xids = prom.xid_events(source, mark, now).filter(after)
+        reading.ecc = prom.ecc_events(source, mark, now).filter(after)
+        series = prom.gpu_series(source, INVENTORY_METRIC, max(mark, now - INVENTORY_WINDOW_S), now, points=2)
         reading.inventory = series.select("host", "gpu").unique()
-        if w.checkpoint_metric is not None:
-            reading.checkpoints = read_checkpoints(
-                source, w.checkpoint_metric, w.checkpoint_job_label, w.prom_mark, now
-            )
+        if checkpoint_metric is not None:
+            reading.checkpoints = read_checkpoints(source, checkpoint_metric, checkpoint_job_label, mark, now)
     except GoodputError as err:
         reading.xids = reading.ecc = reading.inventory = reading.checkpoints = None
-        w.states[PROMETHEUS].failed(now, str(err))
-    else:
-        w.states[PROMETHEUS].succeeded(now)
+        return str(err)
+    return None
