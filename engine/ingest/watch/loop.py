@@ -49,6 +49,63 @@ def watch_loop(
     the same without credentials other than a user:password in the URL. `checkpoint_metric` is the gauge of
     the jobs' latest checkpoint times, labelled with `checkpoint_job_label` (engine.ingest.watch.checkpoints).
     `log` (default stderr) gets a line per committed cycle and per problem; `quiet` keeps only problems."""
+    prometheus = _check_arguments(prometheus, prometheus_url, slurm_source, every_s, lookback_s)
+    log = log or (lambda line: print(line, file=sys.stderr, flush=True))
+    progress = (lambda _line: None) if quiet else log
+    stop = stop or threading.Event()
+    first = clock()
+    watcher = Watcher(
+        origin=first - lookback_s,
+        slurm=slurm_source,
+        access=prometheus,
+        checkpoint_metric=checkpoint_metric,
+        checkpoint_job_label=checkpoint_job_label,
+    )
+    scenario = {
+        "source": "watch",
+        "prometheus": watcher.prometheus_url or None,
+        # how pages reach it, credentials included: only the files' paths, never a secret
+        "prometheus_access": prometheus.to_scenario() if prometheus is not None else None,
+        "checkpoint_metric": (
+            {"name": checkpoint_metric, "job_label": checkpoint_job_label}
+            if checkpoint_metric is not None
+            else None
+        ),
+        "slurm": slurm_source.conf or "default" if slurm_source is not None else None,
+        "every_s": every_s,
+    }
+    failed: Counter = Counter()
+    run_id, committed = "", 0
+    with _stopped_by_signals(stop):
+        for number, _due in enumerate(_schedule(every_s, cycles, stop), start=1):
+            now = first if number == 1 else clock()
+            reading = _read_or_stop(watcher, now, stop)
+            if reading is None:
+                log(f"cycle {number}: stopped while reading; not committed")
+                break
+            _count_failures(watcher, number, failed, log)
+            tables = watcher.derive(reading)
+            committed += 1
+            summary = watcher.summary(committed, failed, now)
+            run_id = _commit(store, run_id, watcher, now, tables, summary, name=name, scenario=scenario)
+            progress(
+                f"cycle {number} at {datetime.now(UTC):%H:%M:%S}: +{tables['jobs'].height} jobs changed,"
+                f" +{tables['xid_events'].height} XID events; run {run_id}: {summary['jobs']} jobs,"
+                f" {summary['hosts']} hosts, {summary['incidents']} incidents"
+            )
+    if not run_id:
+        raise GoodputError("stopped before the first cycle completed; nothing was written")
+    return {"run_id": run_id, **watcher.summary(committed, failed, watcher.states_end_s + watcher.origin)}
+
+
+def _check_arguments(
+    prometheus: PrometheusAccess | None,
+    prometheus_url: str | None,
+    slurm_source: "slurm.SlurmSource | None",
+    every_s: float,
+    lookback_s: float,
+) -> PrometheusAccess | None:
+    """The watch's arguments checked up front; how to reach Prometheus (None: not watched)."""
     if prometheus is not None and prometheus_url is not None:
         raise GoodputError("watch: give prometheus or prometheus_url, not both")
     if prometheus_url is not None:
@@ -62,72 +119,45 @@ def watch_loop(
         )
     if lookback_s < 0:
         raise GoodputError("--since: must not be negative")
-    log = log or (lambda line: print(line, file=sys.stderr, flush=True))
-    progress = (lambda _line: None) if quiet else log
-    stop = stop or threading.Event()
-    first = clock()
-    watcher = Watcher(
-        origin=first - lookback_s,
-        slurm=slurm_source,
-        access=prometheus,
-        checkpoint_metric=checkpoint_metric,
-        checkpoint_job_label=checkpoint_job_label,
+    return prometheus
+
+
+def _count_failures(watcher: Watcher, number: int, failed: Counter, log: Callable[[str], None]) -> None:
+    """Count and log the sources this cycle could not read; on the first cycle that is an error."""
+    down = [s for s in watcher.states.values() if not s.reachable]
+    if number == 1 and down:  # a watch that cannot read a source it was given must not start
+        raise GoodputError("; ".join(s.line() for s in down) + "; nothing was written")
+    for state in down:
+        failed[state.source] += 1
+        log(f"cycle {number}: {state.line()}")
+
+
+def _commit(
+    store: Store,
+    run_id: str,
+    watcher: Watcher,
+    now: float,
+    tables: dict,
+    summary: dict,
+    *,
+    name: str | None,
+    scenario: dict,
+) -> str:
+    """One cycle's rows in the store, atomically: the first creates the run, later ones add to it."""
+    duration_s = now - watcher.origin
+    if run_id:
+        store.append_to_run(run_id, tables, duration_s=duration_s, summary=summary, replace=REPLACE_KEYS)
+        return run_id
+    run = Run(
+        kind="ingest",
+        name=name or f"watch: {', '.join(s.target for s in watcher.states.values())}",
+        started_at=datetime.fromtimestamp(watcher.origin, UTC),
+        duration_s=duration_s,
+        scenario=scenario,
+        summary=summary,
+        tables=tables,
     )
-    failed: Counter = Counter()
-    run_id, committed = "", 0
-    with _stopped_by_signals(stop):
-        for number, _due in enumerate(_schedule(every_s, cycles, stop), start=1):
-            now = first if number == 1 else clock()
-            reading = _read_or_stop(watcher, now, stop)
-            if reading is None:
-                log(f"cycle {number}: stopped while reading; not committed")
-                break
-            down = [s for s in watcher.states.values() if not s.reachable]
-            if number == 1 and down:  # a watch that cannot read a source it was given must not start
-                raise GoodputError("; ".join(s.line() for s in down) + "; nothing was written")
-            for state in watcher.states.values():
-                if not state.reachable:
-                    failed[state.source] += 1
-                    log(f"cycle {number}: {state.line()}")
-            tables = watcher.derive(reading)
-            committed += 1
-            summary = watcher.summary(committed, failed, now)
-            duration_s = now - watcher.origin
-            if not run_id:
-                run = Run(
-                    kind="ingest",
-                    name=name or f"watch: {', '.join(s.target for s in watcher.states.values())}",
-                    started_at=datetime.fromtimestamp(watcher.origin, UTC),
-                    duration_s=duration_s,
-                    scenario={
-                        "source": "watch",
-                        "prometheus": watcher.prometheus_url or None,
-                        # how pages reach it, credentials included: only the files' paths, never a secret
-                        "prometheus_access": prometheus.to_scenario() if prometheus is not None else None,
-                        "checkpoint_metric": (
-                            {"name": checkpoint_metric, "job_label": checkpoint_job_label}
-                            if checkpoint_metric is not None
-                            else None
-                        ),
-                        "slurm": slurm_source.conf or "default" if slurm_source is not None else None,
-                        "every_s": every_s,
-                    },
-                    summary=summary,
-                    tables=tables,
-                )
-                run_id = store.write_run(run)
-            else:
-                store.append_to_run(
-                    run_id, tables, duration_s=duration_s, summary=summary, replace=REPLACE_KEYS
-                )
-            progress(
-                f"cycle {number} at {datetime.now(UTC):%H:%M:%S}: +{tables['jobs'].height} jobs changed,"
-                f" +{tables['xid_events'].height} XID events; run {run_id}: {summary['jobs']} jobs,"
-                f" {summary['hosts']} hosts, {summary['incidents']} incidents"
-            )
-    if not run_id:
-        raise GoodputError("stopped before the first cycle completed; nothing was written")
-    return {"run_id": run_id, **watcher.summary(committed, failed, watcher.states_end_s + watcher.origin)}
+    return store.write_run(run)
 
 
 def _read_or_stop(watcher: Watcher, now: float, stop: threading.Event) -> Reading | None:
