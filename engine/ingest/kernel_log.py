@@ -90,6 +90,38 @@ def parse_kernel_logs(sources: list[Source], *, year: int | None = None) -> Kern
 
 
 def _parse_one(source: Source, index: int, *, year: int | None) -> tuple[pl.DataFrame, pl.DataFrame, int]:
+    lines = _numbered_lines(source, index)
+    window = bounds.file_window()
+    if year is None:
+        year = _year_of(source, window)
+    # Only lines that may be XID or UUID lines need their stamps read; since-boot times count from the file's
+    # first since-boot stamp, whatever that line says.
+    since_boot = pl.col("text").str.contains(_DMESG) | pl.col("text").str.contains(_KMSG)
+    first_boot = _split_stamps(lines.filter(since_boot).head(1), year, 0.0)["boot_s"]
+    origin = first_boot[0] if first_boot.len() else 0.0
+    total = lines.height
+    wanted = pl.col("text").str.contains("Xid", literal=True) | pl.col("text").str.contains(
+        "GPU at PCI:", literal=True
+    )
+    lines = _split_stamps(lines.filter(wanted), year, origin)
+    events = _xid_events(source, lines)
+    _check_bounds(source, index, events, window)
+    uuids = (
+        lines.filter(pl.col("body").str.contains("NVRM: GPU at PCI:", literal=True))
+        .select("source", "host", pl.col("body").str.extract_groups(_GPU_AT).alias("m"))
+        .select(
+            "source",
+            "host",
+            normalise_pci(pl.col("m").struct.field("1")).alias("pci"),
+            pl.col("m").struct.field("2").alias("uuid"),
+        )
+        .drop_nulls(["pci", "uuid"])
+    )
+    return events.drop("text").with_columns(pl.col("message").fill_null("")), uuids, total - events.height
+
+
+def _numbered_lines(source: Source, index: int) -> pl.DataFrame:
+    """The file's lines (text, 1-based line, source index), their lengths checked."""
     text = decode(source, strict=False)  # kernel logs carry stray bytes; only XID lines must be well formed
     lines = (
         pl.DataFrame({"text": [text]})
@@ -101,23 +133,19 @@ def _parse_one(source: Source, index: int, *, year: int | None) -> tuple[pl.Data
     if text.endswith("\n"):
         lines = lines.slice(0, lines.height - 1)
     bounds.check_line_lengths(source.name, lines.select("line", nbytes=pl.col("text").str.len_bytes()))
-    window = bounds.file_window()
-    if year is None:
-        stamp = source.mtime if source.mtime is not None else time.time()
-        if not window.lo_ms <= stamp * 1000 <= window.hi_ms:  # an mtime of 0 says nothing about the year
-            stamp = time.time()
-        year = datetime.fromtimestamp(stamp, UTC).year
-    # Only lines that may be XID or UUID lines need their stamps read; since-boot times count from the file's
-    # first since-boot stamp, whatever that line says.
-    since_boot = pl.col("text").str.contains(_DMESG) | pl.col("text").str.contains(_KMSG)
-    first_boot = _split_stamps(lines.filter(since_boot).head(1), year, 0.0)["boot_s"]
-    origin = first_boot[0] if first_boot.len() else 0.0
-    total = lines.height
-    wanted = pl.col("text").str.contains("Xid", literal=True) | pl.col("text").str.contains(
-        "GPU at PCI:", literal=True
-    )
-    lines = _split_stamps(lines.filter(wanted), year, origin)
+    return lines
 
+
+def _year_of(source: Source, window: bounds.Window) -> int:
+    """The year of stamps that carry none (syslog): the file's mtime's, else this year."""
+    stamp = source.mtime if source.mtime is not None else time.time()
+    if not window.lo_ms <= stamp * 1000 <= window.hi_ms:  # an mtime of 0 says nothing about the year
+        stamp = time.time()
+    return datetime.fromtimestamp(stamp, UTC).year
+
+
+def _xid_events(source: Source, lines: pl.DataFrame) -> pl.DataFrame:
+    """The NVRM Xid and NVSwitch SXid lines as events (pci, device, code, message, stamps), checked."""
     is_xid = pl.col("body").str.contains("NVRM: Xid", literal=True)
     is_sxid = pl.col("body").str.contains(": SXid (", literal=True) | pl.col("body").str.contains(
         "SXid (PCI", literal=True
@@ -129,6 +157,8 @@ def _parse_one(source: Source, index: int, *, year: int | None) -> tuple[pl.Data
         bad = frame.filter(pl.col("m").struct.field("1").is_null())
         if bad.height:
             raise _error(source, bad, f"truncated or garbled {what} line")
+    field = pl.col("m").struct.field
+    stamps_and_text = ("t_abs_us", "t_rel_s", "text")
     events = (
         pl.concat(
             [
@@ -137,26 +167,22 @@ def _parse_one(source: Source, index: int, *, year: int | None) -> tuple[pl.Data
                     "line",
                     "host",
                     "kind",
-                    pl.col("m").struct.field("1").alias("pci"),
+                    field("1").alias("pci"),
                     pl.lit(None, pl.String).alias("device"),
-                    pl.col("m").struct.field("2").alias("code"),
-                    pl.col("m").struct.field("3").alias("message"),
-                    "t_abs_us",
-                    "t_rel_s",
-                    "text",
+                    field("2").alias("code"),
+                    field("3").alias("message"),
+                    *stamps_and_text,
                 ),
                 sxid.select(
                     "source",
                     "line",
                     "host",
                     "kind",
-                    pl.col("m").struct.field("2").alias("pci"),
-                    pl.col("m").struct.field("1").alias("device"),
-                    pl.col("m").struct.field("3").alias("code"),
-                    pl.col("m").struct.field("4").alias("message"),
-                    "t_abs_us",
-                    "t_rel_s",
-                    "text",
+                    field("2").alias("pci"),
+                    field("1").alias("device"),
+                    field("3").alias("code"),
+                    field("4").alias("message"),
+                    *stamps_and_text,
                 ),
             ]
         )
@@ -173,19 +199,7 @@ def _parse_one(source: Source, index: int, *, year: int | None) -> tuple[pl.Data
             bad,
             "XID line without a timestamp Goodput reads (dmesg, dmesg -T, iso, journal, syslog or /dev/kmsg)",
         )
-    _check_bounds(source, index, events, window)
-    uuids = (
-        lines.filter(pl.col("body").str.contains("NVRM: GPU at PCI:", literal=True))
-        .select("source", "host", pl.col("body").str.extract_groups(_GPU_AT).alias("m"))
-        .select(
-            "source",
-            "host",
-            normalise_pci(pl.col("m").struct.field("1")).alias("pci"),
-            pl.col("m").struct.field("2").alias("uuid"),
-        )
-        .drop_nulls(["pci", "uuid"])
-    )
-    return events.drop("text").with_columns(pl.col("message").fill_null("")), uuids, total - events.height
+    return events
 
 
 def _check_bounds(source: Source, index: int, events: pl.DataFrame, window: bounds.Window) -> None:

@@ -108,46 +108,16 @@ def scrape_loop(
             if answers is None:
                 log(f"scrape {number}: stopped before every endpoint answered; not committed")
                 break
-            sources = []
-            for ep, answer in zip(endpoints, answers, strict=True):
-                if isinstance(answer, Source):
-                    sources.append(answer)
-                    continue
-                if number == 1:
-                    raise answer
-                failures[ep.shown] += 1
-                log(f"scrape {number}: {answer}")
-            try:
-                parsed = parse_dcgm(sources, live_window=_window(observer)) if sources else None
-                batch = observer.add(_only_new(parsed, seen)) if parsed is not None else None
-            except GoodputError as err:
-                err = _unquoted(err, shown)
-                if number == 1:
-                    raise err from None
-                failures["garbled scrapes"] += 1
-                log(f"scrape {number}: skipped, {err}")
-                batch = None
+            sources = _answered(endpoints, answers, number, failures, log)
+            batch = _batch(sources, observer, seen, number, failures, log, shown)
             if batch is not None:
                 batches.append(batch)
                 committed += 1
                 extra = {"scrapes": committed, "failed_scrapes": dict(failures), "endpoints": shown}
                 summary = summary_of(batches, observer, **extra)
-                tables = dict(batch.tables)
-                if not run_id:
-                    tables["host_states"] = observer.host_states(0.0, observer.end_s)
-                    run = Run(
-                        kind="ingest",
-                        name=name or f"live: {', '.join(shown)}",
-                        started_at=datetime.fromtimestamp(observer.origin_us / 1e6, UTC),
-                        duration_s=observer.end_s,
-                        scenario={"source": "scrape", "endpoints": shown},
-                        summary=summary,
-                        tables=tables,
-                    )
-                    run_id = store.write_run(run)
-                else:
-                    tables["host_states"] = observer.host_states(previous_end, observer.end_s)
-                    store.append_to_run(run_id, tables, duration_s=observer.end_s, summary=summary)
+                run_id = _commit(
+                    store, run_id, observer, batch, previous_end, summary, name=name, shown=shown
+                )
                 progress(
                     f"scrape {number} at {datetime.now(UTC):%H:%M:%S}: {len(sources)}/{len(endpoints)}"
                     f" endpoints, {batch.samples} samples, {batch.xid_events} XID events{_skips(batch)};"
@@ -164,6 +134,75 @@ def scrape_loop(
         "run_id": run_id,
         **summary_of(batches, observer, scrapes=committed, failed_scrapes=dict(failures), endpoints=shown),
     }
+
+
+def _answered(
+    endpoints: list[Endpoint], answers: list, number: int, failures: Counter, log: Callable[[str], None]
+) -> list[Source]:
+    """The answers that came; a failed endpoint is counted and logged (on the first scrape, raised)."""
+    sources = []
+    for ep, answer in zip(endpoints, answers, strict=True):
+        if isinstance(answer, Source):
+            sources.append(answer)
+            continue
+        if number == 1:
+            raise answer
+        failures[ep.shown] += 1
+        log(f"scrape {number}: {answer}")
+    return sources
+
+
+def _batch(
+    sources: list[Source],
+    observer: Observer,
+    seen: dict,
+    number: int,
+    failures: Counter,
+    log: Callable[[str], None],
+    shown: list[str],
+) -> Batch | None:
+    """This scrape's new samples added to the observer (None: nothing answered, or a garbled scrape skipped;
+    on the first scrape a garbled one is raised)."""
+    try:
+        parsed = parse_dcgm(sources, live_window=_window(observer)) if sources else None
+        return observer.add(_only_new(parsed, seen)) if parsed is not None else None
+    except GoodputError as err:
+        err = _unquoted(err, shown)
+        if number == 1:
+            raise err from None
+        failures["garbled scrapes"] += 1
+        log(f"scrape {number}: skipped, {err}")
+        return None
+
+
+def _commit(
+    store: Store,
+    run_id: str,
+    observer: Observer,
+    batch: Batch,
+    previous_end: float,
+    summary: dict,
+    *,
+    name: str | None,
+    shown: list[str],
+) -> str:
+    """One scrape's rows in the store, atomically: the first creates the run, later ones append to it."""
+    tables = dict(batch.tables)
+    if run_id:
+        tables["host_states"] = observer.host_states(previous_end, observer.end_s)
+        store.append_to_run(run_id, tables, duration_s=observer.end_s, summary=summary)
+        return run_id
+    tables["host_states"] = observer.host_states(0.0, observer.end_s)
+    run = Run(
+        kind="ingest",
+        name=name or f"live: {', '.join(shown)}",
+        started_at=datetime.fromtimestamp(observer.origin_us / 1e6, UTC),
+        duration_s=observer.end_s,
+        scenario={"source": "scrape", "endpoints": shown},
+        summary=summary,
+        tables=tables,
+    )
+    return store.write_run(run)
 
 
 def _fetch_all(endpoints: list[Endpoint], fetcher: Fetcher, stop: threading.Event) -> list | None:
