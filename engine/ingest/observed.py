@@ -207,6 +207,37 @@ class Observer:
 
     def _resolve_log_events(self, logs: KernelEvents) -> pl.DataFrame:
         """Each XID line to a host and GPU: by UUID, else by the host's PCI bus id, else a new GPU."""
+        events = self._log_events_on_hosts(logs)
+        gpu_lines = self._gpu_lines(events.filter(pl.col("kind") == "xid"))
+        switch_lines = events.filter(pl.col("kind") == "sxid").with_columns(gpu_id=pl.lit(None, pl.Int32))
+        frame = pl.concat([gpu_lines.select(switch_lines.columns), switch_lines], how="vertical_relaxed")
+        frame = _seconds(frame.with_columns(t_us=pl.col("t_abs_us") - self.origin_us), "t_us", "t_abs_s")
+        t_s = pl.coalesce(pl.col("t_abs_s"), pl.col("t_rel_s"))
+        message = (
+            pl.when(pl.col("kind") == "sxid")
+            .then(
+                pl.concat_str(
+                    pl.lit("SXid "),
+                    pl.col("device"),
+                    pl.lit(" (PCI:"),
+                    pl.col("pci"),
+                    pl.lit("): "),
+                    pl.col("message"),
+                )
+            )
+            .otherwise(pl.col("message"))
+        )
+        return frame.select(
+            t_s.alias("t_s"),
+            "gpu_id",
+            "host_id",
+            pl.col("code").alias("xid"),
+            pl.lit(None, pl.Int32).alias("incident_id"),
+            message.alias("message"),
+        ).cast(XID_TYPES)
+
+    def _log_events_on_hosts(self, logs: KernelEvents) -> pl.DataFrame:
+        """The log's events with their hostname (the line's, else the file's), host_id and UUID (by bus id)."""
         default = {i: self._default_host(logs, i, source.stem) for i, source in enumerate(logs.sources)}
         defaults = pl.DataFrame(
             {"source": list(default), "default_host": list(default.values())},
@@ -221,11 +252,12 @@ class Observer:
             .unique(["hostname", "pci"])
         )
         self._host_ids(events["hostname"])
-        events = events.join(self.hosts, on="hostname", how="left").join(
+        return events.join(self.hosts, on="hostname", how="left").join(
             uuids, on=["hostname", "pci"], how="left"
         )
 
-        gpu_lines = events.filter(pl.col("kind") == "xid")
+    def _gpu_lines(self, gpu_lines: pl.DataFrame) -> pl.DataFrame:
+        """XID lines with their gpu_id: by UUID, else by the host's PCI bus id, else a GPU added for them."""
         by_uuid = self.gpus.select(pl.col("uuid").str.to_lowercase(), pl.col("gpu_id").alias("by_uuid"))
         by_pci = self.gpus.select("host_id", "pci", pl.col("gpu_id").alias("by_pci")).unique(
             ["host_id", "pci"]
@@ -255,39 +287,13 @@ class Observer:
             )
             self._append_gpus(found)
         by_key = self.gpus.select("key", pl.col("gpu_id").alias("by_key"))
-        gpu_lines = (
+        return (
             gpu_lines.with_columns(
                 key=pl.concat_str(pl.col("host_id").cast(pl.String), pl.lit("\x00pci:"), pl.col("pci"))
             )
             .join(by_key, on="key", how="left")
             .with_columns(gpu_id=pl.coalesce("by_uuid", "by_pci", "by_key"))
         )
-        switch_lines = events.filter(pl.col("kind") == "sxid").with_columns(gpu_id=pl.lit(None, pl.Int32))
-        frame = pl.concat([gpu_lines.select(switch_lines.columns), switch_lines], how="vertical_relaxed")
-        frame = _seconds(frame.with_columns(t_us=pl.col("t_abs_us") - self.origin_us), "t_us", "t_abs_s")
-        t_s = pl.coalesce(pl.col("t_abs_s"), pl.col("t_rel_s"))
-        message = (
-            pl.when(pl.col("kind") == "sxid")
-            .then(
-                pl.concat_str(
-                    pl.lit("SXid "),
-                    pl.col("device"),
-                    pl.lit(" (PCI:"),
-                    pl.col("pci"),
-                    pl.lit("): "),
-                    pl.col("message"),
-                )
-            )
-            .otherwise(pl.col("message"))
-        )
-        return frame.select(
-            t_s.alias("t_s"),
-            "gpu_id",
-            "host_id",
-            pl.col("code").alias("xid"),
-            pl.lit(None, pl.Int32).alias("incident_id"),
-            message.alias("message"),
-        ).cast(XID_TYPES)
 
     def _default_host(self, logs: KernelEvents, source: int, stem: str) -> str:
         """The host of a log whose lines name none: the DCGM host of a GPU it names by UUID, the file's name

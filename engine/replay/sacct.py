@@ -15,6 +15,7 @@ its Timelimit, else no duration (it stays pending).
 """
 
 import re
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -58,7 +59,25 @@ def parse(source: str, text: str, beside: Path | None = None) -> Trace:
 
     job_id = get("JobID")
     check(sub, job_id.is_duplicated(), "JobID appears more than once")
-    out: dict[str, pl.Series] = {"job_id": job_id}
+    out: dict[str, pl.Series] = {"job_id": job_id, **_times(sub, get)}
+    state = get("State").str.extract(r"^([A-Za-z_]+)", 1).str.to_lowercase()
+    check(sub, state.is_null(), "State is not a Slurm job state")
+    out["state"] = state
+    out.update(_resources(get("AllocTRES"), get("ReqTRES")))
+    out.update(_named_and_counted(sub, get))
+    out["duration_s"] = _duration(sub, get, out["start_s"], out["end_s"])
+    node_list = get("NodeList")
+    if node_list is not None:
+        out["nodes"] = _expand_nodelists(sub, node_list)
+    return _trace(source, sub, out, steps)
+
+
+Getter = Callable[[str], pl.Series | None]
+
+
+def _times(sub: Lines, get: Getter) -> dict[str, pl.Series]:
+    """submit_s, start_s and end_s (epoch seconds), each checked, and in order."""
+    out: dict[str, pl.Series] = {}
     for name in ("Submit", "Start", "End"):
         raw = get(name)
         value = col.timestamps(raw)
@@ -68,22 +87,29 @@ def parse(source: str, text: str, beside: Path | None = None) -> Trace:
         out[f"{name.lower()}_s"] = value
     check(sub, out["start_s"] < out["submit_s"], "Start is before Submit")
     check(sub, out["end_s"] < out["start_s"], "End is before Start")
-    state = get("State").str.extract(r"^([A-Za-z_]+)", 1).str.to_lowercase()
-    check(sub, state.is_null(), "State is not a Slurm job state")
-    out["state"] = state
-    tres = get("AllocTRES")
-    req = get("ReqTRES")
+    return out
+
+
+def _resources(tres: pl.Series, req: pl.Series | None) -> dict[str, pl.Series]:
+    """gpus, cpu and memory_mb from AllocTRES (ReqTRES where nothing was allocated)."""
     if req is not None:
         tres = pl.Series("tres", tres).set(tres == "", None).fill_null(req)
-    out["gpus"] = gpus_from_tres(tres)
-    out["cpu"] = tres.str.extract(r"(?:^|,)cpu=(\d+)", 1).cast(pl.Float64)
     mem = pl.DataFrame(
         {
             "n": tres.str.extract(r"(?:^|,)mem=(\d+(?:\.\d+)?)", 1).cast(pl.Float64),
             "u": tres.str.extract(r"(?:^|,)mem=\d+(?:\.\d+)?([KMGT]?)", 1),
         }
     )
-    out["memory_mb"] = mem["n"] * mem["u"].replace_strict(_MEM_SCALE, default=1.0, return_dtype=pl.Float64)
+    return {
+        "gpus": gpus_from_tres(tres),
+        "cpu": tres.str.extract(r"(?:^|,)cpu=(\d+)", 1).cast(pl.Float64),
+        "memory_mb": mem["n"] * mem["u"].replace_strict(_MEM_SCALE, default=1.0, return_dtype=pl.Float64),
+    }
+
+
+def _named_and_counted(sub: Lines, get: Getter) -> dict[str, pl.Series]:
+    """name and user (cut to MAX_NAME_CHARS), priority and hosts (NNodes; 0 is unknown), where given."""
+    out: dict[str, pl.Series] = {}
     for name, target in (("JobName", "name"), ("User", "user")):
         raw = get(name)
         if raw is not None:  # cut to MAX_NAME_CHARS, as the watch's read of sacct does
@@ -94,19 +120,25 @@ def parse(source: str, text: str, beside: Path | None = None) -> Trace:
             value = col.integers(raw)
             check(sub, (raw != "") & value.is_null(), f"{name} must be an integer")
             out[target] = value.set(value == 0, None) if target == "hosts" else value
+    return out
+
+
+def _duration(sub: Lines, get: Getter, start_s: pl.Series, end_s: pl.Series) -> pl.Series:
+    """The work to do: Elapsed (else End - Start) for jobs that started, the Timelimit for the others."""
+    duration = end_s - start_s
     elapsed = get("Elapsed")
-    duration = out["end_s"] - out["start_s"]
     if elapsed is not None:
         value = col.slurm_elapsed(elapsed)
         check(sub, (elapsed != "") & value.is_null(), "Elapsed is not [D-]HH:MM:SS")
-        duration = value.set(out["start_s"].is_null(), None).fill_null(duration)
+        duration = value.set(start_s.is_null(), None).fill_null(duration)
     limit = get("Timelimit")
     if limit is not None:
-        duration = duration.set(out["start_s"].is_null(), None).fill_null(col.slurm_elapsed(limit))
-    out["duration_s"] = duration
-    node_list = get("NodeList")
-    if node_list is not None:
-        out["nodes"] = _expand_nodelists(sub, node_list)
+        duration = duration.set(start_s.is_null(), None).fill_null(col.slurm_elapsed(limit))
+    return duration
+
+
+def _trace(source: str, sub: Lines, out: dict[str, pl.Series], steps: int) -> Trace:
+    """The jobs rebased to their first submit, bounds checked, as a Trace."""
     frame = pl.DataFrame(out)
     origin = float(frame["submit_s"].min()) if frame.height else 0.0
     frame, _ = rebase(frame, origin)
