@@ -173,6 +173,27 @@ def chi_square_pvalue(observed, expected) -> float:
     return _upper_regularized_gamma((len(observed) - 1) / 2.0, statistic / 2.0)
 
 
+def gamma_quantile(shape: float, p: float) -> float:
+    """The p-quantile of a Gamma(shape, 1) variable (shape > 0, 0 < p < 1), by bisection on the regularized
+    incomplete gamma function to a relative 1e-10: the exact Poisson intervals and Gamma posteriors of
+    engine.twin.calibrate (Garwood's interval after n events is gamma_quantile(n, 0.05) to
+    gamma_quantile(n + 1, 0.95))."""
+    if shape <= 0 or not 0 < p < 1:
+        raise ValueError(f"gamma_quantile needs shape > 0 and 0 < p < 1, got {shape}, {p}")
+    low, high = 0.0, max(1.0, shape)
+    while 1.0 - _upper_regularized_gamma(shape, high) < p:
+        low, high = high, high * 2
+    for _ in range(200):
+        mid = (low + high) / 2
+        if 1.0 - _upper_regularized_gamma(shape, mid) < p:
+            low = mid
+        else:
+            high = mid
+        if high - low <= 1e-10 * high:
+            break
+    return (low + high) / 2
+
+
 def _upper_regularized_gamma(a: float, x: float) -> float:
     """Q(a, x) = Gamma(a, x) / Gamma(a): a series below a + 1, a continued fraction above (Numerical
     Recipes §6.2), to about 1e-12."""

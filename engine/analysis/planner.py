@@ -129,7 +129,7 @@ def repair_share(s: Scenario) -> float:
 
 def spare_cover(s: Scenario) -> SpareCover:
     """How far `s`'s hot spares and technicians cover its failures (module docstring)."""
-    rate_per_host_s = s["failures.rate_per_1000_node_days"] * s.failures.scale / 1000.0 / SECONDS_PER_DAY
+    rate_per_host_s = s.failures.rate_per_1000_node_days * s.failures.scale / 1000.0 / SECONDS_PER_DAY
     share = repair_share(s)
     weights = {cause: s[MIX_PREFIX + cause] for cause in SCOPE}
     total = math.fsum(weights.values())
@@ -207,7 +207,7 @@ def closed_form_of(s: Scenario) -> ClosedForm:
     return closed_form_ettr(
         gpus=s.training.gpus,
         gpus_per_host=s.cluster.gpus_per_host,
-        rate_per_1000_node_days=s["failures.rate_per_1000_node_days"] * s.failures.scale,
+        rate_per_1000_node_days=s.failures.rate_per_1000_node_days * s.failures.scale,
         checkpoint_interval_s=s.training.checkpoint_interval,
         checkpoint_write_s=s.checkpoint_write_s,
         restart_overhead_s=s.training.restart_overhead,

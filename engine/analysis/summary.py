@@ -105,7 +105,7 @@ def _research_progress_s(result: SimulationResult) -> float:
 def _job(scenario: Scenario, result: SimulationResult, unexpected: int) -> FlagshipJob:
     job_gpus = scenario.training.gpus
     horizon = result.horizon_s
-    rate = scenario["failures.rate_per_1000_node_days"] * scenario.failures.scale
+    rate = scenario.failures.rate_per_1000_node_days * scenario.failures.scale
     estimate = closed_form_ettr(
         gpus=job_gpus,
         gpus_per_host=scenario.cluster.gpus_per_host,

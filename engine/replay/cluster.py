@@ -18,8 +18,8 @@ from engine.scheduling.scheduler import Failures
 
 def cluster_frame(trace: Trace, settings: ReplaySettings) -> pl.DataFrame:
     """(hostname, gpus, model) of the trace's cluster: its node list, its recorded nodes, or inferred."""
-    model = settings.scenario["cluster.gpu_model"]
-    size = settings.gpus_per_host or settings.scenario["cluster.gpus_per_host"]
+    model = settings.scenario.cluster.gpu_model
+    size = settings.gpus_per_host or settings.scenario.cluster.gpus_per_host
     if trace.cluster is not None and settings.hosts is None:
         check_cluster(
             trace.name,
@@ -110,9 +110,9 @@ def layout(cluster: pl.DataFrame, settings: ReplaySettings) -> tuple[pl.DataFram
     cluster.racks_per_pod, rows of cluster.racks_per_row; GPU UUIDs drawn from simulation.seed."""
     sc = settings.scenario
     per_rack, per_pod, per_row = (
-        sc["cluster.hosts_per_rack"],
-        sc["cluster.racks_per_pod"],
-        sc["cluster.racks_per_row"],
+        sc.cluster.hosts_per_rack,
+        sc.cluster.racks_per_pod,
+        sc.cluster.racks_per_row,
     )
     n = cluster.height
     host = np.arange(n, dtype=np.int32)
@@ -130,7 +130,7 @@ def layout(cluster: pl.DataFrame, settings: ReplaySettings) -> tuple[pl.DataFram
     )
     counts = cluster["gpus"].to_numpy().astype(np.int64)
     total = int(counts.sum())
-    rng = np.random.default_rng(sc["simulation.seed"])
+    rng = np.random.default_rng(sc.simulation.seed)
     hexes = np.frombuffer(rng.bytes(16 * total).hex().encode(), dtype="S32").astype(str) if total else []
     owner = np.repeat(host, counts)
     index = np.arange(total) - np.repeat(np.cumsum(counts) - counts, counts)

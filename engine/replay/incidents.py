@@ -305,7 +305,7 @@ def _parse(raw: pl.DataFrame, path: str, fmt: str, scenario: Scenario) -> pl.Dat
     )
     detected = typed["detected_s"].fill_null(t)
     fail(detected < t, "detected_s is before t_s:", "detected_s")
-    host, per_host = typed["host_id"], scenario["cluster.gpus_per_host"]
+    host, per_host = typed["host_id"], scenario.cluster.gpus_per_host
     fail(~planned & host.is_null(), "an unexpected failure needs a host_id (which host failed)")
     fail(
         ~planned & ((host < 0) | (host >= scenario.hosts)).fill_null(False),

@@ -155,14 +155,14 @@ def replay(
     states = host_states(attempts, outages, cluster.n_hosts, horizon)
     gpu_total = int(cluster.host_gpus.sum())
     summary = _summary(trace, job_frame, attempts, gpu_total, cluster.n_hosts, horizon, settings)
-    started = trace.started_at or settings.scenario["simulation.start"]
+    started = trace.started_at or settings.scenario.simulation.start
     return Run(
         kind="replay",
         name=name or trace.name,
         started_at=started,
         duration_s=horizon,
         scenario=_scenario_record(trace, settings),
-        seed=settings.scenario["simulation.seed"],
+        seed=settings.scenario.simulation.seed,
         summary=summary,
         tables={
             "hosts": hosts,

@@ -80,17 +80,17 @@ class HostHealth:
     def __init__(self, scenario: Scenario, n_hosts: int, generators: FaultGenerators) -> None:
         self.generators = generators
         self.rng = generators.diagnosis
-        self.bad = draw_bad_hosts(scenario["failures.bad_host_fraction"], n_hosts, generators.bad_hosts)
+        self.bad = draw_bad_hosts(scenario.failures.bad_host_fraction, n_hosts, generators.bad_hosts)
         self.drawn_bad = self.bad.copy()
-        self.only_while_computing = scenario["failures.only_while_computing"]
-        self.miss = 1.0 - scenario["diagnosis.probability"]
-        self.wrong_host = scenario["diagnosis.wrong_host"]
-        self.over_eviction = scenario["diagnosis.over_eviction"]
+        self.only_while_computing = scenario.failures.only_while_computing
+        self.miss = 1.0 - scenario.diagnosis.probability
+        self.wrong_host = scenario.diagnosis.wrong_host
+        self.over_eviction = scenario.diagnosis.over_eviction
         self.diagnoses = self.miss > 0 or self.wrong_host > 0 or self.over_eviction > 0
-        self.policy = scenario["retirement.policy"]
-        self.limit = scenario["retirement.failures"]
-        self.window = scenario["retirement.window"]
-        self.prefer_healthy = scenario["spares.prefer_healthy"]
+        self.policy = scenario.retirement.policy
+        self.limit = scenario.retirement.failures
+        self.window = scenario.retirement.window
+        self.prefer_healthy = scenario.spares.prefer_healthy
         self.keeps_record = self.policy != "none" or self.prefer_healthy
         self._times: dict[int, deque[float]] = {}  # threshold (and none): blamed failures within the window
         self._scores: dict[int, tuple[float, float]] = {}  # score: (score, when it was last updated)

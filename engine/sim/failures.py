@@ -97,7 +97,7 @@ class Arrivals:
 
 
 def per_host_rate_per_s(scenario: Scenario) -> float:
-    per_1000_node_days = scenario["failures.rate_per_1000_node_days"] * scenario.failures.scale
+    per_1000_node_days = scenario.failures.rate_per_1000_node_days * scenario.failures.scale
     return per_1000_node_days / 1000.0 / SECONDS_PER_DAY
 
 

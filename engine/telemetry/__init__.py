@@ -137,14 +137,14 @@ def gpu_samples(
     before silent samples are dropped. The concatenated chunks are the same whatever the chunking and threads,
     because a sample's noise is a hash of (key, gpu, sample), not a position in a stream.
     """
-    resolution = float(scenario["simulation.telemetry_resolution"])
+    resolution = float(scenario.simulation.telemetry_resolution)
     t = sample_times(scenario.duration_s, resolution)
-    tdp = float(scenario["cluster.gpu_tdp_w"])
+    tdp = float(scenario.cluster.gpu_tdp_w)
     fleet, pre, key = _prepare(gpus, host_states, incidents, checkpoints, rng, t, resolution)
     n_hosts = fleet.host_first_gpu.size - 1
     if not t.size or not n_hosts:
         return iter(())
-    diurnal = diurnal_cosine(scenario["simulation.start"], t)
+    diurnal = diurnal_cosine(scenario.simulation.start, t)
     widest_host = int(np.diff(fleet.host_first_gpu).max())
     hosts_per_chunk = max(1, chunk_rows // (widest_host * t.size))
     hosts_per_block = max(1, min(hosts_per_chunk, BLOCK_ROWS // (widest_host * t.size)))

@@ -107,7 +107,7 @@ class ScaleStudy:
 
 def interruptions_per_day(s: Scenario) -> float:
     """The flagship job's expected interruptions a day: its hosts' unexpected failures and the planned stops."""
-    rate = s["failures.rate_per_1000_node_days"] * s.failures.scale / 1000.0
+    rate = s.failures.rate_per_1000_node_days * s.failures.scale / 1000.0
     return s.job_hosts * rate + s.failures.planned_per_day
 
 

@@ -70,7 +70,7 @@ def standby_estimate(s: Scenario) -> float:
     host's GPUs idle all the time."""
     failures_per_s = (
         s.job_hosts
-        * s["failures.rate_per_1000_node_days"]
+        * s.failures.rate_per_1000_node_days
         * s.failures.scale
         / 1000.0
         / SECONDS_PER_DAY
