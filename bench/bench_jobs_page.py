@@ -27,8 +27,8 @@ from streamlit.testing.v1 import AppTest  # noqa: E402
 from engine.replay import parse_trace  # noqa: E402
 from engine.replay.run import replay, replay_file, settings_from  # noqa: E402
 from engine.scenario import build  # noqa: E402
-from engine.twin.simulate import simulate  # noqa: E402
 from engine.store import Store  # noqa: E402
+from engine.twin.simulate import simulate  # noqa: E402
 
 OPENB = ROOT.parent / "shared" / "data" / "alibaba-openb" / "openb_pod_list_default.csv"
 ROUTER = str(ROOT / "dashboard" / "streamlit_app.py")

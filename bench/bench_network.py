@@ -20,8 +20,8 @@ from engine.fabric.network import Fabric  # noqa: E402
 from engine.fabric.topology import build_topology  # noqa: E402
 from engine.fabric.traffic import NetworkTraffic  # noqa: E402
 from engine.scenario import build  # noqa: E402
-from engine.twin.simulate import simulate  # noqa: E402
 from engine.telemetry import sample_times  # noqa: E402
+from engine.twin.simulate import simulate  # noqa: E402
 
 BUDGET_S = 5.0
 REPEATS = 3

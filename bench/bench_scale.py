@@ -35,8 +35,8 @@ def timed(work) -> tuple[float, float, object]:
 
 
 def chart(executor, quick: bool) -> dict:
-    from engine.twin import scale
     from engine.scenario import build
+    from engine.twin import scale
 
     kwargs = {"sizes_gpus": (1024, 262144), "seeds": 2} if quick else {}
     study = scale.plan_study(build("llama3-405b"), **kwargs)
@@ -46,8 +46,8 @@ def chart(executor, quick: bool) -> dict:
 
 
 def break_even(executor, quick: bool) -> dict:
-    from engine.twin import standby
     from engine.scenario import build
+    from engine.twin import standby
 
     base = build("llama3-405b").with_values({"training.recovery": "hot_spare"})
     study = standby.plan_break_even(base, counts=(0, 16) if quick else None, seeds=2 if quick else 5)

@@ -40,8 +40,8 @@ SCALING = [(gpus, days) for gpus in (3072, 6144, 12288, 24576) for days in (54,)
 
 def worker(spec: dict) -> dict:
     from engine.scenario import build
-    from engine.twin.simulate import simulate
     from engine.store import Store
+    from engine.twin.simulate import simulate
 
     scenario = build(spec["preset"], sets=spec["sets"])
     times = []

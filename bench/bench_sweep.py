@@ -43,8 +43,8 @@ def planner_run() -> dict:
 
 
 def sweep_run(axes: tuple[str, ...], seeds: int) -> dict:
-    from engine.twin.sweep import LocalExecutor, bands, parse_vary, sweep
     from engine.scenario import build
+    from engine.twin.sweep import LocalExecutor, bands, parse_vary, sweep
 
     workers = os.cpu_count() or 1
     cpu, started = _cpu(resource.RUSAGE_CHILDREN) + _cpu(resource.RUSAGE_SELF), time.perf_counter()

@@ -24,13 +24,13 @@ from engine.analysis.planner import (
     nice_number,
     scaled_mix,
 )
-from engine.twin.scale import STRATEGIES, ScaleStudy
-from engine.twin.sweep import Axis, LocalExecutor, usable_cores
 from engine.errors import GoodputError
 from engine.reference import CAUSES
 from engine.scenario import PRESETS, Scenario, build
 from engine.scenario.durations import format_duration
 from engine.scenario.keys import KEY_BY_NAME
+from engine.twin.scale import STRATEGIES, ScaleStudy
+from engine.twin.sweep import Axis, LocalExecutor, usable_cores
 
 # The failure categories of the Llama 3 table (engine.reference.CAUSES) and their URL names.
 CATEGORIES: dict[str, str] = {

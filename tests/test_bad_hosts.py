@@ -32,8 +32,8 @@ from engine.sim.failures import (
     merge_arrivals,
 )
 from engine.sim.repair import Repairs
-from engine.twin.simulate import simulate
 from engine.store.schema import HOST_STATES, OUT_OF_SERVICE_STATES
+from engine.twin.simulate import simulate
 from engine.units import SECONDS_PER_DAY, SECONDS_PER_HOUR
 
 H = SECONDS_PER_HOUR

@@ -10,8 +10,8 @@ from hypothesis import strategies as st
 from dashboard.queries import gpus as queries
 from engine.analysis.lemon_score import LemonRule, LemonScore, pooled, score_lemon_rule
 from engine.scenario import build
-from engine.twin.simulate import simulate
 from engine.store import Store
+from engine.twin.simulate import simulate
 
 RULE = LemonRule(failures=3, window_s=14 * 86400.0)
 

@@ -11,11 +11,11 @@ from hypothesis import strategies as st
 from test_charts_pages import open_page
 
 from engine import limits
-from engine.twin.sweep import Axis, check_runs, parse_vary, seeds_of, sweep
 from engine.cli import main
 from engine.errors import GoodputError
 from engine.scenario import ScenarioError, build
 from engine.scenario import bounds as scenario_limits
+from engine.twin.sweep import Axis, check_runs, parse_vary, seeds_of, sweep
 
 
 def run_cli(capsys, *argv) -> tuple[int, list[str]]:

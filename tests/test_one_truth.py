@@ -114,14 +114,18 @@ def truth(run) -> dict[str, float]:
         summary_counts(incidents, days, job=flagship),
     )
     typed = RunSummary.from_json(summary)
-    assert flagship_counts["total"] == typed.figure("interruptions")  # the summary counts the rows the pages count
+    assert flagship_counts["total"] == typed.figure(
+        "interruptions"
+    )  # the summary counts the rows the pages count
     # every run-wide figure the summary holds, read where its definition says (no hand-made map of paths)
     in_summary = {
         d.key: _in_hours(typed.figure(d.key), d.unit)
         for d in DEFINITIONS.values()
         if d.scope == "run" and d.summary is not None and not isinstance(typed.at(d.summary), str)
     }
-    assert {"ettr", "interruptions", "goodput_lost", "gpu_hours_down", "utilisation_by_progress"} <= set(in_summary)
+    assert {"ettr", "interruptions", "goodput_lost", "gpu_hours_down", "utilisation_by_progress"} <= set(
+        in_summary
+    )
     return in_summary | {
         "hardware_share": flagship_counts["hardware_share"],
         "interruptions_per_day": flagship_counts["per_day"],

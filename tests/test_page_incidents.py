@@ -14,8 +14,8 @@ from test_charts_pages import DAY, open_page, pages_run, sparse_run, stored_run
 from dashboard.queries import incidents as queries
 from engine.report.export import export_run_incidents, read_export
 from engine.scenario import build
-from engine.twin.simulate import simulate
 from engine.store import RunInfo, Store
+from engine.twin.simulate import simulate
 
 PAGE = "app_pages/incidents.py"
 FORMATS = ["CSV", "JSON", "Parquet", "HTML report"]

@@ -8,8 +8,8 @@ from test_charts_pages import open_page, pages_run, sparse_run, stored_run
 from dashboard.charts import network as charts
 from engine.analysis.definitions import definition
 from engine.scenario import build
-from engine.twin.simulate import simulate
 from engine.store import Store
+from engine.twin.simulate import simulate
 
 PAGE = "app_pages/network.py"
 # demo with pods of one rack at 200 Gbps a GPU: a ring edge leaving a pod (1,600 Gbps) overloads the pod's

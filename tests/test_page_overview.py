@@ -281,9 +281,7 @@ def test_causes_from_summary():
         "planned_maintenance": 1,
     }
     # a summary that already counts planned maintenance by cause is not counted twice
-    twice = causes_of(
-        {"interruptions": {"planned": 2, "by_cause": {"planned_maintenance": 2}}}
-    )
+    twice = causes_of({"interruptions": {"planned": 2, "by_cause": {"planned_maintenance": 2}}})
     assert twice.rows() == [("planned_maintenance", 2)]
     assert causes_of({"interruptions": {"total": 3}}) is None
 

@@ -63,8 +63,8 @@ def test_starts_from_the_llama3_preset_and_shows_its_closed_form(store_dir):
 
 def test_starts_from_the_selected_runs_preset(store_dir):
     from engine.scenario import build as build_scenario
-    from engine.twin.simulate import simulate
     from engine.store import Store
+    from engine.twin.simulate import simulate
 
     run_id = Store(store_dir).write_run(simulate(build_scenario("demo", sets=["simulation.telemetry=false"])))
     at = open_page(PAGE, {"run": run_id})

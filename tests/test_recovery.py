@@ -11,8 +11,8 @@ from engine.fabric.topology import FLAGSHIP, build_topology
 from engine.scenario import ScenarioError, build
 from engine.sim.failures import CAUSE_KEYS, Arrivals
 from engine.sim.recovery import HotSpareJob, InMemoryCheckpointJob, ReplicaDropJob
-from engine.twin.simulate import simulate
 from engine.sim.training import RESTARTING, RUNNING, WAITING
+from engine.twin.simulate import simulate
 from engine.units import SECONDS_PER_DAY, SECONDS_PER_HOUR
 
 STRATEGIES = ("restart", "in_memory_checkpoint", "replica_drop", "hot_spare")

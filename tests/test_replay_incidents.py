@@ -16,8 +16,8 @@ from engine.replay.incidents import (
 )
 from engine.report.export import export_run_incidents, write_export
 from engine.scenario import build, from_dict
-from engine.twin.simulate import simulate
 from engine.store import Store
+from engine.twin.simulate import simulate
 
 # A busy week of the demo cluster: many failures, rack-switch failures among them, so replay must get the
 # rack-wide flag, the GPU behind a NIC cable, late detections and planned stops right.

@@ -16,13 +16,13 @@ import pytest
 
 from dashboard.charts.planner import break_even_chart, gpus_text, scale_chart
 from engine import limits
-from engine.twin import scale, standby
 from engine.analysis.planner import spare_cover
-from engine.twin.sweep import LocalExecutor, RayExecutor, result_row
 from engine.errors import GoodputError
 from engine.report import scale_command
 from engine.scenario import build
+from engine.twin import scale, standby
 from engine.twin.simulate import simulate
+from engine.twin.sweep import LocalExecutor, RayExecutor, result_row
 
 LLAMA3 = build("llama3-405b")
 DEMO = build("demo")

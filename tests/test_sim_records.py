@@ -5,6 +5,7 @@ import numpy as np
 import polars as pl
 import pytest
 
+from engine.analysis.summary import summarize
 from engine.fabric.topology import build_topology
 from engine.scenario import build
 from engine.sim.host_timeline import host_states
@@ -21,9 +22,8 @@ from engine.sim.records import (
     research_job_id,
     research_job_id_expr,
 )
-from engine.twin.simulate import simulate
-from engine.analysis.summary import summarize
 from engine.sim.tables import incidents_frame, job_frames
+from engine.twin.simulate import simulate
 from engine.units import SECONDS_PER_HOUR
 
 HORIZON = 1000.0

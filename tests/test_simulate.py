@@ -10,9 +10,9 @@ from engine.cli import main
 from engine.reference import XID_BY_CODE
 from engine.scenario import build
 from engine.sim.failures import CAUSE_KEYS, SCOPE, XIDS_OF
-from engine.twin.simulate import simulate
 from engine.store import Store, query_frame
 from engine.store.schema import HOST_STATES, TABLES
+from engine.twin.simulate import simulate
 from engine.units import SECONDS_PER_DAY, SECONDS_PER_HOUR
 
 TELEMETRY_OFF = "simulation.telemetry=false"

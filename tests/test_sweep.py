@@ -8,6 +8,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from engine.cli import main
+from engine.errors import GoodputError
+from engine.scenario import build
+from engine.twin.simulate import simulate
 from engine.twin.sweep import (
     METRICS,
     Axis,
@@ -24,10 +28,6 @@ from engine.twin.sweep import (
     seeds_of,
     sweep,
 )
-from engine.cli import main
-from engine.errors import GoodputError
-from engine.scenario import build
-from engine.twin.simulate import simulate
 
 # demo: a small cluster, ~0.1 s a summary-only run
 DEMO = build("demo")

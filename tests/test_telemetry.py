@@ -17,10 +17,10 @@ from engine.errors import GoodputError
 from engine.ingest import kernel_log
 from engine.ingest.sources import Source
 from engine.scenario import build
-from engine.twin.simulate import simulate
 from engine.store.schema import HOST_STATES, polars_schema
 from engine.telemetry import gpu_samples, pci_bus_id, precursors, sample_times, xid_counts, xid_events
 from engine.telemetry.model import DIURNAL_PEAK_HOUR, SBE_AT_FAILURE
+from engine.twin.simulate import simulate
 
 HOUR, DAY = 3600.0, 86400.0
 SILENT = {

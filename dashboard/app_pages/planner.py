@@ -19,7 +19,6 @@ from dashboard import planner_model as model
 from dashboard.charts import planner as charts
 from dashboard.format import DASH, fmt_duration, fmt_gpu_hours, fmt_hours, fmt_int, fmt_pct, fmt_usd
 from dashboard.text import md
-from engine.twin import scale, standby
 from engine.analysis.analytics import closed_form_ettr, young_daly_interval
 from engine.analysis.definitions import definition
 from engine.analysis.ledger import LOSSES
@@ -31,10 +30,11 @@ from engine.analysis.planner import (
     placement_slowdown_of,
     spare_cover,
 )
-from engine.twin.sweep import bands, monte_carlo, sweep
 from engine.errors import GoodputError
 from engine.report.palette import LOSS_LABELS
 from engine.scenario import PRESETS, Scenario, build
+from engine.twin import scale, standby
+from engine.twin.sweep import bands, monte_carlo, sweep
 from engine.units import SECONDS_PER_DAY, SECONDS_PER_HOUR
 
 BESIDE = {"delta_color": "off", "delta_arrow": "off"}  # a metric's delta here is a comparison, not a change
