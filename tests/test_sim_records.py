@@ -160,15 +160,15 @@ def test_host_states_overlay_the_repair_on_the_lane():
 def test_the_summary_counts_hosts_down_running_and_research_progress_from_the_records():
     result = _result()
     summary = summarize(build("demo", sets=SETS), result, incidents_frame(result))
-    cluster = summary["cluster"]
-    assert cluster["gpu_hours"] == pytest.approx(32 * HORIZON / SECONDS_PER_HOUR)  # the record's horizon
-    assert cluster["gpu_hours_down"] == pytest.approx(580 * 8 / SECONDS_PER_HOUR)  # host 3, 120 s to 700 s
+    cluster = summary.cluster
+    assert cluster.gpu_hours == pytest.approx(32 * HORIZON / SECONDS_PER_HOUR)  # the record's horizon
+    assert cluster.gpu_hours_down == pytest.approx(580 * 8 / SECONDS_PER_HOUR)  # host 3, 120 s to 700 s
     # running: the flagship's 2 hosts x 1000 s and the lane's 2 hosts x (100 + 300) s, of 4 hosts x 1000 s
-    assert cluster["utilization"] == pytest.approx((2 * 1000 + 2 * 400) / (4 * HORIZON))
+    assert cluster.utilization == pytest.approx((2 * 1000 + 2 * 400) / (4 * HORIZON))
     # research progress kept: the lane's 800 host-seconds less the 200 the failure threw away
-    progress_gpu_s = summary["job"]["productive_hours"] * SECONDS_PER_HOUR * 16 + 600 * 8
-    assert cluster["utilization_progress"] == pytest.approx(progress_gpu_s / (32 * HORIZON))
-    assert summary["interruptions"]["total"] == 1 and summary["job"]["attempts"] == 2
+    progress_gpu_s = summary.job.productive_hours * SECONDS_PER_HOUR * 16 + 600 * 8
+    assert cluster.utilization_progress == pytest.approx(progress_gpu_s / (32 * HORIZON))
+    assert summary.interruptions.total == 1 and summary.job.attempts == 2
 
 
 def test_a_simulation_hands_on_records_whose_tables_it_stores():
