@@ -14,7 +14,7 @@ number where a number belongs, reads as None (shown as a dash), never as an erro
 
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
-from typing import Any, get_type_hints
+from typing import Any, get_args, get_origin, get_type_hints
 
 from engine.analysis.definitions import definition
 
@@ -176,24 +176,44 @@ def _number(value: Any, kind: type) -> Any:
     return int(value) if kind is int and float(value).is_integer() else value
 
 
+def _kind(hint: Any) -> str:
+    """How a field is read from JSON: "part" (a nested record), "map", "optional_map", "text", "int", "float"."""
+    if hint is RecoveryCost:
+        return "part"
+    args = get_args(hint)
+    if get_origin(hint) is Mapping:
+        return "map"
+    if any(get_origin(a) is Mapping for a in args):
+        return "optional_map"
+    if str in args:
+        return "text"
+    return "int" if int in args else "float"
+
+
+# each part's fields and how to read them, worked out once (a sweep reads a summary a task)
+_FIELD_KINDS = {
+    cls: tuple((f.name, _kind(get_type_hints(cls)[f.name])) for f in fields(cls))
+    for cls in (Interruptions, RecoveryCost, FlagshipJob, ClusterUse)
+}
+
+
 def _record(cls: type, value: Any) -> Any:
     """A part of the summary from its JSON object: numbers where numbers belong, nested parts typed, maps as
     maps; None when the run has no such part."""
     if not isinstance(value, Mapping):
         return None
-    hints = get_type_hints(cls)
     kwargs: dict[str, Any] = {}
-    for f in fields(cls):
-        raw, hint = value.get(f.name), hints[f.name]
-        if hint is RecoveryCost:
-            kwargs[f.name] = _record(RecoveryCost, raw) or RecoveryCost()
-        elif "Mapping" in str(hint):
+    for name, kind in _FIELD_KINDS[cls]:
+        raw = value.get(name)
+        if kind == "part":
+            kwargs[name] = _record(RecoveryCost, raw) or RecoveryCost()
+        elif kind in ("map", "optional_map"):
             if isinstance(raw, Mapping):
-                kwargs[f.name] = dict(raw)
-            elif "None" not in str(hint):
-                kwargs[f.name] = {}
-        elif hint == str | None:
-            kwargs[f.name] = raw if isinstance(raw, str) else None
+                kwargs[name] = dict(raw)
+            elif kind == "map":
+                kwargs[name] = {}
+        elif kind == "text":
+            kwargs[name] = raw if isinstance(raw, str) else None
         else:
-            kwargs[f.name] = _number(raw, int if int in getattr(hint, "__args__", ()) else float)
+            kwargs[name] = _number(raw, int if kind == "int" else float)
     return cls(**kwargs)
