@@ -239,6 +239,12 @@ def cmd_scale(args: argparse.Namespace) -> int:
     return run_command(args)
 
 
+def cmd_calibrate(args: argparse.Namespace) -> int:
+    from engine.report.calibrate_command import run_command
+
+    return run_command(args)
+
+
 def cmd_sweep(args: argparse.Namespace) -> int:
     from engine.scenario import build
     from engine.twin.sweep import bands, make_executor, parse_vary, sweep
@@ -659,6 +665,15 @@ def build_parser() -> argparse.ArgumentParser:
         "ETTR of the flagship job by size (1k to 256k GPUs) and recovery strategy, with Monte-Carlo bands",
     )
     scale_command.add_arguments(scl)
+
+    from engine.report import calibrate_command
+
+    cal = command(
+        "calibrate",
+        cmd_calibrate,
+        "fit a scenario to a stored run (rates with 90 % intervals), backtest it, write it as a scenario file",
+    )
+    calibrate_command.add_arguments(cal)
 
     ettr = command("ettr", cmd_ettr, "closed-form ETTR, job MTTF and the Young-Daly checkpoint interval")
     ettr.add_argument("--gpus", type=int, required=True, metavar="N", help="GPUs of the job")

@@ -20,7 +20,7 @@ import multiprocessing
 import os
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Protocol
 
 import polars as pl
@@ -233,12 +233,21 @@ class Task:
     point: int
     scenario: Scenario
     seed: int
+    # what the task measures: "summary", the sweep's METRICS of a summary-only run (result_row); "window", the
+    # backtest's figures of a run with its tables (engine.analysis.window_figures over the whole run)
+    measure: str = "summary"
 
 
 def run_task(task: Task) -> dict:
     from engine.twin.simulate import simulate  # here, so a worker pays for the engine only when it simulates
 
     scenario = task.scenario.with_overrides([f"simulation.seed={task.seed}"])
+    if task.measure == "window":
+        from engine.analysis.window_figures import window_figures
+
+        run = simulate(scenario)
+        figures = window_figures(run.tables, 0.0, run.duration_s)
+        return {"point": task.point, "seed": task.seed, **asdict(figures)}
     run = simulate(scenario, summary_only=True)
     return {"point": task.point, "seed": task.seed, **result_row(run.summary)}
 

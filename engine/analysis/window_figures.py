@@ -1,0 +1,138 @@
+"""The figures a backtest compares, read from a run's tables over a window: the same function for the observed
+run and for every simulated one, so the two sides count alike (definitions in the "Twin" section).
+
+The largest job (most GPUs; the earliest started among equals) stands for the flagship: a simulated run's
+flagship job is its largest, and an observed cluster's is the one a planner sizes the twin by.
+
+- interruptions: incidents that began inside the window and hit the largest job (its id in incidents.job_ids),
+  planned ones included: the summary's interruptions (definition `interruptions`) over the window;
+- incidents: unexpected incidents (not planned) that began inside the window, in all and by cause;
+- gpu_hours_lost and ettr: the largest job's wall clock inside the window (from its first start to its end or
+  the run's end), what it kept (attempt time less the work lost after the last checkpoint before an
+  interruption, attempts.lost_work_s, and less the time checkpoints blocked training), and the rest lost;
+- hosts_in_repair: hosts out of service (engine.store.schema.OUT_OF_SERVICE_STATES), the window's mean and
+  each day's.
+"""
+
+from dataclasses import dataclass, field
+
+import polars as pl
+
+from engine.store.schema import OUT_OF_SERVICE_STATES
+from engine.units import SECONDS_PER_DAY, SECONDS_PER_HOUR
+
+
+@dataclass(frozen=True)
+class WindowFigures:
+    interruptions: int
+    incidents: int
+    incidents_by_cause: dict[str, int]
+    gpu_hours_lost: float
+    ettr: float | None  # None when the largest job did not run inside the window
+    hosts_in_repair_mean: float
+    hosts_in_repair_by_day: list[float] = field(default_factory=list)
+    largest_job: str | None = None
+    largest_job_gpus: float | None = None
+
+    def figure(self, name: str) -> float | None:
+        value = getattr(self, name)
+        return None if value is None else float(value)
+
+
+def window_figures(tables: dict[str, pl.DataFrame], start_s: float, end_s: float) -> WindowFigures:
+    """The figures of the module's docstring over [start_s, end_s) of a run whose tables (incidents, jobs,
+    job_attempts, checkpoints, host_states) are given; a missing table counts as empty."""
+    in_window = _in_window(_get(tables, "incidents"), "t_s", start_s, end_s)
+    incidents = in_window
+    if "planned" in incidents.columns:
+        incidents = incidents.filter(~pl.col("planned").fill_null(False))
+    by_cause = dict(sorted(incidents.group_by("cause").len().iter_rows())) if incidents.height else {}
+    job = _largest_job(_get(tables, "jobs"))
+    repair_mean, repair_days = _hosts_in_repair(_get(tables, "host_states"), start_s, end_s)
+    if job is None:
+        return WindowFigures(0, incidents.height, by_cause, 0.0, None, repair_mean, repair_days)
+    job_id, gpus, job_start, job_end = job
+    hit = (
+        in_window.filter(pl.col("job_ids").fill_null([]).list.contains(job_id)).height
+        if in_window.height and "job_ids" in in_window.columns
+        else 0
+    )
+    attempts = _get(tables, "job_attempts")
+    attempts = attempts.filter(pl.col("job_id").cast(pl.String) == job_id) if attempts.height else attempts
+    run_end = end_s if job_end is None else min(job_end, end_s)
+    wall_s = max(0.0, run_end - max(job_start, start_s)) if job_start is not None else 0.0
+    kept_s = _kept_s(attempts, _get(tables, "checkpoints"), job_id, start_s, end_s) if wall_s else 0.0
+    kept_s = min(kept_s, wall_s)
+    return WindowFigures(
+        interruptions=hit,
+        incidents=incidents.height,
+        incidents_by_cause=by_cause,
+        gpu_hours_lost=(wall_s - kept_s) * gpus / SECONDS_PER_HOUR,
+        ettr=kept_s / wall_s if wall_s > 0 else None,
+        hosts_in_repair_mean=repair_mean,
+        hosts_in_repair_by_day=repair_days,
+        largest_job=job_id,
+        largest_job_gpus=gpus,
+    )
+
+
+def _get(tables: dict[str, pl.DataFrame], name: str) -> pl.DataFrame:
+    frame = tables.get(name)
+    return frame if frame is not None else pl.DataFrame()
+
+
+def _in_window(frame: pl.DataFrame, column: str, start_s: float, end_s: float) -> pl.DataFrame:
+    if frame.height == 0:
+        return frame
+    return frame.filter(pl.col(column).is_between(start_s, end_s, closed="left"))
+
+
+def _largest_job(jobs: pl.DataFrame) -> tuple[str, float, float | None, float | None] | None:
+    """(job_id, gpus, start_s, end_s) of the started job with the most GPUs, earliest start first among equals."""
+    if jobs.height == 0:
+        return None
+    started = jobs.filter(pl.col("start_s").is_not_null())
+    if started.height == 0:
+        return None
+    row = started.sort(["gpus", "start_s"], descending=[True, False], nulls_last=True).row(0, named=True)
+    return str(row["job_id"]), float(row["gpus"] or 0.0), row["start_s"], row["end_s"]
+
+
+def _overlap(start: pl.Expr, end: pl.Expr, start_s: float, end_s: float) -> pl.Expr:
+    """Seconds of [start, end) inside [start_s, end_s)."""
+    return (pl.min_horizontal(end, pl.lit(end_s)) - pl.max_horizontal(start, pl.lit(start_s))).clip(0)
+
+
+def _kept_s(
+    attempts: pl.DataFrame, checkpoints: pl.DataFrame, job_id: str, start_s: float, end_s: float
+) -> float:
+    """Seconds of the job's attempts inside the window that were kept: each attempt up to where its lost work
+    began (end - lost_work_s), less the checkpoint writes inside the window."""
+    if attempts.height == 0:
+        return 0.0
+    kept_until = pl.col("end_s").fill_null(end_s) - pl.col("lost_work_s").fill_null(0.0).clip(0)
+    kept = attempts.select(_overlap(pl.col("start_s"), kept_until, start_s, end_s).sum()).item() or 0.0
+    if checkpoints.height:
+        mine = checkpoints.filter(pl.col("job_id").cast(pl.String) == job_id)
+        if mine.height:
+            kept -= (
+                mine.select(_overlap(pl.col("start_s"), pl.col("end_s"), start_s, end_s).sum()).item() or 0.0
+            )
+    return max(0.0, float(kept))
+
+
+def _hosts_in_repair(host_states: pl.DataFrame, start_s: float, end_s: float) -> tuple[float, list[float]]:
+    """Mean hosts out of service over the window, and over each whole or partial day of it."""
+    span = end_s - start_s
+    if host_states.height == 0 or span <= 0:
+        return 0.0, []
+    out = host_states.filter(pl.col("state").is_in(OUT_OF_SERVICE_STATES))
+    days = max(1, int(-(-span // SECONDS_PER_DAY)))
+    by_day = []
+    for day in range(days):
+        a = start_s + day * SECONDS_PER_DAY
+        b = min(end_s, a + SECONDS_PER_DAY)
+        down = out.select(_overlap(pl.col("start_s"), pl.col("end_s"), a, b).sum()).item() or 0.0
+        by_day.append(float(down) / (b - a))
+    total = out.select(_overlap(pl.col("start_s"), pl.col("end_s"), start_s, end_s).sum()).item() or 0.0
+    return float(total) / span, by_day

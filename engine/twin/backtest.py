@@ -1,0 +1,138 @@
+"""Backtest: does the fitted twin reproduce the window it was fitted to? (`goodput calibrate --backtest`)
+
+The fitted scenario (engine.twin.calibrate) is simulated over the window's length under N seeds, and each figure
+the observed run shows over the window (engine.analysis.window_figures, the same function on both sides) is put
+beside the simulated 5-95 % band. An observed value outside its band is the twin's published error: the fit
+misses something the cluster does (a cause it does not model, a rate that changed inside the window, a repair
+queue it does not have), and the output says so plainly.
+
+Seeds: simulation.seed, simulation.seed + 1, ... as in a sweep (engine.twin.sweep), so a backtest is
+reproducible and runs on the sweep's executors.
+"""
+
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+from engine.analysis.window_figures import WindowFigures, window_figures
+from engine.errors import GoodputError
+from engine.store import Store, query_frame
+from engine.twin.calibrate import Calibration
+from engine.twin.sweep import BAND_QUANTILES, Executor, LocalExecutor, Task, seeds_of
+
+SEEDS = 10  # the default; 10 seeds put the 5-95 % band between the two outermost runs on each side
+# The figures of the backtest, in the order shown; each is a field of WindowFigures (definitions: "Twin").
+FIGURES = ("interruptions", "incidents", "gpu_hours_lost", "ettr", "hosts_in_repair_mean")
+TABLES = ("incidents", "jobs", "job_attempts", "checkpoints", "host_states")
+
+
+@dataclass(frozen=True)
+class Band:
+    """One figure: the observed value beside the simulated runs' 5 %, 50 % and 95 % quantiles."""
+
+    observed: float | None
+    low: float | None
+    median: float | None
+    high: float | None
+    inside: bool | None  # None when either side has no value (no largest job, say)
+
+
+@dataclass(frozen=True)
+class Backtest:
+    seeds: int
+    days: float
+    figures: dict[str, Band]
+    by_cause: dict[str, Band]  # incidents by cause, every cause seen on either side
+    repair_by_day: dict[str, list[float]]  # observed, low, median, high hosts in repair for each day
+    observed: WindowFigures
+
+    def outside(self) -> list[str]:
+        """The figures whose observed value fell outside the simulated band."""
+        return [name for name, band in self.figures.items() if band.inside is False]
+
+    def to_json(self) -> dict:
+        return {
+            "seeds": self.seeds,
+            "days": round(self.days, 6),
+            **{name: asdict(band) for name, band in self.figures.items()},
+            "incidents_by_cause": {cause: asdict(band) for cause, band in self.by_cause.items()},
+            "hosts_in_repair_by_day": self.repair_by_day,
+            "largest_job": self.observed.largest_job,
+            "outside": self.outside(),
+        }
+
+
+def observed_figures(store: Store, calibration: Calibration) -> WindowFigures:
+    """The observed run's figures over the calibration's window."""
+    with store.connect(calibration.run_id) as con:
+        present = {
+            row[0] for row in con.execute("SELECT table_name FROM information_schema.tables").fetchall()
+        }
+        tables = {
+            name: query_frame(con, f'SELECT * FROM "{name}"')  # noqa: S608 (a fixed table name)
+            for name in TABLES
+            if name in present
+        }
+    return window_figures(tables, calibration.window.start_s, calibration.window.end_s)
+
+
+def backtest(
+    store: Store,
+    calibration: Calibration,
+    seeds: int = SEEDS,
+    *,
+    executor: Executor | None = None,
+    progress: Callable[[float], None] | None = None,
+) -> Backtest:
+    """Simulate the calibration's window `seeds` times with the fitted scenario and band each figure."""
+    if seeds < 2:
+        raise GoodputError(f"--seeds: a band needs at least 2 runs, got {seeds}")
+    scenario = calibration.scenario().with_values(
+        {"simulation.days": calibration.window.days, "simulation.telemetry": False}
+    )
+    tasks = [Task(0, scenario, seed, measure="window") for seed in seeds_of(scenario, seeds)]
+    rows = (executor or LocalExecutor()).run(tasks, progress)
+    observed = observed_figures(store, calibration)
+    figures = {name: _band(observed.figure(name), [row[name] for row in rows]) for name in FIGURES}
+    causes = sorted(set(observed.incidents_by_cause).union(*(row["incidents_by_cause"] for row in rows)))
+    by_cause = {
+        cause: _band(
+            float(observed.incidents_by_cause.get(cause, 0)),
+            [row["incidents_by_cause"].get(cause, 0) for row in rows],
+        )
+        for cause in causes
+    }
+    return Backtest(
+        seeds=seeds,
+        days=calibration.window.days,
+        figures=figures,
+        by_cause=by_cause,
+        repair_by_day=_repair_days(observed, rows),
+        observed=observed,
+    )
+
+
+def _band(observed: float | None, simulated: list) -> Band:
+    values = np.array([v for v in simulated if v is not None], dtype=float)
+    if values.size == 0:
+        return Band(observed, None, None, None, None)
+    low, median, high = (float(q) for q in np.quantile(values, (BAND_QUANTILES[0], 0.5, BAND_QUANTILES[1])))
+    inside = None if observed is None else bool(low - 1e-9 <= observed <= high + 1e-9)
+    return Band(observed, low, median, high, inside)
+
+
+def _repair_days(observed: WindowFigures, rows: list[dict]) -> dict[str, list[float]]:
+    days = len(observed.hosts_in_repair_by_day)
+    runs = np.array(
+        [(row["hosts_in_repair_by_day"] + [np.nan] * days)[:days] for row in rows], dtype=float
+    ).reshape(len(rows), days)
+    if days == 0:
+        return {"observed": [], "low": [], "median": [], "high": []}
+    low, median, high = np.nanquantile(runs, (BAND_QUANTILES[0], 0.5, BAND_QUANTILES[1]), axis=0)
+    return {
+        "observed": [round(v, 6) for v in observed.hosts_in_repair_by_day],
+        "low": [round(float(v), 6) for v in low],
+        "median": [round(float(v), 6) for v in median],
+        "high": [round(float(v), 6) for v in high],
+    }
