@@ -47,8 +47,11 @@ from engine.ingest.watch.sources import (
     PROMETHEUS,
     SLURM,
     SLURM_OVERLAP_S,
+    PrometheusWatch,
     Reading,
+    SlurmWatch,
     SourceState,
+    WatchSource,
     source_states,
 )
 from engine.ingest.watch.tables import REPLACE_KEYS, TYPES
@@ -67,8 +70,11 @@ __all__ = [
     "TYPES",
     "JobsGoodput",
     "PrometheusAccess",
+    "PrometheusWatch",
     "Reading",
+    "SlurmWatch",
     "SourceState",
+    "WatchSource",
     "Watcher",
     "job_goodput",
     "jobs_goodput",

@@ -17,7 +17,16 @@ from engine.ingest.watch.checkpoints import DEFAULT_JOB_LABEL, check_names
 from engine.ingest.watch.events import ecc_samples, join_incidents, xid_rows
 from engine.ingest.watch.goodput import INTERRUPTED, RUNNING, jobs_goodput, kept_per_attempt
 from engine.ingest.watch.hosts import host_states
-from engine.ingest.watch.sources import PROMETHEUS, SLURM, Reading, SourceState, read_sources
+from engine.ingest.watch.sources import (
+    PROMETHEUS,
+    SLURM,
+    PrometheusWatch,
+    Reading,
+    SlurmWatch,
+    SourceState,
+    WatchSource,
+    read_sources,
+)
 from engine.ingest.watch.tables import REPLACE_KEYS, SAMPLE_TYPES, TYPES, empty, since, upsert
 from engine.units import SECONDS_PER_DAY
 
@@ -94,16 +103,13 @@ class Watcher:
     # ----- reading (I/O only) ---------------------------------------------------------------------------------
     def read(self, now: float) -> Reading:
         """Every source's news since its watermark; a failing source is recorded in its state, not raised."""
-        reading, outcomes = read_sources(
-            now,
-            origin=self.origin,
-            slurm_source=self.slurm,
-            slurm_mark=self.slurm_mark,
-            prometheus=self.renew_prometheus if self.prometheus is not None else None,
-            prom_mark=self.prom_mark,
-            checkpoint_metric=self.checkpoint_metric,
-            checkpoint_job_label=self.checkpoint_job_label,
-        )
+        sources: list[tuple[WatchSource, float]] = []
+        if self.slurm is not None:
+            sources.append((SlurmWatch(self.slurm, self.origin), self.slurm_mark))
+        if self.prometheus is not None:
+            watch = PrometheusWatch(self.renew_prometheus, self.checkpoint_metric, self.checkpoint_job_label)
+            sources.append((watch, self.prom_mark))
+        reading, outcomes = read_sources(now, sources)
         for source, error in outcomes.items():
             if error is None:
                 self.states[source].succeeded(now)

@@ -1,9 +1,10 @@
-"""Where each source of a watch stands (SourceState) and what one cycle read from them (Reading, read_sources)."""
+"""The sources of a watch behind one protocol (WatchSource: SlurmWatch, PrometheusWatch), where each stands
+(SourceState) and what one cycle read from them (Reading, read_sources)."""
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar, Protocol
 
 import polars as pl
 
@@ -80,28 +81,56 @@ class Reading:
     prom_from: float = 0.0  # the Prometheus window read: (prom_from, now]
 
 
-def read_sources(
-    now: float,
-    *,
-    origin: float,
-    slurm_source: "slurm.SlurmSource | None",
-    slurm_mark: float,
-    prometheus: "Callable[[], PrometheusSource] | None",
-    prom_mark: float,
-    checkpoint_metric: str | None = None,
-    checkpoint_job_label: str = DEFAULT_JOB_LABEL,
-) -> tuple[Reading, dict[str, str | None]]:
-    """Every source's news since its watermark, and each source's outcome (None: read, else the error): a
-    failing source is reported, not raised. `prometheus` makes this cycle's Prometheus source (credentials read
-    again), so a failure to make it counts as Prometheus failing."""
-    reading = Reading(now=now, prom_from=prom_mark)
-    outcomes: dict[str, str | None] = {}
-    if slurm_source is not None:
-        outcomes[SLURM] = _read_slurm(reading, slurm_source, max(origin, slurm_mark - SLURM_OVERLAP_S))
-    if prometheus is not None:
-        outcomes[PROMETHEUS] = _read_prometheus(
-            reading, prometheus, prom_mark, checkpoint_metric, checkpoint_job_label
+class WatchSource(Protocol):
+    """One source a watch reads each cycle: Slurm (SlurmWatch), Prometheus (PrometheusWatch). A new source is one
+    such class, its fields on Reading, and what Watcher derives from them."""
+
+    key: str  # PROMETHEUS or SLURM: its SourceState and its failure count are kept under this
+
+    def read(self, reading: Reading, mark: float) -> str | None:
+        """Its news since `mark` (its watermark, epoch s) into `reading`; the error, or None when it was read."""
+        ...
+
+
+@dataclass(frozen=True)
+class SlurmWatch:
+    """Slurm's jobs and attempts that changed since the watermark (less SLURM_OVERLAP_S), and its nodes."""
+
+    source: "slurm.SlurmSource"
+    origin: float  # the run's start (epoch s): nothing before it is read
+    key: ClassVar[str] = SLURM
+
+    def read(self, reading: Reading, mark: float) -> str | None:
+        return _read_slurm(reading, self.source, max(self.origin, mark - SLURM_OVERLAP_S))
+
+
+@dataclass(frozen=True)
+class PrometheusWatch:
+    """Prometheus' XID and ECC events in (watermark, now], the GPUs it knows and the checkpoint gauge.
+    `make_source` makes this cycle's Prometheus source (credentials read again), so a failure to make it counts
+    as Prometheus failing."""
+
+    make_source: "Callable[[], PrometheusSource]"
+    checkpoint_metric: str | None = None
+    checkpoint_job_label: str = DEFAULT_JOB_LABEL
+    key: ClassVar[str] = PROMETHEUS
+
+    def read(self, reading: Reading, mark: float) -> str | None:
+        reading.prom_from = mark
+        return _read_prometheus(
+            reading, self.make_source, mark, self.checkpoint_metric, self.checkpoint_job_label
         )
+
+
+def read_sources(
+    now: float, sources: "Iterable[tuple[WatchSource, float]]"
+) -> tuple[Reading, dict[str, str | None]]:
+    """Every source's news since its watermark (each given with its own), and each source's outcome keyed by
+    its `key` (None: read, else the error): a failing source is reported, not raised."""
+    reading = Reading(now=now)
+    outcomes: dict[str, str | None] = {}
+    for source, mark in sources:
+        outcomes[source.key] = source.read(reading, mark)
     return reading, outcomes
 
 
