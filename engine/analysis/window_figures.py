@@ -9,7 +9,8 @@ flagship job is its largest, and an observed cluster's is the one a planner size
 - incidents: unexpected incidents (not planned) that began inside the window, in all and by cause;
 - gpu_hours_lost and ettr: the largest job's wall clock inside the window (from its first start to its end or
   the run's end), what it kept (attempt time less the work lost after the last checkpoint before an
-  interruption, attempts.lost_work_s, and less the time checkpoints blocked training), and the rest lost;
+  interruption, attempts.lost_work_s, and less the time checkpoints blocked training), and the rest lost; a
+  job whose checkpoints were not read shows an upper bound of its ettr (a lower one of its loss);
 - hosts_in_repair: hosts out of service (engine.store.schema.OUT_OF_SERVICE_STATES), the window's mean and
   each day's.
 """
@@ -33,6 +34,9 @@ class WindowFigures:
     hosts_in_repair_by_day: list[float] = field(default_factory=list)
     largest_job: str | None = None
     largest_job_gpus: float | None = None
+    # whether the largest job's checkpoints were read: without them an interruption's lost work and the time
+    # checkpoints block training are unseen, so ettr is an upper bound and gpu_hours_lost a lower one
+    checkpointed: bool = False
 
     def figure(self, name: str) -> float | None:
         value = getattr(self, name)
@@ -61,7 +65,11 @@ def window_figures(tables: dict[str, pl.DataFrame], start_s: float, end_s: float
     attempts = attempts.filter(pl.col("job_id").cast(pl.String) == job_id) if attempts.height else attempts
     run_end = end_s if job_end is None else min(job_end, end_s)
     wall_s = max(0.0, run_end - max(job_start, start_s)) if job_start is not None else 0.0
-    kept_s = _kept_s(attempts, _get(tables, "checkpoints"), job_id, start_s, end_s) if wall_s else 0.0
+    checkpoints = _get(tables, "checkpoints")
+    checkpointed = bool(
+        checkpoints.height and checkpoints.filter(pl.col("job_id").cast(pl.String) == job_id).height
+    )
+    kept_s = _kept_s(attempts, checkpoints, job_id, start_s, end_s) if wall_s else 0.0
     kept_s = min(kept_s, wall_s)
     return WindowFigures(
         interruptions=hit,
@@ -73,6 +81,7 @@ def window_figures(tables: dict[str, pl.DataFrame], start_s: float, end_s: float
         hosts_in_repair_by_day=repair_days,
         largest_job=job_id,
         largest_job_gpus=gpus,
+        checkpointed=checkpointed,
     )
 
 

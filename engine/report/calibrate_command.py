@@ -117,6 +117,8 @@ def _backtest_lines(test: dict) -> list[str]:
     for name in FIGURES:
         band = test[name]
         verdict = {True: "inside", False: "OUTSIDE", None: "-"}[band["inside"]]
+        if band["observed_is"] != "measured":
+            verdict += f" (observed: {band['observed_is']}, no checkpoints read)"
         lines.append(
             f"{name:<24}"
             + "".join(f"{_number(band[p]):>12}" for p in ("observed", "low", "median", "high"))

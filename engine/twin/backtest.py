@@ -24,6 +24,10 @@ from engine.twin.sweep import BAND_QUANTILES, Executor, LocalExecutor, Task, see
 SEEDS = 10  # the default; 10 seeds put the 5-95 % band between the two outermost runs on each side
 # The figures of the backtest, in the order shown; each is a field of WindowFigures (definitions: "Twin").
 FIGURES = ("interruptions", "incidents", "gpu_hours_lost", "ettr", "hosts_in_repair_mean")
+# Figures the observed run sees only in part when the largest job's checkpoints were not read (Slurm records
+# none): its lost work after the last checkpoint and its checkpoint writes are unseen.
+UNSEEN_WITHOUT_CHECKPOINTS = {"ettr": "upper bound", "gpu_hours_lost": "lower bound"}
+TOLERANCE = 1e-9  # rounding of sums, not a statistical allowance
 TABLES = ("incidents", "jobs", "job_attempts", "checkpoints", "host_states")
 
 
@@ -36,6 +40,9 @@ class Band:
     median: float | None
     high: float | None
     inside: bool | None  # None when either side has no value (no largest job, say)
+    # "measured", or "upper bound"/"lower bound" where the observed run cannot see part of the figure (a job
+    # whose checkpoints were not read): then inside means the bound does not contradict the band
+    observed_is: str = "measured"
 
 
 @dataclass(frozen=True)
@@ -94,7 +101,11 @@ def backtest(
     tasks = [Task(0, scenario, seed, measure="window") for seed in seeds_of(scenario, seeds)]
     rows = (executor or LocalExecutor()).run(tasks, progress)
     observed = observed_figures(store, calibration)
-    figures = {name: _band(observed.figure(name), [row[name] for row in rows]) for name in FIGURES}
+    bounds = {} if observed.checkpointed else UNSEEN_WITHOUT_CHECKPOINTS
+    figures = {
+        name: _band(observed.figure(name), [row[name] for row in rows], bounds.get(name, "measured"))
+        for name in FIGURES
+    }
     causes = sorted(set(observed.incidents_by_cause).union(*(row["incidents_by_cause"] for row in rows)))
     by_cause = {
         cause: _band(
@@ -113,13 +124,26 @@ def backtest(
     )
 
 
-def _band(observed: float | None, simulated: list) -> Band:
+def _band(observed: float | None, simulated: list, observed_is: str = "measured") -> Band:
     values = np.array([v for v in simulated if v is not None], dtype=float)
     if values.size == 0:
-        return Band(observed, None, None, None, None)
+        return Band(_round(observed), None, None, None, None, observed_is)
     low, median, high = (float(q) for q in np.quantile(values, (BAND_QUANTILES[0], 0.5, BAND_QUANTILES[1])))
-    inside = None if observed is None else bool(low - 1e-9 <= observed <= high + 1e-9)
-    return Band(observed, low, median, high, inside)
+    if observed is None:
+        inside = None
+    elif (
+        observed_is == "upper bound"
+    ):  # the truth is at most the observed: it contradicts the band only below it
+        inside = observed >= low - TOLERANCE
+    elif observed_is == "lower bound":
+        inside = observed <= high + TOLERANCE
+    else:
+        inside = low - TOLERANCE <= observed <= high + TOLERANCE
+    return Band(_round(observed), _round(low), _round(median), _round(high), bool(inside), observed_is)
+
+
+def _round(value: float | None) -> float | None:
+    return None if value is None else round(float(value), 6)
 
 
 def _repair_days(observed: WindowFigures, rows: list[dict]) -> dict[str, list[float]]:

@@ -74,9 +74,10 @@ def _collect() -> dict[str, Definition]:
         racks,
         scheduling,
         telemetry,
+        twin,
     )
 
-    sections = (goodput, incidents, cluster, scheduling, racks, gpus, network, planner, telemetry)
+    sections = (goodput, incidents, cluster, scheduling, racks, gpus, network, planner, telemetry, twin)
     registry: dict[str, Definition] = {}
     labels: dict[str, str] = {}
     for section in sections:
