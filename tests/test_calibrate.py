@@ -11,7 +11,8 @@ from engine.analysis.analytics import gamma_quantile
 from engine.errors import GoodputError
 from engine.scenario import build, load
 from engine.store import Store
-from engine.twin.calibrate import MIX_PREFIX, RUN_KEY, _kaplan_meier_quantiles, calibrate
+from engine.twin.calibrate import MIX_PREFIX, RUN_KEY, calibrate
+from engine.twin.fit_repair import kaplan_meier_quantiles
 from engine.twin.simulate import simulate
 
 # a known truth unlike the defaults: a high rate and a changed cause mix
@@ -121,7 +122,7 @@ def test_kaplan_meier_quantiles_of_a_censored_sample():
     # events at 1, 2, 4; censored at 3 and 5: S(1)=4/5, S(2)=3/5, S(4)=3/5*1/2=0.3
     durations = np.array([1.0, 2.0, 3.0, 4.0, 5.0])
     observed = np.array([True, True, False, True, False])
-    assert _kaplan_meier_quantiles(durations, observed, (0.2, 0.5, 0.9)) == [1.0, 4.0, None]
+    assert kaplan_meier_quantiles(durations, observed, (0.2, 0.5, 0.9)) == [1.0, 4.0, None]
 
 
 @pytest.mark.parametrize(

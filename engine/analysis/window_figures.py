@@ -51,11 +51,11 @@ def window_figures(tables: dict[str, pl.DataFrame], start_s: float, end_s: float
     if "planned" in incidents.columns:
         incidents = incidents.filter(~pl.col("planned").fill_null(False))
     by_cause = dict(sorted(incidents.group_by("cause").len().iter_rows())) if incidents.height else {}
-    job = _largest_job(_get(tables, "jobs"))
+    job = largest_job(_get(tables, "jobs"))
     repair_mean, repair_days = _hosts_in_repair(_get(tables, "host_states"), start_s, end_s)
     if job is None:
         return WindowFigures(0, incidents.height, by_cause, 0.0, None, repair_mean, repair_days)
-    job_id, gpus, job_start, job_end = job
+    job_id, gpus, job_start, job_end = job.job_id, job.gpus, job.start_s, job.end_s
     hit = (
         in_window.filter(pl.col("job_ids").fill_null([]).list.contains(job_id)).height
         if in_window.height and "job_ids" in in_window.columns
@@ -96,15 +96,23 @@ def _in_window(frame: pl.DataFrame, column: str, start_s: float, end_s: float) -
     return frame.filter(pl.col(column).is_between(start_s, end_s, closed="left"))
 
 
-def _largest_job(jobs: pl.DataFrame) -> tuple[str, float, float | None, float | None] | None:
-    """(job_id, gpus, start_s, end_s) of the started job with the most GPUs, earliest start first among equals."""
+@dataclass(frozen=True)
+class LargestJob:
+    job_id: str
+    gpus: float
+    start_s: float
+    end_s: float | None  # None while it runs
+
+
+def largest_job(jobs: pl.DataFrame) -> LargestJob | None:
+    """The started job with the most GPUs, the earliest started among equals; None before any job started."""
     if jobs.height == 0:
         return None
     started = jobs.filter(pl.col("start_s").is_not_null())
     if started.height == 0:
         return None
     row = started.sort(["gpus", "start_s"], descending=[True, False], nulls_last=True).row(0, named=True)
-    return str(row["job_id"]), float(row["gpus"] or 0.0), row["start_s"], row["end_s"]
+    return LargestJob(str(row["job_id"]), float(row["gpus"] or 0.0), float(row["start_s"]), row["end_s"])
 
 
 def _overlap(start: pl.Expr, end: pl.Expr, start_s: float, end_s: float) -> pl.Expr:

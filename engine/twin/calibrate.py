@@ -16,7 +16,13 @@ What is fitted, and how (each key's estimate carries its 90 % interval, its evid
 - checkpoint interval and write time of the flagship job from its checkpoints (median; order-statistic
   interval of the median);
 - time to repair: the Kaplan-Meier median and 90th percentile of incident-to-repaired time, right-censored for
-  hosts still in repair at the window's end, and from it repair.fix and repair.rma_fraction.
+  hosts still in repair at the window's end, and the simulator's repair law fitted to it (repair.fix,
+  repair.rma_fraction, repair.rma_time: engine.twin.fit_repair);
+- the flagship's restart overhead and the other jobs' mix (research.*: engine.twin.fit_jobs);
+- bad hosts where repeat offenders show them (failures.bad_host_*: engine.twin.fit_hosts), the overall rate
+  then being the other hosts'.
+The flagship is the run's flagship job, or on an observed cluster its largest job
+(engine.analysis.window_figures.largest_job), the one the backtest follows too.
 Everything else keeps the default of engine/scenario/keys.py (the llama3-405b scenario), marked "default".
 """
 
@@ -32,33 +38,23 @@ import tomli_w
 
 from engine.analysis.analytics import gamma_quantile
 from engine.analysis.incidents import flagship_job_id
+from engine.analysis.window_figures import largest_job
 from engine.errors import GoodputError
 from engine.scenario import Scenario, build
 from engine.scenario.durations import parse_duration
 from engine.scenario.keys import KEY_BY_NAME, MIX_PREFIX
-from engine.sim.failures import CAUSE_KEYS, SCOPE
+from engine.sim.failures import CAUSE_KEYS, HARDWARE_SCOPES, SCOPE
 from engine.store import Store, query_frame
 from engine.store.schema import IN_SERVICE_STATES
+from engine.twin.estimate import LEVEL, MIN_EVENTS, Estimate, median_estimate, poisson_interval
+from engine.twin.fit_hosts import bad_host_keys, fit_bad_hosts, host_counts
+from engine.twin.fit_jobs import research_mix, restart_overhead
+from engine.twin.fit_repair import RepairFit, fit_repair
 from engine.units import SECONDS_PER_DAY
 
-LEVEL = 0.90  # every interval here is a two-sided 90 % one
-MIN_EVENTS = 5  # a cause with fewer events is shrunk toward the default and marked "prior"
 PRIOR_HOST_DAYS = 20_000.0  # the Gamma prior's weight: the default rate seen over this much exposure
 SHORT_WINDOW_DAYS = 7.0  # a window shorter than a week gets a warning
-RMA_AFTER_S = SECONDS_PER_DAY  # a repair longer than a day went back to the vendor (repair.rma_time's scale)
 RUN_KEY = "failures.rate_per_1000_node_days"
-
-
-@dataclass(frozen=True)
-class Estimate:
-    """One fitted key: its value (in the key's own unit: seconds for durations), the 90 % interval, the number
-    of events or samples behind it and where it came from ("run <id> <window>", "prior", "default")."""
-
-    value: Any
-    low: float | None = None
-    high: float | None = None
-    n: int = 0
-    source: str = "default"
 
 
 @dataclass(frozen=True)
@@ -69,16 +65,6 @@ class Window:
     @property
     def days(self) -> float:
         return (self.end_s - self.start_s) / SECONDS_PER_DAY
-
-
-@dataclass(frozen=True)
-class RepairFit:
-    """Time to repair over the window (Kaplan-Meier, right-censored)."""
-
-    repairs: int  # completed within the window
-    censored: int  # still in repair at the window's end
-    median_s: float | None
-    p90_s: float | None
 
 
 @dataclass(frozen=True)
@@ -139,9 +125,12 @@ def calibrate(
     with store.connect(run_id) as con:
         tables = {
             name: _table(con, name)
-            for name in ("hosts", "gpus", "host_states", "incidents", "checkpoints", "jobs")
+            for name in ("hosts", "gpus", "host_states", "incidents", "checkpoints", "jobs", "job_attempts")
         }
         flagship = flagship_job_id(con)
+    if flagship is None:  # an observed cluster's flagship is its largest job (engine.analysis.window_figures)
+        largest = largest_job(tables["jobs"])
+        flagship = largest.job_id if largest is not None else None
     source = f"run {run_id} days {window.start_s / SECONDS_PER_DAY:g}-{window.end_s / SECONDS_PER_DAY:g}"
     warnings: list[str] = []
     if window.days < SHORT_WINDOW_DAYS:
@@ -154,8 +143,13 @@ def calibrate(
     keys |= _failure_rates(incidents, exposure, running, source, warnings)
     keys |= _planned(incidents, window, source)
     keys |= _checkpoints(tables["checkpoints"], flagship, window, source)
-    repair = _repair(incidents, window)
-    keys |= _repair_keys(repair, source)
+    keys |= restart_overhead(tables["job_attempts"], flagship, window.start_s, window.end_s, source)
+    keys |= research_mix(
+        tables["jobs"], tables["job_attempts"], flagship, keys, window.start_s, window.end_s, source
+    )
+    repair, repair_keys = fit_repair(incidents, window.end_s, source)
+    keys |= repair_keys
+    keys |= _bad_hosts(incidents, tables["host_states"], window, keys, source, warnings)
     return Calibration(
         run_id=run_id,
         started_at=info.started_at,
@@ -298,7 +292,7 @@ def _failure_rates(
         )
         out[RUN_KEY] = Estimate(KEY_BY_NAME[RUN_KEY].default, 0.0, high, 0, "prior")
         return out
-    low_n, high_n = _poisson_interval(n_total)
+    low_n, high_n = poisson_interval(n_total)
     out[RUN_KEY] = Estimate(
         1000.0 * observed,
         1000.0 * observed * low_n / n_total,
@@ -324,7 +318,7 @@ def _share(rate: float | None, total: float) -> float | None:
 def _cause_rate(n: int, days: float, prior_rate: float, source: str) -> tuple[float, Estimate]:
     """A cause's rate per host-day and its estimate (in failures per host-day until the mix is formed)."""
     if n >= MIN_EVENTS and days > 0:
-        low, high = _poisson_interval(n)
+        low, high = poisson_interval(n)
         return n / days, Estimate(n / days, low / days, high / days, n, source)
     # Gamma(prior_rate * W, W) prior of weight W host-days; the posterior's mean and 90 % interval
     shape, rate = n + prior_rate * PRIOR_HOST_DAYS, days + PRIOR_HOST_DAYS
@@ -332,12 +326,6 @@ def _cause_rate(n: int, days: float, prior_rate: float, source: str) -> tuple[fl
     low = gamma_quantile(shape, (1 - LEVEL) / 2) / rate if shape > 0 else 0.0
     high = gamma_quantile(shape, (1 + LEVEL) / 2) / rate if shape > 0 else 0.0
     return mean, Estimate(mean, low, high, n, "prior")
-
-
-def _poisson_interval(n: int) -> tuple[float, float]:
-    """Garwood's exact two-sided 90 % interval of a Poisson mean after n events."""
-    low = gamma_quantile(n, (1 - LEVEL) / 2) if n > 0 else 0.0
-    return low, gamma_quantile(n + 1, (1 + LEVEL) / 2)
 
 
 def _default_cause_rates() -> dict[str, float]:
@@ -352,9 +340,64 @@ def _planned(incidents: pl.DataFrame, window: Window, source: str) -> dict[str, 
     n = int(incidents["planned"].fill_null(False).sum())
     if n == 0:
         return {}
-    low, high = _poisson_interval(n)
+    low, high = poisson_interval(n)
     days = window.days
     return {"failures.planned_per_day": Estimate(n / days, low / days, high / days, n, source)}
+
+
+def _bad_hosts(
+    incidents: pl.DataFrame,
+    states: pl.DataFrame,
+    window: Window,
+    keys: dict[str, Estimate],
+    source: str,
+    warnings: list[str],
+) -> dict[str, Estimate]:
+    """Bad hosts where repeat offenders show them (engine.twin.fit_hosts), in the simulator's terms.
+
+    The fit sees hardware failures only: a share s of hosts failing at M times the others' hardware rate. The
+    simulator adds to a bad host (failures.bad_host_multiplier - 1) times the whole base rate, as hardware
+    causes; with h the hardware causes' share of the mix, M = (h + m - 1) / h, so m = 1 + h (M - 1). The
+    overall rate it draws for every host is then the observed one less the bad hosts' excess:
+    R_base = R_observed / (1 + s (m - 1))."""
+    if states.is_empty() or RUN_KEY not in keys or keys[RUN_KEY].n == 0:
+        return {}
+    counts, days = host_counts(incidents, states, window.start_s, window.end_s)
+    fit = fit_bad_hosts(counts, days)
+    if fit is None:
+        return {}
+    fitted = bad_host_keys(fit, counts, days, source)
+    hardware = sum(
+        e.value
+        for k, e in keys.items()
+        if k.startswith(MIX_PREFIX) and SCOPE[k[len(MIX_PREFIX) :]] in HARDWARE_SCOPES
+    )
+    share, ratio = fitted["failures.bad_host_fraction"], fitted["failures.bad_host_multiplier"]
+
+    def sim_multiplier(m: float | None) -> float | None:
+        return None if m is None else 1.0 + hardware * (m - 1.0)
+
+    multiplier = Estimate(
+        sim_multiplier(ratio.value), sim_multiplier(ratio.low), sim_multiplier(ratio.high), ratio.n, source
+    )
+    excess = 1.0 + share.value * (multiplier.value - 1.0)
+    rate = keys[RUN_KEY]
+    warnings.append(
+        f"{fit.repeat_hosts} hosts failed repeatedly: about {share.value:.1%} of hosts fail {ratio.value:.1f}x as"
+        f" often (likelihood ratio {fit.likelihood_ratio:.1f}); the base rate is the others' ({rate.value / excess:.3g}"
+        " per 1,000 host-days)"
+    )
+    return {
+        "failures.bad_host_fraction": share,
+        "failures.bad_host_multiplier": multiplier,
+        RUN_KEY: Estimate(
+            rate.value / excess,
+            None if rate.low is None else rate.low / excess,
+            None if rate.high is None else rate.high / excess,
+            rate.n,
+            source,
+        ),
+    }
 
 
 # ----- checkpoints ------------------------------------------------------------------------------------------
@@ -376,68 +419,11 @@ def _checkpoints(
         # the interval between checkpoints of one attempt: a gap spanning a restart is not an interval
         typical = np.median(gaps)
         gaps = gaps[gaps < 2 * typical]
-        out["training.checkpoint_interval"] = _median_estimate(gaps, source)
+        out["training.checkpoint_interval"] = median_estimate(gaps, source)
     writes = (own["end_s"] - own["start_s"]).drop_nulls().to_numpy()
     if writes.size >= MIN_EVENTS:
-        out["training.checkpoint_write"] = _median_estimate(writes, source)
+        out["training.checkpoint_write"] = median_estimate(writes, source)
     return out
-
-
-def _median_estimate(values: np.ndarray, source: str) -> Estimate:
-    """The median with its distribution-free 90 % interval (order statistics, normal approximation)."""
-    ordered = np.sort(values)
-    n = ordered.size
-    half = 1.6449 * math.sqrt(n) / 2
-    lo, hi = max(int(math.floor(n / 2 - half)), 0), min(int(math.ceil(n / 2 + half)), n - 1)
-    return Estimate(float(np.median(ordered)), float(ordered[lo]), float(ordered[hi]), n, source)
-
-
-# ----- repair -----------------------------------------------------------------------------------------------
-
-
-def _repair(incidents: pl.DataFrame, window: Window) -> RepairFit | None:
-    """Time from an incident to its host being repaired, censored at the window's end for hosts still out."""
-    took = incidents.filter(~pl.col("planned").fill_null(False) & pl.col("host_id").is_not_null())
-    if "repaired_s" not in took.columns or took.is_empty():
-        return None
-    took = took.filter(pl.col("repaired_s").is_null() | (pl.col("repaired_s") > pl.col("t_s")))
-    if took.is_empty():
-        return None
-    done = took["repaired_s"].is_not_null() & (took["repaired_s"] <= window.end_s)
-    durations = (
-        np.where(done.to_numpy(), took["repaired_s"].fill_null(0.0).to_numpy(), window.end_s)
-        - took["t_s"].to_numpy()
-    )
-    observed = done.to_numpy()
-    median, p90 = _kaplan_meier_quantiles(durations, observed, (0.5, 0.9))
-    return RepairFit(repairs=int(observed.sum()), censored=int((~observed).sum()), median_s=median, p90_s=p90)
-
-
-def _kaplan_meier_quantiles(
-    durations: np.ndarray, observed: np.ndarray, quantiles: tuple[float, ...]
-) -> list[float | None]:
-    """Quantiles of a right-censored sample from the Kaplan-Meier survival curve (None where the curve never
-    falls that far: too many censored)."""
-    order = np.lexsort((~observed, durations))  # at a tie, an event before a censoring
-    d, e = durations[order], observed[order]
-    at_risk = np.arange(d.size, 0, -1, dtype=float)
-    survival = np.cumprod(np.where(e, 1.0 - 1.0 / at_risk, 1.0))
-    out: list[float | None] = []
-    for q in quantiles:
-        below = np.flatnonzero(survival <= 1.0 - q + 1e-12)
-        out.append(float(d[below[0]]) if below.size else None)
-    return out
-
-
-def _repair_keys(fit: RepairFit | None, source: str) -> dict[str, Estimate]:
-    """repair.fix from the median repair (less the drain, diagnosis and burn-in the defaults already take)."""
-    if fit is None or fit.repairs < MIN_EVENTS or fit.median_s is None:
-        return {}
-    steps = sum(
-        parse_duration(KEY_BY_NAME[k].default) for k in ("repair.drain", "repair.diagnose", "repair.burn_in")
-    )
-    fix = max(fit.median_s - steps, 0.0)
-    return {"repair.fix": Estimate(fix, None, None, fit.repairs, source)}
 
 
 # ----- the scenario file ------------------------------------------------------------------------------------
