@@ -132,24 +132,68 @@ def route(
     Flows between racks whose uplinks are all up (nearly all of them) split evenly over every spine and are
     summed per rack; only the others are spread spine by spine.
     """
-    fab, k_count = fabric, fabric.spines
     sample, src, dst = (np.asarray(x, dtype=np.int64) for x in (sample, src, dst))
     rail = np.broadcast_to(np.asarray(rail_gbps, dtype=np.float64), src.shape)
-    n_h, n_r, n_p = fab.n_hosts, fab.n_racks, fab.n_pods
     if uplink_up is None:
-        uplink_up = np.ones((n_samples, n_r, k_count), dtype=bool)
-    rack_whole = np.ones((n_samples, n_r), dtype=bool)  # every uplink up (a nonzero scan beats all(axis=2))
-    dead_c, dead_r, _ = np.nonzero(~uplink_up)
-    rack_whole[dead_c, dead_r] = False
-    rs, rd = fab.host_rack[src], fab.host_rack[dst]
-    ps, pd = fab.rack_pod[rs], fab.rack_pod[rd]
-    inter = rs != rd
-    even = inter & rack_whole[sample, rs] & rack_whole[sample, rd]
+        uplink_up = np.ones((n_samples, fabric.n_racks, fabric.spines), dtype=bool)
+    flows = _flows(fabric, sample, src, dst, rail, n_samples, uplink_up)
+    loads, even_up, even_down = _offered_loads(fabric, flows, n_samples)
+    worst = _worst_ratio(fabric, flows, loads, even_up, even_down)
+    loads.bottleneck = np.where(flows.routable, worst, np.inf)
+    return loads
+
+
+@dataclass
+class _Flows:
+    """The flows of one `route` call, sorted by the paths they may take. Even flows run between racks whose
+    uplinks are all up and split evenly over every spine; uneven ones (indices `uneven`) use only the spines
+    their masks allow."""
+
+    sample: np.ndarray  # per flow: its sample
+    src: np.ndarray  # per flow: its source host
+    dst: np.ndarray  # per flow: its destination host
+    src_rack: np.ndarray
+    dst_rack: np.ndarray
+    src_pod: np.ndarray
+    dst_pod: np.ndarray
+    even: np.ndarray  # per flow: between racks, every uplink of both up
+    cross_even: np.ndarray  # per flow: even and between pods
+    uneven: np.ndarray  # indices of the flows between racks with an uplink down
+    uneven_sample: np.ndarray  # per uneven flow: its sample, source rack and destination rack
+    uneven_src_rack: np.ndarray
+    uneven_dst_rack: np.ndarray
+    cross_uneven: np.ndarray  # per uneven flow: between pods
+    up_mask: np.ndarray  # (uneven, spines): the spines an uneven flow may use on its way up
+    down_mask: np.ndarray  # (uneven, spines): and on its way down
+    routable: np.ndarray  # per flow: some path left
+    rail_live: np.ndarray  # per flow: Gbps a rail (0 where unroutable)
+    flow: np.ndarray  # per flow: Gbps host to host, every rail together
+    share_up: np.ndarray  # (uneven, spines): Gbps an uneven flow sends up each spine
+    share_down: np.ndarray  # (uneven, spines): and down each spine
+
+
+def _flows(
+    fab: Fabric,
+    sample: np.ndarray,
+    src: np.ndarray,
+    dst: np.ndarray,
+    rail: np.ndarray,
+    n_samples: int,
+    uplink_up: np.ndarray,
+) -> _Flows:
+    """Each flow's racks and pods, whether it splits evenly, and for the others the spines they may use."""
+    rack_whole = np.ones((n_samples, fab.n_racks), dtype=bool)  # every uplink up (nonzero beats all(axis=2))
+    dead_sample, dead_rack, _ = np.nonzero(~uplink_up)
+    rack_whole[dead_sample, dead_rack] = False
+    src_rack, dst_rack = fab.host_rack[src], fab.host_rack[dst]
+    src_pod, dst_pod = fab.rack_pod[src_rack], fab.rack_pod[dst_rack]
+    inter = src_rack != dst_rack
+    even = inter & rack_whole[sample, src_rack] & rack_whole[sample, dst_rack]
     uneven = np.flatnonzero(inter & ~even)
     # spines an uneven flow may use on its way up (at its source rack) and down (at its destination rack)
-    us, ur, vr = sample[uneven], rs[uneven], rd[uneven]
+    us, ur, vr = sample[uneven], src_rack[uneven], dst_rack[uneven]
     m_src, m_dst = uplink_up[us, ur], uplink_up[us, vr]
-    same = (ps == pd)[uneven][:, None]
+    same = (src_pod == dst_pod)[uneven][:, None]
     up_mask, down_mask = np.where(same, m_src & m_dst, m_src), np.where(same, m_src & m_dst, m_dst)
     n_up, n_down = up_mask.sum(axis=1), down_mask.sum(axis=1)
     routable = np.ones(len(src), dtype=bool)
@@ -159,86 +203,126 @@ def route(
     with np.errstate(divide="ignore", invalid="ignore"):
         share_up = np.where(up_mask, (flow[uneven] / n_up)[:, None], 0.0)
         share_down = np.where(down_mask, (flow[uneven] / n_down)[:, None], 0.0)
-
-    def per(index: np.ndarray, weights: np.ndarray, size: int) -> np.ndarray:
-        return np.bincount(index.ravel(), weights=weights.ravel(), minlength=n_samples * size)
-
-    spine = np.arange(k_count)
-    cross_even = even & (ps != pd)
-    cross_uneven = (ps != pd)[uneven]
-    shape_r, shape_p = (n_samples, n_r, k_count), (n_samples, n_p, k_count)
-    even_up = per(sample[even] * n_r + rs[even], flow[even] / k_count, n_r).reshape(n_samples, n_r)
-    even_down = per(sample[even] * n_r + rd[even], flow[even] / k_count, n_r).reshape(n_samples, n_r)
-    loads = Loads(
-        per(sample * n_h + src, rail_live, n_h).reshape(n_samples, n_h),
-        per(sample * n_h + dst, rail_live, n_h).reshape(n_samples, n_h),
-        even_up[:, :, None]
-        + per((us * n_r + ur)[:, None] * k_count + spine, share_up, n_r * k_count).reshape(shape_r),
-        even_down[:, :, None]
-        + per((us * n_r + vr)[:, None] * k_count + spine, share_down, n_r * k_count).reshape(shape_r),
-        (
-            per(sample[cross_even] * n_p + ps[cross_even], flow[cross_even] / k_count, n_p).reshape(
-                n_samples, n_p, 1
-            )
-            + per(
-                ((us * n_p + ps[uneven])[:, None] * k_count + spine)[cross_uneven],
-                share_up[cross_uneven],
-                n_p * k_count,
-            ).reshape(shape_p)
-        ),
-        (
-            per(sample[cross_even] * n_p + pd[cross_even], flow[cross_even] / k_count, n_p).reshape(
-                n_samples, n_p, 1
-            )
-            + per(
-                ((us * n_p + pd[uneven])[:, None] * k_count + spine)[cross_uneven],
-                share_down[cross_uneven],
-                n_p * k_count,
-            ).reshape(shape_p)
-        ),
-        np.empty(0),
+    return _Flows(
+        sample=sample,
+        src=src,
+        dst=dst,
+        src_rack=src_rack,
+        dst_rack=dst_rack,
+        src_pod=src_pod,
+        dst_pod=dst_pod,
+        even=even,
+        cross_even=even & (src_pod != dst_pod),
+        uneven=uneven,
+        uneven_sample=us,
+        uneven_src_rack=ur,
+        uneven_dst_rack=vr,
+        cross_uneven=(src_pod != dst_pod)[uneven],
+        up_mask=up_mask,
+        down_mask=down_mask,
+        routable=routable,
+        rail_live=rail_live,
+        flow=flow,
+        share_up=share_up,
+        share_down=share_down,
     )
 
-    def busiest_spine(full: np.ndarray, even_part: np.ndarray, touched: np.ndarray) -> np.ndarray:
-        """max over spines of `full`: its even part where no uneven flow added to the rack (a row of equal
-        values), the row's maximum where one did (a reduction over every row would cost more than routing)."""
-        out = even_part.ravel().copy()
-        touched = np.unique(touched)
-        out[touched] = full.reshape(-1, k_count)[touched].max(axis=1)
-        return out.reshape(even_part.shape)
 
-    worst = np.maximum(loads.nic_up[sample, src], loads.nic_down[sample, dst]) / fab.nic_gbps
+def _summed(index: np.ndarray, weights: np.ndarray, n_samples: int, size: int) -> np.ndarray:
+    """`weights` summed per `index` in [0, n_samples * size)."""
+    return np.bincount(index.ravel(), weights=weights.ravel(), minlength=n_samples * size)
+
+
+def _offered_loads(fab: Fabric, f: _Flows, n_samples: int) -> tuple[Loads, np.ndarray, np.ndarray]:
+    """The load every link is offered (its bottleneck still empty), and the even flows' part of each rack's
+    uplinks up and down (n_samples, racks): a single spine's share, the same on every spine."""
+    k_count, n_h, n_r, n_p = fab.spines, fab.n_hosts, fab.n_racks, fab.n_pods
+    sample, us, even, cross_even = f.sample, f.uneven_sample, f.even, f.cross_even
+    spine = np.arange(k_count)
+    shape_r, shape_p = (n_samples, n_r, k_count), (n_samples, n_p, k_count)
+    even_up = _summed(sample[even] * n_r + f.src_rack[even], f.flow[even] / k_count, n_samples, n_r)
+    even_up = even_up.reshape(n_samples, n_r)
+    even_down = _summed(sample[even] * n_r + f.dst_rack[even], f.flow[even] / k_count, n_samples, n_r)
+    even_down = even_down.reshape(n_samples, n_r)
+    rack_up = _summed(
+        (us * n_r + f.uneven_src_rack)[:, None] * k_count + spine, f.share_up, n_samples, n_r * k_count
+    )
+    rack_down = _summed(
+        (us * n_r + f.uneven_dst_rack)[:, None] * k_count + spine, f.share_down, n_samples, n_r * k_count
+    )
+
+    def core(pod: np.ndarray, share: np.ndarray) -> np.ndarray:
+        """Into or out of the core at `pod` (the source's or the destination's): even and uneven flows."""
+        even_part = _summed(
+            sample[cross_even] * n_p + pod[cross_even], f.flow[cross_even] / k_count, n_samples, n_p
+        )
+        uneven_part = _summed(
+            ((us * n_p + pod[f.uneven])[:, None] * k_count + spine)[f.cross_uneven],
+            share[f.cross_uneven],
+            n_samples,
+            n_p * k_count,
+        )
+        return even_part.reshape(n_samples, n_p, 1) + uneven_part.reshape(shape_p)
+
+    loads = Loads(
+        _summed(sample * n_h + f.src, f.rail_live, n_samples, n_h).reshape(n_samples, n_h),
+        _summed(sample * n_h + f.dst, f.rail_live, n_samples, n_h).reshape(n_samples, n_h),
+        even_up[:, :, None] + rack_up.reshape(shape_r),
+        even_down[:, :, None] + rack_down.reshape(shape_r),
+        core(f.src_pod, f.share_up),
+        core(f.dst_pod, f.share_down),
+        np.empty(0),
+    )
+    return loads, even_up, even_down
+
+
+def _busiest_spine(full: np.ndarray, even_part: np.ndarray, touched: np.ndarray, spines: int) -> np.ndarray:
+    """max over spines of `full`: its even part where no uneven flow added to the rack (a row of equal
+    values), the row's maximum where one did (a reduction over every row would cost more than routing)."""
+    out = even_part.ravel().copy()
+    touched = np.unique(touched)
+    out[touched] = full.reshape(-1, spines)[touched].max(axis=1)
+    return out.reshape(even_part.shape)
+
+
+def _masked_max(values: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    return np.where(mask, values, 0.0).max(axis=1, initial=0.0)
+
+
+def _worst_ratio(
+    fab: Fabric, f: _Flows, loads: Loads, even_up: np.ndarray, even_down: np.ndarray
+) -> np.ndarray:
+    """Per flow, the highest offered/capacity ratio on its path (routable or not)."""
+    sample, even, cross_even, uneven = f.sample, f.even, f.cross_even, f.uneven
+    us, ur, vr, n_r = f.uneven_sample, f.uneven_src_rack, f.uneven_dst_rack, fab.n_racks
+    worst = np.maximum(loads.nic_up[sample, f.src], loads.nic_down[sample, f.dst]) / fab.nic_gbps
     # even flows cross every spine of their racks: the busiest one is theirs
     core_cap = fab.core_gbps[None, :] * fab.cores
-    rack_up_max = busiest_spine(loads.rack_up, even_up, us * n_r + ur)
-    rack_down_max = busiest_spine(loads.rack_down, even_down, us * n_r + vr)
+    rack_up_max = _busiest_spine(loads.rack_up, even_up, us * n_r + ur, fab.spines)
+    rack_down_max = _busiest_spine(loads.rack_down, even_down, us * n_r + vr, fab.spines)
     worst = np.maximum.reduce(
         [
             worst,
-            np.where(even, rack_up_max[sample, rs] / fab.uplink_gbps, 0.0),
-            np.where(even, rack_down_max[sample, rd] / fab.uplink_gbps, 0.0),
-            np.where(cross_even, (loads.core_up.max(axis=2) / core_cap)[sample, ps], 0.0),
-            np.where(cross_even, (loads.core_down.max(axis=2) / core_cap)[sample, pd], 0.0),
+            np.where(even, rack_up_max[sample, f.src_rack] / fab.uplink_gbps, 0.0),
+            np.where(even, rack_down_max[sample, f.dst_rack] / fab.uplink_gbps, 0.0),
+            np.where(cross_even, (loads.core_up.max(axis=2) / core_cap)[sample, f.src_pod], 0.0),
+            np.where(cross_even, (loads.core_down.max(axis=2) / core_cap)[sample, f.dst_pod], 0.0),
         ]
     )
     if len(uneven):
-
-        def masked_max(values: np.ndarray, mask: np.ndarray) -> np.ndarray:
-            return np.where(mask, values, 0.0).max(axis=1, initial=0.0)
-
-        up_core = loads.core_up[us, ps[uneven]] / (fab.core_gbps[ps[uneven], None] * fab.cores)
-        down_core = loads.core_down[us, pd[uneven]] / (fab.core_gbps[pd[uneven], None] * fab.cores)
+        src_pod, dst_pod = f.src_pod[uneven], f.dst_pod[uneven]
+        up_core = loads.core_up[us, src_pod] / (fab.core_gbps[src_pod, None] * fab.cores)
+        down_core = loads.core_down[us, dst_pod] / (fab.core_gbps[dst_pod, None] * fab.cores)
         worst[uneven] = np.maximum.reduce(
             [
                 worst[uneven],
-                masked_max(loads.rack_up[us, ur], up_mask) / fab.uplink_gbps,
-                masked_max(loads.rack_down[us, vr], down_mask) / fab.uplink_gbps,
-                np.where(cross_uneven, masked_max(up_core, up_mask), 0.0),
-                np.where(cross_uneven, masked_max(down_core, down_mask), 0.0),
+                _masked_max(loads.rack_up[us, ur], f.up_mask) / fab.uplink_gbps,
+                _masked_max(loads.rack_down[us, vr], f.down_mask) / fab.uplink_gbps,
+                np.where(f.cross_uneven, _masked_max(up_core, f.up_mask), 0.0),
+                np.where(f.cross_uneven, _masked_max(down_core, f.down_mask), 0.0),
             ]
         )
-    loads.bottleneck = np.where(routable, worst, np.inf)
-    return loads
+    return worst
 
 
 def slowdown(bottleneck: np.ndarray) -> np.ndarray:
