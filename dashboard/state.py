@@ -8,7 +8,10 @@ the caches. A run file that cannot be read is reported by `scan_runs`, never all
 
 import os
 import shlex
+import threading
 import time
+from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -18,6 +21,7 @@ import streamlit as st
 
 from dashboard.format import fmt_duration, fmt_int
 from dashboard.text import code, md
+from engine.analysis.run_summary import RunSummary
 from engine.report.visible_text import visible
 from engine.store import DEFAULT_STORE, RunInfo, Store, StoreError, check_schema_version, query_frame
 from engine.store.run import start_known
@@ -100,6 +104,63 @@ def _query(root: str, run_id: str, version: int, sql: str, params: tuple) -> pl.
         con.close()
 
 
+BACKGROUND_ENTRIES = 32  # results of `query_in_background` kept per process (a few scans of the samples each)
+_background_lock = threading.Lock()
+_background: OrderedDict[tuple, pl.DataFrame] = OrderedDict()
+
+
+def query_in_background(run_id: str, sql: str, params: tuple = ()) -> Callable[[], pl.DataFrame]:
+    """`query(run_id, sql, params)` started on a plain thread; returns what waits for its frame. For the slow
+    scans: DuckDB works while Python draws the rest of the page.
+
+    Everything Streamlit's caches hold (the store, the run's connection) is looked up here, on the script's
+    thread; the thread itself only runs DuckDB on its own cursor, never Streamlit. Its results are kept in a
+    small cache of this module, keyed like `query`'s and cleared with it (`forget_run`).
+    """
+    s = store()
+    key = (str(s.root), run_id, file_version(s, run_id), sql, tuple(params))
+    with _background_lock:
+        if key in _background:
+            _background.move_to_end(key)
+            hit = _background[key]
+            return lambda: hit
+    con = _connection(*key[:3])
+    box: dict = {}
+
+    def work() -> None:
+        try:
+            cur = _cursor(con)
+            try:
+                box["value"] = query_frame(cur, sql, list(params))
+            finally:
+                cur.close()
+        except (
+            BaseException
+        ) as err:  # handed to the script's thread, which raises it where the result is used
+            box["error"] = err
+
+    thread = threading.Thread(target=work, name="goodput-query", daemon=True)
+    thread.start()
+
+    def result() -> pl.DataFrame:
+        thread.join()
+        if "error" in box:
+            raise box["error"]
+        with _background_lock:
+            _background[key] = box["value"]
+            _background.move_to_end(key)
+            while len(_background) > BACKGROUND_ENTRIES:
+                _background.popitem(last=False)
+        return box["value"]
+
+    return result
+
+
+def _forget_background() -> None:
+    with _background_lock:
+        _background.clear()
+
+
 STORE_UNLISTABLE = "runs/"  # Unreadable.name when the store's runs/ folder itself cannot be listed
 
 
@@ -135,6 +196,7 @@ def forget_run(run_id: str) -> None:
     """After a delete: drop cached connections and results so no page reads a vanished file."""
     _connection.clear()
     _query.clear()
+    _forget_background()
     if st.query_params.get(RUN_PARAM) == run_id:
         del st.query_params[RUN_PARAM]
     if st.session_state.get(SELECTOR_KEY) == run_id:
@@ -273,7 +335,7 @@ def live_refresh_s(info: RunInfo, now: float | None = None) -> float | None:
         return None
     if (now if now is not None else time.time()) - modified > LIVE_STALE_S:
         return None
-    scrapes = info.summary.get("scrapes") if isinstance(info.summary, dict) else None
+    scrapes = RunSummary.from_json(info.summary).details.get("scrapes")
     cycle = info.scenario.get("every_s")
     if source == "watch" and isinstance(cycle, int | float) and cycle > 0:
         every = float(cycle)
@@ -286,17 +348,17 @@ def live_refresh_s(info: RunInfo, now: float | None = None) -> float | None:
 
 def live_note(info: RunInfo, every_s: float) -> str:
     """The line a page shows above a live run: a watched cluster counts its cycles, a scraped run its samples."""
-    summary = info.summary if isinstance(info.summary, dict) else {}
+    details = RunSummary.from_json(info.summary).details  # an ingest's or a watch's counts
     refresh = f"the page refreshes every {fmt_duration(every_s)}"
     if isinstance(info.scenario, dict) and info.scenario.get("source") == "watch":
-        cycles = summary.get("cycles")
+        cycles = details.get("cycles")
         return (
             f":material/sensors: Live: this cluster is being watched ({fmt_int(cycles)}"
             f" {'cycle' if cycles == 1 else 'cycles'} so far); {refresh}."
         )
     return (
-        f":material/sensors: Live: this run is still being scraped ({fmt_int(summary.get('scrapes'))} scrapes,"
-        f" {fmt_int(summary.get('samples'))} samples so far); {refresh}."
+        f":material/sensors: Live: this run is still being scraped ({fmt_int(details.get('scrapes'))} scrapes,"
+        f" {fmt_int(details.get('samples'))} samples so far); {refresh}."
     )
 
 

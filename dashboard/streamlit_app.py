@@ -5,7 +5,6 @@ from pathlib import Path
 import duckdb
 import pandas  # noqa: F401  loaded whole before any page's rerun: Plotly probes a half-imported pandas otherwise
 import streamlit as st
-from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from dashboard import auth, navigation, state, upload_gate
 from dashboard.text import md
@@ -40,9 +39,8 @@ if problem:
     st.caption("Whoever runs it: see the README's 'Login' section, or start it with `goodput dashboard`.")
     st.stop()
 access = auth.current()
-context = get_script_run_ctx()
-if context is not None:  # the upload route asks whether this session may import (dashboard/upload_gate.py)
-    upload_gate.remember(context.session_id, access.can(auth.Role.OPERATOR))
+# the upload route asks whether this session may import (dashboard/upload_gate.py)
+upload_gate.remember_this_session(access.can(auth.Role.OPERATOR))
 if access.login_required and not access.logged_in:
     # a logged-out visitor gets the login screen whatever the URL asks for (every page's address answers with
     # it, so a shared link does not say "page not found"): no run list, no sidebar, no data

@@ -21,6 +21,8 @@ import re
 import threading
 from collections import OrderedDict
 
+from streamlit.runtime.scriptrunner import get_script_run_ctx
+
 from dashboard.uploads import MAX_UPLOAD_BYTES
 
 # Uploads being received at once, in the whole server: each is read into memory whole by Streamlit.
@@ -73,6 +75,19 @@ LEDGER = _Ledger()
 def remember(session_id: str, may_upload: bool) -> None:
     """Record whether this session may upload now (the app calls this on every run of every session)."""
     LEDGER.remember(session_id, may_upload)
+
+
+def remember_this_session(may_upload: bool) -> None:
+    """`remember` for the session whose script runs now; nothing outside a script run of Streamlit's server
+    (a test importing the app, a worker process re-importing it).
+
+    The upload route names a session by Streamlit's own id, which no public API tells a script: this is the
+    one place the dashboard reads Streamlit's script-run context (tests/test_dashboard_shell.py), beside the
+    route layout above that is Streamlit's too.
+    """
+    context = get_script_run_ctx()
+    if context is not None:
+        remember(context.session_id, may_upload)
 
 
 class UploadGate:

@@ -12,6 +12,7 @@ from dashboard import auth, state, watch_endpoints, watch_runner
 from dashboard.format import fmt_duration, fmt_int
 from dashboard.queries.data import watched_runs
 from dashboard.text import code, md
+from engine.analysis.run_summary import RunSummary
 from engine.errors import GoodputError
 from engine.scenario.durations import parse_duration
 from engine.store import RunInfo, Store
@@ -238,7 +239,7 @@ def watched_runs_states(runs: list[RunInfo]) -> None:
         return
     st.markdown("**Watched runs in the store**")
     for info, states in watched:
-        cycles = info.summary.get("cycles", 0)
+        cycles = RunSummary.from_json(info.summary).details.get("cycles", 0)
         st.markdown(
             f"**{md(info.name)}** ({code(info.run_id)}, {fmt_int(cycles)} {'cycle' if cycles == 1 else 'cycles'})"
         )

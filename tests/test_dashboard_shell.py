@@ -3,8 +3,11 @@
 AppTest runs dashboard/streamlit_app.py (the st.navigation router) headless on a store made by tests/runs.py.
 """
 
+import ast
+from collections.abc import Iterator
 from pathlib import Path
 
+import duckdb
 import polars as pl
 import pytest
 from streamlit.testing.v1 import AppTest
@@ -209,6 +212,25 @@ def test_query_cache_tells_stores_and_file_versions_apart(tmp_path, monkeypatch)
         state.query("sim-20240301-000000-aaaaaa", sql)
 
 
+def test_background_queries_answer_as_query_does_and_are_cached(store_dir):
+    """state.query_in_background (the GPUs page's slow scans, on plain threads that never call Streamlit):
+    the frame `query` gives, kept for the next rerun, an error raised where the result is used, and
+    forgotten with the run."""
+    make_store(store_dir, small_run())
+    run_id, sql = (
+        "sim-20240301-000000-aaaaaa",
+        "SELECT host_id FROM hosts WHERE host_id >= ? ORDER BY host_id",
+    )
+    later = state.query_in_background(run_id, sql, (1,))
+    assert later().equals(state.query(run_id, sql, (1,))) and later().height == HOSTS - 1
+    assert state.query_in_background(run_id, sql, (1,))() is later()  # from the cache: no thread
+    broken = state.query_in_background(run_id, "SELECT * FROM no_such_table")
+    with pytest.raises(duckdb.Error):
+        broken()
+    state.forget_run(run_id)
+    assert state.query_in_background(run_id, sql, (1,))() is not later()
+
+
 PAGES = [p.name for p in navigation.PAGES]
 
 
@@ -232,3 +254,62 @@ def test_every_page_renders_under_the_shell(store_dir, page):
     at.switch_page(f"app_pages/{page}.py").run()
     assert not at.exception, (page, "empty store", [e.message for e in at.exception])
     assert at.title
+
+
+# ----- Streamlit's public API only --------------------------------------------------------------------------
+
+DASHBOARD = Path(APP).parent
+# Streamlit modules the dashboard may import besides `streamlit` itself (its documented API).
+PUBLIC_STREAMLIT = {"streamlit", "streamlit.testing.v1", "streamlit.components.v1"}
+# module -> the private Streamlit module it still needs, and why. This list only shrinks.
+PRIVATE_STREAMLIT_ALLOWED = {
+    # the upload route names a session by Streamlit's id, which no public API tells a script
+    "upload_gate.py": "streamlit.runtime.scriptrunner",
+}
+
+
+def _streamlit_internals(path: Path) -> Iterator[tuple[int, str]]:
+    """(line, what) for each use of Streamlit beyond its public API in one module: an import of a submodule
+    other than PUBLIC_STREAMLIT, a private name (`st._x`), or `runtime.` anything but `exists`."""
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.startswith("streamlit.") and alias.name not in PUBLIC_STREAMLIT:
+                    yield node.lineno, f"import {alias.name}"
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "streamlit":
+            if node.module not in PUBLIC_STREAMLIT:
+                yield node.lineno, f"from {node.module} import ..."
+            for alias in node.names:
+                if alias.name.startswith("_"):
+                    yield node.lineno, f"from {node.module} import {alias.name}"
+        elif isinstance(node, ast.Attribute):
+            if _dotted(node.value) in ("st", "streamlit") and node.attr.startswith("_"):
+                yield node.lineno, f"st.{node.attr}"
+            if (
+                _dotted(node.value) in ("runtime", "st.runtime", "streamlit.runtime")
+                and node.attr != "exists"
+            ):
+                yield node.lineno, f"runtime.{node.attr}"
+
+
+def _dotted(node: ast.expr) -> str:
+    """`a.b.c` for a chain of names and attributes, else ""."""
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute) and (inner := _dotted(node.value)):
+        return f"{inner}.{node.attr}"
+    return ""
+
+
+def test_the_dashboard_uses_streamlits_public_api_only():
+    """No module under dashboard/ reaches into Streamlit's internals (`streamlit.runtime.*`, private names);
+    `st.runtime.exists()` is public."""
+    found = {}
+    for path in sorted(DASHBOARD.rglob("*.py")):
+        name = path.relative_to(DASHBOARD).as_posix()
+        uses = [f"{line}: {what}" for line, what in _streamlit_internals(path)]
+        allowed = PRIVATE_STREAMLIT_ALLOWED.get(name)
+        uses = [u for u in uses if not (allowed and u.endswith(f"from {allowed} import ..."))]
+        if uses:
+            found[name] = uses
+    assert not found, f"Streamlit internals used (public API only): {found}"

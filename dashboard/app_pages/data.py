@@ -16,6 +16,7 @@ from dashboard.queries.data import runs_table
 from dashboard.state import Unreadable
 from dashboard.text import code, md, visible
 from dashboard.watch_panel import watch_section
+from engine.analysis.run_summary import RunSummary
 from engine.errors import GoodputError
 from engine.replay.settings import MODES
 from engine.scenario.presets import PRESETS
@@ -176,10 +177,9 @@ def import_section(store: Store, may_write: bool) -> None:
             "samples": "samples",
             "xid_events": "XID events",
         }
+        summary = RunSummary.from_json(imported.summary)
         counts = ", ".join(
-            f"{imported.summary[k]:,} {label}"
-            for k, label in counted.items()
-            if isinstance(imported.summary.get(k), int)
+            f"{summary.at(k):,} {label}" for k, label in counted.items() if isinstance(summary.at(k), int)
         )
         st.success(
             f"Imported **{md(imported.name)}** as run {code(imported.run_id)} ({md(imported.kind)}"
@@ -187,7 +187,7 @@ def import_section(store: Store, may_write: bool) -> None:
             + ").",
             icon=":material/check_circle:",
         )
-        for note in imported.summary.get("notes") or ():  # a guess the import made, and what would replace it
+        for note in summary.details.get("notes") or ():  # a guess the import made, and what would replace it
             st.warning(md(note), icon=":material/info:")
         st.page_link(
             "app_pages/overview.py",

@@ -6,13 +6,10 @@ URL: ?t= (seconds since the run's start), ?state=, ?cause=, ?xid= (comma-separat
 reproduce the view. While a live-ingest run is selected the page reruns itself as scrapes arrive.
 """
 
-import threading
 from collections.abc import Callable
-from typing import TypeVar
 
 import polars as pl
 import streamlit as st
-from streamlit.runtime.scriptrunner import add_script_run_ctx, get_script_run_ctx
 
 from dashboard import state, table_view
 from dashboard.charts import gpus as charts
@@ -24,6 +21,7 @@ from dashboard.text_exprs import cause_label_text, time_text
 from dashboard.time_slider import moment_slider, time_axis
 from engine.analysis.definitions import definition
 from engine.analysis.lemon_score import LemonRule, LemonScore, score_lemon_rule
+from engine.analysis.run_summary import RunSummary
 from engine.errors import GoodputError
 from engine.report.palette import OUT_OF_SERVICE_STATES, cause_label, xid_label
 from engine.store import RunInfo
@@ -39,7 +37,6 @@ TRUTH_TITLE = "The lemon rule against the simulator's ground truth"
 FLEET_POINTS = 600  # steps of the fleet window: about the chart's width in pixels
 FLEET_WINDOWS = {"1 h": 3600.0, "6 h": 6 * 3600.0, "24 h": 24 * 3600.0}
 FLEET_DEFAULT_WINDOW = "6 h"  # issue 15's page window
-T = TypeVar("T")
 
 
 def metric(column, key: str, value: str) -> None:
@@ -147,9 +144,7 @@ def health(run: RunInfo) -> Callable[[], None] | None:
     t_s = time_slider(run)
     # The samples' scan (the page's one slow query) runs while the rest of the page is drawn; the grid and its
     # table fill their place here once it is done.
-    samples = in_background(
-        queries.last_samples, run.run_id, t_s, queries.sample_resolution(run.kind, run.scenario)
-    )
+    samples = queries.last_samples_later(run.run_id, t_s, queries.sample_resolution(run.kind, run.scenario))
     grid = queries.grid_at(run.run_id, t_s)
     counts = queries.state_counts(grid)
     if counts.is_empty():
@@ -229,31 +224,6 @@ def health(run: RunInfo) -> Callable[[], None] | None:
     return draw
 
 
-def in_background(fn: Callable[..., T], *args) -> Callable[[], T]:
-    """Start `fn(*args)` on a thread that carries this script run's context (Streamlit's caches work there as
-    here) and return a function that waits for its result. For queries only: DuckDB works while Python
-    draws the rest of the page. Elements must not be drawn from the thread."""
-    box: dict = {}
-
-    def work() -> None:
-        try:
-            box["value"] = fn(*args)
-        except BaseException as err:  # handed to the script thread, which raises it where the result is used
-            box["error"] = err
-
-    thread = threading.Thread(target=work, name="gpus-page-query", daemon=True)
-    add_script_run_ctx(thread, get_script_run_ctx())
-    thread.start()
-
-    def result() -> T:
-        thread.join()
-        if "error" in box:
-            raise box["error"]
-        return box["value"]
-
-    return result
-
-
 def xid_section(run: RunInfo) -> None:
     st.subheader("XID events by code")
     totals = queries.xid_counts(run.run_id)
@@ -312,7 +282,8 @@ def lemon_section(run: RunInfo) -> int | None:
     st.subheader("Lemons and repeat offenders")
     failures, window = queries.repair_rule(run.scenario)
     lemons = queries.lemons(run.run_id, failures, window)
-    pulled = run.summary.get("cluster", {}).get("lemons") if isinstance(run.summary, dict) else None
+    cluster = RunSummary.from_json(run.summary).cluster
+    pulled = cluster.lemons if cluster is not None else None
     cols = st.columns(4)
     metric(cols[0], "lemon_rule_hosts", fmt_int(lemons.height))
     metric(cols[1], "lemons_pulled", fmt_int(pulled) if isinstance(pulled, int) else "–")
@@ -623,7 +594,7 @@ def page(run_id: str) -> None:
         st.caption(state.live_note(run, live_every))
     # the two scans of the samples (ECC here, the grid's temperatures in `health`) start first and run while
     # the rest of the page is drawn
-    ecc_top = in_background(queries.ecc_top, run.run_id, ECC_GPUS)
+    ecc_top = queries.ecc_top_later(run.run_id, ECC_GPUS)
     fleet_section(run)
     draw_grid = health(run)
     xid_section(run)

@@ -24,6 +24,7 @@ from dashboard.text_exprs import cause_label_text, duration_text, time_text
 from dashboard.time_slider import time_axis, window_slider
 from engine.analysis.definitions import definition
 from engine.analysis.incidents import filter_incidents, summary_counts
+from engine.analysis.run_summary import RunSummary
 from engine.errors import GoodputError
 from engine.replay.incidents import replay_stored_run
 from engine.report.palette import cause_label
@@ -498,9 +499,9 @@ def replay_section(run: RunInfo, flagship: str | None) -> None:
                     name=f"{run.name} · replay ({', '.join(changed) or 'same settings'})",
                 )
                 state.set_url("replay", state.store().write_run(forked))
+                replayed = RunSummary.from_json(forked.summary).details["replayed"]
                 status.update(
-                    label=f"Replayed {forked.summary['replayed']['failures']:,} failures and "
-                    f"{forked.summary['replayed']['planned']:,} planned stops",
+                    label=f"Replayed {replayed['failures']:,} failures and {replayed['planned']:,} planned stops",
                     state="complete",
                 )
             except GoodputError as err:

@@ -3,6 +3,9 @@ utilisation by tier over time, the hottest links, the fabric drawn and coloured 
 flapped with the jobs they slowed, the network incidents and the jobs they hit, and this run's fabric beside
 another run's (RoCE against InfiniBand: ?vs=). Every figure is named and explained by engine.analysis.definitions."""
 
+from collections.abc import Mapping
+from typing import Any
+
 import polars as pl
 import streamlit as st
 
@@ -13,6 +16,7 @@ from dashboard.queries import network as queries
 from dashboard.text import code
 from dashboard.text_exprs import duration_text, tier_rank
 from engine.analysis.definitions import definition
+from engine.analysis.run_summary import RunSummary
 from engine.fabric.network_incidents import network_incident_counts
 from engine.fabric.topology import FABRIC_TIERS
 from engine.report.visible_text import visible
@@ -43,9 +47,10 @@ def page(run_id: str) -> None:
     compare_section(run, fabric, figures, samples)
 
 
-def network_summary(run: RunInfo) -> dict:
-    """The run summary's network figures ({} for a run without them: replayed, ingested, older)."""
-    return (run.summary or {}).get("network") or {}
+def network_summary(run: RunInfo) -> Mapping[str, Any]:
+    """The run summary's network part (engine.fabric.traffic.network_run's figures; {} for a run without them:
+    replayed, ingested, older)."""
+    return RunSummary.from_json(run.summary).network or {}
 
 
 def metric(column, key: str, value: str, note: str = "") -> None:
@@ -445,7 +450,7 @@ def compare_section(run: RunInfo, fabric: str | None, figures: pl.DataFrame, sam
         st.info(f"Run {code(choice)} has no modelled fabric with link telemetry to compare.")
         return
     labels = {run.run_id: f"{run.name} ({fabric})", choice: f"{by_id[choice].name} ({other_fabric})"}
-    summaries = {run.run_id: network_summary(run), choice: (by_id[choice].summary or {}).get("network") or {}}
+    summaries = {run.run_id: network_summary(run), choice: network_summary(by_id[choice])}
     per_run = {
         run.run_id: (figures, fabric),
         choice: (

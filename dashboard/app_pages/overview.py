@@ -196,12 +196,13 @@ def watch_section(run: RunInfo) -> None:
     """A watched cluster (`goodput watch`): where each source stands, and its jobs' goodput so far."""
     for source in source_states(run.summary):
         (st.success if source.reachable else st.error)(md(source.line()))
-    jobs_goodput = run.summary.get("jobs_goodput")
+    summary = RunSummary.from_json(run.summary)
+    jobs_goodput = summary.figure("observed_job_goodput")
     if jobs_goodput is None:
         return
     d = definition("observed_job_goodput")
-    measured = run.summary.get("jobs_goodput_measured", 0)
-    bounds = run.summary.get("jobs_goodput_upper_bounds", 0)
+    measured = summary.details.get("jobs_goodput_measured", 0)
+    bounds = summary.details.get("jobs_goodput_upper_bounds", 0)
     left, right = st.columns([1, 3])
     left.metric(d.label, fmt_pct(jobs_goodput), help=d.help)
     right.caption(
@@ -210,7 +211,7 @@ def watch_section(run: RunInfo) -> None:
         if bounds
         else f"Every job's goodput measured from the checkpoints it logs ({fmt_int(measured)} jobs)."
     )
-    ledger = run.summary.get("jobs_ledger_gpu_hours")
+    ledger = summary.details.get("jobs_ledger_gpu_hours")
     if isinstance(ledger, dict):  # watches before the ledger was kept have only the goodput
         cols = st.columns(3)
         for col, key in zip(cols, ("wall", "lost_work", "between_attempts"), strict=True):

@@ -213,14 +213,13 @@ def failure_costs(infos: list[RunInfo]) -> pl.DataFrame:
     without a flagship job, and items a summary lacks, have no rows."""
     rows = []
     for info in infos:
-        job = info.summary.get("job") or {}
-        if not job.get("gpus"):
+        job = RunSummary.from_json(info.summary).job
+        if job is None or not job.gpus:
             continue
-        losses = job.get("losses_usd") or {}
         for bucket in LOSSES:
-            if bucket in losses:
-                rows.append((run_label(info), bucket, LOSS_LABELS[bucket], float(losses[bucket])))
-        standby = (job.get("recovery_cost") or {}).get("standby_usd")
+            if isinstance(job.losses_usd.get(bucket), int | float):
+                rows.append((run_label(info), bucket, LOSS_LABELS[bucket], float(job.losses_usd[bucket])))
+        standby = job.recovery_cost.standby_usd
         if standby is not None:
             rows.append((run_label(info), STANDBY_ITEM, definition(STANDBY_ITEM).label, float(standby)))
     return pl.DataFrame(

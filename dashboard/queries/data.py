@@ -3,6 +3,7 @@
 import polars as pl
 
 from dashboard import state
+from engine.analysis.run_summary import RunSummary
 from engine.ingest.watch import SourceState, source_states
 from engine.store import RunInfo
 from engine.store.run import start_known
@@ -11,8 +12,8 @@ from engine.units import SECONDS_PER_DAY
 
 def gpus_of(info: RunInfo) -> int | None:
     """GPUs of a run: from its summary when the simulator wrote one, else counted in its gpus table."""
-    gpus = info.summary.get("gpus") if isinstance(info.summary, dict) else None
-    if isinstance(gpus, int | float):
+    gpus = RunSummary.from_json(info.summary).gpus
+    if gpus is not None:
         return int(gpus)
     counted = state.query(info.run_id, "SELECT count(*) AS n FROM gpus")
     return int(counted["n"][0]) if counted.height else None

@@ -4,6 +4,7 @@ SQL: a llama3-405b run holds ~31 M samples.
 """
 
 import re
+from collections.abc import Callable
 from datetime import timedelta
 
 import polars as pl
@@ -99,7 +100,17 @@ def _positional(sql: str, **values) -> tuple[str, tuple]:
 
 def last_samples(run_id: str, t_s: float, resolution_s: float | None) -> pl.DataFrame:
     """Each GPU's temperature and power at `t_s` (columns gpu_id, temp_c, power_w): the scan of ~31 M samples
-    on a llama3-405b run, so it reads as little as it can.
+    on a llama3-405b run, so it reads as little as it can (`last_samples_sql`)."""
+    return state.query(run_id, *last_samples_sql(t_s, resolution_s))
+
+
+def last_samples_later(run_id: str, t_s: float, resolution_s: float | None) -> Callable[[], pl.DataFrame]:
+    """`last_samples` on a thread of its own (state.query_in_background): returns what waits for its frame."""
+    return state.query_in_background(run_id, *last_samples_sql(t_s, resolution_s))
+
+
+def last_samples_sql(t_s: float, resolution_s: float | None) -> tuple[str, tuple]:
+    """The query of `last_samples` and its parameters.
 
     A simulated run samples on a grid (engine.telemetry.sample_times: 0, r, 2r, ...): the grid time at or
     before t is one equality filter, and a GPU without a sample then (failed, in repair) reports nothing, as
@@ -107,9 +118,8 @@ def last_samples(run_id: str, t_s: float, resolution_s: float | None) -> pl.Data
     """
     if resolution_s:
         grid_t = (t_s // resolution_s) * resolution_s
-        return state.query(run_id, "SELECT gpu_id, temp_c, power_w FROM gpu_samples WHERE t_s = ?", (grid_t,))
-    return state.query(
-        run_id,
+        return "SELECT gpu_id, temp_c, power_w FROM gpu_samples WHERE t_s = ?", (grid_t,)
+    return (
         """
         SELECT gpu_id, arg_max(temp_c, t_s) FILTER (WHERE temp_c IS NOT NULL) AS temp_c,
                arg_max(power_w, t_s) FILTER (WHERE power_w IS NOT NULL) AS power_w
@@ -344,9 +354,15 @@ def xid_window(duration_s: float) -> float:
 def ecc_top(run_id: str, n: int = 10) -> pl.DataFrame:
     """The `n` GPUs with the most ECC errors (double-bit first: uncorrectable), among those that have any;
     `gpus_with_ecc` counts all of those. Aggregated before the joins: only GPUs with errors reach them."""
-    return state.query(
-        run_id,
-        """
+    return state.query(run_id, ECC_TOP_SQL, (n,))
+
+
+def ecc_top_later(run_id: str, n: int = 10) -> Callable[[], pl.DataFrame]:
+    """`ecc_top` on a thread of its own (state.query_in_background): returns what waits for its frame."""
+    return state.query_in_background(run_id, ECC_TOP_SQL, (n,))
+
+
+ECC_TOP_SQL = """
         WITH ecc AS (
             SELECT gpu_id, max(ecc_dbe) AS ecc_dbe, max(ecc_sbe) AS ecc_sbe, min(t_s) AS first_s,
                    count(*) OVER () AS gpus_with_ecc
@@ -355,9 +371,7 @@ def ecc_top(run_id: str, n: int = 10) -> pl.DataFrame:
         )
         SELECT e.gpu_id, h.hostname, g."index" AS gpu_index, e.ecc_dbe, e.ecc_sbe, e.first_s, e.gpus_with_ecc
         FROM ecc e JOIN gpus g USING (gpu_id) JOIN hosts h ON h.host_id = g.host_id
-        ORDER BY e.ecc_dbe DESC, e.ecc_sbe DESC, e.gpu_id""",
-        (n,),
-    )
+        ORDER BY e.ecc_dbe DESC, e.ecc_sbe DESC, e.gpu_id"""
 
 
 def ecc_trend(run_id: str, gpu_ids: list[int], bucket_s: float) -> pl.DataFrame:
