@@ -17,6 +17,9 @@ from engine.ingest import slurm
 from engine.ingest.watch import SourceState, job_goodput, jobs_goodput_total, loop, source_states, watch_loop
 from engine.store import Store
 from engine.store.schema import OUT_OF_SERVICE_STATES
+from engine.twin.backtest import backtest
+from engine.twin.calibrate import calibrate
+from engine.twin.sweep import LocalExecutor
 from tests.servers import prometheus as prometheus_servers
 
 # the servers' session fixtures, used here by name
@@ -238,6 +241,17 @@ def test_three_cycles_over_prometheus_and_slurm(slurm_cluster, tmp_path):
     # the holder's interruption is the incident; the failed job's its failed attempt
     goodput = result["jobs_goodput"]
     assert goodput is not None and 0 < goodput <= 1
+
+    # the twin learns the watched run (issue 23): the drained node's time out of service is not exposure, and
+    # the backtest reads the same run
+    fit = calibrate(store, run_id)
+    assert fit.keys["cluster.gpus"].value == store.info(run_id).summary["gpus"]
+    assert fit.keys["training.gpus"].value >= 2  # the holder's two GPUs, or a larger job of the session's
+    drained_days = (out["end_s"][0] - out["start_s"][0]) / 86400
+    whole_days = hosts.height * fit.window.days
+    assert fit.exposure_host_days == pytest.approx(whole_days - drained_days, abs=1e-6)
+    test = backtest(store, fit, 2, executor=LocalExecutor(1))
+    assert test.observed.incidents == 1 and test.figures["ettr"].observed_is == "upper bound"
 
 
 def test_job_goodput_counts_attempts_time_over_wall_clock():

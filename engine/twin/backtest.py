@@ -139,7 +139,8 @@ def _band(observed: float | None, simulated: list, observed_is: str = "measured"
         inside = observed <= high + TOLERANCE
     else:
         inside = low - TOLERANCE <= observed <= high + TOLERANCE
-    return Band(_round(observed), _round(low), _round(median), _round(high), bool(inside), observed_is)
+    verdict = None if inside is None else bool(inside)
+    return Band(_round(observed), _round(low), _round(median), _round(high), verdict, observed_is)
 
 
 def _round(value: float | None) -> float | None:

@@ -121,6 +121,11 @@ def calibrate(
     """Fit the scenario keys above to run `run_id` over the window [since, until) (durations from the run's
     start such as "7d", or ISO dates); a GoodputError names an unknown run or a window outside the run."""
     info = store.info(run_id)
+    if not info.duration_s > 0:
+        raise GoodputError(
+            f"run {run_id} spans no time (one scrape, or events at one instant): there is no window to fit;"
+            " ingest or watch the cluster for longer"
+        )
     window = _window(info.started_at, info.duration_s, since, until)
     with store.connect(run_id) as con:
         tables = {
@@ -292,14 +297,21 @@ def _failure_rates(
         )
         out[RUN_KEY] = Estimate(KEY_BY_NAME[RUN_KEY].default, 0.0, high, 0, "prior")
         return out
-    low_n, high_n = poisson_interval(n_total)
-    out[RUN_KEY] = Estimate(
-        1000.0 * observed,
-        1000.0 * observed * low_n / n_total,
-        1000.0 * observed * high_n / n_total,
-        n_total,
-        source,
-    )
+    if n_total < MIN_EVENTS:
+        out[RUN_KEY] = _shrunk_total(n_total, host_days)
+        warnings.append(
+            f"{n_total} unexpected failure{'s' if n_total > 1 else ''} in {host_days:,.1f} host-days: too few to"
+            " fit the rate, which is shrunk toward the default (prior)"
+        )
+    else:
+        low_n, high_n = poisson_interval(n_total)
+        out[RUN_KEY] = Estimate(
+            1000.0 * observed,
+            1000.0 * observed * low_n / n_total,
+            1000.0 * observed * high_n / n_total,
+            n_total,
+            source,
+        )
     # the mix is relative: each cause's (shrunk) rate over their sum, its interval scaled the same way
     total = sum(shrunk.values())
     for cause in CAUSE_KEYS:
@@ -309,6 +321,20 @@ def _failure_rates(
         )
     out["failures.scale"] = Estimate(1.0, source=source)  # the fitted rate is the whole rate
     return out
+
+
+def _shrunk_total(n: int, host_days: float) -> Estimate:
+    """The overall rate after fewer than MIN_EVENTS failures: the Gamma posterior of the default's prior (worth
+    PRIOR_HOST_DAYS host-days), its mean and 90 % interval, per 1,000 host-days."""
+    prior = KEY_BY_NAME[RUN_KEY].default / 1000.0
+    shape, rate = n + prior * PRIOR_HOST_DAYS, host_days + PRIOR_HOST_DAYS
+    return Estimate(
+        1000.0 * shape / rate,
+        1000.0 * gamma_quantile(shape, (1 - LEVEL) / 2) / rate,
+        1000.0 * gamma_quantile(shape, (1 + LEVEL) / 2) / rate,
+        n,
+        "prior",
+    )
 
 
 def _share(rate: float | None, total: float) -> float | None:
