@@ -190,3 +190,21 @@ def test_calibrate_refuses_bad_input_in_one_line(fitted, tmp_path, capsys, extra
     err = capsys.readouterr().err.strip()
     assert err.startswith("goodput: error:") and message in err and "\n" not in err
     assert not out.exists()
+
+
+def test_a_forecast_of_the_fitted_cluster_and_what_ifs_from_its_scenario_file(fitted, tmp_path, capsys):
+    """The fitted scenario forecasts the next days with bands, and the planning commands take its file."""
+    store, runs = fitted
+    out = tmp_path / "fit.toml"
+    flags = ["--run", runs[0][0], "--store", str(store.root)]
+    assert main(["calibrate", *flags, "--forecast", "7", "--seeds", "3", "--output", str(out), "--json"]) == 0
+    ahead = json.loads(capsys.readouterr().out)["forecast"]
+    assert ahead["days"] == 7 and ahead["seeds"] == 3
+    for name in ("ettr", "interruptions", "lost_gpu_hours"):
+        assert ahead[name]["low"] <= ahead[name]["mean"] <= ahead[name]["high"], name
+    sweep = ["sweep", "--scenario", str(out), "--set", "simulation.days=3", "--vary", "spares.hosts=0,4"]
+    assert main([*sweep, "--seeds", "2", "--workers", "1", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert len(rows["results"]) == 4
+    assert main(["calibrate", *flags, "--forecast", "0"]) == 2
+    assert "--forecast" in capsys.readouterr().err

@@ -37,7 +37,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         " simulated 5-95 %% band",
     )
     parser.add_argument(
-        "--seeds", type=int, default=None, metavar="N", help="backtest runs (default 10; needs --backtest)"
+        "--forecast",
+        type=float,
+        metavar="DAYS",
+        help="also forecast the next DAYS of this cluster with the fitted scenario (ETTR, interruptions, MTTF,"
+        " lost GPU-hours, each with its 5-95 %% band)",
+    )
+    parser.add_argument(
+        "--seeds",
+        type=int,
+        default=None,
+        metavar="N",
+        help="runs of the backtest and of the forecast (default 10; needs --backtest or --forecast)",
     )
     parser.add_argument(
         "--store", metavar="DIR", help="run store folder (default: $GOODPUT_STORE or data/store)"
@@ -52,8 +63,8 @@ def run_command(args: argparse.Namespace) -> int:
     from engine.twin.backtest import SEEDS, backtest
     from engine.twin.calibrate import calibrate
 
-    if args.seeds is not None and not args.backtest:
-        raise GoodputError("--seeds: only with --backtest")
+    if args.seeds is not None and not (args.backtest or args.forecast is not None):
+        raise GoodputError("--seeds: only with --backtest or --forecast")
     output = check_output(args.output, force=args.force) if args.output else None  # before any work
     store = Store(resolve_store_dir(args.store))
     fit = calibrate(store, args.run, since=args.since, until=args.until)
@@ -65,6 +76,13 @@ def run_command(args: argparse.Namespace) -> int:
         result["backtest"] = test.to_json()
     else:
         result["backtest"] = None
+    result["forecast"] = None
+    if args.forecast is not None:
+        from engine.twin.forecast import forecast
+
+        seeds = args.seeds if args.seeds is not None else SEEDS
+        ahead = forecast(fit.scenario(), args.forecast, seeds, progress=progress_bar(args.json))
+        result["forecast"] = ahead.to_json()
     if output is not None:
         from engine.report.export import write_export
 
@@ -103,7 +121,23 @@ def calibration_text(result: dict, output=None) -> str:
     test = result.get("backtest")
     if test:
         lines += ["", *_backtest_lines(test)]
+    ahead = result.get("forecast")
+    if ahead:
+        lines += ["", *_forecast_lines(ahead)]
     return "\n".join(lines)
+
+
+def _forecast_lines(ahead: dict) -> list[str]:
+    from engine.twin.forecast import FIGURES
+
+    lines = [
+        f"Forecast: the next {ahead['days']:g} days of this cluster, {ahead['seeds']} runs of the fitted scenario",
+        f"{'FIGURE':<24}{'MEAN':>12}{'5 %':>12}{'95 %':>12}",
+    ]
+    for name in FIGURES:
+        spread = ahead[name]
+        lines.append(f"{name:<24}" + "".join(f"{_number(spread[p]):>12}" for p in ("mean", "low", "high")))
+    return lines
 
 
 def _backtest_lines(test: dict) -> list[str]:
