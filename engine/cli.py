@@ -10,6 +10,7 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from engine import __version__
 from engine.errors import GoodputError
@@ -20,6 +21,9 @@ from engine.scenario.presets import PRESETS
 from engine.store import Store, resolve_store_dir
 from engine.store.outputs import check_output, check_store
 from engine.units import SECONDS_PER_HOUR, SECONDS_PER_MINUTE
+
+if TYPE_CHECKING:
+    from engine.ingest.registry import IngestSource
 
 EXIT_BAD_INPUT = 2
 # Commands that write a new run (or keep one current) into the store: its folder is checked before any work.
@@ -104,37 +108,45 @@ def _replay_text(r: dict) -> str:
 
 
 def cmd_ingest(args: argparse.Namespace) -> int:
-    from engine.ingest import ingest_dcgm, ingest_kernel_logs, summary_text
-    from engine.scenario.durations import parse_duration
+    from engine.ingest import registry, summary_text
 
+    source = registry.lookup(args.source)
     if args.scrape:
-        from engine.ingest.live import parse_urls, scrape_loop
-
-        if args.source != "dcgm":
-            raise GoodputError("--scrape: only `goodput ingest dcgm` scrapes endpoints")
-        if args.files:
-            raise GoodputError("--scrape: give endpoints or files, not both")
-        if args.scrapes is not None and args.scrapes < 1:
-            raise GoodputError(f"--scrapes: must be at least 1, got {args.scrapes}")
-        every = parse_duration(args.every, "--every")
-        result = scrape_loop(
-            parse_urls(args.scrape),
-            every,
-            Store(args.store),
-            scrapes=args.scrapes,
-            name=args.name,
-            quiet=args.json,
-        )
-        _report(result, args.json, summary_text)
-        return 0
+        return _scrape(args, source)
     if not args.files:
-        raise GoodputError(f"ingest {args.source}: give at least one FILE (or --scrape URL for dcgm)")
-    if args.source == "dcgm":
-        run = ingest_dcgm(args.files, kernel_logs=args.kernel_log or (), name=args.name, year=args.year)
-    else:
-        run = ingest_kernel_logs(args.files, dcgm=args.dcgm or (), name=args.name, year=args.year)
+        scrapers = " or ".join(registry.scrapers())
+        raise GoodputError(f"ingest {args.source}: give at least one FILE (or --scrape URL for {scrapers})")
+    run = source.ingest(
+        args.files, dcgm=args.dcgm or (), kernel_logs=args.kernel_log or (), name=args.name, year=args.year
+    )
     run_id = Store(args.store).write_run(run)
     _report({"run_id": run_id, **run.summary}, args.json, summary_text)
+    return 0
+
+
+def _scrape(args: argparse.Namespace, source: "IngestSource") -> int:
+    """`goodput ingest SOURCE --scrape URL,...`: scrape live endpoints into a run until stopped."""
+    from engine.ingest import registry, summary_text
+    from engine.ingest.live import parse_urls, scrape_loop
+    from engine.scenario.durations import parse_duration
+
+    if not source.scrapes:
+        scrapers = " or ".join(f"`goodput ingest {name}`" for name in registry.scrapers())
+        raise GoodputError(f"--scrape: only {scrapers} scrapes endpoints")
+    if args.files:
+        raise GoodputError("--scrape: give endpoints or files, not both")
+    if args.scrapes is not None and args.scrapes < 1:
+        raise GoodputError(f"--scrapes: must be at least 1, got {args.scrapes}")
+    every = parse_duration(args.every, "--every")
+    result = scrape_loop(
+        parse_urls(args.scrape),
+        every,
+        Store(args.store),
+        scrapes=args.scrapes,
+        name=args.name,
+        quiet=args.json,
+    )
+    _report(result, args.json, summary_text)
     return 0
 
 
@@ -432,43 +444,97 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"goodput {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-
-    def command(name: str, handler: Callable, help_text: str) -> argparse.ArgumentParser:
-        sub = commands.add_parser(name, help=help_text, description=help_text)
+    for name, handler, help_text, add_flags in _commands():
+        # argparse %-formats a command's help in the command list: a literal % must be doubled
+        sub = commands.add_parser(name, help=help_text.replace("%", "%%"), description=help_text)
         sub.set_defaults(handler=handler)
-        return sub
+        add_flags(sub)
+    return parser
 
-    def store_flag(sub: argparse.ArgumentParser) -> None:
-        sub.add_argument(
-            "--store", metavar="DIR", help="run store folder (default: $GOODPUT_STORE or data/store)"
-        )
 
-    def json_flag(sub: argparse.ArgumentParser) -> None:
-        sub.add_argument("--json", action="store_true", help="print one JSON object instead of text")
+def _commands() -> list[tuple[str, Callable[[argparse.Namespace], int], str, Callable]]:
+    """Each command: its name, handler, one-line help and the function adding its flags, in help order."""
+    return [
+        (
+            "simulate",
+            cmd_simulate,
+            "simulate a cluster and its flagship job through failures",
+            _simulate_flags,
+        ),
+        ("replay", cmd_replay, "replay a job trace (or an incidents file) into a run", _replay_flags),
+        (
+            "ingest",
+            cmd_ingest,
+            "ingest real telemetry: DCGM exporter scrapes or kernel logs with XIDs",
+            _ingest_flags,
+        ),
+        (
+            "watch",
+            cmd_watch,
+            "keep an observed run current from Prometheus (DCGM series) and Slurm (jobs, nodes)",
+            _watch_flags,
+        ),
+        ("runs", cmd_runs, "list the runs in the store (or delete some)", _runs_flags),
+        ("export", cmd_export, "export a run's incidents to a file", _export_flags),
+        ("sweep", cmd_sweep, "run a grid of scenarios times seeds (summary-only simulations)", _sweep_flags),
+        (
+            "scale",
+            cmd_scale,
+            "ETTR of the flagship job by size (1k to 256k GPUs) and recovery strategy, with Monte-Carlo bands",
+            _scale_flags,
+        ),
+        (
+            "calibrate",
+            cmd_calibrate,
+            "fit a scenario to a stored run (rates with 90 % intervals), backtest it, write it as a scenario file",
+            _calibrate_flags,
+        ),
+        ("ettr", cmd_ettr, "closed-form ETTR, job MTTF and the Young-Daly checkpoint interval", _ettr_flags),
+        (
+            "definitions",
+            cmd_definitions,
+            "what every figure on the pages, in exports and here counts",
+            _definitions_flags,
+        ),
+        ("dashboard", cmd_dashboard, "serve the dashboard", _dashboard_flags),
+    ]
 
-    def scenario_flags(sub: argparse.ArgumentParser) -> None:
-        source = sub.add_mutually_exclusive_group()
-        source.add_argument(
-            "--preset",
-            metavar="NAME",
-            help=f"one of {', '.join(PRESETS)} (data/presets/NAME.toml; default llama3-405b)",
-        )
-        source.add_argument("--scenario", metavar="FILE", help="a TOML scenario file")
-        sub.add_argument(
-            "--set",
-            action="append",
-            metavar="KEY=VALUE",
-            help="override one scenario key, e.g. training.checkpoint_interval=30m (repeatable)",
-        )
 
-    sim = command("simulate", cmd_simulate, "simulate a cluster and its flagship job through failures")
-    scenario_flags(sim)
+def _store_flag(sub: argparse.ArgumentParser) -> None:
+    sub.add_argument(
+        "--store", metavar="DIR", help="run store folder (default: $GOODPUT_STORE or data/store)"
+    )
+
+
+def _json_flag(sub: argparse.ArgumentParser) -> None:
+    sub.add_argument("--json", action="store_true", help="print one JSON object instead of text")
+
+
+def _scenario_flags(sub: argparse.ArgumentParser) -> None:
+    source = sub.add_mutually_exclusive_group()
+    source.add_argument(
+        "--preset",
+        metavar="NAME",
+        help=f"one of {', '.join(PRESETS)} (data/presets/NAME.toml; default llama3-405b)",
+    )
+    source.add_argument("--scenario", metavar="FILE", help="a TOML scenario file")
+    sub.add_argument(
+        "--set",
+        action="append",
+        metavar="KEY=VALUE",
+        help="override one scenario key, e.g. training.checkpoint_interval=30m (repeatable)",
+    )
+
+
+def _simulate_flags(sim: argparse.ArgumentParser) -> None:
+    _scenario_flags(sim)
     sim.add_argument("--seed", type=int, help="random seed (same scenario and seed: identical tables)")
     sim.add_argument("--name", help="name of the run (default: the preset or scenario file)")
-    store_flag(sim)
-    json_flag(sim)
+    _store_flag(sim)
+    _json_flag(sim)
 
-    rep = command("replay", cmd_replay, "replay a job trace (or an incidents file) into a run")
+
+def _replay_flags(rep: argparse.ArgumentParser) -> None:
     rep.add_argument(
         "file",
         metavar="FILE",
@@ -501,13 +567,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     rep.add_argument("--policy", choices=["pack", "spread"], help="placement policy (default pack)")
     rep.add_argument("--name", help="name of the run (default: the trace's file name)")
-    store_flag(rep)
-    json_flag(rep)
+    _store_flag(rep)
+    _json_flag(rep)
 
-    ing = command(
-        "ingest", cmd_ingest, "ingest real telemetry: DCGM exporter scrapes or kernel logs with XIDs"
-    )
-    ing.add_argument("source", choices=["dcgm", "kernel-log"])
+
+def _ingest_flags(ing: argparse.ArgumentParser) -> None:
+    from engine.ingest import registry  # the one list of sources (engine.ingest.registry)
+
+    ing.add_argument("source", choices=registry.names())
     ing.add_argument("files", nargs="*", metavar="FILE")
     ing.add_argument(
         "--scrape",
@@ -530,14 +597,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     ing.add_argument("--year", type=int, help="year of syslog stamps, which carry none (default: the file's)")
     ing.add_argument("--name", help="name of the run (default: from the first file or endpoint)")
-    store_flag(ing)
-    json_flag(ing)
+    _store_flag(ing)
+    _json_flag(ing)
 
-    wat = command(
-        "watch",
-        cmd_watch,
-        "keep an observed run current from Prometheus (DCGM series) and Slurm (jobs, nodes)",
-    )
+
+def _watch_flags(wat: argparse.ArgumentParser) -> None:
     wat.add_argument("--prometheus", metavar="URL", help="Prometheus (or Thanos, VictoriaMetrics) base URL")
     wat.add_argument(
         "--slurm", action="store_true", help="read jobs and nodes with sacct/sinfo on this machine"
@@ -580,15 +644,17 @@ def build_parser() -> argparse.ArgumentParser:
         "--since", default="1h", metavar="DURATION", help="how far back the first cycle reads (default 1h)"
     )
     wat.add_argument("--name", help="name of the run (default: from the sources)")
-    store_flag(wat)
-    json_flag(wat)
+    _store_flag(wat)
+    _json_flag(wat)
 
-    runs = command("runs", cmd_runs, "list the runs in the store (or delete some)")
+
+def _runs_flags(runs: argparse.ArgumentParser) -> None:
     runs.add_argument("--delete", nargs="+", metavar="RUN_ID", help="delete these runs")
-    store_flag(runs)
-    json_flag(runs)
+    _store_flag(runs)
+    _json_flag(runs)
 
-    exp = command("export", cmd_export, "export a run's incidents to a file")
+
+def _export_flags(exp: argparse.ArgumentParser) -> None:
     exp.add_argument("what", choices=["incidents"])
     exp.add_argument("--run", required=True, metavar="RUN_ID")
     exp.add_argument("--format", required=True, choices=["csv", "json", "parquet", "html"])
@@ -621,10 +687,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--since", metavar="D", help="only incidents at or after this time into the run, e.g. 2d"
     )
     exp.add_argument("--until", metavar="D", help="only incidents before this time into the run, e.g. 3d12h")
-    store_flag(exp)
+    _store_flag(exp)
 
-    swp = command("sweep", cmd_sweep, "run a grid of scenarios times seeds (summary-only simulations)")
-    scenario_flags(swp)
+
+def _sweep_flags(swp: argparse.ArgumentParser) -> None:
+    _scenario_flags(swp)
     swp.add_argument(
         "--vary",
         action="append",
@@ -654,28 +721,23 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="ADDR",
         help="an existing Ray cluster, e.g. ray://head:10001 or auto (default: Ray on this machine)",
     )
-    json_flag(swp)
+    _json_flag(swp)
 
+
+def _scale_flags(scl: argparse.ArgumentParser) -> None:
     # its flags are its own (polars is loaded by engine.store already)
     from engine.report import scale_command
 
-    scl = command(
-        "scale",
-        cmd_scale,
-        "ETTR of the flagship job by size (1k to 256k GPUs) and recovery strategy, with Monte-Carlo bands",
-    )
     scale_command.add_arguments(scl)
 
+
+def _calibrate_flags(cal: argparse.ArgumentParser) -> None:
     from engine.report import calibrate_command
 
-    cal = command(
-        "calibrate",
-        cmd_calibrate,
-        "fit a scenario to a stored run (rates with 90 % intervals), backtest it, write it as a scenario file",
-    )
     calibrate_command.add_arguments(cal)
 
-    ettr = command("ettr", cmd_ettr, "closed-form ETTR, job MTTF and the Young-Daly checkpoint interval")
+
+def _ettr_flags(ettr: argparse.ArgumentParser) -> None:
     ettr.add_argument("--gpus", type=int, required=True, metavar="N", help="GPUs of the job")
     ettr.add_argument("--gpus-per-host", type=int, default=8, metavar="N", help="GPUs per host (default 8)")
     ettr.add_argument(
@@ -703,16 +765,16 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="D",
         help="detection, restart and restore after a failure, with its unit, e.g. 10m",
     )
-    json_flag(ettr)
+    _json_flag(ettr)
 
-    defs = command(
-        "definitions", cmd_definitions, "what every figure on the pages, in exports and here counts"
-    )
+
+def _definitions_flags(defs: argparse.ArgumentParser) -> None:
     defs.add_argument("--markdown", action="store_true", help="print docs/definitions.md")
-    json_flag(defs)
+    _json_flag(defs)
 
-    dash = command("dashboard", cmd_dashboard, "serve the dashboard")
-    store_flag(dash)
+
+def _dashboard_flags(dash: argparse.ArgumentParser) -> None:
+    _store_flag(dash)
     dash.add_argument("--port", type=int, default=8501)
     dash.add_argument(
         "--host",
@@ -739,7 +801,6 @@ def build_parser() -> argparse.ArgumentParser:
         help="a proxy in front terminates TLS (needed beyond loopback without --tls-cert; also "
         "$GOODPUT_BEHIND_TLS_PROXY=1)",
     )
-    return parser
 
 
 if __name__ == "__main__":

@@ -1,0 +1,84 @@
+"""The ingest sources, one registry: each is an IngestSource (its name, what it reads, how it makes a run), the
+way engine.replay.formats keeps the trace formats.
+
+A new source is one module with an `ingest(files, *, dcgm, kernel_logs, name, year) -> Run` plus one
+`register(...)` line below; `goodput ingest SOURCE` offers `names()` as its choices.
+"""
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Protocol
+
+from engine.errors import GoodputError
+from engine.ingest import ingest_dcgm, ingest_kernel_logs
+from engine.ingest.sources import SourceLike
+from engine.store.run import Run
+
+__all__ = ["Ingest", "IngestSource", "lookup", "names", "register", "scrapers"]
+
+
+class Ingest(Protocol):
+    """Make an observed run from `files`; `dcgm` and `kernel_logs` are companion files of the same hosts (the
+    `--dcgm` and `--kernel-log` flags), each source reading those it can use."""
+
+    def __call__(
+        self,
+        files: Iterable[SourceLike],
+        *,
+        dcgm: Iterable[SourceLike],
+        kernel_logs: Iterable[SourceLike],
+        name: str | None,
+        year: int | None,
+    ) -> Run: ...
+
+
+@dataclass(frozen=True)
+class IngestSource:
+    """One telemetry source: its `goodput ingest` name, what it reads, how it ingests files, and whether it
+    also scrapes live endpoints (`--scrape`, engine.ingest.live)."""
+
+    name: str
+    description: str
+    ingest: Ingest
+    scrapes: bool = False
+
+
+_REGISTRY: dict[str, IngestSource] = {}
+
+
+def register(source: IngestSource) -> IngestSource:
+    """Add (or replace) an ingest source; it becomes a `goodput ingest` choice."""
+    _REGISTRY[source.name] = source
+    return source
+
+
+def names() -> tuple[str, ...]:
+    """The registered source names, in registration order."""
+    return tuple(_REGISTRY)
+
+
+def scrapers() -> tuple[str, ...]:
+    """The names of the sources that scrape live endpoints."""
+    return tuple(name for name, source in _REGISTRY.items() if source.scrapes)
+
+
+def lookup(name: str) -> IngestSource:
+    """The source called `name`; a one-line error listing the known names otherwise."""
+    try:
+        return _REGISTRY[name]
+    except KeyError:
+        raise GoodputError(f"ingest: unknown source {name!r}; one of {', '.join(_REGISTRY)}") from None
+
+
+def _dcgm(files, *, dcgm=(), kernel_logs=(), name=None, year=None) -> Run:
+    """DCGM exporter scrapes; kernel logs of the same hosts go into the same run."""
+    return ingest_dcgm(files, kernel_logs=kernel_logs, name=name, year=year)
+
+
+def _kernel_log(files, *, dcgm=(), kernel_logs=(), name=None, year=None) -> Run:
+    """Kernel logs with XIDs; a DCGM scrape of the same hosts maps bus ids and UUIDs to its GPUs."""
+    return ingest_kernel_logs(files, dcgm=dcgm, name=name, year=year)
+
+
+register(IngestSource("dcgm", "DCGM exporter scrapes (Prometheus text)", _dcgm, scrapes=True))
+register(IngestSource("kernel-log", "kernel logs (dmesg, journalctl -k) with XID lines", _kernel_log))
