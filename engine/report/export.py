@@ -141,7 +141,7 @@ def export_incidents(
     summary = summary_counts(table, days)
     if fmt == "json":
         # "summary" counts every exported incident; "interruptions" those of the flagship job (DESIGN: the word
-        # interruptions means the flagship's), each figure as engine/definitions names it
+        # interruptions means the flagship's), each figure as engine.analysis.definitions names it
         document = {**_meta(info, anonymise), "summary": _jsonable_summary(summary)}
         if interruptions is not None:
             document["interruptions"] = _jsonable_summary(interruptions)
@@ -325,16 +325,22 @@ def _html(
     charts: bool,
     chain: pl.DataFrame | None,
 ) -> str:
-    esc = shown  # data as text: escaped, and its invisible characters visible
     name = info.get("name") or "run"
     title = f"Incidents of {name}" + (f" ({info['run_id']})" if info.get("run_id") else "")
     started = info.get("started_at")
-    facts = _facts(summary, interruptions, (info.get("duration_s") or 0) / SECONDS_PER_DAY)
-    if started is not None:
-        facts.insert(0, ("run started (UTC)", str(started)))
-    if info.get("duration_s"):
-        facts.insert(1, ("run length", f"{info['duration_s'] / SECONDS_PER_DAY:g} days"))
-    parts = [
+    parts = _heading(title, info, anonymised) + _summary_section(info, summary, interruptions)
+    if charts and table.height:
+        parts += _charts(table)
+    if chain is not None:
+        parts += _chain_section(chain, started)
+    parts += _by_cause_section(summary["by_cause"]) + _incidents_section(table)
+    return _page(title, parts)
+
+
+def _heading(title: str, info: dict, anonymised: bool) -> list[str]:
+    """The title and one line on when, by what and how the report was exported."""
+    esc = shown  # data as text: escaped, and its invisible characters visible
+    return [
         f"<h1>{esc(title)}</h1>",
         f"<p>Exported {datetime.now(UTC):%Y-%m-%d %H:%M} UTC by Goodput {esc(__version__)}"
         + (" &middot; <b>anonymised</b>: hosts, jobs and users are pseudonyms" if anonymised else "")
@@ -344,33 +350,51 @@ def _html(
             else ""
         )
         + "</p>",
-        "<h2>Summary</h2>",
-        _table(["figure", "value"], facts),
     ]
-    if charts and table.height:
-        first = True
-        for fig in (timeline_figure(table), by_cause_figure(table)):
-            # plotly.js embedded once, inline: the report opens offline and loads nothing from the network
-            parts.append(
-                pio.to_html(
-                    fig,
-                    full_html=False,
-                    include_plotlyjs=first,
-                    include_mathjax=False,
-                    config={"displaylogo": False},
-                )
+
+
+def _summary_section(info: dict, summary: dict, interruptions: dict | None) -> list[str]:
+    """The run's start and length, then the figures of _facts."""
+    facts = _facts(summary, interruptions, (info.get("duration_s") or 0) / SECONDS_PER_DAY)
+    if info.get("started_at") is not None:
+        facts.insert(0, ("run started (UTC)", str(info["started_at"])))
+    if info.get("duration_s"):
+        facts.insert(1, ("run length", f"{info['duration_s'] / SECONDS_PER_DAY:g} days"))
+    return ["<h2>Summary</h2>", _table(["figure", "value"], facts)]
+
+
+def _charts(table: pl.DataFrame) -> list[str]:
+    """The timeline and the by-cause chart; plotly.js embedded once, inline: the report opens offline and
+    loads nothing from the network."""
+    parts = []
+    first = True
+    for fig in (timeline_figure(table), by_cause_figure(table)):
+        parts.append(
+            pio.to_html(
+                fig,
+                full_html=False,
+                include_plotlyjs=first,
+                include_mathjax=False,
+                config={"displaylogo": False},
             )
-            first = False
-    if chain is not None:
-        parts += [
-            "<h2>Chain of the incident</h2>",
-            _table(
-                ["step", "t_s", "time (UTC)", "what", "detail"],
-                [(s, f"{t:,.0f}", _at(started, t), w, d) for s, t, w, d in chain.iter_rows()],
-            ),
-        ]
-    by_cause = summary["by_cause"]
-    parts += [
+        )
+        first = False
+    return parts
+
+
+def _chain_section(chain: pl.DataFrame, started) -> list[str]:
+    """One incident's chain, step by step."""
+    return [
+        "<h2>Chain of the incident</h2>",
+        _table(
+            ["step", "t_s", "time (UTC)", "what", "detail"],
+            [(s, f"{t:,.0f}", _at(started, t), w, d) for s, t, w, d in chain.iter_rows()],
+        ),
+    ]
+
+
+def _by_cause_section(by_cause: pl.DataFrame) -> list[str]:
+    return [
         "<h2>By cause</h2>",
         _table(
             ["cause", "incidents", "unexpected", "GPU-hours lost"],
@@ -380,40 +404,49 @@ def _html(
             ],
         ),
     ]
-    columns = [
-        "incident_id",
-        "time_utc",
-        "cause",
-        "category",
-        "planned",
-        "xid",
-        "hostname",
-        "rack_id",
-        "gpu_id",
-        "link_id",
-        "detected_s",
-        "mitigated_s",
-        "repaired_s",
-        "gpu_hours_lost",
-        "job_ids",
-        "users",
-    ]
-    rows = [[_cell(v) for v in row] for row in table.select(columns).iter_rows()]
-    parts += [f"<h2>Incidents ({table.height:,})</h2>", _table(columns, rows, klass="incidents")]
+
+
+_INCIDENT_COLUMNS = [
+    "incident_id",
+    "time_utc",
+    "cause",
+    "category",
+    "planned",
+    "xid",
+    "hostname",
+    "rack_id",
+    "gpu_id",
+    "link_id",
+    "detected_s",
+    "mitigated_s",
+    "repaired_s",
+    "gpu_hours_lost",
+    "job_ids",
+    "users",
+]
+
+
+def _incidents_section(table: pl.DataFrame) -> list[str]:
+    """Every incident exported, one row each."""
+    rows = [[_cell(v) for v in row] for row in table.select(_INCIDENT_COLUMNS).iter_rows()]
+    return [f"<h2>Incidents ({table.height:,})</h2>", _table(_INCIDENT_COLUMNS, rows, klass="incidents")]
+
+
+def _page(title: str, parts: list[str]) -> str:
     style = (
         "body{font-family:system-ui,sans-serif;margin:2em;color:#222}table{border-collapse:collapse;"
         "margin:1em 0;font-size:13px}td,th{border:1px solid #ccc;padding:3px 6px;text-align:left}"
         "th{background:#f3f3f3}"
     )
     return (
-        f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{esc(title)}</title>'
+        f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{shown(title)}</title>'
         f"<style>{style}</style></head><body>\n" + "\n".join(parts) + "\n</body></html>\n"
     )
 
 
 def _facts(summary: dict, interruptions: dict | None, days: float) -> list[tuple[str, str]]:
-    """The report's summary table, each figure under its engine/definitions label: the incidents exported, and
-    among them the flagship job's interruptions (where the run has a flagship job)."""
+    """The report's summary table, each figure under its engine.analysis.definitions label: the incidents
+    exported, and among them the flagship job's interruptions (where the run has a flagship job)."""
 
     def rate(
         counts: dict,
