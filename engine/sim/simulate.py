@@ -13,6 +13,7 @@ the order they are noticed; everything else reacts to them.
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from typing import NamedTuple
 
 import numpy as np
 import simpy
@@ -45,6 +46,35 @@ from engine.sim.streams import Stream, generator
 from engine.sim.training import RUNNING
 
 PROGRESS_STEPS = 20
+
+
+class _Fault(NamedTuple):
+    """A failure arrival that strikes: when it happened and was noticed, its cause, and what it names."""
+
+    t_s: float
+    detected_s: float
+    cause: str
+    xid: int
+    host: int
+    gpu_id: int  # NONE unless the cause is a GPU's
+    link_id: int  # NONE unless the cause is a cable's or a NIC's
+    rack_wide: bool  # a rack switch's fault: every host of the rack
+
+    def incident(self, flagship: str | None, research: list[ResearchJob], lost_work_s: float) -> Incident:
+        """Its row of incidents, with the jobs it hit and the flagship's work it threw away."""
+        return Incident(
+            t_s=self.t_s,
+            detected_s=self.detected_s,
+            cause=self.cause,
+            planned=False,
+            xid=self.xid,
+            host_id=self.host,
+            gpu_id=self.gpu_id,
+            link_id=self.link_id,
+            flagship=flagship,
+            research=tuple(research),
+            lost_work_s=lost_work_s,
+        )
 
 
 class Simulation:
@@ -199,11 +229,19 @@ class Simulation:
             return  # thinned: the host is not in service
         if not self._strikes(a, i, host):
             return
+        fault = self._fault(a, i, host)
+        verdict = None
+        if SCOPE[fault.cause] != "job" and not fault.rack_wide and self.health.diagnoses:
+            verdict = self.health.diagnose(host, self._job_slots_holding(host))
+        if SCOPE[fault.cause] == "job" or (verdict is not None and verdict.missed):
+            self._fault_in_service(fault, verdict)
+        else:
+            self._fault_out_of_service(fault, verdict)
+
+    def _fault(self, a: Arrivals, i: int, host: int) -> _Fault:
+        """Arrival `i`, which strikes `host` now: its cause and the GPU or link it names."""
         cause = CAUSE_KEYS[a.cause[i]]
-        fault, now = float(a.fault_s[i]), self.env.now
-        per_host = self.topo.gpus_per_host
-        gpu = host * per_host + int(a.gpu_index[i])
-        xid = int(a.xid[i])
+        gpu = host * self.topo.gpus_per_host + int(a.gpu_index[i])
         link = NONE
         if cause in ("network_switch_cable", "nic"):
             link = (
@@ -211,45 +249,44 @@ class Simulation:
                 if a.rack_wide[i]
                 else self.topo.gpu_link_base + gpu
             )
-        gpu_id = gpu if SCOPE[cause] == "gpu" else NONE
-        flagship: str | None = None
-        research: list[ResearchJob] = []
-        lost = 0.0
-        verdict = None
-        if SCOPE[cause] != "job" and not a.rack_wide[i] and self.health.diagnoses:
-            verdict = self.health.diagnose(host, self._job_slots_holding(host))
-        if SCOPE[cause] == "job" or (verdict is not None and verdict.missed):
-            # the job restarts on the same hosts (a missed diagnosis leaves the host in service: a fault of its
-            # own, a job-level cause, or a hardware fault nobody found); an idle host has no job to break
-            flagship, research, lost = self._restart_in_place(host, cause, fault)
-            if SCOPE[cause] == "job" and flagship is None and not research:
-                return  # nothing running to break (or the job is waiting for hosts)
-            incident = self._record(
-                Incident(
-                    t_s=fault,
-                    detected_s=now,
-                    cause=cause,
-                    planned=False,
-                    xid=xid,
-                    host_id=host,
-                    gpu_id=gpu_id,
-                    link_id=link,
-                    flagship=flagship,
-                    research=tuple(research),
-                    lost_work_s=lost,
-                )
-            )
-            if verdict is not None:
-                self.repairs.repaired_at[incident] = now  # back in service at once, like a job-level fault
-            return
+        return _Fault(
+            t_s=float(a.fault_s[i]),
+            detected_s=self.env.now,
+            cause=cause,
+            xid=int(a.xid[i]),
+            host=host,
+            gpu_id=gpu if SCOPE[cause] == "gpu" else NONE,
+            link_id=link,
+            rack_wide=a.rack_wide[i],
+        )
+
+    def _fault_in_service(self, fault: _Fault, verdict) -> None:
+        """The job restarts on the same hosts (a missed diagnosis leaves the host in service: a fault of its own,
+        a job-level cause, or a hardware fault nobody found); an idle host has no job to break."""
+        flagship, research, lost = self._restart_in_place(fault.host, fault.cause, fault.t_s)
+        if SCOPE[fault.cause] == "job" and flagship is None and not research:
+            return  # nothing running to break (or the job is waiting for hosts)
+        incident = self._record(fault.incident(flagship, research, lost))
+        if verdict is not None:
+            self.repairs.repaired_at[incident] = (
+                fault.detected_s
+            )  # back in service at once, like a job-level fault
+
+    def _fault_out_of_service(self, fault: _Fault, verdict) -> None:
+        """The failed hosts (the one blamed and the suspects, after a diagnosis; else the host, or its whole rack)
+        leave service for repair or for good; the jobs on them are interrupted or end."""
+        host, now, cause = fault.host, fault.detected_s, fault.cause
         if verdict is not None:
             hosts, suspects = [verdict.blamed], list(verdict.suspects)
         else:
-            hosts = list(self.topo.rack_hosts(int(self.topo.host_rack[host]))) if a.rack_wide[i] else [host]
+            hosts = list(self.topo.rack_hosts(int(self.topo.host_rack[host]))) if fault.rack_wide else [host]
             hosts = [h for h in hosts if self.holder[h] not in (IN_REPAIR, RETIRED)]
             suspects = []
         # a rack switch's fault is no host's: only a single-host failure counts against its host
-        retiring = [] if a.rack_wide[i] else [h for h in hosts if self.health.blame(h, now)]
+        retiring = [] if fault.rack_wide else [h for h in hosts if self.health.blame(h, now)]
+        flagship: str | None = None
+        research: list[ResearchJob] = []
+        lost = 0.0
         flagship_hit = []
         for h in hosts + suspects:
             if self.holder[h] == FLAGSHIP:
@@ -264,24 +301,10 @@ class Simulation:
             self._set(h, None)
         if flagship_hit and self.job is not None:
             before = len(self.job.ledger.attempts)
-            if self.job.interrupt(cause, flagship_hit, fault):
+            if self.job.interrupt(cause, flagship_hit, fault.t_s):
                 flagship = self.job_id
                 lost = self._lost_since(before)
-        incident = self._record(
-            Incident(
-                t_s=fault,
-                detected_s=now,
-                cause=cause,
-                planned=False,
-                xid=xid,
-                host_id=host,
-                gpu_id=gpu_id,
-                link_id=link,
-                flagship=flagship,
-                research=tuple(research),
-                lost_work_s=lost,
-            )
-        )
+        incident = self._record(fault.incident(flagship, research, lost))
         for h in retiring:
             self.health.retire(h)
             self.repairs.retire(h)

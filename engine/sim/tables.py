@@ -37,6 +37,15 @@ def _host_lists(arrays: list[np.ndarray]) -> pl.Series:
 
 def job_frames(result: SimulationResult) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
     """The jobs, job_attempts and checkpoints tables: the flagship job (if any), then the research jobs."""
+    research_jobs, research_attempts = _research_frames(result)
+    frames_jobs, frames_attempts, checkpoints = _flagship_frames(result)
+    jobs = pl.concat([*frames_jobs, research_jobs])
+    attempts = pl.concat([*frames_attempts, research_attempts])
+    return jobs, attempts, checkpoints
+
+
+def _research_frames(result: SimulationResult) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """The research jobs and their single attempts, each on the hosts of its lane."""
     research = result.research_jobs
     ids = [job.job_id for job in research]
     research_jobs = pl.DataFrame(
@@ -76,6 +85,13 @@ def job_frames(result: SimulationResult) -> tuple[pl.DataFrame, pl.DataFrame, pl
         .join(lane_hosts, on="lane", how="left", maintain_order="left")
         .drop("lane")
     )
+    return research_jobs, research_attempts
+
+
+def _flagship_frames(
+    result: SimulationResult,
+) -> tuple[list[pl.DataFrame], list[pl.DataFrame], pl.DataFrame]:
+    """The flagship job, its attempts and its checkpoints (empty lists and no checkpoints without one)."""
     frames_jobs, frames_attempts = [], []
     checkpoints = pl.DataFrame(schema=polars_schema("checkpoints"))
     job = result.job
@@ -121,9 +137,7 @@ def job_frames(result: SimulationResult) -> tuple[pl.DataFrame, pl.DataFrame, pl
             },
             schema=polars_schema("checkpoints"),
         )
-    jobs = pl.concat([*frames_jobs, research_jobs])
-    attempts = pl.concat([*frames_attempts, research_attempts])
-    return jobs, attempts, checkpoints
+    return frames_jobs, frames_attempts, checkpoints
 
 
 def incidents_frame(result: SimulationResult) -> pl.DataFrame:

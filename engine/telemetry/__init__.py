@@ -358,70 +358,27 @@ def _block(
     tdp: float,
     diurnal: np.ndarray,
 ) -> pl.DataFrame:
-    g0, g1 = int(fleet.host_first_gpu[h0]), int(fleet.host_first_gpu[h1])
-    n_gpus, n_t = g1 - g0, t.size
-    local_host = fleet.gpu_host[g0:g1] - h0
+    """The samples of hosts h0..h1 (their GPUs) at times `t`, as DCGM reports them."""
+    at = _Layout.of(fleet, h0, h1, t.size)
+    g0, g1, shape = at.g0, at.g1, (at.n_gpus, at.n_t)
     activity, fade, host_reports = _host_grid(fleet, h0, h1, t, resolution)
-    # What a host does sets its GPUs' levels: computed per (host, sample), then broadcast to the GPUs. Hosts of
-    # equal size (the usual case) broadcast as a (hosts, GPUs a host, samples) view without copying.
-    per_host = np.diff(fleet.host_first_gpu[h0 : h1 + 1])
-    if (per_host == per_host[0]).all():
-        grid = (h1 - h0, int(per_host[0]), n_t)
-
-        def to_gpus(host_values: np.ndarray) -> np.ndarray:
-            return host_values[:, None, :]
-    else:
-        grid = (n_gpus, n_t)
-
-        def to_gpus(host_values: np.ndarray) -> np.ndarray:
-            return host_values[local_host]
-
-    def per_gpu(values: np.ndarray) -> np.ndarray:
-        return values[g0:g1].reshape(*grid[:-1], 1)
-
-    busy = np.where(activity == IDLE, np.float32(0.0), fade)  # 0 idle .. 1 at full load
-    lanes = unit_noise(hash_noise(key, per_gpu(fleet.gpu_id), np.arange(n_t)))
-
-    util = to_gpus(UTIL_LEVEL[activity] * fade) + to_gpus(UTIL_SPREAD[activity] * fade) * lanes[0]
-    # power: the level blends from idle to the activity's level as load fades; clocks dip at the day's hottest
-    # hour (DVFS) by DIURNAL_POWER_SWING peak to trough; never above the power limit
-    swing = 1.0 - np.float32(DIURNAL_POWER_SWING / 2) * diurnal[None, :] * (busy > 0)
-    watts = np.float32(tdp) * (POWER_LEVEL[IDLE] + (POWER_LEVEL[activity] - POWER_LEVEL[IDLE]) * fade) * swing
-    power = to_gpus(watts) * per_gpu(fleet.power_factor) * (1.0 + to_gpus(POWER_SPREAD[activity]) * lanes[1])
-    degrees = (
-        TEMP_LEVEL[IDLE]
-        + (TEMP_LEVEL[activity] - TEMP_LEVEL[IDLE]) * fade
-        + np.float32(DIURNAL_TEMP_SWING_C / 2) * diurnal[None, :]
-    )
-    offset_share = np.float32(IDLE_OFFSET_SCALE) + np.float32(1 - IDLE_OFFSET_SCALE) * busy
-    temp = (
-        to_gpus(degrees)
-        + per_gpu(fleet.temp_offset) * to_gpus(offset_share)
-        + np.float32(TEMP_SPREAD) * lanes[2]
-    )
-    mem = to_gpus(MEM_LEVEL[activity] * fade) + to_gpus(MEM_SPREAD[activity] * fade) * lanes[3]
-    util, power, temp, mem = (x.reshape(n_gpus, n_t) for x in (util, power, temp, mem))
-    extra_heat = precursors.heat(pre, g0, g1, t, (n_gpus, n_t))
+    util, power, temp, mem = _levels(fleet, at, key, activity, fade, tdp, diurnal)
+    extra_heat = precursors.heat(pre, g0, g1, t, shape)
     if extra_heat is not None:
         temp += extra_heat
-    # read as DCGM reports them: whole degrees and percents, tenths of a watt (also what keeps the store small)
-    for whole in (util, mem, temp):
-        np.rint(whole, out=whole)
-    np.clip(util, 0, 100, out=util)
-    np.clip(mem, 0, 100, out=mem)
-    power = np.minimum(np.round(power, POWER_DECIMALS), np.float32(tdp))
+    util, power, temp, mem = _as_dcgm_reads(util, power, temp, mem, tdp)
 
     reset = precursors.last_reset(pre, h0, h1, t, resolution)
-    sbe, dbe = precursors.ecc_counters(pre, g0, g1, t, reset, local_host, fleet.sbe_rate_per_s[g0:g1])
-    reports = np.broadcast_to(to_gpus(host_reports), grid).reshape(n_gpus, n_t)
-    gone = precursors.off_bus(pre, g0, g1, t, (n_gpus, n_t))
+    sbe, dbe = precursors.ecc_counters(pre, g0, g1, t, reset, at.local_host, fleet.sbe_rate_per_s[g0:g1])
+    reports = np.broadcast_to(at.to_gpus(host_reports), at.grid).reshape(shape)
+    gone = precursors.off_bus(pre, g0, g1, t, shape)
     if gone is not None:
         reports = reports & ~gone
 
     frame = pl.DataFrame(
         {
-            "t_s": np.tile(t, n_gpus),
-            "gpu_id": np.repeat(fleet.gpu_id[g0:g1].astype(np.int32), n_t),
+            "t_s": np.tile(t, at.n_gpus),
+            "gpu_id": np.repeat(fleet.gpu_id[g0:g1].astype(np.int32), at.n_t),
             "temp_c": temp.ravel(),
             "power_w": power.ravel(),
             "util_pct": util.ravel(),
@@ -432,3 +389,87 @@ def _block(
         schema={name: SAMPLE_SCHEMA[name] for name in SIMULATED_COLUMNS},
     )
     return frame if reports.all() else frame.filter(pl.Series(reports.ravel()))
+
+
+@dataclass(frozen=True)
+class _Layout:
+    """A block's GPUs g0..g1 (of hosts h0..), n_t samples each. What a host does sets its GPUs' levels: computed
+    per (host, sample), then broadcast to the GPUs. Hosts of equal size (the usual case) broadcast as a (hosts,
+    GPUs a host, samples) view without copying; otherwise the grid is (GPUs, samples)."""
+
+    g0: int
+    g1: int
+    n_t: int
+    local_host: np.ndarray  # per GPU: its host, counted from h0
+    grid: tuple[int, ...]
+    equal_hosts: bool
+
+    @classmethod
+    def of(cls, fleet: _Fleet, h0: int, h1: int, n_t: int) -> "_Layout":
+        g0, g1 = int(fleet.host_first_gpu[h0]), int(fleet.host_first_gpu[h1])
+        per_host = np.diff(fleet.host_first_gpu[h0 : h1 + 1])
+        equal_hosts = bool((per_host == per_host[0]).all())
+        grid = (h1 - h0, int(per_host[0]), n_t) if equal_hosts else (g1 - g0, n_t)
+        return cls(g0, g1, n_t, fleet.gpu_host[g0:g1] - h0, grid, equal_hosts)
+
+    @property
+    def n_gpus(self) -> int:
+        return self.g1 - self.g0
+
+    def to_gpus(self, host_values: np.ndarray) -> np.ndarray:
+        """(hosts, samples) values on the grid of GPUs."""
+        return host_values[:, None, :] if self.equal_hosts else host_values[self.local_host]
+
+    def per_gpu(self, values: np.ndarray) -> np.ndarray:
+        """A fleet-wide per-GPU array: this block's part, on the grid (one sample)."""
+        return values[self.g0 : self.g1].reshape(*self.grid[:-1], 1)
+
+
+def _levels(
+    fleet: _Fleet,
+    at: _Layout,
+    key: int,
+    activity: np.ndarray,
+    fade: np.ndarray,
+    tdp: float,
+    diurnal: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Utilisation, power, temperature and memory utilisation, (GPUs, samples) each, before rounding."""
+    busy = np.where(activity == IDLE, np.float32(0.0), fade)  # 0 idle .. 1 at full load
+    lanes = unit_noise(hash_noise(key, at.per_gpu(fleet.gpu_id), np.arange(at.n_t)))
+    to_gpus = at.to_gpus
+
+    util = to_gpus(UTIL_LEVEL[activity] * fade) + to_gpus(UTIL_SPREAD[activity] * fade) * lanes[0]
+    # power: the level blends from idle to the activity's level as load fades; clocks dip at the day's hottest
+    # hour (DVFS) by DIURNAL_POWER_SWING peak to trough; never above the power limit
+    swing = 1.0 - np.float32(DIURNAL_POWER_SWING / 2) * diurnal[None, :] * (busy > 0)
+    watts = np.float32(tdp) * (POWER_LEVEL[IDLE] + (POWER_LEVEL[activity] - POWER_LEVEL[IDLE]) * fade) * swing
+    power = (
+        to_gpus(watts) * at.per_gpu(fleet.power_factor) * (1.0 + to_gpus(POWER_SPREAD[activity]) * lanes[1])
+    )
+    degrees = (
+        TEMP_LEVEL[IDLE]
+        + (TEMP_LEVEL[activity] - TEMP_LEVEL[IDLE]) * fade
+        + np.float32(DIURNAL_TEMP_SWING_C / 2) * diurnal[None, :]
+    )
+    offset_share = np.float32(IDLE_OFFSET_SCALE) + np.float32(1 - IDLE_OFFSET_SCALE) * busy
+    temp = (
+        to_gpus(degrees)
+        + at.per_gpu(fleet.temp_offset) * to_gpus(offset_share)
+        + np.float32(TEMP_SPREAD) * lanes[2]
+    )
+    mem = to_gpus(MEM_LEVEL[activity] * fade) + to_gpus(MEM_SPREAD[activity] * fade) * lanes[3]
+    return tuple(x.reshape(at.n_gpus, at.n_t) for x in (util, power, temp, mem))
+
+
+def _as_dcgm_reads(
+    util: np.ndarray, power: np.ndarray, temp: np.ndarray, mem: np.ndarray, tdp: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Read as DCGM reports them: whole degrees and percents, tenths of a watt (also what keeps the store
+    small); utilisations within 0..100, power never above the limit."""
+    for whole in (util, mem, temp):
+        np.rint(whole, out=whole)
+    np.clip(util, 0, 100, out=util)
+    np.clip(mem, 0, 100, out=mem)
+    power = np.minimum(np.round(power, POWER_DECIMALS), np.float32(tdp))
+    return util, power, temp, mem
