@@ -1,0 +1,271 @@
+"""Twin: what Goodput learned of the selected run's cluster (`goodput calibrate`), how well the learned twin
+reproduces the window it learned from (the backtest: the twin's published error), and what it forecasts.
+
+Every fitted key carries its 90 % interval, its evidence (n) and where it came from: this run, or the default
+it was shrunk toward when the run showed too few events. The backtest and forecast simulate (seconds at 24,576
+GPUs), so they run on request and are kept for later visits.
+
+URL: ?since= and ?until= (days from the run's start) reproduce the window.
+"""
+
+import streamlit as st
+
+from dashboard import state, table_view
+from dashboard.charts import twin as charts
+from dashboard.format import fmt_gpu_hours, fmt_int, fmt_pct
+from dashboard.queries import twin as queries
+from dashboard.text import code, md
+from engine.analysis.definitions import definition
+from engine.errors import GoodputError
+from engine.store import RunInfo
+from engine.twin.backtest import FIGURES, SEEDS
+from engine.twin.calibrate import RUN_KEY, Calibration
+from engine.twin.forecast import DAYS
+from engine.units import SECONDS_PER_DAY
+
+# each backtest figure: its definition (engine.analysis.definitions.twin) and unit on the page
+BACKTEST_DEFINITIONS = {
+    "interruptions": ("window_interruptions", "interruptions"),
+    "incidents": ("window_incidents", "incidents"),
+    "gpu_hours_lost": ("window_gpu_hours_lost", "GPU-h"),
+    "ettr": ("window_ettr", ""),
+    "hosts_in_repair_mean": ("window_hosts_in_repair", "hosts"),
+}
+FORECAST_LABELS = {
+    "ettr": "ETTR of the flagship job",
+    "interruptions": "Interruptions",
+    "mttf_hours": "Job MTTF (hours)",
+    "lost_gpu_hours": "GPU-hours lost",
+}
+MIN_WINDOW_DAYS = 1 / 24  # an hour: less is no window to fit
+
+
+def page(run_id: str) -> None:
+    """The window, then what the twin learned, its backtest and its forecast."""
+    info = state.store().info(run_id)
+    since, until = window_slider(info)
+    try:
+        fitted = queries.fit(info.run_id, since, until)
+    except GoodputError as err:
+        st.info(f"Nothing to learn from this run: {md(err)}", icon=":material/info:")
+        return
+    learned_section(fitted)
+    backtest_section(info, fitted, since, until)
+    forecast_section(info, fitted, since, until)
+
+
+def window_slider(info: RunInfo) -> tuple[float | None, float | None]:
+    """The window fitted, in days from the run's start (None: the run's own start or end)."""
+    days = info.duration_s / SECONDS_PER_DAY
+    if days <= MIN_WINDOW_DAYS:
+        return None, None
+    step = 1.0 if days >= 7 else 1 / 24
+    since = _param_days("since", 0.0, days)
+    until = _param_days("until", days, days)
+    if until - since < step:
+        since, until = 0.0, days
+    chosen = st.slider(
+        "Window (days from the run's start)",
+        min_value=0.0,
+        max_value=float(days),
+        step=step,
+        help="The part of the run the twin learns from and is tested against. A window under a week rests on "
+        "few events and says so.",
+        key=state.seed("twin_window", (since, until)),
+    )
+    start, end = chosen
+    state.set_url("since", f"{start:g}" if start > 0 else "")
+    state.set_url("until", f"{end:g}" if end < days else "")
+    return (start if start > 0 else None), (end if end < days else None)
+
+
+def _param_days(name: str, fallback: float, days: float) -> float:
+    try:
+        value = float(st.query_params.get(name, ""))
+    except ValueError:
+        return fallback
+    return min(max(value, 0.0), days)
+
+
+# ----- what the twin learned ----------------------------------------------------------------------------
+
+
+def learned_section(fitted: Calibration) -> None:
+    st.subheader("What the twin learned")
+    rate = fitted.keys[RUN_KEY]
+    first, second, third, fourth = st.columns(4)
+    interval = (
+        f"90 % interval {rate.low:.3g} to {rate.high:.3g}"
+        if rate.low is not None and rate.high is not None
+        else ""
+    )
+    first.metric(
+        definition("fitted_failure_rate").label,
+        f"{rate.value:.3g}",
+        help=definition("fitted_failure_rate").help,
+    )
+    first.caption(f"per 1,000 host-days · {interval} · n={fmt_int(rate.n)} · {queries.source_text(rate)}")
+    second.metric(
+        definition("exposure_host_days").label,
+        fmt_int(fitted.exposure_host_days),
+        help=definition("exposure_host_days").help,
+    )
+    second.caption(f"over {fitted.window.days:.2f} days")
+    repair = fitted.repair
+    third.metric("Time to repair (median)", _hours(repair.median_s if repair else None))
+    third.caption(
+        f"90th percentile {_hours(repair.p90_s)} · {fmt_int(repair.repairs)} repairs,"
+        f" {fmt_int(repair.censored)} still out"
+        if repair
+        else "no repair in the window"
+    )
+    fitted_keys = sum(1 for e in fitted.keys.values() if e.source not in ("default", "prior"))
+    prior_keys = sum(1 for e in fitted.keys.values() if e.source == "prior")
+    fourth.metric("Keys from this run", fmt_int(fitted_keys))
+    fourth.caption(f"{fmt_int(prior_keys)} shrunk toward the default (too few events)")
+    for warning in fitted.warnings:
+        st.warning(md(warning), icon=":material/warning:")
+    rates = queries.cause_rates(fitted)
+    if rates.height:
+        st.markdown(
+            "**Failure rate by cause**, fitted (grey: too few events, shrunk toward the default) and the default"
+        )
+        st.plotly_chart(charts.cause_rates(rates), key="twin_causes")
+    with st.expander("Every fitted key, with its interval, evidence and source", expanded=False):
+        table_view.dataframe(queries.keys_table(fitted), hide_index=True, width="stretch")
+    st.download_button(
+        "Download the fitted scenario (TOML)",
+        fitted.to_toml(),
+        file_name=f"twin-{fitted.run_id}.toml",
+        mime="application/toml",
+        icon=":material/download:",
+        help="Each fitted key carries its estimate, interval, n and source as a comment; run it with "
+        "`goodput simulate --scenario FILE`, or vary it with `goodput sweep --scenario FILE`.",
+    )
+    st.caption(
+        f"The same from a terminal: {code(f'goodput calibrate --run {fitted.run_id} --output twin.toml')}"
+    )
+
+
+def _hours(seconds: float | None) -> str:
+    if seconds is None:
+        return "–"
+    hours = seconds / 3600
+    return f"{hours / 24:.1f} d" if hours >= 48 else f"{hours:.1f} h"
+
+
+# ----- backtest -------------------------------------------------------------------------------------------
+
+
+def backtest_section(info: RunInfo, fitted: Calibration, since, until) -> None:
+    st.subheader("Backtest: does the twin reproduce this window?")
+    st.caption(definition("backtest_band").help)
+    left, right = st.columns([1, 3])
+    seeds = left.number_input("Runs", min_value=2, max_value=100, value=SEEDS, step=1, key="twin_seeds")
+    asked = right.button("Run the backtest", icon=":material/play_arrow:", key="twin_run_backtest")
+    if not (asked or queries.is_cached(info.run_id, since, until, int(seeds))):
+        st.caption(
+            f"Simulates the fitted scenario over the window {int(seeds)} times "
+            f"({fitted.window.days:.1f} days each) and puts what the run shows beside the twin's band."
+        )
+        return
+    with st.spinner(f"Simulating {int(seeds)} runs of the fitted twin…"):
+        test = queries.backtest_of(info.run_id, since, until, int(seeds))
+    queries.remember(info.run_id, since, until, int(seeds))
+    outside = test.outside()
+    if outside:
+        names = ", ".join(definition(BACKTEST_DEFINITIONS[n][0]).label for n in outside)
+        st.error(
+            f"The twin does not reproduce this window: {md(names)} fell outside its band. The fit misses "
+            "something this cluster does (a cause it does not model, a rate that changed within the window, a "
+            "repair queue): read its forecasts with that error.",
+            icon=":material/error:",
+        )
+    else:
+        st.success(
+            "Every observed figure lies inside the twin's 5-95 % band.", icon=":material/check_circle:"
+        )
+    rows = []
+    for name in FIGURES:
+        band = test.figures[name]
+        key, unit = BACKTEST_DEFINITIONS[name]
+        rows.append({"label": definition(key).label, "unit": unit, **band.__dict__})
+    st.plotly_chart(charts.backtest_bands(rows), key="twin_bands")
+    table_view.dataframe(_backtest_table(rows), hide_index=True, width="stretch")
+    if any(r["observed_is"] != "measured" for r in rows):
+        st.caption(
+            "The largest job's checkpoints were not read (Slurm records none): its ETTR shown is an upper bound "
+            "and its lost GPU-hours a lower one, and the verdict reads them as such."
+        )
+    if test.repair_by_day["observed"]:
+        st.markdown("**Hosts in repair, day by day**")
+        st.plotly_chart(charts.repair_over_days(test.repair_by_day), key="twin_repair_days")
+
+
+def _backtest_table(rows: list[dict]):
+    import polars as pl
+
+    def text(row: dict, value) -> str:
+        if value is None:
+            return "–"
+        if row["label"] == definition("window_ettr").label:
+            return fmt_pct(value, 2)
+        if row["unit"] == "GPU-h":
+            return fmt_gpu_hours(value)
+        return f"{value:,.3g}" if abs(value) < 1000 else fmt_int(value)
+
+    return pl.DataFrame(
+        {
+            "figure": [r["label"] for r in rows],
+            "observed": [text(r, r["observed"]) + _bound_note(r) for r in rows],
+            "twin 5 %": [text(r, r["low"]) for r in rows],
+            "twin median": [text(r, r["median"]) for r in rows],
+            "twin 95 %": [text(r, r["high"]) for r in rows],
+            "verdict": [{True: "inside", False: "OUTSIDE", None: "–"}[r["inside"]] for r in rows],
+        }
+    )
+
+
+def _bound_note(row: dict) -> str:
+    return "" if row["observed_is"] == "measured" else f" ({row['observed_is']})"
+
+
+# ----- forecast -------------------------------------------------------------------------------------------
+
+
+def forecast_section(info: RunInfo, fitted: Calibration, since, until) -> None:
+    st.subheader("Forecast: the next days of this cluster")
+    left, middle, right = st.columns([1, 1, 2])
+    days = left.number_input(
+        "Days ahead", min_value=1, max_value=365, value=int(DAYS), step=1, key="twin_days"
+    )
+    seeds = middle.number_input(
+        "Runs", min_value=2, max_value=100, value=SEEDS, step=1, key="twin_forecast_seeds"
+    )
+    asked = right.button("Forecast", icon=":material/trending_up:", key="twin_run_forecast")
+    if not (asked or queries.is_cached(info.run_id, since, until, int(seeds), float(days))):
+        st.caption(
+            "Runs the fitted scenario forward: ETTR, interruptions, MTTF and lost GPU-hours of its flagship job, "
+            "each with the 5-95 % band of the runs (luck under the fitted rates; the fit's own intervals and the "
+            "backtest's error come on top)."
+        )
+        return
+    with st.spinner(f"Simulating {int(seeds)} runs of {int(days)} days…"):
+        ahead = queries.forecast_of(info.run_id, since, until, float(days), int(seeds))
+    queries.remember(info.run_id, since, until, int(seeds), float(days))
+    columns = st.columns(len(FORECAST_LABELS))
+    for column, (name, label) in zip(columns, FORECAST_LABELS.items(), strict=True):
+        spread = ahead.figures[name]
+        shown = {"ettr": lambda v: fmt_pct(v, 2), "lost_gpu_hours": fmt_gpu_hours}.get(
+            name, lambda v: "–" if v is None else f"{v:,.3g}"
+        )
+        column.metric(label, shown(spread.mean))
+        column.caption(f"5-95 %: {shown(spread.low)} to {shown(spread.high)} ({ahead.seeds} runs)")
+    st.caption(
+        "What-ifs start from here: download the fitted scenario above and run "
+        f"{code('goodput sweep --scenario twin.toml --vary spares.hosts=0,48,96 --seeds 10')}."
+    )
+
+
+st.title("Twin")
+state.render_run_page(page, state.run_or_stop())

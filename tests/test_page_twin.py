@@ -1,0 +1,71 @@
+"""Twin page: the fit of the selected run with its intervals and sources, the backtest run on request (band
+chart, verdict, table), the forecast, the window from the URL, and runs with nothing to learn."""
+
+import pytest
+from test_charts_pages import open_page, sparse_run, stored_run
+
+from engine.scenario import build
+from engine.store import Store
+from engine.twin.simulate import simulate
+
+PAGE = "app_pages/twin.py"
+TRUTH = ["simulation.days=20", "simulation.telemetry=false", "failures.rate_per_1000_node_days=60"]
+
+
+@pytest.fixture
+def fitted_run(store_dir):
+    return Store(store_dir).write_run(simulate(build("demo", sets=[*TRUTH, "simulation.seed=1"])))
+
+
+def test_the_fit_with_its_evidence(fitted_run):
+    at = open_page(PAGE, {"run": fitted_run})
+    assert not at.exception
+    labels = [m.label for m in at.metric]
+    assert "Fitted failure rate" in labels and "Host-days in service (exposure)" in labels
+    rate = next(m for m in at.metric if m.label == "Fitted failure rate")
+    assert 30 < float(rate.value) < 120  # the truth is 60
+    assert any("90 % interval" in c.value and "n=" in c.value for c in at.caption)
+    keys = at.dataframe[0].value
+    assert {"failures.rate_per_1000_node_days", "repair.fix", "training.restart_overhead"} <= set(keys["key"])
+    assert set(keys["from"]) <= {"this run", "prior (too few events)"}
+    assert "prior (too few events)" in set(keys["from"])  # rare causes of a 20-day demo rest on the prior
+    # the backtest waits for its button
+    assert not any("band" in s.value for s in at.success) and not at.error
+
+
+def test_the_backtest_and_the_forecast_on_request(fitted_run):
+    at = open_page(PAGE, {"run": fitted_run})
+    at.number_input(key="twin_seeds").set_value(4)
+    at.button(key="twin_run_backtest").click().run()
+    assert not at.exception
+    verdicts = [s.value for s in at.success] + [e.value for e in at.error]
+    assert any("band" in v for v in verdicts)
+    table = at.dataframe[1].value
+    assert table["figure"].tolist()[:2] == [
+        "Interruptions of the largest job (window)",
+        "Unexpected incidents (window)",
+    ]
+    assert set(table["verdict"]) <= {"inside", "OUTSIDE"}
+    at.number_input(key="twin_forecast_seeds").set_value(3)
+    at.number_input(key="twin_days").set_value(7)
+    at.button(key="twin_run_forecast").click().run()
+    assert not at.exception
+    ettr = next(m for m in at.metric if m.label == "ETTR of the flagship job")
+    assert ettr.value.endswith("%")
+    assert any("5-95 %" in c.value and "3 runs" in c.value for c in at.caption)
+
+
+def test_the_window_comes_from_the_url(fitted_run):
+    at = open_page(PAGE, {"run": fitted_run, "since": "5", "until": "15"})
+    assert not at.exception
+    assert at.slider[0].value == (5.0, 15.0)
+    assert any("over 10.00 days" in c.value for c in at.caption)
+    assert not any("under a week" in w.value for w in at.warning)
+
+
+def test_a_run_with_nothing_to_learn_says_so(store_dir):
+    run_id = stored_run(store_dir, sparse_run("observed"))
+    at = open_page(PAGE, {"run": run_id})
+    assert not at.exception
+    # a day of telemetry: the shape is learned, the rate stays the default's and says so
+    assert any("too few" in w.value or "no unexpected failure" in w.value for w in at.warning)
