@@ -154,10 +154,10 @@ class InMemoryCheckpointJob(RestartJob):
 
     def _copies_lost(self, failed: list[int]) -> bool:
         """Whether a failed host's peers (the next `copies` slots) all failed with it, taking its copy."""
-        gone, n = set(failed), len(self.slots)
+        gone, n_slots = set(failed), len(self.slots)
         for host in failed:
             slot = self.slot_of[host]
-            if all(int(self.slots[(slot + j) % n]) in gone for j in range(1, self.copies + 1)):
+            if all(int(self.slots[(slot + peer) % n_slots]) in gone for peer in range(1, self.copies + 1)):
                 return True
         return False
 
@@ -186,8 +186,8 @@ class ReplicaDropJob(RestartJob):
                 f"job has {len(hosts)}"
             )
         self.replicas, self.stall, self.rejoin = replicas, drop_stall_s, rejoin_s
-        n = len(hosts)
-        self.replica_of = [slot * replicas // n for slot in range(n)]  # even split in slot order
+        n_slots = len(hosts)
+        self.replica_of = [slot * replicas // n_slots for slot in range(n_slots)]  # even split in slot order
         self.out: set[int] = set()  # replicas not training: dropped, waiting for hosts or rejoining
         self.empty: dict[int, list[int]] = {}  # replica -> its slots waiting for a host
         self._rejoin_generation = [0] * replicas
@@ -260,7 +260,8 @@ class ReplicaDropJob(RestartJob):
         failure in it starts the wait again)."""
         self._rejoin_generation[replica] += 1
         timer = self.env.timeout(self.rejoin)
-        timer.callbacks.append(lambda _e, r=replica, g=self._rejoin_generation[replica]: self._rejoined(r, g))
+        generation = self._rejoin_generation[replica]
+        timer.callbacks.append(lambda _event, r=replica, g=generation: self._rejoined(r, g))
 
     def _rejoined(self, replica: int, generation: int) -> None:
         if generation != self._rejoin_generation[replica] or replica in self.empty:
@@ -282,16 +283,18 @@ class ReplicaDropJob(RestartJob):
         total = 0.0
         for i, (since, out) in enumerate(self._marks):
             until = self._marks[i + 1][0] if i + 1 < len(self._marks) else kept_until
-            a, b = max(since, start), min(until, kept_until)
-            if out and b > a:
-                total += out / self.replicas * ((b - a) - (self._written_by(b) - self._written_by(a)))
+            begin, end = max(since, start), min(until, kept_until)
+            if out and end > begin:
+                writing = self._written_by(end) - self._written_by(begin)
+                total += out / self.replicas * ((end - begin) - writing)
         return total
 
     def _written_by(self, t: float) -> float:
         """Seconds of the running attempt spent writing checkpoints before t (a write under way included)."""
         elapsed, cycle = t - self.attempt_start, self._cycle()
-        done = math.floor(elapsed / cycle)
-        return done * self.checkpoint_write + max(0.0, elapsed - done * cycle - self.checkpoint_interval)
+        completed = math.floor(elapsed / cycle)  # checkpoints completed
+        writing_now = max(0.0, elapsed - completed * cycle - self.checkpoint_interval)  # a write under way
+        return completed * self.checkpoint_write + writing_now
 
 
 # ----- hot_spare -------------------------------------------------------------------------------------------------
@@ -413,7 +416,7 @@ class HotSpareJob(RestartJob):
         self.standby_since[host] = self.env.now
         self.warming.add(host)
         timer = self.env.timeout(self.restart_overhead)
-        timer.callbacks.append(lambda _e, h=host: self._warmed(h))
+        timer.callbacks.append(lambda _event, h=host: self._warmed(h))
 
     def _warmed(self, host: int) -> None:
         if host not in self.warming:

@@ -3,8 +3,9 @@
 An attempt is a stretch of time the job trains on a full set of hosts. Within it the job alternates
 `training.checkpoint_interval` of compute with a checkpoint write that blocks for `checkpoint_write_s`
 (given outright, or size per GPU x GPUs / shared storage bandwidth: Tectonic, Llama 3 paper §3.3), so
-checkpoint k of an attempt starting at s completes at s + k (dt + w). Checkpoints are therefore computed,
-not simulated one event each: a 54-day run has ~15,000 of them and the event loop only sees failures.
+checkpoint k of an attempt starting at `start` completes at start + k (interval + write). Checkpoints are
+therefore computed, not simulated one event each: a 54-day run has ~15,000 of them and the event loop only
+sees failures.
 
 A failure detected at t whose fault happened at f <= t loses the work since the last checkpoint completed
 before f (for a late-detected fault, silent data corruption or a hung collective, the checkpoints written in
@@ -136,26 +137,28 @@ class FlagshipJob:
 
     def _last_good(self, t: float) -> float:
         """Completion time of the last checkpoint finished by t in this attempt (its start if none)."""
-        s = self.attempt_start
-        return s + math.floor(max(t - s, 0.0) / self._cycle()) * self._cycle()
+        start = self.attempt_start
+        return start + math.floor(max(t - start, 0.0) / self._cycle()) * self._cycle()
 
     def _close_attempt(self, end: float, reason: str, good_until: float) -> None:
-        s, cycle = self.attempt_start, self._cycle()
-        done = math.floor((end - s) / cycle)  # checkpoints completed
-        good = (
-            math.floor((good_until - s) / cycle + 1e-9) if good_until < end else done
-        )  # good_until is a completion
-        if done:
-            self.ledger.checkpoint_starts.append(s + np.arange(1, done + 1) * cycle - self.checkpoint_write)
+        start, cycle = self.attempt_start, self._cycle()
+        completed = math.floor((end - start) / cycle)  # checkpoints completed
+        kept = (
+            math.floor((good_until - start) / cycle + 1e-9) if good_until < end else completed
+        )  # checkpoints kept (good_until is a completion)
+        if completed:
+            self.ledger.checkpoint_starts.append(
+                start + np.arange(1, completed + 1) * cycle - self.checkpoint_write
+            )
         lost = end - good_until if good_until < end else 0.0
-        degraded = self._degraded_s(s, good_until if good_until < end else end)
+        degraded = self._degraded_s(start, good_until if good_until < end else end)
         self.ledger.lost_work_s += lost
-        self.ledger.checkpoint_s += good * self.checkpoint_write
+        self.ledger.checkpoint_s += kept * self.checkpoint_write
         self.ledger.degraded_s += degraded
-        self.ledger.productive_s += (end - s) - lost - good * self.checkpoint_write - degraded
+        self.ledger.productive_s += (end - start) - lost - kept * self.checkpoint_write - degraded
         # a slot waiting for a host (-1; only a replica_drop job trains with one) is no host of the attempt
         hosts = self.slots.copy() if self.missing == 0 else self.slots[self.slots >= 0]
-        self.ledger.attempts.append(Attempt(self.attempt, s, end, reason, lost, hosts))
+        self.ledger.attempts.append(Attempt(self.attempt, start, end, reason, lost, hosts))
         self.attempt += 1
 
     @property
@@ -196,7 +199,7 @@ class FlagshipJob:
         self._recovery_s = overhead
         self._generation += 1
         timer = self.env.timeout(overhead)
-        timer.callbacks.append(lambda _e, g=self._generation: self._restarted(g))
+        timer.callbacks.append(lambda _event, generation=self._generation: self._restarted(generation))
 
     def _restarted(self, generation: int) -> None:
         if generation != self._generation or self.phase != RESTARTING:
