@@ -223,13 +223,13 @@ class Simulation:
                     )
                 )
 
-    def _failure(self, a: Arrivals, i: int) -> None:
-        host = int(a.host[i])
+    def _failure(self, arrivals: Arrivals, index: int) -> None:
+        host = int(arrivals.host[index])
         if self.holder[host] in (IN_REPAIR, RETIRED):
             return  # thinned: the host is not in service
-        if not self._strikes(a, i, host):
+        if not self._strikes(arrivals, index, host):
             return
-        fault = self._fault(a, i, host)
+        fault = self._fault(arrivals, index, host)
         verdict = None
         if SCOPE[fault.cause] != "job" and not fault.rack_wide and self.health.diagnoses:
             verdict = self.health.diagnose(host, self._job_slots_holding(host))
@@ -238,26 +238,26 @@ class Simulation:
         else:
             self._fault_out_of_service(fault, verdict)
 
-    def _fault(self, a: Arrivals, i: int, host: int) -> _Fault:
-        """Arrival `i`, which strikes `host` now: its cause and the GPU or link it names."""
-        cause = CAUSE_KEYS[a.cause[i]]
-        gpu = host * self.topo.gpus_per_host + int(a.gpu_index[i])
+    def _fault(self, arrivals: Arrivals, index: int, host: int) -> _Fault:
+        """Arrival `index`, which strikes `host` now: its cause and the GPU or link it names."""
+        cause = CAUSE_KEYS[arrivals.cause[index]]
+        gpu = host * self.topo.gpus_per_host + int(arrivals.gpu_index[index])
         link = NONE
         if cause in ("network_switch_cable", "nic"):
             link = (
                 self.topo.rack_link_base + int(self.topo.host_rack[host]) * CTSW_PER_POD
-                if a.rack_wide[i]
+                if arrivals.rack_wide[index]
                 else self.topo.gpu_link_base + gpu
             )
         return _Fault(
-            t_s=float(a.fault_s[i]),
+            t_s=float(arrivals.fault_s[index]),
             detected_s=self.env.now,
             cause=cause,
-            xid=int(a.xid[i]),
+            xid=int(arrivals.xid[index]),
             host=host,
             gpu_id=gpu if SCOPE[cause] == "gpu" else NONE,
             link_id=link,
-            rack_wide=a.rack_wide[i],
+            rack_wide=arrivals.rack_wide[index],
         )
 
     def _fault_in_service(self, fault: _Fault, verdict) -> None:
@@ -314,10 +314,10 @@ class Simulation:
             self.repairs.start([h], incident)
 
     # ----- bad hosts, diagnosis, retirement (engine.sim.bad_hosts) ---------------------------------------
-    def _strikes(self, a: Arrivals, i: int, host: int) -> bool:
-        """Whether arrival `i` is a failure: a bad host's extra arrival only while the host is bad, and under
+    def _strikes(self, arrivals: Arrivals, index: int, host: int) -> bool:
+        """Whether arrival `index` is a failure: a bad host's extra arrival only while the host is bad, and under
         failures.only_while_computing only on a host that computes."""
-        systematic = a.systematic is not None and bool(a.systematic[i])
+        systematic = arrivals.systematic is not None and bool(arrivals.systematic[index])
         if not (systematic or self.health.only_while_computing):
             return True  # every key at its default: nothing to thin
         computing = self.health.only_while_computing and self._computing(host)
