@@ -39,6 +39,16 @@ def test_every_command_has_help():
         assert f"goodput {command}" in out and "--" in out
 
 
+def test_the_top_level_help_lists_every_command(capsys):
+    # a command's one-line help goes through argparse's %-formatting there: "90 % intervals" once broke it
+    with pytest.raises(SystemExit) as done:
+        main(["--help"])
+    assert done.value.code == 0
+    out = capsys.readouterr().out
+    for command in [*COMMANDS, "watch", "calibrate"]:
+        assert f"    {command}" in out
+
+
 def test_console_script_is_installed():
     out = subprocess.run(
         [str(__import__("pathlib").Path(sys.executable).parent / "goodput"), "--version"],
