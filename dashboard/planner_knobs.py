@@ -82,164 +82,180 @@ def ladder(
 
 def settings(first: model.Knobs, preset: str, key: Callable[[str, object], str]) -> model.Knobs:
     """The Settings section: three columns of knobs, starting from `first` (the URL's), as Knobs."""
-    per_host = first.gpus_per_host
     default = model.defaults(preset)
     left, middle, right = st.columns(3)
     with left:
-        st.markdown("**Cluster and job**")
-        cluster_gpus = st.number_input(
-            "Cluster GPUs",
-            min_value=per_host,
-            max_value=1_048_576,
-            step=per_host * 256,
-            key=key("cluster", first.cluster_gpus),
-        )
-        job_gpus = st.number_input(
-            "Job GPUs",
-            min_value=0,
-            max_value=1_048_576,
-            step=per_host,
-            key=key("gpus", first.job_gpus),
-            help=f"whole hosts of {per_host} GPUs",
-        )
-        spares = st.number_input(
-            "Hot spares (hosts)",
-            min_value=0,
-            max_value=100_000,
-            step=1,
-            key=key("spares", first.spares),
-            help="held back to replace a failed job host",
-        )
-        st.caption(WHY_CLUSTER_AND_SPARES)
-        placement = st.radio(
-            "Placement",
-            model.PLACEMENTS,
-            horizontal=True,
-            key=key("place", first.placement),
-            help="pack: whole racks and pods in host order, ranked so (Meta's topology-aware "
-            "placement). spread: dealt round-robin over the pods, one host a rack first, "
-            "ranked in that order: every rack-switch fault reaches the job and its rings "
-            "cross pods",
-        )
-        gbps_key = key("gbps", first.gbps_per_gpu)
-        gbps = st.slider(
-            "Network demand per GPU (Gbps)",
-            0.0,
-            max(400.0, math.ceil(st.session_state[gbps_key])),
-            step=5.0,
-            format="%.0f Gbps",
-            key=gbps_key,
-            help="what the job's collectives ask of each GPU's 400 Gbps NIC (Llama 3 405B: ~25)",
-        )
-        price_key = key("price", first.gpu_hour_usd)
-        price = st.slider(
-            "GPU-hour price (USD)",
-            0.0,
-            max(10.0, math.ceil(st.session_state[price_key])),
-            step=0.05,
-            format="$%.2f",
-            key=price_key,
-        )
+        cluster = cluster_knobs(first, key)
     with middle:
-        st.markdown("**Failures and repair**")
-        rate = ladder(
-            "Failure rate (per 1,000 host-days)",
-            number_options(0.1, 1000.0, default.rate, zero=True),
-            key("rate", first.rate),
-            lambda v: f"{v:.3g}",
-            help="unexpected interruptions per 1,000 host-days, every category at x1 (Llama 3: 3.79; "
-            "RSC-1: 6.5)",
-        )
-        with st.expander("Per-category multipliers"):
-            st.caption(
-                "Scale the causes of one category (the Llama 3 table's), and with them the total rate."
-            )
-            multipliers = {
-                cat: st.slider(
-                    f"{cat} (x)", 0.0, 10.0, step=0.1, key=key(url, min(first.multipliers[cat], 10.0))
-                )
-                for cat, url in model.CATEGORIES.items()
-            }
-        fix_s = ladder(
-            "Repair turnaround",
-            duration_options(15 * 60, 14 * 86400, default.repair_fix_s),
-            key("fix", first.repair_fix_s),
-            knob_duration,
-            help="mean hands-on repair time of a failed host (repair.fix)",
-        )
-        technicians = st.number_input(
-            "Technicians", min_value=1, max_value=10_000, step=1, key=key("techs", first.technicians)
-        )
-        st.caption(WHY_REPAIR)
+        failures = failure_knobs(first, default, key)
     with right:
-        st.markdown("**Checkpoint and restart**")
-        interval_s = ladder(
-            "Checkpoint interval",
-            duration_options(60, 86400, default.interval_s),
-            key("interval", first.interval_s),
-            knob_duration,
-            help="time between checkpoints",
-        )
-        write_mode = st.radio(
-            "Checkpoint write",
-            model.WRITE_MODES,
-            horizontal=True,
-            key=key("ckpt", first.write_mode),
-            format_func={"time": "as a time", "storage": "size and bandwidth"}.get,
-        )
-        if write_mode == "time":
-            write_s = ladder(
-                "Checkpoint write time",
-                duration_options(0, 3600, default.write_s),
-                key("write", first.write_s),
-                knob_duration,
-                help="how long a checkpoint blocks training",
-            )
-            gb, bandwidth = first.checkpoint_gb_per_gpu, first.bandwidth_gb_per_s
-        else:
-            gb = ladder(
-                "Checkpoint size per GPU (GB)",
-                number_options(0.01, 100.0, default.checkpoint_gb_per_gpu, zero=True),
-                key("gb", first.checkpoint_gb_per_gpu),
-                lambda v: f"{v:g} GB",
-            )
-            bandwidth = ladder(
-                "Storage bandwidth (GB/s)",
-                number_options(1.0, 100_000.0, default.bandwidth_gb_per_s),
-                key("bw", first.bandwidth_gb_per_s),
-                lambda v: f"{v:,g} GB/s",
-                help="shared by every writer of the job",
-            )
-            write_s = first.write_s
-        restart_s = ladder(
-            "Restart overhead",
-            duration_options(0, 4 * 3600, default.restart_s),
-            key("restart", first.restart_s),
-            knob_duration,
-            help="detection, rescheduling, initialisation and restore after an interruption",
-        )
+        checkpoints = checkpoint_knobs(first, default, key)
         recovery = recovery_knobs(first, default, key)
     return model.Knobs(
-        preset=preset,
-        cluster_gpus=int(cluster_gpus),
-        job_gpus=int(job_gpus),
-        rate=float(rate),
-        interval_s=float(interval_s),
-        write_mode=write_mode,
-        write_s=float(write_s),
-        checkpoint_gb_per_gpu=float(gb),
-        bandwidth_gb_per_s=float(bandwidth),
-        restart_s=float(restart_s),
-        spares=int(spares),
-        repair_fix_s=float(fix_s),
-        technicians=int(technicians),
-        gpu_hour_usd=float(price),
-        multipliers=multipliers,
-        gpus_per_host=per_host,
-        placement=placement,
-        gbps_per_gpu=float(gbps),
-        **recovery,
+        preset=preset, gpus_per_host=first.gpus_per_host, **cluster, **failures, **checkpoints, **recovery
     )
+
+
+def cluster_knobs(first: model.Knobs, key: Callable[[str, object], str]) -> dict:
+    """The cluster and the job: sizes, hot spares, placement, network demand and price, as Knobs fields."""
+    per_host = first.gpus_per_host
+    st.markdown("**Cluster and job**")
+    cluster_gpus = st.number_input(
+        "Cluster GPUs",
+        min_value=per_host,
+        max_value=1_048_576,
+        step=per_host * 256,
+        key=key("cluster", first.cluster_gpus),
+    )
+    job_gpus = st.number_input(
+        "Job GPUs",
+        min_value=0,
+        max_value=1_048_576,
+        step=per_host,
+        key=key("gpus", first.job_gpus),
+        help=f"whole hosts of {per_host} GPUs",
+    )
+    spares = st.number_input(
+        "Hot spares (hosts)",
+        min_value=0,
+        max_value=100_000,
+        step=1,
+        key=key("spares", first.spares),
+        help="held back to replace a failed job host",
+    )
+    st.caption(WHY_CLUSTER_AND_SPARES)
+    placement = st.radio(
+        "Placement",
+        model.PLACEMENTS,
+        horizontal=True,
+        key=key("place", first.placement),
+        help="pack: whole racks and pods in host order, ranked so (Meta's topology-aware "
+        "placement). spread: dealt round-robin over the pods, one host a rack first, "
+        "ranked in that order: every rack-switch fault reaches the job and its rings "
+        "cross pods",
+    )
+    gbps_key = key("gbps", first.gbps_per_gpu)
+    gbps = st.slider(
+        "Network demand per GPU (Gbps)",
+        0.0,
+        max(400.0, math.ceil(st.session_state[gbps_key])),
+        step=5.0,
+        format="%.0f Gbps",
+        key=gbps_key,
+        help="what the job's collectives ask of each GPU's 400 Gbps NIC (Llama 3 405B: ~25)",
+    )
+    price_key = key("price", first.gpu_hour_usd)
+    price = st.slider(
+        "GPU-hour price (USD)",
+        0.0,
+        max(10.0, math.ceil(st.session_state[price_key])),
+        step=0.05,
+        format="$%.2f",
+        key=price_key,
+    )
+    return {
+        "cluster_gpus": int(cluster_gpus),
+        "job_gpus": int(job_gpus),
+        "spares": int(spares),
+        "placement": placement,
+        "gbps_per_gpu": float(gbps),
+        "gpu_hour_usd": float(price),
+    }
+
+
+def failure_knobs(first: model.Knobs, default: model.Knobs, key: Callable[[str, object], str]) -> dict:
+    """Failures and repair: the rate, its per-category multipliers, repair turnaround and technicians, as Knobs
+    fields."""
+    st.markdown("**Failures and repair**")
+    rate = ladder(
+        "Failure rate (per 1,000 host-days)",
+        number_options(0.1, 1000.0, default.rate, zero=True),
+        key("rate", first.rate),
+        lambda v: f"{v:.3g}",
+        help="unexpected interruptions per 1,000 host-days, every category at x1 (Llama 3: 3.79; RSC-1: 6.5)",
+    )
+    with st.expander("Per-category multipliers"):
+        st.caption("Scale the causes of one category (the Llama 3 table's), and with them the total rate.")
+        multipliers = {
+            cat: st.slider(f"{cat} (x)", 0.0, 10.0, step=0.1, key=key(url, min(first.multipliers[cat], 10.0)))
+            for cat, url in model.CATEGORIES.items()
+        }
+    fix_s = ladder(
+        "Repair turnaround",
+        duration_options(15 * 60, 14 * 86400, default.repair_fix_s),
+        key("fix", first.repair_fix_s),
+        knob_duration,
+        help="mean hands-on repair time of a failed host (repair.fix)",
+    )
+    technicians = st.number_input(
+        "Technicians", min_value=1, max_value=10_000, step=1, key=key("techs", first.technicians)
+    )
+    st.caption(WHY_REPAIR)
+    return {
+        "rate": float(rate),
+        "multipliers": multipliers,
+        "repair_fix_s": float(fix_s),
+        "technicians": int(technicians),
+    }
+
+
+def checkpoint_knobs(first: model.Knobs, default: model.Knobs, key: Callable[[str, object], str]) -> dict:
+    """Checkpoint and restart: the interval, the write (as a time, or size and bandwidth) and the restart
+    overhead, as Knobs fields."""
+    st.markdown("**Checkpoint and restart**")
+    interval_s = ladder(
+        "Checkpoint interval",
+        duration_options(60, 86400, default.interval_s),
+        key("interval", first.interval_s),
+        knob_duration,
+        help="time between checkpoints",
+    )
+    write_mode = st.radio(
+        "Checkpoint write",
+        model.WRITE_MODES,
+        horizontal=True,
+        key=key("ckpt", first.write_mode),
+        format_func={"time": "as a time", "storage": "size and bandwidth"}.get,
+    )
+    if write_mode == "time":
+        write_s = ladder(
+            "Checkpoint write time",
+            duration_options(0, 3600, default.write_s),
+            key("write", first.write_s),
+            knob_duration,
+            help="how long a checkpoint blocks training",
+        )
+        gb, bandwidth = first.checkpoint_gb_per_gpu, first.bandwidth_gb_per_s
+    else:
+        gb = ladder(
+            "Checkpoint size per GPU (GB)",
+            number_options(0.01, 100.0, default.checkpoint_gb_per_gpu, zero=True),
+            key("gb", first.checkpoint_gb_per_gpu),
+            lambda v: f"{v:g} GB",
+        )
+        bandwidth = ladder(
+            "Storage bandwidth (GB/s)",
+            number_options(1.0, 100_000.0, default.bandwidth_gb_per_s),
+            key("bw", first.bandwidth_gb_per_s),
+            lambda v: f"{v:,g} GB/s",
+            help="shared by every writer of the job",
+        )
+        write_s = first.write_s
+    restart_s = ladder(
+        "Restart overhead",
+        duration_options(0, 4 * 3600, default.restart_s),
+        key("restart", first.restart_s),
+        knob_duration,
+        help="detection, rescheduling, initialisation and restore after an interruption",
+    )
+    return {
+        "interval_s": float(interval_s),
+        "write_mode": write_mode,
+        "write_s": float(write_s),
+        "checkpoint_gb_per_gpu": float(gb),
+        "bandwidth_gb_per_s": float(bandwidth),
+        "restart_s": float(restart_s),
+    }
 
 
 def recovery_knobs(first: model.Knobs, default: model.Knobs, key: Callable[[str, object], str]) -> dict:
