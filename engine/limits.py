@@ -76,6 +76,22 @@ MAX_NAME_CHARS = 256
 # Incidents in one incidents file (CSV rows or JSON records); a simulation at the limits below has fewer.
 MAX_INCIDENTS = 1_000_000
 
+# ----- step timelines (goodput ingest step-times, goodput stragglers) -------------------------------------------
+
+# Operations of one op-level timeline (a row each: ~60 bytes while read, ~100 in the store). ByteDance's public
+# traces hold 7k-60k; 16,384 workers x 1,000 steps of per-step records are 16M.
+MAX_STEP_OPS = 50_000_000
+# Pipeline stages of one job (Llama 3 405B trained with 16; the deepest published pipelines have ~128).
+MAX_PIPELINE_STAGES = 1_024
+# Distinct steps of one timeline.
+MAX_TIMELINE_STEPS = 1_000_000
+# Cells of the dense arrays the straggler simulation builds (steps x dp ranks x stages x microbatches, 8 bytes
+# each, a few arrays at once): 16,384 workers x 1,000 steps x 1 microbatch is 16M.
+MAX_STEP_TIMELINE_CELLS = 200_000_000
+# Kinds of op a worker runs before its first or after its last compute (all-gather, reduce-scatter, optimizer,
+# ...: ByteDance's traces have 6).
+MAX_PHASE_SLOTS = 64
+
 # ----- files ----------------------------------------------------------------------------------------------------
 
 # The bytes of one input after decompression: a compressed file may not inflate past this.

@@ -1,0 +1,304 @@
+"""An op-level timeline of a pipeline-parallel training job, laid out as dense arrays for the straggler
+simulation (engine.analysis.stragglers).
+
+The input is one row per operation per worker per step (`dp_rank, stage, step, optype, start_ts, duration`,
+plus `mb_id` where known), as in the op-level traces ByteDance published with its OSDI'25 straggler study.
+Each row becomes a number in one of these arrays, indexed [step, dp_rank, stage, ...]:
+
+- `forward`, `backward`: compute of each microbatch (`forward-compute`, `backward-compute`);
+- `fwd_latency`, `bwd_latency`: the transfer time of the activation (gradient) a stage receives for each
+  microbatch, from the `*-recv` op and its `*-send` peer: the recv's end less the later of the two starts, so
+  the time it spent waiting for a slow peer is not counted as transfer;
+- `head`, `tail`: the ops a worker runs before its first compute and after its last (parameter all-gather,
+  gradient reduce-scatter, the optimizer, ...), each a slot of the same kind in every worker, NaN where a
+  worker has none (the embedding all-reduce of the first and last stages). A collective's number is its
+  transfer time (its end less the latest start of its group), a local op's its duration.
+
+Slots are ordered as the workers ran them. Ops that fall between a worker's computes and are neither compute
+nor send/recv are left out and counted (`ignored_ops`). Everything is vectorised: no Python loop over rows.
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+import polars as pl
+
+from engine import limits
+from engine.errors import GoodputError
+
+FORWARD = "forward-compute"
+BACKWARD = "backward-compute"
+P2P_RECV = {"forward-recv": "forward-send", "backward-recv": "backward-send"}
+P2P = ("forward-send", "forward-recv", "backward-send", "backward-recv")
+# Collectives and who waits for whom: "dp" the data-parallel ranks of one stage, "ends" the first and last
+# stage of one data-parallel rank (tied embeddings), "all" every worker of the step. Any other op is local.
+SYNC_SCOPES = {
+    "params-all-gather": "dp",
+    "grads-reduce-scatter": "dp",
+    "separate-grads-all-reduce": "dp",
+    "embedding-grads-all-reduce": "ends",
+    "optimizer-clip-main-grad": "all",
+}
+REQUIRED = ("dp_rank", "stage", "step", "optype", "start_ts", "duration")
+_WORKER = ("step", "dp_rank", "stage")
+
+
+@dataclass(frozen=True)
+class Slot:
+    """A head or tail op of the same kind in every worker: its optype, its occurrence in the phase, and
+    which workers it waits for (a SYNC_SCOPES value, or "local")."""
+
+    optype: str
+    occurrence: int
+    scope: str
+
+
+@dataclass(frozen=True)
+class Timeline:
+    """The dense form of an op timeline: durations in seconds, NaN where a worker has no such op."""
+
+    steps: np.ndarray  # the step numbers, in order: index i of the first axis is step steps[i]
+    dp: int
+    stages: int
+    microbatches: int
+    forward: np.ndarray  # [steps, dp, stages, microbatches]
+    backward: np.ndarray | None  # the same, or None for a timeline of forward computes only
+    fwd_latency: np.ndarray  # [steps, dp, stages, microbatches]: into stage s from s - 1 (0 at stage 0)
+    bwd_latency: np.ndarray  # into stage s from s + 1 (0 at the last stage)
+    head: np.ndarray  # [steps, dp, stages, len(head_slots)]
+    head_slots: tuple[Slot, ...]
+    tail: np.ndarray
+    tail_slots: tuple[Slot, ...]
+    ops: int  # rows read
+    ignored_ops: int  # ops between computes that are neither compute nor send/recv
+
+
+def check_columns(frame: pl.DataFrame, where: str) -> None:
+    """A GoodputError naming `where` and the first missing column."""
+    for column in REQUIRED:
+        if column not in frame.columns:
+            raise GoodputError(f"{where}: no column {column!r} (need {', '.join(REQUIRED)})")
+
+
+def layout(ops: pl.DataFrame, where: str = "step timeline") -> Timeline:
+    """The dense Timeline of `ops` (columns REQUIRED, `mb_id` optional); a GoodputError naming `where` for a
+    timeline that is not a complete pipeline (a worker missing from a step, a microbatch missing, ...)."""
+    check_columns(ops, where)
+    if ops.height == 0:
+        raise GoodputError(f"{where}: no operations")
+    frame = _indexed(ops, where)
+    n, dp, stages = int(frame["si"].max()) + 1, int(frame["dp_rank"].max()) + 1, int(frame["stage"].max()) + 1
+    compute = frame.filter(pl.col("optype").is_in([FORWARD, BACKWARD]))
+    if compute.height == 0:
+        raise GoodputError(f"{where}: no {FORWARD} operation")
+    compute = compute.with_columns(_microbatch(compute))
+    m = int(compute["mb"].max()) + 1
+    limits.check_at_most(
+        n * dp * stages * m, limits.MAX_STEP_TIMELINE_CELLS, f"{where}: steps x workers x microbatches"
+    )
+    forward = _dense(compute.filter(pl.col("optype") == FORWARD), (n, dp, stages, m), "mb", where, FORWARD)
+    has_backward = (compute["optype"] == BACKWARD).any()
+    backward = (
+        _dense(compute.filter(pl.col("optype") == BACKWARD), (n, dp, stages, m), "mb", where, BACKWARD)
+        if has_backward
+        else None
+    )
+    fwd_latency, bwd_latency = _latencies(frame, (n, dp, stages, m))
+    phased = _phases(frame, compute)
+    head, head_slots = _slots(phased.filter(pl.col("phase") == "head"), (n, dp, stages))
+    tail, tail_slots = _slots(phased.filter(pl.col("phase") == "tail"), (n, dp, stages))
+    steps = frame.select("step", "si").unique("si").sort("si")["step"].to_numpy()
+    return Timeline(
+        steps=steps,
+        dp=dp,
+        stages=stages,
+        microbatches=m,
+        forward=forward,
+        backward=backward,
+        fwd_latency=fwd_latency,
+        bwd_latency=bwd_latency,
+        head=head,
+        head_slots=head_slots,
+        tail=tail,
+        tail_slots=tail_slots,
+        ops=ops.height,
+        ignored_ops=int((phased["phase"] == "between").sum()),
+    )
+
+
+def _indexed(ops: pl.DataFrame, where: str) -> pl.DataFrame:
+    """The rows with typed columns, an end time and `si`, the step's index (0 for the first step)."""
+    frame = ops.select(
+        pl.col("dp_rank").cast(pl.Int64),
+        pl.col("stage").cast(pl.Int64),
+        pl.col("step").cast(pl.Int64),
+        pl.col("optype").cast(pl.String),
+        pl.col("start_ts").cast(pl.Float64),
+        pl.col("duration").cast(pl.Float64),
+        (pl.col("mb_id").cast(pl.Int64) if "mb_id" in ops.columns else pl.lit(None, pl.Int64)).alias("mb_id"),
+    )
+    bad = frame.select(
+        dp=(pl.col("dp_rank") < 0) | pl.col("dp_rank").is_null(),
+        stage=(pl.col("stage") < 0) | pl.col("stage").is_null(),
+        step=pl.col("step").is_null(),
+        optype=pl.col("optype").is_null(),
+        start_ts=pl.col("start_ts").is_null()
+        | pl.col("start_ts").is_nan()
+        | pl.col("start_ts").is_infinite(),
+        duration=(pl.col("duration") < 0)
+        | pl.col("duration").is_null()
+        | pl.col("duration").is_nan()
+        | pl.col("duration").is_infinite(),
+    ).with_row_index("row")
+    for column in ("dp", "stage", "step", "optype", "start_ts", "duration"):
+        rows = bad.filter(pl.col(column))["row"]
+        if rows.len():
+            name = {"dp": "dp_rank"}.get(column, column)
+            raise GoodputError(f"{where}: row {int(rows[0]) + 1}: column {name!r} is missing or invalid")
+    dp_max, stage_max = int(frame["dp_rank"].max()), int(frame["stage"].max())
+    limits.check_at_most(dp_max + 1, limits.MAX_CLUSTER_GPUS, f"{where}: column 'dp_rank' (largest + 1)")
+    limits.check_at_most(stage_max + 1, limits.MAX_PIPELINE_STAGES, f"{where}: column 'stage' (largest + 1)")
+    steps = frame["step"].unique().sort()
+    limits.check_at_most(steps.len(), limits.MAX_TIMELINE_STEPS, f"{where}: steps")
+    contiguous = int(steps[-1]) - int(steps[0]) + 1 == steps.len()
+    index = (
+        (pl.col("step") - int(steps[0]))
+        if contiguous
+        else pl.col("step").replace_strict(
+            steps, pl.int_range(steps.len(), eager=True), return_dtype=pl.Int64
+        )
+    )
+    frame = frame.with_columns(index.alias("si"), (pl.col("start_ts") + pl.col("duration")).alias("end_ts"))
+    _check_complete(frame, steps.len(), dp_max + 1, stage_max + 1, where)
+    return frame
+
+
+def _check_complete(frame: pl.DataFrame, n: int, dp: int, stages: int, where: str) -> None:
+    """Every worker (dp_rank x stage) in every step: a synchronous job has no step without one of them."""
+    flat = (frame["si"] * dp + frame["dp_rank"]) * stages + frame["stage"]
+    seen = np.bincount(flat.to_numpy(), minlength=n * dp * stages)
+    if (seen == 0).any():
+        first = int(np.flatnonzero(seen == 0)[0])
+        si, rest = divmod(first, dp * stages)
+        step = frame.filter(pl.col("si") == si)["step"]
+        name = int(step[0]) if step.len() else si
+        raise GoodputError(
+            f"{where}: step {name} has no operation of dp_rank {rest // stages}, stage {rest % stages}"
+            f" ({dp} dp ranks x {stages} stages expected in every step)"
+        )
+
+
+def _microbatch(compute: pl.DataFrame) -> pl.Expr:
+    """Each compute's microbatch: `mb_id` where given (>= 0), else its order among the worker's computes of
+    the same kind in the step."""
+    order = pl.col("start_ts").rank("ordinal").over([*_WORKER, "optype"]).cast(pl.Int64) - 1
+    if compute["mb_id"].is_null().all() or (compute["mb_id"] < 0).all():
+        return order.alias("mb")
+    return pl.when(pl.col("mb_id") >= 0).then(pl.col("mb_id")).otherwise(order).alias("mb")
+
+
+def _dense(
+    rows: pl.DataFrame, shape: tuple[int, int, int, int], slot: str, where: str, what: str
+) -> np.ndarray:
+    """`duration` of `rows` at [si, dp_rank, stage, slot]; every cell exactly once, else a GoodputError."""
+    n, dp, stages, m = shape
+    flat = (((rows["si"] * dp + rows["dp_rank"]) * stages + rows["stage"]) * m + rows[slot]).to_numpy()
+    counts = np.bincount(flat, minlength=n * dp * stages * m)
+    if (counts != 1).any():
+        cell = int(np.flatnonzero(counts != 1)[0])
+        rest, mb = divmod(cell, m)
+        rest, stage = divmod(rest, stages)
+        si, rank = divmod(rest, dp)
+        how = "twice" if counts[cell] > 1 else "missing"
+        raise GoodputError(
+            f"{where}: {what} of microbatch {mb} is {how} at step index {si}, dp_rank {rank}, stage {stage}"
+            f" (every worker runs each of the {m} microbatches once a step)"
+        )
+    out = np.empty(n * dp * stages * m)
+    out[flat] = rows["duration"].to_numpy()
+    return out.reshape(shape)
+
+
+def _latencies(frame: pl.DataFrame, shape: tuple[int, int, int, int]) -> tuple[np.ndarray, np.ndarray]:
+    """The transfer time into each stage for each microbatch: the k-th recv of a stage pairs with the k-th
+    send of its upstream peer (stage - 1 forward, stage + 1 backward); 0 where no send/recv was recorded."""
+    n, dp, stages, m = shape
+    p2p = frame.filter(pl.col("optype").is_in(P2P))
+    out = []
+    for recv, send, delta in (("forward-recv", "forward-send", -1), ("backward-recv", "backward-send", 1)):
+        latency = np.zeros(shape)
+        k = (pl.col("start_ts").rank("ordinal").over([*_WORKER, "optype"]).cast(pl.Int64) - 1).alias("k")
+        recvs = p2p.filter(pl.col("optype") == recv).with_columns(k)
+        sends = (
+            p2p.filter(pl.col("optype") == send)
+            .with_columns(k, (pl.col("stage") - delta).alias("stage"))
+            .select("si", "dp_rank", "stage", "k", pl.col("start_ts").alias("send_start"))
+        )
+        pairs = recvs.join(sends, on=["si", "dp_rank", "stage", "k"], how="inner").filter(pl.col("k") < m)
+        if pairs.height:
+            transfer = (pl.col("end_ts") - pl.max_horizontal("start_ts", "send_start")).clip(lower_bound=0.0)
+            pairs = pairs.with_columns(transfer.alias("duration"))
+            flat = (
+                ((pairs["si"] * dp + pairs["dp_rank"]) * stages + pairs["stage"]) * m + pairs["k"]
+            ).to_numpy()
+            latency.reshape(-1)[flat] = pairs["duration"].to_numpy()
+        out.append(latency)
+    return out[0], out[1]
+
+
+def _phases(frame: pl.DataFrame, compute: pl.DataFrame) -> pl.DataFrame:
+    """The non-compute, non-send/recv ops with their phase (head, tail or between), occurrence in the phase
+    and the number the simulation uses (transfer time for a collective, duration otherwise)."""
+    bounds = compute.group_by(_WORKER).agg(
+        pl.col("start_ts").min().alias("first_start"), pl.col("end_ts").max().alias("last_end")
+    )
+    rest = frame.filter(~pl.col("optype").is_in([FORWARD, BACKWARD, *P2P])).join(bounds, on=list(_WORKER))
+    eps = 1e-6
+    phase = (
+        pl.when(pl.col("start_ts") < pl.col("first_start") - eps)
+        .then(pl.lit("head"))
+        .when(pl.col("start_ts") >= pl.col("last_end") - eps)
+        .then(pl.lit("tail"))
+        .otherwise(pl.lit("between"))
+    )
+    rest = rest.with_columns(phase.alias("phase"))
+    rest = rest.with_columns(
+        (pl.col("start_ts").rank("ordinal").over([*_WORKER, "phase", "optype"]).cast(pl.Int64) - 1).alias(
+            "k"
+        ),
+        (pl.col("start_ts").rank("ordinal").over([*_WORKER, "phase"]).cast(pl.Int64) - 1).alias("position"),
+        pl.col("optype").replace_strict(SYNC_SCOPES, default="local").alias("scope"),
+    )
+    group = {
+        "dp": ["si", "stage", "phase", "optype", "k"],
+        "ends": ["si", "dp_rank", "phase", "optype", "k"],
+        "all": ["si", "phase", "optype", "k"],
+    }
+    value = pl.col("duration")
+    for scope, keys in group.items():
+        transfer = (pl.col("end_ts") - pl.col("start_ts").max().over(keys)).clip(lower_bound=0.0)
+        value = pl.when(pl.col("scope") == scope).then(transfer).otherwise(value)
+    return rest.with_columns(value.alias("value"))
+
+
+def _slots(rows: pl.DataFrame, shape: tuple[int, int, int]) -> tuple[np.ndarray, tuple[Slot, ...]]:
+    """The [steps, dp, stages, slots] array of a phase and its slots, in the order the workers ran them."""
+    n, dp, stages = shape
+    if rows.height == 0:
+        return np.full((n, dp, stages, 0), np.nan), ()
+    order = (
+        rows.group_by("optype", "k", "scope")
+        .agg(pl.col("position").mean().alias("position"), pl.col("start_ts").mean().alias("at"))
+        .sort("position", "at", "optype", "k")
+        .with_row_index("slot")
+    )
+    limits.check_at_most(
+        order.height, limits.MAX_PHASE_SLOTS, "step timeline: kinds of op before or after compute"
+    )
+    rows = rows.join(order.select("optype", "k", pl.col("slot").cast(pl.Int64)), on=["optype", "k"])
+    count = order.height
+    out = np.full(n * dp * stages * count, np.nan)
+    flat = (((rows["si"] * dp + rows["dp_rank"]) * stages + rows["stage"]) * count + rows["slot"]).to_numpy()
+    out[flat] = rows["value"].to_numpy()
+    slots = tuple(Slot(o, int(k), s) for o, k, s in order.select("optype", "k", "scope").iter_rows())
+    return out.reshape(n, dp, stages, count), slots
