@@ -208,3 +208,10 @@ def test_a_forecast_of_the_fitted_cluster_and_what_ifs_from_its_scenario_file(fi
     assert len(rows["results"]) == 4
     assert main(["calibrate", *flags, "--forecast", "0"]) == 2
     assert "--forecast" in capsys.readouterr().err
+    # with the work left, the forecast says when training finishes
+    assert main(["calibrate", *flags, "--forecast", "10", "--work", "3", "--seeds", "2", "--json"]) == 0
+    ahead = json.loads(capsys.readouterr().out)["forecast"]
+    assert ahead["work_days"] == 3 and ahead["finished"] == 2
+    assert 3 < ahead["time_to_train_days"]["low"] <= ahead["time_to_train_days"]["high"] < 10
+    assert main(["calibrate", *flags, "--work", "3"]) == 2
+    assert "--work: only with --forecast" in capsys.readouterr().err

@@ -53,6 +53,12 @@ def test_the_backtest_and_the_forecast_on_request(fitted_run):
     ettr = next(m for m in at.metric if m.label == "ETTR of the flagship job")
     assert ettr.value.endswith("%")
     assert any("5-95 %" in c.value and "3 runs" in c.value for c in at.caption)
+    assert "Time to train (days)" not in [m.label for m in at.metric]  # no work left: no time to train
+    at.number_input(key="twin_work").set_value(3.0)
+    at.button(key="twin_run_forecast").click().run()
+    assert not at.exception
+    done = next(m for m in at.metric if m.label == "Time to train (days)")
+    assert 3 < float(done.value) < 7
 
 
 def test_the_window_comes_from_the_url(fitted_run):

@@ -36,6 +36,7 @@ FORECAST_LABELS = {
     "interruptions": "Interruptions",
     "mttf_hours": "Job MTTF (hours)",
     "lost_gpu_hours": "GPU-hours lost",
+    "time_to_train_days": "Time to train (days)",
 }
 MIN_WINDOW_DAYS = 1 / 24  # an hour: less is no window to fit
 
@@ -235,36 +236,65 @@ def _bound_note(row: dict) -> str:
 
 def forecast_section(info: RunInfo, fitted: Calibration, since, until) -> None:
     st.subheader("Forecast: the next days of this cluster")
-    left, middle, right = st.columns([1, 1, 2])
-    days = left.number_input(
+    days_box, work_box, seeds_box, button_box = st.columns([1, 1, 1, 1])
+    days = days_box.number_input(
         "Days ahead", min_value=1, max_value=365, value=int(DAYS), step=1, key="twin_days"
     )
-    seeds = middle.number_input(
+    work = work_box.number_input(
+        "Work left (days)",
+        min_value=0.0,
+        max_value=365.0,
+        value=0.0,
+        step=1.0,
+        key="twin_work",
+        help=definition("time_to_train").help + " 0: no work, the forecast runs the whole horizon.",
+    )
+    seeds = seeds_box.number_input(
         "Runs", min_value=2, max_value=100, value=SEEDS, step=1, key="twin_forecast_seeds"
     )
-    asked = right.button("Forecast", icon=":material/trending_up:", key="twin_run_forecast")
-    if not (asked or queries.is_cached(info.run_id, since, until, int(seeds), float(days))):
+    settings = (int(seeds), float(days), float(work) or None)
+    asked = button_box.button("Forecast", icon=":material/trending_up:", key="twin_run_forecast")
+    if settings[2] is not None and settings[2] > settings[1]:
+        st.warning("The work left must fit within the days ahead: raise the days ahead.", icon=":material/warning:")
+        return
+    if not (asked or queries.is_cached(info.run_id, since, until, *settings)):
         st.caption(
             "Runs the fitted scenario forward: ETTR, interruptions, MTTF and lost GPU-hours of its flagship job, "
             "each with the 5-95 % band of the runs (luck under the fitted rates; the fit's own intervals and the "
-            "backtest's error come on top)."
+            "backtest's error come on top). With the work left, it says when training finishes."
         )
         return
-    with st.spinner(f"Simulating {int(seeds)} runs of {int(days)} days…"):
-        ahead = queries.forecast_of(info.run_id, since, until, float(days), int(seeds))
-    queries.remember(info.run_id, since, until, int(seeds), float(days))
-    columns = st.columns(len(FORECAST_LABELS))
-    for column, (name, label) in zip(columns, FORECAST_LABELS.items(), strict=True):
+    with st.spinner(f"Simulating {int(seeds)} runs of up to {int(days)} days…"):
+        ahead = queries.forecast_of(info.run_id, since, until, *settings)
+    queries.remember(info.run_id, since, until, *settings)
+    forecast_figures(ahead)
+    st.caption(
+        "What-ifs start from here: download the fitted scenario above and run "
+        f"{code('goodput sweep --scenario twin.toml --vary spares.hosts=0,48,96 --seeds 10')}."
+    )
+
+
+def forecast_figures(ahead) -> None:
+    shown_figures = {
+        name: label
+        for name, label in FORECAST_LABELS.items()
+        if name != "time_to_train_days" or ahead.work_days is not None
+    }
+    columns = st.columns(len(shown_figures))
+    for column, (name, label) in zip(columns, shown_figures.items(), strict=True):
         spread = ahead.figures[name]
         shown = {"ettr": lambda v: fmt_pct(v, 2), "lost_gpu_hours": fmt_gpu_hours}.get(
             name, lambda v: "–" if v is None else f"{v:,.3g}"
         )
         column.metric(label, shown(spread.mean))
-        column.caption(f"5-95 %: {shown(spread.low)} to {shown(spread.high)} ({ahead.seeds} runs)")
-    st.caption(
-        "What-ifs start from here: download the fitted scenario above and run "
-        f"{code('goodput sweep --scenario twin.toml --vary spares.hosts=0,48,96 --seeds 10')}."
-    )
+        runs = ahead.finished if name == "time_to_train_days" else ahead.seeds
+        column.caption(f"5-95 %: {shown(spread.low)} to {shown(spread.high)} ({runs} runs)")
+    if ahead.work_days is not None and ahead.finished < ahead.seeds:
+        st.warning(
+            f"{ahead.seeds - ahead.finished} of {ahead.seeds} runs had not done {ahead.work_days:g} days of work "
+            f"within {ahead.days:g} days: the time to train shown counts only those that had.",
+            icon=":material/warning:",
+        )
 
 
 st.title("Twin")

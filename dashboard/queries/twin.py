@@ -60,10 +60,16 @@ def _backtest(
 
 
 def forecast_of(
-    run_id: str, since_days: float | None, until_days: float | None, days: float, seeds: int
+    run_id: str,
+    since_days: float | None,
+    until_days: float | None,
+    seeds: int,
+    days: float,
+    work_days: float | None = None,
 ) -> Forecast:
     s = state.store()
-    return _forecast(str(s.root), run_id, state.file_version(s, run_id), since_days, until_days, days, seeds)
+    version = state.file_version(s, run_id)
+    return _forecast(str(s.root), run_id, version, since_days, until_days, days, seeds, work_days)
 
 
 @st.cache_data(**CACHE)
@@ -75,26 +81,26 @@ def _forecast(
     until_days: float | None,
     days: float,
     seeds: int,
+    work_days: float | None,
 ) -> Forecast:
     fitted = _fit(root, run_id, version, since_days, until_days)
-    return forecast(fitted.scenario(), days, seeds, executor=LocalExecutor())
+    return forecast(fitted.scenario(), days, seeds, work_days=work_days, executor=LocalExecutor())
 
 
-def is_cached(run_id: str, since_days, until_days, seeds: int, days: float | None = None) -> bool:
-    """Whether the backtest (or, with `days`, the forecast) of these settings was run in this process: the
-    page then shows it without a click."""
+def is_cached(run_id: str, since_days, until_days, *settings) -> bool:
+    """Whether the backtest (settings: seeds) or the forecast (seeds, days, work) of these settings was run in
+    this process: the page then shows it without a click."""
     s = state.store()
-    key = (str(s.root), run_id, state.file_version(s, run_id), since_days, until_days, seeds, days)
-    return key in _DONE
+    return (str(s.root), run_id, state.file_version(s, run_id), since_days, until_days, *settings) in _DONE
 
 
 DONE_KEPT = 256  # settings remembered as run, per process (the results themselves live in st.cache_data)
 _DONE: OrderedDict[tuple, None] = OrderedDict()
 
 
-def remember(run_id: str, since_days, until_days, seeds: int, days: float | None = None) -> None:
+def remember(run_id: str, since_days, until_days, *settings) -> None:
     s = state.store()
-    _DONE[(str(s.root), run_id, state.file_version(s, run_id), since_days, until_days, seeds, days)] = None
+    _DONE[(str(s.root), run_id, state.file_version(s, run_id), since_days, until_days, *settings)] = None
     while len(_DONE) > DONE_KEPT:
         _DONE.popitem(last=False)
 

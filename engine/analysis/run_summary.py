@@ -64,6 +64,7 @@ class FlagshipJob:
     ledger_s: Mapping[str, float] | None = None  # the ledger in seconds; absent when the run had no job
     recovery: str | None = None
     recovery_cost: RecoveryCost = field(default_factory=RecoveryCost)
+    time_to_train_days: float | None = None  # training.work done after this wall clock (the run ended then)
 
 
 @dataclass(frozen=True)
@@ -162,6 +163,8 @@ class RunSummary:
                 out[part] = asdict(record)
         if self.job is not None and self.job.ledger_s is None:
             del out["job"]["ledger_s"]
+        if self.job is not None and self.job.time_to_train_days is None:  # a run without training.work
+            del out["job"]["time_to_train_days"]
         if self.network is not None:
             out["network"] = dict(self.network)
         return out | dict(self.details)

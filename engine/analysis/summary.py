@@ -21,7 +21,7 @@ from engine.sim.bad_hosts import bad_host_summary
 from engine.sim.failures import CAUSE_KEYS
 from engine.sim.records import JobLedger, SimulationResult
 from engine.sim.recovery import memory_gb_per_host
-from engine.units import SECONDS_PER_HOUR
+from engine.units import SECONDS_PER_DAY, SECONDS_PER_HOUR
 
 
 def summarize(scenario: Scenario, result: SimulationResult, incidents: pl.DataFrame) -> RunSummary:
@@ -46,7 +46,8 @@ def summarize(scenario: Scenario, result: SimulationResult, incidents: pl.DataFr
     return RunSummary(
         gpus=gpus,
         hosts=scenario.hosts,
-        days=scenario.simulation.days,
+        # a run whose flagship finished its work (training.work) ended then, before simulation.days
+        days=scenario.simulation.days if horizon >= scenario.duration_s else horizon / SECONDS_PER_DAY,
         seed=scenario.simulation.seed,
         interruptions=Interruptions(
             total=hit.height, planned=planned, unexpected=unexpected, by_cause=by_cause
@@ -167,6 +168,8 @@ def _job(scenario: Scenario, result: SimulationResult, unexpected: int) -> Flags
         # ledger buckets
         recovery=result.job.recovery,
         recovery_cost=_recovery_cost(scenario, ledger, gpu_hours["degraded"]),
+        # training.work done: the wall clock it took (the run ended then); None without work or not done in time
+        time_to_train_days=None if ledger.finished_s is None else ledger.finished_s / SECONDS_PER_DAY,
     )
 
 

@@ -44,6 +44,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         " lost GPU-hours, each with its 5-95 %% band)",
     )
     parser.add_argument(
+        "--work",
+        type=float,
+        metavar="DAYS",
+        help="with --forecast: the days of ideal compute the flagship job still needs (training.work); the"
+        " forecast then says when training finishes (time to train, with its band)",
+    )
+    parser.add_argument(
         "--seeds",
         type=int,
         default=None,
@@ -65,6 +72,8 @@ def run_command(args: argparse.Namespace) -> int:
 
     if args.seeds is not None and not (args.backtest or args.forecast is not None):
         raise GoodputError("--seeds: only with --backtest or --forecast")
+    if args.work is not None and args.forecast is None:
+        raise GoodputError("--work: only with --forecast DAYS (the horizon the work must be done within)")
     output = check_output(args.output, force=args.force) if args.output else None  # before any work
     store = Store(resolve_store_dir(args.store))
     fit = calibrate(store, args.run, since=args.since, until=args.until)
@@ -81,7 +90,9 @@ def run_command(args: argparse.Namespace) -> int:
         from engine.twin.forecast import forecast
 
         seeds = args.seeds if args.seeds is not None else SEEDS
-        ahead = forecast(fit.scenario(), args.forecast, seeds, progress=progress_bar(args.json))
+        ahead = forecast(
+            fit.scenario(), args.forecast, seeds, work_days=args.work, progress=progress_bar(args.json)
+        )
         result["forecast"] = ahead.to_json()
     if output is not None:
         from engine.report.export import write_export
@@ -136,7 +147,14 @@ def _forecast_lines(ahead: dict) -> list[str]:
     ]
     for name in FIGURES:
         spread = ahead[name]
+        if spread["mean"] is None:
+            continue  # time to train without work to do
         lines.append(f"{name:<24}" + "".join(f"{_number(spread[p]):>12}" for p in ("mean", "low", "high")))
+    if ahead["work_days"] is not None:
+        lines.append(
+            f"{ahead['work_days']:g} days of work: done within {ahead['days']:g} days in {ahead['finished']} of"
+            f" {ahead['seeds']} runs" + ("" if ahead["finished"] == ahead["seeds"] else " (the others need longer)")
+        )
     return lines
 
 

@@ -237,6 +237,15 @@ KEYS: tuple[Key, ...] = (
         "(NVIDIA NVRx / ByteRobust: swap in a warm standby without a scheduling round)",
         choices=("restart", "in_memory_checkpoint", "replica_drop", "hot_spare"),
     ),
+    _k(
+        "training.work",
+        "optional_duration",
+        "",
+        "the flagship job's work as ideal compute: its wall clock with no failure, checkpoint or restart (e.g. "
+        "40d); set, the run ends when the job has trained that long (its time to train) or at simulation.days, "
+        "whichever comes first; empty: it trains until simulation.days. AIReSim (arXiv 2603.07041) simulates until "
+        "the job's work is done: a fixed horizon misreads every knob that changes how long a run takes",
+    ),
     # ----- recovery strategies (engine.sim.recovery) -----
     _k(
         "recovery.memory_checkpoint_interval",

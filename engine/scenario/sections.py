@@ -75,6 +75,7 @@ class TrainingSettings:
     checkpoint_write: float | None  # seconds
     restart_overhead: float  # seconds
     recovery: str
+    work: float | None  # seconds of ideal compute (training.work); None: train until simulation.days
 
 
 @dataclass(frozen=True)

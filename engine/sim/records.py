@@ -126,6 +126,7 @@ class JobLedger:
     storage_fallbacks: int = 0  # in_memory_checkpoint: interruptions whose copy was lost or suspect
     replica_drops: int = 0  # replicas dropped by a failure confined to them (replica_drop)
     rejoins: int = 0  # replicas that rejoined after their hosts were replaced (replica_drop)
+    finished_s: float | None = None  # when the job's work (training.work) was done; None: not (or none set)
 
 
 @dataclass(frozen=True, slots=True)

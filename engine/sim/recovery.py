@@ -49,6 +49,7 @@ class JobWiring:
     standbys: Sequence[int] = ()
     take_standby: Callable[[], int | None] = lambda: None
     on_standby: Callable[[int], None] = lambda _host: None
+    on_done: Callable[[], None] | None = None  # the job's work (training.work) is done: the run ends
 
 
 def common_settings(scenario: Scenario, wiring: JobWiring) -> dict:
@@ -59,6 +60,8 @@ def common_settings(scenario: Scenario, wiring: JobWiring) -> dict:
         "restart_overhead_s": scenario.training.restart_overhead,
         "take_spare": wiring.take_spare,
         "on_hosts_changed": wiring.on_hosts_changed,
+        "work_s": scenario.training.work,
+        "on_done": wiring.on_done,
     }
 
 

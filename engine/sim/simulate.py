@@ -17,6 +17,7 @@ from typing import NamedTuple
 
 import numpy as np
 import simpy
+from simpy.core import StopSimulation
 
 from engine.fabric.topology import (
     CTSW_PER_POD,
@@ -120,6 +121,7 @@ class Simulation:
                 standbys=self._hold_standbys(standbys_wanted(scenario, len(self.spares))),
                 take_standby=self._take_standby,
                 on_standby=self._hold_standby,
+                on_done=self._job_done,
             )
             self.job = flagship_job(scenario, wiring)
         self.incidents: list[Incident] = []
@@ -381,6 +383,16 @@ class Simulation:
         self._set(host, "spare")
 
     # ----- the end ---------------------------------------------------------------------------------------
+    @property
+    def ended_early(self) -> bool:
+        """Whether the flagship job's work (training.work) was done before simulation.days: the run ended then."""
+        return self.horizon < self.scenario.duration_s
+
+    def _job_done(self) -> None:
+        """The flagship job's work is done: the run ends now, at its time to train (AIReSim's end of a run)."""
+        self.horizon = self.env.now
+        raise StopSimulation(self.env.now)  # SimPy's own way out of env.run, with nothing after it played
+
     def finish(self) -> None:
         for h in list(self._open) + list(self.borrowed):
             self._set(h, None)
@@ -469,9 +481,11 @@ def run_model(
     sim.env.process(sim.failures(arrivals))
     sim.env.process(sim.planned(np.sort(np.asarray(planned_times, dtype=float))))
     for step in range(1, PROGRESS_STEPS + 1):
-        sim.env.run(until=sim.horizon * step / PROGRESS_STEPS)
+        sim.env.run(until=scenario.duration_s * step / PROGRESS_STEPS)
         if progress is not None:
-            progress(step / PROGRESS_STEPS)
+            progress(1.0 if sim.ended_early else step / PROGRESS_STEPS)
+        if sim.ended_early:
+            break
     sim.finish()
     repairs = sim.repairs
     result = replace(

@@ -30,8 +30,9 @@ import simpy
 
 from engine.sim.records import Attempt, JobLedger  # the job's books: records the simulator hands on
 
-RUNNING, RESTARTING, WAITING = "running", "restarting", "waiting"
+RUNNING, RESTARTING, WAITING, DONE = "running", "restarting", "waiting", "done"
 PLANNED = "planned_maintenance"  # a graceful stop: the job saves its state first and loses no work
+WORK_TOLERANCE_S = 1e-6  # training.work counts as done within this (float sums of attempts)
 
 
 class FlagshipJob:
@@ -48,6 +49,8 @@ class FlagshipJob:
         restart_overhead_s: float,
         take_spare: Callable[[], int | None],
         on_hosts_changed: Callable[[list[int], list[int]], None],
+        work_s: float | None = None,
+        on_done: Callable[[], None] | None = None,
     ) -> None:
         self.env, self.job_id = env, job_id
         # The job's host slots (a rank's place): a replacement takes the failed host's slot. An array, so an
@@ -67,6 +70,9 @@ class FlagshipJob:
         self.missing = 0
         self._generation = 0
         self._recovery_s = 0.0  # length of the recovery under way (while RESTARTING)
+        # training.work: the training the job needs; it is done (on_done) once it has trained that long
+        self.work_s, self.on_done = work_s, on_done
+        self._watch_work()
 
     # ----- events from outside ------------------------------------------------------------------------
     def interrupt(self, reason: str, failed_hosts: list[int], fault_s: float | None = None) -> bool:
@@ -107,6 +113,8 @@ class FlagshipJob:
 
     def finish(self, horizon: float) -> None:
         """Close the books at the end of the run."""
+        if self.phase == DONE:
+            return
         if self.phase == RUNNING:
             self._close_attempt(horizon, "end_of_run", horizon)
         elif self.phase == RESTARTING:
@@ -209,3 +217,48 @@ class FlagshipJob:
         self.ledger.resumed_at.append(now)
         self.phase, self.attempt_start = RUNNING, now
         self._attempt_began(now)
+        self._watch_work()
+
+    # ----- time to train (training.work) -----------------------------------------------------------------
+    def _watch_work(self) -> None:
+        """At the start of an attempt: a timer for when the job's work would be done if nothing stops it."""
+        if self.work_s is None:
+            return
+        left = self.work_s - self.ledger.productive_s  # the attempt has trained nothing yet
+        timer = self.env.timeout(self._time_to_train(left))
+        timer.callbacks.append(lambda _event, attempt=self.attempt: self._maybe_done(attempt))
+
+    def _maybe_done(self, attempt: int) -> None:
+        if attempt != self.attempt or self.phase != RUNNING:
+            return  # the attempt it was set for was interrupted: the next attempt sets its own
+        left = self.work_s - self.ledger.productive_s - self._trained_so_far()
+        if left > WORK_TOLERANCE_S:  # a strategy trained slower than full speed (replicas out): not yet
+            timer = self.env.timeout(self._time_to_train(left))
+            timer.callbacks.append(lambda _event: self._maybe_done(attempt))
+            return
+        now = self.env.now
+        self._close_attempt(now, "completed", now)
+        self.phase, self.phase_since = DONE, now
+        self.ledger.finished_s = now
+        if self.on_done is not None:
+            self.on_done()
+
+    def _trained_so_far(self) -> float:
+        """Training the running attempt has done by now (what closing it now would count as productive)."""
+        if self.phase != RUNNING:
+            return 0.0
+        now, start = self.env.now, self.attempt_start
+        completed = math.floor((now - start) / self._cycle())
+        return (now - start) - completed * self.checkpoint_write - self._degraded_s(start, now)
+
+    def _time_to_train(self, seconds: float) -> float:
+        """Wall clock from now in which a running attempt at full speed trains `seconds` more, its checkpoint
+        writes included (an attempt's checkpoint k completes at start + k (interval + write))."""
+        if seconds <= 0:
+            return 0.0
+        elapsed = self.env.now - self.attempt_start if self.phase == RUNNING else 0.0
+        cycles, into = divmod(elapsed, self._cycle())
+        done = cycles * self.checkpoint_interval + min(into, self.checkpoint_interval)  # trained this attempt
+        target = done + seconds
+        whole = math.ceil(target / self.checkpoint_interval) - 1  # checkpoints written before the work is done
+        return max(target + whole * self.checkpoint_write - elapsed, 0.0)

@@ -21,6 +21,7 @@ from engine.sim.simulate import run_model
 from engine.sim.streams import Stream, generator
 from engine.sim.tables import incidents_frame, job_frames
 from engine.store.run import Run
+from engine.units import SECONDS_PER_DAY
 
 
 def simulate(
@@ -66,7 +67,13 @@ def simulate(
             }
         )
         if scenario.simulation.telemetry:
-            tables.update(_telemetry(scenario, tables, model.rngs["telemetry"]))
+            # a run whose flagship finished its work (training.work) ended then: its telemetry ends with it
+            timed = (
+                scenario
+                if result.horizon_s >= scenario.duration_s
+                else scenario.with_values({"simulation.days": result.horizon_s / SECONDS_PER_DAY})
+            )
+            tables.update(_telemetry(timed, tables, model.rngs["telemetry"]))
             # network (engine.fabric.traffic): link_samples and the summary's network part, from its own stream
             tables["link_samples"], network = network_run(
                 scenario,

@@ -50,6 +50,7 @@ METRICS: tuple[str, ...] = (
     "lost_usd",
     "standby_usd",
     "ettr_with_network",
+    "time_to_train_days",  # null unless the scenario sets training.work and the job did it in time
 )
 INT_METRICS = frozenset({"interruptions", "unexpected", "planned"})
 BAND_QUANTILES = (0.05, 0.95)  # the 5-95 % band of the issue
@@ -220,6 +221,7 @@ def result_row(summary: dict) -> dict:
         # what the recovery strategy's standby hosts cost (engine.sim.recovery; 0 without hot spares)
         "standby_usd": float(job.recovery_cost.standby_usd or 0.0),
         "ettr_with_network": job.ettr_with_network,  # ETTR over the placement's network slowdown
+        "time_to_train_days": job.time_to_train_days,
     }
 
 

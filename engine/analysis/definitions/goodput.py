@@ -68,6 +68,17 @@ DEFINITIONS: tuple[Definition, ...] = (
         summary="job.mttf_hours",
     ),
     _d(
+        "time_to_train",
+        "Time to train",
+        "days",
+        "Wall-clock days the flagship job took to do its work (training.work, in days of ideal compute): the "
+        "run ends then. Blank when the scenario sets no work, or when the work was not done by simulation.days. "
+        "ETTR of such a run is its work over its time to train.",
+        "engine.sim.training.FlagshipJob (training.work)",
+        "ettr",
+        summary="job.time_to_train_days",
+    ),
+    _d(
         "productive",
         "Productive training",
         "GPU-hours",
