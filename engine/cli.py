@@ -257,6 +257,12 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     return run_command(args)
 
 
+def cmd_stragglers(args: argparse.Namespace) -> int:
+    from engine.report.stragglers_command import run_command
+
+    return run_command(args)
+
+
 def cmd_sweep(args: argparse.Namespace) -> int:
     from engine.scenario import build
     from engine.twin.sweep import bands, make_executor, parse_vary, sweep
@@ -488,6 +494,12 @@ def _commands() -> list[tuple[str, Callable[[argparse.Namespace], int], str, Cal
             cmd_calibrate,
             "fit a scenario to a stored run (rates with 90 % intervals), backtest it, write it as a scenario file",
             _calibrate_flags,
+        ),
+        (
+            "stragglers",
+            cmd_stragglers,
+            "what-if slowdown of a job from its op-level timeline: waste, the worker, rank or stage to blame",
+            _stragglers_flags,
         ),
         ("ettr", cmd_ettr, "closed-form ETTR, job MTTF and the Young-Daly checkpoint interval", _ettr_flags),
         (
@@ -735,6 +747,12 @@ def _calibrate_flags(cal: argparse.ArgumentParser) -> None:
     from engine.report import calibrate_command
 
     calibrate_command.add_arguments(cal)
+
+
+def _stragglers_flags(stg: argparse.ArgumentParser) -> None:
+    from engine.report import stragglers_command
+
+    stragglers_command.add_arguments(stg)
 
 
 def _ettr_flags(ettr: argparse.ArgumentParser) -> None:

@@ -152,6 +152,13 @@ def _default_name(kind: str, sources: list[Source]) -> str:
 
 def summary_text(r: dict) -> str:
     """`goodput ingest` without --json: what was read, what was skipped and why."""
+    if r.get("source") == "step-times":
+        return (
+            f"run {r['run_id']}: {r['ops']:,} operations of {r['workers']:,} workers ({r['dp']:,} dp ranks x"
+            f" {r['stages']:,} stages), {r['steps']:,} steps of {r['microbatches']:,} microbatches"
+            + (f"; {r['ignored_ops']:,} ops between computes left out" if r.get("ignored_ops") else "")
+            + f"\n  next: goodput stragglers --run {r['run_id']}"
+        )
     lines = [
         f"run {r['run_id']}: {r['hosts']:,} hosts, {r['gpus']:,} GPUs, {r['samples']:,} samples,"
         f" {r['xid_events']:,} XID events, {r['incidents']:,} incidents"

@@ -80,5 +80,19 @@ def _kernel_log(files, *, dcgm=(), kernel_logs=(), name=None, year=None) -> Run:
     return ingest_kernel_logs(files, dcgm=dcgm, name=name, year=year)
 
 
+def _step_times(files, *, dcgm=(), kernel_logs=(), name=None, year=None) -> Run:
+    """An op-level timeline of a training job (engine.ingest.step_times), for `goodput stragglers`."""
+    from engine.ingest.step_times import ingest_step_times
+
+    return ingest_step_times(files, name=name)
+
+
 register(IngestSource("dcgm", "DCGM exporter scrapes (Prometheus text)", _dcgm, scrapes=True))
 register(IngestSource("kernel-log", "kernel logs (dmesg, journalctl -k) with XID lines", _kernel_log))
+register(
+    IngestSource(
+        "step-times",
+        "op-level timelines of a training job (CSV or Parquet), for `goodput stragglers`",
+        _step_times,
+    )
+)

@@ -141,6 +141,19 @@ TABLES: dict[str, dict[str, str]] = {
         "util_pct": "REAL",
         "errors": "INTEGER",
     },
+    # The op-level timeline of a training job (`goodput ingest step-times`): one row per operation per worker
+    # per step, as ByteDance's OSDI'25 straggler traces record it; empty in every other run.
+    "step_ops": {
+        "dp_rank": "INTEGER",
+        "stage": "INTEGER",  # pipeline stage (PP rank)
+        "rank": "INTEGER",  # global rank of the worker, where the input gives one
+        "step": "BIGINT",
+        "optype": "VARCHAR",  # forward-compute, backward-compute, forward-send, ..., optimizer
+        "start_ts": "DOUBLE",  # seconds, as recorded
+        "duration": "DOUBLE",  # seconds
+        "mb_id": "INTEGER",  # microbatch of a compute op; NULL where not known
+        "seq_id": "INTEGER",  # order among the worker's ops of the same kind in the step; NULL where not known
+    },
     "xid_events": {
         "t_s": "DOUBLE",
         "gpu_id": "INTEGER",
