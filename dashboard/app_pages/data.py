@@ -170,109 +170,124 @@ def import_section(store: Store, may_write: bool) -> None:
     st.subheader("Import files")
     imported = st.session_state.pop(IMPORTED_KEY, None)
     if imported is not None:
-        counted = {
-            "jobs": "jobs",
-            "hosts": "hosts",
-            "gpus": "GPUs",
-            "samples": "samples",
-            "xid_events": "XID events",
-        }
-        summary = RunSummary.from_json(imported.summary)
-        counts = ", ".join(
-            f"{summary.at(k):,} {label}" for k, label in counted.items() if isinstance(summary.at(k), int)
-        )
-        st.success(
-            f"Imported **{md(imported.name)}** as run {code(imported.run_id)} ({md(imported.kind)}"
-            + (f": {counts}" if counts else "")
-            + ").",
-            icon=":material/check_circle:",
-        )
-        for note in summary.details.get("notes") or ():  # a guess the import made, and what would replace it
-            st.warning(md(note), icon=":material/info:")
-        st.page_link(
-            "app_pages/overview.py",
-            label=f"Open run {md(imported.run_id)}",
-            icon=":material/open_in_new:",
-            query_params={state.RUN_PARAM: imported.run_id},
-        )
+        imported_note(imported)
     if not may_write:
         auth.missing(auth.Role.OPERATOR, "Importing files and deleting runs")
-    else:
-        st.caption(
-            f"Up to {uploads.MAX_UPLOAD_MB} MB in all per import. Files are checked whole before anything "
-            "is written: a file that does not parse is named with its line, and no run is made. Larger "
-            "files: the commands below."
+        return
+    st.caption(
+        f"Up to {uploads.MAX_UPLOAD_MB} MB in all per import. Files are checked whole before anything "
+        "is written: a file that does not parse is named with its line, and no run is made. Larger "
+        "files: the commands below."
+    )
+    telemetry_tab, trace_tab = st.tabs(["Telemetry: DCGM scrapes and kernel logs", "Job trace"])
+    with telemetry_tab:
+        telemetry_upload(store)
+    with trace_tab:
+        trace_upload(store)
+
+
+def imported_note(imported: uploads.Imported) -> None:
+    """What the last import made: the run, its counts, the guesses it made, and a link to it."""
+    counted = {
+        "jobs": "jobs",
+        "hosts": "hosts",
+        "gpus": "GPUs",
+        "samples": "samples",
+        "xid_events": "XID events",
+    }
+    summary = RunSummary.from_json(imported.summary)
+    counts = ", ".join(
+        f"{summary.at(k):,} {label}" for k, label in counted.items() if isinstance(summary.at(k), int)
+    )
+    st.success(
+        f"Imported **{md(imported.name)}** as run {code(imported.run_id)} ({md(imported.kind)}"
+        + (f": {counts}" if counts else "")
+        + ").",
+        icon=":material/check_circle:",
+    )
+    for note in summary.details.get("notes") or ():  # a guess the import made, and what would replace it
+        st.warning(md(note), icon=":material/info:")
+    st.page_link(
+        "app_pages/overview.py",
+        label=f"Open run {md(imported.run_id)}",
+        icon=":material/open_in_new:",
+        query_params={state.RUN_PARAM: imported.run_id},
+    )
+
+
+def telemetry_upload(store: Store) -> None:
+    """DCGM scrapes and kernel logs, ingested into a new run."""
+    scrapes = st.file_uploader(
+        "DCGM exporter scrapes (Prometheus text, e.g. `curl host:9400/metrics`)",
+        accept_multiple_files=True,
+        key="upload_dcgm",
+        max_upload_size=uploads.MAX_UPLOAD_MB,
+    )
+    logs = st.file_uploader(
+        "Kernel logs with NVIDIA XIDs (dmesg, dmesg -T, journalctl -k, /dev/kmsg, syslog)",
+        accept_multiple_files=True,
+        key="upload_logs",
+        max_upload_size=uploads.MAX_UPLOAD_MB,
+    )
+    telemetry_name = st.text_input("Run name (optional)", key="upload_telemetry_name")
+    if st.button(
+        "Ingest into a new run",
+        key="upload_ingest",
+        icon=":material/upload:",
+        disabled=not (scrapes or logs),
+    ):
+        run_import(
+            "Ingesting",
+            lambda: uploads.import_telemetry(
+                store, scrapes or [], logs or [], name=telemetry_name.strip() or None
+            ),
         )
-        telemetry_tab, trace_tab = st.tabs(["Telemetry: DCGM scrapes and kernel logs", "Job trace"])
-        with telemetry_tab:
-            scrapes = st.file_uploader(
-                "DCGM exporter scrapes (Prometheus text, e.g. `curl host:9400/metrics`)",
-                accept_multiple_files=True,
-                key="upload_dcgm",
-                max_upload_size=uploads.MAX_UPLOAD_MB,
-            )
-            logs = st.file_uploader(
-                "Kernel logs with NVIDIA XIDs (dmesg, dmesg -T, journalctl -k, /dev/kmsg, syslog)",
-                accept_multiple_files=True,
-                key="upload_logs",
-                max_upload_size=uploads.MAX_UPLOAD_MB,
-            )
-            telemetry_name = st.text_input("Run name (optional)", key="upload_telemetry_name")
-            if st.button(
-                "Ingest into a new run",
-                key="upload_ingest",
-                icon=":material/upload:",
-                disabled=not (scrapes or logs),
-            ):
-                run_import(
-                    "Ingesting",
-                    lambda: uploads.import_telemetry(
-                        store, scrapes or [], logs or [], name=telemetry_name.strip() or None
-                    ),
-                )
-        with trace_tab:
-            trace = st.file_uploader(
-                "Job trace: goodput CSV, Slurm `sacct --parsable2`, SWF, Alibaba openb pod list",
-                key="upload_trace",
-                max_upload_size=uploads.MAX_UPLOAD_MB,
-            )
-            nodes = st.file_uploader(
-                "Its node list, for an openb pod list (`openb_node_list_gpu_node.csv`; without "
-                "it the cluster is inferred from the pods)",
-                key="upload_nodes",
-                max_upload_size=uploads.MAX_UPLOAD_MB,
-            )
-            left, right = st.columns(2)
-            trace_format = left.selectbox(
-                "Format",
-                uploads.trace_format_choices(),
-                key="upload_format",
-                help="auto tells the formats apart by their header and columns",
-            )
-            mode = right.radio(
-                "Replay",
-                MODES,
-                index=MODES.index("rescheduled"),
-                horizontal=True,
-                key="upload_mode",
-                help="recorded: start times from the trace; rescheduled: submit "
-                "times only, under this engine's scheduler",
-            )
-            trace_name = st.text_input("Run name (optional)", key="upload_trace_name")
-            if st.button(
-                "Replay into a new run", key="upload_replay", icon=":material/upload:", disabled=trace is None
-            ):
-                run_import(
-                    "Replaying",
-                    lambda: uploads.import_trace(
-                        store,
-                        trace,
-                        fmt=trace_format,
-                        mode=mode,
-                        name=trace_name.strip() or None,
-                        node_list=nodes,
-                    ),
-                )
+
+
+def trace_upload(store: Store) -> None:
+    """A job trace (and an openb node list), replayed into a new run."""
+    trace = st.file_uploader(
+        "Job trace: goodput CSV, Slurm `sacct --parsable2`, SWF, Alibaba openb pod list",
+        key="upload_trace",
+        max_upload_size=uploads.MAX_UPLOAD_MB,
+    )
+    nodes = st.file_uploader(
+        "Its node list, for an openb pod list (`openb_node_list_gpu_node.csv`; without "
+        "it the cluster is inferred from the pods)",
+        key="upload_nodes",
+        max_upload_size=uploads.MAX_UPLOAD_MB,
+    )
+    left, right = st.columns(2)
+    trace_format = left.selectbox(
+        "Format",
+        uploads.trace_format_choices(),
+        key="upload_format",
+        help="auto tells the formats apart by their header and columns",
+    )
+    mode = right.radio(
+        "Replay",
+        MODES,
+        index=MODES.index("rescheduled"),
+        horizontal=True,
+        key="upload_mode",
+        help="recorded: start times from the trace; rescheduled: submit "
+        "times only, under this engine's scheduler",
+    )
+    trace_name = st.text_input("Run name (optional)", key="upload_trace_name")
+    if st.button(
+        "Replay into a new run", key="upload_replay", icon=":material/upload:", disabled=trace is None
+    ):
+        run_import(
+            "Replaying",
+            lambda: uploads.import_trace(
+                store,
+                trace,
+                fmt=trace_format,
+                mode=mode,
+                name=trace_name.strip() or None,
+                node_list=nodes,
+            ),
+        )
 
 
 # ----- adding runs ------------------------------------------------------------------------------------------

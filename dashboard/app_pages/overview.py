@@ -40,6 +40,21 @@ def page(run_id: str) -> None:
     summary = RunSummary.from_json(run.summary)
     sizes = q.host_count(run.run_id)
     flagship = q.flagship_job(run.run_id)
+    run_caption(run, sizes, flagship)
+    if watched:
+        watch_section(run)
+    timeline = flagship_timeline(run, flagship)
+    headline_section(run, summary, timeline)
+    # what an operator looks for first, right under the headline: which hosts are out of service
+    what_is_down(run, sizes)
+    losses_section(run, summary, flagship, timeline)
+    counts = causes_section(run, summary)
+    if counts.height == 0 or counts["count"].sum() == 0:
+        xids_section(run)
+
+
+def run_caption(run: RunInfo, sizes: dict, flagship: dict | None) -> None:
+    """The run in one line: name, kind, span, size, seed and flagship job."""
     end = run.started_at + timedelta(seconds=run.duration_s)
     # a boot-relative kernel log has no date (engine.store.run.start_known): its span, never an invented 1970 date
     span = (
@@ -58,17 +73,23 @@ def page(run_id: str) -> None:
             else ""
         )
     )
-    if watched:
-        watch_section(run)
 
-    # ----- headline figures -------------------------------------------------------------------------------------
-    timeline = None
+
+# ----- headline figures -------------------------------------------------------------------------------------
+def flagship_timeline(run: RunInfo, flagship: dict | None) -> pl.DataFrame | None:
+    """The flagship job's ETTR over time from its attempts and checkpoints; None without a flagship's attempts."""
     if flagship:
         attempts, checkpoints = q.attempts_and_checkpoints(run.run_id, flagship["job_id"])
         if attempts.height:
-            timeline = ettr_timeline(
+            return ettr_timeline(
                 attempts, checkpoints, flagship["job_id"], q.timeline_bucket(run.duration_s), run.duration_s
             )
+    return None
+
+
+def headline_section(run: RunInfo, summary: RunSummary, timeline: pl.DataFrame | None) -> None:
+    """The headline figures in rows of cards (ETTR from the attempts where the summary has none; the run's
+    tables' figures where it has nothing)."""
     figures = summaries.headline(summary)
     if (
         summary.figure("ettr") is None
@@ -106,10 +127,12 @@ def page(run_id: str) -> None:
                 delta_arrow="auto" if figure.trend else "off",
             )
 
-    # what an operator looks for first, right under the headline: which hosts are out of service
-    what_is_down(run, sizes)
 
-    # ----- goodput and its losses -------------------------------------------------------------------------------
+# ----- goodput and its losses -------------------------------------------------------------------------------
+def losses_section(
+    run: RunInfo, summary: RunSummary, flagship: dict | None, timeline: pl.DataFrame | None
+) -> None:
+    """Where the flagship job's time went: the waterfall of its losses beside its ETTR over time."""
     losses = summaries.losses_from_summary(summary)
     if losses or timeline is not None:
         st.subheader("Where the flagship job's time went")
@@ -143,7 +166,10 @@ def page(run_id: str) -> None:
             else:
                 st.info("This run has no attempts of a flagship job to draw ETTR over time from.")
 
-    # ----- interruptions by cause -------------------------------------------------------------------------------
+
+# ----- interruptions by cause -------------------------------------------------------------------------------
+def causes_section(run: RunInfo, summary: RunSummary) -> pl.DataFrame:
+    """What interrupted the flagship job (else every incident of the run), by cause; returns the counts."""
     counts = summaries.causes_from_summary(summary)
     scope = "of the flagship job"
     if counts is None or counts["count"].sum() == 0:
@@ -173,18 +199,20 @@ def page(run_id: str) -> None:
                     f"One unexpected interruption every **{fmt_hours(mttf)}** on average "
                     f"({definition('job_mttf').label})."
                 )
+    return counts
 
-    # ----- XIDs, where no incident explains them (ingested telemetry) -------------------------------------------
-    if counts.height == 0 or counts["count"].sum() == 0:
-        xids = q.xid_counts(run.run_id)
-        if xids.height:
-            st.subheader("What the GPUs reported")
-            table_view.dataframe(
-                q.with_xid_names(xids),
-                hide_index=True,
-                key="xid_table",
-                column_config={"xid": "XID", "gpus": "GPUs"},
-            )
+
+# ----- XIDs, where no incident explains them (ingested telemetry) -------------------------------------------
+def xids_section(run: RunInfo) -> None:
+    xids = q.xid_counts(run.run_id)
+    if xids.height:
+        st.subheader("What the GPUs reported")
+        table_view.dataframe(
+            q.with_xid_names(xids),
+            hide_index=True,
+            key="xid_table",
+            column_config={"xid": "XID", "gpus": "GPUs"},
+        )
 
 
 # ----- what is down -----------------------------------------------------------------------------------------

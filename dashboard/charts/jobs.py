@@ -126,16 +126,54 @@ def attempts_gantt(
     (dates, or the time from the start of a run whose date is unknown).
     """
 
+    # job names and end reasons come from traces: Plotly text (labels, hover, the y axis) only as entities
+    row_order = plot_all(row_order)
+    frame = _attempt_frame(attempts, started_at)
+    fig = go.Figure()
+    if waiting is not None:
+        fig.add_traces(_waiting_bars(waiting, started_at))
+    fig.add_traces(_gap_bars(frame, started_at))
+    fig.add_traces(
+        bars_over_time(
+            frame,
+            started_at=started_at,
+            row="label",
+            colour_by="end_kind",
+            colours=END_REASON_COLOURS,
+            hover="hover",
+            key="job_id",
+            names=END_REASON_LABELS,
+            outline="white",
+        )
+    )
+    fig.add_traces(_attempt_marks(frame, checkpoints, window, started_at))
+    if window is not None:
+        fig.update_xaxes(range=list(as_time(started_at, list(window))))
+    fig.update_layout(
+        barmode="overlay",
+        height=max(260, 22 * len(row_order) + 140),
+        margin={"l": 10, "r": 10, "t": 80, "b": 10},
+        legend={"orientation": "h", "y": 1.0, "yanchor": "top", "yref": "container"},  # above the top axis
+    )
+    # a Gantt of hundreds of rows: dates where the reading starts, in UTC (the run's times are UTC)
+    time_axis(fig, started_at, type="date", side="top", title_text="UTC", title_standoff=4)
+    fig.update_yaxes(
+        categoryorder="array", categoryarray=list(reversed(row_order)), range=[-0.6, len(row_order) - 0.4]
+    )
+    return fig
+
+
+def _attempt_frame(attempts: pl.DataFrame, started_at: datetime) -> pl.DataFrame:
+    """The attempts in job and attempt order, with their plot-safe label, how they ended and their hover."""
+
     def when(column: str) -> pl.Expr:
         return time_text(column, started_at)
 
-    # job names and end reasons come from traces: Plotly text (labels, hover, the y axis) only as entities
-    row_order = plot_all(row_order)
     ended_by = pl.col("end_reason").replace_strict(
         END_REASON_LABELS, default=cause_label_text("end_reason"), return_dtype=pl.String
     )
     ordered = attempts.sort("job_id", "attempt")
-    frame = ordered.with_columns(
+    return ordered.with_columns(
         plot_expr("label"),
         plot_expr(ended_by).alias("ended_by"),
         end_kind(ordered["end_reason"]).alias("end_kind"),
@@ -150,36 +188,44 @@ def attempts_gantt(
             duration_text("lost_work_s"),
         ).alias("hover"),
     )
-    fig = go.Figure()
-    if waiting is not None:
-        waits = (
-            waiting.with_columns(plot_expr("label"))
-            .filter(pl.col("start_s") > pl.col("submit_s"))
-            .select(
-                "job_id",
-                "label",
-                pl.col("submit_s").alias("start_s"),
-                pl.col("start_s").alias("end_s"),
-                pl.lit("waiting").alias("kind"),
-                pl.format(
-                    "submitted {}<br>waited {} before its first start",
-                    when("submit_s"),
-                    duration_text(pl.col("start_s") - pl.col("submit_s")),
-                ).alias("hover"),
-            )
+
+
+def _waiting_bars(waiting: pl.DataFrame, started_at: datetime) -> list:
+    """A light bar a job from its submission to its first start."""
+
+    def when(column: str) -> pl.Expr:
+        return time_text(column, started_at)
+
+    waits = (
+        waiting.with_columns(plot_expr("label"))
+        .filter(pl.col("start_s") > pl.col("submit_s"))
+        .select(
+            "job_id",
+            "label",
+            pl.col("submit_s").alias("start_s"),
+            pl.col("start_s").alias("end_s"),
+            pl.lit("waiting").alias("kind"),
+            pl.format(
+                "submitted {}<br>waited {} before its first start",
+                when("submit_s"),
+                duration_text(pl.col("start_s") - pl.col("submit_s")),
+            ).alias("hover"),
         )
-        fig.add_traces(
-            bars_over_time(
-                waits,
-                started_at=started_at,
-                row="label",
-                colour_by="kind",
-                colours={"waiting": WAITING_COLOUR},
-                hover="hover",
-                key="job_id",
-                names={"waiting": "Waiting for a first start"},
-            )
-        )
+    )
+    return bars_over_time(
+        waits,
+        started_at=started_at,
+        row="label",
+        colour_by="kind",
+        colours={"waiting": WAITING_COLOUR},
+        hover="hover",
+        key="job_id",
+        names={"waiting": "Waiting for a first start"},
+    )
+
+
+def _gap_bars(frame: pl.DataFrame, started_at: datetime) -> list:
+    """A light bar in each gap between two attempts of a job (restarting or requeued)."""
     gaps = (
         frame.with_columns(
             pl.col("end_s").alias("gap_from"), pl.col("start_s").shift(-1).over("job_id").alias("gap_to")
@@ -198,34 +244,30 @@ def attempts_gantt(
             ).alias("hover"),
         )
     )
-    fig.add_traces(
-        bars_over_time(
-            gaps,
-            started_at=started_at,
-            row="label",
-            colour_by="kind",
-            colours={"gap": GAP_COLOUR},
-            hover="hover",
-            key="job_id",
-            names={"gap": "Restarting or requeued"},
-        )
+    return bars_over_time(
+        gaps,
+        started_at=started_at,
+        row="label",
+        colour_by="kind",
+        colours={"gap": GAP_COLOUR},
+        hover="hover",
+        key="job_id",
+        names={"gap": "Restarting or requeued"},
     )
-    fig.add_traces(
-        bars_over_time(
-            frame,
-            started_at=started_at,
-            row="label",
-            colour_by="end_kind",
-            colours=END_REASON_COLOURS,
-            hover="hover",
-            key="job_id",
-            names=END_REASON_LABELS,
-            outline="white",
-        )
-    )
+
+
+def _attempt_marks(
+    frame: pl.DataFrame,
+    checkpoints: pl.DataFrame | None,
+    window: tuple[float, float] | None,
+    started_at: datetime,
+) -> list[go.Scatter]:
+    """An x at each failure, a triangle at each restart and a tick at each checkpoint, on the rows where the
+    window holds few enough of them."""
+    traces = []
     failed = few_enough(frame.filter(pl.col("end_kind") == "failure"), "end_s", window)
     if failed.height:
-        fig.add_trace(
+        traces.append(
             go.Scatter(
                 x=as_time(started_at, failed["end_s"].to_numpy()),
                 y=failed["label"].to_list(),
@@ -239,7 +281,7 @@ def attempts_gantt(
         )
     restarts = few_enough(frame.filter(pl.col("attempt") > 1), "start_s", window)
     if restarts.height:
-        fig.add_trace(
+        traces.append(
             go.Scatter(
                 x=as_time(started_at, restarts["start_s"].to_numpy()),
                 y=restarts["label"].to_list(),
@@ -257,7 +299,7 @@ def attempts_gantt(
         else None
     )
     if marks is not None and marks.height:
-        fig.add_trace(
+        traces.append(
             go.Scatter(
                 x=as_time(started_at, marks["start_s"].to_numpy()),
                 y=marks["label"].to_list(),
@@ -268,20 +310,7 @@ def attempts_gantt(
                 hovertemplate=f"%{{y}}<br>{hover_time(started_at)}<extra>checkpoint</extra>",
             )
         )
-    if window is not None:
-        fig.update_xaxes(range=list(as_time(started_at, list(window))))
-    fig.update_layout(
-        barmode="overlay",
-        height=max(260, 22 * len(row_order) + 140),
-        margin={"l": 10, "r": 10, "t": 80, "b": 10},
-        legend={"orientation": "h", "y": 1.0, "yanchor": "top", "yref": "container"},  # above the top axis
-    )
-    # a Gantt of hundreds of rows: dates where the reading starts, in UTC (the run's times are UTC)
-    time_axis(fig, started_at, type="date", side="top", title_text="UTC", title_standoff=4)
-    fig.update_yaxes(
-        categoryorder="array", categoryarray=list(reversed(row_order)), range=[-0.6, len(row_order) - 0.4]
-    )
-    return fig
+    return traces
 
 
 # ----- the queue, waits and why -----------------------------------------------------------------------------

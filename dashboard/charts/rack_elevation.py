@@ -20,10 +20,36 @@ def elevation(gpus: pl.DataFrame, links: pl.DataFrame, rack_id: int) -> go.Figur
     host_kw); `links`: queries.rack_links (tier, a, b, state, util_pct), possibly empty.
     """
     gpus, links = _as_plot_text(gpus, "hostname", "job_id"), _as_plot_text(links, "a", "b")
-    states = gpus["state"].fill_null("unknown")
     slots = int(gpus["slot"].max()) + 1 if gpus.height else 1
     width = int(gpus["gpu_index"].max()) + 1 if gpus.height else 8
     fig = go.Figure()
+    fig.add_traces(_gpu_cells(gpus))
+    if links.height:
+        fig.add_traces(_nics(links, gpus))
+        fig.add_traces(_uplinks(links, width, slots))
+    _switch(fig, links, rack_id, width, slots)
+    _host_labels(fig, gpus)
+    fig.update_layout(
+        height=120 + 70 * (slots + 1),
+        margin={"l": 220, "r": 10, "t": 30, "b": 10},
+        plot_bgcolor="white",
+        legend={"orientation": "h", "y": 1.02, "yanchor": "bottom"},
+    )
+    fig.update_xaxes(
+        range=[-0.6, width - 0.4],
+        tickvals=list(range(width)),
+        ticktext=[f"GPU {i}" for i in range(width)],
+        showgrid=False,
+        zeroline=False,
+    )
+    fig.update_yaxes(range=[-0.6, slots + 0.8], showticklabels=False, showgrid=False, zeroline=False)
+    return fig
+
+
+def _gpu_cells(gpus: pl.DataFrame) -> list[go.Scatter]:
+    """The GPUs, a square each, a trace per state; hover: host, GPU, state, job and last reading."""
+    states = gpus["state"].fill_null("unknown")
+    traces = []
     reading = (
         pl.format(" · {} °C · {} W", pl.col("temp_c").round(0), pl.col("power_w").round(0))
         if {"temp_c", "power_w"} <= set(gpus.columns)
@@ -41,7 +67,7 @@ def elevation(gpus: pl.DataFrame, links: pl.DataFrame, rack_id: int) -> go.Figur
     )["hostname"]
     for state in [s for s in STATE_ORDER if s in set(states.to_list())]:
         mine = (states == state).to_numpy()
-        fig.add_trace(
+        traces.append(
             go.Scatter(
                 x=gpus["gpu_index"].to_numpy()[mine],
                 y=gpus["slot"].to_numpy()[mine],
@@ -57,47 +83,63 @@ def elevation(gpus: pl.DataFrame, links: pl.DataFrame, rack_id: int) -> go.Figur
                 },
             )
         )
-    if links.height:
-        nics = links.filter(pl.col("tier") == "gpu_rtsw").with_columns(
-            pl.col("a").str.split(":gpu").list.get(0).alias("hostname"),
-            pl.col("a").str.split(":gpu").list.get(1).cast(pl.Int64, strict=False).alias("gpu_index"),
-        )
-        nics = nics.join(gpus.select("hostname", "slot").unique(), on="hostname", how="inner")
+    return traces
+
+
+def _nics(links: pl.DataFrame, gpus: pl.DataFrame) -> list[go.Scatter]:
+    """Each GPU's NIC cable to the rack switch, a small diamond above the GPU, up or down."""
+    traces = []
+    nics = links.filter(pl.col("tier") == "gpu_rtsw").with_columns(
+        pl.col("a").str.split(":gpu").list.get(0).alias("hostname"),
+        pl.col("a").str.split(":gpu").list.get(1).cast(pl.Int64, strict=False).alias("gpu_index"),
+    )
+    nics = nics.join(gpus.select("hostname", "slot").unique(), on="hostname", how="inner")
+    for state in ("up", "down"):
+        mine = nics.filter(pl.col("state") == state)
+        if mine.height:
+            traces.append(
+                go.Scatter(
+                    x=mine["gpu_index"].to_numpy(),
+                    y=mine["slot"].to_numpy() + 0.4,
+                    mode="markers",
+                    name=f"NIC {state}",
+                    hovertemplate="%{text}<extra></extra>",
+                    text=mine.select(
+                        pl.format("NIC cable {} → {} ({} Gbps): {}", "a", "b", "capacity_gbps", "state")
+                    )["a"].to_list(),
+                    marker={"symbol": "diamond", "size": 9, "color": LINK_COLOURS[state]},
+                )
+            )
+    return traces
+
+
+def _uplinks(links: pl.DataFrame, width: int, slots: int) -> list[go.Scatter]:
+    """The rack switch's uplinks to the spine, spread over its width, up or down."""
+    traces = []
+    uplinks = links.filter(pl.col("tier") == "rtsw_ctsw").with_row_index("k")
+    if uplinks.height:
+        x = np.linspace(0, width - 1, uplinks.height)
         for state in ("up", "down"):
-            mine = nics.filter(pl.col("state") == state)
+            mine = uplinks.filter(pl.col("state") == state)
             if mine.height:
-                fig.add_trace(
+                traces.append(
                     go.Scatter(
-                        x=mine["gpu_index"].to_numpy(),
-                        y=mine["slot"].to_numpy() + 0.4,
+                        x=x[mine["k"].to_numpy()],
+                        y=np.full(mine.height, slots + 0.45),
                         mode="markers",
-                        name=f"NIC {state}",
+                        name=f"uplink {state}",
                         hovertemplate="%{text}<extra></extra>",
                         text=mine.select(
-                            pl.format("NIC cable {} → {} ({} Gbps): {}", "a", "b", "capacity_gbps", "state")
+                            pl.format("uplink {} → {} ({} Gbps): {}", "a", "b", "capacity_gbps", "state")
                         )["a"].to_list(),
-                        marker={"symbol": "diamond", "size": 9, "color": LINK_COLOURS[state]},
+                        marker={"symbol": "triangle-up", "size": 9, "color": LINK_COLOURS[state]},
                     )
                 )
-        uplinks = links.filter(pl.col("tier") == "rtsw_ctsw").with_row_index("k")
-        if uplinks.height:
-            x = np.linspace(0, width - 1, uplinks.height)
-            for state in ("up", "down"):
-                mine = uplinks.filter(pl.col("state") == state)
-                if mine.height:
-                    fig.add_trace(
-                        go.Scatter(
-                            x=x[mine["k"].to_numpy()],
-                            y=np.full(mine.height, slots + 0.45),
-                            mode="markers",
-                            name=f"uplink {state}",
-                            hovertemplate="%{text}<extra></extra>",
-                            text=mine.select(
-                                pl.format("uplink {} → {} ({} Gbps): {}", "a", "b", "capacity_gbps", "state")
-                            )["a"].to_list(),
-                            marker={"symbol": "triangle-up", "size": 9, "color": LINK_COLOURS[state]},
-                        )
-                    )
+    return traces
+
+
+def _switch(fig: go.Figure, links: pl.DataFrame, rack_id: int, width: int, slots: int) -> None:
+    """The rack switch on top, named with its links down."""
     down = int((links["state"] == "down").sum()) if links.height else 0
     switch = f"rtsw-{rack_id}" + (f" · {down} link(s) down" if down else "")
     fig.add_shape(
@@ -112,6 +154,10 @@ def elevation(gpus: pl.DataFrame, links: pl.DataFrame, rack_id: int) -> go.Figur
     fig.add_annotation(
         x=(width - 1) / 2, y=slots - 0.02, text=switch, showarrow=False, font={"color": "white", "size": 12}
     )
+
+
+def _host_labels(fig: go.Figure, gpus: pl.DataFrame) -> None:
+    """Each host's name, own state, job and power, left of its line."""
     # a host's own state: a failed GPU colours its cell, not the host's line
     host_state = (
         state_words_expr("state").filter(pl.col("state") != "failed").first().fill_null(GPU_FAILED_LABEL)
@@ -135,18 +181,3 @@ def elevation(gpus: pl.DataFrame, links: pl.DataFrame, rack_id: int) -> go.Figur
             align="right",
             text=f"<b>{host['hostname']}</b><br>{host['state']}<br>{host['job_id'] or 'no job'}{kw}",
         )
-    fig.update_layout(
-        height=120 + 70 * (slots + 1),
-        margin={"l": 220, "r": 10, "t": 30, "b": 10},
-        plot_bgcolor="white",
-        legend={"orientation": "h", "y": 1.02, "yanchor": "bottom"},
-    )
-    fig.update_xaxes(
-        range=[-0.6, width - 0.4],
-        tickvals=list(range(width)),
-        ticktext=[f"GPU {i}" for i in range(width)],
-        showgrid=False,
-        zeroline=False,
-    )
-    fig.update_yaxes(range=[-0.6, slots + 0.8], showticklabels=False, showgrid=False, zeroline=False)
-    return fig

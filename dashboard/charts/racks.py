@@ -125,154 +125,182 @@ def _scale_with_grey(stops) -> list[list]:
 def _colouring(cells: pl.DataFrame, measure: str, states: pl.Series, tdp_w: float, window: str):
     """(codes, colourscale, zmin, zmax, value text per cell, legend entries, colourbar or None) of a measure."""
     if measure == "state":
-        codes = (
-            states.replace_strict(
-                {s: i for i, s in enumerate(STATE_ORDER)}, default=len(STATE_ORDER) - 1, return_dtype=pl.Int64
-            )
-            .to_numpy()
-            .astype(float)
-        )
-        present = set(states.to_list())
-        legend = [(STATE_WORDS[s], STATE_COLOURS[s]) for s in STATE_ORDER if s in present]
-        return (
-            codes,
-            _discrete_colourscale([STATE_COLOURS[s] for s in STATE_ORDER]),
-            -0.5,
-            len(STATE_ORDER) - 0.5,
-            state_words(states),
-            legend,
-            None,
-        )
+        return _by_state(states)
     if measure == "job":
-        jobs = cells["job_id"].fill_null("")
-        sizes = (
-            cells.filter(pl.col("job_id").is_not_null())
-            .group_by("job_id")
-            .agg(pl.len().alias("n"))
-            .sort(["n", "job_id"], descending=[True, False])
-        )
-        kinds = (
-            dict(zip(cells["job_id"].to_list(), cells["kind"].to_list(), strict=True))
-            if "kind" in cells.columns
-            else {}
-        )
-        named = sizes["job_id"].to_list()[: len(JOB_PALETTE)]
-        palette = iter(JOB_PALETTE)
-        colours = {j: FLAGSHIP_COLOUR if kinds.get(j) == "flagship" else next(palette) for j in named}
-        categories = [*named, "other jobs", "no job"]
-        lookup = {j: i for i, j in enumerate(named)}
-        codes = (
-            jobs.replace_strict(lookup, default=len(named), return_dtype=pl.Int64).to_numpy().astype(float)
-        )
-        codes[(jobs == "").to_numpy()] = len(named) + 1
-        scale_colours = [*colours.values(), OTHER_JOBS, NO_JOB]
-        present = set(codes.astype(int).tolist())
-        legend = [
-            (c, col) for i, (c, col) in enumerate(zip(categories, scale_colours, strict=True)) if i in present
-        ]
-        text = pl.when(jobs == "").then(pl.lit("no job")).otherwise(pl.lit("job ") + jobs)
-        return (
-            codes,
-            _discrete_colourscale(scale_colours),
-            -0.5,
-            len(categories) - 0.5,
-            cells.select(text.alias("t"))["t"],
-            legend,
-            None,
-        )
+        return _by_job(cells)
     if measure == "failures":
-        count = cells["failures"].fill_null(0)
-        codes = np.minimum(count.to_numpy(), len(FAILURE_BANDS) - 1).astype(float)
-        present = set(codes.astype(int).tolist())
-        legend = [(n, c) for i, (n, c) in enumerate(FAILURE_BANDS) if i in present]
-        text = count.cast(pl.String) + f" failure(s) in the last {window}"
-        return (
-            codes,
-            _discrete_colourscale([c for _, c in FAILURE_BANDS]),
-            -0.5,
-            len(FAILURE_BANDS) - 0.5,
-            text,
-            legend,
-            None,
-        )
+        return _by_failures(cells, window)
     if measure == "blast":
-        codes = cells["blast"].fill_null(0).to_numpy().astype(float)
-        present = set(codes.astype(int).tolist())
-        legend = [(n, c) for i, (n, c) in enumerate(BLAST_BANDS) if i in present]
-        text = (
-            cells["blast"]
-            .fill_null(0)
-            .replace_strict(dict(enumerate(n for n, _ in BLAST_BANDS)), return_dtype=pl.String)
-        )
-        return (
-            codes,
-            _discrete_colourscale([c for _, c in BLAST_BANDS]),
-            -0.5,
-            len(BLAST_BANDS) - 0.5,
-            text,
-            legend,
-            None,
-        )
+        return _by_blast(cells)
     if measure == "temp":
-        temp = cells["temp_c"].cast(pl.Float64).to_numpy()
-        low, high = TEMP_RANGE_C
-        stops = [(i / (len(TEMP_STOPS) - 1), c) for i, c in enumerate(TEMP_STOPS)]
-        ticks = np.arange(30.0, high + 1, 10.0)
-        bar = {
-            "title": {"text": "°C"},
-            "tickvals": _continuous(ticks, low, high).tolist(),
-            "ticktext": [f"{t:.0f}" for t in ticks],
-            "thickness": 12,
-            "len": 0.6,
-        }
-        text = cells.select(
-            pl.when(pl.col("temp_c").is_null())
-            .then(pl.lit("no reading"))
-            .otherwise(pl.col("temp_c").round(0).cast(pl.Int64).cast(pl.String) + " °C")
-        )
-        legend = [("no reading", NO_READING)] if np.isnan(temp).any() else []
-        return _continuous(temp, low, high), _scale_with_grey(stops), 0.0, 1.0, text.to_series(), legend, bar
+        return _by_temp(cells)
     if measure == "power":
-        share = (cells["rack_kw"] / cells["budget_kw"]).cast(pl.Float64).to_numpy()
-        ticks = np.array([0.0, 0.25, 0.5, 0.75, 1.0, POWER_MAX_SHARE])
-        bar = {
-            "title": {"text": "rack / budget"},
-            "tickvals": _continuous(ticks, 0, POWER_MAX_SHARE).tolist(),
-            "ticktext": [f"{t:.0%}" for t in ticks],
-            "thickness": 12,
-            "len": 0.6,
-        }
-        gpu_w = (
-            pl.when(pl.col("power_w").is_null())
-            .then(pl.lit("GPU no reading"))
-            .otherwise(
-                pl.format(
-                    "{} W = {}% TDP",
-                    pl.col("power_w").round(0).cast(pl.Int64),
-                    (pl.col("power_w") / tdp_w * 100).round(0).cast(pl.Int64),
-                )
-            )
-        )
-        # short: 24,576 of these travel to the browser (the 5 MB budget); the rack handle says the rest
-        text = cells.select(
-            pl.format(
-                "{} · host {} kW · rack {}/{} kW",
-                gpu_w,
-                pl.col("host_kw").round(1),
-                pl.col("rack_kw").round(1),
-                pl.col("budget_kw").round(1),
-            )
-        )
-        return (
-            _continuous(share, 0.0, POWER_MAX_SHARE),
-            _scale_with_grey(POWER_STOPS),
-            0.0,
-            1.0,
-            text.to_series(),
-            [],
-            bar,
-        )
+        return _by_power(cells, tdp_w)
     raise ValueError(f"unknown measure {measure!r}; one of {', '.join(MEASURES)}")
+
+
+def _by_state(states: pl.Series):
+    """States in their order and colours."""
+    codes = (
+        states.replace_strict(
+            {s: i for i, s in enumerate(STATE_ORDER)}, default=len(STATE_ORDER) - 1, return_dtype=pl.Int64
+        )
+        .to_numpy()
+        .astype(float)
+    )
+    present = set(states.to_list())
+    legend = [(STATE_WORDS[s], STATE_COLOURS[s]) for s in STATE_ORDER if s in present]
+    return (
+        codes,
+        _discrete_colourscale([STATE_COLOURS[s] for s in STATE_ORDER]),
+        -0.5,
+        len(STATE_ORDER) - 0.5,
+        state_words(states),
+        legend,
+        None,
+    )
+
+
+def _by_job(cells: pl.DataFrame):
+    """The largest jobs in their own colours (the flagship in its own), the others grouped, no job apart."""
+    jobs = cells["job_id"].fill_null("")
+    sizes = (
+        cells.filter(pl.col("job_id").is_not_null())
+        .group_by("job_id")
+        .agg(pl.len().alias("n"))
+        .sort(["n", "job_id"], descending=[True, False])
+    )
+    kinds = (
+        dict(zip(cells["job_id"].to_list(), cells["kind"].to_list(), strict=True))
+        if "kind" in cells.columns
+        else {}
+    )
+    named = sizes["job_id"].to_list()[: len(JOB_PALETTE)]
+    palette = iter(JOB_PALETTE)
+    colours = {j: FLAGSHIP_COLOUR if kinds.get(j) == "flagship" else next(palette) for j in named}
+    categories = [*named, "other jobs", "no job"]
+    lookup = {j: i for i, j in enumerate(named)}
+    codes = jobs.replace_strict(lookup, default=len(named), return_dtype=pl.Int64).to_numpy().astype(float)
+    codes[(jobs == "").to_numpy()] = len(named) + 1
+    scale_colours = [*colours.values(), OTHER_JOBS, NO_JOB]
+    present = set(codes.astype(int).tolist())
+    legend = [
+        (c, col) for i, (c, col) in enumerate(zip(categories, scale_colours, strict=True)) if i in present
+    ]
+    text = pl.when(jobs == "").then(pl.lit("no job")).otherwise(pl.lit("job ") + jobs)
+    return (
+        codes,
+        _discrete_colourscale(scale_colours),
+        -0.5,
+        len(categories) - 0.5,
+        cells.select(text.alias("t"))["t"],
+        legend,
+        None,
+    )
+
+
+def _by_failures(cells: pl.DataFrame, window: str):
+    """Failures in the window, in bands."""
+    count = cells["failures"].fill_null(0)
+    codes = np.minimum(count.to_numpy(), len(FAILURE_BANDS) - 1).astype(float)
+    present = set(codes.astype(int).tolist())
+    legend = [(n, c) for i, (n, c) in enumerate(FAILURE_BANDS) if i in present]
+    text = count.cast(pl.String) + f" failure(s) in the last {window}"
+    return (
+        codes,
+        _discrete_colourscale([c for _, c in FAILURE_BANDS]),
+        -0.5,
+        len(FAILURE_BANDS) - 0.5,
+        text,
+        legend,
+        None,
+    )
+
+
+def _by_blast(cells: pl.DataFrame):
+    """The blast radius of the chosen incident, in bands."""
+    codes = cells["blast"].fill_null(0).to_numpy().astype(float)
+    present = set(codes.astype(int).tolist())
+    legend = [(n, c) for i, (n, c) in enumerate(BLAST_BANDS) if i in present]
+    text = (
+        cells["blast"]
+        .fill_null(0)
+        .replace_strict(dict(enumerate(n for n, _ in BLAST_BANDS)), return_dtype=pl.String)
+    )
+    return (
+        codes,
+        _discrete_colourscale([c for _, c in BLAST_BANDS]),
+        -0.5,
+        len(BLAST_BANDS) - 0.5,
+        text,
+        legend,
+        None,
+    )
+
+
+def _by_temp(cells: pl.DataFrame):
+    """GPU temperature on a continuous scale, "no reading" in grey."""
+    temp = cells["temp_c"].cast(pl.Float64).to_numpy()
+    low, high = TEMP_RANGE_C
+    stops = [(i / (len(TEMP_STOPS) - 1), c) for i, c in enumerate(TEMP_STOPS)]
+    ticks = np.arange(30.0, high + 1, 10.0)
+    bar = {
+        "title": {"text": "°C"},
+        "tickvals": _continuous(ticks, low, high).tolist(),
+        "ticktext": [f"{t:.0f}" for t in ticks],
+        "thickness": 12,
+        "len": 0.6,
+    }
+    text = cells.select(
+        pl.when(pl.col("temp_c").is_null())
+        .then(pl.lit("no reading"))
+        .otherwise(pl.col("temp_c").round(0).cast(pl.Int64).cast(pl.String) + " °C")
+    )
+    legend = [("no reading", NO_READING)] if np.isnan(temp).any() else []
+    return _continuous(temp, low, high), _scale_with_grey(stops), 0.0, 1.0, text.to_series(), legend, bar
+
+
+def _by_power(cells: pl.DataFrame, tdp_w: float):
+    """Rack power against its budget on a continuous scale; the text gives GPU, host and rack."""
+    share = (cells["rack_kw"] / cells["budget_kw"]).cast(pl.Float64).to_numpy()
+    ticks = np.array([0.0, 0.25, 0.5, 0.75, 1.0, POWER_MAX_SHARE])
+    bar = {
+        "title": {"text": "rack / budget"},
+        "tickvals": _continuous(ticks, 0, POWER_MAX_SHARE).tolist(),
+        "ticktext": [f"{t:.0%}" for t in ticks],
+        "thickness": 12,
+        "len": 0.6,
+    }
+    gpu_w = (
+        pl.when(pl.col("power_w").is_null())
+        .then(pl.lit("GPU no reading"))
+        .otherwise(
+            pl.format(
+                "{} W = {}% TDP",
+                pl.col("power_w").round(0).cast(pl.Int64),
+                (pl.col("power_w") / tdp_w * 100).round(0).cast(pl.Int64),
+            )
+        )
+    )
+    # short: 24,576 of these travel to the browser (the 5 MB budget); the rack handle says the rest
+    text = cells.select(
+        pl.format(
+            "{} · host {} kW · rack {}/{} kW",
+            gpu_w,
+            pl.col("host_kw").round(1),
+            pl.col("rack_kw").round(1),
+            pl.col("budget_kw").round(1),
+        )
+    )
+    return (
+        _continuous(share, 0.0, POWER_MAX_SHARE),
+        _scale_with_grey(POWER_STOPS),
+        0.0,
+        1.0,
+        text.to_series(),
+        [],
+        bar,
+    )
 
 
 def floor_plan(
@@ -299,14 +327,7 @@ def floor_plan(
         cells, measure, states, tdp_w, window
     )
     grid = floor_grid(cells)
-    rows, slots = cells["row"].to_numpy(), cells["slot"].to_numpy()
-    label = cells["hostname"] + " · rack " + cells["rack_id"].cast(pl.String)
-    if "gpu_index" in cells.columns:
-        x = grid.x(rows, cells["position"].to_numpy(), cells["gpu_index"].to_numpy())
-        label = label + " · GPU " + cells["gpu_index"].cast(pl.String)
-    else:
-        x = grid.x(rows, cells["position"].to_numpy())
-    y = grid.y(rows, slots)
+    x, y, label = _cell_places(cells, grid)
     z = np.full(grid.shape, np.nan)
     z[y, x] = codes
     healthy = (
@@ -342,18 +363,7 @@ def floor_plan(
         if healthy.any():
             legend = [*legend, (NO_PROBLEM, NO_PROBLEM_COLOUR)]
             fig.add_trace(_greyed(grid, y[healthy], x[healthy], gaps))
-    # The legend: one invisible marker trace per colour present, so the colours are named.
-    for name, colour in legend:
-        fig.add_trace(
-            go.Scatter(
-                x=[None],
-                y=[None],
-                mode="markers",
-                name=name,
-                showlegend=True,
-                marker={"symbol": "square", "size": 12, "color": colour},
-            )
-        )
+    fig.add_traces(_legend(legend))
     if problem_racks is not None:
         fig.add_trace(_problem_rings(cells, grid, problem_racks))
     over = _over_budget(cells, grid)
@@ -372,6 +382,33 @@ def floor_plan(
     )
     _floor_axes(fig, grid)
     return fig
+
+
+def _cell_places(cells: pl.DataFrame, grid: FloorGrid) -> tuple[np.ndarray, np.ndarray, pl.Series]:
+    """Each cell's column and line on the grid, and its label (host and rack, and GPU for a GPU cell)."""
+    rows, slots = cells["row"].to_numpy(), cells["slot"].to_numpy()
+    label = cells["hostname"] + " · rack " + cells["rack_id"].cast(pl.String)
+    if "gpu_index" in cells.columns:
+        x = grid.x(rows, cells["position"].to_numpy(), cells["gpu_index"].to_numpy())
+        label = label + " · GPU " + cells["gpu_index"].cast(pl.String)
+    else:
+        x = grid.x(rows, cells["position"].to_numpy())
+    return x, grid.y(rows, slots), label
+
+
+def _legend(legend: list[tuple[str, str]]) -> list[go.Scatter]:
+    """The legend: one invisible marker trace per colour present, so the colours are named."""
+    return [
+        go.Scatter(
+            x=[None],
+            y=[None],
+            mode="markers",
+            name=name,
+            showlegend=True,
+            marker={"symbol": "square", "size": 12, "color": colour},
+        )
+        for name, colour in legend
+    ]
 
 
 def floor_grid(cells: pl.DataFrame) -> FloorGrid:

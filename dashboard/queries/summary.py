@@ -50,6 +50,16 @@ class Headline:
 
 def headline(summary: RunSummary) -> list[Headline]:
     """The Overview's headline figures, each only where the summary has what it needs."""
+    have_utilization = summary.figure("utilisation_by_allocation") is not None
+    return (
+        _job_headline(summary)
+        + _cluster_headline(summary)
+        + _replay_and_ingest_headline(summary, have_utilization=have_utilization)
+    )
+
+
+def _job_headline(summary: RunSummary) -> list[Headline]:
+    """The flagship job's figures: ETTR beside the closed form, MTTF, interruptions and goodput lost."""
     out: list[Headline] = []
     ettr, closed = summary.figure("ettr"), summary.figure("closed_form_ettr")
     if ettr is not None:
@@ -101,6 +111,12 @@ def headline(summary: RunSummary) -> list[Headline]:
                 help=definition("goodput_lost").help,
             )
         )
+    return out
+
+
+def _cluster_headline(summary: RunSummary) -> list[Headline]:
+    """The cluster's figures: utilisation by allocation and by progress, GPU-hours down."""
+    out: list[Headline] = []
     utilization = summary.figure("utilisation_by_allocation")
     if utilization is not None:
         out.append(
@@ -130,7 +146,7 @@ def headline(summary: RunSummary) -> list[Headline]:
                 help=definition("gpu_hours_down").help,
             )
         )
-    return out + _replay_and_ingest_headline(summary, have_utilization=utilization is not None)
+    return out
 
 
 def _replay_and_ingest_headline(summary: RunSummary, *, have_utilization: bool) -> list[Headline]:
