@@ -15,29 +15,21 @@ from dataclasses import dataclass
 import polars as pl
 import streamlit as st
 
-from dashboard import auth, state, table_view
+from dashboard import state, table_view
 from dashboard.charts import incidents as charts
 from dashboard.format import fmt_duration, fmt_gpu_hours, fmt_int, fmt_pct, fmt_time
+from dashboard.incidents.filters import filters_section
+from dashboard.incidents.replay import replay_section
 from dashboard.queries import incidents as queries
 from dashboard.text import code, md
 from dashboard.text_exprs import cause_label_text, duration_text, time_text
-from dashboard.time_slider import time_axis, window_slider
 from engine.analysis.definitions import definition
 from engine.analysis.incidents import filter_incidents, summary_counts
-from engine.analysis.run_summary import RunSummary
-from engine.errors import GoodputError
-from engine.replay.incidents import replay_stored_run
 from engine.report.palette import cause_label
 from engine.report.visible_text import visible
-from engine.scenario import from_dict
 from engine.store import RunInfo
-from engine.units import SECONDS_PER_DAY, SECONDS_PER_HOUR
+from engine.units import SECONDS_PER_DAY
 
-PLANNED_CHOICES = {
-    "all": "planned and unexpected",
-    "planned": "planned only",
-    "unexpected": "unexpected only",
-}
 FORMATS = {"csv": "CSV", "json": "JSON", "parquet": "Parquet", "html": "HTML report"}
 
 
@@ -71,93 +63,6 @@ class Export:
 
 def with_time(run: RunInfo, column: str = "t_s", alias: str = "time") -> pl.Expr:
     return time_text(column, run.started_at).alias(alias)
-
-
-# ----- filters --------------------------------------------------------------------------------------------
-def filters_section(run: RunInfo, everything: pl.DataFrame) -> tuple[tuple[float | None, float | None], dict]:
-    """The filters, kept in the URL; returns the time window (seconds; None: the run's start or end) and the
-    engine.analysis.incidents.filter_incidents keywords."""
-    st.subheader("Filters")
-    since_s = until_s = None
-    if run.duration_s > 0:  # a run of one moment has no window to choose
-        since = queries.url_seconds(st.query_params.get("since"), 0.0, run.duration_s)
-        until = queries.url_seconds(st.query_params.get("until"), 0.0, run.duration_s)
-        # about 400 steps across the run, never finer than 36 s (0.01 h)
-        step_s = max(round(run.duration_s / SECONDS_PER_HOUR / 400.0, 2), 0.01) * SECONDS_PER_HOUR
-        low, high = window_slider(
-            time_axis(run.started_at, run.duration_s, step_s),
-            f"incidents_window:{run.run_id}",
-            (since or 0.0, until if until is not None else run.duration_s),
-            what="Time window",
-        )
-        since_s = low if low > 0 else None
-        until_s = high if high < run.duration_s else None
-    state.set_url("since", "" if since_s is None else f"{since_s:g}")
-    state.set_url("until", "" if until_s is None else f"{until_s:g}")
-
-    all_causes = sorted(everything["cause"].drop_nulls().unique().to_list())
-    all_categories = sorted(everything["category"].drop_nulls().unique().to_list())
-    all_racks = [str(r) for r in sorted(everything["rack_id"].drop_nulls().unique().to_list())]
-    hit = (
-        everything.select(pl.col("job_ids").explode(), pl.col("job_names").explode())
-        .drop_nulls()
-        .unique("job_ids")
-    )
-    job_names = dict(zip(hit["job_ids"].to_list(), hit["job_names"].to_list(), strict=True))
-    all_jobs = sorted(job_names)
-    cols = st.columns(3)
-    causes = cols[0].multiselect(
-        "Cause",
-        all_causes,
-        placeholder="every cause",
-        key=state.seed(f"incidents_causes:{run.run_id}", state.url_list("causes", all_causes)),
-    )
-    categories = cols[1].multiselect(
-        "Category",
-        all_categories,
-        placeholder="every category",
-        key=state.seed(f"incidents_categories:{run.run_id}", state.url_list("categories", all_categories)),
-    )
-    planned_key = st.query_params.get("planned", "all")
-    planned_key = cols[2].radio(
-        "Planned",
-        list(PLANNED_CHOICES),
-        format_func=PLANNED_CHOICES.get,
-        horizontal=True,
-        key=state.seed(
-            f"incidents_planned:{run.run_id}", planned_key if planned_key in PLANNED_CHOICES else "all"
-        ),
-    )
-    cols = st.columns(3)
-    racks = cols[0].multiselect(
-        "Rack",
-        all_racks,
-        placeholder="every rack",
-        format_func=visible,
-        key=state.seed(f"incidents_racks:{run.run_id}", state.url_list("racks", all_racks)),
-    )
-    jobs = cols[1].multiselect(
-        "Job hit",
-        all_jobs,
-        placeholder="any job or none",
-        format_func=lambda j: visible(j if job_names.get(j) in (None, j) else f"{job_names[j]} ({j})"),
-        key=state.seed(f"incidents_jobs:{run.run_id}", state.url_list("jobs", all_jobs)),
-    )
-    state.set_url("causes", ",".join(causes))
-    state.set_url("categories", ",".join(categories))
-    state.set_url("racks", ",".join(racks))
-    state.set_url("jobs", ",".join(jobs))
-    state.set_url("planned", "" if planned_key == "all" else planned_key)
-    filters = queries.filter_keywords(
-        since_s=since_s,
-        until_s=until_s,
-        causes=causes,
-        categories=categories,
-        racks=[int(r) for r in racks],
-        jobs=jobs,
-        planned=planned_key,
-    )
-    return (since_s, until_s), filters
 
 
 # ----- counted as the Llama 3 paper counts them -----------------------------------------------------------
@@ -426,113 +331,6 @@ def drill_down(run: RunInfo, everything: pl.DataFrame, incident_id: int, exporte
         st.markdown("**XID events**")
         table_view.dataframe(xids.with_columns(with_time(run)).drop("t_s"), hide_index=True, width="stretch")
     download_row(run, f"Incident {incident_id} with its chain", incident_id, exported)
-
-
-# ----- replay with other settings -------------------------------------------------------------------------
-def replay_section(run: RunInfo, flagship: str | None) -> None:
-    st.subheader("Replay with other settings")
-    try:
-        scenario = from_dict(run.scenario) if isinstance(run.scenario, dict) and run.scenario else None
-    except GoodputError:
-        scenario = None
-    if scenario is None or not flagship:
-        st.info(
-            "This run has no scenario to replay under (an observed or hand-made run). Export its incidents "
-            "and replay the file with `goodput replay FILE --preset ... --set ...`."
-        )
-        return
-    st.caption(
-        "The same failures at the same times on the same hosts, under other settings: what would this "
-        "run have cost with more spares, another checkpoint interval or faster restarts?"
-    )
-    spare_room = max(scenario.hosts - scenario.job_hosts, 0)
-    cols = st.columns(3)
-    spares = cols[0].number_input(
-        "spares.hosts (hot spare hosts)",
-        0,
-        spare_room,
-        min(int(scenario["spares.hosts"]), spare_room),
-        key=f"incidents_spares:{run.run_id}",
-    )
-    interval_min, restart_min = (
-        scenario["training.checkpoint_interval"] / 60.0,
-        scenario["training.restart_overhead"] / 60.0,
-    )
-    # bounds: the scenario key's minimum (1 s) and a day, or the run's own value where it is longer
-    interval = cols[1].number_input(
-        "training.checkpoint_interval (minutes)",
-        1 / 60,
-        max(24 * 60.0, interval_min),
-        interval_min,
-        key=f"incidents_interval:{run.run_id}",
-    )
-    restart = cols[2].number_input(
-        "training.restart_overhead (minutes)",
-        0.0,
-        max(24 * 60.0, restart_min),
-        restart_min,
-        key=f"incidents_restart:{run.run_id}",
-    )
-    values = {
-        "spares.hosts": int(spares),
-        "training.checkpoint_interval": interval * 60.0,
-        "training.restart_overhead": restart * 60.0,
-    }
-    # the new run's name says what changed (the settings left as they were add nothing to read), spelled as
-    # a scenario file would spell it
-    spelled = scenario.with_values(values).raw
-    settings = [f"{k}={spelled[k]}" for k in values]
-    changed = [text for text, k in zip(settings, values, strict=True) if values[k] != scenario[k]]
-    if not auth.can(auth.Role.PLANNER):  # a replay is a simulation run on this server
-        auth.missing(auth.Role.PLANNER, "Replaying with other settings")
-    elif st.button(
-        "Replay with these settings", icon=":material/replay:", key=f"incidents_replay:{run.run_id}"
-    ):
-        with st.status(
-            "Replaying the run's failures under " + ", ".join(settings) + " …", expanded=False
-        ) as status:
-            try:
-                forked = replay_stored_run(
-                    state.store(),
-                    run.run_id,
-                    values=values,
-                    name=f"{run.name} · replay ({', '.join(changed) or 'same settings'})",
-                )
-                state.set_url("replay", state.store().write_run(forked))
-                replayed = RunSummary.from_json(forked.summary).details["replayed"]
-                status.update(
-                    label=f"Replayed {replayed['failures']:,} failures and {replayed['planned']:,} planned stops",
-                    state="complete",
-                )
-            except GoodputError as err:
-                status.update(label="The replay failed", state="error")
-                st.error(md(err))
-                return
-    new_id = st.query_params.get("replay")
-    if not new_id or new_id == run.run_id:
-        return
-    try:
-        forked_info = state.store().info(new_id)
-    except (GoodputError, OSError):
-        st.warning(f"Run {code(new_id)} (the replay) is not in the store any more.")
-        return
-    st.markdown(
-        "**The two runs side by side** (the flagship job's figures; cost: its losses at the run's price)"
-    )
-    table_view.dataframe(queries.side_by_side(run, forked_info), hide_index=True, width="stretch")
-    cols = st.columns(2)
-    cols[0].page_link(
-        "app_pages/compare.py",
-        label="Compare the two runs",
-        icon=":material/compare_arrows:",
-        query_params={"runs": f"{run.run_id},{new_id}", "run": run.run_id},
-    )
-    cols[1].page_link(
-        "app_pages/incidents.py",
-        label="Open the replay's incidents",
-        icon=":material/open_in_new:",
-        query_params={"run": new_id},
-    )
 
 
 st.title("Incidents")

@@ -3,26 +3,29 @@ utilisation by tier over time, the hottest links, the fabric drawn and coloured 
 flapped with the jobs they slowed, the network incidents and the jobs they hit, and this run's fabric beside
 another run's (RoCE against InfiniBand: ?vs=). Every figure is named and explained by engine.analysis.definitions."""
 
-from collections.abc import Mapping
-from typing import Any
-
 import polars as pl
 import streamlit as st
 
-from dashboard import state, table_view, text_exprs
+from dashboard import state, table_view
 from dashboard.charts import network as charts
 from dashboard.format import fmt_duration, fmt_gpu_hours, fmt_int
+from dashboard.network.common import (
+    TIER_COLUMNS,
+    UTILISATION_POINTS,
+    fabric_of,
+    metric,
+    network_summary,
+    number,
+    tier_table,
+    time_text,
+)
+from dashboard.network.compare import compare_section
 from dashboard.queries import network as queries
-from dashboard.text import code
 from dashboard.text_exprs import duration_text, tier_rank
-from engine.analysis.definitions import definition
-from engine.analysis.run_summary import RunSummary
 from engine.fabric.network_incidents import network_incident_counts
 from engine.fabric.topology import FABRIC_TIERS
-from engine.report.visible_text import visible
 from engine.store import RunInfo
 
-UTILISATION_POINTS = 400  # time buckets drawn, whatever the run's length
 HEATMAP_POINTS = 150
 HOT_LINKS = 25
 COLOUR_BY = {"mean": "mean_util", "peak": "peak_util"}
@@ -45,55 +48,6 @@ def page(run_id: str) -> None:
         show_failed_links(run)
     incidents_section(run)
     compare_section(run, fabric, figures, samples)
-
-
-def network_summary(run: RunInfo) -> Mapping[str, Any]:
-    """The run summary's network part (engine.fabric.traffic.network_run's figures; {} for a run without them:
-    replayed, ingested, older)."""
-    return RunSummary.from_json(run.summary).network or {}
-
-
-def metric(column, key: str, value: str, note: str = "") -> None:
-    """A figure under its definition's label, with its definition as help (plus `note` on where it comes from)."""
-    d = definition(key)
-    column.metric(d.label, value, help=f"{d.help}{note}")
-
-
-def number(key: str, fmt: str = "localized", unit: str = "") -> st.column_config.NumberColumn:
-    """A table column that shows a registered figure: its label and help come from the definition."""
-    d = definition(key)
-    return st.column_config.NumberColumn(f"{d.label}{unit}", help=d.help, format=fmt)
-
-
-def fabric_of(tier_names: list[str]) -> str | None:
-    """The engine's fabric whose tier names this run's links use (None: a fabric the engine did not build)."""
-    return next((name for name, tiers in FABRIC_TIERS.items() if set(tiers) & set(tier_names)), None)
-
-
-def level_map(fabric: str) -> dict[str, int]:
-    return {tier: level for level, tier in enumerate(FABRIC_TIERS[fabric])}
-
-
-def time_text(run: RunInfo, column: str) -> pl.Expr:
-    return text_exprs.time_text(column, run.started_at)
-
-
-TIER_COLUMNS = {
-    "tier": "Tier",
-    "mean_util": number("tier_mean_utilisation", "%.2f", " (%)"),
-    "hottest_link_mean": number("tier_hottest_link", "%.2f", " (%)"),
-    "max_util": number("tier_peak_utilisation", "%.2f", " (%)"),
-    "down_pct": number("tier_down_share", "%.4f", " (%)"),
-    "links_sampled": number("links_sampled"),
-    "links": number("fabric_links"),
-}
-
-
-def tier_table(figures: pl.DataFrame) -> pl.DataFrame:
-    """The per-tier figures in words and percent, bottom of the fabric first."""
-    return figures.sort(tier_rank("tier"), "tier").with_columns(
-        charts.tier_text("tier"), (pl.col("down_share") * 100).alias("down_pct")
-    )
 
 
 # ----- the fabric -----------------------------------------------------------------------------------------
@@ -285,76 +239,93 @@ def show_failed_links(run: RunInfo) -> None:
         )
     metric(cols[1], "link_outages", fmt_int(outages.height))
     metric(cols[2], "jobs_slowed", fmt_int(jobs_slowed))
+    outages_table(run, outages)
+    slowed_table(run, slowed, outages)
+    flapping_table(run)
+
+
+def outages_table(run: RunInfo, outages: pl.DataFrame) -> None:
+    """The link outages: when, how long, which links and tiers, and the jobs their incident hit."""
     if outages.is_empty():
         st.info("No link went down in this run.")
-    else:
-        st.markdown(
-            "**Outages** (a cable: one link; a rack switch: its NIC cables and uplinks; a spine switch: "
-            "its uplinks and core links)"
+        return
+    st.markdown(
+        "**Outages** (a cable: one link; a rack switch: its NIC cables and uplinks; a spine switch: "
+        "its uplinks and core links)"
+    )
+    table_view.dataframe(
+        outages.with_columns(
+            time_text(run, "from_s").alias("down_at"),
+            duration_text(pl.col("until_s") - pl.col("from_s")).alias("down_for"),
+            pl.col("tiers").list.eval(charts.tier_text(pl.element())).list.join(", "),
+            pl.col("jobs_stopped").list.join(", ").fill_null("–"),
+        ).select("down_at", "down_for", "links", "tiers", "a", "b", "jobs_stopped"),
+        hide_index=True,
+        width="stretch",
+        column_config={
+            "down_at": "Down at",
+            "down_for": "Down for (to the sampling step)",
+            "links": "Links down",
+            "tiers": "Tiers",
+            "a": "First link from",
+            "b": "First link to",
+            "jobs_stopped": "Jobs its network incident hit",
+        },
+    )
+
+
+def slowed_table(run: RunInfo, slowed: pl.DataFrame, outages: pl.DataFrame) -> None:
+    """The jobs the network slowed, their worst step and the outages meanwhile."""
+    if slowed.is_empty():
+        return
+    st.markdown(
+        "**Jobs slowed by the network** (their busiest link over capacity; outages meanwhile: "
+        "links down while they ran slowed, whose load the siblings took)"
+    )
+    table_view.dataframe(
+        charts.with_outages_meanwhile(slowed, outages)
+        .with_columns(
+            time_text(run, "start_s").alias("from"),
+            time_text(run, "end_s").alias("until"),
+            pl.col("worst").fill_null(float("inf")).alias("worst_slowdown"),
         )
-        table_view.dataframe(
-            outages.with_columns(
-                time_text(run, "from_s").alias("down_at"),
-                duration_text(pl.col("until_s") - pl.col("from_s")).alias("down_for"),
-                pl.col("tiers").list.eval(charts.tier_text(pl.element())).list.join(", "),
-                pl.col("jobs_stopped").list.join(", ").fill_null("–"),
-            ).select("down_at", "down_for", "links", "tiers", "a", "b", "jobs_stopped"),
-            hide_index=True,
-            width="stretch",
-            column_config={
-                "down_at": "Down at",
-                "down_for": "Down for (to the sampling step)",
-                "links": "Links down",
-                "tiers": "Tiers",
-                "a": "First link from",
-                "b": "First link to",
-                "jobs_stopped": "Jobs its network incident hit",
-            },
-        )
-    if not slowed.is_empty():
-        st.markdown(
-            "**Jobs slowed by the network** (their busiest link over capacity; outages meanwhile: "
-            "links down while they ran slowed, whose load the siblings took)"
-        )
-        table_view.dataframe(
-            charts.with_outages_meanwhile(slowed, outages)
-            .with_columns(
-                time_text(run, "start_s").alias("from"),
-                time_text(run, "end_s").alias("until"),
-                pl.col("worst").fill_null(float("inf")).alias("worst_slowdown"),
-            )
-            .select("job_id", "from", "until", "worst_slowdown", "outages_meanwhile"),
-            hide_index=True,
-            width="stretch",
-            column_config={
-                "job_id": "Job",
-                "from": "From",
-                "until": "Until",
-                "worst_slowdown": st.column_config.NumberColumn("Worst step slowdown", format="%.3fx"),
-                "outages_meanwhile": st.column_config.NumberColumn("Outages meanwhile", format="%d"),
-            },
-        )
+        .select("job_id", "from", "until", "worst_slowdown", "outages_meanwhile"),
+        hide_index=True,
+        width="stretch",
+        column_config={
+            "job_id": "Job",
+            "from": "From",
+            "until": "Until",
+            "worst_slowdown": st.column_config.NumberColumn("Worst step slowdown", format="%.3fx"),
+            "outages_meanwhile": st.column_config.NumberColumn("Outages meanwhile", format="%d"),
+        },
+    )
+
+
+def flapping_table(run: RunInfo) -> None:
+    """Links whose error counters rose, usually before they failed."""
     flapping = queries.flapping_links(run.run_id)
-    if not flapping.is_empty():
-        st.markdown("**Flapping links** (error counters rising, usually before the link fails)")
-        table_view.dataframe(
-            flapping.with_columns(
-                time_text(run, "first_error_s").alias("first_errors"),
-                time_text(run, "failed_s").alias("failed"),
-                charts.tier_text("tier"),
-            ).select("link_id", "tier", "a", "b", "errors", "first_errors", "failed"),
-            hide_index=True,
-            width="stretch",
-            column_config={
-                "link_id": "Link",
-                "tier": "Tier",
-                "a": "From",
-                "b": "To",
-                "errors": st.column_config.NumberColumn("Errors", format="localized"),
-                "first_errors": "First errors",
-                "failed": "Went down",
-            },
-        )
+    if flapping.is_empty():
+        return
+    st.markdown("**Flapping links** (error counters rising, usually before the link fails)")
+    table_view.dataframe(
+        flapping.with_columns(
+            time_text(run, "first_error_s").alias("first_errors"),
+            time_text(run, "failed_s").alias("failed"),
+            charts.tier_text("tier"),
+        ).select("link_id", "tier", "a", "b", "errors", "first_errors", "failed"),
+        hide_index=True,
+        width="stretch",
+        column_config={
+            "link_id": "Link",
+            "tier": "Tier",
+            "a": "From",
+            "b": "To",
+            "errors": st.column_config.NumberColumn("Errors", format="localized"),
+            "first_errors": "First errors",
+            "failed": "Went down",
+        },
+    )
 
 
 # ----- network incidents ----------------------------------------------------------------------------------
@@ -421,106 +392,6 @@ def incidents_section(run: RunInfo) -> None:
                 ),
             },
         )
-
-
-# ----- another run's fabric -------------------------------------------------------------------------------
-def compare_section(run: RunInfo, fabric: str | None, figures: pl.DataFrame, samples: int) -> None:
-    st.subheader("Compare with another run")
-    others = [info for info in state.list_runs() if info.run_id != run.run_id]
-    if not fabric or not others or samples == 0:
-        st.info(
-            "Another run with a modelled fabric is needed to compare (for example `goodput simulate --preset "
-            "meta-24k-ib` beside `--preset llama3-405b`)."
-        )
-        return
-    by_id = {info.run_id: info for info in others}
-    wanted = st.query_params.get("vs", "")
-    choice = st.selectbox(
-        "Second run",
-        ["", *by_id],
-        key=state.seed("net_vs", wanted if wanted in by_id else ""),
-        format_func=lambda r: "pick a run" if not r else visible(f"{by_id[r].name} · {r}"),
-    )
-    state.set_url("vs", choice)
-    if not choice:
-        return
-    other_tiers = queries.tiers(choice)
-    other_fabric = fabric_of(other_tiers["tier"].to_list()) if not other_tiers.is_empty() else None
-    if other_fabric is None or queries.sample_count(choice) == 0:
-        st.info(f"Run {code(choice)} has no modelled fabric with link telemetry to compare.")
-        return
-    labels = {run.run_id: f"{run.name} ({fabric})", choice: f"{by_id[choice].name} ({other_fabric})"}
-    summaries = {run.run_id: network_summary(run), choice: network_summary(by_id[choice])}
-    per_run = {
-        run.run_id: (figures, fabric),
-        choice: (
-            queries.tier_figures(queries.tier_coverage(choice), summaries[choice].get("tiers")),
-            other_fabric,
-        ),
-    }
-    stats = pl.concat(
-        [
-            f.join(
-                pl.DataFrame({"tier": list(level_map(fab)), "level": list(level_map(fab).values())}),
-                on="tier",
-            ).with_columns(run=pl.lit(labels[r]))
-            for r, (f, fab) in per_run.items()
-        ]
-    )
-    table_view.dataframe(
-        tier_table(stats.sort("level"))
-        .with_columns(
-            pl.col("level").replace_strict(dict(enumerate(charts.LEVEL_NAMES)), return_dtype=pl.String)
-        )
-        .select("level", "run", "tier", *list(TIER_COLUMNS)[1:]),
-        hide_index=True,
-        width="stretch",
-        column_config={"level": "Level", "run": "Run"} | TIER_COLUMNS,
-    )
-    table_view.dataframe(
-        pl.DataFrame(
-            [
-                {
-                    "run": labels[r],
-                    "flagship_slowdown_mean": s.get("flagship_slowdown_mean"),
-                    "flagship_slowdown_max": s.get("flagship_slowdown_max"),
-                    "flagship_progress_rate": s.get("flagship_progress_rate"),
-                    "jobs_slowed": s.get("jobs_slowed", len({e["job_id"] for e in s.get("slowed") or []})),
-                    "link_faults": s.get("link_faults"),
-                }
-                for r, s in summaries.items()
-            ],
-            schema={
-                "run": pl.String,
-                "flagship_slowdown_mean": pl.Float64,
-                "flagship_slowdown_max": pl.Float64,
-                "flagship_progress_rate": pl.Float64,
-                "jobs_slowed": pl.Int64,
-                "link_faults": pl.Int64,
-            },
-        ),
-        hide_index=True,
-        width="stretch",
-        column_config={
-            "run": "Run",
-            "flagship_slowdown_mean": number("flagship_slowdown_mean", "%.3fx"),
-            "flagship_slowdown_max": number("flagship_slowdown_max", "%.3fx"),
-            "flagship_progress_rate": number("flagship_progress_rate", "%.4f"),
-            "jobs_slowed": number("jobs_slowed"),
-            "link_faults": number("link_faults"),
-        },
-    )
-    drawn = {
-        r: {t: lv for t, lv in level_map(fab).items() if t in set(f.filter(pl.col("complete"))["tier"])}
-        for r, (f, fab) in per_run.items()
-    }
-    st.caption("Mean utilisation over time of each run's levels that its link_samples holds at every step.")
-    st.plotly_chart(
-        charts.compare_levels(
-            {labels[r]: queries.utilisation_by_level(r, drawn[r], UTILISATION_POINTS) for r in per_run}
-        ),
-        width="stretch",
-    )
 
 
 st.title("Network")

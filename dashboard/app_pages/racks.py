@@ -7,20 +7,17 @@ URL: ?t= (seconds since the run's start), ?measure=, ?window= (failures), ?cells
 named and explained by its definition (engine.analysis.definitions).
 """
 
-from dataclasses import dataclass
-
 import polars as pl
 import streamlit as st
 
 from dashboard import state, table_view
 from dashboard.charts import racks as charts
-from dashboard.charts.rack_elevation import elevation
 from dashboard.format import fmt_time
 from dashboard.queries import racks as queries
-from dashboard.text_exprs import cause_label_text, duration_text, time_text
+from dashboard.racks.floor import Floor
+from dashboard.racks.one_rack import one_rack
 from dashboard.time_slider import moment_slider, time_axis
 from engine.analysis.definitions import definition
-from engine.report.palette import TIER_LABELS
 from engine.report.visible_text import visible
 from engine.store import RunInfo
 from engine.store.schema import IN_SERVICE_STATES, OUT_OF_SERVICE_STATES
@@ -52,21 +49,6 @@ def page(run_id: str) -> None:
     clicked = floor_plan_section(run, floor)
     rack = one_rack(run, floor, clicked)
     blast_radius(run, floor, rack)
-
-
-@dataclass(frozen=True)
-class Floor:
-    """The cluster at time t, as every section below reads it."""
-
-    t_s: float
-    hosts: pl.DataFrame  # a row a host: its rack, position and state at t
-    cells: pl.DataFrame  # a row a GPU: its host's state, readings, failures in the window, job and its kind
-    power: pl.DataFrame  # a row a rack: its power at t against its budget
-    problems: pl.DataFrame  # the racks with a host out of service or a failed GPU at t
-    measure: str  # what the floor is coloured by
-    window: str  # the failures window (queries.WINDOWS)
-    tdp_w: float
-    budget_kw: float
 
 
 # ----- time t, and play -------------------------------------------------------------------------------------
@@ -186,12 +168,35 @@ def figures_section(floor: Floor) -> None:
 
 def floor_plan_section(run: RunInfo, floor: Floor):
     """The floor plan, a cell a host or a GPU; returns its selection state (a click opens a rack)."""
-    hosts, cells_frame, power, problems = floor.hosts, floor.cells, floor.power, floor.problems
-    over = power.filter(pl.col("over"))
+    hosts, problems = floor.hosts, floor.problems
     n_racks = hosts["rack_id"].n_unique()
-    unknown = int(hosts["state"].fill_null("unknown").eq("unknown").sum())  # as figures_section counts it
-    measure, window, tdp_w, budget_kw = floor.measure, floor.window, floor.tdp_w, floor.budget_kw
     st.subheader("Floor plan")
+    cells, problems_only = floor_controls(run, n_racks)
+    figure = charts.floor_plan(
+        shown_cells(floor, cells),
+        floor.measure,
+        tdp_w=floor.tdp_w,
+        window=queries.WINDOW_WORDS[floor.window],
+        problem_racks=problems["rack_id"].to_list() if problems_only else None,
+    )
+    if problems_only:
+        hidden = n_racks - problems.height
+        st.caption(
+            f"**Problems only**: {problems.height:,} of {n_racks:,} racks have a host out of service or a "
+            f"failed GPU at t (ringed); the other {hidden:,} are greyed out. Switch *Problems only* off to "
+            "see every rack."
+        )
+    clicked = st.plotly_chart(
+        figure, width="stretch", on_select="rerun", selection_mode="points", key=f"racks_floor:{run.run_id}"
+    )
+    floor_notes(run, floor)
+    if problems_only and problems.height:
+        problems_table(problems)
+    return clicked
+
+
+def floor_controls(run: RunInfo, n_racks: int) -> tuple[str, bool]:
+    """A cell a host or a GPU (?cells=), and Problems only (?problems=)."""
     gpus = queries.gpu_count(run.run_id)
     default_cells = "gpus" if 0 < gpus <= GPU_CELLS_UP_TO else "hosts"
     wanted_cells = st.query_params.get("cells")
@@ -223,6 +228,12 @@ def floor_plan_section(run: RunInfo, floor: Floor):
         "and ring the racks with one.",
     )
     st.query_params["problems"] = "1" if problems_only else "0"
+    return cells, problems_only
+
+
+def shown_cells(floor: Floor, cells: str) -> pl.DataFrame:
+    """The floor's cells: its GPUs, or its hosts with their hottest GPU, mean GPU power and most failed GPU."""
+    hosts, cells_frame, budget_kw = floor.hosts, floor.cells, floor.budget_kw
     if cells == "gpus":
         shown = cells_frame
         st.caption(
@@ -247,23 +258,14 @@ def floor_plan_section(run: RunInfo, floor: Floor):
             pl.col("budget_kw").fill_null(budget_kw),
         )
         st.caption("A host cell shows its hottest GPU, its mean GPU power and its most failed GPU.")
-    figure = charts.floor_plan(
-        shown,
-        measure,
-        tdp_w=tdp_w,
-        window=queries.WINDOW_WORDS[window],
-        problem_racks=problems["rack_id"].to_list() if problems_only else None,
-    )
-    if problems_only:
-        hidden = n_racks - problems.height
-        st.caption(
-            f"**Problems only**: {problems.height:,} of {n_racks:,} racks have a host out of service or a "
-            f"failed GPU at t (ringed); the other {hidden:,} are greyed out. Switch *Problems only* off to "
-            "see every rack."
-        )
-    clicked = st.plotly_chart(
-        figure, width="stretch", on_select="rerun", selection_mode="points", key=f"racks_floor:{run.run_id}"
-    )
+    return shown
+
+
+def floor_notes(run: RunInfo, floor: Floor) -> None:
+    """What the plan shows (the power readings and budget), what the run lacks, and the racks over budget."""
+    hosts, measure, tdp_w, budget_kw = floor.hosts, floor.measure, floor.tdp_w, floor.budget_kw
+    over = floor.power.filter(pl.col("over"))
+    unknown = int(hosts["state"].fill_null("unknown").eq("unknown").sum())  # as figures_section counts it
     notes = ["Click a rack's dot to open it below."]
     if measure == "power":
         notes.append(
@@ -283,137 +285,26 @@ def floor_plan_section(run: RunInfo, floor: Floor):
             )
             + (" …" if over.height > 20 else "")
         )
-    if problems_only and problems.height:
-        st.markdown(
-            f"**Racks with a problem at t** ({problems.height:,}: choose one under *Rack* to open it)"
-        )
-        table_view.dataframe(
-            problems.head(500)
-            .with_columns(pl.col("states").list.eval(pl.element().replace(charts.STATE_WORDS)))
-            .rename(
-                {
-                    "rack_id": "rack",
-                    "hosts_out_of_service": "hosts out of service",
-                    "failed_gpus": "failed GPUs",
-                    "states": "out-of-service states",
-                }
-            ),
-            hide_index=True,
-            width="stretch",
-            height=min(400, 38 + 35 * min(problems.height, 500)),
-        )
-    return clicked
 
 
-# ----- one rack -------------------------------------------------------------------------------------------
-def one_rack(run: RunInfo, floor: Floor, clicked) -> int | None:
-    """The rack opened (clicked on the floor, else chosen, else ?rack=): its elevation, links and events."""
-    hosts, cells_frame, power, problems = floor.hosts, floor.cells, floor.power, floor.problems
-    t_s, budget_kw = floor.t_s, floor.budget_kw
-    st.subheader("Rack")
-    rack_ids = queries.racks(run.run_id)["rack_id"].to_list()
-    try:
-        wanted = int(st.query_params.get("rack", ""))
-    except ValueError:
-        wanted = None
-    rack_key = state.seed(f"racks_rack:{run.run_id}", wanted if wanted in rack_ids else None)
-    click = charts.clicked_rack(clicked.selection if clicked else None)
-    if click is not None and click != st.session_state.get("racks_last_click") and click in rack_ids:
-        st.session_state[rack_key] = (
-            click  # a new click on the floor opens that rack; the selectbox can move on
-        )
-    st.session_state["racks_last_click"] = click
-    problem_words = {
-        r: f"rack {r} · {h} host(s) out of service, {g} failed GPU(s)"
-        for r, h, g in problems.select("rack_id", "hosts_out_of_service", "failed_gpus").iter_rows()
-    }
-    rack = st.selectbox(
-        "Rack",
-        rack_ids,
-        key=rack_key,
-        format_func=lambda r: visible(problem_words.get(r, f"rack {r}")),
-        placeholder="Choose a rack to see its elevation, links and events",
+def problems_table(problems: pl.DataFrame) -> None:
+    """The racks with a host out of service or a failed GPU at t."""
+    st.markdown(f"**Racks with a problem at t** ({problems.height:,}: choose one under *Rack* to open it)")
+    table_view.dataframe(
+        problems.head(500)
+        .with_columns(pl.col("states").list.eval(pl.element().replace(charts.STATE_WORDS)))
+        .rename(
+            {
+                "rack_id": "rack",
+                "hosts_out_of_service": "hosts out of service",
+                "failed_gpus": "failed GPUs",
+                "states": "out-of-service states",
+            }
+        ),
+        hide_index=True,
+        width="stretch",
+        height=min(400, 38 + 35 * min(problems.height, 500)),
     )
-    if rack is None:
-        st.query_params.pop("rack", None)
-    else:
-        st.query_params["rack"] = str(rack)
-        rack_hosts = hosts.filter(pl.col("rack_id") == rack)
-        rack_power = power.filter(pl.col("rack_id") == rack)
-        kw = float(rack_power["rack_kw"][0]) if rack_power.height else 0.0
-        st.markdown(
-            f"**Rack {rack}**: pod {rack_hosts['pod_id'][0]}, row {rack_hosts['row'][0]}, position "
-            f"{rack_hosts['position'][0]}, {rack_hosts.height} hosts (top slot first) · {kw:.1f} of "
-            f"{budget_kw:g} kW" + (" · **over budget**" if kw > budget_kw else "")
-        )
-        links = queries.rack_links(run.run_id, rack, t_s)
-        st.plotly_chart(
-            elevation(cells_frame.filter(pl.col("rack_id") == rack), links, rack), width="stretch"
-        )
-        in_rack = rack_hosts.join(
-            cells_frame.group_by("host_id").agg(pl.col("host_kw").first()), on="host_id", how="left"
-        ).select("hostname", "slot", pl.col("state").fill_null("unknown"), "job_id", "host_kw", "host_id")
-        table_view.dataframe(
-            in_rack.sort("slot", descending=True).with_columns(
-                charts.state_words_expr("state"), pl.col("host_kw").round(2)
-            ),
-            hide_index=True,
-            width="stretch",
-        )
-        if links.height:
-            st.markdown(
-                f"**Links** ({links.height}: a cable per GPU NIC to the rack switch, the switch's uplinks)"
-            )
-            table_view.dataframe(
-                links.with_columns(pl.col("tier").replace(TIER_LABELS), pl.col("util_pct").round(1)),
-                hide_index=True,
-                width="stretch",
-            )
-
-        incidents = queries.rack_incidents(run.run_id, rack).filter(pl.col("t_s") <= t_s).reverse()
-        st.markdown(f"**Incidents up to t** ({incidents.height})")
-        if incidents.is_empty():
-            st.caption("No incidents on this rack's hosts, GPUs or links up to t.")
-        else:
-            table_view.dataframe(
-                incidents.with_columns(
-                    time_text("t_s", run.started_at).alias("time (UTC)"),
-                    duration_text("out_of_service_s").fill_null("not repaired").alias("out_of_service"),
-                    cause_label_text("cause"),
-                    pl.col("gpu_hours_lost").round(1),
-                ).select(
-                    "incident_id",
-                    "time (UTC)",
-                    "hostname",
-                    "gpu_id",
-                    "link_id",
-                    "cause",
-                    "category",
-                    "planned",
-                    "xid",
-                    "jobs_hit",
-                    "gpu_hours_lost",
-                    "out_of_service",
-                ),
-                hide_index=True,
-                width="stretch",
-            )
-        xids = queries.rack_xids(run.run_id, rack, t_s)
-        if xids.height:
-            st.markdown(f"**XID lines up to t** ({xids.height})")
-            table_view.dataframe(
-                xids.with_columns(time_text("t_s", run.started_at).alias("time (UTC)")).select(
-                    "time (UTC)", "hostname", "gpu_index", "xid", "incident_id", "message"
-                ),
-                hide_index=True,
-                width="stretch",
-            )
-        if queries.has_table(run.run_id, "host_states"):
-            history = queries.rack_history(run.run_id, rack)
-            if history.height:
-                st.markdown("**State history**")
-                st.plotly_chart(charts.state_history(history, run.started_at), width="stretch")
-    return rack
 
 
 # ----- blast radius ---------------------------------------------------------------------------------------
