@@ -13,6 +13,7 @@ from dashboard.planner.strategies import recovery_costs
 from engine.analysis.definitions import definition
 from engine.analysis.ledger import LOSSES
 from engine.analysis.planner import closed_form_of, job_slowdown, loss_table
+from engine.analysis.run_summary import FlagshipJob, Interruptions, RunSummary
 from engine.report.palette import LOSS_LABELS
 from engine.scenario import Scenario
 from engine.units import SECONDS_PER_HOUR
@@ -33,16 +34,17 @@ def simulate_tab(plan: Plan, knobs: model.Knobs) -> None:
     if ran_settings != plan.settings:
         st.warning("The knobs changed since this simulation ran: its figures are for the earlier settings.")
     ran = model.scenario_of(ran_settings) if ran_settings != plan.settings else plan.scenario
-    losses = loss_table(summary, ran)
-    result_metrics(summary, ran, losses)
-    job = summary.get("job", {})
+    losses = loss_table(summary, ran)  # the engine's planner maths read the summary as stored
+    typed = RunSummary.from_json(summary)
+    job = typed.job or FlagshipJob()
+    result_metrics(typed, ran, losses)
     recovery_costs(job)
-    ran_slowdown = job_slowdown(job)
+    ran_slowdown = job_slowdown(summary.get("job", {}))  # absent (1) and null (no path: inf) differ there
     if ran_slowdown > 1.0:
         st.caption(
-            f"The {job.get('placement', 'pack')} placement slows the job's collectives "
+            f"The {job.placement or 'pack'} placement slows the job's collectives "
             f"{ran_slowdown:.2f}x: with it the simulated run makes progress "
-            f"{fmt_pct(job.get('ettr_with_network'))} of the time (the network slowdown step below)."
+            f"{fmt_pct(job.ettr_with_network)} of the time (the network slowdown step below)."
         )
     loss_breakdown(losses)
     keep_as_run(plan, ran_settings, telemetry)
@@ -79,14 +81,14 @@ def run_controls(plan: Plan, knobs: model.Knobs) -> bool:
     return telemetry
 
 
-def result_metrics(summary: dict, ran: Scenario, losses: pl.DataFrame) -> None:
+def result_metrics(summary: RunSummary, ran: Scenario, losses: pl.DataFrame) -> None:
     """The run's ETTR, MTTF, interruptions and goodput lost, each beside the closed form of its settings."""
     ran_estimate = closed_form_of(ran)
-    job, inter = summary.get("job", {}), summary.get("interruptions", {})
+    job, inter = summary.job or FlagshipJob(), summary.interruptions or Interruptions()
     expected_failures = ran_estimate.failures_per_s * ran.duration_s
     lost = losses.filter(pl.col("category").is_in(LOSSES))  # goodput lost: no network slowdown
     cols = st.columns(4)
-    simulated = job.get("ettr")
+    simulated = job.ettr
     metric(
         cols[0],
         "ettr",
@@ -99,15 +101,15 @@ def result_metrics(summary: dict, ran: Scenario, losses: pl.DataFrame) -> None:
     metric(
         cols[1],
         "job_mttf",
-        fmt_hours(job.get("mttf_hours")),
+        fmt_hours(job.mttf_hours),
         f"closed form {fmt_hours(ran_estimate.mttf_s / SECONDS_PER_HOUR)}",
         **BESIDE,
     )
     metric(
         cols[2],
         "interruptions",
-        fmt_int(inter.get("total")),
-        f"{inter.get('unexpected', 0)} unexpected, {inter.get('planned', 0)} planned",
+        fmt_int(inter.total),
+        f"{inter.unexpected or 0} unexpected, {inter.planned or 0} planned",
         **BESIDE,
     )
     metric(

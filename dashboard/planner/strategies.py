@@ -12,33 +12,34 @@ from dashboard.format import DASH, fmt_duration, fmt_gpu_hours, fmt_pct, fmt_usd
 from dashboard.planner.common import BESIDE, Plan, column, executor, metric, with_progress
 from dashboard.text import md
 from engine.analysis.definitions import definition
+from engine.analysis.run_summary import FlagshipJob
 from engine.errors import GoodputError
 from engine.twin import scale, standby
 
 
-def recovery_costs(job: dict) -> None:
+def recovery_costs(job: FlagshipJob) -> None:
     """A simulated run's strategy and what it costs besides its ledger (the summary's job.recovery_cost)."""
-    strategy = job.get("recovery", "restart")
+    strategy = job.recovery or "restart"
     if strategy == "restart":
         return
-    cost = job.get("recovery_cost") or {}
+    cost = job.recovery_cost
     cols = st.columns(4)
     metric(cols[0], "recovery_strategy", scale.STRATEGY_LABELS.get(strategy, strategy))
     metric(
         cols[1],
         "standby_hosts_idle",
-        fmt_gpu_hours(cost.get("standby_gpu_hours", 0.0)),
-        fmt_usd(cost.get("standby_usd", 0.0)),
+        fmt_gpu_hours(cost.standby_gpu_hours or 0.0),
+        fmt_usd(cost.standby_usd or 0.0),
         **BESIDE,
     )
     metric(
         cols[2],
         "degraded_replicas_out",
-        fmt_gpu_hours(cost.get("degraded_gpu_hours", 0.0)),
-        fmt_usd(cost.get("degraded_usd", 0.0)),
+        fmt_gpu_hours(cost.degraded_gpu_hours or 0.0),
+        fmt_usd(cost.degraded_usd or 0.0),
         **BESIDE,
     )
-    metric(cols[3], "memory_checkpoint_per_host", f"{cost.get('memory_gb_per_host', 0.0):,.1f} GB")
+    metric(cols[3], "memory_checkpoint_per_host", f"{cost.memory_gb_per_host or 0.0:,.1f} GB")
 
 
 # ----- strategies at scale --------------------------------------------------------------------------------------
