@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from engine import __version__
+from engine import __version__, limits
 from engine.errors import GoodputError
 from engine.replay import formats as trace_formats
 from engine.report.progress import progress_bar
@@ -64,6 +64,10 @@ def cmd_simulate(args: argparse.Namespace) -> int:
 
     sets = list(args.set or [])
     if args.seed is not None:
+        if not 0 <= args.seed <= limits.MAX_SEED:  # named as the flag it came from, not as a --set
+            raise GoodputError(
+                f"--seed: must be a whole number from 0 to {limits.MAX_SEED:,}, got {args.seed}"
+            )
         sets.append(f"simulation.seed={args.seed}")
     scenario = build(args.preset, file=args.scenario, sets=sets)
     name = args.name or (
@@ -195,6 +199,10 @@ def cmd_watch(args: argparse.Namespace) -> int:
 
 
 def cmd_runs(args: argparse.Namespace) -> int:
+    if args.store is not None and not Path(args.store).expanduser().is_dir():  # a typo is no empty store
+        raise GoodputError(
+            f"--store: {args.store} is no folder (make a store with `goodput simulate --store DIR`)"
+        )
     store = Store(args.store)
     if args.delete:
         for run_id in args.delete:
@@ -349,6 +357,7 @@ def cmd_ettr(args: argparse.Namespace) -> int:
 
 def cmd_dashboard(args: argparse.Namespace) -> int:
     root = Path(__file__).resolve().parent.parent
+    _check_port_free(args.host, args.port)  # before Streamlit prints a URL it then cannot serve
     store = Store(args.store)
     env = {**os.environ, "GOODPUT_STORE": str(store.root.resolve())}
     # dashboard/serve.py decides on login (required off loopback) and refuses to start without it; the engine
@@ -366,6 +375,28 @@ def cmd_dashboard(args: argparse.Namespace) -> int:
         command.append("--behind-tls-proxy")
     os.chdir(root)  # Streamlit reads .streamlit/config.toml from its working directory
     os.execvpe(command[0], command, env)  # replaces this process: Ctrl-C stops Streamlit directly  # noqa: S606
+
+
+def _check_port_free(host: str, port: int) -> None:
+    """A GoodputError naming the address when nothing can listen there (in use, or not this machine's)."""
+    import socket
+
+    if not 0 < port < 65536:
+        raise GoodputError(f"--port: must be from 1 to 65535, got {port}")
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except socket.gaierror as err:
+        raise GoodputError(f"--host {host}: not an address of this machine ({err.strerror})") from None
+    family, kind, proto, _, address = infos[0]
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as Streamlit's server binds
+        try:
+            probe.bind(address)
+        except OSError as err:
+            raise GoodputError(
+                f"--port {port}: {host}:{port} is not available ({err.strerror}); another dashboard may be"
+                " running there: stop it, or choose another port with --port (make run PORT=...)"
+            ) from None
 
 
 # ----- output ----------------------------------------------------------------------------------------------
@@ -667,7 +698,7 @@ def _runs_flags(runs: argparse.ArgumentParser) -> None:
 
 
 def _export_flags(exp: argparse.ArgumentParser) -> None:
-    exp.add_argument("what", choices=["incidents"])
+    exp.add_argument("what", choices=["incidents"], metavar="incidents", help="what to export: incidents")
     exp.add_argument("--run", required=True, metavar="RUN_ID")
     exp.add_argument("--format", required=True, choices=["csv", "json", "parquet", "html"])
     exp.add_argument(

@@ -186,6 +186,7 @@ def test_ettr_reproduces_dalys_worked_example(capsys):
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(capsys, store_dir, argv, message):
+    store_dir.mkdir(parents=True, exist_ok=True)  # an empty store: `runs` refuses a folder that is not there
     code, out, err = run_cli(capsys, *argv, *(["--store", str(store_dir)] if argv[0] in ("runs",) else []))
     assert code == 2
     assert err.startswith("goodput: error: ") and err.count("\n") == 1 and message in err
@@ -215,8 +216,32 @@ def test_runs_lists_and_deletes(capsys, store_dir):
 
 
 def test_runs_on_an_empty_store_says_how_to_start(capsys, store_dir):
+    store_dir.mkdir(parents=True)
     code, out, _ = run_cli(capsys, "runs", "--store", str(store_dir))
     assert code == 0 and "goodput simulate --preset demo" in out
+
+
+def test_promises_of_the_command_line(capsys, tmp_path):
+    """A typo'd store is an error, not an empty list; a bad --seed is named as --seed; export names what it
+    needs; a port in use is one error line before any URL is printed (issue 28, 5)."""
+    code, _, err = run_cli(capsys, "runs", "--store", str(tmp_path / "typo"))
+    assert code == 2 and err.startswith("goodput: error: --store:") and "typo" in err
+    code, _, err = run_cli(
+        capsys, "simulate", "--preset", "demo", "--seed", "-3", "--store", str(tmp_path / "s")
+    )
+    assert code == 2 and err.startswith("goodput: error: --seed:")
+    result = subprocess.run([sys.executable, "-m", "engine.cli", "export"], capture_output=True, text=True)
+    assert result.returncode == 2 and "required: incidents" in result.stderr
+    import socket
+
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        code, out, err = run_cli(capsys, "dashboard", "--port", str(port), "--store", str(tmp_path / "s"))
+    assert (
+        code == 2 and out == "" and err.startswith(f"goodput: error: --port {port}:") and err.count("\n") == 1
+    )
 
 
 # ----- paths checked before any work ---------------------------------------------------------------------
