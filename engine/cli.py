@@ -75,7 +75,12 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     )  # default: the file, else preset
     run = simulate(scenario, name=name, progress=progress_bar(args.json))
     run_id = Store(args.store).write_run(run)
-    _report({"run_id": run_id, **run.summary}, args.json, _simulate_text)
+    # the cluster's incidents (definition `incidents`: the Incidents page's count), beside the flagship's
+    # interruptions the summary holds
+    incidents = run.tables["incidents"]
+    planned = int(incidents["planned"].fill_null(False).sum())
+    cluster = {"total": incidents.height, "planned": planned, "unexpected": incidents.height - planned}
+    _report({"run_id": run_id, **run.summary, "incidents": cluster}, args.json, _simulate_text)
     return 0
 
 
@@ -428,6 +433,11 @@ def _simulate_text(r: dict) -> str:
         f"  {d('interruptions').label}: {f('interruptions'):.0f} ({f('unexpected_interruptions'):.0f} unexpected,"
         f" {f('planned_interruptions'):.0f} planned)",
     ]
+    if "incidents" in r:
+        lines.append(
+            f"  {d('incidents').label} in the cluster: {r['incidents']['total']:,}"
+            f" ({r['incidents']['unexpected']:,} unexpected, {r['incidents']['planned']:,} planned)"
+        )
     top = sorted(inter.by_cause.items(), key=lambda kv: -kv[1])[:5]
     if top:
         lines.append("  top causes: " + ", ".join(f"{cause_label(cause)} {n}" for cause, n in top if n))

@@ -221,6 +221,15 @@ def test_runs_on_an_empty_store_says_how_to_start(capsys, store_dir):
     assert code == 0 and "goodput simulate --preset demo" in out
 
 
+def test_simulate_counts_the_clusters_incidents_beside_the_flagships_interruptions(capsys, tmp_path):
+    code, out, _ = run_cli(capsys, "simulate", "--preset", "demo", "--store", str(tmp_path / "s"), "--json")
+    result = json.loads(out)
+    incidents = Store(tmp_path / "s").table(result["run_id"], "incidents")
+    assert code == 0 and result["incidents"]["total"] == incidents.height
+    assert result["incidents"]["planned"] + result["incidents"]["unexpected"] == incidents.height
+    assert result["incidents"]["total"] >= result["interruptions"]["total"]
+
+
 def test_promises_of_the_command_line(capsys, tmp_path):
     """A typo'd store is an error, not an empty list; a bad --seed is named as --seed; export names what it
     needs; a port in use is one error line before any URL is printed (issue 28, 5)."""

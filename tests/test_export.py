@@ -91,6 +91,13 @@ def test_json_carries_run_metadata_summary_and_records(store):
     assert document["run"]["started_at"] == "2024-03-01T00:00:00+00:00"
     assert document["summary"]["total"] == 5 and document["summary"]["unexpected"] == 4
     assert [r["incident_id"] for r in document["incidents"]] == [1, 2, 3, 4, 5]
+    # every exported incident is an incident; only the flagship's are interruptions (issue 28, 3)
+    for group in ("by_cause", "by_category"):
+        rows = document["summary"][group]
+        assert all("incidents" in r and "interruptions" not in r for r in rows)
+        assert sum(r["incidents"] for r in rows) == 5
+    if "interruptions" in document:
+        assert all("interruptions" in r for r in document["interruptions"]["by_cause"])
 
 
 def test_html_report_holds_every_incident_and_loads_nothing_from_the_network(store):

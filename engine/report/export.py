@@ -142,7 +142,7 @@ def export_incidents(
     if fmt == "json":
         # "summary" counts every exported incident; "interruptions" those of the flagship job (DESIGN: the word
         # interruptions means the flagship's), each figure as engine.analysis.definitions names it
-        document = {**_meta(info, anonymise), "summary": _jsonable_summary(summary)}
+        document = {**_meta(info, anonymise), "summary": _jsonable_summary(summary, count="incidents")}
         if interruptions is not None:
             document["interruptions"] = _jsonable_summary(interruptions)
         document["incidents"] = _records(table)
@@ -273,8 +273,18 @@ def _records(table: pl.DataFrame) -> list[dict]:
     return table.with_columns(pl.col("time_utc").dt.to_string("%Y-%m-%dT%H:%M:%S%.6f%:z")).to_dicts()
 
 
-def _jsonable_summary(summary: dict) -> dict:
-    return {k: (v.to_dicts() if isinstance(v, pl.DataFrame) else v) for k, v in summary.items()}
+def _jsonable_summary(summary: dict, count: str = "interruptions") -> dict:
+    """`summary` as JSON; `count` names each cause's and category's count: "interruptions" for the flagship
+    job's, "incidents" for every exported incident (they count different things: DESIGN's words)."""
+    groups = ("by_cause", "by_category")
+    return {
+        k: (
+            (v.rename({"interruptions": count}) if k in groups and count != "interruptions" else v).to_dicts()
+            if isinstance(v, pl.DataFrame)
+            else v
+        )
+        for k, v in summary.items()
+    }
 
 
 # ----- reading back ---------------------------------------------------------------------------------------
