@@ -436,10 +436,32 @@ _INCIDENT_COLUMNS = [
 ]
 
 
+# what a person reads above each column of the report's incident table (the files keep the column names)
+_INCIDENT_HEADERS = {
+    "incident_id": "incident #",
+    "time_utc": "time (UTC)",
+    "xid": "XID",
+    "rack_id": "rack",
+    "gpu_id": "GPU id",
+    "link_id": "link id",
+    "detected_s": "detected (s into the run)",
+    "mitigated_s": "mitigated (s into the run)",
+    "repaired_s": "repaired (s into the run)",
+    "gpu_hours_lost": "GPU-hours lost",
+    "job_ids": "jobs hit",
+}
+
+
 def _incidents_section(table: pl.DataFrame) -> list[str]:
-    """Every incident exported, one row each."""
-    rows = [[_cell(v) for v in row] for row in table.select(_INCIDENT_COLUMNS).iter_rows()]
-    return [f"<h2>Incidents ({table.height:,})</h2>", _table(_INCIDENT_COLUMNS, rows, klass="incidents")]
+    """Every incident exported, one row each, causes in words (engine.report.palette.cause_label)."""
+    cause = _INCIDENT_COLUMNS.index("cause")
+    rows = []
+    for row in table.select(_INCIDENT_COLUMNS).iter_rows():
+        cells = [_cell(v) for v in row]
+        cells[cause] = _cell(cause_label(row[cause])) if row[cause] is not None else cells[cause]
+        rows.append(cells)
+    headers = [_INCIDENT_HEADERS.get(c, c) for c in _INCIDENT_COLUMNS]
+    return [f"<h2>Incidents ({table.height:,})</h2>", _table(headers, rows, klass="incidents")]
 
 
 def _page(title: str, parts: list[str]) -> str:
