@@ -81,6 +81,7 @@ PAGES = (
     Page("Jobs", "jobs", "Queue and waits"),
     Page("Network", "network", "Links by tier"),
     Page("Incidents", "incidents", "Timeline"),
+    Page("Twin", "twin", "What the twin learned"),
     Page("Planner", "planner", "Closed form"),
     Page("Compare", "compare", "Headline figures"),
     Page("Data", "data", "Runs in the store"),

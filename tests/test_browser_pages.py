@@ -28,6 +28,7 @@ PAGES = {
     "jobs": "Jobs",
     "network": "Network",
     "incidents": "Interruptions",
+    "twin": "What the twin learned",
     "planner": "Planner",
     "compare": "Compare",
     "data": "Data",
