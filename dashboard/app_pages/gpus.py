@@ -18,6 +18,7 @@ from dashboard.gpus.common import SHORT_RUN_S, in_words, metric, table, times, w
 from dashboard.gpus.fleet import fleet_section
 from dashboard.gpus.lemons import lemon_section
 from dashboard.queries import gpus as queries
+from dashboard.queries import prometheus
 from dashboard.queries.racks import parse_t, state_time
 from dashboard.text import md
 from dashboard.text_exprs import cause_label_text
@@ -267,7 +268,7 @@ def one_gpu(run: RunInfo, click: int | None) -> None:
         st.caption("No incident or XID event on this GPU.")
     else:
         table(st, gpu_events(events, run))
-    access, error = queries.prometheus_access_or_error(run)
+    access, error = prometheus.prometheus_access_or_error(run)
     if error is not None:
         st.error(f"This run's Prometheus settings cannot be read: {md(error)}", icon=":material/error:")
         return
@@ -298,7 +299,7 @@ def prometheus_gpu(run: RunInfo, access, hostname: str, index: int) -> None:
     end = start + run.duration_s
     st.markdown("**Telemetry** (from Prometheus)")
     try:
-        telemetry = queries.prometheus_telemetry(access, hostname, index, start, end, TELEMETRY_POINTS)
+        telemetry = prometheus.prometheus_telemetry(access, hostname, index, start, end, TELEMETRY_POINTS)
     except GoodputError as err:
         st.error(f"Prometheus could not answer: {md(err)}", icon=":material/error:")
         return

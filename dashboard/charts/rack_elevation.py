@@ -5,7 +5,13 @@ import numpy as np
 import plotly.graph_objects as go
 import polars as pl
 
-from dashboard.charts.racks import STATE_COLOURS, STATE_ORDER, STATE_WORDS, _as_plot_text, state_words_expr
+from dashboard.charts.host_states import (
+    STATE_COLOURS,
+    STATE_ORDER,
+    STATE_WORDS,
+    as_plot_text,
+    state_words_expr,
+)
 from engine.report.palette import GPU_FAILED_LABEL
 
 LINK_COLOURS = {"up": "#2ca02c", "down": "#d62728"}
@@ -19,7 +25,7 @@ def elevation(gpus: pl.DataFrame, links: pl.DataFrame, rack_id: int) -> go.Figur
     `gpus`: the rack's rows of queries.floor_cells (hostname, slot, gpu_index, state, job_id, temp_c, power_w,
     host_kw); `links`: queries.rack_links (tier, a, b, state, util_pct), possibly empty.
     """
-    gpus, links = _as_plot_text(gpus, "hostname", "job_id"), _as_plot_text(links, "a", "b")
+    gpus, links = as_plot_text(gpus, "hostname", "job_id"), as_plot_text(links, "a", "b")
     slots = int(gpus["slot"].max()) + 1 if gpus.height else 1
     width = int(gpus["gpu_index"].max()) + 1 if gpus.height else 8
     fig = go.Figure()

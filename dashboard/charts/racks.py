@@ -1,4 +1,6 @@
-"""Racks charts: the floor plan (one heatmap trace for the whole cluster) and a host state history.
+"""Racks charts: the floor plan (one heatmap trace for the whole cluster), coloured by a measure. What it draws
+over its cells is in dashboard.charts.floor_overlays; states in words and colours, and a host state history,
+in dashboard.charts.host_states.
 
 The floor plan puts each rack in its row and position and stacks its hosts (slot 0 at the bottom) inside the
 rack's column; a blank line separates rows, and a floor too tall for a screen wraps its rows into blocks side
@@ -8,40 +10,29 @@ not be. States are named in words (engine.report.palette), never by their keys.
 
 import math
 from collections.abc import Collection
-from datetime import datetime
 
 import numpy as np
 import plotly.graph_objects as go
 import polars as pl
 
-from dashboard.charts.common import time_axis
-from dashboard.charts.floor_grid import PLOT_WIDTH_PX, FloorGrid, grid_for
-from dashboard.charts.jobs import bars_over_time
-from dashboard.text import plot_expr
-from engine.report.palette import (
-    GPU_FAILED_COLOUR,
-    GPU_FAILED_LABEL,
-    HOST_STATE_COLOURS,
-    HOST_STATE_LABELS,
-    UNKNOWN_STATE_COLOUR,
-    UNKNOWN_STATE_LABEL,
+from dashboard.charts.floor_grid import FloorGrid, grid_for
+from dashboard.charts.floor_overlays import (
+    NO_PROBLEM,
+    NO_PROBLEM_COLOUR,
+    greyed_racks,
+    over_budget,
+    problem_rings,
+    rack_handles,
 )
-from engine.store.schema import HOST_STATES
 
-# The shared palette, plus `failed` (a GPU with an unrepaired incident, in GPU cells) and `unknown` (no interval).
-STATE_COLOURS = {**HOST_STATE_COLOURS, "failed": GPU_FAILED_COLOUR, "unknown": UNKNOWN_STATE_COLOUR}
-STATE_ORDER = (*HOST_STATES, "failed", "unknown")
-STATE_WORDS = {**HOST_STATE_LABELS, "failed": GPU_FAILED_LABEL, "unknown": UNKNOWN_STATE_LABEL}
-
-
-def state_words(states: pl.Series) -> pl.Series:
-    """Cell states in words ("In repair", "Failed GPU"); a state the palette does not know keeps its key."""
-    return states.fill_null("unknown").replace(STATE_WORDS)
-
-
-def state_words_expr(column: str) -> pl.Expr:
-    """state_words as a Polars expression, for the page's tables."""
-    return pl.col(column).fill_null("unknown").replace(STATE_WORDS)
+# named here too for the callers that read them through this module (tests/test_charts_racks*.py,
+# tests/test_charts_pages.py, tests/test_charts_unknown_start.py)
+from dashboard.charts.floor_overlays import OVER_BUDGET as OVER_BUDGET
+from dashboard.charts.floor_overlays import PROBLEM_RACKS as PROBLEM_RACKS
+from dashboard.charts.floor_overlays import RACK_HANDLES as RACK_HANDLES
+from dashboard.charts.floor_overlays import clicked_rack as clicked_rack
+from dashboard.charts.host_states import STATE_COLOURS, STATE_ORDER, STATE_WORDS, as_plot_text, state_words
+from dashboard.charts.host_states import state_history as state_history
 
 
 def _discrete_colourscale(colours: list[str]) -> list[list]:
@@ -109,12 +100,6 @@ def _continuous(values: np.ndarray, low: float, high: float) -> np.ndarray:
     """Values mapped onto (_EDGE, 1]; missing ones to 0, the grey band."""
     code = _EDGE + (1 - _EDGE) * np.clip((values - low) / (high - low), 0.0, 1.0)
     return np.where(np.isnan(values), 0.0, code.round(3))  # 3 digits: enough for colour, short in JSON
-
-
-def _as_plot_text(frame: pl.DataFrame, *columns: str) -> pl.DataFrame:
-    """Names from the data (hostnames, job ids, link ends) as Plotly text, where `frame` has them: they reach
-    hover text, legend names and annotations. Every lookup inside a figure sees the same escaped values."""
-    return frame.with_columns(plot_expr(c) for c in columns if c in frame.columns)
 
 
 def _scale_with_grey(stops) -> list[list]:
@@ -321,7 +306,7 @@ def floor_plan(
     window in the hover. Racks over their power budget (rack_kw > budget_kw) get a red cross for a handle.
     `problem_racks` (the problems-only view): every other rack is greyed out and each of these gets a ring.
     """
-    cells = _as_plot_text(cells, "hostname", "job_id")
+    cells = as_plot_text(cells, "hostname", "job_id")
     states = cells["state"].fill_null("unknown")
     codes, colourscale, zmin, zmax, values, legend, colourbar = _colouring(
         cells, measure, states, tdp_w, window
@@ -362,14 +347,14 @@ def floor_plan(
     if problem_racks is not None:
         if healthy.any():
             legend = [*legend, (NO_PROBLEM, NO_PROBLEM_COLOUR)]
-            fig.add_trace(_greyed(grid, y[healthy], x[healthy], gaps))
+            fig.add_trace(greyed_racks(grid, y[healthy], x[healthy], gaps))
     fig.add_traces(_legend(legend))
     if problem_racks is not None:
-        fig.add_trace(_problem_rings(cells, grid, problem_racks))
-    over = _over_budget(cells, grid)
+        fig.add_trace(problem_rings(cells, grid, problem_racks))
+    over = over_budget(cells, grid)
     if over is not None:
         fig.add_trace(over)
-    fig.add_trace(_rack_handles(cells, states, grid, faint=big))
+    fig.add_trace(rack_handles(cells, states, grid, faint=big))
     fig.update_layout(
         title=title,
         height=grid.height_px,
@@ -459,190 +444,3 @@ def _floor_axes(fig: go.Figure, grid: FloorGrid) -> None:
         zeroline=False,
         autorange="reversed",
     )
-
-
-RACK_HANDLES = "racks"  # the name of the trace whose points select a rack (customdata: rack_id)
-
-
-OVER_BUDGET = "over budget"  # the trace that crosses out racks drawing more than their power budget
-PROBLEM_RACKS = "racks with a problem"  # the ring around each of them in the problems-only view
-NO_PROBLEM = "no problem at t (greyed out)"
-NO_PROBLEM_COLOUR = "#e9ecef"
-PROBLEM_RING_COLOUR = "#000000"
-
-
-def _greyed(grid: FloorGrid, y: np.ndarray, x: np.ndarray, gaps: dict) -> go.Heatmap:
-    """A flat grey layer on the cells of racks without a problem (blank in the measure's own layer)."""
-    z = np.full(grid.shape, np.nan)
-    z[y, x] = 0.0
-    return go.Heatmap(
-        z=z,
-        name=NO_PROBLEM,
-        colorscale=[[0.0, NO_PROBLEM_COLOUR], [1.0, NO_PROBLEM_COLOUR]],
-        zmin=0.0,
-        zmax=1.0,
-        showscale=False,
-        hoverinfo="skip",
-        **gaps,
-    )
-
-
-def _problem_rings(cells: pl.DataFrame, grid: FloorGrid, problem_racks: Collection[int]) -> go.Scatter:
-    """A ring around each rack with a problem, sized to the rack, so a few racks stand out among 1,536."""
-    racks = (
-        cells.filter(pl.col("rack_id").is_in(list(problem_racks)))
-        .group_by("rack_id")
-        .agg(pl.col("row").first(), pl.col("position").first())
-        .sort("rack_id")
-    )
-    x, y = grid.rack_centre(racks["row"].to_numpy(), racks["position"].to_numpy())
-    rack_px = PLOT_WIDTH_PX / max(grid.shape[1], 1) * grid.per_rack
-    return go.Scatter(
-        x=x,
-        y=y,
-        mode="markers",
-        name=PROBLEM_RACKS,
-        customdata=racks["rack_id"].to_numpy(),
-        hoverinfo="skip",
-        showlegend=racks.height > 0,
-        marker={
-            "symbol": "circle-open",
-            "size": float(np.clip(rack_px * 1.2, 14, 40)),
-            "color": PROBLEM_RING_COLOUR,
-            "line": {"width": 2.5, "color": PROBLEM_RING_COLOUR},
-        },
-    )
-
-
-def _over_budget(cells: pl.DataFrame, grid: FloorGrid) -> go.Scatter | None:
-    """A red cross on each rack over its power budget (rack_kw > budget_kw), whatever the measure; None when
-    `cells` carries no power."""
-    if not {"rack_kw", "budget_kw"} <= set(cells.columns):
-        return None
-    over = (
-        cells.filter(pl.col("rack_kw") > pl.col("budget_kw"))
-        .group_by("rack_id")
-        .agg(pl.col("row").first(), pl.col("position").first())
-        .sort("rack_id")
-    )
-    x, y = grid.rack_centre(over["row"].to_numpy(), over["position"].to_numpy())
-    return go.Scatter(
-        x=x,
-        y=y,
-        mode="markers",
-        name=OVER_BUDGET,
-        customdata=over["rack_id"].to_numpy(),
-        hoverinfo="skip",
-        showlegend=over.height > 0,
-        marker={
-            "symbol": "x-thin-open",
-            "size": 14,
-            "color": "#d7191c",
-            "line": {"width": 3, "color": "#d7191c"},
-        },
-    )
-
-
-def _rack_handles(cells: pl.DataFrame, states: pl.Series, grid: FloorGrid, faint: bool = False) -> go.Scatter:
-    """A small dot in the middle of each rack: one scatter trace a page can listen to for clicks (a heatmap
-    cell sends no selection event), its hover summing up the rack's hosts."""
-    failed = pl.col("state") == "failed"
-    hosts = (
-        cells.with_columns(states.alias("state"))
-        .group_by("rack_id", "hostname", maintain_order=True)
-        .agg(
-            pl.col("row").first(),
-            pl.col("position").first(),
-            pl.col("slot").first(),
-            pl.col("state").filter(~failed).first().fill_null("failed").alias("state"),
-            failed.sum().alias("failed_gpus"),
-        )
-        .with_columns(
-            (
-                pl.col("hostname")
-                + ": "
-                + state_words_expr("state")
-                + pl.when(pl.col("failed_gpus") > 0)
-                .then(pl.format(", {} GPU failed", pl.col("failed_gpus")))
-                .otherwise(pl.lit(""))
-            ).alias("line")
-        )
-    )
-    racks = (
-        hosts.sort("slot", descending=True, maintain_order=True)  # the top host first, as in the rack
-        .group_by("rack_id", maintain_order=True)
-        .agg(
-            pl.col("row").first(), pl.col("position").first(), pl.col("line").str.join("<br>").alias("hosts")
-        )
-        .sort("rack_id")
-    )
-    head = "<b>rack " + racks["rack_id"].cast(pl.String) + "</b> (click to open)"
-    if {"rack_kw", "budget_kw"} <= set(cells.columns):
-        power = (
-            cells.group_by("rack_id")
-            .agg(pl.col("rack_kw").first(), pl.col("budget_kw").first())
-            .sort("rack_id")
-        )
-        racks = racks.join(power, on="rack_id", how="left", maintain_order="left")
-        over = (racks["rack_kw"] > racks["budget_kw"]).fill_null(False)
-        head = (
-            head
-            + racks.select(
-                pl.format("<br>{} of {} kW", pl.col("rack_kw").round(1), pl.col("budget_kw").round(1))
-            )["rack_kw"]
-            + pl.Series(np.where(over.to_numpy(), " <b>over budget</b>", ""))
-        )
-    head = head + racks.select(pl.format("<br>row {}, position {}", "row", "position"))["row"]
-    centre_x, centre_y = grid.rack_centre(racks["row"].to_numpy(), racks["position"].to_numpy())
-    return go.Scatter(
-        x=centre_x,
-        y=centre_y,
-        customdata=racks["rack_id"].to_numpy(),
-        mode="markers",
-        name=RACK_HANDLES,
-        showlegend=False,
-        text=(head + "<br>" + racks["hosts"]).to_list(),
-        hovertemplate="%{text}<extra></extra>",
-        # on a big floor a small faint dot, so the handles do not hide the cells they sit on
-        marker={"symbol": "circle", "size": 4, "color": "rgba(255, 255, 255, 0.6)", "line": {"width": 0}}
-        if faint
-        else {
-            "symbol": "circle-open",
-            "size": 7,
-            "color": "rgba(255, 255, 255, 0.8)",
-            "line": {"width": 1.5},
-        },
-    )
-
-
-def clicked_rack(selection) -> int | None:
-    """The rack of the first selected rack handle in a `st.plotly_chart` selection (None: no rack clicked)."""
-    points = (
-        (selection or {}).get("points", [])
-        if isinstance(selection, dict)
-        else getattr(selection, "points", [])
-    )
-    for point in points or []:
-        if point.get("customdata") is not None and "curve_number" in point:
-            return int(point["customdata"])
-    return None
-
-
-def state_history(intervals: pl.DataFrame, started_at: datetime) -> go.Figure:
-    """Host state intervals (hostname, state, start_s, end_s, job_id) as a bar per interval, a row per host."""
-    frame = _as_plot_text(intervals, "hostname", "job_id").with_columns(
-        state_words_expr("state").alias("state"),
-        (state_words_expr("state") + pl.lit(" ") + pl.col("job_id").fill_null("")).alias("hover"),
-    )
-    colours = {STATE_WORDS[s]: STATE_COLOURS[s] for s in STATE_ORDER}
-    fig = go.Figure(
-        bars_over_time(
-            frame, started_at=started_at, row="hostname", colour_by="state", colours=colours, hover="hover"
-        )
-    )
-    hosts = frame["hostname"].unique().sort().to_list()
-    fig.update_layout(
-        barmode="overlay", height=max(200, 40 * len(hosts) + 120), margin={"l": 10, "r": 10, "t": 30, "b": 10}
-    )
-    fig.update_yaxes(categoryorder="array", categoryarray=hosts)
-    return time_axis(fig, started_at, type="date")

@@ -6,7 +6,7 @@ import streamlit as st
 from dashboard import table_view
 from dashboard.charts import gpus as charts
 from dashboard.format import fmt_duration, fmt_int, fmt_time
-from dashboard.queries import gpus as queries
+from dashboard.queries import prometheus
 from dashboard.text import md
 from engine.errors import GoodputError
 from engine.store import RunInfo
@@ -20,7 +20,7 @@ def fleet_section(run: RunInfo) -> None:
     """A watched run's every GPU at once, from Prometheus: the spread across GPUs over the window (max, p99,
     median, min) and the hosts at either end. Asked of the recording rules when Prometheus has them loaded
     (data/prometheus/goodput-rules.yml: a 24,576-GPU window in well under 2 s), else of the raw series."""
-    access, error = queries.prometheus_access_or_error(run)
+    access, error = prometheus.prometheus_access_or_error(run)
     if access is None and error is None:
         return
     st.subheader("Fleet telemetry (from Prometheus)")
@@ -29,7 +29,7 @@ def fleet_section(run: RunInfo) -> None:
         return
     left, right = st.columns(2)
     what = left.segmented_control(
-        "Metric", list(queries.FLEET_METRICS), default="temperature", key="fleet_metric"
+        "Metric", list(prometheus.FLEET_METRICS), default="temperature", key="fleet_metric"
     )
     window = right.segmented_control(
         "Window (ending at the last cycle)",
@@ -39,11 +39,11 @@ def fleet_section(run: RunInfo) -> None:
     )
     what = what or "temperature"
     window = window or FLEET_DEFAULT_WINDOW
-    metric, unit = queries.FLEET_METRICS[what]
+    metric, unit = prometheus.FLEET_METRICS[what]
     end = run.started_at.timestamp() + run.duration_s
     start = end - FLEET_WINDOWS[window]
     try:
-        fleet = queries.prometheus_fleet(access, metric, start, end, FLEET_POINTS)
+        fleet = prometheus.prometheus_fleet(access, metric, start, end, FLEET_POINTS)
     except GoodputError as err:
         st.error(f"Prometheus could not answer: {md(err)}", icon=":material/error:")
         return

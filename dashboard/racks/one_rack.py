@@ -5,7 +5,8 @@ import polars as pl
 import streamlit as st
 
 from dashboard import state, table_view
-from dashboard.charts import racks as charts
+from dashboard.charts.floor_overlays import clicked_rack
+from dashboard.charts.host_states import state_history, state_words_expr
 from dashboard.charts.rack_elevation import elevation
 from dashboard.queries import racks as queries
 from dashboard.racks.floor import Floor
@@ -36,7 +37,7 @@ def choose_rack(run: RunInfo, problems: pl.DataFrame, clicked) -> int | None:
     except ValueError:
         wanted = None
     rack_key = state.seed(f"racks_rack:{run.run_id}", wanted if wanted in rack_ids else None)
-    click = charts.clicked_rack(clicked.selection if clicked else None)
+    click = clicked_rack(clicked.selection if clicked else None)
     if click is not None and click != st.session_state.get("racks_last_click") and click in rack_ids:
         st.session_state[rack_key] = (
             click  # a new click on the floor opens that rack; the selectbox can move on
@@ -74,7 +75,7 @@ def rack_view(run: RunInfo, floor: Floor, rack: int) -> None:
     ).select("hostname", "slot", pl.col("state").fill_null("unknown"), "job_id", "host_kw", "host_id")
     table_view.dataframe(
         in_rack.sort("slot", descending=True).with_columns(
-            charts.state_words_expr("state"), pl.col("host_kw").round(2)
+            state_words_expr("state"), pl.col("host_kw").round(2)
         ),
         hide_index=True,
         width="stretch",
@@ -134,4 +135,4 @@ def rack_events(run: RunInfo, rack: int, t_s: float) -> None:
         history = queries.rack_history(run.run_id, rack)
         if history.height:
             st.markdown("**State history**")
-            st.plotly_chart(charts.state_history(history, run.started_at), width="stretch")
+            st.plotly_chart(state_history(history, run.started_at), width="stretch")
