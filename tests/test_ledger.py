@@ -32,6 +32,7 @@ def test_buckets_of_a_small_job_exactly():
         "checkpoint": 6.0,
         "waiting_for_spares": 4.0,
         "degraded": 0.0,
+        "slowdown": 0.0,
         "network_slowdown": 0.0,
     }
     assert ledger.ettr == ledger.goodput_with_network == 0.9
@@ -90,9 +91,11 @@ def test_the_simulated_summary_is_its_ledger(tmp_path):
         ledger.goodput_with_network
     )
     assert job["lost_gpu_hours"] == pytest.approx(ledger.lost_gpu_hours)
-    assert job["losses_gpu_hours"] == pytest.approx({b: ledger.gpu_hours()[b] for b in LOSSES})
+    # the demo has no fail-slow episodes (slow.* rates 0): its summary leaves the slowdown bucket out
+    kept = [b for b in LOSSES if b != "slowdown"]
+    assert job["losses_gpu_hours"] == pytest.approx({b: ledger.gpu_hours()[b] for b in kept})
     assert job["productive_hours"] * 3600 == pytest.approx(ledger.productive_s + ledger.network_slowdown_s)
-    assert set(job["ledger_s"]) == {*BUCKETS, "wall_clock"}
+    assert set(job["ledger_s"]) == {*BUCKETS, "wall_clock"} - {"slowdown"}
     # the cluster by allocation and by progress: progress is the smaller share
     cluster = summary["cluster"]
     assert 0 < cluster["utilization_progress"] <= cluster["utilization"] <= 1

@@ -1,13 +1,14 @@
 """The goodput ledger of a job: where every second of its wall-clock time went (engine/analysis/definitions/goodput.py).
 
     wall clock = productive + lost work + restart + checkpoint writes + waiting for spares + degraded
-                 + network slowdown
+                 + slowdown + network slowdown
 
 The buckets are Google's ML goodput buckets where they apply (checkpoint save = checkpoint writes; checkpoint
 restore and infrastructure recovery = restart; wasted progress from disruption = lost work; scheduling while
 the job is down = waiting for spares) plus two Google has no bucket for: the network's placement slowdown, and
 the training lost while data-parallel replicas are out (`degraded`, the replica_drop recovery strategy:
-engine.sim.recovery), k/R of the time with k of R replicas out.
+engine.sim.recovery), k/R of the time with k of R replicas out, and the training lost while the job runs at the
+pace of a fail-slow host (`slowdown`, engine.sim.slow: 1 - 1/f of the time at 1/f), kept apart from failures.
 `productive` is progress at full speed; ETTR, Meta's measure, counts time and so counts slowed steps as
 productive: ETTR = (productive + network slowdown) / wall clock, goodput with network = productive / wall clock.
 
@@ -30,6 +31,7 @@ BUCKETS: tuple[str, ...] = (
     "checkpoint",
     "waiting_for_spares",
     "degraded",
+    "slowdown",
     "network_slowdown",
 )
 # Each bucket's definition (engine/analysis/definitions/goodput.py): its label and help wherever the bucket is shown.
@@ -40,13 +42,15 @@ BUCKET_DEFINITIONS: dict[str, str] = {
     "checkpoint": "checkpoint_writes",
     "waiting_for_spares": "waiting_for_spares",
     "degraded": "degraded_replicas_out",
+    "slowdown": "slowdown_fail_slow",
     "network_slowdown": "network_slowdown",
 }
 # The losses counted as "Goodput lost" (summary job.lost_gpu_hours): time the job did not train, and the share
-# of training its missing replicas did not do (degraded).
-LOSSES: tuple[str, ...] = ("lost_work", "restart", "checkpoint", "waiting_for_spares", "degraded")
-# Buckets a summary written before them lacks: read back as 0 (degraded came with the recovery strategies).
-LATER_BUCKETS: tuple[str, ...] = ("degraded",)
+# of training its missing replicas did not do (degraded) or its fail-slow hosts held back (slowdown).
+LOSSES: tuple[str, ...] = ("lost_work", "restart", "checkpoint", "waiting_for_spares", "degraded", "slowdown")
+# Buckets a summary written before them lacks: read back as 0 (degraded came with the recovery strategies,
+# slowdown with fail-slow episodes; a run without fail-slow episodes leaves it out of its summary).
+LATER_BUCKETS: tuple[str, ...] = ("degraded", "slowdown")
 
 
 @dataclass(frozen=True)
@@ -62,6 +66,7 @@ class GoodputLedger:
     waiting_for_spares_s: float
     network_slowdown_s: float = 0.0
     degraded_s: float = 0.0
+    slowdown_s: float = 0.0
 
     @classmethod
     def from_training(
@@ -81,6 +86,7 @@ class GoodputLedger:
             waiting_for_spares_s=float(ledger.waiting_s),
             network_slowdown_s=trained - at_full_speed,
             degraded_s=float(ledger.degraded_s),
+            slowdown_s=float(ledger.slowdown_s),
         )
 
     @classmethod
@@ -123,8 +129,8 @@ class GoodputLedger:
 
     @property
     def lost_s(self) -> float:
-        """The losses of "Goodput lost": time the job did not train or trained without its missing replicas
-        (network slowdown not included)."""
+        """The losses of "Goodput lost": time the job did not train, trained without its missing replicas or at
+        a fail-slow host's pace (network slowdown not included)."""
         return sum(getattr(self, f"{b}_s") for b in LOSSES)
 
     @property

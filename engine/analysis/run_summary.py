@@ -92,6 +92,9 @@ class ClusterUse:
     automatic_repairs: int | None = None
     escalated_repairs: int | None = None
     silent_repair_failures: int | None = None
+    # fail-slow episodes (engine.sim.slow): absent from runs without them
+    slow_episodes: int | None = None
+    slow_hosts_swapped: int | None = None
 
 
 @dataclass(frozen=True)
@@ -165,12 +168,17 @@ class RunSummary:
             del out["job"]["ledger_s"]
         if self.job is not None and self.job.time_to_train_days is None:  # a run without training.work
             del out["job"]["time_to_train_days"]
+        if self.cluster is not None:  # a run without fail-slow episodes has none of their figures
+            for name in _OPTIONAL_CLUSTER:
+                if getattr(self.cluster, name) is None:
+                    del out["cluster"][name]
         if self.network is not None:
             out["network"] = dict(self.network)
         return out | dict(self.details)
 
 
 _OWN_FIELDS = frozenset(f.name for f in fields(RunSummary)) - {"details"}
+_OPTIONAL_CLUSTER = ("slow_episodes", "slow_hosts_swapped")  # left out of the JSON when None
 
 
 def _number(value: Any, kind: type) -> Any:

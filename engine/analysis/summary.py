@@ -5,6 +5,8 @@
 or planned stop that hit the job while it trained or restarted. ETTR is productive time / wall-clock time
 from the job's start (Kokolis et al.); the losses (engine.analysis.ledger.LOSSES) add up with productive time
 to the run's length. `job.recovery_cost` is what the recovery strategy (engine.sim.recovery) costs besides.
+A run with fail-slow episodes (engine.sim.slow) adds the slowdown bucket to the losses and the episodes to the
+cluster; a run without them leaves both out, so its summary is what it was before they existed.
 """
 
 import math
@@ -21,6 +23,7 @@ from engine.sim.bad_hosts import bad_host_summary
 from engine.sim.failures import CAUSE_KEYS
 from engine.sim.records import JobLedger, SimulationResult
 from engine.sim.recovery import memory_gb_per_host
+from engine.sim.slow import slowness_on
 from engine.units import SECONDS_PER_DAY, SECONDS_PER_HOUR
 
 
@@ -71,8 +74,21 @@ def summarize(scenario: Scenario, result: SimulationResult, incidents: pl.DataFr
             research_preemptions=result.research_preemptions,
             # bad hosts (the simulator's ground truth), diagnosis, repair outcomes and retirement
             **bad_host_summary(result),
+            **_slow_summary(scenario, result),
         ),
     )
+
+
+def _slow_summary(scenario: Scenario, result: SimulationResult) -> dict[str, int]:
+    """Fail-slow episodes over the run and the hosts swapped or drained out of the flagship job for them; none
+    of it when the scenario has no fail-slow rate."""
+    if not slowness_on(scenario):
+        return {}
+    episodes = result.slow_episodes
+    return {
+        "slow_episodes": sum(1 for e in episodes if e.start_s < result.horizon_s),
+        "slow_hosts_swapped": sum(1 for e in episodes if e.action != "none"),
+    }
 
 
 def _host_seconds(result: SimulationResult) -> tuple[float, float]:
@@ -116,8 +132,9 @@ def _job(scenario: Scenario, result: SimulationResult, unexpected: int) -> Flags
         restart_overhead_s=scenario.training.restart_overhead,
     )
     yd = young_daly_interval(scenario.checkpoint_write_s, estimate.mttf_s)
+    losses = LOSSES if slowness_on(scenario) else tuple(k for k in LOSSES if k != "slowdown")
     if result.job is None:
-        zero = dict.fromkeys(LOSSES, 0.0)
+        zero = dict.fromkeys(losses, 0.0)
         return FlagshipJob(
             name=result.job_id,
             gpus=0,
@@ -141,7 +158,7 @@ def _job(scenario: Scenario, result: SimulationResult, unexpected: int) -> Flags
     ledger = result.job.ledger
     slow = placement_slowdown(scenario, result.topology)
     goodput = GoodputLedger.from_training(ledger, gpus=job_gpus, wall_clock_s=horizon, slowdown=slow)
-    gpu_hours = {k: v for k, v in goodput.gpu_hours().items() if k in LOSSES}
+    gpu_hours = {k: v for k, v in goodput.gpu_hours().items() if k in losses}
     price = scenario.cost.gpu_hour_usd
     return FlagshipJob(
         name=result.job_id,
@@ -163,7 +180,7 @@ def _job(scenario: Scenario, result: SimulationResult, unexpected: int) -> Flags
         placement_slowdown=slow if math.isfinite(slow) else None,
         ettr_with_network=goodput.goodput_with_network,
         # the goodput ledger in seconds (engine.analysis.ledger): its buckets add up to the wall clock
-        ledger_s=goodput.to_json(),
+        ledger_s={k: v for k, v in goodput.to_json().items() if k in losses or k not in LOSSES},
         # how the job recovers from a failure (engine.sim.recovery) and what the strategy costs besides its
         # ledger buckets
         recovery=result.job.recovery,

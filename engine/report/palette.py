@@ -161,6 +161,7 @@ LOSS_COLOURS: dict[str, str] = {
     "checkpoint": "#1f77b4",
     "waiting_for_spares": "#9467bd",
     "degraded": "#e377c2",  # training lost with data-parallel replicas out (replica_drop)
+    "slowdown": "#bcbd22",  # training lost at the pace of a fail-slow host (engine.sim.slow)
     "network_slowdown": "#8c564b",
 }
 # Each bucket is named by its definition (engine/analysis/definitions/goodput.py), on every chart and in every export.
@@ -176,6 +177,8 @@ CLEAN_END_REASONS: tuple[str, ...] = (
     "preempted",
     "planned_maintenance",
     "running",
+    "fail_slow_swap",
+    "fail_slow_drain",
 )
 END_REASON_COLOURS: dict[str, str] = {
     "completed": "#2ca02c",
@@ -183,6 +186,8 @@ END_REASON_COLOURS: dict[str, str] = {
     "running": "#1f77b4",
     "preempted": "#ff7f0e",
     "planned_maintenance": "#17becf",  # the Planned category's colour
+    "fail_slow_swap": "#bcbd22",  # a fail-slow host swapped out (slow.policy = swap): the slowdown bucket's colour
+    "fail_slow_drain": "#dbdb8d",  # a fail-slow host drained at an interruption (slow.policy = drain)
     "failure": "#d62728",
 }
 END_REASON_LABELS: dict[str, str] = {
@@ -191,6 +196,8 @@ END_REASON_LABELS: dict[str, str] = {
     "running": "Running",
     "preempted": "Preempted",
     "planned_maintenance": "Planned maintenance",
+    "fail_slow_swap": "Fail-slow host swapped out",
+    "fail_slow_drain": "Fail-slow host drained",
     "failure": "Failure",
 }
 

@@ -50,6 +50,7 @@ from engine.scenario.sections import (
     ResearchSettings,
     RetirementSettings,
     SimulationSettings,
+    SlowSettings,
     SparesSettings,
     StorageSettings,
     TrainingSettings,
@@ -108,6 +109,10 @@ class Scenario:
     @cached_property
     def recovery(self) -> RecoverySettings:
         return self._section("recovery")
+
+    @cached_property
+    def slow(self) -> SlowSettings:
+        return self._section("slow")
 
     @cached_property
     def storage(self) -> StorageSettings:

@@ -31,6 +31,40 @@ def _k(name, kind, default, doc, **bounds) -> Key:
     return Key(name, kind, default, doc, **bounds)
 
 
+def _slow_keys(cause: str, what: str, factor: float, factor_source: str) -> tuple[Key, ...]:
+    """slow.<cause>_rate, _duration and _factor: one cause of fail-slow episodes (engine.sim.slow)."""
+    return (
+        _k(
+            f"slow.{cause}_rate",
+            "float",
+            0.0,
+            f"fail-slow episodes of {what} per 1,000 host-days; 0: none (the default, so every calibrated preset "
+            "stays as published: their measured ETTRs and times to train already hold whatever slowness those "
+            "clusters had). FALCON (arXiv 2410.12588, ATC'25) saw fail-slows delay large jobs 1.34x on average; "
+            "a rate near 1 a cause (4 in all) with the default durations and factors gives a 2,048-host job about that",
+            minimum=0,
+        ),
+        _k(
+            f"slow.{cause}_duration",
+            "duration",
+            "1h",
+            f"mean length of a {cause} fail-slow episode, log-normal with sigma 1.5 (engine.sim.slow), so a 1 h mean "
+            "spans about 40 s to 10 h (1st to 99th percentile): FALCON (arXiv 2410.12588) saw fail-slows last from "
+            "tens of seconds to nearly ten hours",
+            minimum=1,
+        ),
+        _k(
+            f"slow.{cause}_factor",
+            "float",
+            factor,
+            f"slowdown of a {cause} fail-slow: the slow component runs at 1/factor of its speed, and a synchronous "
+            f"job at the pace of its slowest host ({factor_source})",
+            minimum=1,
+            maximum=100,
+        ),
+    )
+
+
 # Defaults are the `llama3-405b` scenario; each figure from ../shared/reference names its source.
 KEYS: tuple[Key, ...] = (
     # cluster shape: Llama 3 paper §3.3 (24,576 H100 in 8 pods of 192 racks of 2 Grand Teton hosts of 8 GPUs)
@@ -306,6 +340,67 @@ KEYS: tuple[Key, ...] = (
         "hot_spare: restart with a warm standby swapped in, no scheduling round (AIReSim Table 1: 3 min)",
     ),
     # ----- end of recovery strategies -----
+    # ----- fail-slow episodes (engine.sim.slow) -----
+    *(
+        key
+        for cause, what, factor, factor_source in (
+            (
+                "gpu_thermal",
+                "GPU thermal throttling (clocks cut as the GPU or its inlet runs hot)",
+                1.3,
+                "Goodput's assumption: an H100 throttled from its 1,980 MHz boost clock to about 1,500 MHz",
+            ),
+            (
+                "gpu_power",
+                "GPU power capping or power brake (clocks cut to hold the power limit)",
+                1.2,
+                "Goodput's assumption: a 700 W H100 capped near 600 W",
+            ),
+            (
+                "host",
+                "slow host: CPU contention, memory, a PCIe link trained down",
+                1.5,
+                "Goodput's assumption; FALCON (arXiv 2410.12588) finds CPU contention among the causes of "
+                "computation fail-slows",
+            ),
+            (
+                "network",
+                "degraded NIC or cable: a link retrained at lower speed, FEC/symbol errors, flaps",
+                2.0,
+                "Goodput's assumption: a 400G port retrained at 200G halves a communication-bound step; FALCON "
+                "finds cross-node communication fail-slows the most costly",
+            ),
+        )
+        for key in _slow_keys(cause, what, factor, factor_source)
+    ),
+    _k(
+        "slow.gpu_thermal_daily_swing",
+        "float",
+        0.5,
+        "gpu_thermal: how much the rate swings with the time of day (simulation.start's clock): the rate is "
+        "rate x (1 + swing x cos(2 pi (hour - 15) / 24)), highest at 15:00 (Goodput's assumption; the Llama 3 "
+        "paper, arXiv 2407.21783 §3.3.4, reports 1-2 % throughput swings with the time of day from temperature)",
+        minimum=0,
+        maximum=1,
+    ),
+    _k(
+        "slow.policy",
+        "choice",
+        "ignore",
+        "what is done about a fail-slow host of the flagship job: ignore (it runs slow until the episode ends), "
+        "swap (detected slow.detect_after into the episode, the job stops gracefully, the host is swapped for a "
+        "spare and goes to repair: one restart, no work lost) or drain (detected, the host leaves at the job's "
+        "next interruption)",
+        choices=("ignore", "swap", "drain"),
+    ),
+    _k(
+        "slow.detect_after",
+        "duration",
+        "1h",
+        "time from the start of a fail-slow episode to its detection (swap, drain) (Goodput's assumption: FALCON, "
+        "arXiv 2410.12588, reports fail-slows found by hand today, over hours; its own detector takes minutes)",
+    ),
+    # ----- end of fail-slow episodes -----
     # storage: Tectonic (Llama 3 paper §3.3)
     _k(
         "storage.checkpoint_gb_per_gpu",

@@ -92,6 +92,27 @@ class RecoverySettings:
 
 
 @dataclass(frozen=True)
+class SlowSettings:
+    """The `slow.*` keys: fail-slow episodes (engine.sim.slow)."""
+
+    gpu_thermal_rate: float  # per 1,000 host-days
+    gpu_thermal_duration: float  # seconds (mean)
+    gpu_thermal_factor: float
+    gpu_power_rate: float  # per 1,000 host-days
+    gpu_power_duration: float  # seconds (mean)
+    gpu_power_factor: float
+    host_rate: float  # per 1,000 host-days
+    host_duration: float  # seconds (mean)
+    host_factor: float
+    network_rate: float  # per 1,000 host-days
+    network_duration: float  # seconds (mean)
+    network_factor: float
+    gpu_thermal_daily_swing: float
+    policy: str
+    detect_after: float  # seconds
+
+
+@dataclass(frozen=True)
 class StorageSettings:
     """The `storage.*` keys."""
 
@@ -169,6 +190,7 @@ SECTION_TYPES: dict[str, type] = {
     "network": NetworkSettings,
     "training": TrainingSettings,
     "recovery": RecoverySettings,
+    "slow": SlowSettings,
     "storage": StorageSettings,
     "spares": SparesSettings,
     "repair": RepairSettings,

@@ -104,6 +104,23 @@ class Incident(NamedTuple):
         return ([self.flagship] if self.flagship is not None else []) + [job.job_id for job in self.research]
 
 
+@dataclass(slots=True)
+class SlowEpisode:
+    """A fail-slow episode (engine.sim.slow): `host` ran at 1/`factor` of its speed over [start_s, end_s). Detected
+    at `detected_s` (NaN: slow.policy is ignore, or it ended first); `action` is what was done about it: "none",
+    "swap" (the host was swapped out of the flagship job then) or "drain" (it left at the job's next
+    interruption, `left_s`)."""
+
+    host: int
+    start_s: float
+    end_s: float
+    cause: str
+    factor: float
+    detected_s: float = math.nan
+    action: str = "none"
+    left_s: float = math.nan  # when the host left the flagship job for repair (swap, drain)
+
+
 @dataclass
 class JobLedger:
     """What the flagship job did, filled in as it runs (engine.sim.training); engine.analysis.ledger reads its
@@ -126,6 +143,9 @@ class JobLedger:
     storage_fallbacks: int = 0  # in_memory_checkpoint: interruptions whose copy was lost or suspect
     replica_drops: int = 0  # replicas dropped by a failure confined to them (replica_drop)
     rejoins: int = 0  # replicas that rejoined after their hosts were replaced (replica_drop)
+    # Full-job seconds of training lost to running at a fail-slow host's pace (engine.sim.slow): (1 - 1/f) of the
+    # training time while the slowest of its hosts runs at 1/f.
+    slowdown_s: float = 0.0
     finished_s: float | None = None  # when the job's work (training.work) was done; None: not (or none set)
 
 
@@ -182,6 +202,7 @@ class SimulationResult:
     research_preemptions: int
     # bad hosts, diagnosis, repair outcomes and retirement (engine.sim.bad_hosts); simulate() sets it
     health: HostHealthRecord | None = None
+    slow_episodes: tuple[SlowEpisode, ...] = ()  # fail-slow episodes drawn over the run (engine.sim.slow)
 
     @property
     def lane_sizes(self) -> np.ndarray:

@@ -24,6 +24,7 @@ checkpoint. The published systems that beat it at 100,000 GPUs are subclasses th
   strategy is `restart`. Cost: standby hosts x GPUs x the time they sat idle.
 """
 
+import bisect
 import math
 from collections import deque
 from collections.abc import Callable, Sequence
@@ -32,7 +33,7 @@ from dataclasses import dataclass
 import simpy
 
 from engine.scenario import Scenario, ScenarioError
-from engine.sim.training import PLANNED, RESTARTING, RUNNING, WAITING, FlagshipJob
+from engine.sim.training import GRACEFUL, RESTARTING, RUNNING, WAITING, FlagshipJob
 
 
 @dataclass(frozen=True)
@@ -202,14 +203,14 @@ class ReplicaDropJob(RestartJob):
         mine = [h for h in failed_hosts if h in self.slot_of]
         hit = {self.replica_of[self.slot_of[h]] for h in mine}
         late = fault_s is not None and fault_s < now  # its bad gradients reached every replica
-        confined = bool(mine) and not late and reason != PLANNED
+        confined = bool(mine) and not late and reason not in GRACEFUL
         if self.phase == WAITING or (confined and hit <= self.out):
             self._swap(mine)  # nothing trains on these hosts: no interruption
             return False
         whole_job = not confined or len(self.out | hit) == self.replicas
         if self.phase == RUNNING:
             lost_from = now
-            if whole_job and reason != PLANNED:
+            if whole_job and reason not in GRACEFUL:
                 lost_from = self._last_good(now if fault_s is None else fault_s)
             self._close_attempt(now, reason, lost_from)
         elif self.phase == RESTARTING:
@@ -288,16 +289,27 @@ class ReplicaDropJob(RestartJob):
             until = self._marks[i + 1][0] if i + 1 < len(self._marks) else kept_until
             begin, end = max(since, start), min(until, kept_until)
             if out and end > begin:
-                writing = self._written_by(end) - self._written_by(begin)
-                total += out / self.replicas * ((end - begin) - writing)
+                total += out / self.replicas * self._training_between(begin, end)
         return total
 
-    def _written_by(self, t: float) -> float:
-        """Seconds of the running attempt spent writing checkpoints before t (a write under way included)."""
-        elapsed, cycle = t - self.attempt_start, self._cycle()
-        completed = math.floor(elapsed / cycle)  # checkpoints completed
-        writing_now = max(0.0, elapsed - completed * cycle - self.checkpoint_interval)  # a write under way
-        return completed * self.checkpoint_write + writing_now
+    def _slowdown_s(self, start: float, kept_until: float) -> float:
+        """(1 - 1/f) of the training the replicas still in did at 1/f: (R - k)/R of the time with k of R out (the
+        rest is degraded already)."""
+        cuts = sorted({t for t, _ in self._marks} | {t for t, _ in self._slow_marks} | {start, kept_until})
+        total = 0.0
+        for begin, end in zip(cuts, cuts[1:], strict=False):
+            begin, end = max(begin, start), min(end, kept_until)
+            factor = _value_at(self._slow_marks, begin)
+            if factor > 1.0 and end > begin:
+                share = (self.replicas - _value_at(self._marks, begin)) / self.replicas
+                total += (1.0 - 1.0 / factor) * share * self._training_between(begin, end)
+        return total
+
+
+def _value_at(marks: list[tuple[float, float]], t: float) -> float:
+    """The value of a list of (since, value) marks, sorted by time, at t (the first one's before it)."""
+    index = bisect.bisect_right(marks, t, key=lambda mark: mark[0]) - 1
+    return marks[max(index, 0)][1]
 
 
 # ----- hot_spare -------------------------------------------------------------------------------------------------

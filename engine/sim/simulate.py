@@ -4,10 +4,11 @@ engine.twin.simulate builds a whole Run from it (tables, telemetry, network, sum
 simulator's own records (engine.sim.records), so the model never depends on what reads it.
 
 Randomness: each part draws from its own named stream of `simulation.seed` (engine.sim.streams: topology
-UUIDs, failure arrivals, planned stops, repair times, research jobs, telemetry, the network model, and bad hosts,
-diagnosis and repair outcomes in engine.sim.bad_hosts), so changing one part's settings never shifts another
-part's draws. Failures are drawn up front (engine.sim.failures) and fed to the event loop in
-the order they are noticed; everything else reacts to them.
+UUIDs, failure arrivals, planned stops, repair times, research jobs, telemetry, the network model, bad hosts,
+diagnosis and repair outcomes in engine.sim.bad_hosts, and fail-slow episodes in engine.sim.slow), so changing
+one part's settings never shifts another part's draws. Failures and fail-slow episodes are drawn up front
+(engine.sim.failures, engine.sim.slow) and fed to the event loop in the order they are noticed; everything else
+reacts to them.
 """
 
 from collections import deque
@@ -43,6 +44,7 @@ from engine.sim.records import NONE, FlagshipRecord, HostInterval, Incident, Res
 from engine.sim.recovery import JobWiring, flagship_job, standbys_wanted
 from engine.sim.repair import Repairs
 from engine.sim.research import ResearchLanes
+from engine.sim.slow import FailSlow, draw_episodes, slowness_on
 from engine.sim.streams import Stream, generator
 from engine.sim.training import RUNNING
 
@@ -125,6 +127,17 @@ class Simulation:
             )
             self.job = flagship_job(scenario, wiring)
         self.incidents: list[Incident] = []
+        self.slow: FailSlow | None = None  # fail-slow episodes (engine.sim.slow), when the scenario has any
+        self._slow_repairs = 0
+        if slowness_on(scenario):
+            self.slow = FailSlow(
+                self.env,
+                scenario,
+                draw_episodes(scenario, topo.n_hosts),
+                in_job=self._in_job,
+                slow_changed=lambda host, factor: self.job.slow_changed(host, factor),
+                swap_out=self._swap_out_slow,
+            )
 
     # ----- host bookkeeping -------------------------------------------------------------------------------
     def _set(self, host: int, state: str | None) -> None:
@@ -184,6 +197,33 @@ class Simulation:
         for h in added:
             self.holder[h] = FLAGSHIP
             self._set(h, "running")
+        if self.slow is not None:  # the job runs at the pace of the hosts it has now
+            for h in removed:
+                self.job.slow_changed(h, None)
+            for h in added:
+                if (factor := self.slow.factor(h)) is not None:
+                    self.job.slow_changed(h, factor)
+
+    # ----- fail-slow episodes (engine.sim.slow) --------------------------------------------------------------
+    def _in_job(self, host: int) -> bool:
+        return self.job is not None and host in self.job.slot_of
+
+    def _swap_out_slow(self, hosts: list[int], reason: str) -> None:
+        """Detected fail-slow hosts leave the flagship job for repair (slow.policy swap or drain): a graceful
+        stop of the job (no work lost), spares in their places. Their repairs are no incident's: each gets an id
+        of its own below 0 (Repairs keys its bookkeeping by incident)."""
+        self.job.interrupt(reason, hosts)
+        for h in hosts:
+            self.slow.repaired(h)
+            self.holder[h] = IN_REPAIR
+            self._set(h, None)
+            self._slow_repairs += 1
+            self.repairs.start([h], -self._slow_repairs)
+
+    def _job_interrupted(self) -> None:
+        """The flagship job was just interrupted: hosts marked for draining (slow.policy = drain) leave now."""
+        if self.slow is not None and self.slow.to_drain:
+            self.slow.job_interrupted()
 
     def _returned(self, host: int) -> None:
         if self.topo.role[host] == RESEARCH:
@@ -224,6 +264,7 @@ class Simulation:
                         lost_work_s=self._lost_since(before),
                     )
                 )
+                self._job_interrupted()
 
     def _failure(self, arrivals: Arrivals, index: int) -> None:
         host = int(arrivals.host[index])
@@ -307,6 +348,8 @@ class Simulation:
                 flagship = self.job_id
                 lost = self._lost_since(before)
         incident = self._record(fault.incident(flagship, research, lost))
+        if flagship is not None:
+            self._job_interrupted()
         for h in retiring:
             self.health.retire(h)
             self.repairs.retire(h)
@@ -347,7 +390,9 @@ class Simulation:
             before = len(self.job.ledger.attempts)
             if not self.job.interrupt(cause, [], fault):
                 return None, [], 0.0  # the job is waiting for hosts: there is nothing running to break
-            return self.job_id, [], self._lost_since(before)
+            lost = self._lost_since(before)
+            self._job_interrupted()
+            return self.job_id, [], lost
         if self.research.running_on(host):
             return None, [self.research.failure(host, cause, takes_host=False)], 0.0
         return None, [], 0.0
@@ -429,6 +474,7 @@ class Simulation:
             lemons=len(self.repairs.lemon_incidents),
             hosts_in_repair_at_end=int((self.holder == IN_REPAIR).sum()),
             research_preemptions=self.preemptions,
+            slow_episodes=tuple(self.slow.episodes) if self.slow is not None else (),
         )
 
 
@@ -480,6 +526,8 @@ def run_model(
         planned_times = draw_planned(scenario, rngs["planned"])
     sim.env.process(sim.failures(arrivals))
     sim.env.process(sim.planned(np.sort(np.asarray(planned_times, dtype=float))))
+    if sim.slow is not None:
+        sim.env.process(sim.slow.process())
     for step in range(1, PROGRESS_STEPS + 1):
         sim.env.run(until=scenario.duration_s * step / PROGRESS_STEPS)
         if progress is not None:

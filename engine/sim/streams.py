@@ -25,6 +25,7 @@ class Stream(IntEnum):
     TELEMETRY = 5  # GPU samples and XID events (engine.telemetry)
     NETWORK = 6  # the fabric's load and faults (engine.fabric.traffic)
     FAULTS = 7  # bad hosts, their extra failures, diagnosis misses, repair outcomes (engine.sim.bad_hosts)
+    SLOW = 8  # fail-slow episodes, a child a cause (engine.sim.slow)
 
 
 def seed_sequence(seed: int, stream: Stream) -> np.random.SeedSequence:

@@ -12,7 +12,12 @@ before f (for a late-detected fault, silent data corruption or a hung collective
 between are suspect and the job "ran" for nothing). The failed hosts are swapped for hot spares; with too few
 spares the job waits for repaired hosts. Then it pays `training.restart_overhead` (detection, rescheduling,
 initialisation, restore) and a new attempt begins. A failure during a restart restarts the restart.
-Planned interruptions stop the job gracefully (no lost work) and restart it.
+Planned interruptions stop the job gracefully (no lost work) and restart it, as does swapping out a fail-slow host
+(slow.policy = swap or drain, engine.sim.slow).
+
+A synchronous job runs at the pace of its slowest host: while hosts of the job have fail-slow episodes
+(`slow_changed`), it trains at 1/f of full speed, f the largest factor among them. The training lost to that is
+counted analytically like the checkpoints: (1 - 1/f) of the training time of each stretch at f (JobLedger.slowdown_s).
 
 State changes are callbacks on SimPy timeouts tagged with a generation number, so an interrupted restart's
 timer is simply ignored when it fires.
@@ -32,6 +37,9 @@ from engine.sim.records import Attempt, JobLedger  # the job's books: records th
 
 RUNNING, RESTARTING, WAITING, DONE = "running", "restarting", "waiting", "done"
 PLANNED = "planned_maintenance"  # a graceful stop: the job saves its state first and loses no work
+SLOW_SWAP = "fail_slow_swap"  # a detected fail-slow host is swapped out (slow.policy = swap): a graceful stop
+SLOW_DRAIN = "fail_slow_drain"  # a detected fail-slow host leaves at the job's next interruption (drain)
+GRACEFUL = (PLANNED, SLOW_SWAP, SLOW_DRAIN)  # stops that lose no work
 WORK_TOLERANCE_S = 1e-6  # training.work counts as done within this (float sums of attempts)
 
 
@@ -70,6 +78,10 @@ class FlagshipJob:
         self.missing = 0
         self._generation = 0
         self._recovery_s = 0.0  # length of the recovery under way (while RESTARTING)
+        # fail-slow episodes (engine.sim.slow): job host -> its slowdown factor while slow; (since, the job's
+        # factor) through the running attempt
+        self.slow_hosts: dict[int, float] = {}
+        self._slow_marks: list[tuple[float, float]] = [(0.0, 1.0)]
         # training.work: the training the job needs; it is done (on_done) once it has trained that long
         self.work_s, self.on_done = work_s, on_done
         self._watch_work()
@@ -84,7 +96,7 @@ class FlagshipJob:
         mine = [h for h in failed_hosts if h in self.slot_of]
         if self.phase == RUNNING:
             lost_from = (
-                now if reason == PLANNED else self._resume_point(now if fault_s is None else fault_s, mine)
+                now if reason in GRACEFUL else self._resume_point(now if fault_s is None else fault_s, mine)
             )
             self._close_attempt(now, reason, lost_from)
         elif self.phase == RESTARTING:
@@ -98,6 +110,20 @@ class FlagshipJob:
         else:
             self._begin_restart(self._overhead_after(mine))
         return hit
+
+    def slow_changed(self, host: int, factor: float | None) -> None:
+        """`host` of the job runs at 1/`factor` of its speed from now (None: at full speed again, or it left)."""
+        if factor is None:
+            self.slow_hosts.pop(host, None)
+        else:
+            self.slow_hosts[host] = factor
+        pace = self._slow_factor()
+        if self.phase == RUNNING and pace != self._slow_marks[-1][1]:
+            self._slow_marks.append((self.env.now, pace))
+
+    def _slow_factor(self) -> float:
+        """The job's pace: that of its slowest host (1.0: none is slow)."""
+        return max(self.slow_hosts.values(), default=1.0)
 
     def host_returned(self, host: int) -> bool:
         """A repaired host; taken (True) if the job is waiting for hosts."""
@@ -139,9 +165,31 @@ class FlagshipJob:
     def _attempt_began(self, now: float) -> None:
         """A new attempt trains from `now`."""
 
+    def _slowdown_s(self, start: float, kept_until: float) -> float:
+        """Full-job seconds of [start, kept_until) of the running attempt lost to fail-slow hosts: (1 - 1/f) of the
+        training time (checkpoint writes excluded) of each stretch the job ran at 1/f."""
+        total = 0.0
+        for i, (since, factor) in enumerate(self._slow_marks):
+            until = self._slow_marks[i + 1][0] if i + 1 < len(self._slow_marks) else kept_until
+            begin, end = max(since, start), min(until, kept_until)
+            if factor > 1.0 and end > begin:
+                total += (1.0 - 1.0 / factor) * self._training_between(begin, end)
+        return total
+
     # ----- inside ---------------------------------------------------------------------------------------
     def _cycle(self) -> float:
         return self.checkpoint_interval + self.checkpoint_write
+
+    def _written_by(self, t: float) -> float:
+        """Seconds of the running attempt spent writing checkpoints before t (a write under way included)."""
+        elapsed, cycle = t - self.attempt_start, self._cycle()
+        completed = math.floor(elapsed / cycle)  # checkpoints completed
+        writing_now = max(0.0, elapsed - completed * cycle - self.checkpoint_interval)  # a write under way
+        return completed * self.checkpoint_write + writing_now
+
+    def _training_between(self, begin: float, end: float) -> float:
+        """Seconds of [begin, end) of the running attempt that trained (not writing checkpoints)."""
+        return (end - begin) - (self._written_by(end) - self._written_by(begin))
 
     def _last_good(self, t: float) -> float:
         """Completion time of the last checkpoint finished by t in this attempt (its start if none)."""
@@ -160,10 +208,12 @@ class FlagshipJob:
             )
         lost = end - good_until if good_until < end else 0.0
         degraded = self._degraded_s(start, good_until if good_until < end else end)
+        slowed = self._slowdown_s(start, good_until if good_until < end else end)
         self.ledger.lost_work_s += lost
         self.ledger.checkpoint_s += kept * self.checkpoint_write
         self.ledger.degraded_s += degraded
-        self.ledger.productive_s += (end - start) - lost - kept * self.checkpoint_write - degraded
+        self.ledger.slowdown_s += slowed
+        self.ledger.productive_s += (end - start) - lost - kept * self.checkpoint_write - degraded - slowed
         # a slot waiting for a host (-1; only a replica_drop job trains with one) is no host of the attempt
         hosts = self.slots.copy() if self.missing == 0 else self.slots[self.slots >= 0]
         self.ledger.attempts.append(Attempt(self.attempt, start, end, reason, lost, hosts))
@@ -216,6 +266,7 @@ class FlagshipJob:
         self.ledger.restart_s += now - self.phase_since
         self.ledger.resumed_at.append(now)
         self.phase, self.attempt_start = RUNNING, now
+        self._slow_marks = [(now, self._slow_factor())]
         self._attempt_began(now)
         self._watch_work()
 
@@ -232,7 +283,7 @@ class FlagshipJob:
         if attempt != self.attempt or self.phase != RUNNING:
             return  # the attempt it was set for was interrupted: the next attempt sets its own
         left = self.work_s - self.ledger.productive_s - self._trained_so_far()
-        if left > WORK_TOLERANCE_S:  # a strategy trained slower than full speed (replicas out): not yet
+        if left > WORK_TOLERANCE_S:  # it trained slower than full speed (replicas out, fail-slow): not yet
             timer = self.env.timeout(self._time_to_train(left))
             timer.callbacks.append(lambda _event: self._maybe_done(attempt))
             return
@@ -249,7 +300,8 @@ class FlagshipJob:
             return 0.0
         now, start = self.env.now, self.attempt_start
         completed = math.floor((now - start) / self._cycle())
-        return (now - start) - completed * self.checkpoint_write - self._degraded_s(start, now)
+        lost = self._degraded_s(start, now) + self._slowdown_s(start, now)
+        return (now - start) - completed * self.checkpoint_write - lost
 
     def _time_to_train(self, seconds: float) -> float:
         """Wall clock from now in which a running attempt at full speed trains `seconds` more, its checkpoint

@@ -47,6 +47,7 @@ METRICS: tuple[str, ...] = (
     "checkpoint_gpu_hours",
     "waiting_for_spares_gpu_hours",
     "degraded_gpu_hours",
+    "slowdown_gpu_hours",  # fail-slow hosts (engine.sim.slow); 0 in runs without them
     "lost_usd",
     "standby_usd",
     "ettr_with_network",

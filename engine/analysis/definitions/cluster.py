@@ -64,6 +64,30 @@ DEFINITIONS: tuple[Definition, ...] = (
         "engine.analysis.summary",
         summary="cluster.lemons",
     ),
+    # fail-slow episodes (engine.sim.slow; simulated runs with slow.* rates only)
+    _d(
+        "slow_episodes",
+        "Fail-slow episodes",
+        "count",
+        "Episodes in which a host kept working, slowly (GPU thermal throttling or power capping, a slow host, a "
+        "degraded NIC or cable: scenario keys slow.*), anywhere in the cluster over the run. The flagship job "
+        "runs at the pace of its slowest host while one of its hosts has one (its cost: Slowdown (fail-slow)).",
+        "engine.sim.slow",
+        "slowdown_fail_slow",
+        "slow_hosts_swapped",
+        summary="cluster.slow_episodes",
+    ),
+    _d(
+        "slow_hosts_swapped",
+        "Fail-slow hosts swapped out",
+        "count",
+        "Hosts of the flagship job taken out for repair because a fail-slow episode was detected on them "
+        "(slow.detect_after into it): swapped for a spare at once, with a graceful restart of the job (slow.policy "
+        "= swap), or at the job's next interruption (slow.policy = drain). Zero under slow.policy = ignore.",
+        "engine.sim.slow",
+        "slow_episodes",
+        summary="cluster.slow_hosts_swapped",
+    ),
     # bad hosts, diagnosis, repair outcomes, retirement (engine.sim.bad_hosts; simulated runs only)
     _d(
         "bad_hosts_cured",

@@ -1,9 +1,9 @@
 """The goodput ledger of the flagship job (engine.analysis.ledger): where its wall-clock time went.
 
 Wall clock = productive + lost work + restart + checkpoint writes + waiting for spares + degraded (replicas out)
-+ network slowdown, the buckets of Google's ML goodput measurement where they apply (checkpoint save,
-checkpoint restore and infrastructure recovery, wasted progress from disruption), each in seconds, GPU-hours
-and dollars; and what each recovery strategy costs besides.
++ slowdown (fail-slow hosts) + network slowdown, the buckets of Google's ML goodput measurement where they
+apply (checkpoint save, checkpoint restore and infrastructure recovery, wasted progress from disruption), each
+in seconds, GPU-hours and dollars; and what each recovery strategy costs besides.
 """
 
 from engine.analysis.definitions import Definition, section
@@ -143,6 +143,21 @@ DEFINITIONS: tuple[Definition, ...] = (
         summary="job.recovery_cost.degraded_gpu_hours",
     ),
     _d(
+        "slowdown_fail_slow",
+        "Slowdown (fail-slow)",
+        "GPU-hours",
+        "Training the flagship job did not do because it ran at the pace of a fail-slow host (a GPU throttled "
+        "for heat or power, a slow host, a degraded NIC or cable: scenario keys slow.*): a synchronous job runs "
+        "at the speed of its slowest host, so while its slowest host runs at 1/f it loses (1 - 1/f) of its "
+        "training time, times its GPUs. Kept apart from failures; not counted as productive by ETTR. Its dollar "
+        "figure is these GPU-hours at the scenario's price per GPU-hour. Absent (zero) in runs without fail-slow "
+        "episodes.",
+        "engine.analysis.ledger.GoodputLedger.slowdown_s",
+        "slow_episodes",
+        "network_slowdown",
+        summary="job.losses_gpu_hours.slowdown",
+    ),
+    _d(
         "network_slowdown",
         "Network slowdown",
         "GPU-hours",
@@ -157,7 +172,8 @@ DEFINITIONS: tuple[Definition, ...] = (
         "Goodput lost",
         "GPU-hours",
         "GPU-hours of the flagship job that made no progress: lost work + restart overhead + checkpoint writes "
-        "+ waiting for spare hosts + degraded (replicas out) (network slowdown is shown on its own). Its dollar "
+        "+ waiting for spare hosts + degraded (replicas out) + slowdown (fail-slow hosts) (network slowdown is "
+        "shown on its own). Its dollar "
         "figure is these GPU-hours at the scenario's price per GPU-hour.",
         "engine.analysis.ledger.GoodputLedger.lost_s",
         "incident_gpu_hours_lost",
