@@ -23,7 +23,7 @@ workers, data-parallel ranks and stages, and what kind of slowness it is.
   contention).
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -75,6 +75,7 @@ class StragglerReport:
     step_slowdown: tuple[float, ...]  # per step, in the order of `step_numbers`
     step_numbers: tuple[int, ...]
     persistent_straggler: Straggler | None
+    stage_imbalance: float  # S with each stage's computes at that stage's typical duration: the stages' part
     kind: str
     ops: int
     ignored_ops: int
@@ -102,6 +103,7 @@ class StragglerReport:
                 "share_of_steps": s.share_of_steps,
             },
             "kind": self.kind,
+            "stage_imbalance_slowdown": self.stage_imbalance,
             "explanation": self.explanation,
             "hardware_fault_suspected": self.hardware_fault_suspected,
             "steps": self.steps,
@@ -199,7 +201,9 @@ def analyse(timeline: Timeline) -> StragglerReport:
     per_worker = np.stack(worker_steps, axis=2)  # [steps, dp, stages]
     by_worker = per_worker.mean(axis=0) / base
     straggler = _persistent(per_worker, t_ideal, by_worker, slowdown)
-    kind = _kind(timeline, slowdown, straggler, max(by_stage))
+    stage_typical = _stage_typical(timeline, ideal)
+    stage_part = float(simulate(stage_typical, scopes, order)[0].mean()) / base
+    kind = _kind(timeline, slowdown, straggler, stage_part)
     return StragglerReport(
         slowdown=slowdown,
         waste=1.0 - 1.0 / slowdown,
@@ -215,6 +219,7 @@ def analyse(timeline: Timeline) -> StragglerReport:
         step_slowdown=tuple(float(v) for v in t_rec / t_ideal),
         step_numbers=tuple(int(v) for v in timeline.steps),
         persistent_straggler=straggler,
+        stage_imbalance=stage_part,
         kind=kind,
         ops=timeline.ops,
         ignored_ops=timeline.ignored_ops,
@@ -247,12 +252,29 @@ def _persistent(
     return Straggler(dp_rank=d, stage=s, slowdown=float(by_worker[d, s]), share_of_steps=share)
 
 
-def _kind(timeline: Timeline, slowdown: float, straggler: Straggler | None, worst_stage: float) -> str:
+def _stage_typical(timeline: Timeline, ideal: Durations) -> Durations:
+    """The typical durations, except each stage's computes at the mean of that stage's own: what the slowdown
+    would be if the only unevenness were between stages (an unbalanced partition of the model)."""
+
+    def per_stage(values: np.ndarray | None, like: tuple[np.ndarray, ...] | None):
+        if values is None or like is None:
+            return None
+        means = values.mean(axis=(0, 1, 3))
+        return tuple(np.broadcast_to(float(means[s]), like[s].shape) for s in range(timeline.stages))
+
+    return replace(
+        ideal,
+        forward=per_stage(timeline.forward, ideal.forward),
+        backward=per_stage(timeline.backward, ideal.backward),
+    )
+
+
+def _kind(timeline: Timeline, slowdown: float, straggler: Straggler | None, stage_part: float) -> str:
     if slowdown < 1.0 / (1.0 - MIN_WASTE):
         return "none"
     if straggler is not None:
         return "worker"
-    if worst_stage - 1.0 >= MOST_OF_SLOWDOWN * (slowdown - 1.0):
+    if stage_part - 1.0 >= MOST_OF_SLOWDOWN * (slowdown - 1.0):
         return "stage_imbalance"
     forward = timeline.forward  # [steps, dp, stages, microbatches]
     if timeline.microbatches > 1:
