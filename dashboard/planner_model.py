@@ -8,7 +8,9 @@ multiplier scales the weights of its causes (failures.mix.*) *and* the total rat
 failures.rate_per_1000_node_days = rate, failures.scale = sum(w x m) / sum(w), failures.mix.<cause> = w x m.
 """
 
+import functools
 import math
+import os
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
@@ -29,6 +31,8 @@ from engine.reference import CAUSES
 from engine.scenario import PRESETS, Scenario, build
 from engine.scenario.durations import format_duration
 from engine.scenario.keys import KEY_BY_NAME
+from engine.store import Store
+from engine.twin.calibrate import calibrate
 from engine.twin.scale import STRATEGIES, ScaleStudy
 from engine.twin.sweep import Axis, LocalExecutor, usable_cores
 
@@ -81,9 +85,50 @@ class Knobs:
     hot_swap_s: float = 180.0
 
 
+TWIN_PREFIX = "twin:"  # a base named "twin:RUN_ID": the scenario fitted to a stored run (the Twin page)
+
+
+def twin_base(run_id: str) -> str:
+    return TWIN_PREFIX + run_id
+
+
+def base_scenario(preset: str) -> Scenario:
+    """The scenario the knobs start from: a preset, or the twin fitted to a stored run ("twin:RUN_ID",
+    engine.twin.calibrate, cached per run file by dashboard.queries.twin); a GoodputError names a run that
+    is gone or has nothing to fit."""
+    if preset.startswith(TWIN_PREFIX):
+        store = Store(os.environ.get("GOODPUT_STORE") or None)  # the dashboard's store (dashboard.state)
+        run_id = preset[len(TWIN_PREFIX) :]
+        try:
+            version = store.path_of(run_id).stat().st_mtime_ns
+        except (OSError, GoodputError):
+            raise GoodputError(f"no run {run_id!r} in the store to plan from") from None
+        return _fitted(str(store.root), run_id, version)
+    return build(preset)
+
+
+@functools.lru_cache(maxsize=16)
+def _fitted(root: str, run_id: str, version: int) -> Scenario:
+    """The scenario fitted to one version of a run's file (a watched run grows: a new version is a new fit)."""
+    return calibrate(Store(root), run_id).scenario()
+
+
+def known_base(preset: str) -> bool:
+    """Whether `preset` names a preset or a twin that can be fitted now."""
+    if preset in PRESETS:
+        return True
+    if not preset.startswith(TWIN_PREFIX):
+        return False
+    try:
+        base_scenario(preset)
+    except GoodputError:
+        return False
+    return True
+
+
 def defaults(preset: str) -> Knobs:
-    """The knobs of a preset as it stands (its failures.scale folded into the rate)."""
-    base = build(preset)
+    """The knobs of a preset (or a twin, "twin:RUN_ID") as it stands (its failures.scale folded into the rate)."""
+    base = base_scenario(preset)
     given = base["training.checkpoint_write"]
     return Knobs(
         preset=preset,
@@ -182,7 +227,7 @@ def _number(text: str | None, default: float, low: float, high: float) -> float:
 def from_params(params: Mapping[str, str]) -> Knobs:
     """The knobs a URL names: its preset's defaults, overridden by every parameter that parses."""
     preset = params.get("preset", "demo")
-    knobs = defaults(preset if preset in PRESETS else "demo")
+    knobs = defaults(preset if known_base(preset) else "demo")
     changes: dict = {}
     for name, url, low, high in NUMERIC + RECOVERY_NUMERIC:
         value = _number(params.get(url), getattr(knobs, name), low, high)
@@ -223,7 +268,7 @@ def to_params(knobs: Knobs) -> dict[str, str]:
 
 
 def base_weights(preset: str) -> dict[str, float]:
-    return cause_weights(build(preset))
+    return cause_weights(base_scenario(preset))
 
 
 def write_seconds(knobs: Knobs) -> float:
@@ -279,7 +324,7 @@ def scenario_of(settings: tuple, *, telemetry: bool = False) -> Scenario:
     """The validated scenario of `settings_of` (GoodputError naming the key when the values do not fit, a
     strategy's knobs included: more warm standbys than spares, more replicas than job hosts)."""
     preset, values = settings
-    return build(preset).with_values({**dict(values), "simulation.telemetry": telemetry})
+    return base_scenario(preset).with_values({**dict(values), "simulation.telemetry": telemetry})
 
 
 def scenario(knobs: Knobs, *, telemetry: bool = False) -> Scenario:

@@ -68,7 +68,7 @@ def test_starts_from_the_selected_runs_preset(store_dir):
 
     run_id = Store(store_dir).write_run(simulate(build_scenario("demo", sets=["simulation.telemetry=false"])))
     at = open_page(PAGE, {"run": run_id})
-    [preset] = [box for box in at.selectbox if box.label == "Start from preset"]
+    [preset] = [box for box in at.selectbox if box.label == "Start from"]
     assert not at.exception and preset.value == "demo" and knob(at, "Job GPUs").value == 384
 
 

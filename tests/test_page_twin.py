@@ -75,3 +75,24 @@ def test_a_run_with_nothing_to_learn_says_so(store_dir):
     assert not at.exception
     # a day of telemetry: the shape is learned, the rate stays the default's and says so
     assert any("too few" in w.value or "no unexpected failure" in w.value for w in at.warning)
+
+
+def test_the_planner_starts_from_the_twin(fitted_run):
+    """The Twin page links to the Planner with the twin as its base; the Planner's knobs are the fitted ones."""
+    at = open_page(PAGE, {"run": fitted_run})
+    assert not at.exception
+    base = f"twin:{fitted_run}"
+    planner = open_page("app_pages/planner.py", {"run": fitted_run, "preset": base})
+    assert not planner.exception
+    assert planner.selectbox(key="planner_preset").value == base
+    assert planner.query_params["preset"] == base
+    # the rate knob starts at the fitted rate (the truth is 60 per 1,000 host-days), not llama3-405b's 3.79
+    rate = float(planner.query_params["rate"])
+    assert 30 < rate < 120
+    assert planner.query_params["cluster"] == "512"  # the demo cluster it learned, not 24,576 GPUs
+
+
+def test_a_twin_base_of_a_run_gone_falls_back_to_the_default(store_dir):
+    planner = open_page("app_pages/planner.py", {"preset": "twin:sim-20240101-000000-gone00"})
+    assert not planner.exception
+    assert planner.selectbox(key="planner_preset").value == "llama3-405b"

@@ -1,4 +1,5 @@
-"""Planner: start from a preset, move the knobs, read the closed-form ETTR and Young-Daly interval at once; run
+"""Planner: start from a preset or from the twin of a stored run (the scenario fitted to what it observed: its
+Twin page), move the knobs, read the closed-form ETTR and Young-Daly interval at once; run
 the simulator (one seed, many seeds, or a grid of settings) on the same knobs; keep a run, download its TOML.
 Choose how the job recovers from a failure, see which strategy wins at which job size, and whether warm
 standby hosts pay for themselves.
@@ -29,7 +30,7 @@ def page() -> None:
     st.download_button(
         "Download scenario",
         scenario.to_toml(),
-        file_name=f"planner-{preset}.toml",
+        file_name=f"planner-{preset.replace(':', '-')}.toml",  # a twin base is "twin:RUN_ID"
         mime="application/toml",
         on_click="ignore",
         help="`goodput simulate --scenario FILE` runs it from the command line",

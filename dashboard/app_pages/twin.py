@@ -13,6 +13,7 @@ import streamlit as st
 from dashboard import state, table_view
 from dashboard.charts import twin as charts
 from dashboard.format import fmt_gpu_hours, fmt_int, fmt_pct
+from dashboard.planner_model import twin_base
 from dashboard.queries import twin as queries
 from dashboard.text import code, md
 from engine.analysis.definitions import definition
@@ -143,6 +144,12 @@ def learned_section(fitted: Calibration) -> None:
         help="Each fitted key carries its estimate, interval, n and source as a comment; run it with "
         "`goodput simulate --scenario FILE`, or vary it with `goodput sweep --scenario FILE`.",
     )
+    st.page_link(
+        "app_pages/planner.py",
+        label="Plan from this twin: spares, checkpoints, recovery, a bigger job, for this cluster",
+        icon=":material/tune:",
+        query_params={"preset": twin_base(fitted.run_id)},
+    )
     st.caption(
         f"The same from a terminal: {code(f'goodput calibrate --run {fitted.run_id} --output twin.toml')}"
     )
@@ -255,7 +262,9 @@ def forecast_section(info: RunInfo, fitted: Calibration, since, until) -> None:
     settings = (int(seeds), float(days), float(work) or None)
     asked = button_box.button("Forecast", icon=":material/trending_up:", key="twin_run_forecast")
     if settings[2] is not None and settings[2] > settings[1]:
-        st.warning("The work left must fit within the days ahead: raise the days ahead.", icon=":material/warning:")
+        st.warning(
+            "The work left must fit within the days ahead: raise the days ahead.", icon=":material/warning:"
+        )
         return
     if not (asked or queries.is_cached(info.run_id, since, until, *settings)):
         st.caption(

@@ -16,7 +16,7 @@ from engine.analysis.definitions import definition
 from engine.analysis.ledger import LOSSES
 from engine.analysis.planner import closed_form_losses, placement_slowdown_of, spare_cover
 from engine.errors import GoodputError
-from engine.scenario import Scenario, build
+from engine.scenario import Scenario
 from engine.units import SECONDS_PER_DAY, SECONDS_PER_HOUR
 
 
@@ -30,7 +30,7 @@ def closed_form_section(preset: str, knobs: model.Knobs) -> Scenario | None:
         scenario, invalid = model.scenario(knobs), None
     except GoodputError as err:
         scenario, invalid = None, err
-    days_s = (scenario or build(preset)).duration_s  # the preset's days where the knobs make no scenario
+    days_s = (scenario or model.base_scenario(preset)).duration_s  # the base's days where the knobs make none
     st.subheader("Closed form")
     ettr_metrics(estimate, curve_args, optimum_s)
     cost_metrics(knobs, scenario, estimate, write_now, days_s)

@@ -1,4 +1,5 @@
-"""The preset and the knobs' first values (from the URL), kept in the URL as they move."""
+"""The base (a preset or a stored run's twin) and the knobs' first values (from the URL), kept in the URL as they
+move."""
 
 import streamlit as st
 
@@ -6,21 +7,35 @@ from dashboard import planner_knobs as knobs_ui
 from dashboard import planner_model as model
 from dashboard import state
 from dashboard.planner.common import knob_key
+from engine.report.visible_text import visible
 from engine.scenario import PRESETS
 
 
 def settings_section() -> tuple[str, model.Knobs]:
-    """The preset (the selected run's, else the URL's, else llama3-405b) and the knobs, kept in the URL."""
-    presets = list(PRESETS)
-    # start from the selected run's own preset (plan from what you are looking at), else the Llama 3 cluster
+    """The base (a preset, or the twin fitted to a stored run) and the knobs, kept in the URL. The base starts
+    as the selected run's own preset (plan from what you are looking at), else the URL's, else llama3-405b."""
+    runs = {model.twin_base(info.run_id): info for info in state.list_runs()}
+    bases = [*PRESETS, *runs]
     selected = state.selected_run()
     run_preset = selected.scenario.get("preset") if selected else None
-    start = run_preset if run_preset in presets else "llama3-405b"
+    start = run_preset if run_preset in PRESETS else "llama3-405b"
     wanted = st.query_params.get("preset", start)
+    if wanted not in bases or not model.known_base(wanted):
+        wanted = start
     preset = st.selectbox(
-        "Start from preset", presets, key=state.seed("planner_preset", wanted if wanted in presets else start)
+        "Start from",
+        bases,
+        key=state.seed("planner_preset", wanted),
+        format_func=lambda base: _base_label(base, runs),
+        help="A preset, or the twin of a run in the store: the scenario Goodput fitted to what that run "
+        "observed (the Twin page shows the fit, its intervals and how well it reproduces the run).",
     )
-    if preset != st.query_params.get("preset"):  # a new preset: its own defaults, not the old knobs
+    if not model.known_base(preset):
+        st.error(
+            "Nothing to learn from this run (see its Twin page); pick another base.", icon=":material/error:"
+        )
+        st.stop()
+    if preset != st.query_params.get("preset"):  # a new base: its own defaults, not the old knobs
         for name in model.URL_NAMES:
             st.query_params.pop(name, None)
         st.query_params["preset"] = preset
@@ -34,3 +49,11 @@ def settings_section() -> tuple[str, model.Knobs]:
         else:
             st.query_params.pop(name, None)
     return preset, knobs
+
+
+def _base_label(base: str, runs: dict) -> str:
+    """A preset by its name; a twin as "twin of <run label>" (the run's name shown as text, its id beside)."""
+    info = runs.get(base)
+    if info is None:
+        return base
+    return f"twin of {visible(info.name)} ({info.kind}, {info.run_id})"
