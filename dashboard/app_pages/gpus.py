@@ -12,6 +12,7 @@ import polars as pl
 import streamlit as st
 
 from dashboard import state
+from dashboard.charts import gpu_telemetry as telemetry_charts
 from dashboard.charts import gpus as charts
 from dashboard.format import fmt_duration, fmt_int
 from dashboard.gpus.common import SHORT_RUN_S, in_words, metric, table, times, when
@@ -288,7 +289,8 @@ def one_gpu(run: RunInfo, click: int | None) -> None:
         else f"{samples:,} samples averaged over {fmt_duration(telemetry['bucket_s'][0])} buckets."
     )
     st.plotly_chart(
-        charts.gpu_telemetry(telemetry, run.started_at, float(tdp) if tdp else None), width="stretch"
+        telemetry_charts.gpu_telemetry(telemetry, run.started_at, float(tdp) if tdp else None),
+        width="stretch",
     )
 
 
@@ -309,7 +311,7 @@ def prometheus_gpu(run: RunInfo, access, hostname: str, index: int) -> None:
     st.caption(
         f"{telemetry.height:,} points from {md(access.shown_url)}, one every {fmt_duration(telemetry['bucket_s'][0])}."
     )
-    st.plotly_chart(charts.gpu_telemetry(telemetry, run.started_at), width="stretch")
+    st.plotly_chart(telemetry_charts.gpu_telemetry(telemetry, run.started_at), width="stretch")
 
 
 def page(run_id: str) -> None:

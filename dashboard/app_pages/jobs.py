@@ -14,6 +14,7 @@ import streamlit as st
 
 from dashboard import exports, state, table_view
 from dashboard.charts import jobs as charts
+from dashboard.charts import queue as queue_charts
 from dashboard.format import fmt_duration, fmt_int, fmt_pct, fmt_time
 from dashboard.jobs.common import column, metric
 from dashboard.jobs.one_job import choose_job, one_job
@@ -193,23 +194,23 @@ def queue_section(run: RunInfo, jobs: pl.DataFrame, window: tuple[float, float])
     st.subheader("Queue and waits")
     waits = queries.wait_times(run.run_id, t0, t1)["wait_s"].to_numpy()
     queue = queries.queue(run.run_id, t0, width, BUCKETS, run.duration_s)
-    p50, p95 = charts.wait_percentiles(waits)
+    p50, p95 = queue_charts.wait_percentiles(waits)
     cols = st.columns(4)
     metric(cols[0], "jobs_started_in_window", fmt_int(len(waits)))
     metric(cols[1], "wait_p50", fmt_duration(p50))
     metric(cols[2], "wait_p95", fmt_duration(p95))
     metric(cols[3], "jobs_queued_mean", f"{queue['queued_jobs'].mean():,.1f}" if queue.height else "–")
-    st.plotly_chart(charts.queue_over_time(queue, run.started_at), width="stretch", key="jobs_queue")
+    st.plotly_chart(queue_charts.queue_over_time(queue, run.started_at), width="stretch", key="jobs_queue")
     cols = st.columns(2)
     cols[0].markdown("**How long jobs waited before their first start**")
-    cols[0].plotly_chart(charts.wait_histogram(waits), width="stretch", key="jobs_waits")
+    cols[0].plotly_chart(queue_charts.wait_histogram(waits), width="stretch", key="jobs_waits")
     cols[1].markdown("**Why they waited**")
     reasons = tables.why_waited(jobs)  # the table's rows, so the chart and the table count the same jobs
     metric(cols[1], "jobs_waited", fmt_int(reasons["jobs"].sum()), note="Of the jobs in the table below.")
     if reasons.is_empty():
         cols[1].info("No job in the table below waited.")
     else:
-        cols[1].plotly_chart(charts.why_waited(reasons), width="stretch", key="jobs_reasons")
+        cols[1].plotly_chart(queue_charts.why_waited(reasons), width="stretch", key="jobs_reasons")
         cols[1].caption(
             f"Of the {fmt_int(jobs.height)} jobs in the table below (its window and filters), each under "
             "the reason it waited longest for: "
@@ -238,7 +239,9 @@ def utilisation_section(run: RunInfo, window: tuple[float, float]) -> None:
     metric(cols[2], "fragmentation_mean", fmt_pct(frag["fragmentation"].mean()) if frag.height else "–")
     if gpu_total:
         st.plotly_chart(
-            charts.utilisation_and_fragmentation(util, frag, run.started_at), width="stretch", key="jobs_util"
+            queue_charts.utilisation_and_fragmentation(util, frag, run.started_at),
+            width="stretch",
+            key="jobs_util",
         )
         st.caption(
             f"{BUCKETS} buckets of {fmt_duration(width)} from {fmt_time(run.started_at, t0)} to "

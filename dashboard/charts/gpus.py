@@ -1,5 +1,6 @@
 """GPUs charts: the health grid, health counts, XID counts (in total, over time, or event by event for a short
-observed run), ECC trends, the history of repeat offenders, one GPU's telemetry.
+observed run), ECC trends. The lemons and the repeat offenders' history are in dashboard.charts.lemons, one
+GPU's telemetry and a watched fleet's band in dashboard.charts.gpu_telemetry.
 
 Every colour and label comes from engine.report.palette, as on the other pages and in the HTML export: a state, a
 cause or an XID code has one colour and one name in words on every chart. XID codes are categories, never a
@@ -12,9 +13,16 @@ from datetime import datetime
 import numpy as np
 import plotly.graph_objects as go
 import polars as pl
-from plotly.subplots import make_subplots
 
 from dashboard.charts.common import as_time, count_axis, hover_time, time_axis
+
+# named here too for the tests that read them through this module (tests/test_charts_gpus.py,
+# tests/test_charts_pages.py, tests/test_charts_unknown_start.py, tests/test_page_gpus*.py)
+from dashboard.charts.gpu_telemetry import fleet_band as fleet_band
+from dashboard.charts.gpu_telemetry import gpu_telemetry as gpu_telemetry
+from dashboard.charts.lemons import clicked_gpu as clicked_gpu
+from dashboard.charts.lemons import lemon_truth as lemon_truth
+from dashboard.charts.lemons import offender_history as offender_history
 from dashboard.format import fmt_duration
 from dashboard.text import plot, plot_expr
 from engine.analysis.definitions import definition
@@ -27,8 +35,6 @@ from engine.report.palette import (
     OTHER_COLOUR,
     UNKNOWN_STATE_COLOUR,
     UNKNOWN_STATE_LABEL,
-    category_of,
-    cause_colour,
     cause_label,
     xid_colour,
     xid_label,
@@ -48,7 +54,6 @@ GPU_STATE_LABELS: dict[str, str] = {
     "failed": GPU_FAILED_LABEL,
     "unknown": UNKNOWN_STATE_LABEL,
 }
-TDP_COLOUR = "#c92a2a"  # the TDP line on the power panel: a limit, not a state
 
 
 def gpu_state_label(state: str) -> str:
@@ -199,85 +204,6 @@ def xid_strip(events: pl.DataFrame, started_at: datetime) -> go.Figure:
         type="category", categoryorder="array", categoryarray=[xid_label(x) for x in reversed(order)]
     )
     return time_axis(fig, started_at, "milliseconds", tickformat="%H:%M:%S", title="time (UTC)")
-
-
-SYMBOLS = ("diamond", "circle", "square", "triangle-up", "x", "star", "cross", "hexagon")
-
-
-def offender_history(incidents: pl.DataFrame, started_at: datetime) -> go.Figure:
-    """Each incident of the repeat offenders (columns label, t_s, cause) as a marker on the offender's row,
-    in the order the rows come. A cause, named in words, takes its category's colour and a symbol of its own
-    in that category."""
-    fig = go.Figure()
-    incidents = incidents.with_columns(plot_expr("label"))  # hostnames: Plotly text only as entities
-    causes = sorted(incidents["cause"].unique().to_list(), key=lambda c: (category_of(c), c))
-    rank_in_category: dict[str, int] = {}
-    for cause in causes:
-        symbol = SYMBOLS[rank_in_category.get(category_of(cause), 0) % len(SYMBOLS)]
-        rank_in_category[category_of(cause)] = rank_in_category.get(category_of(cause), 0) + 1
-        part = incidents.filter(pl.col("cause") == cause)
-        gpu = part["gpu_id"].to_list() if "gpu_id" in part.columns else [None] * part.height
-        fig.add_trace(
-            go.Scatter(
-                x=as_time(started_at, part["t_s"].to_numpy()),
-                y=part["label"].to_list(),
-                mode="markers",
-                name=plot(cause_label(cause)),
-                marker={"size": 11, "symbol": symbol, "color": cause_colour(cause)},
-                customdata=gpu,  # what a click hands the page: the GPU to open (None: a host-level incident)
-                text=[f"GPU {g}" if g is not None else "the host" for g in gpu],
-                hovertemplate="%{y}<br>%{x}<br>%{text}<extra>%{fullData.name}</extra>",
-            )
-        )
-    labels = incidents["label"].unique(maintain_order=True).to_list()
-    fig.update_layout(height=max(200, 28 * len(labels) + 100), margin={"l": 10, "r": 10, "t": 10, "b": 10})
-    fig.update_yaxes(type="category", categoryorder="array", categoryarray=list(reversed(labels)))
-    return time_axis(fig, started_at)
-
-
-def clicked_gpu(selection) -> int | None:
-    """The GPU id (customdata) of the first selected offender incident on a GPU, else None."""
-    points = (
-        (selection or {}).get("points", [])
-        if isinstance(selection, dict)
-        else getattr(selection, "points", [])
-    )
-    for point in points or []:
-        if isinstance(point.get("customdata"), int | float):
-            return int(point["customdata"])
-    return None
-
-
-TELEMETRY_PANELS = (("temp_c", "temperature (°C)"), ("power_w", "power (W)"), ("util_pct", "utilisation (%)"))
-FEW_POINTS = 50  # below this many buckets a line gets its markers too: one scrape is one point, not nothing
-
-
-def gpu_telemetry(samples: pl.DataFrame, started_at: datetime, tdp_w: float | None = None) -> go.Figure:
-    """Temperature, power and utilisation over time (columns t_s and TELEMETRY_PANELS), one panel each."""
-    fig = make_subplots(
-        rows=len(TELEMETRY_PANELS),
-        cols=1,
-        shared_xaxes=True,
-        vertical_spacing=0.05,
-        subplot_titles=[title for _, title in TELEMETRY_PANELS],
-    )
-    x = as_time(started_at, samples["t_s"].to_numpy())
-    mode = "lines+markers" if samples.height < FEW_POINTS else "lines"
-    for i, (column, title) in enumerate(TELEMETRY_PANELS, start=1):
-        fig.add_trace(
-            go.Scatter(x=x, y=samples[column].to_numpy(), mode=mode, name=title, showlegend=False),
-            row=i,
-            col=1,
-        )
-    if tdp_w:
-        fig.add_hline(y=tdp_w, line_dash="dot", line_color=TDP_COLOUR, annotation_text="TDP", row=2, col=1)
-    fig.update_layout(height=560, margin={"l": 10, "r": 10, "t": 30, "b": 10})
-    dated = {}
-    if samples.height and samples["t_s"].max() - samples["t_s"].min() < 1.0:
-        # one scrape: a minute around it, so the axis reads as a time, not as milliseconds around one point
-        t = as_time(started_at, np.array([samples["t_s"].min() - 30.0, samples["t_s"].max() + 30.0]))
-        dated = {"range": list(t), "tickformat": "%H:%M:%S"}
-    return time_axis(fig, started_at, **dated)
 
 
 FILTERED_OUT = "filtered out"
@@ -452,100 +378,3 @@ def ecc_trend(trend: pl.DataFrame, labels: dict[int, str], started_at: datetime)
         },
     )
     return time_axis(fig, started_at, precision="minutes")
-
-
-# The lemon rule against the ground truth: bad hosts in the red of a fault, good ones in a neutral grey-blue, so
-# the eye finds the bad hosts' bars; the flagged side of the threshold is shaded, not coloured, to keep both.
-BAD_HOST_COLOUR = "#c92a2a"
-GOOD_HOST_COLOUR = "#74a9cf"
-FLAGGED_SHADE = "#fff3bf"
-
-
-def lemon_truth(counts: pl.DataFrame, failures: int) -> go.Figure:
-    """Bad and good hosts (ground truth) by their most repair-sending incidents in one window (columns
-    most_in_window, bad, hosts from dashboard.queries.gpus.lemon_truth_counts), each as the share of its own
-    group, so a few bad hosts among thousands still show; the bars' text gives the hosts. Hosts at or right of
-    the dashed line (`failures`, repair.lemon_failures) meet the lemon rule: the bad hosts' share there is the
-    rule's recall."""
-    largest = max(int(counts["most_in_window"].max() or 0), failures)
-    fig = go.Figure()
-    fig.add_vrect(
-        x0=failures - 0.5, x1=largest + 0.5, fillcolor=FLAGGED_SHADE, opacity=0.6, line_width=0, layer="below"
-    )
-    for bad, name, colour in ((True, "Bad hosts", BAD_HOST_COLOUR), (False, "Good hosts", GOOD_HOST_COLOUR)):
-        part = counts.filter(pl.col("bad") == bad).sort("most_in_window")
-        total = int(part["hosts"].sum())
-        hosts = part["hosts"].to_list()
-        fig.add_trace(
-            go.Bar(
-                x=part["most_in_window"].to_list(),
-                y=[100.0 * n / total for n in hosts] if total else [],
-                text=[f"{n:,}" for n in hosts],
-                textposition="outside",
-                name=f"{name} ({total:,})",
-                marker_color=colour,
-                hovertemplate=f"{name}: %{{text}} hosts (%{{y:.1f}}% of them)<br>"
-                "at most %{x} incidents in one window<extra></extra>",
-            )
-        )
-    fig.add_vline(
-        x=failures - 0.5,
-        line_dash="dash",
-        line_color="#495057",
-        annotation_text=f"lemon rule: {failures} or more are flagged",
-        annotation_position="top right",
-    )
-    fig.update_layout(
-        barmode="group",
-        height=340,
-        margin={"l": 10, "r": 10, "t": 30, "b": 10},
-        legend={"orientation": "h", "y": -0.25},
-    )
-    fig.update_xaxes(
-        title="most repair-sending incidents of a host in one window",
-        range=[-0.5, largest + 0.5],
-        dtick=1,
-        tickformat=",d",
-    )
-    fig.update_yaxes(title="share of the group's hosts (%)", rangemode="tozero", range=[0, 115])
-    return fig
-
-
-# The fleet window's lines (engine.ingest.prometheus.FleetWindow.band): the spread across every GPU at each step.
-FLEET_LINES = (
-    ("max", "max", "#c92a2a"),
-    ("p99", "99th percentile", "#e8590c"),
-    ("p50", "median", "#1c7ed6"),
-    ("min", "min", "#868e96"),
-)
-
-
-def fleet_band(band: pl.DataFrame, unit: str) -> go.Figure:
-    """The fleet's spread over time: max, p99, median and min across GPUs at each step (columns t in epoch
-    seconds, then FLEET_LINES' columns); the area between min and max is shaded."""
-    x = np.datetime64("1970-01-01T00:00:00", "ms") + np.rint(band["t"].to_numpy() * 1000.0).astype(
-        "timedelta64[ms]"
-    )
-    fig = go.Figure()
-    for i, (column, name, colour) in enumerate(reversed(FLEET_LINES)):  # min first, so max fills down to it
-        fig.add_trace(
-            go.Scatter(
-                x=x,
-                y=band[column].to_numpy(),
-                mode="lines",
-                name=name,
-                line={"color": colour, "width": 1.5 if column in ("max", "p50") else 1},
-                fill="tonexty" if i else None,
-                fillcolor="rgba(201, 42, 42, 0.06)",
-                hovertemplate=f"{name}: %{{y:.1f}} {unit}<extra></extra>",
-            )
-        )
-    fig.update_layout(
-        height=340,
-        margin={"l": 10, "r": 10, "t": 10, "b": 10},
-        yaxis_title=unit,
-        legend={"orientation": "h", "y": 1.08, "traceorder": "reversed"},
-        hovermode="x unified",
-    )
-    fig.update_xaxes(hoverformat="%Y-%m-%d %H:%M:%S UTC")
-    return fig

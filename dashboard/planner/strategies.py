@@ -7,7 +7,7 @@ import streamlit as st
 
 from dashboard import planner_model as model
 from dashboard import state, table_view
-from dashboard.charts import planner as charts
+from dashboard.charts import strategies as strategy_charts
 from dashboard.format import DASH, fmt_duration, fmt_gpu_hours, fmt_pct, fmt_usd
 from dashboard.planner.common import BESIDE, Plan, column, executor, metric, with_progress
 from dashboard.text import md
@@ -56,7 +56,7 @@ def scale_tab(plan: Plan) -> None:
         "Job sizes (GPUs)",
         list(scale.SIZES_GPUS),
         key=state.seed("planner_scale_sizes", list(scale.SIZES_GPUS)),
-        format_func=charts.gpus_text,
+        format_func=strategy_charts.gpus_text,
     )
     seeds = cols[1].slider("Seeds per point", 2, 30, key=state.seed("planner_scale_seeds", scale.SEEDS))
     try:
@@ -108,7 +108,7 @@ def scale_result(plan: Plan, result: tuple) -> None:
             **BESIDE,
         )
     st.plotly_chart(
-        charts.scale_chart(bands, scale.STRATEGY_LABELS, ran_seeds, plan.scenario["training.gpus"]),
+        strategy_charts.scale_chart(bands, scale.STRATEGY_LABELS, ran_seeds, plan.scenario["training.gpus"]),
         width="stretch",
     )
     table_view.dataframe(
@@ -214,7 +214,7 @@ def standby_result(plan: Plan, result: tuple, counts: list[int]) -> None:
         else f"they still pay at {max(counts):,}",
         **BESIDE,
     )
-    st.plotly_chart(charts.break_even_chart(bands, current, verdict.break_even), width="stretch")
+    st.plotly_chart(strategy_charts.break_even_chart(bands, current, verdict.break_even), width="stretch")
     table_view.dataframe(
         bands.select(
             "standbys", "won_usd_mean", "standby_usd_mean", "net_usd_mean", "net_usd_p10", "net_usd_p90"

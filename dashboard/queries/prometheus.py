@@ -8,8 +8,8 @@ import streamlit as st
 
 from engine.errors import GoodputError
 
-# The DCGM series of the telemetry panels (dashboard.charts.gpus.TELEMETRY_PANELS): a watched run keeps no samples,
-# so one GPU's window is asked of Prometheus, down-sampled there to about the points the chart draws.
+# The DCGM series of the telemetry panels (dashboard.charts.gpu_telemetry.TELEMETRY_PANELS): a watched run keeps
+# no samples, so one GPU's window is asked of Prometheus, down-sampled there to about the points the chart draws.
 PROMETHEUS_PANELS = {
     "temp_c": "DCGM_FI_DEV_GPU_TEMP",
     "power_w": "DCGM_FI_DEV_POWER_USAGE",
