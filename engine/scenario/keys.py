@@ -40,8 +40,9 @@ def _slow_keys(cause: str, what: str, factor: float, factor_source: str) -> tupl
             0.0,
             f"fail-slow episodes of {what} per 1,000 host-days; 0: none (the default, so every calibrated preset "
             "stays as published: their measured ETTRs and times to train already hold whatever slowness those "
-            "clusters had). FALCON (arXiv 2410.12588, ATC'25) saw fail-slows delay large jobs 1.34x on average; "
-            "a rate near 1 a cause (4 in all) with the default durations and factors gives a 2,048-host job about that",
+            "clusters had). FALCON (arXiv 2410.12588, ATC'25) saw fail-slows delay large jobs 1.34x on average: 4 "
+            "a cause (16 in all) with the default durations and factors give a 2,048-host job that (Goodput's "
+            "calibration, tests/test_fail_slow.py)",
             minimum=0,
         ),
         _k(

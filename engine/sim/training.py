@@ -312,5 +312,7 @@ class FlagshipJob:
         cycles, into = divmod(elapsed, self._cycle())
         done = cycles * self.checkpoint_interval + min(into, self.checkpoint_interval)  # trained this attempt
         target = done + seconds
-        whole = math.ceil(target / self.checkpoint_interval) - 1  # checkpoints written before the work is done
+        whole = (
+            math.ceil(target / self.checkpoint_interval) - 1
+        )  # checkpoints written before the work is done
         return max(target + whole * self.checkpoint_write - elapsed, 0.0)
