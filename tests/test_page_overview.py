@@ -54,7 +54,7 @@ def test_headline_figures_of_the_hand_made_run(store_dir):
     assert not at.exception
     # every figure follows from tests/runs.py: ETTR 152,400 / 172,800 s; 16 GPUs x 20,400 s lost; ...
     assert metrics(at) == {
-        "ETTR (goodput)": ("88.2%", "-1.8 pp vs closed form 90.0%"),
+        "ETTR (goodput)": ("88.2%", "-1.8 pts vs closed form 90.0%"),
         "Job MTTF": ("24.0 h", None),
         "Interruptions": ("3", "2 unexpected · 1 planned"),
         "Goodput lost": ("90.7 GPU-h", "$227"),

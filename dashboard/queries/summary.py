@@ -64,7 +64,7 @@ def _job_headline(summary: RunSummary) -> list[Headline]:
     ettr, closed = summary.figure("ettr"), summary.figure("closed_form_ettr")
     if ettr is not None:
         delta = (
-            f"{(ettr - closed) * 100:+.1f} pp vs closed form {fmt_pct(closed)}"
+            f"{(ettr - closed) * 100:+.1f} pts vs closed form {fmt_pct(closed)}"
             if closed is not None
             else None
         )
