@@ -8,6 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dashboard import planner_model as model
+from dashboard.planner import sweep_params
 from engine.analysis.analytics import closed_form_ettr, young_daly_interval
 from engine.analysis.planner import (
     category_scale,
@@ -182,7 +183,7 @@ def test_closed_form_losses_when_failures_outrun_progress():
         gpu_hour_usd=1.0,
     )
     assert frame["gpu_hours"].to_list() == pytest.approx(
-        [96.0, 96.0, 0.0, 0.0, 0.0, 0.0]
+        [96.0, 96.0, 0.0, 0.0, 0.0, 0.0, 0.0]
     )  # T/2 = R: half each
 
 
@@ -232,8 +233,9 @@ def test_loss_table_puts_the_simulation_beside_the_closed_form():
         5.0,
         0.0,
         0.0,
-    ]  # no degraded, no placement_slowdown
-    assert table["sim_usd"].to_list() == [25.0, 50.0, 2.5, 12.5, 0.0, 0.0]
+        0.0,
+    ]  # no degraded, no fail-slow slowdown, no placement_slowdown
+    assert table["sim_usd"].to_list() == [25.0, 50.0, 2.5, 12.5, 0.0, 0.0, 0.0]
     slowed = {"job": {**summary["job"], "gpus": 384, "productive_hours": 10.0, "placement_slowdown": 1.25}}
     table = loss_table(slowed, s)
     assert table["sim_gpu_hours"][-1] == pytest.approx(
@@ -246,30 +248,30 @@ def test_loss_table_puts_the_simulation_beside_the_closed_form():
 
 def test_sweep_values_parse_and_validate():
     s = build("demo")
-    axis, numbers = model.parse_values(s, "training.checkpoint_interval", "10m, 20m,1h")
+    axis, numbers = sweep_params.parse_values(s, "training.checkpoint_interval", "10m, 20m,1h")
     assert axis.values == ("10m", "20m", "1h") and numbers == [600.0, 1200.0, 3600.0]
-    axis, numbers = model.parse_values(s, "training.checkpoint_write", "30s,1m")
+    axis, numbers = sweep_params.parse_values(s, "training.checkpoint_write", "30s,1m")
     assert axis.values == ('"30s"', '"1m"') and numbers == [30.0, 60.0]
     with pytest.raises(GoodputError, match="twice"):
-        model.parse_values(s, "spares.hosts", "1,1")
+        sweep_params.parse_values(s, "spares.hosts", "1,1")
     with pytest.raises(GoodputError, match="spares.hosts"):
-        model.parse_values(s, "spares.hosts", "1,x")
+        sweep_params.parse_values(s, "spares.hosts", "1,x")
     with pytest.raises(GoodputError, match="at least one"):
-        model.parse_values(s, "spares.hosts", " , ")
+        sweep_params.parse_values(s, "spares.hosts", " , ")
 
 
-@pytest.mark.parametrize("param", model.SWEEP_PARAMS, ids=lambda p: p.key)
+@pytest.mark.parametrize("param", sweep_params.SWEEP_PARAMS, ids=lambda p: p.key)
 def test_default_values_are_four_valid_values(param):
     s = build("demo")
-    axis, numbers = model.parse_values(s, param.key, model.default_values(s, param.key))
+    axis, numbers = sweep_params.parse_values(s, param.key, sweep_params.default_values(s, param.key))
     assert 2 <= len(numbers) <= 4 and numbers == sorted(numbers)
 
 
 def test_default_intervals_straddle_the_young_daly_optimum():
     s = build("llama3-405b", sets=['training.checkpoint_write="60s"'])
     optimum = young_daly_interval(60.0, closed_form_of(s).mttf_s)
-    _, numbers = model.parse_values(
-        s, "training.checkpoint_interval", model.default_values(s, "training.checkpoint_interval")
+    _, numbers = sweep_params.parse_values(
+        s, "training.checkpoint_interval", sweep_params.default_values(s, "training.checkpoint_interval")
     )
     assert numbers[1] < optimum < numbers[2]  # 19.3 min between 15 min and 30 min
     assert numbers == [300.0, 900.0, 1800.0, 3600.0]  # round values (the issue: not 1,437.7 s)
@@ -277,24 +279,26 @@ def test_default_intervals_straddle_the_young_daly_optimum():
 
 def test_default_values_are_round():
     s = build("llama3-405b")
-    assert model.default_values(s, "training.checkpoint_interval") == "2m,3m,5m,15m"  # Young-Daly ~4.5 min
-    assert model.default_values(s, "training.checkpoint_write") == "1s,2s,5s,10s"  # ~3.3 s
-    assert model.default_values(s, "training.restart_overhead") == "3m,10m,15m,30m"
-    assert model.default_values(s, "failures.rate_per_1000_node_days") == "1.5,2.5,5,10"  # around 3.79
-    assert model.default_values(s, "spares.hosts") == "15,30,60,150"
-    assert model.default_values(s, "repair.fix") == "90m,3h,6h,12h"
-    assert model.default_values(build("demo"), "training.checkpoint_write") == "0.025s,0.05s,0.1s,0.2s"
+    assert (
+        sweep_params.default_values(s, "training.checkpoint_interval") == "2m,3m,5m,15m"
+    )  # Young-Daly ~4.5 min
+    assert sweep_params.default_values(s, "training.checkpoint_write") == "1s,2s,5s,10s"  # ~3.3 s
+    assert sweep_params.default_values(s, "training.restart_overhead") == "3m,10m,15m,30m"
+    assert sweep_params.default_values(s, "failures.rate_per_1000_node_days") == "1.5,2.5,5,10"  # around 3.79
+    assert sweep_params.default_values(s, "spares.hosts") == "15,30,60,150"
+    assert sweep_params.default_values(s, "repair.fix") == "90m,3h,6h,12h"
+    assert sweep_params.default_values(build("demo"), "training.checkpoint_write") == "0.025s,0.05s,0.1s,0.2s"
 
 
 def test_young_daly_curve_follows_the_row_settings():
     s = build("llama3-405b", sets=['training.checkpoint_write="60s"'])
-    flat = model.young_daly_curve(s, "training.restart_overhead", ("5m", "20m"))
+    flat = sweep_params.young_daly_curve(s, "training.restart_overhead", ("5m", "20m"))
     assert flat[0] == flat[1]
-    bent = model.young_daly_curve(s, "failures.rate_per_1000_node_days", ("1", "4"))
+    bent = sweep_params.young_daly_curve(s, "failures.rate_per_1000_node_days", ("1", "4"))
     assert bent[0] == pytest.approx(
         2 * bent[1]
     )  # sqrt(2 w / (N lambda)): four times the rate, half the interval
-    assert model.young_daly_curve(s, "failures.rate_per_1000_node_days", ("0",)) == [math.inf]
+    assert sweep_params.young_daly_curve(s, "failures.rate_per_1000_node_days", ("0",)) == [math.inf]
 
 
 def test_processes_only_where_they_pay_off(monkeypatch):

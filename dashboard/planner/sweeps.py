@@ -9,6 +9,7 @@ import streamlit as st
 from dashboard import planner_model as model
 from dashboard import state, table_view
 from dashboard.charts import planner as charts
+from dashboard.planner import sweep_params
 from dashboard.planner.common import Plan, column, executor, knob_key
 from dashboard.text import md
 from engine.errors import GoodputError
@@ -22,7 +23,7 @@ def sweeps_tab(plan: Plan) -> None:
         "One or two settings over a grid, each point run with several seeds (the same seeds at every "
         "point, so points differ by their settings, not their luck)."
     )
-    labels = {p.key: p.label for p in model.SWEEP_PARAMS}
+    labels = {p.key: p.label for p in sweep_params.SWEEP_PARAMS}
     sweep_controls(plan, labels)
     result = st.session_state.get("planner_sweep")
     if result is not None:
@@ -41,7 +42,8 @@ def sweep_controls(plan: Plan, labels: dict[str, str]) -> None:
         key=state.seed("planner_sweep_x", CHECKPOINT_INTERVAL),
     )
     x_text = cols[0].text_input(
-        "x values", key=knob_key(preset, f"sweep_values:{x_key}", model.default_values(scenario, x_key))
+        "x values",
+        key=knob_key(preset, f"sweep_values:{x_key}", sweep_params.default_values(scenario, x_key)),
     )
     y_options = ["", *[k for k in labels if k != x_key]]
     y_key = cols[1].selectbox(
@@ -53,7 +55,7 @@ def sweep_controls(plan: Plan, labels: dict[str, str]) -> None:
     y_text = (
         cols[1].text_input(
             "y values",
-            key=knob_key(preset, f"sweep_values:{y_key}", model.default_values(scenario, y_key)),
+            key=knob_key(preset, f"sweep_values:{y_key}", sweep_params.default_values(scenario, y_key)),
             disabled=not y_key,
         )
         if y_key
@@ -61,11 +63,11 @@ def sweep_controls(plan: Plan, labels: dict[str, str]) -> None:
     )
     sweep_seeds = st.slider("Seeds per point", 1, 50, key=state.seed("planner_sweep_seeds", 3))
     try:
-        x_axis, x_numbers = model.parse_values(scenario, x_key, x_text)
+        x_axis, x_numbers = sweep_params.parse_values(scenario, x_key, x_text)
         axes = [x_axis]
         y_numbers: list[float] = []
         if y_key:
-            y_axis, y_numbers = model.parse_values(scenario, y_key, y_text)
+            y_axis, y_numbers = sweep_params.parse_values(scenario, y_key, y_text)
             axes.append(y_axis)
     except GoodputError as err:
         st.error(md(err))
@@ -123,7 +125,7 @@ def sweep_chart(base, axes: list, xs: list[float], ys: list[float], frame: pl.Da
     """Mean ETTR over one setting (a line with its band and the closed form) or two (a heatmap, with
     Young-Daly's interval drawn where one of them is the checkpoint interval)."""
     summary = bands(frame, by=["point"]).sort("point")
-    x_param = model.SWEEP_BY_KEY[axes[0].key]
+    x_param = sweep_params.SWEEP_BY_KEY[axes[0].key]
     if len(axes) == 1:
         return charts.sweep_line(
             xs,
@@ -134,12 +136,12 @@ def sweep_chart(base, axes: list, xs: list[float], ys: list[float], frame: pl.Da
             x_duration=x_param.duration,
             closed_form=summary["closed_form_ettr_mean"].to_list(),
         )
-    y_param = model.SWEEP_BY_KEY[axes[1].key]
+    y_param = sweep_params.SWEEP_BY_KEY[axes[1].key]
     means = summary["ettr_mean"].to_list()  # grid order: x slowest, y fastest
     grid = [[means[i * len(ys) + j] for i in range(len(xs))] for j in range(len(ys))]
     on = "x" if x_param.key == CHECKPOINT_INTERVAL else "y" if y_param.key == CHECKPOINT_INTERVAL else None
     other = axes[1] if on == "x" else axes[0]
-    curve = model.young_daly_curve(base, other.key, other.values) if on else None
+    curve = sweep_params.young_daly_curve(base, other.key, other.values) if on else None
     return charts.sweep_heatmap(
         grid,
         xs,
