@@ -116,21 +116,38 @@ def simulate(
 
 
 def _pipeline(durations: Durations, order: list[tuple[int, int, int]], ready: np.ndarray) -> np.ndarray:
-    """When each stage's last compute ends [stages, steps, dp], from when its head ended (`ready`)."""
+    """When each stage's last compute ends [stages, steps, dp], from when its head ended (`ready`). Arrays are
+    updated in place and recycled: a large timeline allocates nothing per op."""
     stages = ready.shape[0]
-    last = list(ready)
+    last = ready  # the caller's own array, updated in place
     ends: dict[tuple[int, int, int], np.ndarray] = {}
+    spare: list[np.ndarray] = []
     for kind, s, k in order:
         if kind == _F:
-            duration, upstream, latency = durations.forward[s][k], (_F, s - 1, k), durations.fwd_latency
+            duration, upstream, latency = durations.forward[s][k], (_F, s - 1, k), durations.fwd_latency[s][k]
         else:
-            duration, upstream, latency = durations.backward[s][k], (_B, s + 1, k), durations.bwd_latency
+            duration, upstream, latency = (
+                durations.backward[s][k],
+                (_B, s + 1, k),
+                durations.bwd_latency[s][k],
+            )
         arrival = ends.pop(upstream, None)
-        start = last[s] if arrival is None else np.maximum(last[s], arrival + latency[s][k])
-        last[s] = start + duration
+        if arrival is not None:
+            if not _zero(latency):
+                np.add(arrival, latency, out=arrival)
+            np.maximum(last[s], arrival, out=last[s])
+            spare.append(arrival)
+        np.add(last[s], duration, out=last[s])
         if kind == _F and s < stages - 1 or kind == _B and s > 0:
-            ends[(kind, s, k)] = last[s]
-    return np.stack(last)
+            keep = spare.pop() if spare else np.empty_like(last[s])
+            np.copyto(keep, last[s])
+            ends[(kind, s, k)] = keep
+    return last
+
+
+def _zero(a: np.ndarray) -> bool:
+    """True for a broadcast zero (no transfer recorded), without reading a whole array."""
+    return all(stride == 0 for stride in a.strides) and a.flat[0] == 0.0
 
 
 def _phase(

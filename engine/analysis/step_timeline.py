@@ -86,8 +86,8 @@ def layout(ops: pl.DataFrame, where: str = "step timeline") -> Timeline:
     check_columns(ops, where)
     if ops.height == 0:
         raise GoodputError(f"{where}: no operations")
-    frame = _indexed(ops, where)
-    n, dp, stages = int(frame["si"].max()) + 1, int(frame["dp_rank"].max()) + 1, int(frame["stage"].max()) + 1
+    frame, steps = _indexed(ops, where)
+    n, dp, stages = steps.len(), int(frame["dp_rank"].max()) + 1, int(frame["stage"].max()) + 1
     compute = frame.filter(pl.col("optype").is_in([FORWARD, BACKWARD]))
     if compute.height == 0:
         raise GoodputError(f"{where}: no {FORWARD} operation")
@@ -96,20 +96,20 @@ def layout(ops: pl.DataFrame, where: str = "step timeline") -> Timeline:
     limits.check_at_most(
         n * dp * stages * m, limits.MAX_STEP_TIMELINE_CELLS, f"{where}: steps x workers x microbatches"
     )
-    forward = _dense(compute.filter(pl.col("optype") == FORWARD), (n, dp, stages, m), "mb", where, FORWARD)
-    has_backward = (compute["optype"] == BACKWARD).any()
-    backward = (
-        _dense(compute.filter(pl.col("optype") == BACKWARD), (n, dp, stages, m), "mb", where, BACKWARD)
-        if has_backward
-        else None
-    )
+    durations, starts, has_backward = _dense(compute, (n, dp, stages, m), where)
+    del compute
+    if has_backward:
+        first, last = starts.min(axis=(3, 4)), (starts + durations).max(axis=(3, 4))
+    else:
+        first, last = starts[..., 0].min(axis=3), (starts[..., 0] + durations[..., 0]).max(axis=3)
+    forward, backward = durations[..., 0], durations[..., 1] if has_backward else None
+    del starts
     fwd_latency, bwd_latency = _latencies(frame, (n, dp, stages, m))
-    phased = _phases(frame, compute)
+    phased = _phases(frame, first.reshape(-1), last.reshape(-1), (dp, stages))
     head, head_slots = _slots(phased.filter(pl.col("phase") == "head"), (n, dp, stages))
     tail, tail_slots = _slots(phased.filter(pl.col("phase") == "tail"), (n, dp, stages))
-    steps = frame.select("step", "si").unique("si").sort("si")["step"].to_numpy()
     return Timeline(
-        steps=steps,
+        steps=steps.to_numpy(),
         dp=dp,
         stages=stages,
         microbatches=m,
@@ -126,8 +126,9 @@ def layout(ops: pl.DataFrame, where: str = "step timeline") -> Timeline:
     )
 
 
-def _indexed(ops: pl.DataFrame, where: str) -> pl.DataFrame:
-    """The rows with typed columns, an end time and `si`, the step's index (0 for the first step)."""
+def _indexed(ops: pl.DataFrame, where: str) -> tuple[pl.DataFrame, pl.Series]:
+    """The rows with typed columns, an end time and `si`, the step's index (0 for the first step), and the
+    step numbers in order."""
     frame = ops.select(
         pl.col("dp_rank").cast(pl.Int64),
         pl.col("stage").cast(pl.Int64),
@@ -137,24 +138,19 @@ def _indexed(ops: pl.DataFrame, where: str) -> pl.DataFrame:
         pl.col("duration").cast(pl.Float64),
         (pl.col("mb_id").cast(pl.Int64) if "mb_id" in ops.columns else pl.lit(None, pl.Int64)).alias("mb_id"),
     )
-    bad = frame.select(
-        dp=(pl.col("dp_rank") < 0) | pl.col("dp_rank").is_null(),
-        stage=(pl.col("stage") < 0) | pl.col("stage").is_null(),
-        step=pl.col("step").is_null(),
-        optype=pl.col("optype").is_null(),
-        start_ts=pl.col("start_ts").is_null()
-        | pl.col("start_ts").is_nan()
-        | pl.col("start_ts").is_infinite(),
-        duration=(pl.col("duration") < 0)
-        | pl.col("duration").is_null()
-        | pl.col("duration").is_nan()
-        | pl.col("duration").is_infinite(),
-    ).with_row_index("row")
-    for column in ("dp", "stage", "step", "optype", "start_ts", "duration"):
-        rows = bad.filter(pl.col(column))["row"]
-        if rows.len():
-            name = {"dp": "dp_rank"}.get(column, column)
-            raise GoodputError(f"{where}: row {int(rows[0]) + 1}: column {name!r} is missing or invalid")
+    checks = {
+        "dp_rank": (pl.col("dp_rank") < 0) | pl.col("dp_rank").is_null(),
+        "stage": (pl.col("stage") < 0) | pl.col("stage").is_null(),
+        "step": pl.col("step").is_null(),
+        "optype": pl.col("optype").is_null(),
+        "start_ts": pl.col("start_ts").is_null() | ~pl.col("start_ts").is_finite(),
+        "duration": (pl.col("duration") < 0) | pl.col("duration").is_null() | ~pl.col("duration").is_finite(),
+    }
+    found = frame.select(**{k: v.fill_null(True).any() for k, v in checks.items()}).row(0, named=True)
+    for column, bad in found.items():
+        if bad:  # only now find which row: the common case reads each column once
+            row = int(frame.select(checks[column].fill_null(True).arg_max()).item())
+            raise GoodputError(f"{where}: row {row + 1}: column {column!r} is missing or invalid")
     dp_max, stage_max = int(frame["dp_rank"].max()), int(frame["stage"].max())
     limits.check_at_most(dp_max + 1, limits.MAX_CLUSTER_GPUS, f"{where}: column 'dp_rank' (largest + 1)")
     limits.check_at_most(stage_max + 1, limits.MAX_PIPELINE_STAGES, f"{where}: column 'stage' (largest + 1)")
@@ -170,7 +166,7 @@ def _indexed(ops: pl.DataFrame, where: str) -> pl.DataFrame:
     )
     frame = frame.with_columns(index.alias("si"), (pl.col("start_ts") + pl.col("duration")).alias("end_ts"))
     _check_complete(frame, steps.len(), dp_max + 1, stage_max + 1, where)
-    return frame
+    return frame, steps
 
 
 def _check_complete(frame: pl.DataFrame, n: int, dp: int, stages: int, where: str) -> None:
@@ -198,25 +194,32 @@ def _microbatch(compute: pl.DataFrame) -> pl.Expr:
 
 
 def _dense(
-    rows: pl.DataFrame, shape: tuple[int, int, int, int], slot: str, where: str, what: str
-) -> np.ndarray:
-    """`duration` of `rows` at [si, dp_rank, stage, slot]; every cell exactly once, else a GoodputError."""
+    compute: pl.DataFrame, shape: tuple[int, int, int, int], where: str
+) -> tuple[np.ndarray, np.ndarray, bool]:
+    """`duration` and `start_ts` of the computes at [si, dp_rank, stage, mb, forward 0 / backward 1], and
+    whether there are backwards; every cell exactly once (backwards: all or none), else a GoodputError."""
     n, dp, stages, m = shape
-    flat = (((rows["si"] * dp + rows["dp_rank"]) * stages + rows["stage"]) * m + rows[slot]).to_numpy()
-    counts = np.bincount(flat, minlength=n * dp * stages * m)
-    if (counts != 1).any():
-        cell = int(np.flatnonzero(counts != 1)[0])
-        rest, mb = divmod(cell, m)
+    kind = (compute["optype"] == BACKWARD).cast(pl.Int64)
+    cell = ((compute["si"] * dp + compute["dp_rank"]) * stages + compute["stage"]) * m + compute["mb"]
+    flat = (cell * 2 + kind).to_numpy()
+    counts = np.bincount(flat, minlength=n * dp * stages * m * 2).reshape(-1, 2)
+    has_backward = bool(counts[:, 1].any())
+    wrong = (counts[:, 0] != 1) | ((counts[:, 1] != 1) if has_backward else False)
+    if wrong.any():
+        cell_index = int(np.flatnonzero(wrong)[0])
+        what = 0 if counts[cell_index, 0] != 1 else 1
+        rest, mb = divmod(cell_index, m)
         rest, stage = divmod(rest, stages)
         si, rank = divmod(rest, dp)
-        how = "twice" if counts[cell] > 1 else "missing"
+        how = "twice" if counts[cell_index, what] > 1 else "missing"
         raise GoodputError(
-            f"{where}: {what} of microbatch {mb} is {how} at step index {si}, dp_rank {rank}, stage {stage}"
-            f" (every worker runs each of the {m} microbatches once a step)"
+            f"{where}: {(FORWARD, BACKWARD)[what]} of microbatch {mb} is {how} at step index {si}, dp_rank {rank},"
+            f" stage {stage} (every worker runs each of the {m} microbatches once a step)"
         )
-    out = np.empty(n * dp * stages * m)
-    out[flat] = rows["duration"].to_numpy()
-    return out.reshape(shape)
+    out, starts = np.empty(n * dp * stages * m * 2), np.empty(n * dp * stages * m * 2)
+    out[flat] = compute["duration"].to_numpy()
+    starts[flat] = compute["start_ts"].to_numpy()
+    return out.reshape(*shape, 2), starts.reshape(*shape, 2), has_backward
 
 
 def _latencies(frame: pl.DataFrame, shape: tuple[int, int, int, int]) -> tuple[np.ndarray, np.ndarray]:
@@ -246,13 +249,16 @@ def _latencies(frame: pl.DataFrame, shape: tuple[int, int, int, int]) -> tuple[n
     return out[0], out[1]
 
 
-def _phases(frame: pl.DataFrame, compute: pl.DataFrame) -> pl.DataFrame:
-    """The non-compute, non-send/recv ops with their phase (head, tail or between), occurrence in the phase
-    and the number the simulation uses (transfer time for a collective, duration otherwise)."""
-    bounds = compute.group_by(_WORKER).agg(
-        pl.col("start_ts").min().alias("first_start"), pl.col("end_ts").max().alias("last_end")
-    )
-    rest = frame.filter(~pl.col("optype").is_in([FORWARD, BACKWARD, *P2P])).join(bounds, on=list(_WORKER))
+def _phases(
+    frame: pl.DataFrame, first: np.ndarray, last: np.ndarray, workers: tuple[int, int]
+) -> pl.DataFrame:
+    """The non-compute, non-send/recv ops with their phase (head, tail or between: before the worker's first
+    compute starts, after its last ends, or in between), occurrence in the phase and the number the simulation
+    uses (transfer time for a collective, duration otherwise). `first`, `last`: flat [step, dp, stage]."""
+    dp, stages = workers
+    rest = frame.filter(~pl.col("optype").is_in([FORWARD, BACKWARD, *P2P]))
+    cell = ((rest["si"] * dp + rest["dp_rank"]) * stages + rest["stage"]).to_numpy()
+    rest = rest.with_columns(first_start=pl.Series(first[cell]), last_end=pl.Series(last[cell]))
     eps = 1e-6
     phase = (
         pl.when(pl.col("start_ts") < pl.col("first_start") - eps)

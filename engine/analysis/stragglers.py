@@ -131,11 +131,16 @@ def recorded(timeline: Timeline) -> Durations:
         moved = np.moveaxis(a, (2, 3), (0, 1))
         return tuple(np.ascontiguousarray(moved[s]) for s in range(a.shape[2]))
 
+    def latency(a: np.ndarray) -> tuple[np.ndarray, ...]:  # none recorded: a zero that costs nothing to add
+        if a.any():
+            return per_stage(a)
+        return tuple(np.broadcast_to(0.0, (a.shape[3], a.shape[0], a.shape[1])) for _ in range(a.shape[2]))
+
     return Durations(
         per_stage(timeline.forward),
         None if timeline.backward is None else per_stage(timeline.backward),
-        per_stage(timeline.fwd_latency),
-        per_stage(timeline.bwd_latency),
+        latency(timeline.fwd_latency),
+        latency(timeline.bwd_latency),
         per_stage(timeline.head),
         per_stage(timeline.tail),
     )
@@ -235,7 +240,7 @@ def _persistent(
     if slowdown < 1.0 / (1.0 - MIN_WASTE) or dp < 2:
         return None  # nothing to explain, or no peer to tell a slow worker from a slow stage
     flat = per_worker.reshape(n, dp * stages)
-    top2 = np.sort(flat, axis=1)[:, -2:]
+    top2 = np.partition(flat, -2, axis=1)[:, -2:] if flat.shape[1] > 1 else np.repeat(flat, 2, axis=1)
     excess = flat.max(axis=1) - t_ideal
     clear = (top2[:, 1] > top2[:, 0] * (1 + 1e-9)) & (excess > t_ideal * 1e-9)
     causes = np.where(clear, flat.argmax(axis=1), -1)
