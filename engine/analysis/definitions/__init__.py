@@ -73,11 +73,24 @@ def _collect() -> dict[str, Definition]:
         planner,
         racks,
         scheduling,
+        stragglers,
         telemetry,
         twin,
     )
 
-    sections = (goodput, incidents, cluster, scheduling, racks, gpus, network, planner, telemetry, twin)
+    sections = (
+        goodput,
+        incidents,
+        cluster,
+        scheduling,
+        racks,
+        gpus,
+        network,
+        planner,
+        telemetry,
+        twin,
+        stragglers,
+    )
     registry: dict[str, Definition] = {}
     labels: dict[str, str] = {}
     for section in sections:
