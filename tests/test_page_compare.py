@@ -194,3 +194,19 @@ def test_simulated_runs_of_two_strategies_compare(store_dir):
     ]
     degraded = headlines.loc["Degraded: replicas out"].tolist()
     assert degraded[0] == "0 GPU-h" and degraded[1] != "0 GPU-h"
+
+
+def test_a_replayed_runs_utilisation_is_the_same_on_compare_as_on_its_summary(store_dir, capsys):
+    """One truth (issue 28, 3): a replay's allocated utilisation lives where every page reads it."""
+    from engine.analysis.run_summary import RunSummary
+    from engine.replay.run import replay_file
+
+    replayed = replay_file("tests/fixtures/replay/small.csv")
+    summary = RunSummary.from_json(replayed.summary)
+    assert summary.figure("utilisation_by_allocation") == replayed.summary["utilization"] > 0
+    a = stored_run(store_dir, pages_run("sim"))
+    b = stored_run(store_dir, replayed)
+    at = open_page(PAGE, {"runs": f"{a},{b}"})
+    headlines = at.dataframe[0].value.set_index("figure")
+    shown = headlines.loc["Utilisation (allocated)"].tolist()[1]
+    assert shown == f"{replayed.summary['utilization'] * 100:.1f}%"

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from engine.analysis.run_summary import RunSummary
+from engine.analysis.run_summary import ClusterUse, RunSummary
 from engine.bounded_read import read_bounded
 from engine.errors import GoodputError
 from engine.replay.cluster import cluster_frame, layout, read_failures
@@ -347,10 +347,13 @@ def _summary(trace, jobs, attempts, gpu_total, n_hosts, horizon, settings) -> di
         or 0.0
     )
     reasons = jobs["wait_reason"].drop_nulls().value_counts().rows()
+    utilization = busy / (gpu_total * horizon) if gpu_total and horizon else 0.0
     return RunSummary(
         gpus=gpu_total,
         hosts=n_hosts,
         days=horizon / SECONDS_PER_DAY,
+        # allocated GPU-time over the cluster's (definition utilisation_by_allocation), where every page reads it
+        cluster=ClusterUse(utilization=utilization),
         details={
             "jobs": jobs.height,
             "format": trace.fmt,
@@ -359,11 +362,11 @@ def _summary(trace, jobs, attempts, gpu_total, n_hosts, horizon, settings) -> di
             "backfill": settings.policy.backfill,
             "preemption": settings.policy.preemption,
             "gpus_demanded": float(jobs["gpus"].sum()),
+            "utilization": utilization,  # `goodput replay --json`'s key (DESIGN); pages read cluster.utilization
             "started": int(jobs["start_s"].is_not_null().sum()),
             "pending": int(jobs["start_s"].is_null().sum()),
             "wait_mean_s": float(waited.mean()) if len(waited) else 0.0,
             "wait_p95_s": float(waited.quantile(0.95, "linear")) if len(waited) else 0.0,
-            "utilization": busy / (gpu_total * horizon) if gpu_total and horizon else 0.0,
             "wait_reasons": dict(sorted(reasons)),
             "preempted": int((attempts["end_reason"] == "preempted").sum()),
             **cluster_notes(trace, settings, n_hosts, gpu_total),
