@@ -116,6 +116,7 @@ class SlowEpisode:
     end_s: float
     cause: str
     factor: float
+    gpu_index: int = 0  # the GPU (0 .. GPUs a host - 1) a GPU cause holds down (engine.telemetry.clocks)
     detected_s: float = math.nan
     action: str = "none"
     left_s: float = math.nan  # when the host left the flagship job for repair (swap, drain)

@@ -64,9 +64,10 @@ def _draw_cause(scenario: Scenario, cause: str, n_hosts: int, rng: np.random.Gen
     mu = math.log(mean) - DURATION_SIGMA**2 / 2  # a log-normal of mean `mean`
     lengths = rng.lognormal(mu, DURATION_SIGMA, count)
     keep = rng.random(count) * (1.0 + swing) < 1.0 + swing * _warmth(starts, scenario.simulation.start)
+    gpu = rng.integers(0, scenario.cluster.gpus_per_host, count)  # the GPU a GPU cause holds down
     return [
-        SlowEpisode(int(h), float(t), float(t + d), cause, float(factor))
-        for h, t, d in zip(hosts[keep], starts[keep], lengths[keep], strict=True)
+        SlowEpisode(int(h), float(t), float(t + d), cause, float(factor), int(g))
+        for h, t, d, g in zip(hosts[keep], starts[keep], lengths[keep], gpu[keep], strict=True)
     ]
 
 

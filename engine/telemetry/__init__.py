@@ -15,7 +15,7 @@ are re-exported here: the simulator imports both from this module.
 import math
 import os
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -26,6 +26,7 @@ from engine.errors import GoodputError
 from engine.scenario import Scenario
 from engine.store.schema import HOST_STATES, polars_schema
 from engine.telemetry import precursors
+from engine.telemetry.clocks import Throttles, clock_readings, max_sm_clock, throttled_reads
 from engine.telemetry.model import (
     BURN_IN,
     CHECKPOINT,
@@ -69,7 +70,19 @@ __all__ = [
 
 SAMPLE_SCHEMA = polars_schema("gpu_samples")
 # What the simulation generates; other columns of the table (read only from real DCGM scrapes) are null here.
-SIMULATED_COLUMNS = ("t_s", "gpu_id", "temp_c", "power_w", "util_pct", "mem_util_pct", "ecc_sbe", "ecc_dbe")
+# The SM clock and clocks-event reasons (engine.telemetry.clocks) join them once the schema has their columns.
+CLOCK_COLUMNS = tuple(c for c in ("sm_clock_mhz", "clocks_event_reasons") if c in SAMPLE_SCHEMA)
+SIMULATED_COLUMNS = (
+    "t_s",
+    "gpu_id",
+    "temp_c",
+    "power_w",
+    "util_pct",
+    "mem_util_pct",
+    "ecc_sbe",
+    "ecc_dbe",
+    *CLOCK_COLUMNS,
+)
 # A host in these states is off the fleet's telemetry: powered down, or on a bench being diagnosed and fixed.
 # burn_in reports (it runs stress tests, hot); draining reports (its job is being stopped).
 SILENT_STATES = ("down", "diagnosing", "repair")
@@ -127,6 +140,7 @@ def gpu_samples(
     *,
     chunk_rows: int = DEFAULT_CHUNK_ROWS,
     workers: int = DEFAULT_WORKERS,
+    slow_episodes: Sequence = (),
 ) -> Iterator[pl.DataFrame]:
     """The gpu_samples table as an iterator of chunks of whole hosts, each chunk's rows ordered by
     (t_s, host, gpu_id).
@@ -135,7 +149,8 @@ def gpu_samples(
     they are consumed, `workers` threads ahead of the consumer (NumPy releases the GIL in its loops, so a store
     writer and the generator overlap), at most `workers + 1` chunks alive at once. `chunk_rows` bounds a chunk
     before silent samples are dropped. The concatenated chunks are the same whatever the chunking and threads,
-    because a sample's noise is a hash of (key, gpu, sample), not a position in a stream.
+    because a sample's noise is a hash of (key, gpu, sample), not a position in a stream. `slow_episodes`
+    (engine.sim.records.SlowEpisode) hold GPUs down: their clocks, reasons, power and heat (engine.telemetry.clocks).
     """
     resolution = float(scenario.simulation.telemetry_resolution)
     t = sample_times(scenario.duration_s, resolution)
@@ -145,6 +160,14 @@ def gpu_samples(
     if not t.size or not n_hosts:
         return iter(())
     diurnal = diurnal_cosine(scenario.simulation.start, t)
+    clocks = _Clocks(
+        Throttles.of(
+            slow_episodes,
+            scenario.cluster.gpus_per_host,
+            lambda ids: _positions(fleet.gpu_id, ids, np.argsort(fleet.gpu_id)),
+        ),
+        max_sm_clock(scenario.cluster.gpu_model),
+    )
     widest_host = int(np.diff(fleet.host_first_gpu).max())
     hosts_per_chunk = max(1, chunk_rows // (widest_host * t.size))
     hosts_per_block = max(1, min(hosts_per_chunk, BLOCK_ROWS // (widest_host * t.size)))
@@ -153,7 +176,7 @@ def gpu_samples(
     def chunk(h0: int) -> pl.DataFrame:
         h1 = min(n_hosts, h0 + hosts_per_chunk)
         blocks = [
-            _block(fleet, pre, key, b0, min(h1, b0 + hosts_per_block), t, resolution, tdp, diurnal)
+            _block(fleet, pre, key, b0, min(h1, b0 + hosts_per_block), t, resolution, tdp, diurnal, clocks)
             for b0 in range(h0, h1, hosts_per_block)
         ]
         simulated = blocks[0] if len(blocks) == 1 else pl.concat(blocks)
@@ -357,6 +380,7 @@ def _block(
     resolution: float,
     tdp: float,
     diurnal: np.ndarray,
+    clocks: "_Clocks",
 ) -> pl.DataFrame:
     """The samples of hosts h0..h1 (their GPUs) at times `t`, as DCGM reports them."""
     at = _Layout.of(fleet, h0, h1, t.size)
@@ -367,6 +391,7 @@ def _block(
     if extra_heat is not None:
         temp += extra_heat
     util, power, temp, mem = _as_dcgm_reads(util, power, temp, mem, tdp)
+    clock_columns = clocks.apply(at, activity, t, power, temp)  # fail-slow GPUs held down
 
     reset = precursors.last_reset(pre, h0, h1, t, resolution)
     sbe, dbe = precursors.ecc_counters(pre, g0, g1, t, reset, at.local_host, fleet.sbe_rate_per_s[g0:g1])
@@ -385,10 +410,34 @@ def _block(
             "mem_util_pct": mem.ravel(),
             "ecc_sbe": sbe.ravel(),
             "ecc_dbe": dbe.ravel(),
+            **clock_columns,
         },
         schema={name: SAMPLE_SCHEMA[name] for name in SIMULATED_COLUMNS},
     )
     return frame if reports.all() else frame.filter(pl.Series(reports.ravel()))
+
+
+@dataclass(frozen=True)
+class _Clocks:
+    """The GPUs fail-slow episodes hold down, and the model's boost clock."""
+
+    throttles: Throttles
+    max_clock: float
+
+    def apply(
+        self, at: "_Layout", activity: np.ndarray, t: np.ndarray, power: np.ndarray, temp: np.ndarray
+    ) -> dict[str, np.ndarray]:
+        """Hold the block's throttled GPUs down (their power and heat, in place) and give the clock columns the
+        schema has (CLOCK_COLUMNS), flat; nothing to do in a block with neither."""
+        held = self.throttles.grid(at.g0, at.g1, t)
+        if held is None and not CLOCK_COLUMNS:
+            return {}
+        idle = np.broadcast_to(at.to_gpus(activity == IDLE), at.grid).reshape(at.n_gpus, at.n_t)
+        throttled_reads(power, temp, idle, held)
+        if not CLOCK_COLUMNS:
+            return {}
+        clock, reasons = clock_readings(idle, held, self.max_clock)
+        return {"sm_clock_mhz": clock.ravel(), "clocks_event_reasons": reasons.ravel()}
 
 
 @dataclass(frozen=True)

@@ -73,7 +73,7 @@ def simulate(
                 if result.horizon_s >= scenario.duration_s
                 else scenario.with_values({"simulation.days": result.horizon_s / SECONDS_PER_DAY})
             )
-            tables.update(_telemetry(timed, tables, model.rngs["telemetry"]))
+            tables.update(_telemetry(timed, tables, model.rngs["telemetry"], result.slow_episodes))
             # network (engine.fabric.traffic): link_samples and the summary's network part, from its own stream
             tables["link_samples"], network = network_run(
                 scenario,
@@ -96,8 +96,9 @@ def simulate(
     )
 
 
-def _telemetry(scenario: Scenario, tables: dict, rng: np.random.Generator) -> dict:
-    """Per-GPU samples and XID events (engine.telemetry), each drawn from a child of the telemetry generator."""
+def _telemetry(scenario: Scenario, tables: dict, rng: np.random.Generator, slow_episodes=()) -> dict:
+    """Per-GPU samples and XID events (engine.telemetry), each drawn from a child of the telemetry generator;
+    fail-slow episodes (engine.sim.slow) hold GPUs down in the samples."""
     sample_rng, xid_rng = rng.spawn(2)
     return {
         "gpu_samples": telemetry.gpu_samples(
@@ -107,6 +108,7 @@ def _telemetry(scenario: Scenario, tables: dict, rng: np.random.Generator) -> di
             tables["incidents"],
             tables["checkpoints"],
             sample_rng,
+            slow_episodes=slow_episodes,
         ),
         "xid_events": telemetry.xid_events(tables["incidents"], tables["gpus"], xid_rng),
     }
