@@ -61,6 +61,28 @@ def md(value: object) -> str:
     return _LEADING.sub(lambda m: "\\" + m.group(1) if m.group(1) else m.group(2) + "\\" + m.group(3), text)
 
 
+_URL = re.compile(r"https?://[^\s()<>\[\]`]+")
+
+
+def md_urls(value: object) -> str:
+    """`md`, with each http(s) URL in the text as a code span: shown whole and copied as it is, without the
+    invisible joiners `md` puts into what Markdown would read as a link (a copied URL must work)."""
+    text = _CONTROL.sub(" ", visible(value))
+    parts, last = [], 0
+    for found in _URL.finditer(text):
+        parts += [_md_keeping_spaces(text[last : found.start()]), code(found.group())]
+        last = found.end()
+    parts.append(_md_keeping_spaces(text[last:]))
+    return "".join(parts)
+
+
+def _md_keeping_spaces(text: str) -> str:
+    """`md` of a piece of a line, its edge spaces kept (md strips them: a whole line has none to keep)."""
+    lead = text[: len(text) - len(text.lstrip())]
+    trail = text[len(text.rstrip()) :] if text.strip() else ""
+    return (lead and " ") + md(text) + (trail and " ")
+
+
 def code(value: object) -> str:
     """`value` as a Markdown code span (ids, paths): nothing inside one is Markdown. The fence is a backtick run
     longer than any in the value, and a value that starts or ends with a backtick is padded with a space."""

@@ -11,7 +11,7 @@ import streamlit as st
 from dashboard import auth, state, watch_endpoints, watch_runner
 from dashboard.format import fmt_duration, fmt_int
 from dashboard.queries.data import watched_runs
-from dashboard.text import code, md
+from dashboard.text import code, md, md_urls
 from engine.analysis.run_summary import RunSummary
 from engine.errors import GoodputError
 from engine.scenario.durations import parse_duration
@@ -101,7 +101,9 @@ def start_form(store: Store) -> None:
         since_text = since.text_input(
             "Look back", value="1h", key="watch_since", help="how far back the first cycle reads"
         )
-        run_name = name.text_input("Run name", key="watch_name", help="one watch per name in this store")
+        run_name = name.text_input(
+            "Run name (required)", key="watch_name", help="one watch per name in this store"
+        )
         submitted = st.form_submit_button("Start watching", icon=":material/play_arrow:", key="watch_start")
     if submitted:
         start_watch(
@@ -137,13 +139,13 @@ def start_watch(
         auth.require(auth.Role.OPERATOR)
         key = watch_runner.start(store.root, settings(), config)
     except GoodputError as err:
-        st.error(f"The watch was not started: {md(err)}", icon=":material/error:")
+        st.error(f"The watch was not started: {md_urls(err)}", icon=":material/error:")
         return
     with st.spinner("Reading the sources for the first cycle…"):
         first = watch_runner.wait_first_cycle(key, watch_runner.FIRST_CYCLE_WAIT_S)
     if first.error is not None and first.run_id is None:
         watch_runner.forget(key)  # nothing ran and nothing was written: the name is free again
-        st.error(f"The watch did not start: {md(first.error)}", icon=":material/error:")
+        st.error(f"The watch did not start: {md_urls(first.error)}", icon=":material/error:")
         return
     st.session_state[WATCH_STARTED_KEY] = key
     st.rerun()
@@ -188,7 +190,7 @@ def server_watches(store: Store, may_write: bool) -> None:
             f" {w.started_at:%Y-%m-%d %H:%M} UTC · {md(sources_text(w.watching))}"
         )
         if w.error is not None:
-            st.error(f"Ended: {md(w.error)}", icon=":material/error:")
+            st.error(f"Ended: {md_urls(w.error)}", icon=":material/error:")
         if w.lines:
             with st.expander(f"Log ({len(w.lines)} recent lines)"):
                 st.code("\n".join(w.lines), language=None)
@@ -244,7 +246,7 @@ def watched_runs_states(runs: list[RunInfo]) -> None:
             f"**{md(info.name)}** ({code(info.run_id)}, {fmt_int(cycles)} {'cycle' if cycles == 1 else 'cycles'})"
         )
         for s in states:
-            line = md(s.line())
+            line = md_urls(s.line())
             if s.reachable:
                 st.success(line, icon=":material/check_circle:")
             else:

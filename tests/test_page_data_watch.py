@@ -147,7 +147,9 @@ def test_a_bad_url_shows_the_first_cycles_error_and_writes_nothing(store_dir):
     fill(at, name="nowhere", every="1s")
     assert not at.exception
     [error] = [e.value for e in at.error]
-    assert error.startswith(f"The watch did not start: Prometheus ({md(url)}): unreachable since ")
+    assert error.startswith(
+        f"The watch did not start: Prometheus (`{url}`): unreachable since "
+    )  # copies whole
     assert "(connection refused)" in error and error.endswith("nothing was written")
     assert Store(store_dir).run_ids() == []
     assert watch_runner.watches() == [] and not watch_threads()  # the name is free for a corrected start
