@@ -284,7 +284,8 @@ def _kind(timeline: Timeline, slowdown: float, straggler: Straggler | None, stag
     forward = timeline.forward  # [steps, dp, stages, microbatches]
     if timeline.microbatches > 1:
         within = float(forward.var(axis=3).mean())  # microbatch to microbatch, inside one worker's step
-        between = float(forward.mean(axis=3).var(axis=(1, 2)).mean())  # worker to worker, inside one step
+        # rank to rank inside one stage and step (the stages' own difference is the stage imbalance's)
+        between = float(forward.mean(axis=3).var(axis=1).mean())
         if within > between:
             return "sequence_imbalance"
     return "transient"
