@@ -250,6 +250,32 @@ def test_a_huge_stage_number_is_refused_before_anything_is_allocated():
         layout(frame, "ops.csv")
 
 
+def test_a_sparse_timeline_that_would_need_huge_arrays_is_refused_before_they_are_made():
+    # two rows naming dp rank 200,000 and stage 1,000 of 1,000 steps: 2e11 cells, never allocated
+    frame = pipeline_ops(dp=1, stages=1, steps=1).head(2)
+    frame = pl.concat(
+        [
+            frame,
+            frame.with_columns(
+                dp_rank=pl.lit(200_000, pl.Int64), stage=pl.lit(1_000, pl.Int64), step=pl.lit(1_010, pl.Int64)
+            ),
+        ]
+    )
+    with pytest.raises(GoodputError, match="steps x dp ranks x stages.*over Goodput's limit"):
+        layout(frame, "ops.csv")
+
+
+def test_stragglers_of_a_run_without_a_timeline_says_how_to_make_one(tmp_path, capsys):
+    from engine.store import Store
+    from engine.store.run import UNKNOWN_START, Run
+
+    run_id = Store(tmp_path / "store").write_run(
+        Run(kind="ingest", name="empty", started_at=UNKNOWN_START, duration_s=0.0)
+    )
+    assert main(["stragglers", "--run", run_id, "--store", str(tmp_path / "store")]) == 2
+    assert "has no op-level timeline" in capsys.readouterr().err
+
+
 # ----- parser invariants (Hypothesis) ----------------------------------------------------------------------------
 
 

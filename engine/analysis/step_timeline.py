@@ -165,6 +165,8 @@ def _indexed(ops: pl.DataFrame, where: str) -> tuple[pl.DataFrame, pl.Series]:
         )
     )
     frame = frame.with_columns(index.alias("si"), (pl.col("start_ts") + pl.col("duration")).alias("end_ts"))
+    cells = steps.len() * (dp_max + 1) * (stage_max + 1)
+    limits.check_at_most(cells, limits.MAX_STEP_TIMELINE_CELLS, f"{where}: steps x dp ranks x stages")
     _check_complete(frame, steps.len(), dp_max + 1, stage_max + 1, where)
     return frame, steps
 
@@ -304,6 +306,11 @@ def _slots(rows: pl.DataFrame, shape: tuple[int, int, int]) -> tuple[np.ndarray,
     )
     rows = rows.join(order.select("optype", "k", pl.col("slot").cast(pl.Int64)), on=["optype", "k"])
     count = order.height
+    limits.check_at_most(
+        n * dp * stages * count,
+        limits.MAX_STEP_TIMELINE_CELLS,
+        "step timeline: steps x workers x kinds of op",
+    )
     out = np.full(n * dp * stages * count, np.nan)
     flat = (((rows["si"] * dp + rows["dp_rank"]) * stages + rows["stage"]) * count + rows["slot"]).to_numpy()
     out[flat] = rows["value"].to_numpy()
