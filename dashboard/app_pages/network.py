@@ -22,6 +22,7 @@ from dashboard.network.common import (
 from dashboard.network.compare import compare_section
 from dashboard.queries import network as queries
 from dashboard.text_exprs import duration_text, tier_rank
+from engine.analysis.run_summary import RunSummary
 from engine.fabric.network_incidents import network_incident_counts
 from engine.fabric.topology import FABRIC_TIERS
 from engine.store import RunInfo
@@ -113,12 +114,12 @@ def no_telemetry(run: RunInfo, figures: pl.DataFrame) -> None:
 
 def show_utilisation(run: RunInfo, samples: int, figures: pl.DataFrame) -> None:
     st.subheader("Utilisation by tier")
-    summary = network_summary(run)
+    summary, typed = network_summary(run), RunSummary.from_json(run.summary)
     cols = st.columns(4)
     metric(cols[0], "link_samples", fmt_int(samples))
     if summary:
-        metric(cols[1], "gbps_per_gpu", f"{summary.get('gbps_per_gpu', 0):g} Gbps")
-        mean, worst = summary.get("flagship_slowdown_mean"), summary.get("flagship_slowdown_max")
+        metric(cols[1], "gbps_per_gpu", f"{typed.figure('gbps_per_gpu') or 0:g} Gbps")
+        mean, worst = typed.figure("flagship_slowdown_mean"), typed.figure("flagship_slowdown_max")
         metric(cols[2], "flagship_slowdown_mean", "-" if mean is None else f"{mean:.3f}x")
         metric(cols[3], "flagship_slowdown_max", "-" if worst is None else f"{worst:.3f}x")
     from_engine = bool(summary.get("tiers"))
@@ -221,24 +222,28 @@ def show_fabric(run: RunInfo, fabric: str | None) -> None:
 
 def show_failed_links(run: RunInfo) -> None:
     st.subheader("Failed and degraded links")
-    summary = network_summary(run)
+    summary, typed = network_summary(run), RunSummary.from_json(run.summary)
     outages = queries.outages(run.run_id)
     slowed = pl.DataFrame(
         summary.get("slowed") or [],
         schema={"job_id": pl.String, "start_s": pl.Float64, "end_s": pl.Float64, "worst": pl.Float64},
     )
-    jobs_slowed = summary.get("jobs_slowed", slowed["job_id"].n_unique())
+    jobs_slowed = typed.figure("jobs_slowed")
     cols = st.columns(3)
-    if "link_faults" in summary:
+    link_faults = typed.figure("link_faults")
+    if link_faults is not None:
+        fabric_faults = summary.get("fabric_faults")  # the network part's own count, no figure of its own
         metric(
             cols[0],
             "link_faults",
-            fmt_int(summary["link_faults"]),
-            f" This run: {fmt_int(summary['link_faults'] - summary.get('fabric_faults', 0))} "
-            f"from network incidents, {fmt_int(summary.get('fabric_faults'))} of the fabric itself.",
+            fmt_int(link_faults),
+            f" This run: {fmt_int(link_faults - (fabric_faults or 0))} "
+            f"from network incidents, {fmt_int(fabric_faults)} of the fabric itself.",
         )
     metric(cols[1], "link_outages", fmt_int(outages.height))
-    metric(cols[2], "jobs_slowed", fmt_int(jobs_slowed))
+    metric(
+        cols[2], "jobs_slowed", fmt_int(slowed["job_id"].n_unique() if jobs_slowed is None else jobs_slowed)
+    )
     outages_table(run, outages)
     slowed_table(run, slowed, outages)
     flapping_table(run)

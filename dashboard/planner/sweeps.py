@@ -124,20 +124,20 @@ def sweep_result(plan: Plan, labels: dict[str, str], result: tuple) -> None:
 def sweep_chart(base, axes: list, xs: list[float], ys: list[float], frame: pl.DataFrame):
     """Mean ETTR over one setting (a line with its band and the closed form) or two (a heatmap, with
     Young-Daly's interval drawn where one of them is the checkpoint interval)."""
-    summary = bands(frame, by=["point"]).sort("point")
+    by_point = bands(frame, by=["point"]).sort("point")
     x_param = sweep_params.SWEEP_BY_KEY[axes[0].key]
     if len(axes) == 1:
         return charts.sweep_line(
             xs,
-            summary["ettr_mean"].to_list(),
-            summary["ettr_p5"].to_list(),
-            summary["ettr_p95"].to_list(),
+            by_point["ettr_mean"].to_list(),
+            by_point["ettr_p5"].to_list(),
+            by_point["ettr_p95"].to_list(),
             x_title=x_param.label,
             x_duration=x_param.duration,
-            closed_form=summary["closed_form_ettr_mean"].to_list(),
+            closed_form=by_point["closed_form_ettr_mean"].to_list(),
         )
     y_param = sweep_params.SWEEP_BY_KEY[axes[1].key]
-    means = summary["ettr_mean"].to_list()  # grid order: x slowest, y fastest
+    means = by_point["ettr_mean"].to_list()  # grid order: x slowest, y fastest
     grid = [[means[i * len(ys) + j] for i in range(len(xs))] for j in range(len(ys))]
     on = "x" if x_param.key == CHECKPOINT_INTERVAL else "y" if y_param.key == CHECKPOINT_INTERVAL else None
     other = axes[1] if on == "x" else axes[0]
