@@ -98,14 +98,16 @@ def layout(ops: pl.DataFrame, where: str = "step timeline") -> Timeline:
     )
     durations, starts, has_backward = _dense(compute, (n, dp, stages, m), where)
     del compute
-    if has_backward:
+    rest = frame.filter(~pl.col("optype").is_in([FORWARD, BACKWARD, *P2P]))
+    first = last = np.empty(0)
+    if rest.height and has_backward:  # each worker-step's computes' bounds, where other ops need placing
         first, last = starts.min(axis=(3, 4)), (starts + durations).max(axis=(3, 4))
-    else:
+    elif rest.height:
         first, last = starts[..., 0].min(axis=3), (starts[..., 0] + durations[..., 0]).max(axis=3)
     forward, backward = durations[..., 0], durations[..., 1] if has_backward else None
     del starts
     fwd_latency, bwd_latency = _latencies(frame, (n, dp, stages, m))
-    phased = _phases(frame, first.reshape(-1), last.reshape(-1), (dp, stages))
+    phased = _phases(rest, first.reshape(-1), last.reshape(-1), (dp, stages))
     head, head_slots = _slots(phased.filter(pl.col("phase") == "head"), (n, dp, stages))
     tail, tail_slots = _slots(phased.filter(pl.col("phase") == "tail"), (n, dp, stages))
     return Timeline(
@@ -252,13 +254,12 @@ def _latencies(frame: pl.DataFrame, shape: tuple[int, int, int, int]) -> tuple[n
 
 
 def _phases(
-    frame: pl.DataFrame, first: np.ndarray, last: np.ndarray, workers: tuple[int, int]
+    rest: pl.DataFrame, first: np.ndarray, last: np.ndarray, workers: tuple[int, int]
 ) -> pl.DataFrame:
-    """The non-compute, non-send/recv ops with their phase (head, tail or between: before the worker's first
+    """The non-compute, non-send/recv ops (`rest`) with their phase (head, tail or between: before the worker's first
     compute starts, after its last ends, or in between), occurrence in the phase and the number the simulation
     uses (transfer time for a collective, duration otherwise). `first`, `last`: flat [step, dp, stage]."""
     dp, stages = workers
-    rest = frame.filter(~pl.col("optype").is_in([FORWARD, BACKWARD, *P2P]))
     cell = ((rest["si"] * dp + rest["dp_rank"]) * stages + rest["stage"]).to_numpy()
     rest = rest.with_columns(first_start=pl.Series(first[cell]), last_end=pl.Series(last[cell]))
     # a microsecond, or the rounding of a float32 time stamp (ByteDance's traces: 4 us at 43 s)
