@@ -218,6 +218,23 @@ def test_bad_timelines_are_refused_whole(tmp_path, capsys, edit, message):
     assert _runs(tmp_path) == []
 
 
+def test_interleaved_pipeline_stages_are_refused_not_misread(tmp_path, capsys):
+    frame = pipeline_ops().with_columns(mc=pl.when(pl.col("mb_id") == 1).then(1).otherwise(0))
+    code, _, err = _ingest(tmp_path, capsys, to_csv(frame))
+    assert code == 2 and "column 'mc'" in err and "interleaved" in err
+    assert _runs(tmp_path) == []
+
+
+def test_ingest_prints_what_it_read_for_people(tmp_path, capsys):
+    path = tmp_path / "ops.csv"
+    path.write_bytes(to_csv(pipeline_ops()))
+    assert main(["ingest", "step-times", str(path), "--store", str(tmp_path / "store")]) == 0
+    out = capsys.readouterr().out
+    # 3 steps x 4 workers x (4 computes, an all-gather, a reduce-scatter, the optimizer)
+    assert "84 operations of 4 workers (2 dp ranks x 2 stages), 3 steps of 2 microbatches" in out
+    assert "goodput stragglers --run" in out
+
+
 def test_a_value_that_is_not_a_number_is_named_by_line(tmp_path, capsys):
     lines = to_csv(pipeline_ops()).decode().splitlines()
     cells = lines[4].split(",")

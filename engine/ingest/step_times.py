@@ -86,6 +86,7 @@ def read_step_times(source: Source) -> pl.DataFrame:
             raise GoodputError(f"{source.name}: no column {column!r} (need {', '.join(REQUIRED)})")
     if raw.height == 0:
         raise GoodputError(f"{source.name}: no rows")
+    _check_one_chunk(raw, source.name)
     schema = polars_schema("step_ops")
     columns = []
     for column, dtype in schema.items():
@@ -134,6 +135,19 @@ def _check_cast(
         where = f"line {row + first_line}" if first_line is not None else f"row {row + 1}"
         shown = values[row]
         raise GoodputError(f"{name}: {where}: column {column!r}: {shown!r} is not a valid {_kind(dtype)}")
+
+
+def _check_one_chunk(raw: pl.DataFrame, name: str) -> None:
+    """Interleaved (virtual) pipeline stages, a model chunk `mc` above 0, run another schedule than 1F1B: the
+    analysis does not model it, so it is refused rather than misread."""
+    if "mc" not in raw.columns:
+        return
+    chunks = raw["mc"].cast(pl.Int64, strict=False)
+    if chunks.is_not_null().any() and int(chunks.max()) > 0:
+        raise GoodputError(
+            f"{name}: column 'mc' names model chunk {int(chunks.max())}: interleaved (virtual) pipeline stages"
+            " are not modelled yet (only the 1F1B schedule with one model chunk a stage)"
+        )
 
 
 def _kind(dtype: pl.DataType) -> str:
