@@ -174,7 +174,7 @@ def _describe(
     for key, options in XIDS_OF.items():
         mine = cause == CAUSE_KEYS.index(key)
         codes = np.array([code for code, _ in options])
-        edges = np.cumsum([w for _, w in options])
+        edges = np.cumsum([weight for _, weight in options])
         xid[mine] = codes[
             np.minimum(np.searchsorted(edges, pick[mine] * edges[-1], side="right"), len(codes) - 1)
         ]
