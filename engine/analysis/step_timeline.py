@@ -96,7 +96,11 @@ def layout(ops: pl.DataFrame, where: str = "step timeline") -> Timeline:
     limits.check_at_most(
         n * dp * stages * m, limits.MAX_STEP_TIMELINE_CELLS, f"{where}: steps x workers x microbatches"
     )
-    durations, starts, has_backward = _dense(compute, (n, dp, stages, m), where)
+    try:
+        durations, starts, has_backward = _dense(compute, (n, dp, stages, m), where)
+    except GoodputError:
+        _check_complete(frame, n, dp, stages, where)  # a whole worker missing from a step: say that instead
+        raise
     del compute
     rest = frame.filter(~pl.col("optype").is_in([FORWARD, BACKWARD, *P2P]))
     first = last = np.empty(0)
@@ -169,7 +173,6 @@ def _indexed(ops: pl.DataFrame, where: str) -> tuple[pl.DataFrame, pl.Series]:
     frame = frame.with_columns(index.alias("si"), (pl.col("start_ts") + pl.col("duration")).alias("end_ts"))
     cells = steps.len() * (dp_max + 1) * (stage_max + 1)
     limits.check_at_most(cells, limits.MAX_STEP_TIMELINE_CELLS, f"{where}: steps x dp ranks x stages")
-    _check_complete(frame, steps.len(), dp_max + 1, stage_max + 1, where)
     return frame, steps
 
 
