@@ -71,6 +71,8 @@ def test_a_uniformly_slower_stage_is_a_stage_imbalance_not_a_straggler():
     assert r.kind == "stage_imbalance" and not r.hardware_fault_suspected
     assert r.by_stage[1] > 1.0 > r.by_stage[0]
     assert r.by_dp_rank[0] == pytest.approx(r.by_dp_rank[1])
+    assert r.by_optype["optimizer"] == 1.0  # every optimizer as typical: recorded is the same
+    assert r.by_optype["forward-compute"] > 1.0 and r.by_optype["backward-compute"] > 1.0
 
 
 def test_one_slow_worker_without_data_parallel_peers_is_not_called_a_straggler():
@@ -133,6 +135,8 @@ def test_trace_st_reproduces_the_published_slowdown(shared_data):
     assert r.kind == "stage_imbalance"
     assert max(range(4), key=lambda s: r.by_stage[s]) == 3  # the long last stage
     assert r.by_stage[3] == pytest.approx(1.2323, rel=0.001)  # result-ST.json blocking_decompose_by_stage
+    assert r.by_optype["forward-compute"] == pytest.approx(1.0875, rel=0.001)  # ... _by_optype
+    assert list(r.by_optype)[:2] == ["forward-compute", "backward-compute"]
 
 
 # ----- the commands ----------------------------------------------------------------------------------------------

@@ -72,6 +72,7 @@ class StragglerReport:
     by_stage: tuple[float, ...]
     by_dp_rank: tuple[float, ...]
     by_worker: tuple[tuple[float, ...], ...]  # [dp_rank][stage]
+    by_optype: dict[str, float]  # S with only that kind of op as recorded (the study's Eq. 2), largest first
     step_slowdown: tuple[float, ...]  # per step, in the order of `step_numbers`
     step_numbers: tuple[int, ...]
     persistent_straggler: Straggler | None
@@ -116,6 +117,7 @@ class StragglerReport:
             "by_stage": {str(s): v for s, v in enumerate(self.by_stage)},
             "by_dp_rank": {str(d): v for d, v in enumerate(self.by_dp_rank)},
             "by_worker": [list(row) for row in self.by_worker],
+            "by_optype": dict(self.by_optype),
             "by_step": {str(n): v for n, v in zip(self.step_numbers, self.step_slowdown, strict=True)},
             "ops": self.ops,
             "ignored_ops": self.ignored_ops,
@@ -209,6 +211,10 @@ def analyse(timeline: Timeline) -> StragglerReport:
     stage_typical = _stage_typical(timeline, ideal)
     stage_part = float(simulate(stage_typical, scopes, order)[0].mean()) / base
     kind = _kind(timeline, slowdown, straggler, stage_part)
+    by_optype = {
+        optype: float(simulate(durations, scopes, order)[0].mean()) / base
+        for optype, durations in _optype_what_ifs(timeline, rec, ideal).items()
+    }
     return StragglerReport(
         slowdown=slowdown,
         waste=1.0 - 1.0 / slowdown,
@@ -221,6 +227,7 @@ def analyse(timeline: Timeline) -> StragglerReport:
         by_stage=tuple(by_stage),
         by_dp_rank=tuple(float(v) for v in by_dp.mean(axis=0) / base),
         by_worker=tuple(tuple(float(v) for v in row) for row in by_worker),
+        by_optype=dict(sorted(by_optype.items(), key=lambda kv: -kv[1])),
         step_slowdown=tuple(float(v) for v in t_rec / t_ideal),
         step_numbers=tuple(int(v) for v in timeline.steps),
         persistent_straggler=straggler,
@@ -229,6 +236,26 @@ def analyse(timeline: Timeline) -> StragglerReport:
         ops=timeline.ops,
         ignored_ops=timeline.ignored_ops,
     )
+
+
+def _optype_what_ifs(timeline: Timeline, rec: Durations, ideal: Durations) -> dict[str, Durations]:
+    """For each kind of op: the typical durations with that kind's recorded (send/recv pairs counted as
+    forward-pp-comm and backward-pp-comm, as the study groups them)."""
+    out = {"forward-compute": replace(ideal, forward=rec.forward)}
+    if rec.backward is not None:
+        out["backward-compute"] = replace(ideal, backward=rec.backward)
+    if timeline.fwd_latency.any():
+        out["forward-pp-comm"] = replace(ideal, fwd_latency=rec.fwd_latency)
+    if timeline.bwd_latency.any():
+        out["backward-pp-comm"] = replace(ideal, bwd_latency=rec.bwd_latency)
+    for phase, slots in (("head", timeline.head_slots), ("tail", timeline.tail_slots)):
+        for optype in dict.fromkeys(slot.optype for slot in slots):
+            mask = np.array([slot.optype == optype for slot in slots]).reshape(-1, 1, 1)
+            mixed = tuple(
+                np.where(mask, r, i) for r, i in zip(getattr(rec, phase), getattr(ideal, phase), strict=True)
+            )
+            out[optype] = replace(out.get(optype, ideal), **{phase: mixed})
+    return out
 
 
 def _persistent(

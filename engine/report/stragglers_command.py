@@ -70,6 +70,7 @@ def stragglers_text(run_id: str, r: StragglerReport) -> str:
         "  by stage (S with only that stage as recorded): " + _top(dict(enumerate(r.by_stage)), "stage")
     )
     lines.append("  by dp rank: " + _top(dict(enumerate(r.by_dp_rank)), "dp"))
+    lines.append("  by kind of op: " + ", ".join(f"{k} {v:.3f}" for k, v in list(r.by_optype.items())[:4]))
     workers = {(d, st): v for d, row in enumerate(r.by_worker) for st, v in enumerate(row)}
     lines.append("  worst workers: " + _top(workers, "dp,stage"))
     if r.ignored_ops:

@@ -36,12 +36,13 @@ DEFINITIONS: tuple[Definition, ...] = (
     ),
     _d(
         "straggler_attribution",
-        "Straggler attribution (worker, DP rank, stage)",
+        "Straggler attribution (worker, DP rank, stage, kind of op)",
         "ratio",
-        "For one worker (dp rank x pipeline stage), one data-parallel rank or one stage: the S of a what-if in "
-        "which only it keeps its recorded durations and everything else runs at the typical pace (the study's "
-        "Eq. 4). Above 1 it slows the job; below 1 it is faster than typical. A rank alone among typical ones "
-        "cannot be below 1 (it waits for them at the collectives).",
+        "For one worker (dp rank x pipeline stage), one data-parallel rank, one stage or one kind of op: the S "
+        "of a what-if in which only it keeps its recorded durations and everything else runs at the typical "
+        "pace (the study's Eq. 4 and Eq. 2; send and recv counted as forward-pp-comm and backward-pp-comm). "
+        "Above 1 it slows the job; below 1 it is faster than typical. A rank alone among typical ones cannot "
+        "be below 1 (it waits for them at the collectives).",
         ANALYSE,
         "straggler_slowdown",
     ),
