@@ -330,3 +330,15 @@ def test_planner_in_chromium(dashboard, tmp_path):  # noqa: F811 (the fixture im
             assert "m_gpu=2" in page.url and "preset=demo" in page.url
         finally:
             browser.close()
+
+
+def test_how_many_spares_shows_what_the_rest_of_the_cluster_pays(store_dir):
+    """Issue 28, 2: with no hot spares the flagship preempts research jobs, each costing their work and a hand-over
+    the flagship waits for; the Simulate tab shows it beside the flagship's figures."""
+    at = open_page(PAGE, {"preset": "demo", "spares": "0", "m_gpu": "4"})
+    button(at, "Run").click().run()
+    assert not at.exception
+    shown = metrics(at)
+    assert int(shown["Research jobs preempted"]) > 0
+    assert shown["Waiting for spare hosts"] != "0 GPU-h" and shown["Research GPU-hours lost"] != "0 GPU-h"
+    assert "Utilisation (progress)" in shown

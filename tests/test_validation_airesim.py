@@ -87,5 +87,8 @@ def test_every_failure_costs_one_recovery_and_no_work_is_lost_to_speak_of(runs):
         assert ledger["restart"] == pytest.approx(
             summary["interruptions"]["unexpected"] * RECOVERY_S, abs=RECOVERY_S
         )
-        assert ledger["waiting_for_spares"] == 0.0
+        # AIReSim's 20 min hand-over of a preempted spare-pool server (spares.preempt_handover): waiting for it
+        handover = 20 * 60
+        assert ledger["waiting_for_spares"] <= summary["cluster"]["research_preemptions"] * handover + 1e-6
+        assert ledger["waiting_for_spares"] / ledger["wall_clock"] < 0.001  # AIReSim: ~5 h in 9,866 h
         assert ledger["lost_work"] / SECONDS_PER_HOUR < 0.003 * ledger["wall_clock"] / SECONDS_PER_HOUR

@@ -38,6 +38,7 @@ def simulate_tab(plan: Plan, knobs: model.Knobs) -> None:
     typed = RunSummary.from_json(summary)
     job = typed.job or FlagshipJob()
     result_metrics(typed, ran, losses)
+    cluster_outcome(typed)
     recovery_costs(job)
     ran_slowdown = job_slowdown(summary.get("job", {}))  # absent (1) and null (no path: inf) differ there
     if ran_slowdown > 1.0:
@@ -128,6 +129,21 @@ def result_metrics(summary: RunSummary, ran: Scenario, losses: pl.DataFrame) -> 
         f"{definition('closed_form_unexpected_interruptions').label}: {expected_failures:,.1f} in "
         f"{ran['simulation.days']:g} days; the closed form counts no planned ones."
     )
+
+
+def cluster_outcome(summary: RunSummary) -> None:
+    """What the rest of the cluster paid for the flagship's settings: the research jobs it preempted when its
+    spares ran out, the research work thrown away, the flagship's wait for hosts and the cluster's progress.
+    Fewer hot spares buy research capacity and cost preemptions: "how many spares?" has this trade-off."""
+    cluster, job = summary.cluster, summary.job or FlagshipJob()
+    if cluster is None:
+        return
+    st.markdown("**The rest of the cluster**: what these settings cost research work")
+    cols = st.columns(4)
+    metric(cols[0], "research_preemptions", fmt_int(cluster.research_preemptions))
+    metric(cols[1], "research_lost_gpu_hours", fmt_gpu_hours(cluster.research_lost_gpu_hours))
+    metric(cols[2], "waiting_for_spares", fmt_gpu_hours(job.losses_gpu_hours.get("waiting_for_spares")))
+    metric(cols[3], "utilisation_by_progress", fmt_pct(cluster.utilization_progress))
 
 
 def loss_breakdown(losses: pl.DataFrame) -> None:

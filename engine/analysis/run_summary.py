@@ -79,6 +79,7 @@ class ClusterUse:
     lemons: int | None = None
     hosts_in_repair_at_end: int | None = None
     research_preemptions: int | None = None
+    research_lost_gpu_hours: float | None = None  # research work thrown away: failures and preemptions
     bad_hosts: int | None = None
     bad_hosts_in_service_at_end: int | None = None
     bad_hosts_cured: int | None = None

@@ -72,6 +72,8 @@ def summarize(scenario: Scenario, result: SimulationResult, incidents: pl.DataFr
             hosts_in_repair_at_end=result.hosts_in_repair_at_end,
             # research jobs preempted because the flagship job had no spare left
             research_preemptions=result.research_preemptions,
+            # the research work failures and preemptions threw away (research jobs keep no checkpoints)
+            research_lost_gpu_hours=_research_lost_s(result) * per_host / SECONDS_PER_HOUR,
             # bad hosts (the simulator's ground truth), diagnosis, repair outcomes and retirement
             **bad_host_summary(result),
             **_slow_summary(scenario, result),
@@ -112,11 +114,15 @@ def _research_running_s(result: SimulationResult) -> float:
     return float((busy[:, 1] * result.lane_sizes[busy[:, 0].astype(int)]).sum()) if busy.size else 0.0
 
 
+def _research_lost_s(result: SimulationResult) -> float:
+    """Host-seconds of research work thrown away by failures and preemptions (research jobs keep no checkpoints,
+    engine.sim.research)."""
+    return float(sum(job.lost_work_s * job.hosts for job in result.research_jobs if job.lost_work_s))
+
+
 def _research_progress_s(result: SimulationResult) -> float:
-    """Host-seconds of research work kept: their running time less the attempts failures threw away (research
-    jobs keep no checkpoints, engine.sim.research)."""
-    lost = sum(job.lost_work_s * job.hosts for job in result.research_jobs if job.lost_work_s)
-    return max(_research_running_s(result) - lost, 0.0)
+    """Host-seconds of research work kept: their running time less the work thrown away."""
+    return max(_research_running_s(result) - _research_lost_s(result), 0.0)
 
 
 def _job(scenario: Scenario, result: SimulationResult, unexpected: int) -> FlagshipJob:

@@ -441,6 +441,13 @@ KEYS: tuple[Key, ...] = (
         True,
         "with no spare left, the flagship job takes a research job's host (preempting it) instead of waiting",
     ),
+    _k(
+        "spares.preempt_handover",
+        "duration",
+        "20m",
+        "time to stop a preempted research job and hand its host to the flagship job, which waits that long on "
+        "top of its restart (AIReSim, arXiv 2603.07041: 20 min a preemption of its spare pool's work)",
+    ),
     # repair: DCGM diagnostic levels (reference README §4)
     _k(
         "repair.technicians",

@@ -127,6 +127,7 @@ class SparesSettings:
 
     hosts: int
     preempt_research: bool
+    preempt_handover: float  # seconds
     prefer_healthy: bool
 
 

@@ -191,6 +191,10 @@ class Simulation:
         self.holder[best] = FLAGSHIP
         self.borrowed[best] = self.env.now
         self.preemptions += 1
+        if (
+            self.job is not None
+        ):  # the research job stops and hands the host over before the flagship can use it
+            self.job.hand_over(self.scenario.spares.preempt_handover)
         return best
 
     def _job_hosts_changed(self, added: list[int], removed: list[int]) -> None:

@@ -78,6 +78,8 @@ class FlagshipJob:
         self.missing = 0
         self._generation = 0
         self._recovery_s = 0.0  # length of the recovery under way (while RESTARTING)
+        self._handover_due = 0.0  # a taken host's hand-over, to add to the next recovery (hand_over)
+        self._handover_s = 0.0  # the hand-over inside the recovery under way
         # fail-slow episodes (engine.sim.slow): job host -> its slowdown factor while slow; (since, the job's
         # factor) through the running attempt
         self.slow_hosts: dict[int, float] = {}
@@ -249,10 +251,20 @@ class FlagshipJob:
         self.free_slots.append(slot)
         self.missing += 1
 
+    def hand_over(self, seconds: float) -> None:
+        """A host taken for the job needs `seconds` before the job can use it (a preempted research job's hand
+        over): the recovery being set up waits that long more, booked as waiting for spares."""
+        self._handover_due = max(self._handover_due, seconds)
+
     def _begin_restart(self, overhead: float) -> None:
-        """Recover for `overhead` seconds; a recovery already under way starts again, at least as long."""
+        """Recover for `overhead` seconds (plus any hand-over due); a recovery already under way starts again, at
+        least as long."""
+        handover, self._handover_due = self._handover_due, 0.0
         if self.phase == RESTARTING:
-            overhead = max(overhead, self._recovery_s)
+            overhead = max(overhead, self._recovery_s - self._handover_s)
+            handover = max(handover, self._handover_s)
+        self._handover_s = handover
+        overhead += handover
         self.phase, self.phase_since = RESTARTING, self.env.now
         self._recovery_s = overhead
         self._generation += 1
@@ -263,7 +275,10 @@ class FlagshipJob:
         if generation != self._generation or self.phase != RESTARTING:
             return  # a later failure restarted the restart
         now = self.env.now
-        self.ledger.restart_s += now - self.phase_since
+        waited = min(self._handover_s, now - self.phase_since)  # a preempted host's hand-over: waiting for it
+        self.ledger.waiting_s += waited
+        self.ledger.restart_s += now - self.phase_since - waited
+        self._handover_s = 0.0
         self.ledger.resumed_at.append(now)
         self.phase, self.attempt_start = RUNNING, now
         self._slow_marks = [(now, self._slow_factor())]

@@ -10,6 +10,28 @@ _d = section(SECTION)
 
 DEFINITIONS: tuple[Definition, ...] = (
     _d(
+        "research_preemptions",
+        "Research jobs preempted",
+        "count",
+        "Research jobs stopped because the flagship job had no spare host left and took theirs "
+        "(spares.preempt_research); each loses its work and the flagship waits spares.preempt_handover for the "
+        "host. What running with few hot spares costs the rest of the cluster.",
+        "engine.sim.simulate.Simulation._preempt_research",
+        "research_lost_gpu_hours",
+        "waiting_for_spares",
+        summary="cluster.research_preemptions",
+    ),
+    _d(
+        "research_lost_gpu_hours",
+        "Research GPU-hours lost",
+        "GPU-hours",
+        "Research work thrown away: the GPU-hours research jobs had run when a failure or a preemption ended "
+        "them (research jobs keep no checkpoints).",
+        "engine.analysis.summary",
+        "research_preemptions",
+        summary="cluster.research_lost_gpu_hours",
+    ),
+    _d(
         "utilisation_by_allocation",
         "Utilisation (allocated)",
         "ratio",
