@@ -160,7 +160,7 @@ def _indexed(ops: pl.DataFrame, where: str) -> tuple[pl.DataFrame, pl.Series]:
     dp_max, stage_max = int(frame["dp_rank"].max()), int(frame["stage"].max())
     limits.check_at_most(dp_max + 1, limits.MAX_CLUSTER_GPUS, f"{where}: column 'dp_rank' (largest + 1)")
     limits.check_at_most(stage_max + 1, limits.MAX_PIPELINE_STAGES, f"{where}: column 'stage' (largest + 1)")
-    steps = frame["step"].unique().sort()
+    steps = _step_numbers(frame["step"])
     limits.check_at_most(steps.len(), limits.MAX_TIMELINE_STEPS, f"{where}: steps")
     contiguous = int(steps[-1]) - int(steps[0]) + 1 == steps.len()
     index = (
@@ -174,6 +174,16 @@ def _indexed(ops: pl.DataFrame, where: str) -> tuple[pl.DataFrame, pl.Series]:
     cells = steps.len() * (dp_max + 1) * (stage_max + 1)
     limits.check_at_most(cells, limits.MAX_STEP_TIMELINE_CELLS, f"{where}: steps x dp ranks x stages")
     return frame, steps
+
+
+def _step_numbers(step: pl.Series) -> pl.Series:
+    """The distinct step numbers, in order: counted over their range where it is short (a pass over the
+    rows), else hashed."""
+    low, high = int(step.min()), int(step.max())
+    if high - low < min(step.len(), limits.MAX_TIMELINE_STEPS):
+        present = np.bincount((step - low).to_numpy(), minlength=high - low + 1) > 0
+        return pl.Series("step", np.flatnonzero(present) + low, dtype=pl.Int64)
+    return step.unique().sort()
 
 
 def _check_complete(frame: pl.DataFrame, n: int, dp: int, stages: int, where: str) -> None:

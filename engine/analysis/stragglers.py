@@ -23,6 +23,7 @@ workers, data-parallel ranks and stages, and what kind of slowness it is.
   contention).
 """
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -37,6 +38,8 @@ MOST_STEPS = 0.5
 MOST_OF_SLOWDOWN = 0.5
 # Its stage's other workers explain at most this share of what it explains.
 PEER_SHARE = 0.5
+# Threads for the what-ifs of one stage each (pure numpy, deterministic whatever the order they finish in).
+THREADS = 2
 COMM_SCOPES = ("dp", "ends", "all")
 KINDS = {
     "none": "no slowdown worth naming (waste under 1 %)",
@@ -200,12 +203,19 @@ def analyse(timeline: Timeline) -> StragglerReport:
     base = float(t_ideal.mean())
     slowdown = float(t_rec.mean()) / base
     by_dp, _ = simulate(rec, scopes, order, ideal=ideal_sync)  # [steps, dp]
-    by_stage, worker_steps = [], []
-    for s in range(timeline.stages):
+
+    def only_stage(s: int) -> tuple[float, np.ndarray]:
         only_s = rec.mixed(ideal, {s})
-        by_stage.append(float(simulate(only_s, scopes, order)[0].mean()) / base)
-        worker_steps.append(simulate(only_s, scopes, order, ideal=ideal_sync)[0])
-    per_worker = np.stack(worker_steps, axis=2)  # [steps, dp, stages]
+        return simulate(only_s, scopes, order)[0].mean() / base, simulate(
+            only_s, scopes, order, ideal=ideal_sync
+        )[0]
+
+    # numpy lets go of the GIL on large arrays: two threads use both cores of a small machine
+    with ThreadPoolExecutor(max_workers=THREADS) as pool:
+        stage_results = list(pool.map(only_stage, range(timeline.stages)))
+    by_stage = [float(b) for b, _ in stage_results]
+    per_worker = np.stack([w for _, w in stage_results], axis=2)  # [steps, dp, stages]
+    del stage_results
     by_worker = per_worker.mean(axis=0) / base
     straggler = _persistent(per_worker, t_ideal, by_worker, slowdown)
     stage_typical = _stage_typical(timeline, ideal)
