@@ -230,7 +230,11 @@ def test_the_downloaded_toml_reloads_to_the_same_scenario(store_dir, tmp_path, m
     file_id = download.proto.url.rsplit("/", 1)[1]
     path = tmp_path / "planner-rsc1.toml"
     path.write_bytes(kept[-1]._files_by_id[file_id.split(".")[0]].content)
-    assert load(path).values == model.scenario(model.from_params(dict(at.query_params))).values
+    # the file reproduces the run the knobs describe, telemetry as the preset has it (issue 28, 2)
+    telemetry = model.base_scenario("rsc1").simulation.telemetry
+    knobs = model.from_params(dict(at.query_params))
+    assert load(path).values == model.scenario(knobs, telemetry=telemetry).values
+    assert load(path).simulation.telemetry == telemetry
     assert load(path)["spares.hosts"] == 10 and load(path).checkpoint_write_s == 25.0
 
 

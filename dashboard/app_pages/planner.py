@@ -27,9 +27,12 @@ def page() -> None:
     scenario = closed_form.closed_form_section(preset, knobs)
     if scenario is None:
         return
+    # the file keeps the base's telemetry (the page's own runs skip it for speed): `goodput simulate --scenario`
+    # of it reproduces the run the knobs describe, every table included
+    telemetry = model.base_scenario(preset).simulation.telemetry
     st.download_button(
         "Download scenario",
-        scenario.to_toml(),
+        model.scenario(knobs, telemetry=telemetry).to_toml(),
         file_name=f"planner-{preset.replace(':', '-')}.toml",  # a twin base is "twin:RUN_ID"
         mime="application/toml",
         on_click="ignore",
