@@ -78,9 +78,10 @@ MAX_INCIDENTS = 1_000_000
 
 # ----- step timelines (goodput ingest step-times, goodput stragglers) -------------------------------------------
 
-# Operations of one op-level timeline (a row each: ~60 bytes while read, ~100 in the store). ByteDance's public
-# traces hold 7k-60k; 16,384 workers x 1,000 steps of per-step records are 16M.
-MAX_STEP_OPS = 50_000_000
+# Operations of one op-level timeline. ByteDance's public traces hold 7k-120k; 16,384 workers x 1,000 steps of a
+# forward and a backward each are 32.8M, for which `goodput stragglers` peaked at 5.9 GB (~180 bytes a row), so
+# this limit keeps it near the ~8 GB Goodput aims for.
+MAX_STEP_OPS = 40_000_000
 # Pipeline stages of one job (Llama 3 405B trained with 16; the deepest published pipelines have ~128).
 MAX_PIPELINE_STAGES = 1_024
 # Distinct steps of one timeline.
