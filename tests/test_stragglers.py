@@ -271,6 +271,19 @@ def test_a_huge_stage_number_is_refused_before_anything_is_allocated():
         layout(frame, "ops.csv")
 
 
+@pytest.mark.parametrize(
+    ("limit", "value", "message"),
+    [
+        ("MAX_TIMELINE_STEPS", 2, "ops.csv: steps: 3 is over"),
+        ("MAX_PHASE_SLOTS", 1, "kinds of op before or after"),
+    ],
+)
+def test_steps_and_kinds_of_op_are_bounded(monkeypatch, limit, value, message):
+    monkeypatch.setattr(limits, limit, value)
+    with pytest.raises(GoodputError, match=message):
+        layout(pipeline_ops(), "ops.csv")
+
+
 def test_a_sparse_timeline_that_would_need_huge_arrays_is_refused_before_they_are_made():
     # two rows naming dp rank 200,000 and stage 1,000 of 1,000 steps: 2e11 cells, never allocated
     frame = pipeline_ops(dp=1, stages=1, steps=1).head(2)
