@@ -339,3 +339,30 @@ def test_row_order_and_format_do_not_change_the_result(rnd, fmt):
     read = read_step_times(Source(f"ops.{fmt}", data))
     assert read.height == frame.height
     assert _analyse(read).slowdown == pytest.approx(_analyse(frame).slowdown, rel=1e-12)
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    st.integers(1, 3),
+    st.integers(1, 4),
+    st.integers(1, 5),
+    st.integers(1, 3),
+    st.floats(0.25, 4.0),
+    st.floats(0.25, 4.0),
+)
+def test_a_job_without_stragglers_has_a_slowdown_of_one(dp, stages, microbatches, steps, forward, backward):
+    frame = pipeline_ops(dp, stages, microbatches, steps, forward=forward, backward=backward)
+    r = _analyse(frame)
+    assert r.slowdown == pytest.approx(1.0, abs=1e-12)
+    assert r.persistent_straggler is None and r.kind == "none"
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(1, 3), st.integers(1, 4), st.integers(1, 4), st.data())
+def test_a_slower_op_never_makes_the_recorded_step_faster(dp, stages, microbatches, data):
+    factors = np.ones((1, dp, stages, microbatches))
+    base = _analyse(pipeline_ops(dp, stages, microbatches, 1, microbatch_factor=factors)).step_time_s
+    cell = tuple(data.draw(st.integers(0, size - 1)) for size in (1, dp, stages, microbatches))
+    factors[cell] = data.draw(st.floats(1.0, 5.0))
+    slower = _analyse(pipeline_ops(dp, stages, microbatches, 1, microbatch_factor=factors)).step_time_s
+    assert slower >= base - 1e-12
