@@ -12,7 +12,7 @@ import streamlit as st
 
 from dashboard import auth
 from dashboard import planner_model as model
-from dashboard.planner import closed_form, controls, monte_carlo, simulation, strategies, sweeps
+from dashboard.planner import closed_form, controls, fail_slow, monte_carlo, simulation, strategies, sweeps
 from dashboard.planner.common import Plan
 
 
@@ -43,7 +43,9 @@ def page() -> None:
         auth.missing(auth.Role.PLANNER, "Running simulations, Monte-Carlo and sweeps")
     # the settings are kept beside each result: did the knobs move since it ran?
     plan = Plan(preset, scenario, model.settings_of(knobs), may_plan)
-    tabs = st.tabs(["Simulate", "Monte-Carlo", "Sweep", "Strategies at scale", "Standby break-even"])
+    tabs = st.tabs(
+        ["Simulate", "Monte-Carlo", "Sweep", "Strategies at scale", "Standby break-even", "Fail-slow hosts"]
+    )
     with tabs[0]:
         simulation.simulate_tab(plan, knobs)
     with tabs[1]:
@@ -54,6 +56,8 @@ def page() -> None:
         strategies.scale_tab(plan)
     with tabs[4]:
         strategies.standby_tab(plan)
+    with tabs[5]:
+        fail_slow.fail_slow_tab(plan)
 
 
 st.title("Planner")
