@@ -204,9 +204,9 @@ def cmd_watch(args: argparse.Namespace) -> int:
 
 
 def cmd_runs(args: argparse.Namespace) -> int:
-    if args.store is not None and not Path(args.store).expanduser().is_dir():  # a typo is no empty store
+    if args.store is not None and not Path(args.store).expanduser().exists():  # a typo is no empty store
         raise GoodputError(
-            f"--store: {args.store} is no folder (make a store with `goodput simulate --store DIR`)"
+            f"--store: {args.store} does not exist (make a store with `goodput simulate --store DIR`)"
         )
     store = Store(args.store)
     if args.delete:

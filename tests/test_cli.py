@@ -234,7 +234,7 @@ def test_promises_of_the_command_line(capsys, tmp_path):
     """A typo'd store is an error, not an empty list; a bad --seed is named as --seed; export names what it
     needs; a port in use is one error line before any URL is printed (issue 28, 5)."""
     code, _, err = run_cli(capsys, "runs", "--store", str(tmp_path / "typo"))
-    assert code == 2 and err.startswith("goodput: error: --store:") and "typo" in err
+    assert code == 2 and err.startswith("goodput: error: --store:") and "typo does not exist" in err
     code, _, err = run_cli(
         capsys, "simulate", "--preset", "demo", "--seed", "-3", "--store", str(tmp_path / "s")
     )

@@ -198,8 +198,12 @@ def test_a_store_that_cannot_be_listed_says_so_instead_of_looking_empty(tmp_path
         Store(root).scan()
 
 
-def test_a_store_not_made_yet_is_empty_not_an_error(tmp_path):
+def test_a_store_named_but_not_there_is_an_error_not_an_empty_list(tmp_path):
+    """A typo in --store must not read as "no runs" (issue 28, 5); an empty store folder lists none."""
     done = goodput("runs", "--json", "--store", str(tmp_path / "not-yet"))
+    assert done.returncode == 2 and done.stdout == "" and "not-yet does not exist" in done.stderr
+    (tmp_path / "empty").mkdir()
+    done = goodput("runs", "--json", "--store", str(tmp_path / "empty"))
     assert done.returncode == 0 and done.stdout.strip() == "[]", done.stderr
 
 
