@@ -206,7 +206,8 @@ def test_counts_table_and_an_incident_from_the_url(store_dir):
     )
     assert (m["GPUs hit"], m["Hosts it took out of service"], m["Jobs hit"]) == ("0", "0", "1")
     cost = next(d.value for d in at.dataframe if "restart_s" in d.value.columns)
-    assert cost[["job_id", "lost_work_s", "restart_s"]].values.tolist() == [["j-r2", 1200.0, 1000.0]]
+    # durations in words, as the chain's "after" column writes them
+    assert cost[["job_id", "lost_work_s", "restart_s"]].values.tolist() == [["j-r2", "20 min", "16 min"]]
 
 
 def test_the_chain_of_a_hardware_failure_and_its_blast_radius(store_dir):
@@ -287,6 +288,63 @@ def test_category_and_cause_filters(store_dir):
     assert cost_table(at)["incident_id"].tolist() == [1, 4]
     at.multiselect[0].set_value([]).run()
     assert cost_table(at)["incident_id"].tolist() == [1, 2, 4] and "causes" not in at.query_params
+
+
+def column_labels(element) -> dict[str, str]:
+    """The headers a dataframe shows: its column config's labels, else the column's name."""
+    config = json.loads(element.proto.columns or "{}")
+    return {
+        c: config.get(f"col:name:{c}", config.get(c, {})).get("label") or c for c in element.value.columns
+    }
+
+
+def test_the_tables_speak_words_not_keys(store_dir):
+    """Issue 28: the cause table in words beside the chart's words, headers for people, a dash where an
+    incident has no place (never "None"), one number format a column."""
+    run_id = stored_run(store_dir)
+    at = open_page(PAGE, {"run": run_id, "incident": "2"})
+    assert not at.exception
+    by_cause = next(d for d in at.dataframe if "cause" in d.value.columns and "unexpected" in d.value.columns)
+    causes = by_cause.value["cause"].tolist()
+    assert causes and all("_" not in c for c in causes), causes  # "Faulty GPU", never faulty_gpu
+    assert "Faulty GPU" in causes
+    cost = next(d for d in at.dataframe if "jobs_hit" in d.value.columns)
+    headers = column_labels(cost)
+    assert (headers["incident_id"], headers["jobs_hit"], headers["gpu_hours_lost"], headers["hostname"]) == (
+        "incident",
+        "jobs hit",
+        "GPU-h lost",
+        "host",
+    )
+    assert not any("_" in h for h in headers.values()), headers
+    shown = cost.value.astype(str)
+    assert not (shown == "None").any().any() and not (shown == "nan").any().any()
+    assert "–" in cost.value["gpu_id"].tolist()  # the planned stop and the cable failure name no GPU
+    config = json.loads(cost.proto.columns)
+    assert config["gpu_hours_lost"]["type_config"]["format"] == "%.1f"
+    blast = next(d for d in at.dataframe if "restart_s" in d.value.columns)
+    assert set(column_labels(blast).values()) >= {"job", "lost work", "restart", "GPU-h lost"}
+    # the incident chooser names causes in words too
+    assert "_" not in at.selectbox[0].format_func(at.selectbox[0].value)
+
+
+def test_share_and_cost_tables_as_functions():
+    from dashboard.incidents.tables import share_table
+
+    counts = pl.DataFrame(
+        {
+            "cause": ["faulty_gpu", "planned_maintenance"],
+            "interruptions": [3, 2],
+            "unexpected": [3, 0],
+            "gpu_hours_lost": [339.4, 127.6],
+            "pct_of_unexpected": [None, None],
+        },
+        schema_overrides={"pct_of_unexpected": pl.Float64},
+    )
+    table = share_table(counts, "cause")
+    assert table["cause"].to_list() == ["Faulty GPU", "Planned maintenance"]
+    assert table["gpu_hours_lost"].to_list() == [339.0, 128.0]  # whole GPU-hours, every row alike
+    assert table["pct_of_unexpected"].to_list() == ["–", "–"]  # no unexpected incident: no share, no "None"
 
 
 def test_download_buttons_for_the_set_and_for_one_incident(store_dir):

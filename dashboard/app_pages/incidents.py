@@ -18,11 +18,12 @@ import streamlit as st
 from dashboard import state, table_view
 from dashboard.charts import incidents as charts
 from dashboard.format import fmt_duration, fmt_gpu_hours, fmt_int, fmt_pct, fmt_time
+from dashboard.incidents import tables
 from dashboard.incidents.filters import filters_section
 from dashboard.incidents.replay import replay_section
 from dashboard.queries import incidents as queries
 from dashboard.text import code, md
-from dashboard.text_exprs import cause_label_text, duration_text, time_text
+from dashboard.text_exprs import duration_text, time_text
 from engine.analysis.definitions import definition
 from engine.analysis.incidents import filter_incidents, summary_counts
 from engine.report.palette import cause_label
@@ -112,16 +113,15 @@ def counted_section(
         for column, (key, value) in zip(st.columns(3), shown_figures[row : row + 3], strict=False):
             column.metric(definition(key).label, value, help=definition(key).help)
     if figures["total"]:
-        left, right = st.columns([3, 2])
-        left.plotly_chart(charts.by_cause(figures["by_cause"]), width="stretch")
-        gpu_hours = {
-            "gpu_hours_lost": st.column_config.NumberColumn("GPU-h lost", format="localized"),
-            "pct_of_unexpected": st.column_config.NumberColumn("% of unexpected", format="%.1f"),
-        }
-        for counts in (figures["by_category"], figures["by_cause"]):  # whole GPU-hours: totals of thousands
-            whole = counts.with_columns(pl.col("gpu_hours_lost").round(0))
+        # the chart above its tables, each as wide as the page: beside the chart, their five columns were cut
+        st.plotly_chart(charts.by_cause(figures["by_cause"]), width="stretch")
+        counted = "interruptions" if flagship else "incidents"
+        for key in ("category", "cause"):
             table_view.dataframe(
-                whole, where=right, hide_index=True, width="stretch", column_config=gpu_hours
+                tables.share_table(figures[f"by_{key}"], key),
+                hide_index=True,
+                width="stretch",
+                column_config=tables.share_columns(key, counted),
             )
         per_day = queries.days_in_window(
             shown, since_s, until_s if until_s is not None else run.duration_s, job=flagship
@@ -150,31 +150,10 @@ def timeline_section(run: RunInfo, shown: pl.DataFrame):
         )
         st.markdown(f"**Incidents by cost** ({shown.height:,}; click a column's header to sort by it)")
         table_view.dataframe(
-            shown.sort("gpu_hours_lost", descending=True, nulls_last=True)
-            .with_columns(
-                with_time(run), cause_label_text("cause").alias("cause"), pl.col("job_names").alias("jobs")
-            )
-            .select(
-                "incident_id",
-                "time",
-                "cause",
-                "category",
-                "planned",
-                "gpu_hours_lost",
-                "jobs_hit",
-                "jobs",
-                "hostname",
-                "rack_id",
-                "gpu_id",
-                "link_id",
-                "xid",
-            ),
+            tables.cost_table(run, shown),
             hide_index=True,
             width="stretch",
-            column_config={
-                "gpu_hours_lost": st.column_config.NumberColumn("GPU-h lost", format="localized"),
-                "jobs": st.column_config.ListColumn("jobs"),
-            },
+            column_config=tables.COST_COLUMNS,
         )
     return clicked
 
@@ -251,7 +230,7 @@ def choose_incident(run: RunInfo, everything: pl.DataFrame, shown: pl.DataFrame,
         ids,
         key=state.seed(incident_key, wanted),
         format_func=lambda i: visible(
-            f"{i} · {by_id[i]['cause']} · {fmt_time(run.started_at, by_id[i]['t_s'])}"
+            f"{i} · {cause_label(by_id[i]['cause'])} · {fmt_time(run.started_at, by_id[i]['t_s'])}"
         ),
         placeholder="Choose an incident to see its chain",
     )
@@ -317,14 +296,10 @@ def drill_down(run: RunInfo, everything: pl.DataFrame, incident_id: int, exporte
         )
     if detail.cost.height:
         table_view.dataframe(
-            detail.cost.sort("gpu_hours_lost", descending=True),
+            tables.blast_table(detail.cost),
             hide_index=True,
             width="stretch",
-            column_config={
-                "gpu_hours_lost": st.column_config.NumberColumn("GPU-h lost", format="%.2f"),
-                "lost_work_s": st.column_config.NumberColumn("lost work (s)", format="%.0f"),
-                "restart_s": st.column_config.NumberColumn("restart (s)", format="%.0f"),
-            },
+            column_config=tables.BLAST_COLUMNS,
         )
     xids = queries.xid_events(run.run_id, incident_id)
     if not xids.is_empty():
