@@ -155,6 +155,11 @@ def test_summary_with_only_some_keys(store_dir):
     assert metrics(at) == {"ETTR (goodput)": ("50.0%", None), "Interruptions": ("7", None)}
     # no counts by cause in the summary: the incidents table is counted instead
     assert "**Incidents: 5** recorded in the run. The most frequent causes:" in [m.value for m in at.markdown]
+    # ... and titled by what it counts: the cluster's incidents, not interruptions of a flagship job
+    assert "What failed" in [h.value for h in at.subheader]
+    assert "What interrupted it" not in [h.value for h in at.subheader]
+    causes = next(c for c in at.get("plotly_chart") if '"Incidents by cause"' in c.proto.spec)
+    assert '"Interruptions by cause"' not in causes.proto.spec
 
 
 def test_ettr_is_computed_from_attempts_when_the_summary_has_none(store_dir):
@@ -371,11 +376,31 @@ def test_interruptions_by_cause_figure():
 
 
 def test_hosts_by_state_figure():
-    fig = charts.hosts_by_state(pl.DataFrame({"state": ["running", "repair"], "hosts": [3, 1]}))
-    assert [(t.name, t.x[0], t.marker.color) for t in fig.data] == [
-        ("running", 3, state_colour("running")),
-        ("repair", 1, state_colour("repair")),
-    ]
+    """A bar a state, its name in words on the axis and its count outside the bar: a state of 3 hosts among
+    60 reads as well as the biggest (the stacked bar squeezed "repair 3" into a rotated sliver)."""
+    fig = charts.hosts_by_state(pl.DataFrame({"state": ["running", "repair", "spare"], "hosts": [50, 3, 0]}))
+    (bars,) = fig.data
+    assert (list(bars.y), list(bars.x), list(bars.marker.color)) == (
+        ["Running a job", "In repair"],  # no bar for a state no host is in
+        [50, 3],
+        [state_colour("running"), state_colour("repair")],
+    )
+    assert (bars.orientation, bars.textposition, list(bars.text)) == ("h", "outside", ["50", "3"])
+    assert list(fig.layout.yaxis.categoryarray) == ["In repair", "Running a job"]  # the biggest on top
+    assert fig.layout.xaxis.range[1] > 50  # room for the count after the longest bar
+
+
+def test_causes_figure_is_titled_by_what_it_counts():
+    """A run without a flagship job has incidents, not interruptions (engine.analysis.definitions)."""
+    counts = pl.DataFrame({"cause": ["faulty_gpu"], "count": [1]})
+    flagship = charts.interruptions_by_cause(counts)
+    assert (flagship.layout.title.text, flagship.layout.xaxis.title.text) == (
+        "Interruptions by cause",
+        "interruptions",
+    )
+    cluster = charts.interruptions_by_cause(counts, "incidents")
+    assert (cluster.layout.title.text, cluster.layout.xaxis.title.text) == ("Incidents by cause", "incidents")
+    assert "incidents" in cluster.data[0].hovertemplate and "interruptions" not in cluster.data[0].hovertemplate
 
 
 @pytest.mark.parametrize(

@@ -175,18 +175,19 @@ def causes_section(run: RunInfo, summary: RunSummary) -> pl.DataFrame:
     if counts is None or counts["count"].sum() == 0:
         counts, scope = q.incidents_by_cause(run.run_id).select("cause", "count"), "recorded in the run"
     if counts.height and counts["count"].sum() > 0:
-        st.subheader("What interrupted it")
+        flagship = scope == "of the flagship job"
+        # a run without a flagship job has incidents, not interruptions (engine.analysis.definitions)
+        st.subheader("What interrupted it" if flagship else "What failed")
         left, right = st.columns([2, 1])
         with left:
-            st.plotly_chart(charts.interruptions_by_cause(counts), key="causes")
+            st.plotly_chart(
+                charts.interruptions_by_cause(counts, "interruptions" if flagship else "incidents"),
+                key="causes",
+            )
         with right:
             top = counts.sort("count", descending=True).head(3)
             total = int(counts["count"].sum())
-            what = (
-                definition("interruptions").label
-                if scope == "of the flagship job"
-                else definition("incidents").label
-            )
+            what = definition("interruptions" if flagship else "incidents").label
             st.markdown(f"**{what}: {total:,}** {scope}. The most frequent causes:")
             for row in top.iter_rows(named=True):
                 if row["count"]:

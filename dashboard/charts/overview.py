@@ -15,6 +15,7 @@ from dashboard.text import plot
 from engine.analysis.definitions import definition
 from engine.report.palette import (
     CATEGORY_COLOURS,
+    HOST_STATE_LABELS,
     LOSS_COLOURS,
     LOSS_LABELS,
     OTHER_COLOUR,
@@ -223,8 +224,9 @@ def _interruption_counts(
         )
 
 
-def interruptions_by_cause(counts: pl.DataFrame) -> go.Figure:
-    """Horizontal bars of interruptions per cause (columns cause, count), coloured by category."""
+def interruptions_by_cause(counts: pl.DataFrame, what: str = "interruptions") -> go.Figure:
+    """Horizontal bars of `what` per cause (columns cause, count), coloured by category: "interruptions" of the
+    flagship job, or "incidents" of the cluster where a run has no flagship job (engine.analysis.definitions)."""
     frame = counts.filter(pl.col("count") > 0).sort("count")
     fig = go.Figure()
     categories = [category_of(c) for c in frame["cause"]]
@@ -240,12 +242,12 @@ def interruptions_by_cause(counts: pl.DataFrame) -> go.Figure:
                 text=rows["count"].to_list(),
                 textposition="outside",
                 cliponaxis=False,
-                hovertemplate="%{y}: %{x} interruptions<extra>%{fullData.name}</extra>",
+                hovertemplate=f"%{{y}}: %{{x}} {what}<extra>%{{fullData.name}}</extra>",
             )
         )
     fig.update_layout(
-        title="Interruptions by cause",
-        xaxis_title="interruptions",
+        title=f"{what.capitalize()} by cause",
+        xaxis_title=what,
         barmode="stack",
         yaxis={"categoryorder": "array", "categoryarray": [plot(cause_label(c)) for c in frame["cause"]]},
         legend={"title": "category", "traceorder": "normal"},
@@ -297,18 +299,34 @@ def stacked_bar(parts: list[BarPart], unit: str, x_title: str, value_format: str
 
 
 def hosts_by_state(counts: pl.DataFrame) -> go.Figure:
-    """One stacked horizontal bar: how many hosts are in each state (columns state, hosts)."""
-    parts = [  # a handful of states, not table rows
-        BarPart(
-            plot(row["state"]),
-            row["hosts"],
-            state_colour(row["state"]),
-            f"{plot(row['state'])} {row['hosts']:,}",
+    """How many hosts are in each state (columns state, hosts): a bar a state, its name on the axis and its
+    count after the bar, so a state of 3 hosts among 60 is as readable as the biggest (a stacked bar squeezed
+    their labels into slivers)."""
+    frame = counts.filter(pl.col("hosts") > 0)
+    names = [plot(HOST_STATE_LABELS.get(s, s)) for s in frame["state"].to_list()]
+    fig = go.Figure(
+        go.Bar(
+            x=frame["hosts"].to_list(),
+            y=names,
+            orientation="h",
+            marker={"color": [state_colour(s) for s in frame["state"].to_list()]},
+            text=[f"{n:,}" for n in frame["hosts"].to_list()],
+            textposition="outside",
+            cliponaxis=False,
+            hovertemplate="%{y}: %{x:,} hosts<extra></extra>",
+            showlegend=False,
         )
-        for row in counts.iter_rows(named=True)
-    ]
-    fig = stacked_bar(parts, "hosts", "hosts", ",")
-    _whole_number_ticks(fig.layout.xaxis, counts["hosts"].sum() if counts.height else 0)
+    )
+    largest = frame["hosts"].max() if frame.height else 0
+    fig.update_layout(
+        height=60 + 30 * max(frame.height, 1),
+        margin={"l": 10, "r": 30, "t": 10, "b": 10},
+        xaxis_title="hosts",
+        # the states in the palette's order, top to bottom
+        yaxis={"categoryorder": "array", "categoryarray": names[::-1], "automargin": True},
+    )
+    _whole_number_ticks(fig.layout.xaxis, largest or 0)
+    fig.update_xaxes(range=[0, (largest or 1) * 1.1 + 0.5])  # room for the count after the longest bar
     return fig
 
 
