@@ -3,6 +3,7 @@ known bad hosts shows the rule's flags, hits and misses as figures, a sentence a
 ground truth (an older file without the column, an observed run, a truth with holes) says it has none and
 shows no score."""
 
+import re
 from dataclasses import replace
 
 import duckdb
@@ -216,3 +217,45 @@ def test_a_replay_is_not_scored_whatever_hosts_it_marks_bad(store_dir):
     assert no_truth_shown(open_page(PAGE, {"run": run_id})).endswith(
         "it was observed (replayed or ingested), and nobody knows which of its hosts are systematically bad."
     )
+
+
+@pytest.mark.parametrize(
+    ("flagged", "bad", "precision", "recall"),
+    [
+        (0, 0, "precision undefined", "recall undefined"),  # the demo: nothing flagged, nothing drawn bad
+        (0, 3, "precision undefined", "recall 0.0%"),
+        (2, 0, "precision 0.0%", "recall undefined"),
+        (2, 3, "precision 50.0%", "recall 33.3%"),
+    ],
+)
+def test_the_lemon_section_never_says_undefined_beside_a_number(flagged, bad, precision, recall):
+    """Issue 28: "precision undefined" in the sentence above the figures and "precision 0.0%" in the
+    chance sentence below them, for one and the same rule. A ratio is undefined where its denominator is
+    zero, in every sentence and figure of the section alike."""
+    from dashboard.gpus.lemons import chance_sentence, truth_sentence
+    from engine.analysis.lemon_score import LemonRule, LemonScore
+
+    tp = min(1, flagged, bad)
+    score = LemonScore(
+        rule=LemonRule(failures=3, window_s=14 * 86400.0),
+        hosts=64,
+        bad_hosts=bad,
+        flagged_hosts=flagged,
+        true_positives=tp,
+        false_positives=flagged - tp,
+        false_negatives=bad - tp,
+        precision=tp / flagged if flagged else None,
+        recall=tp / bad if bad else None,
+    )
+    said = truth_sentence(score) + " " + chance_sentence(score)
+    assert precision in truth_sentence(score) and recall in truth_sentence(score)
+    for ratio in ("precision", "recall"):
+        if f"{ratio} undefined" in said:  # undefined once: no number for it anywhere in the section
+            assert not re.search(rf"{ratio} [0-9]", said), said
+
+
+def test_the_causes_column_is_wide_enough_for_causes_in_words():
+    """Issue 28: the causes column of the offender tables was cut; they now span the page, causes wide."""
+    from dashboard.gpus.common import COLUMNS
+
+    assert COLUMNS["causes"]["width"] == "large"

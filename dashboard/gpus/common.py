@@ -38,7 +38,8 @@ COLUMNS = {
     "xid_events": figure_column("xid_events", format="%d"),
     "last_xid": st.column_config.TextColumn("last XID"),
     "xid": st.column_config.TextColumn("XID"),
-    "causes": st.column_config.ListColumn("causes"),
+    # wide enough for two or three causes in words ("Faulty GPU", "GPU HBM3 memory") without a cut
+    "causes": st.column_config.ListColumn("causes", width="large"),
     "incidents": figure_column("unplanned_incidents", format="%d"),
     "gpu_hours_lost": figure_column("incident_gpu_hours_lost", format="%.1f"),
     "failures": st.column_config.NumberColumn("repair-sending incidents", format="%d"),

@@ -59,17 +59,16 @@ def lemon_section(run: RunInfo) -> int | None:
     lemon_hosts = queries.offenders(run.run_id, "host", minimum=2, limit=SHOWN_ROWS)
     lemon_gpus = queries.offenders(run.run_id, "gpu", minimum=2, limit=SHOWN_ROWS)
     with st.expander(f"{definition('unplanned_incidents').label} per host and per GPU (top {SHOWN_ROWS})"):
-        left, right = st.columns(2)
-        table(left, in_words(times(queries.offenders(run.run_id, "host"), run, "first_s", "last_s")))
-        table(right, in_words(times(queries.offenders(run.run_id, "gpu"), run, "first_s", "last_s")))
+        # one above the other, each as wide as the page: side by side, the causes column was cut at 1280 px
+        table(st, in_words(times(queries.offenders(run.run_id, "host"), run, "first_s", "last_s")))
+        table(st, in_words(times(queries.offenders(run.run_id, "gpu"), run, "first_s", "last_s")))
     if lemon_hosts.is_empty() and lemon_gpus.is_empty():
         st.info("No host or GPU failed more than once in this run.")
         return None
-    left, right = st.columns(2)
-    left.markdown(f"**{definition('repeat_offender_hosts').label}** (the worst {SHOWN_ROWS} first)")
-    table(left, in_words(times(lemon_hosts, run, "first_s", "last_s")))
-    right.markdown(f"**{definition('repeat_offender_gpus').label}** (the worst {SHOWN_ROWS} first)")
-    table(right, in_words(times(lemon_gpus, run, "first_s", "last_s")))
+    st.markdown(f"**{definition('repeat_offender_hosts').label}** (the worst {SHOWN_ROWS} first)")
+    table(st, in_words(times(lemon_hosts, run, "first_s", "last_s")))
+    st.markdown(f"**{definition('repeat_offender_gpus').label}** (the worst {SHOWN_ROWS} first)")
+    table(st, in_words(times(lemon_gpus, run, "first_s", "last_s")))
     if not lemon_gpus.is_empty() and "gpu" not in st.query_params:
         st.caption(f"The worst repeat offender is GPU {lemon_gpus['gpu_id'][0]}.")
     history = queries.offender_incidents(run.run_id, minimum=2)
@@ -137,14 +136,21 @@ def truth_sentence(score: LemonScore) -> str:
 
 
 def chance_sentence(score: LemonScore) -> str:
-    """What flagging as many hosts at random would score, the yardstick for the rule's figures."""
+    """What flagging as many hosts at random would score, the yardstick for the rule's figures: a precision
+    only where something was flagged, a recall only where some host was bad (else each is undefined, as in
+    truth_sentence: never "undefined" there beside "0.0%" here)."""
     if not score.hosts:
         return ""
+    bars = (
+        f"Each bar below is a share of its own group; hosts in the shaded part meet the rule "
+        f"({score.rule.failures} repair-sending incidents within {fmt_duration(score.rule.window_s)})."
+    )
+    drawn = f"{score.bad_hosts:,} of the run's {score.hosts:,} hosts were drawn bad ({fmt_pct(score.chance_precision)})"
+    if not score.flagged_hosts:
+        return f"{drawn}; the rule flagged no host, so there is no random pick of as many to compare with. {bars}"
     expected = score.flagged_hosts * score.bad_hosts / score.hosts
+    recall = f"recall {fmt_pct(score.chance_recall)}" if score.bad_hosts else "recall undefined"
     return (
-        f"{score.bad_hosts:,} of the run's {score.hosts:,} hosts were drawn bad ({fmt_pct(score.chance_precision)}): "
-        f"flagging {hosts_text(score.flagged_hosts)} at random would find about {expected:,.1f} bad ones "
-        f"(precision {fmt_pct(score.chance_precision)}, recall {fmt_pct(score.chance_recall)}). Each bar "
-        f"below is a share of its own group; hosts in the shaded part meet the rule ({score.rule.failures} "
-        f"repair-sending incidents within {fmt_duration(score.rule.window_s)})."
+        f"{drawn}: flagging {hosts_text(score.flagged_hosts)} at random would find about {expected:,.1f} bad "
+        f"ones (precision {fmt_pct(score.chance_precision)}, {recall}). {bars}"
     )
