@@ -35,6 +35,10 @@ def test_two_runs_side_by_side(store_dir):
     headlines = at.dataframe[0].value
     assert list(headlines.columns) == ["figure", f"base ({a})", f"spares ({b})"]
     assert headlines.set_index("figure").loc["ETTR (goodput)"].tolist() == ["93.0%", "93.0%"]
+    # the figure names whole (issue 28: "In-memory checkpoint me..." was cut at 1280 px) and kept in view
+    figure = json.loads(at.dataframe[0].proto.columns)["figure"]
+    longest = max(len(f) for f in headlines["figure"])
+    assert figure["pinned"] is True and figure["width"] >= 7 * longest
     diff = at.dataframe[1].value
     assert diff["key"].tolist() == ["spares.hosts", "training.checkpoint_interval"]
     assert diff[f"spares ({b})"].tolist() == ["8", "30m"] and diff[f"base ({a})"].tolist() == ["4", "20m"]

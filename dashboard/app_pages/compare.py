@@ -66,7 +66,24 @@ def choose_runs() -> list[RunInfo] | None:
 def headlines_section(infos: list[RunInfo]) -> None:
     st.subheader("Headline figures")
     headlines = queries.headlines(infos)
-    table_view.dataframe(headlines, hide_index=True, width="stretch", height=35 * (headlines.height + 1) + 3)
+    table_view.dataframe(
+        headlines,
+        hide_index=True,
+        width="stretch",
+        height=35 * (headlines.height + 1) + 3,
+        # as wide as the longest name ("In-memory checkpoint memory per host" was cut), kept in view
+        column_config={
+            "figure": st.column_config.TextColumn(
+                "figure", width=name_width(headlines["figure"]), pinned=True
+            )
+        },
+    )
+
+
+def name_width(names: pl.Series) -> int:
+    """Pixels for a column of names in the table's 14 px font: about 7.5 px a character and the cell's padding."""
+    longest = int(names.str.len_chars().max() or 0)
+    return max(100, min(360, round(7.5 * longest) + 24))
 
 
 def scenario_section(infos: list[RunInfo]) -> None:
@@ -76,7 +93,14 @@ def scenario_section(infos: list[RunInfo]) -> None:
         st.caption("The runs share one scenario: any difference in their figures is chance (seed) or source.")
     else:
         st.caption(f"{diff.height} keys differ.")
-        table_view.dataframe(diff, hide_index=True, width="stretch")
+        table_view.dataframe(
+            diff,
+            hide_index=True,
+            width="stretch",
+            column_config={
+                "key": st.column_config.TextColumn("key", width=name_width(diff["key"]), pinned=True)
+            },
+        )
 
 
 def ettr_section(infos: list[RunInfo], labels: list[str]) -> None:
@@ -145,6 +169,7 @@ def causes_section(infos: list[RunInfo], labels: list[str]) -> None:
             table.sort(pl.sum_horizontal(pl.exclude("cause")), descending=True),
             hide_index=True,
             width="stretch",
+            column_config={"cause": st.column_config.TextColumn("cause", width=name_width(table["cause"]))},
         )
 
 
