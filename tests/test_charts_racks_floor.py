@@ -191,3 +191,27 @@ def test_the_elevation_names_each_hosts_own_state_in_words(run_id):  # noqa: F81
         "In repair",
         "Failed GPU",
     }
+
+
+def test_a_wrapped_floor_labels_each_row_once():
+    """Issue 28: on a floor wrapped into blocks, the y axis named only the first block's rows, so the block
+    beside it read as rows 0-47 again. Each further block numbers its own rows in the gap to its left."""
+    import plotly.graph_objects as go
+
+    grid = floor_grid.grid_for(rows=96, positions=16, slots=2, per_rack=9)
+    fig = go.Figure()
+    charts._floor_axes(fig, grid)
+    assert list(fig.layout.yaxis.ticktext)[:2] == ["row 0", "row 1"] and len(fig.layout.yaxis.ticktext) == 48
+    (labels,) = [t for t in fig.data if t.mode == "text"]
+    assert list(labels.text) == [str(r) for r in range(48, 96)]  # the right block's rows, each once
+    named = [*fig.layout.yaxis.ticktext, *labels.text]
+    assert sorted(int(t.removeprefix("row ")) for t in named) == list(range(96))
+    # level with their rows, in the blank gap just left of the second block
+    second = int(grid.x(np.array(48), np.array(0)))
+    assert all(second - grid.gap <= x < second for x in labels.x)
+    assert list(labels.y) == list(fig.layout.yaxis.tickvals)
+    assert labels.hoverinfo == "skip" and labels.showlegend is False
+    # a floor of one block has its axis only
+    small = go.Figure()
+    charts._floor_axes(small, floor_grid.grid_for(rows=4, positions=8, slots=2, per_rack=9))
+    assert not small.data

@@ -82,7 +82,9 @@ class FloorGrid(NamedTuple):
 def grid_for(rows: int, positions: int, slots: int, per_rack: int) -> FloorGrid:
     """The grid of a floor: one block while its lines fit MAX_LINES, else the number of blocks (each of at
     most MAX_LINES lines) whose cells come closest to square on a screen-sized figure."""
-    gap = max(per_rack, 2)  # a rack's width between blocks: wider than the gap between racks
+    gap = max(
+        per_rack, 3
+    )  # a rack's width between blocks, and room for the row numbers of the block right of it
 
     def lines(blocks: int) -> int:
         return math.ceil(rows / blocks) * (slots + 1)

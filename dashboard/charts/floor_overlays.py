@@ -1,5 +1,6 @@
 """What the floor plan draws over its cells: the greyed racks and the rings of the problems-only view, a cross on
-each rack over its power budget, and the rack handles a click selects (clicked_rack reads the selection)."""
+each rack over its power budget, the rack handles a click selects (clicked_rack reads the selection), and the
+row numbers of a wrapped floor's further blocks."""
 
 from collections.abc import Collection
 
@@ -173,3 +174,26 @@ def clicked_rack(selection) -> int | None:
         if point.get("customdata") is not None and "curve_number" in point:
             return int(point["customdata"])
     return None
+
+
+def block_row_labels(grid: FloorGrid, row_step: int) -> go.Scatter:
+    """The row numbers of every block but the first (whose rows the y axis names), each in the blank gap
+    just left of its block, level with its row's racks: on a wrapped floor the axis's "row 3" is only the
+    first block's row 3, and the block beside it holds row 3 + rows_per_block there."""
+    x, y, text = [], [], []
+    for first, last in grid.block_rows()[1:]:
+        left = float(grid.x(np.array(first), np.array(0)))
+        for row in range(first, last + 1, row_step):
+            x.append(left - (grid.gap + 1) / 2)
+            y.append(float((row % grid.rows_per_block) * (grid.slots + 1) + (grid.slots - 1) / 2))
+            text.append(str(row))
+    return go.Scatter(
+        x=x,
+        y=y,
+        text=text,
+        mode="text",
+        textfont={"size": 9, "color": "#555"},
+        hoverinfo="skip",
+        showlegend=False,
+        name="row numbers",
+    )

@@ -19,6 +19,7 @@ from dashboard.charts.floor_grid import FloorGrid, grid_for
 from dashboard.charts.floor_overlays import (
     NO_PROBLEM,
     NO_PROBLEM_COLOUR,
+    block_row_labels,
     greyed_racks,
     over_budget,
     problem_rings,
@@ -408,7 +409,8 @@ def floor_grid(cells: pl.DataFrame) -> FloorGrid:
 
 def _floor_axes(fig: go.Figure, grid: FloorGrid) -> None:
     """Ticks: each rack's position under its column, every k-th row name at the left (those of the first
-    block); with blocks side by side, each block says which rows it holds beneath it."""
+    block); with blocks side by side, each block says which rows it holds beneath it and numbers its own rows
+    in the gap to its left (block_row_labels), so no row is labelled with another block's number."""
     blocks = grid.block_rows()
     step = max(1, math.ceil(grid.positions * len(blocks) / 48))  # at most ~48 position labels across
     ticks = [
@@ -437,6 +439,8 @@ def _floor_axes(fig: go.Figure, grid: FloorGrid) -> None:
             )
     rows = np.arange(grid.rows_per_block)
     row_step = max(1, grid.rows_per_block // 40)  # many rows: label every k-th so the labels stay legible
+    if len(blocks) > 1:
+        fig.add_trace(block_row_labels(grid, row_step))
     fig.update_yaxes(
         tickvals=(rows * (grid.slots + 1) + (grid.slots - 1) / 2)[::row_step],
         ticktext=[f"row {r}" for r in rows[::row_step]],
