@@ -558,9 +558,20 @@ def test_html_report_renders_offline_in_chromium(store, tmp_path):
             charts = page.locator(".plotly-graph-div").count()
             markers = page.locator(".plotly-graph-div .scatterlayer .point").count()
             rows = page.locator("table.incidents tbody tr").count()
+            # every cause on the charts' left axes whole, at a laptop's width (a fixed margin cut the long ones)
+            page.set_viewport_size({"width": 1280, "height": 900})
+            page.wait_for_timeout(500)
+            cut = page.evaluate(
+                """() => [...document.querySelectorAll('.plotly-graph-div')].flatMap(div => {
+                    const left = div.getBoundingClientRect().left;
+                    return [...div.querySelectorAll('.ytick text')]
+                        .filter(t => t.getBoundingClientRect().left < left - 0.5).map(t => t.textContent);
+                })"""
+            )
         finally:
             browser.close()
     assert charts == 2 and markers == 5 and rows == 5  # every incident drawn on the timeline and listed
+    assert cut == []
     assert requested == [report.as_uri()]  # nothing but the file itself was loaded
 
 
@@ -594,3 +605,21 @@ def test_hostile_names_in_the_html_report_stay_text_in_chromium(tmp_path):
     assert images == 0 and links == 0 and dialogs == [] and requested == [report.as_uri()]
     assert hosts == [HOSTILE[i % len(HOSTILE)] for i in range(len(hosts))] and len(hosts) == 5
     assert "<img src=x onerror=alert(1)>" in ticks  # the cause, shown as its own characters
+
+
+def test_the_reports_cause_axes_grow_to_their_longest_label():
+    """Issue 28: "Host maintenance (unplanned)" was cut by the timeline's fixed 160 px margin."""
+    from engine.report.charts import by_cause_figure, timeline_figure
+
+    frame = pl.DataFrame(
+        {
+            "incident_id": [1, 2],
+            "t_s": [0.0, 3600.0],
+            "cause": ["host_maintenance_unplanned", "faulty_gpu"],
+            "category": ["Unplanned maintenance", "GPU"],
+            "gpu_hours_lost": [1.0, 2.0],
+        }
+    )
+    for fig in (timeline_figure(frame), by_cause_figure(frame)):
+        assert fig.layout.yaxis.automargin is True
+        assert fig.layout.margin.l <= 40  # the axis takes what its labels need, no more
