@@ -28,6 +28,7 @@ from engine.sim.streams import Stream
 from engine.units import SECONDS_PER_DAY, SECONDS_PER_HOUR
 
 SLOW_CAUSES: tuple[str, ...] = ("gpu_thermal", "gpu_power", "host", "network")
+GPU_CAUSES: tuple[str, ...] = ("gpu_thermal", "gpu_power")  # the causes that hold one GPU down (gpu_index)
 DURATION_SIGMA = 1.5  # log-normal sigma of a length: a 1 h mean spans ~40 s to ~10 h (1st-99th pct)
 WARMEST_HOUR = 15.0  # thermal throttling's daily peak, local time (Goodput's assumption)
 START, DETECT, END = 0, 1, 2  # the events of an episode, in the order they are played at the same instant

@@ -1,10 +1,11 @@
-"""The simulation's records as the store's frames: jobs, job_attempts, checkpoints, incidents."""
+"""The simulation's records as the store's frames: jobs, job_attempts, checkpoints, incidents, slow_episodes."""
 
 import numpy as np
 import polars as pl
 
 from engine.sim.failures import CATEGORY, SCOPE
 from engine.sim.records import SimulationResult
+from engine.sim.slow import GPU_CAUSES
 from engine.store.schema import polars_schema
 from engine.units import SECONDS_PER_HOUR
 
@@ -203,3 +204,30 @@ def incidents_frame(result: SimulationResult) -> pl.DataFrame:
         schema=polars_schema("incidents"),
     )
     return frame.with_columns(pl.col("mitigated_s", "repaired_s").fill_nan(None))
+
+
+def slow_episodes_frame(result: SimulationResult) -> pl.DataFrame:
+    """The slow_episodes table: the fail-slow episodes that began before the run ended (as the summary counts
+    them), their ends clipped to it; gpu_id for a GPU cause (a GPU's id is host x GPUs a host + its index, as
+    engine.sim.simulate numbers them), NULL for a slow host or link. Empty where slowness is off."""
+    rows = [e for e in result.slow_episodes if e.start_s < result.horizon_s]
+
+    def finite(x: float) -> float | None:
+        return x if np.isfinite(x) else None
+
+    return pl.DataFrame(
+        {
+            "host_id": [e.host for e in rows],
+            "gpu_id": [
+                e.host * result.gpus_per_host + e.gpu_index if e.cause in GPU_CAUSES else None for e in rows
+            ],
+            "cause": [e.cause for e in rows],
+            "start_s": [e.start_s for e in rows],
+            "end_s": [min(e.end_s, result.horizon_s) for e in rows],
+            "factor": [e.factor for e in rows],
+            "detected_s": [finite(e.detected_s) for e in rows],
+            "action": [e.action for e in rows],
+            "left_s": [finite(e.left_s) for e in rows],
+        },
+        schema=polars_schema("slow_episodes"),
+    )

@@ -35,7 +35,7 @@ from engine import __version__
 from engine.errors import GoodputError
 from engine.store.partials import locked_partial, sweep
 from engine.store.run import Run
-from engine.store.schema import SCHEMA_VERSION, TABLES, create_statement
+from engine.store.schema import SCHEMA_VERSION, TABLES, create_statement, polars_schema
 
 DEFAULT_STORE = Path(__file__).resolve().parents[2] / "data" / "store"
 STORE_ENV = "GOODPUT_STORE"
@@ -159,6 +159,7 @@ class Store:
         try:
             with self._replacing(final, copy_of=final) as con:
                 check_schema_version(con, final)
+                upgrade_file(con)
                 for table, frame in tables.items():
                     if table not in TABLES or table == "runs":
                         raise StoreError(f"run {run_id}: cannot append to table {table!r}")
@@ -376,9 +377,41 @@ class Store:
         """One table of one run as a Polars frame. `sql_filter` is a WHERE clause with `?` parameters."""
         if table not in TABLES:
             raise StoreError(f"unknown table {table!r}")
-        query = f'SELECT * FROM "{table}"' + (f" WHERE {sql_filter}" if sql_filter else "")  # noqa: S608 (table is checked above)
         with self.connect(run_id) as con:
+            present = file_columns(con, table)
+            if not present:  # a file written before the table existed: it has no rows of it
+                return pl.DataFrame(schema=polars_schema(table))
+            # a column added to the schema after the file was written reads as NULL
+            select = ", ".join(
+                f'"{name}"' if name in present else f'CAST(NULL AS {sql}) AS "{name}"'
+                for name, sql in TABLES[table].items()
+            )
+            query = f'SELECT {select} FROM "{table}"' + (f" WHERE {sql_filter}" if sql_filter else "")  # noqa: S608 (names from the schema)
             return query_frame(con, query, params)
+
+
+def file_columns(con: duckdb.DuckDBPyConnection, table: str) -> set[str]:
+    """The columns `table` has in a run's file (empty: the file predates the table). Files keep the schema they
+    were written with; tables and nullable columns added since are absent from older files."""
+    rows = con.execute(
+        "SELECT column_name FROM information_schema.columns"
+        " WHERE table_catalog = current_database() AND table_name = ?",
+        [table],
+    ).fetchall()
+    return {name for (name,) in rows}
+
+
+def upgrade_file(con: duckdb.DuckDBPyConnection) -> None:
+    """Give a writable run file written by an older Goodput the tables and columns added to the schema since
+    (all nullable, so its rows read as before), so new rows can be appended to it."""
+    for table, columns in TABLES.items():
+        present = file_columns(con, table)
+        if not present:
+            con.execute(create_statement(table))
+            continue
+        for name, sql in columns.items():
+            if name not in present:
+                con.execute(f'ALTER TABLE "{table}" ADD COLUMN "{name}" {sql}')
 
 
 def query_frame(con: duckdb.DuckDBPyConnection, sql: str, params: list | None = None) -> pl.DataFrame:

@@ -134,6 +134,15 @@ TABLES: dict[str, dict[str, str]] = {
         # Filled by ingest only (DCGM_FI_DEV_MEMORY_TEMP, DCGM_FI_DEV_FB_USED); null in simulated runs.
         "memory_temp_c": "REAL",
         "fb_used_mib": "REAL",
+        # SM clock (DCGM field 100) and the clocks-event (throttle) reasons bitmask (field 112, bits in
+        # engine.telemetry.clocks.REASON_BITS): simulated, and read from DCGM scrapes; null in older files.
+        "sm_clock_mhz": "REAL",
+        "clocks_event_reasons": "BIGINT",
+        # DCGM's throttle-violation counters (DCGM_FI_DEV_POWER_VIOLATION 240, _THERMAL_VIOLATION 241: time held
+        # down by a power or thermal limit, cumulative), as read: nanoseconds in current dcgm_fields.h and the
+        # exporter's default-counters.csv (DCGM 2.x headers said usec); from scrapes only, null in simulated runs.
+        "power_violation_ns": "BIGINT",
+        "thermal_violation_ns": "BIGINT",
     },
     "link_samples": {
         "t_s": "DOUBLE",
@@ -153,6 +162,21 @@ TABLES: dict[str, dict[str, str]] = {
         "duration": "DOUBLE",  # seconds
         "mb_id": "INTEGER",  # microbatch of a compute op; NULL where not known
         "seq_id": "INTEGER",  # order among the worker's ops of the same kind in the step; NULL where not known
+    },
+    # Fail-slow episodes (engine.sim.slow): a component that kept working, slowly. gpu_id names the GPU a GPU
+    # cause (gpu_thermal, gpu_power) holds down, NULL for a slow host or link; detected_s NULL where nobody
+    # detected it; action none, swap or drain, left_s when the host left the flagship job for it. Empty where
+    # slowness is off, and absent from files written before it existed (Store.table reads it empty).
+    "slow_episodes": {
+        "host_id": "INTEGER",
+        "gpu_id": "INTEGER",
+        "cause": "VARCHAR",
+        "start_s": "DOUBLE",
+        "end_s": "DOUBLE",
+        "factor": "DOUBLE",
+        "detected_s": "DOUBLE",
+        "action": "VARCHAR",
+        "left_s": "DOUBLE",
     },
     "xid_events": {
         "t_s": "DOUBLE",

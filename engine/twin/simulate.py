@@ -19,7 +19,7 @@ from engine.sim.failures import Arrivals
 from engine.sim.host_timeline import host_states
 from engine.sim.simulate import run_model
 from engine.sim.streams import Stream, generator
-from engine.sim.tables import incidents_frame, job_frames
+from engine.sim.tables import incidents_frame, job_frames, slow_episodes_frame
 from engine.store.run import Run
 from engine.units import SECONDS_PER_DAY
 
@@ -64,6 +64,7 @@ def simulate(
                 "job_attempts": attempts,
                 "checkpoints": checkpoints,
                 "host_states": host_states(result),
+                "slow_episodes": slow_episodes_frame(result),
             }
         )
         if scenario.simulation.telemetry:
