@@ -1,8 +1,10 @@
-"""Jobs: a time window over the run; a Gantt of the jobs' attempts (flagship first, the largest next), one bar
-per attempt coloured by how it ended, with failure, restart and checkpoint marks where the window holds few
-enough to tell apart; the queue, waits and why (counted over the table's jobs); GPUs allocated, out of
-service and fragmented; a filterable table that downloads as CSV or Parquet; one job's attempts, hosts, waits
-and, for the flagship job, its goodput ledger bucket by bucket.
+"""Jobs: a time window over the run; for a run with an op-level timeline (goodput ingest step-times), its
+stragglers (the what-if slowdown, its kind and culprit, the heat map of workers); a Gantt of the jobs' attempts
+(flagship first, the largest next), one bar per attempt coloured by how it ended, with failure, restart and
+checkpoint marks where the window holds few enough to tell apart; the queue, waits and why (counted over the
+table's jobs); GPUs allocated, out of service and fragmented; a filterable table that downloads as CSV or
+Parquet; one job's attempts, hosts, waits and, for the flagship job, its goodput ledger bucket by bucket
+(with its fail-slow slowdown where the run simulated fail-slow hosts).
 
 Every metric takes its label and help from engine.analysis.definitions (tests/test_page_jobs_truth.py checks it).
 URL: ?from=&to= (seconds since the run's start) the window; ?job= (job id) the drill-down; ?q=, ?states=,
@@ -18,6 +20,7 @@ from dashboard.charts import queue as queue_charts
 from dashboard.format import fmt_duration, fmt_int, fmt_pct, fmt_time
 from dashboard.jobs.common import column, metric
 from dashboard.jobs.one_job import choose_job, one_job
+from dashboard.jobs.stragglers import stragglers_section
 from dashboard.queries import jobs as queries
 from dashboard.queries import jobs_table as tables
 from dashboard.text import md
@@ -38,6 +41,7 @@ def page(run_id: str) -> None:
     jobs, order, rows = filters_section(run, window)
     total = queries.jobs(run.run_id, run.duration_s)
     headline(total)
+    stragglers_section(run)  # only for a run with an op-level timeline (goodput ingest step-times)
     clicked = gantt_section(run, jobs, window, order, rows)
     queue_section(run, jobs, window)
     utilisation_section(run, window)

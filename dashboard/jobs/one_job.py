@@ -26,6 +26,8 @@ LOSS_DEFINITIONS = {
     "checkpoint": "checkpoint_writes",
     "waiting_for_spares": "waiting_for_spares",
 }
+# Buckets shown only where the summary has them: slowdown is in the ledger of a run with fail-slow on (slow.*).
+LATER_LOSS_DEFINITIONS = {"slowdown": "slowdown_fail_slow"}
 
 
 def choose_job(run: RunInfo, jobs: pl.DataFrame, total: pl.DataFrame, clicked) -> str | None:
@@ -85,8 +87,9 @@ def job_figures(run: RunInfo, job: dict) -> None:
     else:
         metric(cols[3], "job_lost_work", fmt_gpu_hours(job["lost_gpu_hours"]))
     if losses:  # the flagship job: its goodput ledger, bucket by bucket, as the Overview shows it
-        cols = st.columns(len(LOSS_DEFINITIONS))
-        for where, (bucket, key) in zip(cols, LOSS_DEFINITIONS.items(), strict=True):
+        shown = LOSS_DEFINITIONS | {b: k for b, k in LATER_LOSS_DEFINITIONS.items() if b in losses}
+        cols = st.columns(len(shown))
+        for where, (bucket, key) in zip(cols, shown.items(), strict=True):
             metric(where, key, fmt_gpu_hours(losses.get(bucket, 0.0)), note="Over the whole run.")
     elif is_flagship:
         st.metric(
