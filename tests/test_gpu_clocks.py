@@ -104,15 +104,7 @@ def test_a_thermally_throttled_gpu_reads_hot_and_draws_less(monkeypatch):
     assert (neighbour["temp_c"] < 87.0).all()  # the episode holds one GPU down
 
 
-def test_the_clock_columns_fill_once_the_schema_has_them(monkeypatch):
-    # engine/store/schema.py's owner adds the columns; until then the samples carry none (CLOCK_COLUMNS is empty)
-    import engine.telemetry as telemetry
-
-    columns = ("sm_clock_mhz", "clocks_event_reasons")
-    schema = dict(telemetry.SAMPLE_SCHEMA) | {"sm_clock_mhz": pl.Float32, "clocks_event_reasons": pl.Int64}
-    monkeypatch.setattr(telemetry, "SAMPLE_SCHEMA", schema)
-    monkeypatch.setattr(telemetry, "CLOCK_COLUMNS", columns)
-    monkeypatch.setattr(telemetry, "SIMULATED_COLUMNS", (*telemetry.SIMULATED_COLUMNS, *columns))
+def test_simulated_samples_carry_the_clock_and_its_reasons(monkeypatch):
     sets = ["simulation.days=1", "simulation.telemetry_resolution=1h", "slow.gpu_power_rate=1"]
     scenario = build("demo", sets=sets)
     host = int(
@@ -120,11 +112,15 @@ def test_the_clock_columns_fill_once_the_schema_has_them(monkeypatch):
     )
     episode = SlowEpisode(host, 0.0, 86_400.0, "gpu_power", 2.5, 0)
     monkeypatch.setattr(simulate_module, "draw_episodes", lambda scenario, n_hosts: [episode])
-    samples = pl.concat(list(simulate(scenario).tables["gpu_samples"]))
-    mine = samples.filter(pl.col("gpu_id") == host * scenario.cluster.gpus_per_host, pl.col("util_pct") > 50)
+    run = simulate(scenario)
+    samples = pl.concat(list(run.tables["gpu_samples"]))
+    gpu = host * scenario.cluster.gpus_per_host
+    assert run.tables["slow_episodes"].select("gpu_id", "cause").rows() == [(gpu, "gpu_power")]
+    mine = samples.filter(pl.col("gpu_id") == gpu, pl.col("util_pct") > 50)
     assert mine.height > 0 and (mine["sm_clock_mhz"] == 792.0).all()  # 1,980 MHz / 2.5
     assert set(mine["clocks_event_reasons"].to_list()) == {reasons_of("gpu_power", 2.5)}
-    others = samples.filter(pl.col("gpu_id") != host * scenario.cluster.gpus_per_host)
+    others = samples.filter(pl.col("gpu_id") != gpu)
     assert set(others["sm_clock_mhz"].unique().to_list()) <= {1980.0, 345.0}
     idle = others.filter(pl.col("sm_clock_mhz") == 345.0)
     assert set(idle["clocks_event_reasons"].to_list()) <= {REASON_BITS["gpu_idle"]}
+    assert samples["power_violation_ns"].null_count() == samples.height  # counters come from scrapes only

@@ -111,6 +111,7 @@ def test_columns_and_types_are_exactly_the_schema():
     df = samples(scenario(), fleet(2), whole_run(2, "running", 1, "j"))
     assert df.schema == samples_schema()
     simulated = {"t_s", "gpu_id", "temp_c", "power_w", "util_pct", "mem_util_pct", "ecc_sbe", "ecc_dbe"}
+    simulated |= {"sm_clock_mhz", "clocks_event_reasons"}  # engine.telemetry.clocks
     assert df.select(pl.exclude(*simulated).is_null().all()).row(0) == (True,) * (df.width - len(simulated))
     assert df.select(pl.col(*simulated).is_null().any()).row(0) == (False,) * len(simulated)
     # whole degrees and percents, tenths of a watt, as DCGM reports them

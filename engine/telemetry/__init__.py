@@ -70,8 +70,8 @@ __all__ = [
 
 SAMPLE_SCHEMA = polars_schema("gpu_samples")
 # What the simulation generates; other columns of the table (read only from real DCGM scrapes) are null here.
-# The SM clock and clocks-event reasons (engine.telemetry.clocks) join them once the schema has their columns.
-CLOCK_COLUMNS = tuple(c for c in ("sm_clock_mhz", "clocks_event_reasons") if c in SAMPLE_SCHEMA)
+# The SM clock and clocks-event reasons come from engine.telemetry.clocks.
+CLOCK_COLUMNS = ("sm_clock_mhz", "clocks_event_reasons")
 SIMULATED_COLUMNS = (
     "t_s",
     "gpu_id",
@@ -427,15 +427,11 @@ class _Clocks:
     def apply(
         self, at: "_Layout", activity: np.ndarray, t: np.ndarray, power: np.ndarray, temp: np.ndarray
     ) -> dict[str, np.ndarray]:
-        """Hold the block's throttled GPUs down (their power and heat, in place) and give the clock columns the
-        schema has (CLOCK_COLUMNS), flat; nothing to do in a block with neither."""
+        """Hold the block's throttled GPUs down (their power and heat, in place) and give the clock columns
+        (CLOCK_COLUMNS), flat."""
         held = self.throttles.grid(at.g0, at.g1, t)
-        if held is None and not CLOCK_COLUMNS:
-            return {}
         idle = np.broadcast_to(at.to_gpus(activity == IDLE), at.grid).reshape(at.n_gpus, at.n_t)
         throttled_reads(power, temp, idle, held)
-        if not CLOCK_COLUMNS:
-            return {}
         clock, reasons = clock_readings(idle, held, self.max_clock)
         return {"sm_clock_mhz": clock.ravel(), "clocks_event_reasons": reasons.ravel()}
 
