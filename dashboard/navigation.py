@@ -2,6 +2,7 @@
 navigation from and the tests walk.
 
     [p.name for p in PAGES if p.reads_run]   # the pages that show the selected run
+    [f"/{p.path}" for p in PAGES]             # where a browser opens each
 """
 
 from dataclasses import dataclass
@@ -21,6 +22,11 @@ class PageEntry:
     @property
     def name(self) -> str:
         return PurePosixPath(self.file).stem
+
+    @property
+    def path(self) -> str:
+        """The URL path a browser opens the page at: "" for the default page, else its url_path or name."""
+        return "" if self.default else self.url_path or self.name
 
 
 PAGES: tuple[PageEntry, ...] = (

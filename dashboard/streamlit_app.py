@@ -6,11 +6,12 @@ import duckdb
 import pandas  # noqa: F401  loaded whole before any page's rerun: Plotly probes a half-imported pandas otherwise
 import streamlit as st
 
-from dashboard import auth, navigation, state, upload_gate
+from dashboard import auth, navigation, state, style, upload_gate
 from dashboard.text import md
 from engine.errors import GoodputError
 
 st.set_page_config(page_title="Goodput", page_icon=":material/monitoring:", layout="wide")
+style.apply()  # metric labels wrap rather than being cut (dashboard/style.py)
 
 PAGES: dict[str, list] = {}
 for entry in navigation.PAGES:

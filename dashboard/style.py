@@ -1,0 +1,22 @@
+"""The few layout rules Streamlit's theme lacks, for every page (the router applies them once a run).
+
+A metric's label is cut with an ellipsis where it is wider than its column ("Racks over their power bu…" at
+1280 px): a figure whose name is cut says nothing, so labels wrap onto a second line instead. Checked on every
+page at 1280 and 1920 px by tests/test_browser_layout.py.
+"""
+
+import streamlit as st
+
+WRAPPED_LABELS = """<style>
+[data-testid="stMetricLabel"], [data-testid="stMetricLabel"] * {
+  white-space: normal !important;
+  overflow: visible !important;
+  text-overflow: clip !important;
+  overflow-wrap: anywhere;
+}
+</style>"""
+
+
+def apply() -> None:
+    """Adds the rules to the page (a style element only: it takes no room on the page)."""
+    st.html(WRAPPED_LABELS)
