@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from dashboard import navigation
 from dashboard.format import fmt_int, fmt_pct
 from tests.test_browser import CHROMIUM, CHROMIUM_ARGS, GOODPUT, ROOT, free_port, stop_server, wait_healthy
 
@@ -20,9 +21,10 @@ pytestmark = pytest.mark.browser
 
 ARTIFACTS = Path(os.environ.get("GOODPUT_ARTIFACTS", ROOT / "artifacts")) / "screenshots"
 PAGE_TIMEOUT_MS = 180_000  # a 24,576-GPU run on a busy 2-core machine
-# url path -> text every render of the page shows once its figures are in
-PAGES = {
-    "": "ETTR (goodput)",
+# page (dashboard/navigation.py) -> text every render of the page shows once its figures are in; the pages and
+# their URL paths come from the navigation, so a page added there without a heading here fails at once
+HEADINGS = {
+    "overview": "ETTR (goodput)",
     "racks": "Racks",
     "gpus": "GPUs",
     "jobs": "Jobs",
@@ -34,6 +36,7 @@ PAGES = {
     "data": "Data",
     "definitions": "Definitions",
 }
+PAGES = {entry.path: HEADINGS[entry.name] for entry in navigation.PAGES}
 
 
 @pytest.fixture(scope="module")
