@@ -28,6 +28,7 @@ from engine.units import MILLISECONDS_PER_DAY
 
 FLOAT32_MAX = 3.4028234663852886e38
 INT32_MAX = 2**31 - 1
+FLOAT64_EXACT_MAX = 2**53  # the largest whole number a Float64 (how values are read) holds exactly
 DAY_MS = MILLISECONDS_PER_DAY
 
 SKIP_GPU_LABEL = f"series whose gpu label is not a GPU index (0-{limits.MAX_GPUS_PER_HOST - 1})"
@@ -74,15 +75,21 @@ def time_error(name: str, line: int, t_ms: int, window: Window) -> GoodputError:
     return GoodputError(f"{name}, line {line}: timestamp {describe_ms(t_ms)} is {limit}")
 
 
-def storable(metric: pl.Expr, value: pl.Expr, *, counts: list[str], floats: list[str]) -> pl.Expr:
-    """True where the value fits its column: counts (XID, ECC) are whole numbers in Int32, floats fit Float32.
+def storable(
+    metric: pl.Expr, value: pl.Expr, *, counts: list[str], floats: list[str], big_counts: list[str] = ()
+) -> pl.Expr:
+    """True where the value fits its column: counts (XID, ECC) are whole numbers in Int32, big counts (a
+    bitmask, a violation counter) whole numbers a Float64 holds exactly (below 2**53), floats fit Float32.
 
     Metrics with no column pass: they only date a host's first and last answer.
     """
     whole = value.is_between(0, INT32_MAX) & (value == value.floor())
+    big = value.is_between(0, FLOAT64_EXACT_MAX) & (value == value.floor())
     return (
         pl.when(metric.is_in(counts))
         .then(whole)
+        .when(metric.is_in(list(big_counts)))
+        .then(big)
         .when(metric.is_in(floats))
         .then(value.abs() <= FLOAT32_MAX)
         .otherwise(pl.lit(True))

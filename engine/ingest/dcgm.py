@@ -28,7 +28,9 @@ from engine.ingest.inflate import text_blocks
 from engine.ingest.sources import Source
 
 # The DCGM fields that have a column in gpu_samples (engine/store/schema.py), and the column each one fills.
-# Field names: ../shared/data/dcgm/default-counters.csv (the exporter's default metric list).
+# Field names: ../shared/data/dcgm/default-counters.csv (the exporter's default metric list). Field 112 has two
+# names (DCGM 3.3 renamed throttle reasons to clocks-event reasons; exporters built on older DCGM serve the old
+# one): both fill clocks_event_reasons, a bitmask engine.telemetry.clocks.decode_reasons reads.
 COLUMNS = {
     "DCGM_FI_DEV_GPU_TEMP": "temp_c",
     "DCGM_FI_DEV_POWER_USAGE": "power_w",
@@ -38,11 +40,23 @@ COLUMNS = {
     "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL": "ecc_dbe",
     "DCGM_FI_DEV_MEMORY_TEMP": "memory_temp_c",
     "DCGM_FI_DEV_FB_USED": "fb_used_mib",
+    "DCGM_FI_DEV_SM_CLOCK": "sm_clock_mhz",
+    "DCGM_FI_DEV_CLOCKS_EVENT_REASONS": "clocks_event_reasons",
+    "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS": "clocks_event_reasons",
+    "DCGM_FI_DEV_POWER_VIOLATION": "power_violation_ns",
+    "DCGM_FI_DEV_THERMAL_VIOLATION": "thermal_violation_ns",
 }
 # The last XID a GPU reported; it never resets, so only a change between scrapes is an event.
 XID_METRIC = "DCGM_FI_DEV_XID_ERRORS"
 # Metrics stored as Int32 (the ECC counts of gpu_samples, the XID of xid_events); the rest of COLUMNS is Float32.
 COUNT_METRICS = ["DCGM_FI_DEV_ECC_SBE_VOL_TOTAL", "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", XID_METRIC]
+# Metrics stored as Int64: the clocks-event bitmask and the violation counters (whole numbers, 0 and up).
+BIG_COUNT_METRICS = [
+    "DCGM_FI_DEV_CLOCKS_EVENT_REASONS",
+    "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS",
+    "DCGM_FI_DEV_POWER_VIOLATION",
+    "DCGM_FI_DEV_THERMAL_VIOLATION",
+]
 # Series the exporter publishes per GPU start with this; other metrics (the exporter's own, go_*) are skipped.
 DCGM_PREFIX = "DCGM_FI_"
 
@@ -208,7 +222,8 @@ def _parse_block(
         pl.col("metric"),
         pl.col("value"),
         counts=COUNT_METRICS,
-        floats=[m for m in COLUMNS if m not in COUNT_METRICS],
+        floats=[m for m in COLUMNS if m not in COUNT_METRICS + BIG_COUNT_METRICS],
+        big_counts=BIG_COUNT_METRICS,
     )
     # Each skipped line is counted once, under the first reason that applies.
     counts = rows.select(

@@ -320,10 +320,20 @@ class Observer:
         wide = wanted.join(series, on="series", how="left").pivot(
             on="metric", index=["t_ms", "gpu_id"], values="value", aggregate_function="first"
         )
-        wide = wide.rename({m: c for m, c in COLUMNS.items() if m in wide.columns})
-        missing = [pl.lit(None, SAMPLE_TYPES[c]).alias(c) for c in COLUMNS.values() if c not in wide.columns]
         wide = _seconds(wide.with_columns(t_us=pl.col("t_ms") * 1000 - self.origin_us), "t_us", "t_s")
-        return wide.with_columns(*missing).select(*SAMPLE_TYPES).cast(SAMPLE_TYPES).sort("t_s", "gpu_id")
+
+        # each column from its metric, or the first of its names a scrape has (field 112's two names), else NULL
+        def column(name: str) -> pl.Expr:
+            names = [m for m, c in COLUMNS.items() if c == name and m in wide.columns]
+            return pl.coalesce(names) if names else pl.lit(None, SAMPLE_TYPES[name])
+
+        keys = ("t_s", "gpu_id")
+        return (
+            wide.select(*keys, *(column(c).alias(c) for c in SAMPLE_TYPES if c not in keys))
+            .select(*SAMPLE_TYPES)
+            .cast(SAMPLE_TYPES)
+            .sort("t_s", "gpu_id")
+        )
 
     def _gauge_events(self, dcgm: DcgmSamples, series: pl.DataFrame) -> pl.DataFrame:
         """An XID event where DCGM_FI_DEV_XID_ERRORS changes (it holds the last XID and never resets)."""
