@@ -20,7 +20,7 @@ from dashboard.charts import queue as queue_charts
 from dashboard.format import fmt_duration, fmt_int, fmt_pct, fmt_time
 from dashboard.jobs.common import column, metric
 from dashboard.jobs.one_job import choose_job, one_job
-from dashboard.jobs.stragglers import stragglers_section
+from dashboard.jobs.stragglers import has_timeline, stragglers_section
 from dashboard.queries import jobs as queries
 from dashboard.queries import jobs_table as tables
 from dashboard.text import md
@@ -34,14 +34,22 @@ BUCKETS = 200  # points per time series, whatever the window: the cost stays fla
 
 
 def page(run_id: str) -> None:
-    """The page, top to bottom: the window and filters, the Gantt of attempts, queue and waits, GPUs allocated
-    and fragmented, the table of jobs, and one job opened."""
+    """The page, top to bottom: the window and filters, the stragglers of a run with an op-level timeline, the
+    Gantt of attempts, queue and waits, GPUs allocated and fragmented, the table of jobs, and one job opened. A
+    run that is one job's op-level timeline alone (no jobs) shows its stragglers only."""
     run = state.store().info(run_id)  # read again on every rerun: a live run grows between them
+    total = queries.jobs(run.run_id, run.duration_s)
+    if total.is_empty() and has_timeline(run):  # one job's op-level timeline alone: no schedule to show
+        st.caption(
+            "This run is one training job's op-level timeline (`goodput ingest step-times`): it has no "
+            "scheduler's jobs, attempts or queue, only the job's steps."
+        )
+        stragglers_section(run)
+        return
     window = window_section(run)
     jobs, order, rows = filters_section(run, window)
-    total = queries.jobs(run.run_id, run.duration_s)
     headline(total)
-    stragglers_section(run)  # only for a run with an op-level timeline (goodput ingest step-times)
+    stragglers_section(run)  # only for a run with an op-level timeline
     clicked = gantt_section(run, jobs, window, order, rows)
     queue_section(run, jobs, window)
     utilisation_section(run, window)

@@ -55,13 +55,12 @@ def worker_heatmap(
                 marker={"symbol": "circle-open", "size": 18, "color": "black", "line": {"width": 3}},
                 name="Persistent straggler",
                 hovertemplate=plot(f"Persistent straggler: DP rank {d}, stage {s}") + "<extra></extra>",
-                showlegend=True,
+                showlegend=False,  # the page's caption says what the circle is
             )
         )
     fig.update_layout(
-        height=min(max(260, 40 + 22 * dp), 640),
-        margin={"l": 60, "r": 20, "t": 30, "b": 50},
-        legend={"orientation": "h", "y": 1.08, "x": 0},
+        height=min(max(240, 80 + 28 * dp), 640),
+        margin={"l": 60, "r": 20, "t": 20, "b": 50},
     )
     fig.update_xaxes(title_text="Pipeline stage", dtick=1 if stages <= 32 else None, showgrid=False)
     fig.update_yaxes(

@@ -9,7 +9,7 @@ import streamlit as st
 from dashboard import table_view
 from dashboard.charts import stragglers as charts
 from dashboard.format import fmt_duration, fmt_int, fmt_pct
-from dashboard.jobs.common import column, metric
+from dashboard.jobs.common import metric
 from dashboard.queries import jobs_stragglers as queries
 from dashboard.text import md
 from engine.analysis.definitions import definition
@@ -19,9 +19,14 @@ from engine.report.palette import readable
 from engine.store import RunInfo
 
 
+def has_timeline(run: RunInfo) -> bool:
+    """Whether the run holds an op-level timeline (a run made by `goodput ingest step-times`)."""
+    return queries.has_step_ops(run.run_id)
+
+
 def stragglers_section(run: RunInfo) -> None:
     """The section, drawn only for a run with a timeline."""
-    if not queries.has_step_ops(run.run_id):
+    if not has_timeline(run):
         return
     st.subheader("Stragglers", help=definition("straggler_slowdown").help)
     try:
@@ -41,28 +46,30 @@ def straggler_text(report: StragglerReport) -> str:
 
 
 def figures(r: StragglerReport) -> None:
-    """S, waste, the kind of slowness, the persistent straggler and the stages' part, then the verdict in words."""
-    cols = st.columns(5)
+    """S, waste and the stages' part; the kind of slowness and the persistent straggler; the verdict in words."""
+    cols = st.columns(3)
     metric(cols[0], "straggler_slowdown", f"{r.slowdown:.3f}")
     metric(cols[1], "straggler_waste", fmt_pct(r.waste), note="Of this job's time.")
-    metric(cols[2], "straggler_kind", readable(r.kind))
+    metric(cols[2], "stage_imbalance_slowdown", f"{r.stage_imbalance:.3f}")
+    cols = st.columns(2)  # words: wider columns, so "Sequence imbalance" or "DP rank 1023, stage 31" fit
+    metric(cols[0], "straggler_kind", readable(r.kind))
     s = r.persistent_straggler
     metric(
-        cols[3],
+        cols[1],
         "persistent_straggler",
         straggler_text(r),
         None if s is None else f"the largest cause in {s.share_of_steps:.0%} of steps",
         delta_color="off",
+        delta_arrow="off",
     )
-    metric(cols[4], "stage_imbalance_slowdown", f"{r.stage_imbalance:.3f}")
-    suspected = (
-        "**A hardware or host fault is suspected.**"
-        if r.hardware_fault_suspected
-        else "No hardware fault is suspected."
-        if r.kind != "none"
-        else ""
-    )
-    st.markdown(f"**{readable(r.kind)}**: {r.explanation}. {suspected}".strip())
+    st.markdown(f"**{readable(r.kind)}**: {r.explanation}.")
+    if r.hardware_fault_suspected:
+        where = (
+            f" Look first at the host of DP rank {s.dp_rank}, stage {s.stage}."
+            if s is not None
+            else " The slow workers change from step to step: look for fail-slow episodes on the job's hosts."
+        )
+        st.warning(f"A hardware or host fault is suspected.{where}", icon=":material/warning:")
     ignored = (
         f" {fmt_int(r.ignored_ops)} ops between computes (neither compute nor send/recv) were left out."
         if r.ignored_ops
@@ -111,7 +118,10 @@ def attribution_tables(r: StragglerReport) -> tuple[pl.DataFrame, pl.DataFrame]:
 
 def attribution(r: StragglerReport) -> None:
     by_stage, by_optype = attribution_tables(r)
-    s_alone = column("straggler_attribution", st.column_config.NumberColumn, format="%.3f")
+    # a short header (the definition's label is long for a narrow column), the definition's help on it
+    s_alone = st.column_config.NumberColumn(
+        "S with only it as recorded", help=definition("straggler_attribution").help, format="%.3f"
+    )
     cols = st.columns(2)
     cols[0].markdown("**By pipeline stage**")
     table_view.dataframe(
