@@ -55,7 +55,13 @@ def main() -> int:
         test = run_in_child(__file__, spec | {"case": "backtest"})
     rows = [
         ("calibrate", fit["calibrate_s"], fit["cpu_s"], fit["peak_mb"], ""),
-        ("backtest", test["backtest_s"], None, test["peak_mb"], f"outside: {', '.join(test['outside']) or 'none'}"),
+        (
+            "backtest",
+            test["backtest_s"],
+            None,
+            test["peak_mb"],
+            f"outside: {', '.join(test['outside']) or 'none'}",
+        ),
     ]
     print(f"{'case':<12}{'seconds':>10}{'budget':>10}{'cpu s':>10}{'peak MB':>10}  note")
     missed = False

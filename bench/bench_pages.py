@@ -1,11 +1,11 @@
 """Speed of every page as a user waits for it: `python bench/bench_pages.py` prints a table and exits 1 on a missed
 budget (issue 28, 1).
 
-The default store (llama3-405b: 24,576 GPUs, 54 days, telemetry on; a demo run beside it for Compare) is built
-in a temporary folder and served by `goodput dashboard`; beside it, a bare one-title Streamlit page is served the same way. In headless Chromium at
-1600 x 1000, each page is opened in a new browser context (first visit: nothing cached in the browser, the
-server's caches as the pages before it left them) and then again (second visit), and timed from navigation
-until the page is done: its marker text visible, no running indicator, no loading placeholder and nothing
+The default store (llama3-405b: 24,576 GPUs, 54 days, telemetry on; a demo run beside it for Compare) is built in a
+temporary folder and served by `goodput dashboard`; beside it, a bare one-title Streamlit page is served the same
+way. In headless Chromium at 1600 x 1000, each page is opened in a new browser context (first visit: nothing cached
+in the browser, the server's caches as the pages before it left them) and then again (second visit), and timed from
+navigation until the page is done: its marker text visible, no running indicator, no loading placeholder and nothing
 greyed from an earlier pass (what tests/test_browser_pages.py waits for). The bare page is timed the same way.
 
 Budgets: every page done within 1 s of the bare page on a second visit and within 2 s on the first. The pages

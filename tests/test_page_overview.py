@@ -400,7 +400,9 @@ def test_causes_figure_is_titled_by_what_it_counts():
     )
     cluster = charts.interruptions_by_cause(counts, "incidents")
     assert (cluster.layout.title.text, cluster.layout.xaxis.title.text) == ("Incidents by cause", "incidents")
-    assert "incidents" in cluster.data[0].hovertemplate and "interruptions" not in cluster.data[0].hovertemplate
+    assert (
+        "incidents" in cluster.data[0].hovertemplate and "interruptions" not in cluster.data[0].hovertemplate
+    )
 
 
 @pytest.mark.parametrize(

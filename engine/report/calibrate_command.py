@@ -153,7 +153,8 @@ def _forecast_lines(ahead: dict) -> list[str]:
     if ahead["work_days"] is not None:
         lines.append(
             f"{ahead['work_days']:g} days of work: done within {ahead['days']:g} days in {ahead['finished']} of"
-            f" {ahead['seeds']} runs" + ("" if ahead["finished"] == ahead["seeds"] else " (the others need longer)")
+            f" {ahead['seeds']} runs"
+            + ("" if ahead["finished"] == ahead["seeds"] else " (the others need longer)")
         )
     return lines
 

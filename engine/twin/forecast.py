@@ -67,7 +67,10 @@ def forecast(
         raise GoodputError(
             f"--work: the work must be above 0 and at most the days forecast ({days:g}), got {work_days:g}"
         )
-    values = {"simulation.days": days, "training.work": None if work_days is None else work_days * SECONDS_PER_DAY}
+    values = {
+        "simulation.days": days,
+        "training.work": None if work_days is None else work_days * SECONDS_PER_DAY,
+    }
     runs = monte_carlo(scenario.with_values(values), seeds, executor=executor, progress=progress)
     row = bands(runs).row(0, named=True)
     return Forecast(
