@@ -383,7 +383,8 @@ def cmd_dashboard(args: argparse.Namespace) -> int:
 
 
 def _check_port_free(host: str, port: int) -> None:
-    """A GoodputError naming the address when nothing can listen there (in use, or not this machine's)."""
+    """A GoodputError naming the address when another server already listens there."""
+    import errno
     import socket
 
     if not 0 < port < 65536:
@@ -398,6 +399,8 @@ def _check_port_free(host: str, port: int) -> None:
         try:
             probe.bind(address)
         except OSError as err:
+            if err.errno != errno.EADDRINUSE:
+                return  # not this machine's address: the server says what is wrong there (login, TLS, ...)
             raise GoodputError(
                 f"--port {port}: {host}:{port} is not available ({err.strerror}); another dashboard may be"
                 " running there: stop it, or choose another port with --port (make run PORT=...)"

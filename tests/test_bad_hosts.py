@@ -121,7 +121,14 @@ def test_defaults_give_the_figures_of_the_engine_before_these_knobs():
     assert not run.tables["hosts"]["bad"].any()
     weibull = simulate(
         build(
-            "demo", sets=["simulation.telemetry=false", "failures.distribution=weibull", "failures.scale=3"]
+            "demo",
+            # the hand-over of a preempted research host came later (issue 28, 2): instant here, as then
+            sets=[
+                "simulation.telemetry=false",
+                "failures.distribution=weibull",
+                "failures.scale=3",
+                "spares.preempt_handover=0s",
+            ],
         )
     )
     assert weibull.summary["interruptions"]["total"] == 67 and weibull.summary["job"]["attempts"] == 65

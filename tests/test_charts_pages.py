@@ -639,8 +639,9 @@ def test_floor_plan_of_a_llama3_sized_cluster_is_one_light_trace():
     )
     fig = racks.floor_plan(hosts)
     # one heatmap, the legend entry and one trace of 1,536 rack handles
-    assert sum(isinstance(t, go.Heatmap) for t in fig.data) == 1 and len(fig.data) == 3
-    assert len(fig.data[-1].x) == 1536
+    # one heatmap, the rack handles and light overlays (a wrapped floor's block row labels among them)
+    assert sum(isinstance(t, go.Heatmap) for t in fig.data) == 1 and len(fig.data) <= 4
+    assert any(t.x is not None and len(t.x) == 1536 for t in fig.data[1:])
     assert np.count_nonzero(~np.isnan(np.asarray(fig.data[0].z))) == 3072
     assert len(fig.to_json()) < 1_000_000
     gpus_frame = pl.concat([hosts.with_columns(pl.lit(i).alias("gpu_index")) for i in range(8)])

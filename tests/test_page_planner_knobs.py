@@ -32,6 +32,7 @@ def test_continuous_knobs_are_sliders_and_durations_read_as_durations(store_dir)
         "Job GPUs",
         "Hot spares (hosts)",
         "Technicians",
+        "Episodes a cause per 1,000 host-days",  # the Fail-slow hosts tab's rate (dashboard/planner/fail_slow.py)
     }
     for label in ("Checkpoint interval", "Restart overhead", "Repair turnaround"):
         options = knob(at, label).options

@@ -148,12 +148,19 @@ def test_more_spares_never_lower_ettr_on_the_same_failures(tmp_path):
     assert all(a <= b + 1e-12 for a, b in zip(ettr, ettr[1:], strict=False)), ettr
     assert ettr[0] < ettr[-1]  # without spares the job waited for repairs; with six or more it never did
     assert ettr[-2] == ettr[-1]  # six failures: the seventh to twelfth spares change nothing
-    # with preemption (the default) research hosts stand in for the missing spares: the job never waits
-    preempting = replay_incidents(
-        path, preset="demo", sets=["simulation.days=2", "simulation.telemetry=false", "spares.hosts=0"]
-    )
-    assert preempting.summary["job"]["ettr"] == pytest.approx(ettr[-1], abs=1e-12)
+    # with preemption (the default) research hosts stand in for the missing spares: the job waits only for each
+    # one's hand-over (spares.preempt_handover); with an instant hand-over it never waits
+    base = ["simulation.days=2", "simulation.telemetry=false", "spares.hosts=0"]
+    instant = replay_incidents(path, preset="demo", sets=[*base, "spares.preempt_handover=0s"])
+    assert instant.summary["job"]["ettr"] == pytest.approx(ettr[-1], abs=1e-12)
+    preempting = replay_incidents(path, preset="demo", sets=base)
     assert preempting.summary["cluster"]["research_preemptions"] == 6
+    assert preempting.summary["job"]["ettr"] < ettr[-1]
+    waited_h = (
+        preempting.summary["job"]["losses_gpu_hours"]["waiting_for_spares"]
+        / preempting.summary["job"]["gpus"]
+    )
+    assert waited_h == pytest.approx(6 * 20 / 60, rel=1e-9)  # six hand-overs of 20 min
 
 
 @pytest.mark.parametrize(
