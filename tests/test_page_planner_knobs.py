@@ -27,13 +27,16 @@ def test_continuous_knobs_are_sliders_and_durations_read_as_durations(store_dir)
         "Network demand per GPU (Gbps)",
         "GPU-hour price (USD)",
     } <= sliders
-    assert {n.label for n in at.number_input} == {
-        "Cluster GPUs",
-        "Job GPUs",
-        "Hot spares (hosts)",
-        "Technicians",
-        "Episodes a cause per 1,000 host-days",  # the Fail-slow hosts tab's rate (dashboard/planner/fail_slow.py)
-    }
+    assert (
+        {n.label for n in at.number_input}
+        == {
+            "Cluster GPUs",
+            "Job GPUs",
+            "Hot spares (hosts)",
+            "Technicians",
+            "Episodes a cause per 1,000 host-days",  # the Fail-slow hosts tab's rate (dashboard/planner/fail_slow.py)
+        }
+    )
     for label in ("Checkpoint interval", "Restart overhead", "Repair turnaround"):
         options = knob(at, label).options
         assert all(DURATION_TEXT.match(o) for o in options), options  # "30 min", "1 h 30 min", never "1800"
