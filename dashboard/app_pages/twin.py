@@ -12,7 +12,7 @@ import streamlit as st
 
 from dashboard import state, table_view
 from dashboard.charts import twin as charts
-from dashboard.format import fmt_gpu_hours, fmt_int, fmt_pct
+from dashboard.format import fmt_duration, fmt_gpu_hours, fmt_int, fmt_pct
 from dashboard.planner_model import twin_base
 from dashboard.queries import twin as queries
 from dashboard.text import code, md
@@ -114,9 +114,9 @@ def learned_section(fitted: Calibration) -> None:
     )
     second.caption(f"over {fitted.window.days:.2f} days")
     repair = fitted.repair
-    third.metric("Time to repair (median)", _hours(repair.median_s if repair else None))
+    third.metric("Time to repair (median)", fmt_duration(repair.median_s if repair else None))
     third.caption(
-        f"90th percentile {_hours(repair.p90_s)} · {fmt_int(repair.repairs)} repairs,"
+        f"90th percentile {fmt_duration(repair.p90_s)} · {fmt_int(repair.repairs)} repairs,"
         f" {fmt_int(repair.censored)} still out"
         if repair
         else "no repair in the window"
@@ -153,13 +153,6 @@ def learned_section(fitted: Calibration) -> None:
     st.caption(
         f"The same from a terminal: {code(f'goodput calibrate --run {fitted.run_id} --output twin.toml')}"
     )
-
-
-def _hours(seconds: float | None) -> str:
-    if seconds is None:
-        return "–"
-    hours = seconds / 3600
-    return f"{hours / 24:.1f} d" if hours >= 48 else f"{hours:.1f} h"
 
 
 # ----- backtest -------------------------------------------------------------------------------------------
