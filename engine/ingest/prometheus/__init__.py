@@ -19,6 +19,7 @@ The modules, in the order a request passes them:
 - answers: matrix answers read without a Python loop over points (a 24,576-GPU answer is ~270 MB of JSON).
 - series: query_range and gpu_series, asked in time chunks in parallel, bounded in points.
 - events: xid_events and ecc_events, changes read at the scrape step for the GPUs that moved.
+- throttle: clock_events, where clocks-event reasons changed or throttle-violation counters rose (with the SM clock).
 - status: probe (reachable since when, version, targets) and scrape_interval.
 - fleet: fleet_window, a metric across the whole fleet within 2 s, from recording rules where loaded
   (data/prometheus/goodput-rules.yml), else from the raw series.
@@ -35,6 +36,7 @@ from engine.ingest.prometheus.status import (
     probe,
     scrape_interval,
 )
+from engine.ingest.prometheus.throttle import clock_events
 
 __all__ = [
     "DEFAULT_SCRAPE_S",
@@ -46,6 +48,7 @@ __all__ = [
     "PrometheusSource",
     "PrometheusStatus",
     "TargetHealth",
+    "clock_events",
     "ecc_events",
     "fleet_window",
     "gpu_series",

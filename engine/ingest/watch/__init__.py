@@ -3,13 +3,14 @@
     goodput watch --prometheus http://prom:9090 --slurm --every 1m
 
 Each cycle reads what changed since the last (sources.py): Slurm's jobs and attempts that changed since its last
-read and the state of every node (engine.ingest.slurm), and Prometheus' XID and ECC events in (last read, now]
+read and the state of every node (engine.ingest.slurm), and Prometheus' XID, ECC and clock events in (last read, now]
 plus the GPUs it knows (engine.ingest.prometheus), and, where jobs export one, the gauge of their latest
 checkpoint times (checkpoints.py). Only events and what is derived from them go to the store (derive.py, events.py,
-hosts.py: hosts, gpus, jobs, job_attempts, checkpoints, incidents, host_states, xid_events, and the ECC counters
-at the moments they rose as gpu_samples rows); the raw per-GPU series stay in Prometheus. The run records how to
-reach it (access.py: the base URL, the shown headers and the paths of the token or password files, never a
-secret); pages query it for their window with the credentials of the endpoint the dashboard's configuration
+hosts.py: hosts, gpus, jobs, job_attempts, checkpoints, incidents, host_states, xid_events, and as gpu_samples
+rows the ECC counters at the moments they rose and the SM clock, clocks-event reasons and throttle-violation
+counters at the moments the reasons changed or a counter rose); the raw per-GPU series stay in Prometheus. The run
+records how to reach it (access.py: the base URL, the shown headers and the paths of the token or password files,
+never a secret); pages query it for their window with the credentials of the endpoint the dashboard's configuration
 holds for that URL, never with files a run names (access.prometheus_access). Cycles are at least MIN_EVERY_S
 (loop.py) apart.
 

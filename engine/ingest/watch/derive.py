@@ -14,7 +14,7 @@ from engine.ingest import slurm
 from engine.ingest.observed import hosts_table
 from engine.ingest.watch.access import PrometheusAccess
 from engine.ingest.watch.checkpoints import DEFAULT_JOB_LABEL, check_names
-from engine.ingest.watch.events import ecc_samples, join_incidents, xid_rows
+from engine.ingest.watch.events import clock_samples, ecc_samples, join_incidents, xid_rows
 from engine.ingest.watch.goodput import INTERRUPTED, RUNNING, jobs_goodput, kept_per_attempt
 from engine.ingest.watch.hosts import host_states
 from engine.ingest.watch.sources import (
@@ -73,6 +73,7 @@ class Watcher:
     states_end_s: float = 0.0  # host_states cover [0, states_end_s)
     xid_events: int = 0
     ecc_events: int = 0
+    clock_events: int = 0  # gpu_samples rows where clocks-event reasons changed or a violation counter rose
 
     def __post_init__(self) -> None:
         self.prom_mark = self.slurm_mark = self.origin
@@ -132,7 +133,7 @@ class Watcher:
         now_s = r.now - self.origin
         known_hosts, known_gpus = self.hosts.height, self.gpus.height
         names = [r.nodes["node"]] if r.nodes is not None else []
-        for frame in (r.inventory, r.xids, r.ecc):
+        for frame in (r.inventory, r.xids, r.ecc, r.clocks):
             if frame is not None:
                 names.append(frame["host"])
         if r.jobs is not None:
@@ -148,7 +149,7 @@ class Watcher:
                     pl.col("node").alias("host"), pl.int_ranges(0, pl.col("gpus").fill_null(0)).alias("gpu")
                 ).explode("gpu")
             )
-        for frame in (r.inventory, r.xids, r.ecc):
+        for frame in (r.inventory, r.xids, r.ecc, r.clocks):
             if frame is not None:
                 self._add_gpus(frame)
 
@@ -158,6 +159,11 @@ class Watcher:
         samples = (
             ecc_samples(r.ecc, gpus=self.gpus, hosts=self.hosts, origin=self.origin)
             if r.ecc is not None
+            else pl.DataFrame(schema=SAMPLE_TYPES)
+        )
+        clocks = (
+            clock_samples(r.clocks, gpus=self.gpus, hosts=self.hosts, origin=self.origin)
+            if r.clocks is not None
             else pl.DataFrame(schema=SAMPLE_TYPES)
         )
         states, self.node_states = host_states(
@@ -179,6 +185,7 @@ class Watcher:
             self.slurm_mark = r.now
         self.xid_events += xids.height
         self.ecc_events += samples.height
+        self.clock_events += clocks.height
         return {
             "hosts": hosts_table(self.hosts.slice(known_hosts)),
             "gpus": self.gpus.slice(known_gpus).select(
@@ -189,7 +196,7 @@ class Watcher:
             "xid_events": xids,
             "incidents": incidents,
             "host_states": states,
-            "gpu_samples": samples,
+            "gpu_samples": pl.concat([samples, clocks]),
             "checkpoints": checkpoints,
         }
 
@@ -334,6 +341,7 @@ class Watcher:
                 "interrupted_attempts": int(self.attempts["end_reason"].is_in(INTERRUPTED).sum()),
                 "xid_events": self.xid_events,
                 "ecc_events": self.ecc_events,
+                "clock_events": self.clock_events,
                 "incidents": self.incidents.height,
                 "incidents_with_jobs": int((self.incidents["jobs_hit"] > 0).sum()),
                 "checkpoints": self.checkpoints.height,

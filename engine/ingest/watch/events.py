@@ -1,5 +1,6 @@
 """What a watch derives from Prometheus' events: XID rows, their incidents (joined to the jobs that held the
-GPU's host then, as Meta's gcm does) and the ECC counters where they rose."""
+GPU's host then, as Meta's gcm does), the ECC counters where they rose and the clock events
+(engine.ingest.prometheus.throttle)."""
 
 from typing import NamedTuple
 
@@ -127,6 +128,27 @@ def ecc_samples(
         "gpu_id",
         pl.when(pl.col("kind") == "sbe").then(pl.col("total")).alias("ecc_sbe"),
         pl.when(pl.col("kind") == "dbe").then(pl.col("total")).alias("ecc_dbe"),
+    )
+    missing = [pl.lit(None, SAMPLE_TYPES[c]).alias(c) for c in SAMPLE_TYPES if c not in wide.columns]
+    return wide.with_columns(*missing).select(*SAMPLE_TYPES).cast(SAMPLE_TYPES).sort("t_s", "gpu_id")
+
+
+def clock_samples(
+    events: pl.DataFrame, *, gpus: pl.DataFrame, hosts: pl.DataFrame, origin: float
+) -> pl.DataFrame:
+    """Clock events (engine.ingest.prometheus.throttle.clock_events) as gpu_samples rows: the SM clock, the
+    clocks-event reasons and the violation counters at each, every other column null."""
+    gpus = gpus.join(hosts, on="host_id").select("gpu_id", "hostname", "index")
+    rows = events.with_columns(
+        pl.col("gpu").cast(pl.Int16).alias("index"), pl.col("host").alias("hostname")
+    ).join(gpus, on=["hostname", "index"], how="left")
+    wide = rows.select(
+        (pl.col("t").cast(pl.Float64) - origin).alias("t_s"),
+        "gpu_id",
+        "sm_clock_mhz",
+        "clocks_event_reasons",
+        "power_violation_ns",
+        "thermal_violation_ns",
     )
     missing = [pl.lit(None, SAMPLE_TYPES[c]).alias(c) for c in SAMPLE_TYPES if c not in wide.columns]
     return wide.with_columns(*missing).select(*SAMPLE_TYPES).cast(SAMPLE_TYPES).sort("t_s", "gpu_id")

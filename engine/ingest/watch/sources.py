@@ -74,6 +74,7 @@ class Reading:
     nodes: pl.DataFrame | None = None
     xids: pl.DataFrame | None = None  # host, gpu, t, xid
     ecc: pl.DataFrame | None = None
+    clocks: pl.DataFrame | None = None  # engine.ingest.prometheus.throttle.CLOCK_COLUMNS
     inventory: pl.DataFrame | None = None  # host, gpu
     checkpoints: pl.DataFrame | None = (
         None  # job_id, t (epoch s): the checkpoint metric's values, when watched
@@ -106,7 +107,7 @@ class SlurmWatch:
 
 @dataclass(frozen=True)
 class PrometheusWatch:
-    """Prometheus' XID and ECC events in (watermark, now], the GPUs it knows and the checkpoint gauge.
+    """Prometheus' XID, ECC and clock events in (watermark, now], the GPUs it knows and the checkpoint gauge.
     `make_source` makes this cycle's Prometheus source (credentials read again), so a failure to make it counts
     as Prometheus failing."""
 
@@ -164,11 +165,12 @@ def _read_prometheus(
         after = pl.col("t") > mark
         reading.xids = prom.xid_events(source, mark, now).filter(after)
         reading.ecc = prom.ecc_events(source, mark, now).filter(after)
+        reading.clocks = prom.clock_events(source, mark, now).filter(after)
         series = prom.gpu_series(source, INVENTORY_METRIC, max(mark, now - INVENTORY_WINDOW_S), now, points=2)
         reading.inventory = series.select("host", "gpu").unique()
         if checkpoint_metric is not None:
             reading.checkpoints = read_checkpoints(source, checkpoint_metric, checkpoint_job_label, mark, now)
     except GoodputError as err:
-        reading.xids = reading.ecc = reading.inventory = reading.checkpoints = None
+        reading.xids = reading.ecc = reading.clocks = reading.inventory = reading.checkpoints = None
         return str(err)
     return None
