@@ -95,6 +95,7 @@ def test_a_run_without_links(store_dir):
     assert [i.value.split(":")[0] for i in at.info] == [
         "This run has no links table",
         "This run has no link telemetry (its link_samples table is empty), so there is no utilisation to show",
+        "This run has no NIC port samples, so no degraded link can be shown",
         "No switch or cable failure in this run.",
         "Another run with a modelled fabric is needed to compare (for example `goodput simulate --preset "
         "meta-24k-ib` beside `--preset llama3-405b`).",

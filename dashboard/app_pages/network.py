@@ -1,7 +1,8 @@
 """Network: the fabric's links by tier, what each tier carried and how long it was down (over every link),
 utilisation by tier over time, the hottest links, the fabric drawn and coloured by load, links that failed or
-flapped with the jobs they slowed, the network incidents and the jobs they hit, and this run's fabric beside
-another run's (RoCE against InfiniBand: ?vs=). Every figure is named and explained by engine.analysis.definitions."""
+flapped with the jobs they slowed, degraded links (NIC ports slow or erring, fail-slow NICs and cables), the
+network incidents and the jobs they hit, and this run's fabric beside another run's (RoCE against InfiniBand:
+?vs=). Every figure is named and explained by engine.analysis.definitions."""
 
 import polars as pl
 import streamlit as st
@@ -20,6 +21,7 @@ from dashboard.network.common import (
     time_text,
 )
 from dashboard.network.compare import compare_section
+from dashboard.network.degraded import degraded_section
 from dashboard.queries import network as queries
 from dashboard.text_exprs import duration_text, tier_rank
 from engine.analysis.run_summary import RunSummary
@@ -47,6 +49,7 @@ def page(run_id: str) -> None:
         show_hot_links(run, tiers, fabric, tuple(figures.filter(pl.col("complete"))["tier"]))
         show_fabric(run, fabric)
         show_failed_links(run)
+    degraded_section(run)
     incidents_section(run)
     compare_section(run, fabric, figures, samples)
 

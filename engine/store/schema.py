@@ -178,6 +178,22 @@ TABLES: dict[str, dict[str, str]] = {
         "action": "VARCHAR",
         "left_s": "DOUBLE",
     },
+    # NIC ports (node_exporter's infiniband collector, labels device and port: `goodput ingest node-exporter`,
+    # `goodput watch`): the port's rate (node_infiniband_rate_bytes_per_second x 8 / 1e9) and its error counters as
+    # the totals read (link_downed_total, symbol_error_total, link_error_recovery_total,
+    # port_errors_received_total); NULL where a host's exporter serves no such metric. Empty in simulated runs,
+    # and absent from files written before it existed (Store.table reads it empty).
+    "nic_samples": {
+        "host_id": "INTEGER",
+        "device": "VARCHAR",
+        "port": "INTEGER",
+        "t_s": "DOUBLE",
+        "rate_gbps": "REAL",
+        "link_downed": "BIGINT",
+        "symbol_errors": "BIGINT",
+        "link_recoveries": "BIGINT",
+        "rcv_errors": "BIGINT",
+    },
     "xid_events": {
         "t_s": "DOUBLE",
         "gpu_id": "INTEGER",

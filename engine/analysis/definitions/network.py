@@ -217,4 +217,61 @@ DEFINITIONS: tuple[Definition, ...] = (
         "incidents.gpu_hours_lost of network incidents",
         "incident_gpu_hours_lost",
     ),
+    # ----- degraded links
+    _d(
+        "degraded_link_episodes",
+        "Degraded-link episodes",
+        "count",
+        "Fail-slow episodes of cause network in a simulated run: a host's NIC or cable kept working at a "
+        "fraction of its speed (scenario keys slow.network_*), anywhere in the cluster over the run.",
+        "slow_episodes rows of cause network",
+        "slow_episodes",
+        "link_outages",
+    ),
+    _d(
+        "degraded_link_worst_slowdown",
+        "Worst degraded-link slowdown",
+        "ratio",
+        "The largest slowdown factor among the run's degraded-link episodes (f: the host ran at 1/f of its "
+        "speed while the episode lasted).",
+        "max of slow_episodes.factor of cause network",
+        "degraded_link_slowdown",
+    ),
+    _d(
+        "degraded_link_slowdown",
+        "Slowdown of the link's host",
+        "ratio",
+        "How many times slower the episode's host ran while its NIC or cable was degraded (f: 1/f of its speed).",
+        "slow_episodes.factor",
+        "degraded_link_worst_slowdown",
+        scope="view",
+    ),
+    _d(
+        "nominal_port_rate",
+        "Nominal port rate",
+        "Gbps",
+        "The fleet's most common NIC port rate, each port counted once at its latest sample (the larger rate on "
+        "a tie): node_exporter's node_infiniband_rate_bytes_per_second x 8 / 1e9. A port below it has trained "
+        "down (fewer lanes or a lower speed).",
+        "nic_samples.rate_gbps",
+        "fabric_capacity",
+    ),
+    _d(
+        "degraded_ports",
+        "Degraded ports",
+        "count",
+        "NIC ports whose latest rate is below the nominal port rate, or whose link-downed, symbol-error, "
+        "link-error-recovery or receive-error counter rose between two of the run's samples.",
+        "nic_samples",
+        "link_outages",
+    ),
+    _d(
+        "port_error_rise",
+        "Counter rise",
+        "count",
+        "How much the port's counter rose over the run: the sum of its increases between consecutive samples "
+        "(a counter that restarts from 0, a driver reload, adds nothing).",
+        "nic_samples counters",
+        scope="view",
+    ),
 )
