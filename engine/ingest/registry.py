@@ -87,6 +87,13 @@ def _step_times(files, *, dcgm=(), kernel_logs=(), name=None, year=None) -> Run:
     return ingest_step_times(files, name=name)
 
 
+def _node_exporter(files, *, dcgm=(), kernel_logs=(), name=None, year=None) -> Run:
+    """NIC ports (rate, error counters) from node_exporter's infiniband collector (engine.ingest.node_exporter)."""
+    from engine.ingest.node_exporter import ingest_node_exporter
+
+    return ingest_node_exporter(files, name=name)
+
+
 register(IngestSource("dcgm", "DCGM exporter scrapes (Prometheus text)", _dcgm, scrapes=True))
 register(IngestSource("kernel-log", "kernel logs (dmesg, journalctl -k) with XID lines", _kernel_log))
 register(
@@ -94,5 +101,12 @@ register(
         "step-times",
         "op-level timelines of a training job (CSV or Parquet), for `goodput stragglers`",
         _step_times,
+    )
+)
+register(
+    IngestSource(
+        "node-exporter",
+        "node_exporter scrapes (Prometheus text): NIC port rates and error counters (infiniband collector)",
+        _node_exporter,
     )
 )
