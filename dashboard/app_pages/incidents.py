@@ -4,7 +4,8 @@ Filters (time window, cause, category, rack, job, planned or unexpected) narrow 
 engine.analysis.incidents.filter_incidents, the function the exports use; the figures are counted as the Llama 3 paper
 counts them (engine.analysis.incidents.summary_counts); a timeline sized by cost and a table sortable by cost; one
 incident's chain as a Gantt with its blast radius; downloads from engine.report.export.export_run_incidents (the code
-path of `goodput export incidents`); and "replay with other settings", which forks the run on the same failures.
+path of `goodput export incidents`); the run's fail-slow episodes with what each cost (dashboard.incidents.fail_slow);
+and "replay with other settings", which forks the run on the same failures.
 
 URL: ?since=&until= (seconds from the run's start), ?causes=, ?categories=, ?racks=, ?jobs= (comma-separated),
 ?planned= (planned, unexpected), ?incident= (id), ?anon=1 and ?replay= (the forked run) reproduce the view.
@@ -19,6 +20,7 @@ from dashboard import state, table_view
 from dashboard.charts import incidents as charts
 from dashboard.format import fmt_duration, fmt_gpu_hours, fmt_int, fmt_pct, fmt_time
 from dashboard.incidents import tables
+from dashboard.incidents.fail_slow import fail_slow_section
 from dashboard.incidents.filters import filters_section
 from dashboard.incidents.replay import replay_section
 from dashboard.queries import incidents as queries
@@ -41,12 +43,14 @@ def page(run_id: str) -> None:
     everything = queries.incidents(run.run_id)
     if everything.is_empty():
         st.info("This run has no incidents: nothing failed and nothing was planned.")
+        fail_slow_section(run)
         return
     window, filters = filters_section(run, everything)
     shown = filter_incidents(everything, **filters)
     flagship = queries.flagship(run.run_id)
     counted_section(run, everything, shown, window, flagship)
     clicked = timeline_section(run, shown)
+    fail_slow_section(run)
     exported = export_section(run, shown, filters)
     chosen = choose_incident(run, everything, shown, clicked)
     if chosen is not None:

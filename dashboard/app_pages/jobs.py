@@ -4,7 +4,7 @@ stragglers (the what-if slowdown, its kind and culprit, the heat map of workers)
 checkpoint marks where the window holds few enough to tell apart; the queue, waits and why (counted over the
 table's jobs); GPUs allocated, out of service and fragmented; a filterable table that downloads as CSV or
 Parquet; one job's attempts, hosts, waits and, for the flagship job, its goodput ledger bucket by bucket
-(with its fail-slow slowdown where the run simulated fail-slow hosts).
+(with its fail-slow slowdown and the episode that cost most of it where the run simulated fail-slow hosts).
 
 Every metric takes its label and help from engine.analysis.definitions (tests/test_page_jobs_truth.py checks it).
 URL: ?from=&to= (seconds since the run's start) the window; ?job= (job id) the drill-down; ?q=, ?states=,

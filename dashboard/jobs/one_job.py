@@ -7,6 +7,7 @@ import streamlit as st
 from dashboard import state, table_view
 from dashboard.charts import jobs as charts
 from dashboard.format import fmt_duration, fmt_gpu_hours, fmt_int, fmt_time
+from dashboard.incidents.fail_slow import culprit_line
 from dashboard.jobs.common import column, metric
 from dashboard.queries import jobs as queries
 from dashboard.queries import jobs_table as tables
@@ -91,6 +92,8 @@ def job_figures(run: RunInfo, job: dict) -> None:
         cols = st.columns(len(shown))
         for where, (bucket, key) in zip(cols, shown.items(), strict=True):
             metric(where, key, fmt_gpu_hours(losses.get(bucket, 0.0)), note="Over the whole run.")
+        if losses.get("slowdown"):  # which fail-slow episode cost it most
+            culprit_line(run)
     elif is_flagship:
         st.metric(
             definition("job_lost_work").label,

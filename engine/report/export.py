@@ -10,6 +10,11 @@ Every export has the columns of EXPORT_SCHEMA, in that order. CSV has no lists: 
 job_names, users) are JSON arrays in one cell. CSV text cells are neutralised against formula injection
 (engine.report.csv_safety: a leading quote before `=`, `+`, `-`, `@`, tab or CR), which `read_export` undoes; JSON
 and Parquet keep every value as it is, typed. The HTML report escapes every data string.
+
+A run's export (not one incident's) also carries its fail-slow episodes (engine.report.slow_episodes: every
+episode of the run, worst first, with its cost; the filters choose incidents): the JSON under "slow_episodes",
+the Parquet file's metadata under the same key, the HTML report as a table with their total. CSV stays the one
+incidents table (EXPORT_SCHEMA), so every CSV reader, replay included, reads it as before.
 """
 
 import contextlib
@@ -38,6 +43,7 @@ from engine.report.anonymise import anonymise_frame, anonymise_scenario, pseudon
 from engine.report.charts import by_cause_figure, timeline_figure
 from engine.report.csv_safety import restore_frame, safe_csv
 from engine.report.palette import cause_label
+from engine.report.slow_episodes import HTML_HEADERS, html_rows, load_slow_episodes, slow_records
 from engine.report.visible_text import visible
 from engine.store.outputs import check_target
 from engine.units import SECONDS_PER_DAY
@@ -105,6 +111,7 @@ def export_incidents(
     run_info: dict | None = None,
     charts: bool = True,
     chain: pl.DataFrame | None = None,
+    slow_episodes: pl.DataFrame | None = None,
 ) -> bytes:
     """The bytes of an export of `frame` in `fmt` (csv, json, parquet, html).
 
@@ -112,7 +119,8 @@ def export_incidents(
     goes into the JSON's `run`, the Parquet file's metadata and the HTML header; `anonymise` replaces
     hostnames, job names and ids, users and the run's name with pseudonyms keyed by `key`
     (engine.report.anonymise.store_key); `chain` (engine.analysis.incidents.incident_chain, built with the same
-    pseudonyms when anonymised) adds one incident's chain to the JSON and the HTML.
+    pseudonyms when anonymised) adds one incident's chain to the JSON and the HTML; `slow_episodes`
+    (engine.report.slow_episodes.load_slow_episodes) the run's fail-slow episodes to the JSON, Parquet and HTML.
     """
     if fmt not in FORMATS:
         raise ExportError(f"unknown export format {fmt!r}; formats are {', '.join(FORMATS)}")
@@ -128,15 +136,18 @@ def export_incidents(
                 "anonymise: no key given (engine.report.anonymise.store_key(store folder) makes one)"
             )
         table = anonymise_frame(table, key)
+        slow_episodes = None if slow_episodes is None else anonymise_frame(slow_episodes, key)
         if info.get("name"):  # a run's name may say whose it is ("alice-debug")
             info["name"] = pseudonym(key, "run", str(info["name"]))
         if "scenario" in info:
             info["scenario"] = anonymise_scenario(info["scenario"], key)
     if fmt == "csv":
         return _csv(table)
+    slow = {} if slow_episodes is None else {"slow_episodes": slow_records(slow_episodes)}
     if fmt == "parquet":
         buffer = io.BytesIO()
-        table.write_parquet(buffer, metadata={FORMAT_NAME: json.dumps(_meta(info, anonymise), default=str)})
+        meta = _meta(info, anonymise) | slow
+        table.write_parquet(buffer, metadata={FORMAT_NAME: json.dumps(meta, default=str)})
         return buffer.getvalue()
     summary = summary_counts(table, days)
     if fmt == "json":
@@ -148,8 +159,8 @@ def export_incidents(
         document["incidents"] = _records(table)
         if chain is not None:
             document["chain"] = chain.to_dicts()
-        return json.dumps(document, default=str, indent=1).encode()
-    return _html(table, info, summary, interruptions, anonymise, charts, chain).encode()
+        return json.dumps(document | slow, default=str, indent=1).encode()
+    return _html(table, info, summary, interruptions, anonymise, charts, chain, slow_episodes).encode()
 
 
 def write_export(path: str | os.PathLike, data: bytes, *, force: bool = False) -> Path:
@@ -221,9 +232,11 @@ def export_run_incidents(
         "scenario": info.scenario,
         "engine_version": info.engine_version,
     }
-    chain = None
+    chain = slow_episodes = None
     with store.connect(run_id) as con:
         frame = load_incidents(con)
+        if incident_id is None:  # a run's export carries its fail-slow episodes; one incident's does not
+            slow_episodes = load_slow_episodes(con)
         run_info["flagship_job"] = flagship_job_id(con)
         if incident_id is not None:
             frame = frame.filter(pl.col("incident_id") == int(incident_id))
@@ -240,7 +253,14 @@ def export_run_incidents(
     } | ({"incident_id": incident_id} if incident_id is not None else {})
     key = store_key(store.root) if anonymise else None
     return export_incidents(
-        frame, fmt, anonymise=anonymise, key=key, run_info=run_info, charts=charts, chain=chain
+        frame,
+        fmt,
+        anonymise=anonymise,
+        key=key,
+        run_info=run_info,
+        charts=charts,
+        chain=chain,
+        slow_episodes=slow_episodes,
     )
 
 
@@ -334,6 +354,7 @@ def _html(
     anonymised: bool,
     charts: bool,
     chain: pl.DataFrame | None,
+    slow_episodes: pl.DataFrame | None = None,
 ) -> str:
     name = info.get("name") or "run"
     title = f"Incidents of {name}" + (f" ({info['run_id']})" if info.get("run_id") else "")
@@ -344,7 +365,20 @@ def _html(
     if chain is not None:
         parts += _chain_section(chain, started)
     parts += _by_cause_section(summary["by_cause"]) + _incidents_section(table)
+    if slow_episodes is not None and slow_episodes.height:
+        parts += _slow_section(slow_episodes, started)
     return _page(title, parts)
+
+
+def _slow_section(episodes: pl.DataFrame, started) -> list[str]:
+    """The run's fail-slow episodes, worst first, and their cost summed (the flagship job's fail-slow slowdown)."""
+    total = episodes["cost_gpu_hours"].sum() or 0.0
+    label = definition("slow_episodes_cost_total").label
+    return [
+        f"<h2>Fail-slow episodes ({episodes.height:,})</h2>",
+        f"<p>{shown(label)}: {total:,.1f}</p>",
+        _table(HTML_HEADERS, html_rows(episodes, lambda t: _at(started, t)), klass="slow-episodes"),
+    ]
 
 
 def _heading(title: str, info: dict, anonymised: bool) -> list[str]:

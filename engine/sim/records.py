@@ -109,7 +109,9 @@ class SlowEpisode:
     """A fail-slow episode (engine.sim.slow): `host` ran at 1/`factor` of its speed over [start_s, end_s). Detected
     at `detected_s` (NaN: slow.policy is ignore, or it ended first); `action` is what was done about it: "none",
     "swap" (the host was swapped out of the flagship job then) or "drain" (it left at the job's next
-    interruption, `left_s`)."""
+    interruption, `left_s`). `bound` holds the spans [since, until) it was its host's binding episode (the largest
+    factor among the host's episodes under way; ties to the one that started first; until is inf while it still
+    was at the end), which engine.sim.slow.episode_costs joins with the flagship job's JobLedger.slowdown_blame."""
 
     host: int
     start_s: float
@@ -120,6 +122,7 @@ class SlowEpisode:
     detected_s: float = math.nan
     action: str = "none"
     left_s: float = math.nan  # when the host left the flagship job for repair (swap, drain)
+    bound: list[tuple[float, float]] = field(default_factory=list, compare=False, repr=False)
 
 
 @dataclass
@@ -147,6 +150,9 @@ class JobLedger:
     # Full-job seconds of training lost to running at a fail-slow host's pace (engine.sim.slow): (1 - 1/f) of the
     # training time while the slowest of its hosts runs at 1/f.
     slowdown_s: float = 0.0
+    # slowdown_s stretch by stretch: (the binding host, the stretch's start, full-job seconds lost in it); the host
+    # is the slowest of the job's (ties to the one slow the longest). Sums to slowdown_s (engine.sim.slow.episode_costs)
+    slowdown_blame: list[tuple[int, float, float]] = field(default_factory=list)
     finished_s: float | None = None  # when the job's work (training.work) was done; None: not (or none set)
 
 

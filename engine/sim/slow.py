@@ -13,11 +13,20 @@ jobs are not modelled as slowed. `slow.policy` says what happens once an episode
 into it, on a host of the flagship job: ignore (nothing), swap (the job stops gracefully, the host is swapped
 for a spare and goes to repair: one restart, no work lost) or drain (the host leaves at the job's next
 interruption). A repair ends the host's episode: the part is fixed.
+
+What an episode cost (`episode_costs`, the slow_episodes table's cost_gpu_hours): the flagship job's slowdown
+(JobLedger.slowdown_s) over the stretches in which the episode's factor was the binding one, the largest among
+the job's hosts, in GPU-hours (the job's GPUs x hours). Ties go to the earliest: among hosts, to the host slow the
+longest without a break (the job keeps its binding host until another is strictly slower); on a host, to the
+episode that started first. So every second of slowdown is blamed on exactly one episode and the costs sum to the
+ledger's slowdown bucket. An episode that never bound the job while it trained has no cost (None).
 """
 
+import bisect
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 import numpy as np
 import simpy
@@ -26,6 +35,9 @@ from engine.scenario import Scenario
 from engine.sim.records import SlowEpisode
 from engine.sim.streams import Stream
 from engine.units import SECONDS_PER_DAY, SECONDS_PER_HOUR
+
+if TYPE_CHECKING:
+    from engine.sim.records import FlagshipRecord
 
 SLOW_CAUSES: tuple[str, ...] = ("gpu_thermal", "gpu_power", "host", "network")
 GPU_CAUSES: tuple[str, ...] = ("gpu_thermal", "gpu_power")  # the causes that hold one GPU down (gpu_index)
@@ -79,6 +91,30 @@ def _warmth(t: np.ndarray, start: datetime) -> np.ndarray:
     return np.cos(2 * np.pi * (hour - WARMEST_HOUR) / 24.0)
 
 
+def episode_costs(episodes: Sequence[SlowEpisode], job: "FlagshipRecord | None") -> list[float | None]:
+    """GPU-hours of the flagship job's slowdown each episode cost (module docstring), None for an episode that never
+    bound the job while it trained: each stretch of JobLedger.slowdown_blame goes to the episode that was binding
+    on its host when the stretch began (SlowEpisode.bound)."""
+    costs: list[float | None] = [None] * len(episodes)
+    if job is None or not job.ledger.slowdown_blame:
+        return costs
+    spans: dict[int, list[tuple[float, float, int]]] = {}
+    for index, episode in enumerate(episodes):
+        spans.setdefault(episode.host, []).extend((since, until, index) for since, until in episode.bound)
+    for host_spans in spans.values():
+        host_spans.sort()
+    per_hour = job.gpus / SECONDS_PER_HOUR
+    for host, begin, seconds in job.ledger.slowdown_blame:
+        host_spans = spans.get(host, [])
+        # a host's spans do not overlap, and an empty one sorts before the span that opened at the same instant
+        at = bisect.bisect_right(host_spans, (begin, math.inf, math.inf)) - 1
+        if at < 0 or not host_spans[at][0] <= begin < host_spans[at][1]:
+            continue  # cannot happen: a job host is slow only under an episode
+        index = host_spans[at][2]
+        costs[index] = (costs[index] or 0.0) + seconds * per_hour
+    return costs
+
+
 class FailSlow:
     """Plays the episodes against the cluster: which hosts run slow now, and what slow.policy does about it.
 
@@ -100,6 +136,7 @@ class FailSlow:
         self.in_job, self.slow_changed, self.swap_out = in_job, slow_changed, swap_out
         self.active: dict[int, dict[int, float]] = {}  # host -> {episode index: factor} under way
         self.to_drain: dict[int, int] = {}  # job host -> the episode that marked it for draining
+        self.binding: dict[int, int] = {}  # slow host -> its binding episode now (SlowEpisode.bound)
 
     def factor(self, host: int) -> float | None:
         """The host's slowdown now (its worst episode under way), None when it runs at full speed."""
@@ -123,6 +160,7 @@ class FailSlow:
     def _started(self, index: int) -> None:
         episode = self.episodes[index]
         self.active.setdefault(episode.host, {})[index] = episode.factor
+        self._rebind(episode.host)
         self._tell(episode.host)
 
     def _ended(self, index: int) -> None:
@@ -132,6 +170,7 @@ class FailSlow:
             return  # a repair ended it already
         if not under_way:
             del self.active[host]
+        self._rebind(host)
         self._tell(host)
 
     def _detected(self, index: int) -> None:
@@ -144,6 +183,23 @@ class FailSlow:
             self.swap_out([episode.host], "fail_slow_swap")
         elif episode.host not in self.to_drain:
             self.to_drain[episode.host] = index
+
+    def _rebind(self, host: int) -> None:
+        """The host's binding episode (largest factor, then earliest start) may have changed: close the old one's
+        span in SlowEpisode.bound and open the new one's."""
+        under_way = self.active.get(host) or {}
+        new = min(under_way, key=lambda i: (-under_way[i], i)) if under_way else None
+        old = self.binding.get(host)
+        if new == old:
+            return
+        now = self.env.now
+        if old is not None:
+            bound = self.episodes[old].bound
+            bound[-1] = (bound[-1][0], now)
+            del self.binding[host]
+        if new is not None:
+            self.binding[host] = new
+            self.episodes[new].bound.append((now, math.inf))
 
     def _tell(self, host: int) -> None:
         if self.in_job(host):
@@ -163,3 +219,4 @@ class FailSlow:
         """`host` went to repair: the repair fixes what made it slow (its episodes end for good)."""
         self.active.pop(host, None)
         self.to_drain.pop(host, None)
+        self._rebind(host)

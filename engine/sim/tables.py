@@ -5,7 +5,7 @@ import polars as pl
 
 from engine.sim.failures import CATEGORY, SCOPE
 from engine.sim.records import SimulationResult
-from engine.sim.slow import GPU_CAUSES
+from engine.sim.slow import GPU_CAUSES, episode_costs
 from engine.store.schema import polars_schema
 from engine.units import SECONDS_PER_HOUR
 
@@ -209,8 +209,11 @@ def incidents_frame(result: SimulationResult) -> pl.DataFrame:
 def slow_episodes_frame(result: SimulationResult) -> pl.DataFrame:
     """The slow_episodes table: the fail-slow episodes that began before the run ended (as the summary counts
     them), their ends clipped to it; gpu_id for a GPU cause (a GPU's id is host x GPUs a host + its index, as
-    engine.sim.simulate numbers them), NULL for a slow host or link. Empty where slowness is off."""
-    rows = [e for e in result.slow_episodes if e.start_s < result.horizon_s]
+    engine.sim.simulate numbers them), NULL for a slow host or link; cost_gpu_hours from engine.sim.slow.episode_costs.
+    Empty where slowness is off."""
+    costs = episode_costs(result.slow_episodes, result.job)
+    kept = [(e, c) for e, c in zip(result.slow_episodes, costs, strict=True) if e.start_s < result.horizon_s]
+    rows = [e for e, _ in kept]
 
     def finite(x: float) -> float | None:
         return x if np.isfinite(x) else None
@@ -228,6 +231,7 @@ def slow_episodes_frame(result: SimulationResult) -> pl.DataFrame:
             "detected_s": [finite(e.detected_s) for e in rows],
             "action": [e.action for e in rows],
             "left_s": [finite(e.left_s) for e in rows],
+            "cost_gpu_hours": [c for _, c in kept],
         },
         schema=polars_schema("slow_episodes"),
     )

@@ -17,7 +17,9 @@ Planned interruptions stop the job gracefully (no lost work) and restart it, as 
 
 A synchronous job runs at the pace of its slowest host: while hosts of the job have fail-slow episodes
 (`slow_changed`), it trains at 1/f of full speed, f the largest factor among them. The training lost to that is
-counted analytically like the checkpoints: (1 - 1/f) of the training time of each stretch at f (JobLedger.slowdown_s).
+counted analytically like the checkpoints: (1 - 1/f) of the training time of each stretch at f (JobLedger.slowdown_s),
+and stretch by stretch against the binding host, the slowest (ties: the one slow the longest), in
+JobLedger.slowdown_blame, from which engine.sim.slow.episode_costs gives each episode its cost.
 
 State changes are callbacks on SimPy timeouts tagged with a generation number, so an interrupted restart's
 timer is simply ignored when it fires.
@@ -84,6 +86,8 @@ class FlagshipJob:
         # factor) through the running attempt
         self.slow_hosts: dict[int, float] = {}
         self._slow_marks: list[tuple[float, float]] = [(0.0, 1.0)]
+        # (since, the binding host) through the running attempt, for JobLedger.slowdown_blame
+        self._blame_marks: list[tuple[float, int | None]] = [(0.0, None)]
         # training.work: the training the job needs; it is done (on_done) once it has trained that long
         self.work_s, self.on_done = work_s, on_done
         self._watch_work()
@@ -122,10 +126,19 @@ class FlagshipJob:
         pace = self._slow_factor()
         if self.phase == RUNNING and pace != self._slow_marks[-1][1]:
             self._slow_marks.append((self.env.now, pace))
+        binding = self._binding_host()
+        # a new stretch when the binding host changes, or when it is the one told (its episode may have changed)
+        if self.phase == RUNNING and (binding == host or binding != self._blame_marks[-1][1]):
+            self._blame_marks.append((self.env.now, binding))
 
     def _slow_factor(self) -> float:
         """The job's pace: that of its slowest host (1.0: none is slow)."""
         return max(self.slow_hosts.values(), default=1.0)
+
+    def _binding_host(self) -> int | None:
+        """The host that sets the job's pace: the slowest; of equals, the one slow the longest (the first in
+        slow_hosts, which keeps a host's place while it stays slow). None: none is slow."""
+        return max(self.slow_hosts, key=self.slow_hosts.__getitem__, default=None)
 
     def host_returned(self, host: int) -> bool:
         """A repaired host; taken (True) if the job is waiting for hosts."""
@@ -215,11 +228,23 @@ class FlagshipJob:
         self.ledger.checkpoint_s += kept * self.checkpoint_write
         self.ledger.degraded_s += degraded
         self.ledger.slowdown_s += slowed
+        self._blame(start, end, good_until if good_until < end else end)
         self.ledger.productive_s += (end - start) - lost - kept * self.checkpoint_write - degraded - slowed
         # a slot waiting for a host (-1; only a replica_drop job trains with one) is no host of the attempt
         hosts = self.slots.copy() if self.missing == 0 else self.slots[self.slots >= 0]
         self.ledger.attempts.append(Attempt(self.attempt, start, end, reason, lost, hosts))
         self.attempt += 1
+
+    def _blame(self, start: float, end: float, kept_until: float) -> None:
+        """JobLedger.slowdown_blame for the attempt [start, end): each stretch with a binding host, and the slowdown
+        of its part up to `kept_until` (0 past it: that training was lost, and lost_work_s counts it)."""
+        marks = self._blame_marks
+        for i, (since, host) in enumerate(marks):
+            until = marks[i + 1][0] if i + 1 < len(marks) else end
+            begin, stop = max(since, start), min(until, end)
+            if host is not None and stop > begin:
+                seconds = self._slowdown_s(begin, min(stop, kept_until)) if kept_until > begin else 0.0
+                self.ledger.slowdown_blame.append((host, begin, seconds))
 
     @property
     def hosts(self) -> list[int]:
@@ -282,6 +307,7 @@ class FlagshipJob:
         self.ledger.resumed_at.append(now)
         self.phase, self.attempt_start = RUNNING, now
         self._slow_marks = [(now, self._slow_factor())]
+        self._blame_marks = [(now, self._binding_host())]
         self._attempt_began(now)
         self._watch_work()
 

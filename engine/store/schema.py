@@ -167,6 +167,8 @@ TABLES: dict[str, dict[str, str]] = {
     # cause (gpu_thermal, gpu_power) holds down, NULL for a slow host or link; detected_s NULL where nobody
     # detected it; action none, swap or drain, left_s when the host left the flagship job for it. Empty where
     # slowness is off, and absent from files written before it existed (Store.table reads it empty).
+    # cost_gpu_hours: the flagship job's slowdown blamed on the episode (engine.sim.slow.episode_costs), NULL where
+    # it never bound the job (and in files written before the column existed).
     "slow_episodes": {
         "host_id": "INTEGER",
         "gpu_id": "INTEGER",
@@ -177,6 +179,7 @@ TABLES: dict[str, dict[str, str]] = {
         "detected_s": "DOUBLE",
         "action": "VARCHAR",
         "left_s": "DOUBLE",
+        "cost_gpu_hours": "DOUBLE",
     },
     # NIC ports (node_exporter's infiniband collector, labels device and port: `goodput ingest node-exporter`,
     # `goodput watch`): the port's rate (node_infiniband_rate_bytes_per_second x 8 / 1e9) and its error counters as

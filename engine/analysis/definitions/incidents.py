@@ -144,6 +144,62 @@ DEFINITIONS: tuple[Definition, ...] = (
         "incident_cost",
         scope="view",
     ),
+    # fail-slow episodes (engine.sim.slow): a component that kept working, slowly; never incidents
+    _d(
+        "slow_episode_cost",
+        "Cost of the fail-slow episode",
+        "GPU-hours",
+        "The flagship job's fail-slow slowdown blamed on one episode: the training it lost, times its GPUs, while "
+        "this episode's factor was the binding one, the largest among the job's hosts (ties go to the earliest: "
+        "the host slow the longest, then on a host the episode that started first). Blank for an episode that "
+        "never bound the job while it trained (on a host outside it, or under a slower one). Slowdown later thrown "
+        "away with lost work is counted there, not here.",
+        "engine.sim.slow.episode_costs (slow_episodes.cost_gpu_hours)",
+        "slowdown_fail_slow",
+        "incident_cost",
+        scope="view",
+    ),
+    _d(
+        "slow_episodes_cost_total",
+        "GPU-hours lost to fail-slow episodes",
+        "GPU-hours",
+        "The costs of every fail-slow episode of the run summed: equal to the flagship job's fail-slow slowdown, "
+        "since each stretch of its slowdown is blamed on exactly one episode.",
+        "engine.sim.slow.episode_costs (sum of slow_episodes.cost_gpu_hours)",
+        "slowdown_fail_slow",
+        "incident_gpu_hours_lost",
+    ),
+    _d(
+        "slow_episode_factor",
+        "Slowdown factor",
+        "ratio",
+        "How many times slower the episode's host ran while it lasted (f: the host ran at 1/f of its speed).",
+        "slow_episodes.factor",
+        "straggler_slowdown",
+        scope="view",
+    ),
+    _d(
+        "slow_episode_detected_after",
+        "Slowness detected after",
+        "seconds",
+        "Time from the episode's start to its detection on a host of the flagship job (slow.detect_after; "
+        "slow_episodes.detected_s - start_s); blank where nobody detected it (slow.policy ignore, or it ended "
+        "first).",
+        "slow_episodes table",
+        "incident_detected_after",
+        scope="view",
+    ),
+    _d(
+        "slowdown_culprit",
+        "Culprit of the slowdown",
+        "GPU-hours",
+        "The fail-slow episode that cost the flagship job most of its fail-slow slowdown: its host (and GPU), its "
+        "cause, and its cost with its share of the job's slowdown.",
+        "engine.sim.slow.episode_costs (the largest slow_episodes.cost_gpu_hours)",
+        "slow_episode_cost",
+        "persistent_straggler",
+        scope="view",
+    ),
     _d(
         "jobs_hit",
         "Jobs hit",
