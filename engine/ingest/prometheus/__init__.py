@@ -20,6 +20,7 @@ The modules, in the order a request passes them:
 - series: query_range and gpu_series, asked in time chunks in parallel, bounded in points.
 - events: xid_events and ecc_events, changes read at the scrape step for the GPUs that moved.
 - throttle: clock_events, where clocks-event reasons changed or throttle-violation counters rose (with the SM clock).
+- nic: nic_ports and nic_events, NIC ports of node_exporter's infiniband collector now and where they changed.
 - status: probe (reachable since when, version, targets) and scrape_interval.
 - fleet: fleet_window, a metric across the whole fleet within 2 s, from recording rules where loaded
   (data/prometheus/goodput-rules.yml), else from the raw series.
@@ -27,6 +28,7 @@ The modules, in the order a request passes them:
 
 from engine.ingest.prometheus.events import ECC_METRICS, ecc_events, xid_events
 from engine.ingest.prometheus.fleet import FleetWindow, fleet_window, recorded_name
+from engine.ingest.prometheus.nic import nic_events, nic_ports
 from engine.ingest.prometheus.series import MAX_POINTS_PER_SERIES, MAX_QUERY_POINTS, gpu_series, query_range
 from engine.ingest.prometheus.source import PrometheusError, PrometheusSource
 from engine.ingest.prometheus.status import (
@@ -52,6 +54,8 @@ __all__ = [
     "ecc_events",
     "fleet_window",
     "gpu_series",
+    "nic_events",
+    "nic_ports",
     "probe",
     "query_range",
     "recorded_name",

@@ -3,16 +3,17 @@
     goodput watch --prometheus http://prom:9090 --slurm --every 1m
 
 Each cycle reads what changed since the last (sources.py): Slurm's jobs and attempts that changed since its last
-read and the state of every node (engine.ingest.slurm), and Prometheus' XID, ECC and clock events in (last read, now]
-plus the GPUs it knows (engine.ingest.prometheus), and, where jobs export one, the gauge of their latest
-checkpoint times (checkpoints.py). Only events and what is derived from them go to the store (derive.py, events.py,
-hosts.py: hosts, gpus, jobs, job_attempts, checkpoints, incidents, host_states, xid_events, and as gpu_samples
-rows the ECC counters at the moments they rose and the SM clock, clocks-event reasons and throttle-violation
-counters at the moments the reasons changed or a counter rose); the raw per-GPU series stay in Prometheus. The run
-records how to reach it (access.py: the base URL, the shown headers and the paths of the token or password files,
-never a secret); pages query it for their window with the credentials of the endpoint the dashboard's configuration
-holds for that URL, never with files a run names (access.prometheus_access). Cycles are at least MIN_EVERY_S
-(loop.py) apart.
+read and the state of every node (engine.ingest.slurm), and Prometheus' XID, ECC, clock and NIC events in (last
+read, now] plus the GPUs and NIC ports it knows (engine.ingest.prometheus), and, where jobs export one, the gauge
+of their latest checkpoint times (checkpoints.py). Only events and what is derived from them go to the store
+(derive.py, events.py, hosts.py, nics.py: hosts, gpus, jobs, job_attempts, checkpoints, incidents, host_states,
+xid_events; as gpu_samples rows the ECC counters at the moments they rose and the SM clock, clocks-event reasons
+and throttle-violation counters at the moments the reasons changed or a counter rose; as nic_samples each NIC
+port of node_exporter's infiniband collector when first seen, then where its rate changed or a counter rose); the
+raw per-GPU and per-port series stay in Prometheus. The run records how to reach it (access.py: the base URL, the
+shown headers and the paths of the token or password files, never a secret); pages query it for their window with
+the credentials of the endpoint the dashboard's configuration holds for that URL, never with files a run names
+(access.prometheus_access). Cycles are at least MIN_EVERY_S (loop.py) apart.
 
 Jobs are joined to GPUs as Meta's gcm does: an XID's host and time -> the job attempt that held that host then
 -> the incident's job_ids. A job's interruptions are its attempts that ended failed, requeued or on a node

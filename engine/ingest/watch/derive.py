@@ -17,6 +17,7 @@ from engine.ingest.watch.checkpoints import DEFAULT_JOB_LABEL, check_names
 from engine.ingest.watch.events import clock_samples, ecc_samples, join_incidents, xid_rows
 from engine.ingest.watch.goodput import INTERRUPTED, RUNNING, jobs_goodput, kept_per_attempt
 from engine.ingest.watch.hosts import host_states
+from engine.ingest.watch.nics import known_ports, nic_rows
 from engine.ingest.watch.sources import (
     PROMETHEUS,
     SLURM,
@@ -74,6 +75,7 @@ class Watcher:
     xid_events: int = 0
     ecc_events: int = 0
     clock_events: int = 0  # gpu_samples rows where clocks-event reasons changed or a violation counter rose
+    nic_ports: pl.DataFrame = field(default_factory=known_ports)  # NIC ports seen (host, device, port)
 
     def __post_init__(self) -> None:
         self.prom_mark = self.slurm_mark = self.origin
@@ -133,7 +135,7 @@ class Watcher:
         now_s = r.now - self.origin
         known_hosts, known_gpus = self.hosts.height, self.gpus.height
         names = [r.nodes["node"]] if r.nodes is not None else []
-        for frame in (r.inventory, r.xids, r.ecc, r.clocks):
+        for frame in (r.inventory, r.xids, r.ecc, r.clocks, r.nics, r.nic_ports):
             if frame is not None:
                 names.append(frame["host"])
         if r.jobs is not None:
@@ -186,6 +188,9 @@ class Watcher:
         self.xid_events += xids.height
         self.ecc_events += samples.height
         self.clock_events += clocks.height
+        nics, self.nic_ports = nic_rows(
+            r.nics, r.nic_ports, known=self.nic_ports, hosts=self.hosts, origin=self.origin
+        )
         return {
             "hosts": hosts_table(self.hosts.slice(known_hosts)),
             "gpus": self.gpus.slice(known_gpus).select(
@@ -198,6 +203,7 @@ class Watcher:
             "host_states": states,
             "gpu_samples": pl.concat([samples, clocks]),
             "checkpoints": checkpoints,
+            "nic_samples": nics,
         }
 
     def _xids(self, events: pl.DataFrame | None) -> tuple[pl.DataFrame, pl.DataFrame]:
@@ -342,6 +348,7 @@ class Watcher:
                 "xid_events": self.xid_events,
                 "ecc_events": self.ecc_events,
                 "clock_events": self.clock_events,
+                "nic_ports": self.nic_ports.height,
                 "incidents": self.incidents.height,
                 "incidents_with_jobs": int((self.incidents["jobs_hit"] > 0).sum()),
                 "checkpoints": self.checkpoints.height,

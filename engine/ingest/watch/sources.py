@@ -75,6 +75,8 @@ class Reading:
     xids: pl.DataFrame | None = None  # host, gpu, t, xid
     ecc: pl.DataFrame | None = None
     clocks: pl.DataFrame | None = None  # engine.ingest.prometheus.throttle.CLOCK_COLUMNS
+    nics: pl.DataFrame | None = None  # NIC ports where they changed (prometheus.nic.NIC_COLUMNS)
+    nic_ports: pl.DataFrame | None = None  # every NIC port's values now (the same columns)
     inventory: pl.DataFrame | None = None  # host, gpu
     checkpoints: pl.DataFrame | None = (
         None  # job_id, t (epoch s): the checkpoint metric's values, when watched
@@ -107,9 +109,9 @@ class SlurmWatch:
 
 @dataclass(frozen=True)
 class PrometheusWatch:
-    """Prometheus' XID, ECC and clock events in (watermark, now], the GPUs it knows and the checkpoint gauge.
-    `make_source` makes this cycle's Prometheus source (credentials read again), so a failure to make it counts
-    as Prometheus failing."""
+    """Prometheus' XID, ECC, clock and NIC events in (watermark, now], the GPUs and NIC ports it knows and the
+    checkpoint gauge. `make_source` makes this cycle's Prometheus source (credentials read again), so a failure
+    to make it counts as Prometheus failing."""
 
     make_source: "Callable[[], PrometheusSource]"
     checkpoint_metric: str | None = None
@@ -166,11 +168,14 @@ def _read_prometheus(
         reading.xids = prom.xid_events(source, mark, now).filter(after)
         reading.ecc = prom.ecc_events(source, mark, now).filter(after)
         reading.clocks = prom.clock_events(source, mark, now).filter(after)
+        reading.nics = prom.nic_events(source, mark, now)  # with the step before each: nics.py keeps the new
+        reading.nic_ports = prom.nic_ports(source, now)
         series = prom.gpu_series(source, INVENTORY_METRIC, max(mark, now - INVENTORY_WINDOW_S), now, points=2)
         reading.inventory = series.select("host", "gpu").unique()
         if checkpoint_metric is not None:
             reading.checkpoints = read_checkpoints(source, checkpoint_metric, checkpoint_job_label, mark, now)
     except GoodputError as err:
         reading.xids = reading.ecc = reading.clocks = reading.inventory = reading.checkpoints = None
+        reading.nics = reading.nic_ports = None
         return str(err)
     return None
