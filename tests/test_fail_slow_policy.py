@@ -57,7 +57,7 @@ def test_bad_choices_are_refused():
 
 
 def test_the_planner_tab_compares_policies(store_dir):
-    at = open_page("app_pages/planner.py", {"preset": "demo"})
+    at = open_page("app_pages/planner.py", {"preset": "demo", "tab": "Fail-slow hosts"})
     at.slider(key="planner_slow_seeds").set_value(2)
     next(b for b in at.button if b.label == "Compare policies").click().run()
     assert not at.exception

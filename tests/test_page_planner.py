@@ -38,6 +38,12 @@ def button(at, label):
     return next(b for b in at.button if b.label == label)
 
 
+def open_tab(at, label: str):
+    """Pick the Planner's tab `label` as a click would (only the open tab is drawn: dashboard/app_pages/planner.py)."""
+    at.session_state["tab"] = label
+    return at.run()
+
+
 def charts(at) -> list[dict]:
     return [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
 
@@ -239,7 +245,7 @@ def test_the_downloaded_toml_reloads_to_the_same_scenario(store_dir, tmp_path, m
 
 
 def test_monte_carlo_shows_a_band(store_dir):
-    at = open_page(PAGE, {"preset": "demo"})
+    at = open_page(PAGE, {"preset": "demo", "tab": "Monte-Carlo"})
     at.slider(key="planner_mc_seeds").set_value(3).run()  # 3 runs: in this process
     button(at, "Run Monte-Carlo").click().run()
     assert not at.exception
@@ -251,7 +257,7 @@ def test_monte_carlo_shows_a_band(store_dir):
 
 
 def test_a_tiny_sweep_shows_its_heat_map(store_dir):
-    at = open_page(PAGE, {"preset": "demo"})
+    at = open_page(PAGE, {"preset": "demo", "tab": "Sweep"})
     at.slider(key="planner_sweep_seeds").set_value(1).run()
     at.text_input(key="planner_sweep_values:training.checkpoint_interval:demo").set_value("10m,20m").run()
     at.text_input(key="planner_sweep_values:training.restart_overhead:demo").set_value("5m,10m").run()
@@ -267,7 +273,7 @@ def test_a_tiny_sweep_shows_its_heat_map(store_dir):
 
 
 def test_the_young_daly_curve_follows_the_interval_on_either_axis(store_dir):
-    at = open_page(PAGE, {"preset": "demo"})
+    at = open_page(PAGE, {"preset": "demo", "tab": "Sweep"})
     at.selectbox(key="planner_sweep_x").set_value("failures.rate_per_1000_node_days").run()
     at.selectbox(key="planner_sweep_y").set_value("training.checkpoint_interval").run()
     at.slider(key="planner_sweep_seeds").set_value(1).run()
@@ -281,7 +287,7 @@ def test_the_young_daly_curve_follows_the_interval_on_either_axis(store_dir):
 
 
 def test_a_one_setting_sweep_shows_a_line_with_its_band(store_dir):
-    at = open_page(PAGE, {"preset": "demo"})
+    at = open_page(PAGE, {"preset": "demo", "tab": "Sweep"})
     at.selectbox(key="planner_sweep_y").set_value("").run()
     at.slider(key="planner_sweep_seeds").set_value(2).run()
     at.text_input(key="planner_sweep_values:training.checkpoint_interval:demo").set_value("10m,40m").run()
@@ -297,7 +303,7 @@ def test_a_one_setting_sweep_shows_a_line_with_its_band(store_dir):
 
 
 def test_a_bad_sweep_value_is_an_error_not_a_crash(store_dir):
-    at = open_page(PAGE, {"preset": "demo"})
+    at = open_page(PAGE, {"preset": "demo", "tab": "Sweep"})
     at.text_input(key="planner_sweep_values:training.checkpoint_interval:demo").set_value("10m,soon").run()
     assert not at.exception and any("training.checkpoint_interval" in e.value for e in at.error)
 

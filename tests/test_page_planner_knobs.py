@@ -5,7 +5,7 @@ import re
 
 import pytest
 from test_charts_pages import open_page
-from test_page_planner import PAGE, button, deltas, knob, metrics
+from test_page_planner import PAGE, button, deltas, knob, metrics, open_tab
 
 from dashboard.planner_knobs import WHY_CLUSTER_AND_SPARES, WHY_REPAIR, knob_duration
 from engine.analysis.definitions import by_label, definition
@@ -27,16 +27,16 @@ def test_continuous_knobs_are_sliders_and_durations_read_as_durations(store_dir)
         "Network demand per GPU (Gbps)",
         "GPU-hour price (USD)",
     } <= sliders
-    assert (
-        {n.label for n in at.number_input}
-        == {
-            "Cluster GPUs",
-            "Job GPUs",
-            "Hot spares (hosts)",
-            "Technicians",
-            "Episodes a cause per 1,000 host-days",  # the Fail-slow hosts tab's rate (dashboard/planner/fail_slow.py)
-        }
-    )
+    assert {n.label for n in at.number_input} == {
+        "Cluster GPUs",
+        "Job GPUs",
+        "Hot spares (hosts)",
+        "Technicians",
+    }
+    # the Fail-slow hosts tab's rate (dashboard/planner/fail_slow.py), drawn once its tab is open
+    assert "Episodes a cause per 1,000 host-days" in {
+        n.label for n in open_tab(at, "Fail-slow hosts").number_input
+    }
     for label in ("Checkpoint interval", "Restart overhead", "Repair turnaround"):
         options = knob(at, label).options
         assert all(DURATION_TEXT.match(o) for o in options), options  # "30 min", "1 h 30 min", never "1800"
@@ -117,10 +117,12 @@ def test_the_price_moves_the_closed_form_cost(store_dir):
 def test_every_figure_is_registered_with_its_help(store_dir):
     at = open_page(PAGE, {"preset": "demo"})
     button(at, "Run").click().run()
+    shown = {m.label: m.proto.help for m in at.metric}
+    open_tab(at, "Monte-Carlo")
     at.slider(key="planner_mc_seeds").set_value(2).run()
     button(at, "Run Monte-Carlo").click().run()
     assert not at.exception
-    shown = {m.label: m.proto.help for m in at.metric}
+    shown |= {m.label: m.proto.help for m in at.metric}
     assert {"Closed-form ETTR", "ETTR (goodput)", "Mean ETTR over seeds", "Goodput lost"} <= set(shown)
     assert "ETTR" not in shown and "Simulated ETTR" not in shown  # the closed form is never "ETTR" alone
     for label, help_text in shown.items():

@@ -5,7 +5,7 @@ import json
 
 import pytest
 from test_charts_pages import open_page
-from test_page_planner import PAGE, button, knob, metrics
+from test_page_planner import PAGE, button, knob, metrics, open_tab
 
 from dashboard import planner_model as model
 from engine.analysis.definitions import by_label, definition
@@ -90,7 +90,7 @@ def test_restart_runs_as_before_without_a_strategy_row(store_dir):
 
 
 def test_the_scale_study_draws_a_line_and_a_band_a_strategy(store_dir):
-    at = open_page(PAGE, {"preset": "demo"})
+    at = open_page(PAGE, {"preset": "demo", "tab": "Strategies at scale"})
     at.multiselect(key="planner_scale_sizes").set_value([1024, 2048]).run()
     at.slider(key="planner_scale_seeds").set_value(2).run()
     assert any("4 strategies x 2 sizes x 2 seeds = 16 summary-only runs." in c.value for c in at.caption)
@@ -108,13 +108,15 @@ def test_the_scale_study_draws_a_line_and_a_band_a_strategy(store_dir):
 
 
 def test_the_break_even_asks_for_warm_standbys_first(store_dir):
-    at = open_page(PAGE, {"preset": "demo"})
+    at = open_page(PAGE, {"preset": "demo", "tab": "Standby break-even"})
     assert any("choose **Warm standby hosts (hot spare)**" in i.value for i in at.info)
     assert not [b for b in at.button if b.label == "Run break-even"]
 
 
 def test_the_break_even_weighs_standby_cost_against_goodput_won(store_dir):
-    at = open_page(PAGE, {"preset": "demo", "recovery": "hot_spare", "standbys": "2"})
+    at = open_page(
+        PAGE, {"preset": "demo", "recovery": "hot_spare", "standbys": "2", "tab": "Standby break-even"}
+    )
     at.slider(key="planner_standby_seeds").set_value(2).run()
     assert any("Standby counts 0, 1, 2, 4: 10 summary-only runs." in c.value for c in at.caption)
     button(at, "Run break-even").click().run()
@@ -132,13 +134,17 @@ def test_the_break_even_weighs_standby_cost_against_goodput_won(store_dir):
 def test_every_new_figure_is_registered_with_its_help(store_dir):
     at = open_page(PAGE, {"preset": "demo", "recovery": "hot_spare", "standbys": "2"})
     button(at, "Run").click().run()
+    shown = {m.label: m.proto.help for m in at.metric}
+    open_tab(at, "Strategies at scale")
     at.multiselect(key="planner_scale_sizes").set_value([1024]).run()
     at.slider(key="planner_scale_seeds").set_value(2).run()
     button(at, "Run scale study").click().run()
+    shown |= {m.label: m.proto.help for m in at.metric}
+    open_tab(at, "Standby break-even")
     at.slider(key="planner_standby_seeds").set_value(2).run()
     button(at, "Run break-even").click().run()
     assert not at.exception
-    shown = {m.label: m.proto.help for m in at.metric}
+    shown |= {m.label: m.proto.help for m in at.metric}
     assert {"Recovery strategy", "Best strategy at scale", "Goodput won by standbys over seeds (USD)"} <= set(
         shown
     )

@@ -4,7 +4,8 @@ the simulator (one seed, many seeds, or a grid of settings) on the same knobs; k
 Choose how the job recovers from a failure, see which strategy wins at which job size, and whether warm
 standby hosts pay for themselves.
 
-URL: ?preset= and every knob (dashboard.planner_model.URL_NAMES; seconds for durations, ?ckpt=time|storage,
+URL: ?tab= (a tab's label: only the open tab is drawn), ?preset= and every knob
+(dashboard.planner_model.URL_NAMES; seconds for durations, ?ckpt=time|storage,
 ?m_gpu= ... for the category multipliers, ?recovery= and the strategy's own knobs) reproduce the view.
 """
 
@@ -14,6 +15,16 @@ from dashboard import auth
 from dashboard import planner_model as model
 from dashboard.planner import closed_form, controls, fail_slow, monte_carlo, simulation, strategies, sweeps
 from dashboard.planner.common import Plan
+
+# The tabs under the closed form, in order: label -> what draws it
+TABS = {
+    "Simulate": lambda plan, knobs: simulation.simulate_tab(plan, knobs),
+    "Monte-Carlo": lambda plan, knobs: monte_carlo.monte_carlo_tab(plan),
+    "Sweep": lambda plan, knobs: sweeps.sweeps_tab(plan),
+    "Strategies at scale": lambda plan, knobs: strategies.scale_tab(plan),
+    "Standby break-even": lambda plan, knobs: strategies.standby_tab(plan),
+    "Fail-slow hosts": lambda plan, knobs: fail_slow.fail_slow_tab(plan),
+}
 
 
 def page() -> None:
@@ -43,21 +54,14 @@ def page() -> None:
         auth.missing(auth.Role.PLANNER, "Running simulations, Monte-Carlo and sweeps")
     # the settings are kept beside each result: did the knobs move since it ran?
     plan = Plan(preset, scenario, model.settings_of(knobs), may_plan)
-    tabs = st.tabs(
-        ["Simulate", "Monte-Carlo", "Sweep", "Strategies at scale", "Standby break-even", "Fail-slow hosts"]
-    )
-    with tabs[0]:
-        simulation.simulate_tab(plan, knobs)
-    with tabs[1]:
-        monte_carlo.monte_carlo_tab(plan)
-    with tabs[2]:
-        sweeps.sweeps_tab(plan)
-    with tabs[3]:
-        strategies.scale_tab(plan)
-    with tabs[4]:
-        strategies.standby_tab(plan)
-    with tabs[5]:
-        fail_slow.fail_slow_tab(plan)
+    # Only the open tab is drawn (on_change="rerun" reruns the page when another is picked): six tabs of charts
+    # drawn at once cost the browser over a second (issue 28, bench/bench_pages.py). ?tab= (the tab's label)
+    # opens one from a link.
+    tabs = st.tabs(list(TABS), key="tab", on_change="rerun", bind="query-params")
+    for tab, draw in zip(tabs, TABS.values(), strict=True):
+        if tab.open:
+            with tab:
+                draw(plan, knobs)
 
 
 st.title("Planner")
