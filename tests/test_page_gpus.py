@@ -59,6 +59,7 @@ def test_health_lemons_xids_and_a_gpu_from_the_url(store_dir):
         "Health",
         "XID events by code",
         "ECC errors",
+        "Throttled and slow GPUs",
         "Lemons and repeat offenders",
         "One GPU",
     ]

@@ -1,6 +1,6 @@
 """GPUs: the health grid of every GPU at time t (filters by state, incident cause and XID), XID events over time,
-ECC trends, the lemons and repeat offenders (the lemon rule scored against the simulator's ground truth where
-the run has one), and one GPU's telemetry and events.
+ECC trends, the throttled and slow GPUs with their reasons, the lemons and repeat offenders (the lemon rule
+scored against the simulator's ground truth where the run has one), and one GPU's telemetry and events.
 
 URL: ?t= (seconds since the run's start), ?state=, ?cause=, ?xid= (comma-separated) and ?gpu= (GPU id)
 reproduce the view. While a live-ingest run is selected the page reruns itself as scrapes arrive.
@@ -18,6 +18,7 @@ from dashboard.format import fmt_duration, fmt_int
 from dashboard.gpus.common import SHORT_RUN_S, in_words, metric, table, times, when
 from dashboard.gpus.fleet import fleet_section
 from dashboard.gpus.lemons import lemon_section
+from dashboard.gpus.throttled import throttled_section
 from dashboard.queries import gpus as queries
 from dashboard.queries import prometheus
 from dashboard.queries.racks import parse_t, state_time
@@ -326,6 +327,7 @@ def page(run_id: str) -> None:
     draw_grid = health(run)
     xid_section(run)
     ecc_section(run, ecc_top)
+    throttled_section(run)
     click = lemon_section(run)
     one_gpu(run, click)
     if draw_grid is not None:

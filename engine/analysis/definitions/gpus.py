@@ -162,4 +162,130 @@ DEFINITIONS: tuple[Definition, ...] = (
         "dashboard.queries.gpus.offenders(by='gpu', minimum=2)",
         "repeat_offender_hosts",
     ),
+    # throttled and slow GPUs (dashboard.gpus.throttled): DCGM's clocks-event reasons (field 112), SM clock (100)
+    # and violation counters (240, 241); a simulated run's fail-slow episodes on GPUs
+    _d(
+        "throttled_gpus",
+        "Throttled GPUs",
+        "count",
+        "GPUs held down for power or heat at least once in the run: a telemetry sample whose clocks-event reasons "
+        "(DCGM field 112) include power cap, HW slowdown, SW or HW thermal slowdown or HW power brake, or a "
+        "power- or thermal-violation counter that rose. Idle, an applications-clocks setting, sync boost and "
+        "display clocks are reasons too, but not throttling. A throttle shorter than the sampling step may fall "
+        "between samples (a fail-slow episode on the GPU still lists it).",
+        "dashboard.queries.gpus_throttled.throttled_gpus",
+        "gpus_with_slow_episodes",
+        "slow_episodes",
+    ),
+    _d(
+        "throttled_samples_share",
+        "Throttled samples",
+        "ratio",
+        "Of all the run's telemetry samples with a clocks-event reading, the share with a throttle reason set "
+        "(as in Throttled GPUs): a share of samples, not of time or of GPUs.",
+        "dashboard.queries.gpus_throttled: throttled_gpus (throttled_samples) over coverage (clock_samples)",
+        "gpu_throttled_share",
+    ),
+    _d(
+        "gpu_throttled_share",
+        "Share of the GPU's samples throttled",
+        "ratio",
+        "Of one GPU's telemetry samples with a clocks-event reading, the share with a throttle reason set: a share "
+        "of samples (taken every telemetry step in a simulated run, every scrape in an observed one), which "
+        "approaches the share of time only when throttles last longer than the step.",
+        "dashboard.queries.gpus_throttled.top_gpus (throttled_share)",
+        "throttled_samples_share",
+        scope="view",
+    ),
+    _d(
+        "lowest_sm_clock_throttled",
+        "Lowest SM clock while throttled",
+        "MHz",
+        "The lowest SM clock (DCGM field 100) among one GPU's throttled samples: how far the limit held it down "
+        "(an H100 SXM boosts to 1,980 MHz).",
+        "dashboard.queries.gpus_throttled.throttled_gpus (lowest_clock_mhz)",
+        "median_sm_clock_throttled",
+        scope="view",
+    ),
+    _d(
+        "median_sm_clock_throttled",
+        "Median SM clock while throttled",
+        "MHz",
+        "The median SM clock (DCGM field 100) of one GPU's throttled samples.",
+        "dashboard.queries.gpus_throttled.throttled_gpus (median_clock_mhz)",
+        "lowest_sm_clock_throttled",
+        scope="view",
+    ),
+    _d(
+        "power_violation_time",
+        "Power-violation time",
+        "seconds",
+        "How much DCGM's power-violation counter (field 240, time the GPU was held down by its power limit, "
+        "cumulative, in nanoseconds) rose over the run on one GPU: its highest reading less its lowest. Only "
+        "observed runs read the counter; blank where it was not read.",
+        "dashboard.queries.gpus_throttled.throttled_gpus (power_violation_s)",
+        "thermal_violation_time",
+        scope="view",
+    ),
+    _d(
+        "thermal_violation_time",
+        "Thermal-violation time",
+        "seconds",
+        "How much DCGM's thermal-violation counter (field 241, time the GPU was held down by its temperature "
+        "limit, cumulative, in nanoseconds) rose over the run on one GPU: its highest reading less its lowest. "
+        "Only observed runs read the counter; blank where it was not read.",
+        "dashboard.queries.gpus_throttled.throttled_gpus (thermal_violation_s)",
+        "power_violation_time",
+        scope="view",
+    ),
+    _d(
+        "gpus_with_slow_episodes",
+        "GPUs with fail-slow episodes",
+        "count",
+        "GPUs with at least one fail-slow episode of their own (scenario keys slow.gpu_thermal_* and "
+        "slow.gpu_power_*: the GPU throttled for heat or power) in a simulated run. Slow hosts and links are "
+        "not counted: their GPUs wait, they are not held down.",
+        "dashboard.queries.gpus_throttled.throttled_gpus (slow_episodes > 0)",
+        "slow_episodes",
+        "throttled_gpus",
+    ),
+    _d(
+        "gpu_slow_episodes",
+        "Fail-slow episodes of the GPU",
+        "count",
+        "One GPU's own fail-slow episodes (gpu_thermal, gpu_power) over the run, in a simulated run.",
+        "dashboard.queries.gpus_throttled.throttled_gpus (slow_episodes)",
+        "slow_episodes",
+        scope="view",
+    ),
+    _d(
+        "gpu_time_slow",
+        "Time the GPU ran slow",
+        "seconds",
+        "The time covered by at least one of one GPU's own fail-slow episodes, within the run (overlapping "
+        "thermal and power episodes counted once).",
+        "dashboard.queries.gpus_throttled.throttled_gpus (slow_s)",
+        "gpu_slow_episodes",
+        scope="view",
+    ),
+    _d(
+        "gpu_worst_slowdown",
+        "Worst slowdown factor of the GPU",
+        "ratio",
+        "The largest factor among one GPU's own fail-slow episodes: the GPU ran at 1/factor of its speed (and "
+        "a synchronous job on it at the pace of its slowest host).",
+        "dashboard.queries.gpus_throttled.throttled_gpus (worst_factor)",
+        "slowdown_fail_slow",
+        scope="view",
+    ),
+    _d(
+        "throttled_gpus_per_window",
+        "Throttled GPUs per window",
+        "count",
+        "GPUs with a throttle reason (as in Throttled GPUs) in at least one of their samples within each "
+        "window of the run, by reason and for any reason; a GPU with two reasons counts under each.",
+        "dashboard.queries.gpus_throttled.throttle_timeline",
+        "throttled_gpus",
+        scope="view",
+    ),
 )
