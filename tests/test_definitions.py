@@ -61,11 +61,14 @@ def test_definitions_page_lists_every_figure_under_its_anchor_and_finds_one(stor
     at.switch_page("app_pages/definitions.py").run()
     assert not at.exception
     assert [h.value for h in at.header] == list(SECTIONS)
-    assert [(s.value, s.proto.anchor) for s in at.subheader] == [
-        (d.label, d.anchor) for d in DEFINITIONS.values()
-    ]
+    # a section's figures are one Markdown block, each under the anchor its help links to, in order
+    shown = "\n\n".join(m.value for m in at.markdown)
+    places = [shown.index(f'### <a id="{d.anchor}"></a>{d.label}\n\n{d.means}') for d in DEFINITIONS.values()]
+    assert places == sorted(places)
     at.text_input(key="definitions_find").input("lost work").run()
-    found = [s.value for s in at.subheader]
-    assert definition("lost_work").label in found and definition("ettr").label not in found
+    found = "\n".join(m.value for m in at.markdown)
+    assert (
+        f'id="{definition("lost_work").anchor}"' in found and f'id="{definition("ettr").anchor}"' not in found
+    )
     at.text_input(key="definitions_find").input("[x](http://evil) zzz").run()
     assert at.info[0].value.startswith("No figure mentions") and "\\[x\\]" in at.info[0].value  # as text

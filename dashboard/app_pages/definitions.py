@@ -4,7 +4,7 @@ docs/definitions.md and `goodput definitions`). Every figure's help links here, 
 import streamlit as st
 
 from dashboard.text import md
-from engine.analysis.definitions import DEFINITIONS, SECTIONS
+from engine.analysis.definitions import DEFINITIONS, SECTIONS, entry_markdown
 
 
 def page() -> None:
@@ -28,22 +28,11 @@ def page() -> None:
         ]
         if not entries:
             continue
+        shown += len(entries)
         st.header(section, divider="gray")
-        for d in entries:
-            shown += 1
-            st.subheader(d.label, anchor=d.anchor)
-            st.markdown(d.means)
-            facts = [d.unit, f"computed by `{d.source}`"]
-            if d.scope == "view":
-                facts.append("depends on the view")
-            if d.not_to_confuse:
-                facts.append(
-                    "not the same as "
-                    + ", ".join(
-                        f"[{DEFINITIONS[k].label}](#{DEFINITIONS[k].anchor})" for k in d.not_to_confuse
-                    )
-                )
-            st.caption(" · ".join(facts))
+        # one Markdown block a section, not three elements a figure: 500 elements cost the browser over a
+        # second to draw (issue 28). The text is Goodput's own (engine.analysis.definitions), never data.
+        st.markdown("\n\n".join(entry_markdown(d) for d in entries), unsafe_allow_html=True)
     if not shown:
         st.info(f"No figure mentions “{md(wanted)}”.")
 

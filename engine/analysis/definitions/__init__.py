@@ -133,25 +133,22 @@ def markdown() -> str:
     ]
     for section in SECTIONS:
         lines += [f"## {section}", ""]
-        for d in (d for d in DEFINITIONS.values() if d.section == section):
-            facts = [d.unit, f"computed by `{d.source}`"]
-            if d.summary:
-                facts.append(f"in the run summary at `{d.summary}`")
-            if d.scope == "view":
-                facts.append("depends on the time, window, filters or selection the page shows")
-            if d.not_to_confuse:
-                facts.append(
-                    "not the same as "
-                    + ", ".join(
-                        f"[{DEFINITIONS[k].label}](#{DEFINITIONS[k].anchor})" for k in d.not_to_confuse
-                    )
-                )
-            lines += [
-                f'### <a id="{d.anchor}"></a>{d.label}',
-                "",
-                d.means,
-                "",
-                "*" + " · ".join(facts) + "*",
-                "",
-            ]
+        lines += [entry_markdown(d) + "\n" for d in DEFINITIONS.values() if d.section == section]
     return "\n".join(lines).rstrip() + "\n"
+
+
+def entry_markdown(d: Definition) -> str:
+    """One figure in Markdown (docs/definitions.md and the Definitions page): its label as a heading under the
+    anchor its help links to, what it means, then its unit, source, summary key, scope and the figures not to
+    confuse it with."""
+    facts = [d.unit, f"computed by `{d.source}`"]
+    if d.summary:
+        facts.append(f"in the run summary at `{d.summary}`")
+    if d.scope == "view":
+        facts.append("depends on the time, window, filters or selection the page shows")
+    if d.not_to_confuse:
+        facts.append(
+            "not the same as "
+            + ", ".join(f"[{DEFINITIONS[k].label}](#{DEFINITIONS[k].anchor})" for k in d.not_to_confuse)
+        )
+    return f'### <a id="{d.anchor}"></a>{d.label}\n\n{d.means}\n\n*' + " · ".join(facts) + "*"
