@@ -3,13 +3,14 @@ reason bits, SM clocks, violation counters and fail-slow episodes, the exact row
 the counts per window; a plain sentence for a run without clock readings (older files too) and one for a run where
 no GPU throttled; the section on the page with its host names as text."""
 
+from dataclasses import replace
 from datetime import UTC, datetime
 
 import polars as pl
 from test_charts_pages import open_page, sparse_run, stored_run
 
 from dashboard.charts import gpus_throttled as charts
-from dashboard.gpus.throttled import nothing_throttled, share_text
+from dashboard.gpus.throttled import nothing_throttled, share_text, shown, table_caption
 from dashboard.queries import gpus_throttled as queries
 from engine.store import Run
 from engine.store.schema import polars_schema
@@ -223,3 +224,30 @@ def test_a_run_where_no_gpu_throttled_says_that(store_dir):
     assert not at.exception
     assert sentence in [i.value for i in at.info]
     assert NO_CLOCKS not in [i.value for i in at.info]
+
+
+def test_a_watched_run_of_clock_events_gives_no_share_of_samples(store_dir):
+    """`goodput watch` stores a GPU's clocks only where its reasons changed or a counter rose: events, whose
+    share would say nothing about time."""
+    run = throttled_run()
+    tables = {k: v for k, v in run.tables.items() if k != "slow_episodes"}
+    watched = replace(run, kind="ingest", scenario={"source": "watch"}, tables=tables)
+    run_id = stored_run(store_dir, watched)
+    top = queries.top_gpus(run_id, DURATION, 10)
+    assert shown(top, counters=True, episodes=False, events=True).columns == [
+        "hostname",
+        "gpu_index",
+        "gpu_id",
+        "reasons",
+        "lowest_clock_mhz",
+        "median_clock_mhz",
+        "power_violation",
+        "thermal_violation",
+    ]
+    assert "no share of samples is given" in table_caption(2, episodes=False, events=True)
+    at = open_page(PAGE, {"run": run_id})
+    assert not at.exception
+    shown_metrics = metrics(at)
+    assert shown_metrics["Throttled GPUs"] == "2" and "Throttled samples" not in shown_metrics
+    table = next(d.value for d in at.dataframe if "reasons" in d.value.columns)
+    assert "throttled_share" not in table.columns and table["gpu_id"].tolist() == [0, 1]

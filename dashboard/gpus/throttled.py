@@ -41,23 +41,16 @@ COLUMNS = {
 }
 
 
-def shown(gpus: pl.DataFrame, counters: bool, episodes: bool) -> pl.DataFrame:
+def shown(gpus: pl.DataFrame, counters: bool, episodes: bool, events: bool = False) -> pl.DataFrame:
     """The table's columns: durations in words, the violation columns only where the run read the counters, the
-    fail-slow ones only where it has episodes."""
+    fail-slow ones only where it has episodes, no share of samples where its rows are events (`events`)."""
     frame = gpus.with_columns(
         duration_text("power_violation_s").alias("power_violation"),
         duration_text("thermal_violation_s").alias("thermal_violation"),
         duration_text("slow_s").alias("time_slow"),
     )
-    columns = [
-        "hostname",
-        "gpu_index",
-        "gpu_id",
-        "reasons",
-        "throttled_share",
-        "throttled_samples",
-        "samples",
-    ]
+    columns = ["hostname", "gpu_index", "gpu_id", "reasons"]
+    columns += [] if events else ["throttled_share", "throttled_samples", "samples"]
     columns += ["lowest_clock_mhz", "median_clock_mhz"]
     columns += ["power_violation", "thermal_violation"] if counters else []
     columns += ["slow_episodes", "time_slow", "worst_factor"] if episodes else []
@@ -83,17 +76,16 @@ def throttled_section(run: RunInfo) -> None:
         | (pl.col("thermal_violation_s").fill_null(0) > 0)
     )
     episodes = bool((gpus["slow_episodes"] > 0).any())
-    cols = st.columns(3 if episodes else 2)
-    metric(cols[0], "throttled_gpus", fmt_int(throttled.height) if clocks else "–")
-    share = int(gpus["throttled_samples"].sum()) / seen["clock_samples"] if seen["clock_samples"] else None
-    metric(cols[1], "throttled_samples_share", share_text(share))
-    if episodes:
-        metric(cols[2], "gpus_with_slow_episodes", fmt_int(int((gpus["slow_episodes"] > 0).sum())))
-    st.caption(table_caption(gpus.height, episodes))
+    # a watched run (goodput watch) stores a GPU's clocks only at the moments its reasons changed or a counter rose:
+    # events, of which a share says nothing about time
+    events = isinstance(run.scenario, dict) and run.scenario.get("source") == "watch"
+    section_metrics(
+        gpus, throttled.height if clocks else None, None if events else seen["clock_samples"], episodes
+    )
+    st.caption(table_caption(gpus.height, episodes, events))
+    top = queries.top_gpus(run.run_id, run.duration_s, SHOWN_ROWS)
     table_view.dataframe(
-        shown(
-            queries.top_gpus(run.run_id, run.duration_s, SHOWN_ROWS), seen["counter_samples"] > 0, episodes
-        ),
+        shown(top, seen["counter_samples"] > 0, episodes, events),
         hide_index=True,
         width="stretch",
         column_config=COLUMNS,
@@ -104,25 +96,50 @@ def throttled_section(run: RunInfo) -> None:
     reasons_charts(run, throttled)
 
 
+def section_metrics(
+    gpus: pl.DataFrame, throttled: int | None, clock_samples: int | None, episodes: bool
+) -> None:
+    """Throttled GPUs (a dash where nothing was read), the share of samples throttled (none for a run of events:
+    `clock_samples` None) and, for a run with fail-slow episodes on GPUs, how many GPUs had one."""
+    figures = [("throttled_gpus", "–" if throttled is None else fmt_int(throttled))]
+    if clock_samples is not None:
+        share = int(gpus["throttled_samples"].sum()) / clock_samples if clock_samples else None
+        figures.append(("throttled_samples_share", share_text(share)))
+    if episodes:
+        figures.append(("gpus_with_slow_episodes", fmt_int(int((gpus["slow_episodes"] > 0).sum()))))
+    for column, (key, value) in zip(st.columns(len(figures)), figures, strict=True):
+        metric(column, key, value)
+
+
 def share_text(share: float | None) -> str:
     """A share of samples to two decimals; a share too small for them (a few throttled samples of millions)
     reads "< 0.01%", never "0.00%"."""
     return "< 0.01%" if share is not None and 0 < share < 0.00005 else fmt_pct(share, 2)
 
 
-def table_caption(listed: int, episodes: bool) -> str:
+def table_caption(listed: int, episodes: bool, events: bool = False) -> str:
     top = f"the worst {SHOWN_ROWS} of {listed:,}" if listed > SHOWN_ROWS else f"all {listed:,}"
-    return (
-        f"GPUs throttled for power or heat, or slow ({top}), worst first: the most samples with a throttle reason set, "
-        "then the longest time slow, then the most violation time. Their share is a share of samples, not of "
-        "time: a throttle shorter than the sampling step can fall between samples. The SM clocks are those of "
-        "the throttled samples."
-        + (
-            " A simulated run also lists each GPU's own fail-slow episodes (slow.gpu_thermal_*, slow.gpu_power_*),"
-            " sampled or not."
-            if episodes
-            else ""
+    if events:
+        how = (
+            "the most moments with a throttle reason set, then the most violation time. This watched run stores "
+            "a GPU's clocks only at the moments its reasons changed or a violation counter rose (goodput watch), "
+            "so no share of samples is given: the violation times say how long each GPU was held down."
         )
+    else:
+        how = (
+            "the most samples with a throttle reason set, then the longest time slow, then the most violation "
+            "time. Their share is a share of samples, not of time: a throttle shorter than the sampling step can "
+            "fall between samples."
+        )
+    slow = (
+        " A simulated run also lists each GPU's own fail-slow episodes (slow.gpu_thermal_*, slow.gpu_power_*),"
+        " sampled or not."
+        if episodes
+        else ""
+    )
+    return (
+        f"GPUs throttled for power or heat, or slow ({top}), worst first: {how} The SM clocks are those of the "
+        f"throttled samples.{slow}"
     )
 
 
