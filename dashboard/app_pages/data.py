@@ -296,36 +296,32 @@ def terminal_section(store: Store) -> None:
     where = shlex.quote(str(store.root))
     st.markdown(
         "Simulations, and imports of any size, run from the command line; each command writes one new run "
-        "into this store, and it appears here on the next refresh."
-    )
-    st.markdown(
-        "**Simulate** a cluster from a preset ("
+        "into this store, and it appears here on the next refresh. Each preset ("
         + ", ".join(f"`{name}`" for name in PRESETS)
-        + "; each is a file in `data/presets` to copy) or a scenario file:"
+        + ") is a file in `data/presets` to copy."
     )
+    # one block (one syntax highlighter to draw, not four: issue 28), each group under a comment
     st.code(
+        "# Simulate a cluster from a preset or a scenario file\n"
         f"goodput simulate --preset demo --store {where}\n"
         f"goodput simulate --preset llama3-405b --set spares.hosts=96 --name more-spares --store {where}\n"
-        f"goodput simulate --scenario my-cluster.toml --store {where}",
-        language="bash",
-    )
-    st.markdown("**Replay** a job trace (goodput CSV, Slurm `sacct`, SWF, Alibaba openb, incident lists):")
-    st.code(
+        f"goodput simulate --scenario my-cluster.toml --store {where}\n\n"
+        "# Replay a job trace (goodput CSV, Slurm sacct, SWF, Alibaba openb, incident lists)\n"
         f"goodput replay jobs.csv --format auto --store {where}\n"
         f"goodput replay workload.swf --format swf --store {where}\n"
         f"goodput replay openb_pod_list_default.csv --format openb --store {where}"
-        "   # reads openb_node_list_gpu_node.csv from the same folder",
-        language="bash",
-    )
-    st.markdown("**Ingest** telemetry: DCGM exporter scrapes and kernel logs with NVIDIA XIDs:")
-    st.code(
+        "   # reads openb_node_list_gpu_node.csv from the same folder\n\n"
+        "# Ingest telemetry: DCGM exporter scrapes, kernel logs with NVIDIA XIDs, node_exporter scrapes, step times\n"
         f"goodput ingest dcgm scrape-*.prom --store {where}\n"
         f"goodput ingest dcgm --scrape http://gpu-host:9400/metrics --every 30s --store {where}\n"
-        f"goodput ingest kernel-log /var/log/kern.log --store {where}",
+        f"goodput ingest kernel-log /var/log/kern.log --store {where}\n"
+        f"goodput ingest node-exporter node-*.prom --store {where}   # NIC ports: link rate, error counters\n"
+        f"goodput ingest step-times ops.parquet --store {where}   # a job's per-operation timeline\n\n"
+        "# List or delete runs\n"
+        f"goodput runs --store {where}\n"
+        f"goodput runs --delete RUN_ID --store {where}",
         language="bash",
     )
-    st.markdown("**List or delete** runs from a terminal:")
-    st.code(f"goodput runs --store {where}\ngoodput runs --delete RUN_ID --store {where}", language="bash")
 
 
 st.title("Data")
