@@ -11,7 +11,7 @@ from collections.abc import Callable
 import polars as pl
 import streamlit as st
 
-from dashboard import state
+from dashboard import lazy, state
 from dashboard.charts import gpu_telemetry as telemetry_charts
 from dashboard.charts import gpus as charts
 from dashboard.format import fmt_duration, fmt_int
@@ -77,8 +77,11 @@ def health(run: RunInfo) -> Callable[[], None] | None:
         + (f" **{int(match.sum()):,} of {grid.height:,} GPUs match the filters.**" if filtered else "")
     )
     place = st.container()
-    with st.expander("GPUs by state"):
-        st.plotly_chart(charts.health_counts(counts), width="stretch")
+    lazy.expander(
+        "GPUs by state",
+        "gpus_by_state",
+        lambda: st.plotly_chart(charts.health_counts(counts), width="stretch"),
+    )
 
     def draw() -> None:
         cells = grid.join(samples(), on="gpu_id", how="left")

@@ -10,7 +10,7 @@ URL: ?since= and ?until= (days from the run's start) reproduce the window.
 
 import streamlit as st
 
-from dashboard import state, table_view
+from dashboard import lazy, state, table_view
 from dashboard.charts import twin as charts
 from dashboard.format import fmt_duration, fmt_gpu_hours, fmt_int, fmt_pct
 from dashboard.planner_model import twin_base
@@ -133,8 +133,11 @@ def learned_section(fitted: Calibration) -> None:
             "**Failure rate by cause**, fitted (grey: too few events, shrunk toward the default) and the default"
         )
         st.plotly_chart(charts.cause_rates(rates), key="twin_causes")
-    with st.expander("Every fitted key, with its interval, evidence and source", expanded=False):
-        table_view.dataframe(queries.keys_table(fitted), hide_index=True, width="stretch")
+    lazy.expander(
+        "Every fitted key, with its interval, evidence and source",
+        "twin_every_key",
+        lambda: table_view.dataframe(queries.keys_table(fitted), hide_index=True, width="stretch"),
+    )
     st.download_button(
         "Download the fitted scenario (TOML)",
         fitted.to_toml(),

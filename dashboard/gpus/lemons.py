@@ -4,6 +4,7 @@ simulator's ground truth where the run has one, and the hosts and GPUs that fail
 import polars as pl
 import streamlit as st
 
+from dashboard import lazy
 from dashboard.charts import lemons as lemon_charts
 from dashboard.format import fmt_duration, fmt_int, fmt_pct
 from dashboard.gpus.common import SHOWN_ROWS, in_words, metric, table, times
@@ -58,10 +59,17 @@ def lemon_section(run: RunInfo) -> int | None:
     lemon_truth(run, lemons, truth, LemonRule(failures, window))
     lemon_hosts = queries.offenders(run.run_id, "host", minimum=2, limit=SHOWN_ROWS)
     lemon_gpus = queries.offenders(run.run_id, "gpu", minimum=2, limit=SHOWN_ROWS)
-    with st.expander(f"{definition('unplanned_incidents').label} per host and per GPU (top {SHOWN_ROWS})"):
+
+    def incidents_per_host_and_gpu() -> None:
         # one above the other, each as wide as the page: side by side, the causes column was cut at 1280 px
         table(st, in_words(times(queries.offenders(run.run_id, "host"), run, "first_s", "last_s")))
         table(st, in_words(times(queries.offenders(run.run_id, "gpu"), run, "first_s", "last_s")))
+
+    lazy.expander(
+        f"{definition('unplanned_incidents').label} per host and per GPU (top {SHOWN_ROWS})",
+        "gpus_incidents_per_host_and_gpu",
+        incidents_per_host_and_gpu,
+    )
     if lemon_hosts.is_empty() and lemon_gpus.is_empty():
         st.info("No host or GPU failed more than once in this run.")
         return None
