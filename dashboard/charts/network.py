@@ -262,7 +262,7 @@ def fabric_diagram(nodes: pl.DataFrame, colour_by: str = "mean_util") -> go.Figu
             continue
         down = part["out"].fill_null(False)
         fig.add_trace(
-            go.Scattergl(
+            go.Scatter(  # SVG: a WebGL context costs a browser without a GPU more than 2,000 markers do
                 x=part["x"].to_list(),
                 y=[level] * part.height,
                 mode="markers",
