@@ -8,9 +8,9 @@ import polars as pl
 
 from dashboard.charts.common import as_time, count_axis, hover_time, time_axis
 from dashboard.format import fmt_duration
-from dashboard.queries.gpus_throttled import THROTTLE_WORDS
 from dashboard.text import plot
 from engine.analysis.definitions import definition
+from engine.telemetry.clocks import THROTTLE_WORDS
 
 ANY_REASON = "any reason"
 # power reasons in oranges, thermal ones in reds, the hardware slowdown both share in purple

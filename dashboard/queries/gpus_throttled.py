@@ -13,23 +13,8 @@ from typing import NamedTuple
 import polars as pl
 
 from dashboard import state
-from engine.telemetry.clocks import REASON_BITS
+from engine.telemetry.clocks import OTHER_WORDS, REASON_BITS, THROTTLE_WORDS
 
-# The clocks-event reasons that hold a GPU's clocks down for power or heat, in words, in DCGM's bit order. The
-# other bits (idle, an applications-clocks setting, sync boost, display clocks) are not throttling.
-THROTTLE_WORDS: dict[str, str] = {
-    "sw_power_cap": "power cap",
-    "hw_slowdown": "HW slowdown",
-    "sw_thermal": "SW thermal slowdown",
-    "hw_thermal": "HW thermal slowdown",
-    "hw_power_brake": "HW power brake",
-}
-OTHER_WORDS: dict[str, str] = {
-    "gpu_idle": "idle",
-    "clocks_setting": "clocks setting",
-    "sync_boost": "sync boost",
-    "display_clocks": "display clocks",
-}
 THROTTLE_MASK = sum(REASON_BITS[name] for name in THROTTLE_WORDS)
 # A throttled sample's bitmask is at least its lowest throttle bit: a range DuckDB checks against each row group's
 # min/max and so skips the groups of only idle or unthrottled samples, before the bitwise test reads a row.

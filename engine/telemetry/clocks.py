@@ -43,6 +43,22 @@ _CAUSE_BITS = {  # (below HW_SLOWDOWN_FACTOR, at or above it)
     "gpu_power": (REASON_BITS["sw_power_cap"], REASON_BITS["hw_power_brake"] | REASON_BITS["hw_slowdown"]),
 }
 
+# The clocks-event reasons that hold a GPU's clocks down for power or heat, in words, in DCGM's bit order. The
+# other bits (idle, an applications-clocks setting, sync boost, display clocks) are not throttling.
+THROTTLE_WORDS: dict[str, str] = {
+    "sw_power_cap": "power cap",
+    "hw_slowdown": "HW slowdown",
+    "sw_thermal": "SW thermal slowdown",
+    "hw_thermal": "HW thermal slowdown",
+    "hw_power_brake": "HW power brake",
+}
+OTHER_WORDS: dict[str, str] = {
+    "gpu_idle": "idle",
+    "clocks_setting": "clocks setting",
+    "sync_boost": "sync boost",
+    "display_clocks": "display clocks",
+}
+
 
 def decode_reasons(mask: int) -> tuple[str, ...]:
     """The reasons set in a DCGM clocks-event bitmask, in bit order; bits DCGM does not define are left out."""
