@@ -132,7 +132,7 @@ def table_caption(listed: int, episodes: bool, events: bool = False) -> str:
             "fall between samples."
         )
     slow = (
-        " A simulated run also lists each GPU's own fail-slow episodes (slow.gpu_thermal_*, slow.gpu_power_*),"
+        " A simulated run also lists each GPU's own fail-slow episodes (`slow.gpu_thermal_*`, `slow.gpu_power_*`),"
         " sampled or not."
         if episodes
         else ""
