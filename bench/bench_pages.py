@@ -40,25 +40,40 @@ BARE = 'import streamlit as st\nst.title("Bare")\n'
 # QUIET_MS, and it was done at its last change.
 LAST_CHANGE = """
 window.__lastChange = 0;
-new MutationObserver(() => { window.__lastChange = performance.now(); })
-    .observe(document, {subtree: true, childList: true, attributes: true, characterData: true});
+window.__lastVisibleChange = 0;
+const inView = (node) => {
+    const element = node && (node.nodeType === 1 ? node : node.parentElement);
+    if (!element || !element.isConnected) return false;
+    const box = element.getBoundingClientRect();
+    return box.bottom > 0 && box.top < window.innerHeight && box.right > 0 && box.width > 0;
+};
+new MutationObserver((records) => {
+    const now = performance.now();
+    window.__lastChange = now;
+    // an element added below the fold changes its parent, which spans the page: judge what was added
+    const seen = records.some((r) => r.type === "childList" && r.addedNodes.length
+        ? Array.from(r.addedNodes).some(inView) : inView(r.target));
+    if (seen) window.__lastVisibleChange = now;
+}).observe(document, {subtree: true, childList: true, attributes: true, characterData: true});
 """
 QUIET_MS = 1500
 
 
-def done(page, marker: str) -> float:
+def done(page, marker: str) -> tuple[float, float]:
     """Seconds from navigation until the page was done: its marker text visible, no running indicator, no
-    loading placeholder, nothing greyed from an earlier pass, and no change to its DOM since."""
+    loading placeholder, nothing greyed from an earlier pass, and no change to its DOM since; and until the
+    last change inside the window (what a user sees without scrolling)."""
     main = page.get_by_test_id("stMain")
     main.get_by_text(marker, exact=False).first.wait_for(state="visible", timeout=TIMEOUT_MS)
     for selector in ('[data-testid="stStatusWidget"]', '[data-testid="stSkeleton"]', '[data-stale="true"]'):
         page.wait_for_function(f"!document.querySelector('{selector}')", timeout=TIMEOUT_MS)
     page.wait_for_function(f"performance.now() - window.__lastChange > {QUIET_MS}", timeout=TIMEOUT_MS)
-    return page.evaluate("window.__lastChange") / 1000
+    return page.evaluate("[window.__lastChange / 1000, window.__lastVisibleChange / 1000]")
 
 
-def visit(browser, url: str, marker: str) -> tuple[float, float]:
-    """(first, second) visit in seconds, a fresh browser context for the pair."""
+def visit(browser, url: str, marker: str) -> tuple[tuple[float, float], tuple[float, float]]:
+    """(first, second) visit, each (done, last change in view) in seconds, a fresh browser context for the
+    pair."""
     context = browser.new_context(viewport={"width": 1600, "height": 1000})
     context.add_init_script(LAST_CHANGE)
     page = context.new_page()
@@ -142,16 +157,22 @@ def main() -> int:
         finally:
             stop(app)
             stop(bare)
-    print(f"\nbare page: first {base[0]:.2f} s, second {base[1]:.2f} s")
-    print(f"{'page':<14}{'first s':>9}{'second s':>10}{'over bare':>11}  verdict")
+    (bare_first, _), (bare_second, _) = base
+    print(f"\nbare page: first {bare_first:.2f} s, second {bare_second:.2f} s")
+    print("seconds until the page is done (in brackets: until the last change a user sees without scrolling)")
+    print(f"{'page':<14}{'first':>16}{'second':>16}{'over bare':>11}  verdict")
     missed = False
-    for name, first, second in rows:
-        over = (first - base[0], second - base[1])
+    for name, (first, first_seen), (second, second_seen) in rows:
+        over = (first - bare_first, second - bare_second)
         ok = over[0] <= COLD_BUDGET_S and over[1] <= WARM_BUDGET_S
         missed |= not ok
-        print(f"{name:<14}{first:9.2f}{second:10.2f}{over[1]:+11.2f}  {'ok' if ok else 'MISSED'}")
+        print(
+            f"{name:<14}{first:8.2f} ({first_seen:5.2f}){second:8.2f} ({second_seen:5.2f}){over[1]:+11.2f}"
+            f"  {'ok' if ok else 'MISSED'}"
+        )
     print(
-        f"\nbudgets: first visit within {COLD_BUDGET_S:g} s of the bare page, second within {WARM_BUDGET_S:g} s"
+        f"\nbudgets: done within {COLD_BUDGET_S:g} s of the bare page on a first visit, within "
+        f"{WARM_BUDGET_S:g} s on a second"
     )
     return 1 if missed else 0
 
