@@ -1,8 +1,12 @@
-"""Sections drawn only once opened: a collapsed expander's content still costs the browser its charts and tables
-(about 0.1-0.3 s a Plotly chart in headless Chromium on 2 cores, bench/bench_pages.py), so what sits in one is
-drawn only when the user opens it (Streamlit reruns the page on the click)."""
+"""Sections drawn only once opened: a hidden tab's or a collapsed expander's content still costs the browser its
+charts and tables (0.1-0.3 s a Plotly chart, over a second a 24k-cell grid, in headless Chromium on 2 cores:
+bench/bench_pages.py), so what sits in one is drawn only when the user opens it (Streamlit reruns the page on the
+click).
 
-from collections.abc import Callable
+    lazy.tabs({"XIDs": draw_xids, "ECC": draw_ecc})   # ?tab=ECC opens the second from a link
+"""
+
+from collections.abc import Callable, Mapping
 
 import streamlit as st
 
@@ -14,3 +18,19 @@ def expander(label: str, key: str, draw: Callable[[], None]) -> None:
     if box.open:
         with box:
             draw()
+
+
+TAB_PARAMETER = "tab"  # a page's one row of lazy tabs, in the URL: ?tab=LABEL
+
+
+def tabs(sections: Mapping[str, Callable[[], None]], key: str = TAB_PARAMETER) -> str:
+    """A row of tabs, one a section (label -> what draws it), of which only the open one is drawn; returns its
+    label. The open tab is in the URL as ?`key`=LABEL (a link opens it; tests set it the same way), the first
+    by default. One row a page: two would share the parameter."""
+    shown = st.tabs(list(sections), key=key, on_change="rerun", bind="query-params")
+    opened = next(
+        (label for tab, label in zip(shown, sections, strict=True) if tab.open), next(iter(sections))
+    )
+    with shown[list(sections).index(opened)]:
+        sections[opened]()
+    return opened

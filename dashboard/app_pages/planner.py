@@ -11,7 +11,7 @@ URL: ?tab= (a tab's label: only the open tab is drawn), ?preset= and every knob
 
 import streamlit as st
 
-from dashboard import auth
+from dashboard import auth, lazy
 from dashboard import planner_model as model
 from dashboard.planner import closed_form, controls, fail_slow, monte_carlo, simulation, strategies, sweeps
 from dashboard.planner.common import Plan
@@ -54,14 +54,8 @@ def page() -> None:
         auth.missing(auth.Role.PLANNER, "Running simulations, Monte-Carlo and sweeps")
     # the settings are kept beside each result: did the knobs move since it ran?
     plan = Plan(preset, scenario, model.settings_of(knobs), may_plan)
-    # Only the open tab is drawn (on_change="rerun" reruns the page when another is picked): six tabs of charts
-    # drawn at once cost the browser over a second (issue 28, bench/bench_pages.py). ?tab= (the tab's label)
-    # opens one from a link.
-    tabs = st.tabs(list(TABS), key="tab", on_change="rerun", bind="query-params")
-    for tab, draw in zip(tabs, TABS.values(), strict=True):
-        if tab.open:
-            with tab:
-                draw(plan, knobs)
+    # only the open tab is drawn (dashboard/lazy.py): six tabs of charts at once cost the browser over a second
+    lazy.tabs({label: (lambda draw=draw: draw(plan, knobs)) for label, draw in TABS.items()})
 
 
 st.title("Planner")
