@@ -9,6 +9,7 @@ from datetime import datetime, timedelta
 
 import polars as pl
 import pytest
+from streamlit.testing.v1 import AppTest
 from test_charts_pages import DAY, open_page, pages_run, sparse_run, stored_run
 
 from dashboard.queries import incidents as queries
@@ -19,6 +20,13 @@ from engine.twin.simulate import simulate
 
 PAGE = "app_pages/incidents.py"
 FORMATS = ["CSV", "JSON", "Parquet", "HTML report"]
+
+
+def open_tab(at, label: str):
+    """Open the tab `label` as a click would (the URL follows it): only the open tab is drawn
+    (dashboard/incidents/tabs.py)."""
+    at.session_state["tab"] = at.query_params["tab"] = label
+    return at.run()
 
 
 def metrics(at) -> dict[str, str]:
@@ -174,14 +182,9 @@ def test_counts_table_and_an_incident_from_the_url(store_dir):
         "flagship job `j-flag`" in c.value and "4 incidents the filters keep (4 in the run)" in c.value
         for c in at.caption
     )
-    assert cost_table(at)["incident_id"].tolist() == [1, 3, 2, 4]  # costliest first
-    assert [list(j) for j in cost_table(at)["jobs"]] == [
-        ["demo-pretrain"],
-        ["demo-pretrain"],
-        ["eval-b"],
-        [],
-    ]  # lists
-    # the drill-down: the cable failure on host 6's rack uplink, detected 10 minutes after it occurred
+    # the drill-down, opened by the link without a click on its tab: the cable failure on host 6's rack
+    # uplink, detected 10 minutes after it occurred
+    assert at.tabs[0].label == "Timeline" and at.session_state["tab"] == "One incident"
     assert at.selectbox[0].value == 2
     assert (m["Cause"], m["Category"], m["Detected after"], m["Cost of the incident"]) == (
         "Network switch/cable",
@@ -208,6 +211,16 @@ def test_counts_table_and_an_incident_from_the_url(store_dir):
     cost = next(d.value for d in at.dataframe if "restart_s" in d.value.columns)
     # durations in words, as the chain's "after" column writes them
     assert cost[["job_id", "lost_work_s", "restart_s"]].values.tolist() == [["j-r2", "20 min", "16 min"]]
+    open_tab(at, "Timeline")
+    assert not at.exception
+    assert cost_table(at)["incident_id"].tolist() == [1, 3, 2, 4]  # costliest first
+    assert [list(j) for j in cost_table(at)["jobs"]] == [
+        ["demo-pretrain"],
+        ["demo-pretrain"],
+        ["eval-b"],
+        [],
+    ]  # lists
+    assert at.query_params["incident"] == "2"  # kept while another tab is open
 
 
 def test_the_chain_of_a_hardware_failure_and_its_blast_radius(store_dir):
@@ -302,12 +315,13 @@ def test_the_tables_speak_words_not_keys(store_dir):
     """Issue 28: the cause table in words beside the chart's words, headers for people, a dash where an
     incident has no place (never "None"), one number format a column."""
     run_id = stored_run(store_dir)
-    at = open_page(PAGE, {"run": run_id, "incident": "2"})
+    at = open_page(PAGE, {"run": run_id, "incident": "2", "tab": "By cause and day"})
     assert not at.exception
     by_cause = next(d for d in at.dataframe if "cause" in d.value.columns and "unexpected" in d.value.columns)
     causes = by_cause.value["cause"].tolist()
     assert causes and all("_" not in c for c in causes), causes  # "Faulty GPU", never faulty_gpu
     assert "Faulty GPU" in causes
+    open_tab(at, "Timeline")
     cost = next(d for d in at.dataframe if "jobs_hit" in d.value.columns)
     headers = column_labels(cost)
     assert (headers["incident_id"], headers["jobs_hit"], headers["gpu_hours_lost"], headers["hostname"]) == (
@@ -322,6 +336,7 @@ def test_the_tables_speak_words_not_keys(store_dir):
     assert "–" in cost.value["gpu_id"].tolist()  # the planned stop and the cable failure name no GPU
     config = json.loads(cost.proto.columns)
     assert config["gpu_hours_lost"]["type_config"]["format"] == "%.1f"
+    open_tab(at, "One incident")
     blast = next(d for d in at.dataframe if "restart_s" in d.value.columns)
     assert set(column_labels(blast).values()) >= {"job", "lost work", "restart", "GPU-h lost"}
     # the incident chooser names causes in words too
@@ -349,17 +364,24 @@ def test_share_and_cost_tables_as_functions():
 
 def test_download_buttons_for_the_set_and_for_one_incident(store_dir):
     run_id = stored_run(store_dir)
-    at = open_page(PAGE, {"run": run_id})
-    assert [b.label for b in at.download_button] == FORMATS  # no incident chosen: the filtered set only
+    at = open_page(PAGE, {"run": run_id, "tab": "Export"})
+    assert [b.label for b in at.download_button] == FORMATS  # the filtered set
     assert [b.help for b in at.download_button] == [
         f"saves incidents-{run_id}.{f}" for f in ("csv", "json", "parquet", "html")
     ]
+    open_tab(at, "One incident")
+    assert not at.download_button  # no incident chosen
     at.selectbox[0].set_value(3).run()
-    assert [b.label for b in at.download_button] == FORMATS * 2
-    assert at.download_button[4].help == f"saves incident-3-{run_id}.csv"
+    assert [b.label for b in at.download_button] == FORMATS
+    assert at.download_button[0].help == f"saves incident-3-{run_id}.csv"
+    open_tab(at, "Export")
     at.toggle[0].set_value(True).run()
     assert not at.exception and at.query_params["anon"] == "1"
-    assert at.download_button[7].help == f"saves incident-3-{run_id}-anon.html"
+    assert at.download_button[3].help == f"saves incidents-{run_id}-anon.html"
+    open_tab(at, "One incident")  # the Export tab's toggle anonymises this tab's downloads too
+    assert at.selectbox[0].value == 3
+    assert at.download_button[3].help == f"saves incident-3-{run_id}-anon.html"
+    assert any("anonymised" in m.value for m in at.markdown)
     at.download_button[0].click().run()  # a download keeps the view
     assert not at.exception and at.selectbox[0].value == 3
     # the buttons' bytes: engine.report.export's, for the chosen incident with its chain, anonymised
@@ -388,13 +410,67 @@ def test_an_incident_never_repaired_and_a_run_without_a_scenario(store_dir):
     at = open_page(PAGE, {"run": run_id, "incident": "4"})
     assert not at.exception
     assert chain_table(at)["detail"].tolist()[-1] == "host-001 still out of service at the end of the run"
+    open_tab(at, "Replay with other settings")
     assert any("no scenario to replay under" in i.value for i in at.info)
     assert not [b for b in at.button if b.label.startswith("Replay")]
 
 
+def test_a_section_is_drawn_only_once_its_tab_is_open(store_dir):
+    """Only the open tab is drawn (dashboard/lazy.py): the Timeline by default, another from ?tab=; the filters
+    and the figures they keep above the tabs, drawn whichever is open."""
+    run_id = stored_run(store_dir)
+    at = open_page(PAGE, {"run": run_id, "planned": "unexpected"})
+    assert not at.exception
+    assert [t.label for t in at.tabs] == [
+        "Timeline",
+        "By cause and day",
+        "One incident",
+        "Export",
+        "Replay with other settings",
+    ]  # no Fail-slow episodes tab: this run has no slowness (tests/test_page_incidents_fail_slow.py)
+    assert cost_table(at)["incident_id"].tolist() == [1, 2, 4]  # the filters apply in the tab
+    assert len(charts(at)) == 1  # the timeline only
+    assert not any("unexpected" in d.value.columns for d in at.dataframe)  # the share tables wait
+    assert not at.main.selectbox and not at.download_button and not at.button and not at.number_input
+    assert metrics(at)["Interruptions"] == "1"  # the figures, above the tabs
+    at = open_page(PAGE, {"run": run_id, "planned": "unexpected", "tab": "By cause and day"})
+    assert not at.exception
+    assert not any("jobs_hit" in d.value.columns for d in at.dataframe)  # the cost table waits
+    by_cause = next(d.value for d in at.dataframe if "cause" in d.value.columns)
+    assert by_cause["interruptions"].sum() == 1  # the filters apply here too
+    assert len(charts(at)) == 2  # by cause, and by day
+    assert at.query_params["tab"] == "By cause and day" and metrics(at)["Interruptions"] == "1"
+    open_tab(at, "Timeline")
+    assert cost_table(at)["incident_id"].tolist() == [1, 2, 4]
+
+
+def test_a_click_on_a_timeline_marker_opens_its_incident():
+    """The timeline's on_select callback (dashboard/incidents/tabs.py) runs before the rerun: the One incident
+    tab opens on the marker's incident without a click on the tab."""
+
+    def app():
+        import streamlit as st
+
+        from dashboard import lazy
+        from dashboard.incidents import tabs
+
+        st.session_state[tabs.timeline_key("r")] = {"selection": {"points": [{"customdata": 3}]}}
+        tabs.open_clicked("r")
+        lazy.tabs(
+            {
+                tabs.TIMELINE: lambda: st.write("the timeline"),
+                tabs.ONE_INCIDENT: lambda: st.write(f"incident {st.session_state[tabs.incident_key('r')]}"),
+            }
+        )
+
+    at = AppTest.from_function(app).run()
+    assert not at.exception
+    assert [m.value for m in at.markdown] == ["incident 3"]
+
+
 def test_every_change_counts(store_dir):
     run_id = stored_run(store_dir)
-    at = open_page(PAGE, {"run": run_id})
+    at = open_page(PAGE, {"run": run_id, "tab": "One incident"})
     for incident in (1, 3, 4):
         at.selectbox[0].set_value(incident).run()
         assert at.query_params["incident"] == str(incident)
@@ -418,7 +494,7 @@ def test_replay_with_other_settings_writes_a_second_run(store_dir):
             )
         )
     )
-    at = open_page(PAGE, {"run": run_id})
+    at = open_page(PAGE, {"run": run_id, "tab": "Replay with other settings"})
     assert not at.exception
 
     def replay() -> str:

@@ -23,6 +23,7 @@ from engine.store import Store
 from engine.twin.simulate import simulate
 
 PAGE, JOBS = "app_pages/incidents.py", "app_pages/jobs.py"
+TAB = "Fail-slow episodes"  # the Incidents page's tab that lists them (drawn only once open)
 HOSTILE = "![x](http://evil.example/i.png)"
 QUICK = ["simulation.telemetry=false", "simulation.days=3"]
 
@@ -55,6 +56,8 @@ def test_the_page_lists_the_episodes_worst_first_under_their_total(store_dir):
     run_id = Store(store_dir).write_run(run)
     at = open_page(PAGE, {"run": run_id})
     assert not at.exception
+    assert TAB in [t.label for t in at.tabs] and "Fail-slow episodes" not in [s.value for s in at.subheader]
+    at = open_page(PAGE, {"run": run_id, "tab": TAB})
     assert "Fail-slow episodes" in [s.value for s in at.subheader]
     total = next(m.value for m in at.markdown if definition("slow_episodes_cost_total").label in m.value)
     assert fmt_gpu_hours(bucket(run)) in total  # the ledger's slowdown bucket, to the digit shown
@@ -69,7 +72,7 @@ def test_the_page_lists_the_episodes_worst_first_under_their_total(store_dir):
 
 def test_a_hostile_hostname_stays_text(store_dir):
     run_id = Store(store_dir).write_run(slow_run(hostile=True))
-    at = open_page(PAGE, {"run": run_id})
+    at = open_page(PAGE, {"run": run_id, "tab": TAB})
     assert not at.exception
     assert episodes_shown(at)["component"].iloc[0] == HOSTILE  # a table cell: plain text, as it is
     at = open_page(JOBS, {"run": run_id, "job": "demo-pretrain"})
@@ -95,9 +98,10 @@ def test_the_jobs_page_names_the_flagships_culprit(store_dir):
 
 def test_a_run_without_slowness_shows_no_episodes(store_dir):
     run_id = Store(store_dir).write_run(simulate(build("demo", sets=QUICK)))
-    at = open_page(PAGE, {"run": run_id})
+    at = open_page(PAGE, {"run": run_id, "tab": TAB})
     assert not at.exception
     assert "Fail-slow episodes" not in [s.value for s in at.subheader]
+    assert TAB not in [t.label for t in at.tabs]  # no tab for what the run cannot have
     at = open_page(JOBS, {"run": run_id, "job": "demo-pretrain"})
     assert not at.exception
     assert not any(definition("slowdown_culprit").label in m.value for m in at.markdown)
@@ -107,7 +111,7 @@ def test_slowness_on_without_an_episode_says_so_in_a_sentence(store_dir):
     run = simulate(build("demo", sets=[*QUICK, "slow.host_rate=0.0001"]))
     assert run.tables["slow_episodes"].is_empty()
     run_id = Store(store_dir).write_run(run)
-    at = open_page(PAGE, {"run": run_id})
+    at = open_page(PAGE, {"run": run_id, "tab": TAB})
     assert not at.exception
     assert "No component ran slow in this run." in [c.value for c in at.caption]
 

@@ -2,13 +2,16 @@
 
 Filters (time window, cause, category, rack, job, planned or unexpected) narrow every part of the page through
 engine.analysis.incidents.filter_incidents, the function the exports use; the figures are counted as the Llama 3 paper
-counts them (engine.analysis.incidents.summary_counts); a timeline sized by cost and a table sortable by cost; one
-incident's chain as a Gantt with its blast radius; downloads from engine.report.export.export_run_incidents (the code
-path of `goodput export incidents`); the run's fail-slow episodes with what each cost (dashboard.incidents.fail_slow);
-and "replay with other settings", which forks the run on the same failures.
+counts them (engine.analysis.incidents.summary_counts). Under them, one row of tabs of which only the open one is
+drawn (dashboard/lazy.py: every chart and table costs the browser its time, hidden or not): a timeline sized by cost
+and a table sortable by cost; the figures by cause and by day; one incident's chain as a Gantt with its blast radius
+(opened at once by a click on the timeline or by ?incident=); the run's fail-slow episodes with what each cost
+(dashboard.incidents.fail_slow); downloads from engine.report.export.export_run_incidents (the code path of `goodput
+export incidents`); and "replay with other settings", which forks the run on the same failures.
 
-URL: ?since=&until= (seconds from the run's start), ?causes=, ?categories=, ?racks=, ?jobs= (comma-separated),
-?planned= (planned, unexpected), ?incident= (id), ?anon=1 and ?replay= (the forked run) reproduce the view.
+URL: ?tab= (the open tab's label), ?since=&until= (seconds from the run's start), ?causes=, ?categories=, ?racks=,
+?jobs= (comma-separated), ?planned= (planned, unexpected), ?incident= (id), ?anon=1 and ?replay= (the forked run)
+reproduce the view.
 """
 
 from dataclasses import dataclass
@@ -16,14 +19,16 @@ from dataclasses import dataclass
 import polars as pl
 import streamlit as st
 
-from dashboard import state, table_view
+from dashboard import lazy, state, table_view
 from dashboard.charts import incidents as charts
 from dashboard.format import fmt_duration, fmt_gpu_hours, fmt_int, fmt_pct, fmt_time
-from dashboard.incidents import tables
+from dashboard.incidents import tables, tabs
 from dashboard.incidents.fail_slow import fail_slow_section
 from dashboard.incidents.filters import filters_section
 from dashboard.incidents.replay import replay_section
+from dashboard.incidents.tabs import BY_CAUSE, EXPORT, FAIL_SLOW, ONE_INCIDENT, REPLAY, TIMELINE
 from dashboard.queries import incidents as queries
+from dashboard.queries import slow_episodes
 from dashboard.text import code, md
 from dashboard.text_exprs import duration_text, time_text
 from engine.analysis.definitions import definition
@@ -37,8 +42,9 @@ FORMATS = {"csv": "CSV", "json": "JSON", "parquet": "Parquet", "html": "HTML rep
 
 
 def page(run_id: str) -> None:
-    """The page, top to bottom: filters, the figures they keep, timeline and table, exports, one incident's
-    chain and blast radius, and the run replayed with other settings."""
+    """The page, top to bottom: filters and the figures they keep, then one row of tabs: timeline and table,
+    the figures by cause and by day, one incident's chain and blast radius, fail-slow episodes, exports, and the
+    run replayed with other settings."""
     run = state.store().info(run_id)  # read again on every rerun: a live run grows between them
     everything = queries.incidents(run.run_id)
     if everything.is_empty():
@@ -48,14 +54,20 @@ def page(run_id: str) -> None:
     window, filters = filters_section(run, everything)
     shown = filter_incidents(everything, **filters)
     flagship = queries.flagship(run.run_id)
-    counted_section(run, everything, shown, window, flagship)
-    clicked = timeline_section(run, shown)
-    fail_slow_section(run)
-    exported = export_section(run, shown, filters)
-    chosen = choose_incident(run, everything, shown, clicked)
-    if chosen is not None:
-        drill_down(run, everything, chosen, exported)
-    replay_section(run, flagship)
+    figures, days = counted_section(run, everything, shown, window, flagship)
+    exported = Export(filters, anonymised(run))
+    sections = {
+        TIMELINE: lambda: timeline_section(run, shown),
+        BY_CAUSE: lambda: by_cause_section(run, shown, figures, window, flagship),
+        ONE_INCIDENT: lambda: incident_section(run, everything, shown, exported),
+        FAIL_SLOW: lambda: fail_slow_section(run),
+        EXPORT: lambda: export_section(run, shown, filters),
+        REPLAY: lambda: replay_section(run, flagship),
+    }
+    if not slow_episodes.slowness_on(run):
+        del sections[FAIL_SLOW]  # a run without slowness has no episodes to list
+    tabs.open_linked()  # a link to an incident opens it at once
+    lazy.tabs(sections)
 
 
 @dataclass(frozen=True)
@@ -77,7 +89,8 @@ def counted_section(
     shown: pl.DataFrame,
     window: tuple[float | None, float | None],
     flagship: str | None,
-) -> None:
+) -> tuple[dict, float]:
+    """The figures of the incidents the filters keep; returns them (summary_counts) and the days they span."""
     since_s, until_s = window
     days = ((until_s if until_s is not None else run.duration_s) - (since_s or 0.0)) / SECONDS_PER_DAY
     figures = summary_counts(shown, days, job=flagship)
@@ -116,68 +129,87 @@ def counted_section(
     for row in range(0, len(shown_figures), 3):
         for column, (key, value) in zip(st.columns(3), shown_figures[row : row + 3], strict=False):
             column.metric(definition(key).label, value, help=definition(key).help)
-    if figures["total"]:
-        # the chart above its tables, each as wide as the page: beside the chart, their five columns were cut
-        st.plotly_chart(charts.by_cause(figures["by_cause"]), width="stretch")
-        counted = "interruptions" if flagship else "incidents"
-        for key in ("category", "cause"):
-            table_view.dataframe(
-                tables.share_table(figures[f"by_{key}"], key),
-                hide_index=True,
-                width="stretch",
-                column_config=tables.share_columns(key, counted),
-            )
-        per_day = queries.days_in_window(
-            shown, since_s, until_s if until_s is not None else run.duration_s, job=flagship
+    return figures, days
+
+
+def by_cause_section(
+    run: RunInfo,
+    shown: pl.DataFrame,
+    figures: dict,
+    window: tuple[float | None, float | None],
+    flagship: str | None,
+) -> None:
+    """The figures above by cause (a chart, then a table by category and one by cause) and a day's count."""
+    counted = "interruptions" if flagship else "incidents"
+    if not figures["total"]:
+        st.info(f"No {counted} among the incidents the filters keep.")
+        return
+    st.caption(f"The {counted} counted above by cause and category, and by day (planned or unexpected).")
+    # the chart above its tables, each as wide as the page: beside the chart, their five columns were cut
+    st.plotly_chart(charts.by_cause(figures["by_cause"]), width="stretch")
+    for key in ("category", "cause"):
+        table_view.dataframe(
+            tables.share_table(figures[f"by_{key}"], key),
+            hide_index=True,
+            width="stretch",
+            column_config=tables.share_columns(key, counted),
         )
-        st.plotly_chart(charts.per_day(per_day, run.started_at), width="stretch")
+    since_s, until_s = window
+    per_day = queries.days_in_window(
+        shown, since_s, until_s if until_s is not None else run.duration_s, job=flagship
+    )
+    st.plotly_chart(charts.per_day(per_day, run.started_at), width="stretch")
 
 
 # ----- timeline and table ---------------------------------------------------------------------------------
-def timeline_section(run: RunInfo, shown: pl.DataFrame):
-    """The timeline and the table by cost; returns the timeline's selection state (a click opens an incident)."""
-    st.subheader("Timeline")
-    clicked = None
+def timeline_section(run: RunInfo, shown: pl.DataFrame) -> None:
+    """The timeline (a click opens an incident in the One incident tab) and the table by cost."""
     if shown.is_empty():
         st.info("No incident matches the filters.")
-    else:
-        st.caption(
-            f"{shown.height:,} incidents; marker area follows the GPU-hours each cost. Click one to open it "
-            "below."
-        )
-        clicked = st.plotly_chart(
-            charts.timeline(shown, run.started_at),
-            width="stretch",
-            on_select="rerun",
-            selection_mode="points",
-            key=f"incidents_timeline:{run.run_id}",
-        )
-        st.markdown(f"**Incidents by cost** ({shown.height:,}; click a column's header to sort by it)")
-        table_view.dataframe(
-            tables.cost_table(run, shown),
-            hide_index=True,
-            width="stretch",
-            column_config=tables.COST_COLUMNS,
-        )
-    return clicked
+        return
+    st.caption(
+        f"{shown.height:,} incidents; marker area follows the GPU-hours each cost. Click one to open it in "
+        f"the {ONE_INCIDENT} tab."
+    )
+    st.plotly_chart(
+        charts.timeline(shown, run.started_at),
+        width="stretch",
+        on_select=lambda: tabs.open_clicked(run.run_id),
+        selection_mode="points",
+        key=tabs.timeline_key(run.run_id),
+    )
+    st.markdown(f"**Incidents by cost** ({shown.height:,}; click a column's header to sort by it)")
+    table_view.dataframe(
+        tables.cost_table(run, shown),
+        hide_index=True,
+        width="stretch",
+        column_config=tables.COST_COLUMNS,
+    )
 
 
 # ----- exports --------------------------------------------------------------------------------------------
-def export_section(run: RunInfo, shown: pl.DataFrame, filters: dict) -> Export:
-    st.subheader("Export")
+def anon_key(run: RunInfo) -> str:
+    return f"incidents_anon:{run.run_id}"
+
+
+def anonymised(run: RunInfo) -> bool:
+    """Whether downloads anonymise names: the Export tab's toggle, kept in the URL (?anon=1) for the other tabs."""
+    return bool(st.session_state.get(anon_key(run), st.query_params.get("anon") == "1"))
+
+
+def export_section(run: RunInfo, shown: pl.DataFrame, filters: dict) -> None:
     anonymise = st.toggle(
         "Anonymise (hostnames, job names and users become stable pseudonyms)",
-        key=state.seed(f"incidents_anon:{run.run_id}", st.query_params.get("anon") == "1"),
+        key=state.seed(anon_key(run), st.query_params.get("anon") == "1"),
+        help=f"The {ONE_INCIDENT} tab's download follows it too",
     )
     state.set_url("anon", "1" if anonymise else "")
-    exported = Export(filters, anonymise)
     download_row(
         run,
         f"The filtered set ({shown.height:,} incidents), as `goodput export incidents` writes it",
         None,
-        exported,
+        Export(filters, anonymise),
     )
-    return exported
 
 
 def download_row(run: RunInfo, label: str, incident_id: int | None, exported: Export) -> None:
@@ -207,32 +239,34 @@ def download_row(run: RunInfo, label: str, incident_id: int | None, exported: Ex
 
 
 # ----- one incident ---------------------------------------------------------------------------------------
-def choose_incident(run: RunInfo, everything: pl.DataFrame, shown: pl.DataFrame, clicked) -> int | None:
-    """The incident opened: clicked on the timeline, else chosen, else the URL's (?incident=)."""
-    st.subheader("One incident")
+def incident_section(run: RunInfo, everything: pl.DataFrame, shown: pl.DataFrame, exported: Export) -> None:
+    """The incident chooser and the chosen one's chain, blast radius and downloads."""
+    chosen = choose_incident(run, everything, shown)
+    if chosen is None:
+        st.caption(f"Choose an incident above, or click one on the {TIMELINE} tab's chart.")
+    else:
+        drill_down(run, everything, chosen, exported)
+
+
+def choose_incident(run: RunInfo, everything: pl.DataFrame, shown: pl.DataFrame) -> int | None:
+    """The incident opened: clicked on the timeline (open_clicked) or chosen, else the URL's (?incident=)."""
     ids = shown.sort("gpu_hours_lost", descending=True, nulls_last=True)["incident_id"].to_list()
-    incident_key = f"incidents_incident:{run.run_id}"
-    click = charts.clicked_incident(clicked.selection if clicked else None)
-    if click is not None and click != st.session_state.get("incidents_last_click"):
-        st.session_state[incident_key] = click  # a new click on the timeline opens that incident
-    st.session_state["incidents_last_click"] = click
+    key = tabs.incident_key(run.run_id)
     try:
         wanted = (
-            st.session_state[incident_key]
-            if incident_key in st.session_state
-            else int(st.query_params.get("incident", ""))
+            st.session_state[key] if key in st.session_state else int(st.query_params.get("incident", ""))
         )
     except ValueError:
         wanted = None
     if wanted is not None and wanted not in ids and wanted in everything["incident_id"].to_list():
         ids = [wanted, *ids]  # the chosen incident stays choosable when the filters leave it out
     if wanted not in ids:
-        wanted = st.session_state[incident_key] = None
+        wanted = st.session_state[key] = None
     by_id = {row["incident_id"]: row for row in everything.iter_rows(named=True)}
     chosen = st.selectbox(
         "Incident (costliest first)",
         ids,
-        key=state.seed(incident_key, wanted),
+        key=state.seed(key, wanted),
         format_func=lambda i: visible(
             f"{i} · {cause_label(by_id[i]['cause'])} · {fmt_time(run.started_at, by_id[i]['t_s'])}"
         ),
@@ -309,7 +343,8 @@ def drill_down(run: RunInfo, everything: pl.DataFrame, incident_id: int, exporte
     if not xids.is_empty():
         st.markdown("**XID events**")
         table_view.dataframe(xids.with_columns(with_time(run)).drop("t_s"), hide_index=True, width="stretch")
-    download_row(run, f"Incident {incident_id} with its chain", incident_id, exported)
+    anonymised_note = f" (anonymised, as set in the {EXPORT} tab)" if exported.anonymise else ""
+    download_row(run, f"Incident {incident_id} with its chain{anonymised_note}", incident_id, exported)
 
 
 st.title("Incidents")

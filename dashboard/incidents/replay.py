@@ -14,7 +14,7 @@ from engine.store import RunInfo
 
 
 def replay_section(run: RunInfo, flagship: str | None) -> None:
-    st.subheader("Replay with other settings")
+    """The Incidents page's Replay with other settings tab (its label is the heading)."""
     try:
         scenario = from_dict(run.scenario) if isinstance(run.scenario, dict) and run.scenario else None
     except GoodputError:
