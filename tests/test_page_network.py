@@ -1,5 +1,6 @@
-"""Network page: links by tier, the note when a run has no link telemetry, utilisation, hottest links, the fabric
-diagram, failed and flapping links, cable failures, and a RoCE run beside an InfiniBand one (?vs=)."""
+"""Network page: links by tier at once; in tabs drawn only while open (?tab=), the note when a run has no link
+telemetry, utilisation, hottest links, the fabric diagram, failed and flapping links, cable failures, and a RoCE run
+beside an InfiniBand one (?vs=, which opens its tab from a link)."""
 
 import polars as pl
 import pytest
@@ -12,6 +13,9 @@ from engine.store import Store
 from engine.twin.simulate import simulate
 
 PAGE = "app_pages/network.py"
+OUTAGES, FAILURES, DEGRADED = "Outages and slowed jobs", "Switch and cable failures", "Degraded links"
+UTILISATION, HOTTEST, FABRIC, COMPARE = "Utilisation", "Hottest links", "Fabric map", "Compare runs"
+TABS = [FAILURES, OUTAGES, DEGRADED, UTILISATION, HOTTEST, FABRIC, COMPARE]
 # demo with pods of one rack at 200 Gbps a GPU: a ring edge leaving a pod (1,600 Gbps) overloads the pod's
 # 6.4 Tbps / 7 of core, so the flagship is slowed 1.75x (more while an uplink of its racks is down); the fabric
 # fails a few times a day of its own
@@ -36,6 +40,23 @@ def frames_with(at, column: str) -> list:
     return [d.value for d in at.dataframe if column in d.value.columns]
 
 
+def open_tab(at, label: str):
+    """Open the page's tab `label` as a click would (only the open tab is drawn: dashboard/lazy.py): its state,
+    and the URL it is bound to, which a page opened with ?tab= holds."""
+    at.session_state["tab"] = label
+    if "tab" in at.query_params:
+        at.query_params["tab"] = label
+    return at.run()
+
+
+def subheaders(at) -> list[str]:
+    return [h.value for h in at.subheader]
+
+
+def infos(at) -> list[str]:
+    return [i.value for i in at.info]
+
+
 def test_empty_store(store_dir):
     at = open_page(PAGE)
     assert not at.exception and [t.value for t in at.title] == ["Network"]
@@ -54,7 +75,8 @@ def test_tiers_no_telemetry_note_and_cable_failures(store_dir):
         "22.4 Tbps",
         "RoCE",
     ]
-    assert any("no link telemetry" in i.value for i in at.info)
+    assert any("no link telemetry" in i for i in infos(open_tab(at, UTILISATION)))
+    m = metrics(open_tab(at, FAILURES))
     assert [
         m[label(k)]
         for k in (
@@ -75,16 +97,18 @@ def test_tiers_no_telemetry_note_and_cable_failures(store_dir):
 
 def test_utilisation_when_the_run_has_link_samples(store_dir):
     run_id = stored_run(store_dir, pages_run(link_telemetry=True))
-    at = open_page(PAGE, {"run": run_id})
+    at = open_page(PAGE, {"run": run_id, "tab": UTILISATION})
     assert not at.exception
-    assert not any("no link telemetry" in i.value for i in at.info)
+    assert not any("no link telemetry" in i for i in infos(at))
     assert metrics(at)[label("link_samples")] == "528"
-    hottest = frames_with(at, "errors")[0]
+    assert frames_with(at, "hottest_link_mean") and at.get("plotly_chart")  # the tiers' table, over time
+    hottest = frames_with(open_tab(at, HOTTEST), "errors")[0]
     # util = 10 + link_id: link 21 (ctsw_atsw) is the hottest at 31%
     assert hottest["link_id"].tolist()[:2] == [21, 20] and hottest["mean_util"].tolist()[0] == 31.0
     # its switches are not named as the engine names them: no diagram; nothing went down
-    assert any("cannot be drawn" in i.value for i in at.info)
-    assert any(i.value == "No link went down in this run." for i in at.info)
+    assert any("cannot be drawn" in i for i in infos(open_tab(at, FABRIC)))
+    at = open_tab(at, OUTAGES)
+    assert "No link went down in this run." in infos(at)
     assert metrics(at)[label("link_outages")] == "0"
 
 
@@ -92,14 +116,60 @@ def test_a_run_without_links(store_dir):
     run_id = stored_run(store_dir, sparse_run())
     at = open_page(PAGE, {"run": run_id})
     assert not at.exception
-    assert [i.value.split(":")[0] for i in at.info] == [
-        "This run has no links table",
-        "This run has no link telemetry (its link_samples table is empty), so there is no utilisation to show",
-        "This run has no NIC port samples, so no degraded link can be shown",
-        "No switch or cable failure in this run.",
-        "Another run with a modelled fabric is needed to compare (for example `goodput simulate --preset "
-        "meta-24k-ib` beside `--preset llama3-405b`).",
-    ]
+    no_telemetry = "This run has no link telemetry (its link_samples table is empty), so "
+    shown = {tab: [i.split(":")[0] for i in infos(open_tab(at, tab))] for tab in TABS}
+    assert not at.exception
+    assert shown == {
+        OUTAGES: ["This run has no links table", f"{no_telemetry}no link outage or slowed job can be shown"],
+        FAILURES: ["This run has no links table", "No switch or cable failure in this run."],
+        DEGRADED: [
+            "This run has no links table",
+            "This run has no NIC port samples, so no degraded link can be shown",
+        ],
+        UTILISATION: ["This run has no links table", f"{no_telemetry}there is no utilisation to show"],
+        HOTTEST: ["This run has no links table", f"{no_telemetry}there are no hot links to show"],
+        FABRIC: ["This run has no links table", f"{no_telemetry}the fabric cannot be coloured by load"],
+        COMPARE: [
+            "This run has no links table",
+            "Another run with a modelled fabric is needed to compare (for example `goodput simulate --preset "
+            "meta-24k-ib` beside `--preset llama3-405b`).",
+        ],
+    }
+
+
+# each tab and the section it draws
+SECTIONS = {
+    OUTAGES: "Failed and degraded links",
+    FAILURES: "Switch and cable failures",
+    DEGRADED: "Degraded links",
+    UTILISATION: "Utilisation by tier",
+    HOTTEST: "Hottest links",
+    FABRIC: "The fabric",
+    COMPARE: "Compare with another run",
+}
+
+
+def test_a_section_is_drawn_only_once_its_tab_is_open(store_dir):
+    run_id = stored_run(store_dir, pages_run(link_telemetry=True))
+    at = open_page(PAGE, {"run": run_id})
+    assert not at.exception
+    # at once: links by tier (one table, no chart) and the first tab, the switch and cable failures; nothing of
+    # the other tabs
+    assert subheaders(at) == ["Links by tier", SECTIONS[FAILURES]] and not at.get("plotly_chart")
+    assert [t.label for t in at.tabs] == TABS
+    tiers = frames_with(at, "capacity_gbps")
+    assert len(tiers) == 1 and tiers[0]["links"].tolist() == [16, 4, 2]  # NIC cables, uplinks, core links
+    assert not frames_with(at, "hottest_link_mean") and not frames_with(at, "down_for")
+    for tab in TABS:  # a click opens each, and only it
+        assert subheaders(open_tab(at, tab)) == ["Links by tier", SECTIONS[tab]], tab
+    # ?tab= opens one from a link
+    for tab in (UTILISATION, COMPARE):
+        linked = open_page(PAGE, {"run": run_id, "tab": tab})
+        assert not linked.exception and subheaders(linked) == ["Links by tier", SECTIONS[tab]]
+    # a link with ?colour= but no ?tab= opens the fabric map it colours; an explicit ?tab= wins
+    assert subheaders(open_page(PAGE, {"run": run_id, "colour": "peak"}))[1] == SECTIONS[FABRIC]
+    linked = open_page(PAGE, {"run": run_id, "colour": "peak", "tab": HOTTEST})
+    assert subheaders(linked)[1] == SECTIONS[HOTTEST]
 
 
 @pytest.fixture
@@ -112,13 +182,14 @@ def demo_runs():  # fresh each test: link_samples is a generator, drawn once as 
 def test_a_simulated_run_shows_its_fabric_failures_and_slowed_jobs(store_dir, demo_runs):
     roce, _ = demo_runs
     run_id = stored_run(store_dir, roce)
-    at = open_page(PAGE, {"run": run_id, "colour": "peak"})
+    at = open_page(PAGE, {"run": run_id, "tab": UTILISATION})
     assert not at.exception
     m = metrics(at)
     summary = roce.summary["network"]
     assert m[label("gbps_per_gpu")] == "200 Gbps" and summary["flagship_slowdown_max"] >= 1.75
     assert m[label("flagship_slowdown_max")] == f"{summary['flagship_slowdown_max']:.3f}x"
     assert 1.75 <= summary["flagship_slowdown_mean"] < 1.8
+    m = metrics(open_tab(at, OUTAGES))
     # every slowed job, not only those of the 50 worst episodes the summary lists
     assert m[label("jobs_slowed")] == str(summary["jobs_slowed"]) != "0"
     assert summary["jobs_slowed"] >= len({e["job_id"] for e in summary["slowed"]})
@@ -131,18 +202,24 @@ def test_a_simulated_run_shows_its_fabric_failures_and_slowed_jobs(store_dir, de
     down_links = samples.filter(pl.col("util_pct").is_null())["link_id"].n_unique()
     outages = frames_with(at, "down_for")[0]
     assert int(m[label("link_outages")]) == outages.shape[0] > 0 and outages["links"].sum() >= down_links
+    assert frames_with(at, "errors")  # flapping cables before they failed
+    at = open_page(PAGE, {"run": run_id, "colour": "peak"})  # a link to the map coloured by peak opens it
+    assert not at.exception and at.session_state["tab"] == FABRIC
     assert at.radio[0].value == "peak" and any(
         c.value.startswith("32 racks, 512 spines and 16 core") for c in at.caption
     )  # demo: 32 racks, each its own pod
-    assert frames_with(at, "errors")  # flapping cables before they failed
+    assert len(at.get("plotly_chart")) == 1  # the map (links by tier is a table)
+    # another tab, then the map again: still by peak (the URL's ?colour= stays while the map is closed)
+    assert frames_with(open_tab(at, HOTTEST), "errors") and not at.radio
+    assert open_tab(at, FABRIC).radio[0].value == "peak"
 
 
 def test_roce_beside_infiniband(store_dir, demo_runs):
     roce, ib = demo_runs
     roce_id, ib_id = stored_run(store_dir, roce), stored_run(store_dir, ib)
-    at = open_page(PAGE, {"run": roce_id, "vs": ib_id})
+    at = open_page(PAGE, {"run": roce_id, "vs": ib_id})  # a link with ?vs= opens the Compare tab
     assert not at.exception, at.exception
-    assert at.selectbox(key="net_vs").value == ib_id
+    assert at.session_state["tab"] == COMPARE and at.selectbox(key="net_vs").value == ib_id
     stats = next(f for f in frames_with(at, "hottest_link_mean") if "run" in f.columns)
     # every tier of both fabrics, in words; the NIC cables too (their figures come from every link)
     assert set(stats["tier"]) == {

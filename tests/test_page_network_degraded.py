@@ -19,6 +19,7 @@ from engine.twin.simulate import simulate
 from tests.test_store_older_files import older_file
 
 PAGE = "app_pages/network.py"
+TAB = "Degraded links"  # its tab of the page (?tab=), drawn only while open
 STARTED = datetime(2024, 12, 2, 11, tzinfo=UTC)
 HOSTS = ["*node*-a", "<b>n1</b>", "node-c"]  # names Markdown or HTML would mangle
 NO_NIC = "This run has no NIC port samples"
@@ -89,7 +90,7 @@ def test_the_degraded_ports_worst_first(store_dir):
 
 def test_the_ports_on_the_page_with_host_names_as_text(store_dir):
     run_id = stored_run(store_dir, nic_run(NIC_ROWS))
-    at = open_page(PAGE, {"run": run_id})
+    at = open_page(PAGE, {"run": run_id, "tab": TAB})
     assert not at.exception
     shown = {m.label: m.value for m in at.metric}
     assert shown[definition("nominal_port_rate").label] == "400 Gbps"
@@ -103,7 +104,7 @@ def test_the_ports_on_the_page_with_host_names_as_text(store_dir):
 
 def test_no_degraded_link_is_one_sentence(store_dir):
     run_id = stored_run(store_dir, nic_run(port(0, "mlx5_0", [400.0] * 4, CLEAN)))
-    at = open_page(PAGE, {"run": run_id})
+    at = open_page(PAGE, {"run": run_id, "tab": TAB})
     assert not at.exception
     assert "No degraded link: every NIC port ran at the nominal rate and no error counter rose." in [
         i.value for i in at.info
@@ -113,7 +114,7 @@ def test_no_degraded_link_is_one_sentence(store_dir):
 
 def test_an_observed_run_without_nic_samples_and_an_older_file(store_dir):
     run_id = stored_run(store_dir, nic_run([]))
-    at = open_page(PAGE, {"run": run_id})
+    at = open_page(PAGE, {"run": run_id, "tab": TAB})
     assert not at.exception and any(i.value.startswith(NO_NIC) for i in at.info)
     store, older = older_file(store_dir / "older")
     con = duckdb.connect(str(store.run_file(older)))
@@ -137,7 +138,7 @@ def test_the_network_episodes_of_a_simulated_run(store_dir):
         ("*node*-a", 600.0, 600.0, 1.5, None, "none"),
         ("<b>n1</b>", 3_600.0, 1_800.0, 2.5, 4_200.0, "swap"),
     ]
-    at = open_page(PAGE, {"run": run_id})
+    at = open_page(PAGE, {"run": run_id, "tab": TAB})
     assert not at.exception
     shown = {m.label: m.value for m in at.metric}
     assert shown[definition("degraded_link_episodes").label] == "2"
@@ -152,7 +153,7 @@ def test_the_network_episodes_of_a_simulated_run(store_dir):
 
 def test_a_simulated_run_without_network_episodes_says_so(store_dir):
     run_id = stored_run(store_dir, episodes_run([(2, 5, "gpu_power", 100.0, 200.0, 3.0, None, "none")]))
-    at = open_page(PAGE, {"run": run_id})
+    at = open_page(PAGE, {"run": run_id, "tab": TAB})
     assert not at.exception and any(i.value.startswith(NO_EPISODES) for i in at.info)
 
 
@@ -164,7 +165,7 @@ def test_a_real_simulation_with_degraded_links(store_dir):
     episodes = run.tables["slow_episodes"].filter(pl.col("cause") == "network")
     assert episodes.height > 0
     run_id = Store(store_dir).write_run(run)
-    at = open_page(PAGE, {"run": run_id})
+    at = open_page(PAGE, {"run": run_id, "tab": TAB})
     assert not at.exception
     [table] = [d.value for d in at.dataframe if "detected" in d.value.columns]
     assert len(table) == episodes.height

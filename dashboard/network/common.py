@@ -9,6 +9,7 @@ import streamlit as st
 
 from dashboard import text_exprs
 from dashboard.charts import network as charts
+from dashboard.queries import network as queries
 from dashboard.text_exprs import tier_rank
 from engine.analysis.definitions import definition
 from engine.analysis.run_summary import RunSummary
@@ -34,6 +35,28 @@ def number(key: str, fmt: str = "localized", unit: str = "") -> st.column_config
     """A table column that shows a registered figure: its label and help come from the definition."""
     d = definition(key)
     return st.column_config.NumberColumn(f"{d.label}{unit}", help=d.help, format=fmt)
+
+
+def bar(key: str, top: float, unit: str = "") -> st.column_config.ProgressColumn:
+    """A table column that shows a registered figure as a bar in its cell (full at `top`) beside its number."""
+    d = definition(key)
+    return st.column_config.ProgressColumn(
+        f"{d.label}{unit}", help=d.help, format="localized", min_value=0, max_value=max(float(top or 0), 1.0)
+    )
+
+
+def fabric_figures(run: RunInfo) -> pl.DataFrame:
+    """Each tier's figures (dashboard.queries.network.tier_figures: the engine's count where the run has it) and
+    how much of it link_samples holds; a scan of every sample, so only the tabs that show them ask (cached)."""
+    return queries.tier_figures(queries.tier_coverage(run.run_id), network_summary(run).get("tiers"))
+
+
+def no_telemetry_note(consequence: str) -> str:
+    """The sentence for a run without link telemetry: what cannot be shown, and how a simulation gets it."""
+    return (
+        f"This run has no link telemetry (its link_samples table is empty), so {consequence}: simulate with "
+        "telemetry on (simulation.telemetry) and network.link_samples other than off."
+    )
 
 
 def fabric_of(tier_names: list[str]) -> str | None:

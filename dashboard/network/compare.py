@@ -12,6 +12,7 @@ from dashboard.charts import network as charts
 from dashboard.network.common import (
     TIER_COLUMNS,
     UTILISATION_POINTS,
+    fabric_figures,
     fabric_of,
     level_map,
     network_summary,
@@ -24,7 +25,7 @@ from engine.report.visible_text import visible
 from engine.store import RunInfo
 
 
-def compare_section(run: RunInfo, fabric: str | None, figures: pl.DataFrame, samples: int) -> None:
+def compare_section(run: RunInfo, fabric: str | None, samples: int) -> None:
     st.subheader("Compare with another run")
     others = [info for info in state.list_runs() if info.run_id != run.run_id]
     if not fabric or not others or samples == 0:
@@ -52,7 +53,7 @@ def compare_section(run: RunInfo, fabric: str | None, figures: pl.DataFrame, sam
     labels = {run.run_id: f"{run.name} ({fabric})", choice: f"{by_id[choice].name} ({other_fabric})"}
     summaries = {run.run_id: network_summary(run), choice: network_summary(by_id[choice])}
     per_run = {
-        run.run_id: (figures, fabric),
+        run.run_id: (fabric_figures(run), fabric),
         choice: (
             queries.tier_figures(queries.tier_coverage(choice), summaries[choice].get("tiers")),
             other_fabric,
