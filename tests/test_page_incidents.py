@@ -211,7 +211,7 @@ def test_counts_table_and_an_incident_from_the_url(store_dir):
     cost = next(d.value for d in at.dataframe if "restart_s" in d.value.columns)
     # durations in words, as the chain's "after" column writes them
     assert cost[["job_id", "lost_work_s", "restart_s"]].values.tolist() == [["j-r2", "20 min", "16 min"]]
-    open_tab(at, "Timeline")
+    open_tab(at, "By cost")
     assert not at.exception
     assert cost_table(at)["incident_id"].tolist() == [1, 3, 2, 4]  # costliest first
     assert [list(j) for j in cost_table(at)["jobs"]] == [
@@ -258,7 +258,15 @@ def test_the_chain_of_a_hardware_failure_and_its_blast_radius(store_dir):
 def test_filters_combine_and_go_to_the_url(store_dir):
     run_id = stored_run(store_dir)
     at = open_page(
-        PAGE, {"run": run_id, "since": "25000", "until": "80000", "racks": "0,3", "planned": "unexpected"}
+        PAGE,
+        {
+            "run": run_id,
+            "since": "25000",
+            "until": "80000",
+            "racks": "0,3",
+            "planned": "unexpected",
+            "tab": "By cost",
+        },
     )
     assert not at.exception
     # the run's start (test_charts_pages.STARTED), naive UTC as the slider has it
@@ -295,7 +303,10 @@ def test_filters_combine_and_go_to_the_url(store_dir):
 
 def test_category_and_cause_filters(store_dir):
     run_id = stored_run(store_dir)
-    at = open_page(PAGE, {"run": run_id, "categories": "GPU,Network", "causes": "faulty_gpu,gpu_hbm3,nope"})
+    at = open_page(
+        PAGE,
+        {"run": run_id, "categories": "GPU,Network", "causes": "faulty_gpu,gpu_hbm3,nope", "tab": "By cost"},
+    )
     assert not at.exception
     assert at.multiselect[0].value == ["faulty_gpu", "gpu_hbm3"]
     assert cost_table(at)["incident_id"].tolist() == [1, 4]
@@ -321,7 +332,7 @@ def test_the_tables_speak_words_not_keys(store_dir):
     causes = by_cause.value["cause"].tolist()
     assert causes and all("_" not in c for c in causes), causes  # "Faulty GPU", never faulty_gpu
     assert "Faulty GPU" in causes
-    open_tab(at, "Timeline")
+    open_tab(at, "By cost")
     cost = next(d for d in at.dataframe if "jobs_hit" in d.value.columns)
     headers = column_labels(cost)
     assert (headers["incident_id"], headers["jobs_hit"], headers["gpu_hours_lost"], headers["hostname"]) == (
@@ -423,14 +434,15 @@ def test_a_section_is_drawn_only_once_its_tab_is_open(store_dir):
     assert not at.exception
     assert [t.label for t in at.tabs] == [
         "Timeline",
+        "By cost",
         "By cause and day",
         "One incident",
         "Export",
         "Replay with other settings",
     ]  # no Fail-slow episodes tab: this run has no slowness (tests/test_page_incidents_fail_slow.py)
-    assert cost_table(at)["incident_id"].tolist() == [1, 2, 4]  # the filters apply in the tab
-    assert len(charts(at)) == 1  # the timeline only
-    assert not any("unexpected" in d.value.columns for d in at.dataframe)  # the share tables wait
+    [timeline] = charts(at)  # the timeline only, of the incidents the filters keep
+    assert sum(len(trace["text"]) for trace in timeline["data"]) == 3  # a marker each: incidents 1, 2 and 4
+    assert not at.dataframe  # the tables wait for their tabs
     assert not at.main.selectbox and not at.download_button and not at.button and not at.number_input
     assert metrics(at)["Interruptions"] == "1"  # the figures, above the tabs
     at = open_page(PAGE, {"run": run_id, "planned": "unexpected", "tab": "By cause and day"})
@@ -440,8 +452,8 @@ def test_a_section_is_drawn_only_once_its_tab_is_open(store_dir):
     assert by_cause["interruptions"].sum() == 1  # the filters apply here too
     assert len(charts(at)) == 2  # by cause, and by day
     assert at.query_params["tab"] == "By cause and day" and metrics(at)["Interruptions"] == "1"
-    open_tab(at, "Timeline")
-    assert cost_table(at)["incident_id"].tolist() == [1, 2, 4]
+    open_tab(at, "By cost")
+    assert cost_table(at)["incident_id"].tolist() == [1, 2, 4] and not charts(at)
 
 
 def test_a_click_on_a_timeline_marker_opens_its_incident():

@@ -3,8 +3,8 @@
 Filters (time window, cause, category, rack, job, planned or unexpected) narrow every part of the page through
 engine.analysis.incidents.filter_incidents, the function the exports use; the figures are counted as the Llama 3 paper
 counts them (engine.analysis.incidents.summary_counts). Under them, one row of tabs of which only the open one is
-drawn (dashboard/lazy.py: every chart and table costs the browser its time, hidden or not): a timeline sized by cost
-and a table sortable by cost; the figures by cause and by day; one incident's chain as a Gantt with its blast radius
+drawn (dashboard/lazy.py: every chart and table costs the browser its time, hidden or not): a timeline sized by cost;
+a table sortable by cost; the figures by cause and by day; one incident's chain as a Gantt with its blast radius
 (opened at once by a click on the timeline or by ?incident=); the run's fail-slow episodes with what each cost
 (dashboard.incidents.fail_slow); downloads from engine.report.export.export_run_incidents (the code path of `goodput
 export incidents`); and "replay with other settings", which forks the run on the same failures.
@@ -26,7 +26,7 @@ from dashboard.incidents import tables, tabs
 from dashboard.incidents.fail_slow import fail_slow_section
 from dashboard.incidents.filters import filters_section
 from dashboard.incidents.replay import replay_section
-from dashboard.incidents.tabs import BY_CAUSE, EXPORT, FAIL_SLOW, ONE_INCIDENT, REPLAY, TIMELINE
+from dashboard.incidents.tabs import BY_CAUSE, BY_COST, EXPORT, FAIL_SLOW, ONE_INCIDENT, REPLAY, TIMELINE
 from dashboard.queries import incidents as queries
 from dashboard.queries import slow_episodes
 from dashboard.text import code, md
@@ -42,9 +42,9 @@ FORMATS = {"csv": "CSV", "json": "JSON", "parquet": "Parquet", "html": "HTML rep
 
 
 def page(run_id: str) -> None:
-    """The page, top to bottom: filters and the figures they keep, then one row of tabs: timeline and table,
-    the figures by cause and by day, one incident's chain and blast radius, fail-slow episodes, exports, and the
-    run replayed with other settings."""
+    """The page, top to bottom: filters and the figures they keep, then one row of tabs: the timeline, the
+    table by cost, the figures by cause and by day, one incident's chain and blast radius, fail-slow episodes,
+    exports, and the run replayed with other settings."""
     run = state.store().info(run_id)  # read again on every rerun: a live run grows between them
     everything = queries.incidents(run.run_id)
     if everything.is_empty():
@@ -54,10 +54,11 @@ def page(run_id: str) -> None:
     window, filters = filters_section(run, everything)
     shown = filter_incidents(everything, **filters)
     flagship = queries.flagship(run.run_id)
-    figures, days = counted_section(run, everything, shown, window, flagship)
+    figures = counted_section(run, everything, shown, window, flagship)
     exported = Export(filters, anonymised(run))
     sections = {
         TIMELINE: lambda: timeline_section(run, shown),
+        BY_COST: lambda: cost_section(run, shown),
         BY_CAUSE: lambda: by_cause_section(run, shown, figures, window, flagship),
         ONE_INCIDENT: lambda: incident_section(run, everything, shown, exported),
         FAIL_SLOW: lambda: fail_slow_section(run),
@@ -89,8 +90,8 @@ def counted_section(
     shown: pl.DataFrame,
     window: tuple[float | None, float | None],
     flagship: str | None,
-) -> tuple[dict, float]:
-    """The figures of the incidents the filters keep; returns them (summary_counts) and the days they span."""
+) -> dict:
+    """The figures of the incidents the filters keep; returns them (engine.analysis.incidents.summary_counts)."""
     since_s, until_s = window
     days = ((until_s if until_s is not None else run.duration_s) - (since_s or 0.0)) / SECONDS_PER_DAY
     figures = summary_counts(shown, days, job=flagship)
@@ -129,7 +130,7 @@ def counted_section(
     for row in range(0, len(shown_figures), 3):
         for column, (key, value) in zip(st.columns(3), shown_figures[row : row + 3], strict=False):
             column.metric(definition(key).label, value, help=definition(key).help)
-    return figures, days
+    return figures
 
 
 def by_cause_section(
@@ -163,7 +164,7 @@ def by_cause_section(
 
 # ----- timeline and table ---------------------------------------------------------------------------------
 def timeline_section(run: RunInfo, shown: pl.DataFrame) -> None:
-    """The timeline (a click opens an incident in the One incident tab) and the table by cost."""
+    """The timeline (a click opens an incident in the One incident tab)."""
     if shown.is_empty():
         st.info("No incident matches the filters.")
         return
@@ -178,6 +179,13 @@ def timeline_section(run: RunInfo, shown: pl.DataFrame) -> None:
         selection_mode="points",
         key=tabs.timeline_key(run.run_id),
     )
+
+
+def cost_section(run: RunInfo, shown: pl.DataFrame) -> None:
+    """The incidents the filters keep in a table, costliest first."""
+    if shown.is_empty():
+        st.info("No incident matches the filters.")
+        return
     st.markdown(f"**Incidents by cost** ({shown.height:,}; click a column's header to sort by it)")
     table_view.dataframe(
         tables.cost_table(run, shown),

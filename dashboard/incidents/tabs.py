@@ -7,7 +7,7 @@ import streamlit as st
 from dashboard import lazy
 from dashboard.charts import incidents as charts
 
-TIMELINE, BY_CAUSE, ONE_INCIDENT = "Timeline", "By cause and day", "One incident"
+TIMELINE, BY_COST, BY_CAUSE, ONE_INCIDENT = "Timeline", "By cost", "By cause and day", "One incident"
 FAIL_SLOW, EXPORT, REPLAY = "Fail-slow episodes", "Export", "Replay with other settings"
 
 
