@@ -12,7 +12,7 @@ from dashboard.queries import overview as q
 from dashboard.queries import summary as summaries
 from engine.analysis.analytics import ettr_timeline
 from engine.analysis.run_summary import RunSummary
-from engine.report.palette import CATEGORY_COLOURS, HOST_STATE_LABELS, LOSS_COLOURS
+from engine.report.palette import CATEGORY_COLOURS, LOSS_COLOURS, state_colour
 from tests.runs import (
     DURATION_S,
     STARTED_AT,
@@ -37,15 +37,7 @@ def overview(**params) -> AppTest:
 
 
 def metrics(at: AppTest) -> dict[str, tuple[str, str | None]]:
-    """The headline figures (not the cards of hosts by state: state_cards)."""
-    return {
-        m.label: (m.value, m.delta or None) for m in at.metric if m.label not in HOST_STATE_LABELS.values()
-    }
-
-
-def state_cards(at: AppTest) -> dict[str, str]:
-    """What is down's cards of hosts by state: state in words -> hosts."""
-    return {m.label: m.value for m in at.metric if m.label in HOST_STATE_LABELS.values()}
+    return {m.label: (m.value, m.delta or None) for m in at.metric}
 
 
 def down_table(at: AppTest) -> pl.DataFrame:
@@ -383,17 +375,19 @@ def test_interruptions_by_cause_figure():
     assert list(fig.layout.yaxis.categoryarray) == ["GPU HBM3 memory", "Network switch/cable", "Faulty GPU"]
 
 
-def test_hosts_by_state_are_cards_at_the_moment_chosen(store_dir):
-    """A card a state, its name in words and its count, most first, no card for a state no host is in: cheap
-    to draw where a chart of a handful of bars cost the browser as much as any other chart (issue 28)."""
-    make_store(store_dir, small_run())
-    at = overview(t="60000")  # host 1 in repair, host 2 diagnosing
-    assert not at.exception
-    assert "**Hosts by state** at 2024-03-01 16:40 UTC (day 1 16:40)" in [m.value for m in at.markdown]
-    assert state_cards(at) == {"In repair": "1", "Diagnosing": "1", "Running a job": "2"}
-    at = overview()  # the end of the run: the states most first
-    assert list(state_cards(at).items()) == [("Running a job", "3"), ("In repair", "1")]
-    assert not [c for c in at.get("plotly_chart") if '"hosts"' in c.proto.spec]  # no chart of them
+def test_hosts_by_state_figure():
+    """A bar a state, its name in words on the axis and its count outside the bar: a state of 3 hosts among
+    60 reads as well as the biggest (the stacked bar squeezed "repair 3" into a rotated sliver)."""
+    fig = charts.hosts_by_state(pl.DataFrame({"state": ["running", "repair", "spare"], "hosts": [50, 3, 0]}))
+    (bars,) = fig.data
+    assert (list(bars.y), list(bars.x), list(bars.marker.color)) == (
+        ["Running a job", "In repair"],  # no bar for a state no host is in
+        [50, 3],
+        [state_colour("running"), state_colour("repair")],
+    )
+    assert (bars.orientation, bars.textposition, list(bars.text)) == ("h", "outside", ["50", "3"])
+    assert list(fig.layout.yaxis.categoryarray) == ["In repair", "Running a job"]  # the biggest on top
+    assert fig.layout.xaxis.range[1] > 50  # room for the count after the longest bar
 
 
 def test_causes_figure_is_titled_by_what_it_counts():

@@ -21,7 +21,7 @@ from engine.analysis.analytics import ettr_timeline
 from engine.analysis.definitions import definition
 from engine.analysis.run_summary import RunSummary
 from engine.ingest.watch import source_states
-from engine.report.palette import HOST_STATE_LABELS, cause_label
+from engine.report.palette import cause_label
 from engine.store import RunInfo
 from engine.store.run import start_known
 from engine.units import SECONDS_PER_DAY, SECONDS_PER_HOUR
@@ -335,25 +335,9 @@ def what_is_down(run: RunInfo, sizes: dict) -> None:
                 "xid": "XID",
             },
         )
-    hosts_by_state(q.state_counts_at(run.run_id, t_s, run.duration_s), when)
-
-
-def hosts_by_state(states: pl.DataFrame, when: str) -> None:
-    """How many hosts are in each state (columns state, hosts), most first: a card a state, as cheap to draw as
-    text (a chart of a handful of bars cost the browser as much as any other chart)."""
-    states = states.filter(pl.col("hosts") > 0)
-    if not states.height:
-        return
-    st.markdown(f"**Hosts by state** {when}")
-    PER_ROW = 6
-    rows = list(states.iter_rows(named=True))
-    for first in range(0, len(rows), PER_ROW):
-        for column, row in zip(st.columns(PER_ROW), rows[first : first + PER_ROW], strict=False):
-            column.metric(
-                md(HOST_STATE_LABELS.get(row["state"], row["state"])),
-                fmt_int(row["hosts"]),
-                help=f"Hosts in this state {when}",
-            )
+    states = q.state_counts_at(run.run_id, t_s, run.duration_s)
+    if states.height:
+        st.plotly_chart(charts.hosts_by_state(states), key="states_at")
 
 
 st.title("Overview")

@@ -1,5 +1,4 @@
-"""Overview figures: where the flagship job's time went, ETTR over time, interruptions by cause (the hosts in each
-state are cards on the page: dashboard/app_pages/overview.py).
+"""Overview figures: where the flagship job's time went, ETTR over time, interruptions by cause, host states.
 
 Pure functions, frames and numbers in, Plotly figures out, so they can be tested without Streamlit.
 """
@@ -16,11 +15,13 @@ from dashboard.text import plot
 from engine.analysis.definitions import definition
 from engine.report.palette import (
     CATEGORY_COLOURS,
+    HOST_STATE_LABELS,
     LOSS_COLOURS,
     LOSS_LABELS,
     OTHER_COLOUR,
     category_of,
     cause_label,
+    state_colour,
 )
 
 # A residual smaller than this share of wall-clock time is rounding, not a loss worth a bar of its own.
@@ -294,6 +295,38 @@ def stacked_bar(parts: list[BarPart], unit: str, x_title: str, value_format: str
         # Plotly lists stacked horizontal bars last first: the legend in the bars' order instead
         legend={"orientation": "h", "y": -0.9, "traceorder": "normal"},
     )
+    return fig
+
+
+def hosts_by_state(counts: pl.DataFrame) -> go.Figure:
+    """How many hosts are in each state (columns state, hosts): a bar a state, its name on the axis and its
+    count after the bar, so a state of 3 hosts among 60 is as readable as the biggest (a stacked bar squeezed
+    their labels into slivers)."""
+    frame = counts.filter(pl.col("hosts") > 0)
+    names = [plot(HOST_STATE_LABELS.get(s, s)) for s in frame["state"].to_list()]
+    fig = go.Figure(
+        go.Bar(
+            x=frame["hosts"].to_list(),
+            y=names,
+            orientation="h",
+            marker={"color": [state_colour(s) for s in frame["state"].to_list()]},
+            text=[f"{n:,}" for n in frame["hosts"].to_list()],
+            textposition="outside",
+            cliponaxis=False,
+            hovertemplate="%{y}: %{x:,} hosts<extra></extra>",
+            showlegend=False,
+        )
+    )
+    largest = frame["hosts"].max() if frame.height else 0
+    fig.update_layout(
+        height=60 + 30 * max(frame.height, 1),
+        margin={"l": 10, "r": 30, "t": 10, "b": 10},
+        xaxis_title="hosts",
+        # the states in the palette's order, top to bottom
+        yaxis={"categoryorder": "array", "categoryarray": names[::-1], "automargin": True},
+    )
+    _whole_number_ticks(fig.layout.xaxis, largest or 0)
+    fig.update_xaxes(range=[0, (largest or 1) * 1.1 + 0.5])  # room for the count after the longest bar
     return fig
 
 
