@@ -184,7 +184,7 @@ def test_counts_table_and_an_incident_from_the_url(store_dir):
     )
     # the drill-down, opened by the link without a click on its tab: the cable failure on host 6's rack
     # uplink, detected 10 minutes after it occurred
-    assert at.tabs[0].label == "Timeline" and at.session_state["tab"] == "One incident"
+    assert at.tabs[0].label == "By cost" and at.session_state["tab"] == "One incident"
     assert at.selectbox[0].value == 2
     assert (m["Cause"], m["Category"], m["Detected after"], m["Cost of the incident"]) == (
         "Network switch/cable",
@@ -427,33 +427,33 @@ def test_an_incident_never_repaired_and_a_run_without_a_scenario(store_dir):
 
 
 def test_a_section_is_drawn_only_once_its_tab_is_open(store_dir):
-    """Only the open tab is drawn (dashboard/lazy.py): the Timeline by default, another from ?tab=; the filters
-    and the figures they keep above the tabs, drawn whichever is open."""
+    """Only the open tab is drawn (dashboard/lazy.py): the table by cost by default, another from ?tab=; the
+    filters and the figures they keep above the tabs, drawn whichever is open."""
     run_id = stored_run(store_dir)
     at = open_page(PAGE, {"run": run_id, "planned": "unexpected"})
     assert not at.exception
     assert [t.label for t in at.tabs] == [
-        "Timeline",
         "By cost",
+        "Timeline",
         "By cause and day",
         "One incident",
         "Export",
         "Replay with other settings",
     ]  # no Fail-slow episodes tab: this run has no slowness (tests/test_page_incidents_fail_slow.py)
-    [timeline] = charts(at)  # the timeline only, of the incidents the filters keep
-    assert sum(len(trace["text"]) for trace in timeline["data"]) == 3  # a marker each: incidents 1, 2 and 4
-    assert not at.dataframe  # the tables wait for their tabs
+    assert cost_table(at)["incident_id"].tolist() == [1, 2, 4]  # the filters apply in the tab
+    assert not charts(at) and len(at.dataframe) == 1  # the charts and the other tables wait for their tabs
     assert not at.main.selectbox and not at.download_button and not at.button and not at.number_input
     assert metrics(at)["Interruptions"] == "1"  # the figures, above the tabs
-    at = open_page(PAGE, {"run": run_id, "planned": "unexpected", "tab": "By cause and day"})
-    assert not at.exception
+    at = open_page(PAGE, {"run": run_id, "planned": "unexpected", "tab": "Timeline"})
+    assert not at.exception and not at.dataframe  # the table waits
+    [timeline] = charts(at)  # the timeline only, of the incidents the filters keep
+    assert sum(len(trace["text"]) for trace in timeline["data"]) == 3  # a marker each: incidents 1, 2 and 4
+    assert at.query_params["tab"] == "Timeline" and metrics(at)["Interruptions"] == "1"
+    open_tab(at, "By cause and day")
     assert not any("jobs_hit" in d.value.columns for d in at.dataframe)  # the cost table waits
     by_cause = next(d.value for d in at.dataframe if "cause" in d.value.columns)
     assert by_cause["interruptions"].sum() == 1  # the filters apply here too
     assert len(charts(at)) == 2  # by cause, and by day
-    assert at.query_params["tab"] == "By cause and day" and metrics(at)["Interruptions"] == "1"
-    open_tab(at, "By cost")
-    assert cost_table(at)["incident_id"].tolist() == [1, 2, 4] and not charts(at)
 
 
 def test_a_click_on_a_timeline_marker_opens_its_incident():

@@ -3,11 +3,12 @@
 Filters (time window, cause, category, rack, job, planned or unexpected) narrow every part of the page through
 engine.analysis.incidents.filter_incidents, the function the exports use; the figures are counted as the Llama 3 paper
 counts them (engine.analysis.incidents.summary_counts). Under them, one row of tabs of which only the open one is
-drawn (dashboard/lazy.py: every chart and table costs the browser its time, hidden or not): a timeline sized by cost;
-a table sortable by cost; the figures by cause and by day; one incident's chain as a Gantt with its blast radius
-(opened at once by a click on the timeline or by ?incident=); the run's fail-slow episodes with what each cost
-(dashboard.incidents.fail_slow); downloads from engine.report.export.export_run_incidents (the code path of `goodput
-export incidents`); and "replay with other settings", which forks the run on the same failures.
+drawn (dashboard/lazy.py: every chart and table costs the browser its time, hidden or not): a table sortable by cost,
+open by default (drawn faster than the timeline's chart: bench/bench_pages.py); a timeline sized by cost; the figures
+by cause and by day; one incident's chain as a Gantt with its blast radius (opened at once by a click on the
+timeline or by ?incident=); the run's fail-slow episodes with what each cost (dashboard.incidents.fail_slow);
+downloads from engine.report.export.export_run_incidents (the code path of `goodput export incidents`); and "replay
+with other settings", which forks the run on the same failures.
 
 URL: ?tab= (the open tab's label), ?since=&until= (seconds from the run's start), ?causes=, ?categories=, ?racks=,
 ?jobs= (comma-separated), ?planned= (planned, unexpected), ?incident= (id), ?anon=1 and ?replay= (the forked run)
@@ -42,8 +43,8 @@ FORMATS = {"csv": "CSV", "json": "JSON", "parquet": "Parquet", "html": "HTML rep
 
 
 def page(run_id: str) -> None:
-    """The page, top to bottom: filters and the figures they keep, then one row of tabs: the timeline, the
-    table by cost, the figures by cause and by day, one incident's chain and blast radius, fail-slow episodes,
+    """The page, top to bottom: filters and the figures they keep, then one row of tabs: the table by cost,
+    the timeline, the figures by cause and by day, one incident's chain and blast radius, fail-slow episodes,
     exports, and the run replayed with other settings."""
     run = state.store().info(run_id)  # read again on every rerun: a live run grows between them
     everything = queries.incidents(run.run_id)
@@ -57,8 +58,8 @@ def page(run_id: str) -> None:
     figures = counted_section(run, everything, shown, window, flagship)
     exported = Export(filters, anonymised(run))
     sections = {
-        TIMELINE: lambda: timeline_section(run, shown),
         BY_COST: lambda: cost_section(run, shown),
+        TIMELINE: lambda: timeline_section(run, shown),
         BY_CAUSE: lambda: by_cause_section(run, shown, figures, window, flagship),
         ONE_INCIDENT: lambda: incident_section(run, everything, shown, exported),
         FAIL_SLOW: lambda: fail_slow_section(run),

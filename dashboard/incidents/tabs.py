@@ -7,7 +7,7 @@ import streamlit as st
 from dashboard import lazy
 from dashboard.charts import incidents as charts
 
-TIMELINE, BY_COST, BY_CAUSE, ONE_INCIDENT = "Timeline", "By cost", "By cause and day", "One incident"
+BY_COST, TIMELINE, BY_CAUSE, ONE_INCIDENT = "By cost", "Timeline", "By cause and day", "One incident"
 FAIL_SLOW, EXPORT, REPLAY = "Fail-slow episodes", "Export", "Replay with other settings"
 
 
