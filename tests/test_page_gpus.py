@@ -2,6 +2,7 @@
 lemons and repeat offenders, one GPU from ?gpu=, and the live refresh of a run still being scraped (the GPUs
 and Overview pages)."""
 
+import json
 import os
 import time
 
@@ -20,6 +21,18 @@ from engine.store import Store
 from engine.store.run import Run
 
 PAGE = "app_pages/gpus.py"
+XIDS, ECC, THROTTLED, LEMONS = (
+    "XID events",
+    "ECC errors",
+    "Throttled and slow GPUs",
+    "Lemons and repeat offenders",
+)
+
+
+def open_tab(at, label: str):
+    """Open the tab `label` under the health grid as a click would (only the open tab is drawn)."""
+    at.session_state["tab"] = label
+    return at.run()
 
 
 def metrics(at) -> dict[str, str]:
@@ -55,14 +68,33 @@ def test_health_lemons_xids_and_a_gpu_from_the_url(store_dir):
         if known is not None:
             assert m.proto.help == known.help, m.label
     assert {m.label for m in at.metric} <= {d.label for d in DEFINITIONS.values()}
-    assert [s.value for s in at.subheader] == [
-        "Health",
-        "XID events by code",
-        "ECC errors",
-        "Throttled and slow GPUs",
-        "Lemons and repeat offenders",
-        "One GPU",
-    ]
+    assert [s.value for s in at.subheader] == ["Health", "One GPU"]
+    assert at.session_state["tab"] == XIDS  # the first tab is open by default
+    markdown = [m.value for m in at.markdown]
+    captions = [c.value for c in at.caption]
+    assert shown["XID events"] == "3"
+    # the XIDs counted per 1 h window (a day's run)
+    assert any(c.startswith("Every XID event counted per 1 h window") for c in captions)
+    # the drill-down, drawn below the tabs without a click: ?gpu= chose it
+    assert at.number_input[0].value == 3
+    assert any(m.startswith("**GPU 3**: index 1 of host host-001 (rack 0)") for m in markdown)
+    assert "**Events** (5)" in markdown  # 2 incidents + 3 XID events
+    events = at.dataframe[0].value
+    assert (
+        events["time"].tolist()[:2] == ["2024-03-01 05:33 UTC"] * 2 and "from_start_s" not in events.columns
+    )
+    assert (
+        events["what"].tolist()[0] == "Faulty GPU"
+        and events["xid"].tolist()[0] == "79 GPU_HAS_FALLEN_OFF_THE_BUS"
+    )
+    # 96 samples over 85,500 s in buckets of 85,500 / 500 = 171 s: one sample a bucket, nothing averaged
+    assert "96 samples, each drawn as read." in captions
+    # no ECC error in this run
+    open_tab(at, ECC)
+    assert "No GPU of this run reported an ECC error." in [i.value for i in at.info]
+    open_tab(at, LEMONS)
+    assert not at.exception
+    shown = metrics(at)
     markdown = [m.value for m in at.markdown]
     captions = [c.value for c in at.caption]
     # host 1 failed twice (faulty_gpu at 20,000 s, gpu_hbm3 at 70,000 s): with repair.lemon_failures = 2 in
@@ -76,6 +108,9 @@ def test_health_lemons_xids_and_a_gpu_from_the_url(store_dir):
     assert shown["Lemon hosts pulled"] == "–" and any("no count of lemon hosts pulled" in c for c in captions)
     assert shown["Hosts with repeat incidents"] == "1" and shown["GPUs with repeat incidents"] == "1"
     assert "**Hosts with repeat incidents** (the worst 50 first)" in markdown
+    # every figure of the tab is named and explained by its definition too
+    for m in at.metric:
+        assert by_label(m.label) is not None and m.proto.help == by_label(m.label).help, m.label
     # the expander of incidents per host and per GPU is drawn only once opened (dashboard/lazy.py)
     assert len(at.dataframe) == 4
     at.session_state["gpus_incidents_per_host_and_gpu"] = True
@@ -92,24 +127,43 @@ def test_health_lemons_xids_and_a_gpu_from_the_url(store_dir):
         ["Faulty GPU", "GPU HBM3 memory"],
         ["Network switch/cable"],
     ]
-    assert shown["XID events"] == "3"
-    # the XIDs counted per 1 h window (a day's run); no ECC error in this run
-    assert any(c.startswith("Every XID event counted per 1 h window") for c in captions)
-    assert "No GPU of this run reported an ECC error." in [i.value for i in at.info]
-    # the drill-down
-    assert at.number_input[0].value == 3
-    assert any(m.startswith("**GPU 3**: index 1 of host host-001 (rack 0)") for m in markdown)
-    assert "**Events** (5)" in markdown  # 2 incidents + 3 XID events
-    events = at.dataframe[5].value
-    assert (
-        events["time"].tolist()[:2] == ["2024-03-01 05:33 UTC"] * 2 and "from_start_s" not in events.columns
-    )
-    assert (
-        events["what"].tolist()[0] == "Faulty GPU"
-        and events["xid"].tolist()[0] == "79 GPU_HAS_FALLEN_OFF_THE_BUS"
-    )
-    # 96 samples over 85,500 s in buckets of 85,500 / 500 = 171 s: one sample a bucket, nothing averaged
-    assert "96 samples, each drawn as read." in captions
+    assert at.dataframe[5].value["what"].tolist()[0] == "Faulty GPU"  # GPU 3 still shown below the tabs
+
+
+def chart_titles(at) -> list[str]:
+    """The Plotly charts on the page, each by the names of its traces (the grid: its legend of states)."""
+    return [
+        ",".join(str(t.get("name", "")) for t in json.loads(c.proto.spec)["data"])
+        for c in at.get("plotly_chart")
+    ]
+
+
+def test_only_the_open_tab_is_drawn_and_the_url_opens_one(store_dir):
+    """The sections under the grid cost a 24k-GPU page seconds in the browser: only the open tab's charts and
+    tables are sent; ?tab= opens one from a link."""
+    run_id = stored_run(store_dir, ecc_run())
+    at = open_page(PAGE, {"run": run_id})
+    assert not at.exception
+    assert [t.label for t in at.tabs] == [XIDS, ECC, THROTTLED, LEMONS]
+    drawn = chart_titles(at)
+    assert len(drawn) == 3  # the grid and the XID tab's two charts
+    assert "GPUs with ECC errors" not in metrics(at) and "Hosts meeting the lemon rule" not in metrics(at)
+    assert not any("ecc_dbe" in d.value.columns for d in at.dataframe)
+    # a click on the ECC tab draws it alone
+    open_tab(at, ECC)
+    assert not at.exception
+    assert metrics(at)["GPUs with ECC errors"] == "2" and "XID events" not in metrics(at)
+    assert len(chart_titles(at)) == 2  # the grid and the ECC trend
+    assert any("ecc_dbe" in d.value.columns for d in at.dataframe)
+    # a link opens a tab
+    at = open_page(PAGE, {"run": run_id, "tab": LEMONS})
+    assert not at.exception and at.session_state["tab"] == LEMONS
+    assert "GPUs with ECC errors" not in metrics(at) and "XID events" not in metrics(at)
+    assert metrics(at)["Hosts meeting the lemon rule"] == "0"
+    assert len(chart_titles(at)) == 2  # the grid and the offenders' history
+    # one GPU shows below whichever tab is open, without a click
+    at = open_page(PAGE, {"run": run_id, "tab": THROTTLED, "gpu": "3"})
+    assert not at.exception and "**Events** (5)" in [m.value for m in at.markdown]
 
 
 def test_filters_from_the_url_pick_gpus_out_of_the_grid(store_dir):
@@ -138,7 +192,7 @@ def test_choosing_filters_and_a_gpu_writes_them_to_the_url(store_dir):
     run_id = stored_run(store_dir)
     at = open_page(PAGE, {"run": run_id})
     assert not at.exception and "gpu" not in at.query_params and "state" not in at.query_params
-    assert any("worst repeat offender is GPU 3" in c.value for c in at.caption)
+    assert any("worst repeat offender is GPU 3" in c.value for c in open_tab(at, LEMONS).caption)
     # at the run's end host 1 is in repair again; its GPU 3 shows `failed` (its HBM incident is not repaired)
     at.multiselect[0].set_value(["repair"]).run()
     assert at.query_params["state"] == "repair" and matched(at) == [2]
@@ -262,7 +316,7 @@ def test_ecc_trends_of_the_gpus_with_errors(store_dir):
     ]
     trend = queries.ecc_trend(run_id, [3], 43200.0)
     assert trend.rows() == [(3, 0.0, 47, 0), (3, 43200.0, 95, 1)]  # the largest count in each half day
-    at = open_page(PAGE, {"run": run_id})
+    at = open_page(PAGE, {"run": run_id, "tab": ECC})
     assert not at.exception
     assert metrics(at)["GPUs with ECC errors"] == "2"
     assert any(c.value.startswith("The 2 GPUs with the most ECC errors") for c in at.caption)
@@ -277,6 +331,7 @@ def test_an_ingested_run_without_incidents_or_states(store_dir):
     at = open_page(PAGE, {"run": run_id, "gpu": "3"})
     assert not at.exception
     assert metrics(at)["Failed GPUs"] == "0"
+    open_tab(at, LEMONS)
     assert any("No host or GPU failed more than once" in i.value for i in at.info)
     assert metrics(at)["Hosts meeting the lemon rule"] == "0"
     # no host states recorded: out of service and training are not known, not 0

@@ -63,7 +63,9 @@ def test_a_kernel_log_of_seconds_shows_counts_and_its_span_not_rates(kernel_log_
     assert slider.proto.step == 1_000_000  # microseconds: one second
     # the fatal XID 79 failed GPU 0 and took its host (both GPUs) down until the end of the log
     assert (shown["Failed GPUs"], shown["GPUs out of service"], shown["GPUs training"]) == ("1", "2", "0")
-    assert "This run spans 40 s, less than the rule's window" in text
+    # the lemon rule's tab says why no host can meet it
+    at.session_state["tab"] = "Lemons and repeat offenders"
+    assert "This run spans 40 s, less than the rule's window" in page_text(at.run())
 
 
 def test_the_charts_of_that_log_take_codes_as_categories(kernel_log_run, store_dir):

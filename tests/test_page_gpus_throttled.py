@@ -18,6 +18,7 @@ from engine.telemetry.clocks import REASON_BITS, reasons_of
 from tests.test_store_older_files import older_file
 
 PAGE = "app_pages/gpus.py"
+TAB = "Throttled and slow GPUs"  # the section's tab under the health grid: only the open tab is drawn
 STARTED = datetime(2024, 12, 2, 11, tzinfo=UTC)
 STEP, SAMPLES = 600.0, 10  # a sample every 10 minutes: 0 .. 5,400 s
 DURATION = STEP * SAMPLES
@@ -166,9 +167,9 @@ def metrics(at) -> dict[str, str]:
 
 def test_the_section_on_the_page(store_dir):
     run_id = stored_run(store_dir, throttled_run())
-    at = open_page(PAGE, {"run": run_id})
+    at = open_page(PAGE, {"run": run_id, "tab": TAB})
     assert not at.exception
-    assert "Throttled and slow GPUs" in [s.value for s in at.subheader]
+    assert at.session_state["tab"] == TAB
     shown = metrics(at)
     assert (
         shown["Throttled GPUs"] == "2"
@@ -191,7 +192,7 @@ def test_the_section_on_the_page(store_dir):
 def test_a_run_without_clock_readings_says_so(store_dir):
     run_id = stored_run(store_dir, sparse_run())  # samples of temperature and power only
     assert queries.throttled_gpus(run_id, 86400.0).is_empty()
-    at = open_page(PAGE, {"run": run_id})
+    at = open_page(PAGE, {"run": run_id, "tab": TAB})
     assert not at.exception
     assert NO_CLOCKS in [i.value for i in at.info]
     assert "Throttled GPUs" not in metrics(at)
@@ -207,7 +208,7 @@ def test_an_older_file_without_the_columns_or_the_episodes(store_dir):
     assert queries.throttled_gpus(run_id, 60.0).is_empty()
     assert queries.coverage(run_id) == {"clock_samples": 0, "counter_samples": 0}
     assert queries.reasons_seen(run_id) == 0
-    at = open_page(PAGE, {"run": run_id})
+    at = open_page(PAGE, {"run": run_id, "tab": TAB})
     assert not at.exception and NO_CLOCKS in [i.value for i in at.info]
 
 
@@ -220,7 +221,7 @@ def test_a_run_where_no_gpu_throttled_says_that(store_dir):
         "thermal reason set (the only reasons seen: idle)."
     )
     assert nothing_throttled(run_id, queries.coverage(run_id)["clock_samples"]) == sentence
-    at = open_page(PAGE, {"run": run_id})
+    at = open_page(PAGE, {"run": run_id, "tab": TAB})
     assert not at.exception
     assert sentence in [i.value for i in at.info]
     assert NO_CLOCKS not in [i.value for i in at.info]
@@ -245,7 +246,7 @@ def test_a_watched_run_of_clock_events_gives_no_share_of_samples(store_dir):
         "thermal_violation",
     ]
     assert "no share of samples is given" in table_caption(2, episodes=False, events=True)
-    at = open_page(PAGE, {"run": run_id})
+    at = open_page(PAGE, {"run": run_id, "tab": TAB})
     assert not at.exception
     shown_metrics = metrics(at)
     assert shown_metrics["Throttled GPUs"] == "2" and "Throttled samples" not in shown_metrics

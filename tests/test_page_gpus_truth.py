@@ -18,6 +18,7 @@ from engine.store import Store
 from engine.store.run import Run
 
 PAGE = "app_pages/gpus.py"
+TAB = "Lemons and repeat offenders"  # the section's tab under the health grid: only the open tab is drawn
 SECTION = "**The lemon rule against the simulator's ground truth**"
 # The rule of these runs: 2 repair-sending incidents within 6 hours (pages_run lasts one day)
 RULE_SETS = ("repair.lemon_failures=2", "repair.lemon_window=6h")
@@ -88,7 +89,7 @@ def truth_metrics(at) -> dict[str, str]:
 
 def test_the_rule_is_scored_against_the_ground_truth(store_dir):
     run_id = stored_run(store_dir, truth_run())
-    at = open_page(PAGE, {"run": run_id})
+    at = open_page(PAGE, {"run": run_id, "tab": TAB})
     assert not at.exception
     markdown = [m.value for m in at.markdown]
     assert (
@@ -155,7 +156,7 @@ def test_the_chart_shows_each_group_as_shares_with_the_threshold_marked():
 
 def test_a_run_without_a_bad_host_counts_every_flag_as_a_false_alarm(store_dir):
     run_id = stored_run(store_dir, truth_run(bad_hosts=()))
-    at = open_page(PAGE, {"run": run_id})
+    at = open_page(PAGE, {"run": run_id, "tab": TAB})
     assert not at.exception
     assert (
         "**The lemon rule against the simulator's ground truth:** flagged 2 hosts, 0 of them bad (precision 0.0%), "
@@ -185,7 +186,7 @@ def test_an_older_file_without_the_column_says_it_has_no_ground_truth(store_dir)
     with duckdb.connect(str(Store(store_dir).path_of(run_id))) as con:  # as written before hosts.bad existed
         con.execute("ALTER TABLE hosts DROP COLUMN bad")
     assert queries.ground_truth(run_id) is None
-    at = open_page(PAGE, {"run": run_id})
+    at = open_page(PAGE, {"run": run_id, "tab": TAB})
     assert no_truth_shown(at) == (
         "This run has no ground truth of bad hosts, so the lemon rule cannot be scored: it was written before "
         "simulated runs recorded which hosts the simulator drew bad."
@@ -197,7 +198,7 @@ def test_an_older_file_without_the_column_says_it_has_no_ground_truth(store_dir)
 def test_an_observed_run_says_nobody_knows_its_bad_hosts(store_dir):
     run_id = stored_run(store_dir, sparse_run())  # an ingested run: hosts.bad stays NULL
     assert queries.ground_truth(run_id) is None
-    assert no_truth_shown(open_page(PAGE, {"run": run_id})).endswith(
+    assert no_truth_shown(open_page(PAGE, {"run": run_id, "tab": TAB})).endswith(
         "it was observed (replayed or ingested), and nobody knows which of its hosts are systematically bad."
     )
 
@@ -207,14 +208,14 @@ def test_a_truth_with_holes_is_no_truth(store_dir):
     bad[3] = None
     run_id = stored_run(store_dir, with_truth(truth_run(), bad))
     assert queries.ground_truth(run_id) is None
-    no_truth_shown(open_page(PAGE, {"run": run_id}))
+    no_truth_shown(open_page(PAGE, {"run": run_id, "tab": TAB}))
 
 
 def test_a_replay_is_not_scored_whatever_hosts_it_marks_bad(store_dir):
     # a replay feeds recorded failures into the simulator: the hosts it draws bad did not cause them
     run_id = stored_run(store_dir, replace(truth_run(), kind="replay", run_id=""))
     assert queries.ground_truth(run_id) is not None  # the column is filled, yet the page does not score it
-    assert no_truth_shown(open_page(PAGE, {"run": run_id})).endswith(
+    assert no_truth_shown(open_page(PAGE, {"run": run_id, "tab": TAB})).endswith(
         "it was observed (replayed or ingested), and nobody knows which of its hosts are systematically bad."
     )
 

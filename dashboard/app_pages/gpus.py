@@ -1,9 +1,12 @@
-"""GPUs: the health grid of every GPU at time t (filters by state, incident cause and XID), XID events over time,
-ECC trends, the throttled and slow GPUs with their reasons, the lemons and repeat offenders (the lemon rule
-scored against the simulator's ground truth where the run has one), and one GPU's telemetry and events.
+"""GPUs: the health grid of every GPU at time t (filters by state, incident cause and XID) at once; under it a row
+of tabs, only the open one drawn (dashboard/lazy.py: a 24k-GPU run's charts cost the browser seconds): XID events
+over time, ECC trends, the throttled and slow GPUs with their reasons, the lemons and repeat offenders (the lemon
+rule scored against the simulator's ground truth where the run has one); below them one GPU's telemetry and
+events, drawn once a GPU is chosen.
 
-URL: ?t= (seconds since the run's start), ?state=, ?cause=, ?xid= (comma-separated) and ?gpu= (GPU id)
-reproduce the view. While a live-ingest run is selected the page reruns itself as scrapes arrive.
+URL: ?t= (seconds since the run's start), ?state=, ?cause=, ?xid= (comma-separated), ?tab= (the open tab's label)
+and ?gpu= (GPU id) reproduce the view. While a live-ingest run is selected the page reruns itself as scrapes
+arrive.
 """
 
 from collections.abc import Callable
@@ -34,6 +37,11 @@ ECC_GPUS = 10  # GPUs drawn in the ECC trends
 ECC_POINTS = 200  # buckets of the ECC trends
 MATCH_ROWS = 500  # rows of the table of GPUs that pass the filters
 FEW_WINDOWS = 10  # fewer XID windows than this over the run: draw each event instead of counts per window
+# the tabs under the health grid, as ?tab= names them; the first is open by default
+XID_TAB = "XID events"
+ECC_TAB = "ECC errors"
+THROTTLED_TAB = "Throttled and slow GPUs"
+LEMONS_TAB = "Lemons and repeat offenders"
 
 
 def time_slider(run: RunInfo) -> float:
@@ -153,7 +161,6 @@ def health_filters(run: RunInfo) -> tuple[list[str], list[str], list[int]]:
 
 
 def xid_section(run: RunInfo) -> None:
-    st.subheader("XID events by code")
     totals = queries.xid_counts(run.run_id)
     if totals.is_empty():
         st.info("This run recorded no XID events.")
@@ -185,9 +192,8 @@ def xid_section(run: RunInfo) -> None:
     st.plotly_chart(charts.xid_counts(totals), width="stretch")
 
 
-def ecc_section(run: RunInfo, ecc_top: Callable[[], pl.DataFrame]) -> None:
-    st.subheader("ECC errors")
-    top = ecc_top()
+def ecc_section(run: RunInfo) -> None:
+    top = queries.ecc_top(run.run_id, ECC_GPUS)
     if top.is_empty():
         st.info("No GPU of this run reported an ECC error.")
         return
@@ -323,16 +329,24 @@ def page(run_id: str) -> None:
     live_every = state.live_refresh_s(run)
     if live_every:
         st.caption(state.live_note(run, live_every))
-    # the two scans of the samples (ECC here, the grid's temperatures in `health`) start first and run while
-    # the rest of the page is drawn
-    ecc_top = queries.ecc_top_later(run.run_id, ECC_GPUS)
     fleet_section(run)
-    draw_grid = health(run)
-    xid_section(run)
-    ecc_section(run, ecc_top)
-    throttled_section(run)
-    click = lemon_section(run)
-    one_gpu(run, click)
+    draw_grid = health(run)  # its samples' scan runs while the tabs and the one GPU are drawn
+    clicked: dict[str, int | None] = {}
+
+    def lemons() -> None:
+        clicked["gpu"] = lemon_section(run)
+
+    # what an operator needs at a glance (the health grid, its counts and filters) is drawn at once; each of
+    # the rest only once its tab is opened
+    lazy.tabs(
+        {
+            XID_TAB: lambda: xid_section(run),
+            ECC_TAB: lambda: ecc_section(run),
+            THROTTLED_TAB: lambda: throttled_section(run),
+            LEMONS_TAB: lemons,
+        }
+    )
+    one_gpu(run, clicked.get("gpu"))
     if draw_grid is not None:
         draw_grid()
 

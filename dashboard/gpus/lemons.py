@@ -19,7 +19,6 @@ TRUTH_TITLE = "The lemon rule against the simulator's ground truth"
 
 def lemon_section(run: RunInfo) -> int | None:
     """The lemons and repeat offenders; returns a GPU clicked in the offenders' history, if any."""
-    st.subheader("Lemons and repeat offenders")
     failures, window = queries.repair_rule(run.scenario)
     lemons = queries.lemons(run.run_id, failures, window)
     cluster = RunSummary.from_json(run.summary).cluster

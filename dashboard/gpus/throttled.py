@@ -58,7 +58,6 @@ def shown(gpus: pl.DataFrame, counters: bool, episodes: bool, events: bool = Fal
 
 
 def throttled_section(run: RunInfo) -> None:
-    st.subheader("Throttled and slow GPUs")
     seen = queries.coverage(run.run_id)
     gpus = queries.throttled_gpus(run.run_id, run.duration_s)
     clocks = seen["clock_samples"] > 0 or seen["counter_samples"] > 0

@@ -359,11 +359,6 @@ def ecc_top(run_id: str, n: int = 10) -> pl.DataFrame:
     return state.query(run_id, ECC_TOP_SQL, (n,))
 
 
-def ecc_top_later(run_id: str, n: int = 10) -> Callable[[], pl.DataFrame]:
-    """`ecc_top` on a thread of its own (state.query_in_background): returns what waits for its frame."""
-    return state.query_in_background(run_id, ECC_TOP_SQL, (n,))
-
-
 ECC_TOP_SQL = """
         WITH ecc AS (
             SELECT gpu_id, max(ecc_dbe) AS ecc_dbe, max(ecc_sbe) AS ecc_sbe, min(t_s) AS first_s,
