@@ -1,5 +1,6 @@
 """Overview page: headline figures, charts (plain functions), what is down at ?t=, runs lacking a summary."""
 
+import json
 from datetime import datetime
 from pathlib import Path
 
@@ -336,6 +337,33 @@ def test_waterfall_shows_what_the_losses_do_not_explain():
 def test_axis_floor():
     assert charts.axis_floor(62913.0, 1588.0) == 59000.0
     assert charts.axis_floor(50.0, 50.0) == 0.0  # big losses: from zero
+
+
+def test_where_the_time_went_draws_only_its_open_tab(store_dir):
+    """The losses' waterfall by default; ETTR over time only once its tab is open (dashboard/lazy.py), from
+    ?tab= as from a click; the headline and what is down above, drawn whichever is open."""
+    make_store(store_dir, small_run())
+    at = overview()
+    assert not at.exception
+    assert [t.label for t in at.tabs] == ["Losses", "ETTR over time"]
+
+    def titles(at: AppTest) -> list[str]:
+        """The titled charts' titles (the hosts by state have none)."""
+        layouts = [json.loads(c.proto.spec)["layout"] for c in at.get("plotly_chart")]
+        return [layout["title"]["text"] for layout in layouts if "title" in layout]
+
+    assert [t.split("<br>")[0] for t in titles(at)] == [
+        "Flagship job: wall-clock to productive GPU-hours",
+        "Interruptions by cause",
+    ]
+    at = overview(tab="ETTR over time")
+    assert not at.exception
+    assert titles(at) == ["ETTR over time", "Interruptions by cause"]
+    assert any(c.value.startswith("Bars: ETTR in each ") for c in at.caption)
+    assert metrics(at)["ETTR (goodput)"][0] == "88.2%" and down_table(at).height == 1
+    at.session_state["tab"] = at.query_params["tab"] = "Losses"
+    at.run()
+    assert titles(at)[0].startswith("Flagship job")
 
 
 def test_ettr_over_time_figure():

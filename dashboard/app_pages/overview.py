@@ -1,7 +1,9 @@
 """Overview: the page people open.
 
 The selected run's goodput (ETTR) and what it lost, how ETTR moved over the run, what interrupted the flagship
-job, and which hosts are down at a chosen time (the end of the run unless ?t= in the URL says otherwise).
+job, and which hosts are down at a chosen time (the end of the run unless ?t= in the URL says otherwise). The
+losses' waterfall and ETTR over time are two tabs of which only the open one is drawn (?tab=Losses, the default,
+or ?tab=ETTR over time).
 Runs without a simulator summary (replayed or ingested) show what their tables allow.
 """
 
@@ -10,7 +12,7 @@ from datetime import timedelta
 import polars as pl
 import streamlit as st
 
-from dashboard import state, table_view
+from dashboard import lazy, state, table_view
 from dashboard.charts import overview as charts
 from dashboard.format import fmt_duration, fmt_gpu_hours, fmt_hours, fmt_int, fmt_pct, fmt_run_time, fmt_time
 from dashboard.queries import overview as q
@@ -27,6 +29,9 @@ from engine.store.run import start_known
 from engine.units import SECONDS_PER_DAY, SECONDS_PER_HOUR
 
 TIME_PARAM = "t"
+# the tabs of where the flagship job's time went (?tab=)
+LOSSES_TAB = "Losses"
+ETTR_TAB = "ETTR over time"
 OBSERVED_JOBS_SHOWN = 20  # rows of a watched cluster's jobs that lost the most (the count says how many did)
 
 
@@ -132,39 +137,53 @@ def headline_section(run: RunInfo, summary: RunSummary, timeline: pl.DataFrame |
 def losses_section(
     run: RunInfo, summary: RunSummary, flagship: dict | None, timeline: pl.DataFrame | None
 ) -> None:
-    """Where the flagship job's time went: the waterfall of its losses beside its ETTR over time."""
+    """Where the flagship job's time went: the waterfall of its losses, and its ETTR over time, in two lazy tabs
+    (dashboard/lazy.py: the ETTR chart alone cost the page about 0.45 s in the browser, bench/bench_pages.py)."""
     losses = summaries.losses_from_summary(summary)
     if losses or timeline is not None:
         st.subheader("Where the flagship job's time went")
-        left, right = st.columns(2)
-        with left:
-            ettr = summary.figure("ettr")
-            job_gpus = (summary.job.gpus if summary.job else None) or (flagship["gpus"] if flagship else None)
-            if losses and job_gpus:
-                start_s = flagship["start_s"] if flagship and flagship["start_s"] is not None else 0.0
-                wall = job_gpus * (run.duration_s - start_s) / SECONDS_PER_HOUR
-                st.plotly_chart(
-                    charts.goodput_waterfall(wall, losses, wall * ettr if ettr is not None else None),
-                    key="waterfall",
-                )
-            else:
-                st.info("The summary of this run has no loss breakdown.")
-        with right:
-            if timeline is not None:
-                marks = q.interruptions(run.run_id, flagship["job_id"])
-                st.plotly_chart(
-                    charts.ettr_over_time(
-                        timeline, run.started_at, marks, summary.figure("closed_form_ettr")
-                    ),
-                    key="ettr_time",
-                )
-                st.caption(
-                    f"Bars: ETTR in each {fmt_duration(q.timeline_bucket(run.duration_s))} bucket; "
-                    "line: ETTR from the job's start; strip below: the flagship job's interruptions in each "
-                    "bucket, by category."
-                )
-            else:
-                st.info("This run has no attempts of a flagship job to draw ETTR over time from.")
+        lazy.tabs(
+            {
+                LOSSES_TAB: lambda: waterfall(run, summary, flagship, losses),
+                ETTR_TAB: lambda: ettr_over_time(run, summary, flagship, timeline),
+            }
+        )
+
+
+def waterfall(run: RunInfo, summary: RunSummary, flagship: dict | None, losses: dict) -> None:
+    """The flagship job's wall-clock GPU-hours, each loss taken away in turn, down to the productive ones."""
+    ettr = summary.figure("ettr")
+    job_gpus = (summary.job.gpus if summary.job else None) or (flagship["gpus"] if flagship else None)
+    if losses and job_gpus:
+        start_s = flagship["start_s"] if flagship and flagship["start_s"] is not None else 0.0
+        wall = job_gpus * (run.duration_s - start_s) / SECONDS_PER_HOUR
+        st.plotly_chart(
+            charts.goodput_waterfall(wall, losses, wall * ettr if ettr is not None else None),
+            key="waterfall",
+            width="stretch",
+        )
+    else:
+        st.info("The summary of this run has no loss breakdown.")
+
+
+def ettr_over_time(
+    run: RunInfo, summary: RunSummary, flagship: dict | None, timeline: pl.DataFrame | None
+) -> None:
+    """The flagship job's ETTR in each bucket and since its start, its interruptions in a strip under it."""
+    if timeline is None:
+        st.info("This run has no attempts of a flagship job to draw ETTR over time from.")
+        return
+    marks = q.interruptions(run.run_id, flagship["job_id"])
+    st.plotly_chart(
+        charts.ettr_over_time(timeline, run.started_at, marks, summary.figure("closed_form_ettr")),
+        key="ettr_time",
+        width="stretch",
+    )
+    st.caption(
+        f"Bars: ETTR in each {fmt_duration(q.timeline_bucket(run.duration_s))} bucket; "
+        "line: ETTR from the job's start; strip below: the flagship job's interruptions in each "
+        "bucket, by category."
+    )
 
 
 # ----- interruptions by cause -------------------------------------------------------------------------------
