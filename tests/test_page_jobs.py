@@ -1,5 +1,6 @@
 """Jobs page: counts, the capped Gantt, filters and the time window kept in the URL, one job's attempts, hosts
-and waits from ?job=, the queue and utilisation of a window, the exports."""
+and waits from ?job=, the queue and utilisation of a window (each in its lazy tab, drawn only once open), the
+exports."""
 
 import json
 import os
@@ -19,6 +20,16 @@ from engine.replay.run import replay, settings_from
 from engine.store import Store
 
 PAGE = "app_pages/jobs.py"
+QUEUE = "Queue and waits"  # the tabs under the Gantt (dashboard/app_pages/jobs.py), ?tab=LABEL
+GPUS = "GPU allocation"
+
+
+def open_tab(at, label: str):
+    """Open the tab `label` as a click would, and rerun (the URL's ?tab= follows the widget; a page opened
+    from a ?tab= link holds it there too)."""
+    at.session_state["tab"] = label
+    at.query_params.pop("tab", None)
+    return at.run()
 
 
 def job_box(at):
@@ -123,7 +134,7 @@ def test_every_change_counts_and_the_chosen_job_survives_the_filters(store_dir):
 
 def test_window_from_the_url_narrows_waits_reasons_and_utilisation(store_dir):
     run_id = Store(store_dir).write_run(queue_run())
-    at = open_page(PAGE, {"run": run_id, "from": "240", "to": "720"})
+    at = open_page(PAGE, {"run": run_id, "from": "240", "to": "720", "tab": QUEUE})
     assert not at.exception
     origin = STARTED.replace(tzinfo=None)
     assert at.slider[0].value == (origin + timedelta(seconds=240), origin + timedelta(seconds=720))
@@ -134,16 +145,18 @@ def test_window_from_the_url_narrows_waits_reasons_and_utilisation(store_dir):
         m["Wait before start, median (window)"],
         m["Wait before start, 95th percentile (window)"],
     ) == ("1", "5 min", "5 min")
-    # busy GPU-s: A 360 x 4 + B 200 x 2 + B 20 x 2 + D 480 x 0.5 = 2,120 of 480 s x 10 GPUs; h1 down 200 s x 4
-    assert (m["Mean GPUs allocated (window)"], m["Mean GPUs out of service (window)"]) == ("44.2%", "16.7%")
     # why they waited: the table's jobs A, B, C (D did not wait), as the table's "Why it waited" says
     assert m["Jobs that waited"] == "3"
     assert any(
-        c.value == "Of the 4 jobs in the table below (its window and filters), each under the reason it "
-        "waited longest for: No free capacity: 2 · Higher-priority jobs first: 1."
+        c.value
+        == "Of the 4 jobs in the table (Jobs in the window: the window and filters above), each under "
+        "the reason it waited longest for: No free capacity: 2 · Higher-priority jobs first: 1."
         for c in at.caption
     )
-    table = at.dataframe[0].value
+    m = metrics(open_tab(at, GPUS))
+    # busy GPU-s: A 360 x 4 + B 200 x 2 + B 20 x 2 + D 480 x 0.5 = 2,120 of 480 s x 10 GPUs; h1 down 200 s x 4
+    assert (m["Mean GPUs allocated (window)"], m["Mean GPUs out of service (window)"]) == ("44.2%", "16.7%")
+    table = open_tab(at, "Jobs in the window").dataframe[0].value
     assert table["job_id"].tolist() == ["A", "B", "D", "C"]
     assert table["why_it_waited"].fillna("").tolist() == [
         "Higher-priority jobs first",
@@ -154,7 +167,7 @@ def test_window_from_the_url_narrows_waits_reasons_and_utilisation(store_dir):
     assert at.query_params["from"] == "240" and at.query_params["to"] == "720"
     at.slider[0].set_value((origin, origin + timedelta(seconds=1000))).run()  # the whole run: a clean URL
     assert not at.exception and "from" not in at.query_params and "to" not in at.query_params
-    assert metrics(at)["Jobs started (window)"] == "3"
+    assert metrics(open_tab(at, QUEUE))["Jobs started (window)"] == "3"
 
 
 def test_window_drops_jobs_that_ended_before_it(store_dir):
@@ -194,19 +207,52 @@ def test_the_table_downloads_as_csv_and_parquet(store_dir):
 
 def test_waits_without_recorded_reasons_count_as_not_recorded(store_dir):
     run_id = stored_run(store_dir)  # no wait_reason: j-r1 and j-r2 waited, j-r3 never started
-    at = open_page(PAGE, {"run": run_id})
+    at = open_page(PAGE, {"run": run_id, "tab": QUEUE})
     assert not at.exception
     assert metrics(at)["Jobs that waited"] == "3" and metrics(at)["Jobs started (window)"] == "3"
     assert any(c.value.endswith("waited longest for: Reason not recorded: 3.") for c in at.caption)
-    at = open_page(PAGE, {"run": run_id, "states": "completed"})  # the chart follows the table's filters
-    assert metrics(at)["Jobs that waited"] == "2" and len(at.dataframe[0].value) == 2
+    at = open_page(
+        PAGE, {"run": run_id, "states": "completed", "tab": QUEUE}
+    )  # it follows the table's filters
+    assert metrics(at)["Jobs that waited"] == "2"
+    assert len(open_tab(at, "Jobs in the window").dataframe[0].value) == 2
 
 
 def test_a_run_where_no_job_waited(store_dir):
     run_id = stored_run(store_dir)
-    at = open_page(PAGE, {"run": run_id, "kinds": "flagship"})
+    at = open_page(PAGE, {"run": run_id, "kinds": "flagship", "tab": QUEUE})
     assert not at.exception and metrics(at)["Jobs that waited"] == "0"
-    assert any(i.value == "No job in the table below waited." for i in at.info)
+    assert any(i.value == "No job in the table (Jobs in the window) waited." for i in at.info)
+
+
+def chart_keys(at) -> list[str]:
+    """The page's Plotly charts by key, in order (the Gantt's key is jobs_gantt:RUN_ID)."""
+    keys = ("jobs_gantt", "jobs_queue", "jobs_waits", "jobs_reasons", "jobs_util")
+    return [next(k for k in keys if k in str(c.proto.id)) for c in at.get("plotly_chart")]
+
+
+def test_only_the_open_tab_is_drawn_and_the_url_opens_one(store_dir):
+    run_id = Store(store_dir).write_run(queue_run())
+    at = open_page(PAGE, {"run": run_id, "job": "B"})
+    assert not at.exception
+    assert [t.label for t in at.tabs] == ["Jobs in the window", QUEUE, GPUS]  # no timeline: no Stragglers
+    # the first look: figures, the Gantt and the table; the queue's and the GPUs' charts wait for their tab
+    assert chart_keys(at) == ["jobs_gantt"] and "Jobs started (window)" not in metrics(at)
+    assert at.dataframe[0].value["job_id"].tolist() == ["A", "B", "D", "C"]
+    assert job_box(at).value == "B" and metrics(at)["Wait before start"] == "5 min"  # the job, no click
+    assert "tab" not in at.query_params  # the first tab by default: a clean URL
+    at = open_page(PAGE, {"run": run_id, "job": "B", "tab": QUEUE})  # a link opens the tab
+    assert not at.exception
+    assert chart_keys(at) == ["jobs_gantt", "jobs_queue", "jobs_waits", "jobs_reasons"]
+    assert "Jobs started (window)" in metrics(at) and "Mean GPUs allocated (window)" not in metrics(at)
+    assert not any(h.value.startswith("Jobs in the window") for h in at.subheader)  # the table's tab is shut
+    assert (
+        job_box(at).value == "B" and metrics(at)["Wait before start"] == "5 min"
+    )  # One job whatever the tab
+    assert at.query_params["job"] == "B"
+    open_tab(at, GPUS)
+    assert not at.exception and chart_keys(at) == ["jobs_gantt", "jobs_util"]
+    assert "Mean GPUs allocated (window)" in metrics(at) and "Jobs started (window)" not in metrics(at)
 
 
 # ----- in a real browser: a replayed Alibaba run and a simulated run ---------------------------------------
@@ -272,8 +318,10 @@ def test_jobs_page_in_chromium(tmp_path, shared_data):
         )
     url = f"http://127.0.0.1:{port}"
     views = [  # (run, URL parameters, charts on the page, a text the page must show, file)
-        (replayed, f"from=0&to=86400&order=waited&job={waited}", 5, "Why it waited", "jobs-alibaba.png"),
-        (simulated, "", 5, "Hosts failed or in repair", "jobs-simulated.png"),  # 2 research jobs waited
+        # the first look: the Gantt, the table (its downloads) and the job from the link
+        (replayed, f"from=0&to=86400&order=waited&job={waited}", 1, "Why it waited", "jobs-alibaba.png"),
+        # the queue's tab from a link: the Gantt and its three charts; 2 research jobs waited for hosts
+        (simulated, "tab=Queue+and+waits", 4, "Hosts failed or in repair", "jobs-simulated.png"),
     ]
     try:
         wait_healthy(url, server, log)
@@ -290,10 +338,13 @@ def test_jobs_page_in_chromium(tmp_path, shared_data):
                     expect(page.get_by_text(text).first).to_be_visible(timeout=RENDER_TIMEOUT_MS)
                     expect(page.get_by_test_id("stException")).to_have_count(0)
                     for key in params.split("&") if params else []:
-                        assert key in page.url
+                        assert key.split("=")[0] + "=" in page.url
+                    assert "job=" not in params or f"job={waited}" in page.url
                     page.wait_for_timeout(800)  # let Plotly finish its transitions
                     page.screenshot(path=str(shots / name), full_page=True)
                     assert (shots / name).stat().st_size > 50_000
+                    if "tab=" in params:  # the table is in its own tab, shut here
+                        continue
                     # the downloads carry the whole filtered table ("Jobs in the window (N)")
                     heading = page.get_by_role(
                         "heading", name=re.compile(r"^Jobs in the window \(")

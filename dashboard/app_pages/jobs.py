@@ -1,20 +1,24 @@
-"""Jobs: a time window over the run; for a run with an op-level timeline (goodput ingest step-times), its
-stragglers (the what-if slowdown, its kind and culprit, the heat map of workers); a Gantt of the jobs' attempts
-(flagship first, the largest next), one bar per attempt coloured by how it ended, with failure, restart and
-checkpoint marks where the window holds few enough to tell apart; the queue, waits and why (counted over the
-table's jobs); GPUs allocated, out of service and fragmented; a filterable table that downloads as CSV or
-Parquet; one job's attempts, hosts, waits and, for the flagship job, its goodput ledger bucket by bucket
-(with its fail-slow slowdown and the episode that cost most of it where the run simulated fail-slow hosts).
+"""Jobs: a time window over the run and its filters; a Gantt of the jobs' attempts (flagship first, the largest
+next), one bar per attempt coloured by how it ended, with failure, restart and checkpoint marks where the window
+holds few enough to tell apart; under it one row of tabs: the filterable table of jobs that downloads as CSV or
+Parquet, the queue, waits and why (counted over the table's jobs), GPUs allocated, out of service and fragmented,
+and, for a run with an op-level timeline (goodput ingest step-times), its stragglers (the what-if slowdown, its
+kind and culprit, the heat map of workers); then one job's attempts, hosts, waits and, for the flagship job, its
+goodput ledger bucket by bucket (with its fail-slow slowdown and the episode that cost most of it where the run
+simulated fail-slow hosts).
+
+Only the open tab is drawn (dashboard/lazy.py): every Plotly chart and table costs the browser its time whether
+it is seen or not, so the first look is the window, the figures, the Gantt and the table.
 
 Every metric takes its label and help from engine.analysis.definitions (tests/test_page_jobs_truth.py checks it).
 URL: ?from=&to= (seconds since the run's start) the window; ?job= (job id) the drill-down; ?q=, ?states=,
-?kinds= the filters; ?order= the Gantt's order.
+?kinds= the filters; ?order= the Gantt's order; ?tab= the open tab (its label).
 """
 
 import polars as pl
 import streamlit as st
 
-from dashboard import exports, state, table_view
+from dashboard import exports, lazy, state, table_view
 from dashboard.charts import jobs as charts
 from dashboard.charts import queue as queue_charts
 from dashboard.format import fmt_duration, fmt_int, fmt_pct, fmt_time
@@ -31,12 +35,17 @@ from engine.store import RunInfo
 
 MAX_GANTT_ROWS = 500  # more rows than this stop being readable and slow the browser
 BUCKETS = 200  # points per time series, whatever the window: the cost stays flat with the run's length
+# The tabs under the Gantt, in order (the first is open by default; ?tab=LABEL opens another)
+TABLE_TAB = "Jobs in the window"
+QUEUE_TAB = "Queue and waits"
+GPUS_TAB = "GPU allocation"
+STRAGGLERS_TAB = "Stragglers"  # only for a run with an op-level timeline
 
 
 def page(run_id: str) -> None:
-    """The page, top to bottom: the window and filters, the stragglers of a run with an op-level timeline, the
-    Gantt of attempts, queue and waits, GPUs allocated and fragmented, the table of jobs, and one job opened. A
-    run that is one job's op-level timeline alone (no jobs) shows its stragglers only."""
+    """The page, top to bottom: the window and filters, the figures, the Gantt of attempts, a row of tabs (the
+    table of jobs, queue and waits, GPU allocation, the stragglers of a run with an op-level timeline), and one
+    job opened. A run that is one job's op-level timeline alone (no jobs) shows its stragglers only."""
     run = state.store().info(run_id)  # read again on every rerun: a live run grows between them
     total = queries.jobs(run.run_id, run.duration_s)
     if total.is_empty() and has_timeline(run):  # one job's op-level timeline alone: no schedule to show
@@ -49,12 +58,18 @@ def page(run_id: str) -> None:
     window = window_section(run)
     jobs, order, rows = filters_section(run, window)
     headline(total)
-    stragglers_section(run)  # only for a run with an op-level timeline
     clicked = gantt_section(run, jobs, window, order, rows)
-    queue_section(run, jobs, window)
-    utilisation_section(run, window)
-    table_section(run, jobs)
-    job_id = choose_job(run, jobs, total, clicked)
+    sections = {
+        TABLE_TAB: lambda: table_section(run, jobs),
+        QUEUE_TAB: lambda: queue_section(run, jobs, window),
+        GPUS_TAB: lambda: utilisation_section(run, window),
+    }
+    if has_timeline(run):
+        sections[STRAGGLERS_TAB] = lambda: stragglers_section(run)
+    # only the open tab is drawn (dashboard/lazy.py): the queue's three charts and the GPUs' chart cost the
+    # browser a second whether or not anyone scrolls to them
+    lazy.tabs(sections)
+    job_id = choose_job(run, jobs, total, clicked)  # below the tabs, whichever is open: a click shows its job
     if job_id is not None:
         one_job(run, total.filter(pl.col("job_id") == job_id).row(0, named=True))
 
@@ -203,7 +218,6 @@ def gantt_section(run: RunInfo, jobs: pl.DataFrame, window: tuple[float, float],
 def queue_section(run: RunInfo, jobs: pl.DataFrame, window: tuple[float, float]) -> None:
     t0, t1 = window
     width = (t1 - t0) / BUCKETS
-    st.subheader("Queue and waits")
     waits = queries.wait_times(run.run_id, t0, t1)["wait_s"].to_numpy()
     queue = queries.queue(run.run_id, t0, width, BUCKETS, run.duration_s)
     p50, p95 = queue_charts.wait_percentiles(waits)
@@ -218,13 +232,19 @@ def queue_section(run: RunInfo, jobs: pl.DataFrame, window: tuple[float, float])
     cols[0].plotly_chart(queue_charts.wait_histogram(waits), width="stretch", key="jobs_waits")
     cols[1].markdown("**Why they waited**")
     reasons = tables.why_waited(jobs)  # the table's rows, so the chart and the table count the same jobs
-    metric(cols[1], "jobs_waited", fmt_int(reasons["jobs"].sum()), note="Of the jobs in the table below.")
+    metric(
+        cols[1],
+        "jobs_waited",
+        fmt_int(reasons["jobs"].sum()),
+        note=f"Of the jobs in the table ({TABLE_TAB}).",
+    )
     if reasons.is_empty():
-        cols[1].info("No job in the table below waited.")
+        cols[1].info(f"No job in the table ({TABLE_TAB}) waited.")
     else:
         cols[1].plotly_chart(queue_charts.why_waited(reasons), width="stretch", key="jobs_reasons")
         cols[1].caption(
-            f"Of the {fmt_int(jobs.height)} jobs in the table below (its window and filters), each under "
+            f"Of the {fmt_int(jobs.height)} jobs in the table ({TABLE_TAB}: the window and filters above), "
+            "each under "
             "the reason it waited longest for: "
             + " · ".join(f"{r['label']}: {fmt_int(r['jobs'])}" for r in reasons.iter_rows(named=True))
             + "."
@@ -235,7 +255,6 @@ def queue_section(run: RunInfo, jobs: pl.DataFrame, window: tuple[float, float])
 def utilisation_section(run: RunInfo, window: tuple[float, float]) -> None:
     t0, t1 = window
     width = (t1 - t0) / BUCKETS
-    st.subheader("GPUs allocated, out of service and fragmented")
     util = queries.utilisation(run.run_id, t0, width, BUCKETS)
     frag = queries.fragmentation(run.run_id, t0, width, BUCKETS)
     gpu_total = util["total_gpus"].max() if util.height else 0
