@@ -3,9 +3,8 @@ over its cells is in dashboard.charts.floor_overlays; states in words and colour
 in dashboard.charts.host_states.
 
 The floor plan puts each rack in its row and position and stacks its hosts (slot 0 at the bottom) inside the
-rack's column; a blank line separates rows, and a floor too tall for a screen wraps its rows into blocks side
-by side (dashboard.charts.floor_grid). One Heatmap trace keeps 3,072 hosts quick where a shape per host would
-not be. States are named in words (engine.report.palette), never by their keys.
+rack's column; a blank line separates rows, and a floor too tall for a screen wraps its rows into blocks side by
+side (dashboard.charts.floor_grid). One Heatmap trace keeps 3,072 hosts quick. States are named in words.
 """
 
 import math
@@ -321,9 +320,8 @@ def floor_plan(
         if problem_racks is not None
         else np.zeros(cells.height, dtype=bool)
     )
-    z[y[healthy], x[healthy]] = (
-        np.nan
-    )  # drawn grey by a layer of its own; their hover still says what they are
+    # drawn grey by a layer of its own; their hover still says what they are
+    z[y[healthy], x[healthy]] = np.nan
     big = z.shape[1] > BIG_FLOOR_COLUMNS
     text = np.full(z.shape, "", dtype=object)
     hover = label + " · " + values
@@ -424,6 +422,7 @@ def _floor_axes(fig: go.Figure, grid: FloorGrid) -> None:
         zeroline=False,
         tickvals=[v for v, _ in ticks],
         ticktext=[t for _, t in ticks],
+        ticklabeloverflow="allow",  # Plotly's check of each label costs a big floor a fifth of a second
     )
     if len(blocks) > 1:
         for first, last in blocks:
@@ -444,10 +443,8 @@ def _floor_axes(fig: go.Figure, grid: FloorGrid) -> None:
     fig.update_yaxes(
         tickvals=(rows * (grid.slots + 1) + (grid.slots - 1) / 2)[::row_step],
         ticktext=[f"row {r}" for r in rows[::row_step]],
+        ticklabeloverflow="allow",
         showgrid=False,
         zeroline=False,
         autorange="reversed",
     )
-    # labels may overflow the plot's edge: Plotly's check of each one costs a big floor a fifth of a second
-    fig.update_xaxes(ticklabeloverflow="allow")
-    fig.update_yaxes(ticklabeloverflow="allow")
