@@ -56,7 +56,7 @@ def test_the_cli_ingests_and_the_page_shows_the_degraded_port(store_dir, capsys)
     assert (result["hosts"], result["samples"], result["xid_events"]) == (1, 20, 0)
     with Store(store_dir).connect(result["run_id"]) as con:
         assert con.sql("SELECT count(*) AS n FROM nic_samples").pl()["n"][0] == 4
-    at = open_page("app_pages/network.py", {"run": result["run_id"]})
+    at = open_page("app_pages/network.py", {"run": result["run_id"], "tab": "Degraded links"})
     assert not at.exception
     [table] = [d.value for d in at.dataframe if "problem" in d.value.columns]
     assert table[["hostname", "device", "problem"]].values.tolist() == [

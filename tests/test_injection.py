@@ -302,7 +302,10 @@ def test_names_from_the_url_and_the_delete_prompt_are_escaped(hostile):
     root, runs = hostile
     # a link can carry anything: a run id that is not in the store, a replay that is not either
     at = open_page("app_pages/incidents.py", {"run": f"{IMG}`{TAG}", "replay": MIX})
-    at2 = open_page("app_pages/incidents.py", {"run": runs["named simulation"], "replay": f"{MIX}`"})
+    at2 = open_page(
+        "app_pages/incidents.py",
+        {"run": runs["named simulation"], "replay": f"{MIX}`", "tab": "Replay with other settings"},
+    )
     data = open_page("app_pages/data.py", {"run": runs["named simulation"]})
     data.button(key="data_delete").click().run()
     seen = [Page(a) for a in (at, at2, data)]

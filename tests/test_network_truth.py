@@ -182,12 +182,29 @@ def llama_run():
     return simulate(build("llama3-405b", sets=["simulation.days=4"]))
 
 
+TABS = (
+    "Switch and cable failures",
+    "Outages and slowed jobs",
+    "Degraded links",
+    "Utilisation",
+    "Hottest links",
+)
+
+
+def every_tab(run_id: str) -> list:
+    """The page opened on each of its lazy tabs (dashboard/lazy.py): only the open one is drawn."""
+    pages = [open_page(PAGE, {"run": run_id, "tab": tab}) for tab in TABS]
+    assert not any(at.exception for at in pages)
+    return pages
+
+
 def test_the_llama3_page_reports_the_nic_tier_for_every_cable(store_dir, llama_run):
     run_id = stored_run(store_dir, llama_run)
-    at = open_page(PAGE, {"run": run_id})
-    assert not at.exception, at.exception
+    pages = every_tab(run_id)
+    dataframes = [d for at in pages for d in at.dataframe]
+    captions = [c for at in pages for c in at.caption]
     summary = llama_run.summary["network"]
-    tiers = next(d.value for d in at.dataframe if "down_pct" in d.value.columns)
+    tiers = next(d.value for d in dataframes if "down_pct" in d.value.columns)
     nic = tiers[tiers["tier"] == NIC].iloc[0]
     engine_nic = next(t for t in summary["tiers"] if t["tier"] == "gpu_rtsw")
     assert nic["links"] == 24576 and 0 < nic["links_sampled"] < 100
@@ -195,19 +212,19 @@ def test_the_llama3_page_reports_the_nic_tier_for_every_cable(store_dir, llama_r
     assert nic["down_pct"] == pytest.approx(engine_nic["down_share"] * 100) and nic["down_pct"] < 0.1
     assert 0 < nic["mean_util"] <= 6.25  # 25 of 400 Gbps while a multi-host job runs, 0 when idle
     # the note says what link_samples holds of the NIC cables; neither the chart nor the hottest links use them
-    assert any(f"holds {nic['links_sampled']:,} of its 24,576 links" in c.value for c in at.caption)
-    hottest = next(
-        d.value for d in at.dataframe if "errors" in d.value.columns and "capacity_gbps" in d.value
-    )
+    assert any(f"holds {nic['links_sampled']:,} of its 24,576 links" in c.value for c in captions)
+    hottest = next(d.value for d in dataframes if "errors" in d.value.columns and "capacity_gbps" in d.value)
     assert NIC not in set(hottest["tier"])
 
 
 def test_every_metric_is_a_definition_with_its_help(store_dir, llama_run):
     run_id = stored_run(store_dir, llama_run)
-    at = open_page(PAGE, {"run": run_id})
+    pages = every_tab(run_id)
     summary = llama_run.summary["network"]
-    shown = {m.label: m for m in at.metric}
-    assert len(shown) == len(at.metric) >= 12  # no label twice
+    for at in pages:
+        assert len({m.label for m in at.metric}) == len(at.metric)  # no label twice on a view
+    shown = {m.label: m for at in pages for m in at.metric}
+    assert len(shown) >= 12
     for name, m in shown.items():
         d = next((d for d in DEFINITIONS.values() if d.label == name), None)
         assert d is not None, f"metric {name!r} has no definition"

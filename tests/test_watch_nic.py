@@ -93,7 +93,7 @@ def test_the_watch_stores_nic_samples_and_the_page_shows_the_degraded_ports(prom
     )
     assert result["nic_ports"] == 6 and result["hosts"] == len(server.hosts)
 
-    at = open_page("app_pages/network.py", {"run": run_id})
+    at = open_page("app_pages/network.py", {"run": run_id, "tab": "Degraded links"})
     assert not at.exception
     [table] = [d.value for d in at.dataframe if "problem" in d.value.columns]
     assert table[["hostname", "device", "problem"]].values.tolist() == [

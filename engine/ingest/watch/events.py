@@ -119,18 +119,14 @@ def ecc_samples(
 ) -> pl.DataFrame:
     """The ECC counters at the moments they rose, as gpu_samples rows (every other column null): the one
     table the GPUs page reads ECC from."""
-    gpus = gpus.join(hosts, on="host_id").select("gpu_id", "hostname", "index")
-    rows = events.with_columns(
-        pl.col("gpu").cast(pl.Int16).alias("index"), pl.col("host").alias("hostname")
-    ).join(gpus, on=["hostname", "index"], how="left")
-    wide = rows.select(
-        (pl.col("t").cast(pl.Float64) - origin).alias("t_s"),
-        "gpu_id",
-        pl.when(pl.col("kind") == "sbe").then(pl.col("total")).alias("ecc_sbe"),
-        pl.when(pl.col("kind") == "dbe").then(pl.col("total")).alias("ecc_dbe"),
+    return _as_samples(
+        _on_gpus(events, gpus, hosts).select(
+            (pl.col("t").cast(pl.Float64) - origin).alias("t_s"),
+            "gpu_id",
+            pl.when(pl.col("kind") == "sbe").then(pl.col("total")).alias("ecc_sbe"),
+            pl.when(pl.col("kind") == "dbe").then(pl.col("total")).alias("ecc_dbe"),
+        )
     )
-    missing = [pl.lit(None, SAMPLE_TYPES[c]).alias(c) for c in SAMPLE_TYPES if c not in wide.columns]
-    return wide.with_columns(*missing).select(*SAMPLE_TYPES).cast(SAMPLE_TYPES).sort("t_s", "gpu_id")
 
 
 def clock_samples(
@@ -138,17 +134,27 @@ def clock_samples(
 ) -> pl.DataFrame:
     """Clock events (engine.ingest.prometheus.throttle.clock_events) as gpu_samples rows: the SM clock, the
     clocks-event reasons and the violation counters at each, every other column null."""
+    return _as_samples(
+        _on_gpus(events, gpus, hosts).select(
+            (pl.col("t").cast(pl.Float64) - origin).alias("t_s"),
+            "gpu_id",
+            "sm_clock_mhz",
+            "clocks_event_reasons",
+            "power_violation_ns",
+            "thermal_violation_ns",
+        )
+    )
+
+
+def _on_gpus(events: pl.DataFrame, gpus: pl.DataFrame, hosts: pl.DataFrame) -> pl.DataFrame:
+    """Events of (host, gpu index) with the run's gpu_id of each (null for a GPU the run does not know)."""
     gpus = gpus.join(hosts, on="host_id").select("gpu_id", "hostname", "index")
-    rows = events.with_columns(
+    return events.with_columns(
         pl.col("gpu").cast(pl.Int16).alias("index"), pl.col("host").alias("hostname")
     ).join(gpus, on=["hostname", "index"], how="left")
-    wide = rows.select(
-        (pl.col("t").cast(pl.Float64) - origin).alias("t_s"),
-        "gpu_id",
-        "sm_clock_mhz",
-        "clocks_event_reasons",
-        "power_violation_ns",
-        "thermal_violation_ns",
-    )
+
+
+def _as_samples(wide: pl.DataFrame) -> pl.DataFrame:
+    """Some gpu_samples columns as the whole table's rows: every other column null, the table's types."""
     missing = [pl.lit(None, SAMPLE_TYPES[c]).alias(c) for c in SAMPLE_TYPES if c not in wide.columns]
     return wide.with_columns(*missing).select(*SAMPLE_TYPES).cast(SAMPLE_TYPES).sort("t_s", "gpu_id")
