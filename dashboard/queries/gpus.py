@@ -13,9 +13,9 @@ from dashboard import state
 
 # named here too for bench/bench_watch.py, which times it through this module
 from dashboard.queries.prometheus import prometheus_telemetry as prometheus_telemetry
+from engine.analysis import lemons as lemon_rule
 from engine.errors import GoodputError
 from engine.scenario.durations import parse_duration
-from engine.sim.failures import SCOPE
 from engine.telemetry.xid import xid_counts as count_per_window
 
 # A GPU is `failed` from its incident until the incident's repair; otherwise it takes its host's state.
@@ -226,40 +226,24 @@ def offender_count(run_id: str, by: str, minimum: int) -> int:
     return int(state.query(run_id, OFFENDER_COUNT[by], (minimum,))["n"][0])
 
 
-# Causes that send a host to repair in the simulator (engine.sim.simulate: every scope but "job" calls
-# Repairs.start); only those count towards a lemon (engine.sim.repair.Repairs._is_lemon).
-REPAIR_CAUSES = sorted(cause for cause, scope in SCOPE.items() if scope != "job")
+# Causes that send a host to repair in the simulator; only those count towards a lemon. The lemon rule is defined
+# once, in engine.analysis.lemons: these names are its.
+REPAIR_CAUSES = lemon_rule.REPAIR_CAUSES
 
 
 # Each repair-sending unplanned incident with the count of its host's such incidents in the window that ends at
 # it (parameters: the window in seconds, REPAIR_CAUSES): the lemon rule's count, for `lemons` and
 # `lemon_truth_counts` alike.
-IN_WINDOW = """
-SELECT host_id, t_s, cause, count(*) OVER (PARTITION BY host_id ORDER BY t_s
-           RANGE BETWEEN ? PRECEDING AND CURRENT ROW) AS in_window
-FROM incidents
-WHERE NOT coalesce(planned, false) AND host_id IS NOT NULL AND list_contains(?, cause)
-"""
+IN_WINDOW = lemon_rule.IN_WINDOW
 
 
 def lemons(run_id: str, failures: int, window_s: float) -> pl.DataFrame:
     """Hosts that had `failures` repair-sending incidents within `window_s`: the simulator's lemon rule
-    (repair.lemon_failures within repair.lemon_window). `flagged_s` is the first incident that completed such
-    a run of failures; `most_in_window` the largest count seen in one window. The simulator also restarts its
-    count once a host is flagged; this reading does not, so it can only name more flags, never fewer hosts.
-    Every such host (the figure lemon_rule_hosts): a handful even at 24,576 GPUs."""
-    return state.query(
-        run_id,
-        f"""
-        WITH hw AS ({IN_WINDOW})
-        SELECT hw.host_id, h.hostname, h.rack_id, count(*) AS failures, max(in_window) AS most_in_window,
-               min(t_s) FILTER (WHERE in_window >= ?) AS flagged_s,
-               list(DISTINCT cause ORDER BY cause) AS causes
-        FROM hw JOIN hosts h USING (host_id)
-        GROUP BY ALL HAVING max(in_window) >= ?
-        ORDER BY flagged_s, hw.host_id""",  # noqa: S608 (only constant SQL formatted in)
-        (window_s, REPAIR_CAUSES, failures, failures),
-    )
+    (repair.lemon_failures within repair.lemon_window; engine.analysis.lemons). `flagged_s` is the first incident
+    that completed such a run of failures; `most_in_window` the largest count seen in one window. The simulator
+    also restarts its count once a host is flagged; this reading does not, so it can only name more flags, never
+    fewer hosts. Every such host (the figure lemon_rule_hosts): a handful even at 24,576 GPUs."""
+    return state.query(run_id, *lemon_rule.lemons_query(failures, window_s))
 
 
 # ----- the lemon rule against the simulator's ground truth (hosts.bad) ------------------------------------
