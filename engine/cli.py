@@ -276,6 +276,12 @@ def cmd_stragglers(args: argparse.Namespace) -> int:
     return run_command(args)
 
 
+def cmd_act(args: argparse.Namespace) -> int:
+    from engine.act.command import run_command
+
+    return run_command(args)
+
+
 def cmd_sweep(args: argparse.Namespace) -> int:
     from engine.scenario import build
     from engine.twin.sweep import bands, make_executor, parse_vary, sweep
@@ -545,6 +551,12 @@ def _commands() -> list[tuple[str, Callable[[argparse.Namespace], int], str, Cal
             "what-if slowdown of a job from its op-level timeline: waste, the worker, rank or stage to blame",
             _stragglers_flags,
         ),
+        (
+            "act",
+            cmd_act,
+            "recommend, approve and carry out drains, resumes and requeues through Slurm, with caps and an audit log",
+            _act_flags,
+        ),
         ("ettr", cmd_ettr, "closed-form ETTR, job MTTF and the Young-Daly checkpoint interval", _ettr_flags),
         (
             "definitions",
@@ -797,6 +809,12 @@ def _stragglers_flags(stg: argparse.ArgumentParser) -> None:
     from engine.report import stragglers_command
 
     stragglers_command.add_arguments(stg)
+
+
+def _act_flags(act: argparse.ArgumentParser) -> None:
+    from engine.act import command
+
+    command.add_arguments(act)
 
 
 def _ettr_flags(ettr: argparse.ArgumentParser) -> None:

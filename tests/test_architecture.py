@@ -190,6 +190,7 @@ def test_the_checker_reads_the_real_tree():
 # engine/'s top level: its packages (what the README's layout names) and the few modules every package uses.
 # A new module goes into the package whose part of the model it is.
 ENGINE_PACKAGES = {
+    "act",
     "scenario",
     "sim",
     "fabric",
@@ -309,6 +310,7 @@ ENGINE_ORDER = (
     "report",
     "replay",
     "ingest",
+    "act",
     "cli",
 )
 
