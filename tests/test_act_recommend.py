@@ -84,9 +84,11 @@ def small_run(
     attempts=None,
     scenario=SCENARIO,
     hosts=HOSTS,
+    kind="simulate",
 ) -> Run:
     """The cluster above with the given incidents, host states (host -> [(state, start, end)], replacing the
-    defaults host by host), fail-slow episodes, GPU samples (gpu_id, t_s, ecc_dbe), XID events and attempts."""
+    defaults host by host), fail-slow episodes, GPU samples (gpu_id, t_s, ecc_dbe), XID events and attempts; `kind`
+    "ingest" makes it an observed run."""
     every_state = {**default_states(), **(states or {})}
     job_of = {h: job for job, (_, hosts) in JOBS.items() for h in hosts}
     if attempts is None:
@@ -157,7 +159,7 @@ def small_run(
         "xid_events": frame("xid_events", list(xid_events)),
     }
     return Run(
-        kind="simulate",
+        kind=kind,
         name="act-recommend",
         started_at=datetime(2024, 3, 1, tzinfo=UTC),
         duration_s=DAY,
@@ -395,6 +397,109 @@ def test_a_repaired_host_with_trouble_since_is_not_resumed(store_dir, case):
     run = small_run(incidents=incidents, states=states, samples=samples, xid_events=events)
     store, run_id = stored(store_dir, run)
     assert [r for r in recommend(store, run_id, SETTINGS) if r.rule == Rule.REPAIRED] == []
+
+
+# ----- REPAIRED, observed: out of service and clean for the clean window ---------------------------------------
+
+# h3 went down at 60,000 s (16:40) after a fatal XID that nobody marks repaired (an observed run never does);
+# since, all its GPUs report, clean, through the 6 h window ending at the run's end (18:00 to 24:00).
+H3_GPUS = [3 * GPUS_PER_HOST + i for i in range(GPUS_PER_HOST)]
+WENT_DOWN = incident(7, 59000.0, 3, xid=79, gpu_index=1)
+WENT_DOWN_XID = {
+    "t_s": 59000.0,
+    "gpu_id": H3_GPUS[1],
+    "host_id": 3,
+    "xid": 79,
+    "incident_id": 7,
+    "message": "79",
+}
+DOWN_AT_60000 = {3: [("healthy", 0.0, 60000.0), ("down", 60000.0, DAY)]}
+# before the repair GPU 0 had counted 2 double-bit errors; the driver's reload reset the count to 0
+CLEAN_WINDOW_SAMPLES = [(H3_GPUS[0], 50000.0, 2)] + [(g, t, 0) for g in H3_GPUS for t in (70000.0, 80000.0)]
+
+
+def observed_run(
+    *, incidents=(WENT_DOWN,), states=DOWN_AT_60000, samples=CLEAN_WINDOW_SAMPLES, events=(), **kw
+):
+    return small_run(
+        incidents=list(incidents),
+        states=states,
+        samples=samples,
+        xid_events=[WENT_DOWN_XID, *events],
+        kind=kw.pop("kind", "ingest"),
+        **kw,
+    )
+
+
+def test_an_observed_host_out_of_service_and_clean_for_the_window_is_resumed(store_dir):
+    store, run_id = stored(store_dir, observed_run())
+    rec = only(recommend(store, run_id, SETTINGS))
+    assert (rec.action, rec.nodes, rec.rule, rec.job_id) == (Action.RESUME, ("h3",), Rule.REPAIRED, None)
+    assert (rec.jobs_hit, rec.gpus_hit) == ((), 0)
+    # priced as the repaired rule: 1 incident over 4 hosts x 24 h, p = 0.25 over 24 h; the largest job, 16 GPUs
+    p = 1 / (4 * 24.0) * H
+    assert rec.cost_if_acting_gpu_hours == pytest.approx(p * restart_cost(16), abs=1e-9)
+    assert rec.cost_if_not_gpu_hours == pytest.approx(GPUS_PER_HOST * H, abs=1e-9)
+    assert rec.extra["p_recur"] == pytest.approx(p) and rec.extra["job_assumed"] == "train"
+    assert (rec.extra["incidents_n"], rec.extra["hosts_n"], rec.extra["window_s"]) == (1, 4, DAY)
+    assert rec.extra["out_since_s"] == 60000.0 and rec.extra["clean_window_s"] == 6 * 3600.0
+    assert rec.extra["clean_from_s"] == DAY - 6 * 3600.0
+    assert (rec.extra["gpu_samples_read"], rec.extra["gpus_reporting"], rec.extra["host_gpus"]) == (16, 8, 8)
+    telemetry, state = rec.evidence
+    assert (telemetry.kind, telemetry.t_s) == ("telemetry", DAY - 6 * 3600.0)
+    assert telemetry.text == (
+        "all 8 of its GPUs reported, 16 GPU samples in the 6 h from 2024-03-01 18:00 UTC to 2024-03-02 00:00 UTC,"
+        " with no fatal XID, no double-bit ECC error and no incident"
+    )
+    assert telemetry.link == f"gpus?run={run_id}&gpu={H3_GPUS[0]}&t=86400"
+    assert (state.kind, state.t_s) == ("host_state", 60000.0)
+    assert state.text == "h3 is down at 2024-03-02 00:00 UTC, out of service since 2024-03-01 16:40 UTC"
+    assert "out of service since 2024-03-01 16:40 UTC, clean for the last 6 h" in rec.reason
+    assert "p = min(" in rec.pricing and "GPUs idle for 24 h" in rec.pricing
+    # the same finding gives the same id, later in the same stretch out of service too
+    assert only(recommend(store, run_id, SETTINGS)).id == rec.id
+    assert only(recommend(store, run_id, SETTINGS, now_s=85000.0)).id == rec.id
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        "a GPU not reporting",
+        "fatal XID in the window",
+        "double-bit error rise in the window",
+        "incident in the window",
+        "out of service less than the window",
+        "lemon",
+        "simulated run",
+    ],
+)
+def test_an_observed_host_not_clean_for_the_window_is_not_resumed(store_dir, case):
+    kw: dict = {}
+    if case == "a GPU not reporting":  # its last GPU reported before the window only
+        kw["samples"] = [(g, t, d) for g, t, d in CLEAN_WINDOW_SAMPLES if g != H3_GPUS[-1]]
+        kw["samples"].append((H3_GPUS[-1], 60000.0, 0))
+    elif case == "fatal XID in the window":
+        kw["events"] = [{**WENT_DOWN_XID, "t_s": 75000.0, "xid": 48, "incident_id": None}]
+    elif case == "double-bit error rise in the window":
+        kw["samples"] = [*CLEAN_WINDOW_SAMPLES, (H3_GPUS[2], 82000.0, 1)]
+    elif case == "incident in the window":
+        kw["incidents"] = [WENT_DOWN, incident(8, 75000.0, 3, cause="ssd")]
+    elif case == "out of service less than the window":  # down at 70,000: 4.4 h before the run's end
+        kw["states"] = {3: [("healthy", 0.0, 70000.0), ("down", 70000.0, DAY)]}
+    elif case == "lemon":  # two repair-sending failures within a day: the lemon rule flags it
+        kw["incidents"] = [incident(6, 30000.0, 3, cause="ssd"), WENT_DOWN]
+        kw["scenario"] = {**SCENARIO, "repair": {"lemon_failures": 2, "lemon_window": "1d"}}
+    else:  # a simulated run knows its repairs: the repaired incident's sign only
+        kw["kind"] = "simulate"
+    store, run_id = stored(store_dir, observed_run(**kw))
+    assert [r for r in recommend(store, run_id, SETTINGS) if r.rule == Rule.REPAIRED] == []
+
+
+def test_an_observed_host_is_resumed_once_out_of_service_for_the_whole_window(store_dir):
+    """Down at 60,000 s: 6 h later is 81,600 s (the fatal XID at 59,000 s has left the window by then)."""
+    store, run_id = stored(store_dir, observed_run())
+    assert [r.rule for r in recommend(store, run_id, SETTINGS, now_s=81700.0)] == [Rule.REPAIRED]
+    assert [r for r in recommend(store, run_id, SETTINGS, now_s=81500.0) if r.rule == Rule.REPAIRED] == []
 
 
 # ----- STUCK_JOB ---------------------------------------------------------------------------------------------
