@@ -2,6 +2,8 @@
 
 - viewer: reads every page. Every logged-in user is a viewer.
 - operator: imports files (upload, ingest, replay a trace) and deletes runs (the Data page).
+- operator also carries out drains, resumes and requeues through Slurm (the Operations page), each recorded in the
+  audit log under `identity()`.
 - planner: starts simulations (the Planner's Run, Keep as run, Monte-Carlo and sweep; the Incidents page's
   replay with other settings).
 
@@ -37,8 +39,10 @@ login.
 """
 
 import functools
+import getpass
 import ipaddress
 import os
+import socket
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -314,6 +318,19 @@ def current() -> Access:
 
 def can(role: Role) -> bool:
     return current().can(role)
+
+
+def identity() -> str:
+    """Who acts, as the audit log records it: the login's verified email, else its subject (the provider's id),
+    else, with login off (one person at their own machine), the operating-system user and host."""
+    if login_required():
+        claims = st.user.to_dict()
+        verified = claims.get("email_verified") in (True, "true")
+        for key, ok in (("email", verified), ("sub", True)):
+            if claims.get(key) and ok:
+                return str(claims[key])
+        raise NotAllowed("this login has no verified email or subject to record actions under")
+    return f"{getpass.getuser()}@{socket.gethostname()} (login off)"
 
 
 def require(role: Role) -> None:

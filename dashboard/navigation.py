@@ -36,6 +36,7 @@ PAGES: tuple[PageEntry, ...] = (
     PageEntry("Operate", "app_pages/jobs.py", "Jobs", ":material/view_timeline:"),
     PageEntry("Operate", "app_pages/network.py", "Network", ":material/hub:"),
     PageEntry("Operate", "app_pages/incidents.py", "Incidents", ":material/report:"),
+    PageEntry("Operate", "app_pages/operations.py", "Operations", ":material/build:"),
     PageEntry("Plan", "app_pages/twin.py", "Twin", ":material/model_training:"),
     PageEntry("Plan", "app_pages/planner.py", "Planner", ":material/tune:"),
     PageEntry("Plan", "app_pages/compare.py", "Compare", ":material/compare_arrows:"),

@@ -65,6 +65,7 @@ def section(name: str, *, default_scope: str = "run"):
 def _collect() -> dict[str, Definition]:
     # Imported here, not at the top: each section module imports Definition from this package.
     from engine.analysis.definitions import (
+        actions,
         cluster,
         goodput,
         gpus,
@@ -90,6 +91,7 @@ def _collect() -> dict[str, Definition]:
         telemetry,
         twin,
         stragglers,
+        actions,
     )
     registry: dict[str, Definition] = {}
     labels: dict[str, str] = {}
