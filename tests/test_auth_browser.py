@@ -97,6 +97,19 @@ def test_a_viewer_reads_runs_but_cannot_import_delete_or_run(site, page):
     expect(page.get_by_role("button", name="Run", exact=True)).to_have_count(0)
     page.get_by_role("tab", name="Monte-Carlo").click()
     expect(page.get_by_role("button", name="Run Monte-Carlo")).to_have_count(0)
+    cannot_act(page, url)
+
+
+def cannot_act(page, url: str) -> None:
+    """The Operations page shows a viewer or planner what is recommended, never a control that acts."""
+    from playwright.sync_api import expect
+
+    for tab in ("Recommended", "By hand"):
+        open_page(page, f"{url}/operations?run={SMALL.run_id}&tab={tab}", "Operations")
+        expect(page.get_by_role("tab", name=tab, selected=True)).to_be_visible(timeout=TIMEOUT_MS)
+        for name in ("Dry run", "Carry out", "Reject"):
+            expect(page.get_by_role("button", name=name)).to_have_count(0)
+    expect(page.get_by_text("Carrying out actions needs the operator role")).to_be_visible()
 
 
 def test_an_operator_uploads_and_deletes_but_cannot_run(site, page):
@@ -126,6 +139,10 @@ def test_an_operator_uploads_and_deletes_but_cannot_run(site, page):
     expect(page.get_by_text("needs the planner role")).to_be_visible()
     expect(page.get_by_role("button", name="Run", exact=True)).to_have_count(0)
 
+    open_page(page, f"{url}/operations?run={SMALL.run_id}&tab=By hand", "Operations")  # an operator may act
+    expect(page.get_by_label("Reason (goes to Slurm and the log)")).to_be_visible(timeout=TIMEOUT_MS)
+    expect(page.get_by_text("Carrying out actions needs the operator role")).to_have_count(0)
+
 
 def test_a_planner_runs_a_simulation_but_cannot_delete(site, page):
     from playwright.sync_api import expect
@@ -144,6 +161,7 @@ def test_a_planner_runs_a_simulation_but_cannot_delete(site, page):
     for what in ("Importing files and deleting runs", "Starting and stopping watches"):
         expect(page.get_by_text(what, exact=False).filter(has_text="needs the operator role")).to_be_visible()
     expect(page.get_by_role("button", name="Delete…")).to_have_count(0)
+    cannot_act(page, url)
 
 
 def test_logout_returns_to_the_login_screen(site, page):

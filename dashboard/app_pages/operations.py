@@ -237,6 +237,9 @@ def by_hand_section(actions: Actions, may_act: bool) -> None:
         "A drain, resume or requeue typed by hand takes the same path as a recommended one: the names are checked "
         "against Slurm's own lists, then the caps and the breaker, a dry run first, and the audit log."
     )
+    if not may_act:
+        auth.missing(auth.Role.OPERATOR, "Carrying out actions")
+        return
     cols = st.columns([1, 2, 3])
     action = Action(cols[0].selectbox("Do", [str(a) for a in Action], key="ops_hand_action"))
     if action is Action.REQUEUE:
