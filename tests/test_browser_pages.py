@@ -30,6 +30,7 @@ HEADINGS = {
     "jobs": "Jobs",
     "network": "Network",
     "incidents": "Interruptions",
+    "operations": "Circuit breaker",
     "twin": "What the twin learned",
     "planner": "Planner",
     "compare": "Compare",

@@ -178,7 +178,7 @@ def choose(recs: list[Recommendation]) -> Recommendation | None:
 
 
 def opened_section(actions: Actions, rec: Recommendation, may_act: bool) -> None:
-    st.subheader(f"{rec.action.capitalize()} {', '.join(rec.nodes)}", anchor=False)
+    st.subheader(f"{rec.action.capitalize()} {md(', '.join(rec.nodes))}", anchor=False)  # node names are data
     st.markdown(f"{acting.target_words(rec)}: {md(rec.reason)}")
     cols = st.columns(4)
     figures = (

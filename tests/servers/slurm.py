@@ -443,9 +443,11 @@ def _one_cluster_at_a_time() -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def slurm_cluster() -> Iterator[SlurmCluster]:
-    """A running single-node Slurm with accounting (see the module's docstring)."""
+    """A running single-node Slurm with accounting (see the module's docstring), one a test module: the
+    machine-wide lock is then held for one module at a time, so a worker that gets a Slurm test outside the
+    xdist group (seen with --dist loadgroup) waits minutes for the other, never its whole session."""
     try:
         with running() as cluster:
             yield cluster
