@@ -135,7 +135,7 @@ _COLUMNS = {
     "id": "Action",
     "action": "Do",
     "nodes": "Nodes",
-    "reason": st.column_config.TextColumn("Why", width="large"),
+    "reason": st.column_config.TextColumn("Why", width="medium"),  # at 1280 px the costs stay in view
     "cost_if_acting": st.column_config.NumberColumn(
         "Cost if acting (GPU-h)", format="%.1f", help=definition("action_cost_if_acting").means
     ),
