@@ -62,7 +62,7 @@ class Evidence:
 @dataclass(frozen=True)
 class Recommendation:
     """One action on one or more nodes (or one job), the evidence for it and the twin's price of acting and of not
-    acting, in GPU-hours of the cluster (engine.act.recommend's docstring gives the formulas)."""
+    acting, in GPU-hours of the cluster (engine.act.pricing's docstring gives the formulas)."""
 
     id: str  # recommendation_id(...): the same finding gives the same id, a new finding a new one
     action: Action
