@@ -39,10 +39,8 @@ login.
 """
 
 import functools
-import getpass
 import ipaddress
 import os
-import socket
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -52,6 +50,7 @@ import streamlit as st
 from streamlit import runtime
 
 from dashboard.logouts import LogoutLedger
+from engine.act.command import who_acts
 from engine.errors import GoodputError
 
 LOGIN_ENV = "GOODPUT_LOGIN"  # "required" when the launcher turned login on; else decided by the address
@@ -330,7 +329,7 @@ def identity() -> str:
             if claims.get(key) and ok:
                 return str(claims[key])
         raise NotAllowed("this login has no verified email or subject to record actions under")
-    return f"{getpass.getuser()}@{socket.gethostname()} (login off)"
+    return f"{who_acts()} (login off)"
 
 
 def require(role: Role) -> None:

@@ -13,13 +13,14 @@ from urllib.parse import quote
 import duckdb
 import polars as pl
 
-from engine.act.pricing import SECONDS_PER_HOUR, Restart, resume_price
+from engine.act.pricing import Restart, resume_price
 from engine.act.records import Action, Evidence, Recommendation, Rule, recommendation_id
 from engine.act.settings import ActionSettings
 from engine.act.words import n
 from engine.store import RunInfo
 from engine.store.run import start_known
 from engine.store.schema import IN_SERVICE_STATES
+from engine.units import SECONDS_PER_HOUR
 
 # Each host's state at $now: the interval covering it, the one starting last where two meet at $now (a run's
 # last intervals end at its end, which is the default $now).

@@ -14,15 +14,14 @@ engine.act.recommend keeps one drain a host: a fatal XID's before a lemon's, a l
 import polars as pl
 
 from engine.act.context import Context, query
-from engine.act.pricing import SECONDS_PER_HOUR
 from engine.act.records import Evidence, Recommendation, Rule
 from engine.act.words import incident_words, n, xid_words
 from engine.analysis.lemons import lemon_rule, lemons_at
-from engine.reference import XIDS
+from engine.ingest.observed import FATAL_XIDS  # one list of fatal XIDs: the ingest's
 from engine.store import file_columns
 from engine.store.schema import OUT_OF_SERVICE_STATES
+from engine.units import SECONDS_PER_HOUR
 
-FATAL_XIDS = [x.xid for x in XIDS if x.fatal]  # as engine.ingest.observed.FATAL_XIDS
 MIN_REPEAT_HOSTS = 5  # hosts with a fatal XID needed to measure how often one recurs; fewer: p = 1
 FAIL_SLOW_TAB = "Fail-slow episodes"  # the Incidents page's tab label (dashboard.incidents.tabs.FAIL_SLOW)
 

@@ -31,11 +31,10 @@ from engine.act.words import n
 from engine.errors import GoodputError
 from engine.scenario.durations import parse_duration
 from engine.scenario.keys import KEY_BY_NAME
+from engine.units import SECONDS_PER_HOUR
 
 if TYPE_CHECKING:
     from engine.act.context import Context
-
-SECONDS_PER_HOUR = 3600.0
 
 # Unplanned incidents on hosts up to $now: the run's failure rate per host-hour, for a resume's chance of failing
 # again.
