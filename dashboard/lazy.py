@@ -11,13 +11,17 @@ from collections.abc import Callable, Mapping
 import streamlit as st
 
 
-def expander(label: str, key: str, draw: Callable[[], None]) -> None:
-    """A collapsed expander titled `label` whose content `draw` fills only while it is open. `key` names it in
-    the session (a label with counts in it changes; the key must not)."""
+def expander(label: str, key: str, draw: Callable[[], None], opened: bool = False) -> bool:
+    """An expander titled `label` whose content `draw` fills only while it is open; returns whether it is. `key`
+    names it in the session (a label with counts in it changes; the key must not); it opens collapsed unless
+    `opened` (a link asked for its content), then stays as the user leaves it."""
+    if key not in st.session_state:
+        st.session_state[key] = opened
     box = st.expander(label, key=key, on_change="rerun")
     if box.open:
         with box:
             draw()
+    return bool(box.open)
 
 
 TAB_PARAMETER = "tab"  # a page's one row of lazy tabs, in the URL: ?tab=LABEL

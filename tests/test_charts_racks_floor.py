@@ -131,7 +131,35 @@ def test_problems_only_greys_every_other_rack_and_rings_the_broken_one(run_id): 
     assert charts.NO_PROBLEM in {t.name for t in fig.data if t.type == "scatter"}  # named in the legend
     # the greyed cells still say what they are on hover
     assert fig.data[0].text[0][3] == "gt-p00-r00001-h1 · rack 1 · GPU 0 · Running a job"
-    assert fig.data[-1].name == charts.RACK_HANDLES  # clicks still open any rack
+    # only the ringed rack has a handle to click (Rack below the floor opens any other)
+    handles = fig.data[-1]
+    assert handles.name == charts.RACK_HANDLES and list(handles.customdata) == [0]
+    assert handles.text[0].startswith("<b>rack 0</b> (click to open)")
+    # every rack has one when the floor is shown whole
+    assert list(charts.floor_plan(cells, "state").data[-1].customdata) == [0, 1, 2, 3]
+
+
+def test_a_host_cell_shows_a_failed_gpu_unless_its_host_is_out_of_service(run_id):  # noqa: F811
+    hosts, cells = queries.hosts_at(run_id, 30000.0), cells_at(run_id, 30000.0)
+    shown = queries.host_cells(hosts, cells, 2.5).sort("host_id")
+    # host 1 is in repair with its failed GPU 3: the host's state is the larger news
+    assert shown.filter(pl.col("host_id") == 1).select("state", "host_state", "failed_gpus").row(0) == (
+        "repair",
+        "repair",
+        1,
+    )
+    # the same failed GPU on a host in service shows as a failed GPU, as a GPU cell would
+    in_service = hosts.with_columns(
+        pl.when(pl.col("host_id") == 1).then(pl.lit("running")).otherwise("state").alias("state")
+    )
+    again = queries.host_cells(in_service, cells, 2.5).filter(pl.col("host_id") == 1)
+    assert again.select("state", "host_state", "failed_gpus").row(0) == ("failed", "running", 1)
+    assert shown.height == hosts.height and shown["failed_gpus"].sum() == 1
+    # the rack's handle names the host by its own state and counts its failed GPU
+    fig = charts.floor_plan(
+        again.vstack(queries.host_cells(in_service, cells, 2.5).filter(pl.col("host_id") == 0))
+    )
+    assert "gt-p00-r00000-h1: Running a job, 1 GPU failed" in fig.data[-1].text[0]
 
 
 def test_problems_only_without_a_problem_greys_the_whole_floor(run_id):  # noqa: F811

@@ -20,6 +20,12 @@ def at_hours(hours: float) -> datetime:
 PAGE = "app_pages/racks.py"
 
 
+def open_blast_radius(at, run_id: str):
+    """Open the Blast radius expander (drawn only once opened, dashboard/lazy.py), as a click on it does."""
+    at.session_state[f"racks_blast:{run_id}"] = True
+    return at.run()
+
+
 def metrics(at) -> dict[str, str]:
     """The page's figures by definition key (each label must be a registered one)."""
     return {by_label(m.label).key: m.value for m in at.metric}
@@ -41,6 +47,13 @@ def test_floor_at_t_from_the_url_with_power_a_rack_and_its_blast_radius(run_id):
     # at 30,000 s host 1 is in repair (GPU 3 failed at 20,000 s); rack 1 draws 2.6 kW of its 2.5 kW budget
     at = open_page(PAGE, {"run": run_id, "t": "30000", "rack": "1"})
     assert not at.exception
+    # the blast radius waits, closed, until asked for
+    assert "blast" not in at.query_params and "blast_jobs" not in metrics(at)
+    assert [e.label for e in at.expander] == [
+        "Blast radius: what a failure of a rack, host or switch would interrupt at t"
+    ]
+    at = open_blast_radius(at, run_id)
+    assert not at.exception
     assert metrics(at) == {
         "racks": "4",
         "racks_with_a_problem": "1",
@@ -54,7 +67,7 @@ def test_floor_at_t_from_the_url_with_power_a_rack_and_its_blast_radius(run_id):
         "blast_gpus_behind": "4",
     }
     assert "2024-03-01 08:20 UTC" in at.caption[0].value
-    assert [s.value for s in at.subheader] == ["Floor plan", "Rack", "Blast radius"]
+    assert [s.value for s in at.subheader] == ["Floor plan", "Rack"]
     assert at.query_params["cells"] == "gpus" and at.query_params["measure"] == "state"
     assert at.query_params["problems"] == "0"  # 4 racks: every rack shown as it is
     markdown = [m.value for m in at.markdown]
@@ -118,7 +131,7 @@ def test_a_bad_url_parameter_falls_back_to_the_end_of_the_run(run_id):
     assert not at.exception
     assert metrics(at)["hosts_out_of_service"] == "1"  # host 1 never comes back
     assert at.slider[0].value == at_hours(24.0) and at.slider[0].label == "Time (UTC)"
-    assert at.query_params["measure"] == "state" and at.query_params["blast"] == "rack:0"
+    assert at.query_params["measure"] == "state" and "blast" not in at.query_params  # closed: no part
 
 
 def test_choosing_a_rack_shows_its_events_up_to_t(run_id):
@@ -133,11 +146,12 @@ def test_choosing_a_rack_shows_its_events_up_to_t(run_id):
     ]
     assert incidents["time (UTC)"].tolist() == ["2024-03-01 05:33 UTC"]
     assert at.dataframe[0].value["state"].tolist() == ["In repair", "Running a job"]  # h1 on top
-    assert at.query_params["blast"] == "rack:0"
+    at = open_blast_radius(at, run_id)
+    assert at.query_params["blast"] == "rack:0"  # opened: on the open rack
 
 
 def test_blast_radius_of_a_switch_chosen_on_the_page_and_from_the_url(run_id):
-    at = open_page(PAGE, {"run": run_id, "t": "30000"})
+    at = open_blast_radius(open_page(PAGE, {"run": run_id, "t": "30000"}), run_id)
     at.button_group[2].set_value("ctsw").run()
     at.selectbox(key=f"racks_blast_target:{run_id}:ctsw").set_value("ctsw-1-0").run()
     assert not at.exception and at.query_params["blast"] == "ctsw:ctsw-1-0"
@@ -184,7 +198,7 @@ def test_a_run_without_host_states_or_links_shows_every_host_unknown(store_dir):
     assert metrics(at)["hosts_without_a_state"] == "8"
     assert any("records no host states" in c.value for c in at.caption)
     assert any("No incidents on this rack" in c.value for c in at.caption)
-    assert metrics(at)["blast_jobs"] == "0"
+    assert metrics(open_blast_radius(at, run_id))["blast_jobs"] == "0"
 
 
 def test_every_move_of_the_slider_counts(run_id):
@@ -221,11 +235,11 @@ def test_problems_only_rings_the_broken_racks_and_counts_the_rest(run_id):
         in c.value
         for c in at.caption
     )
-    listed = next(d.value for d in at.dataframe if "failed GPUs" in d.value.columns)
+    # a short list is a static table (racks, counts and state words: no data text)
+    listed = next(t.value for t in at.table if "failed GPUs" in t.value.columns)
     assert listed["rack"].tolist() == [0] and listed["hosts out of service"].tolist() == [1]
-    assert listed["failed GPUs"].tolist() == [1] and [list(s) for s in listed["out-of-service states"]] == [
-        ["In repair"]
-    ]
+    assert listed["failed GPUs"].tolist() == [1] and listed["out-of-service states"].tolist() == ["In repair"]
+    assert any("Click a ringed rack's dot" in c.value for c in at.caption)
     # the rack chooser names the problem
     assert (
         at.selectbox(key=f"racks_rack:{run_id}").options[0]
@@ -237,7 +251,7 @@ def test_problems_only_rings_the_broken_racks_and_counts_the_rest(run_id):
 
 
 def test_the_blast_radius_follows_the_rack_opened(run_id):
-    at = open_page(PAGE, {"run": run_id, "t": "30000", "rack": "1"})
+    at = open_blast_radius(open_page(PAGE, {"run": run_id, "t": "30000", "rack": "1"}), run_id)
     assert at.query_params["blast"] == "rack:1"
     assert [metrics(at)[k] for k in ("blast_jobs", "blast_gpus_stopped", "blast_gpus_behind")] == [
         "1",

@@ -10,7 +10,7 @@ named and explained by its definition (engine.analysis.definitions).
 import polars as pl
 import streamlit as st
 
-from dashboard import state, table_view
+from dashboard import lazy, state, table_view
 from dashboard.charts import racks as charts
 from dashboard.format import fmt_time
 from dashboard.queries import racks as queries
@@ -22,8 +22,10 @@ from engine.report.visible_text import visible
 from engine.store import RunInfo
 from engine.store.schema import IN_SERVICE_STATES, OUT_OF_SERVICE_STATES
 
-# A cell a GPU up to this size (llama3-405b's 24,576 GPUs: ~4 MB of figure); larger clusters a cell a host.
-GPU_CELLS_UP_TO = 32768
+# A cell a GPU up to this size; larger clusters a cell a host (a click on "a cell a GPU" still draws every GPU). At
+# llama3-405b's 24,576 GPUs a GPU cell is under 2 px wide on a 1,600 px screen, and its 24,576 hover texts cost the
+# browser about 0.4 s a visit (bench/bench_pages.py); a host cell shows a failed GPU as well.
+GPU_CELLS_UP_TO = 8192
 # More racks than this and a few broken ones are lost among the healthy: the floor opens on the problems.
 PROBLEMS_FIRST_OVER_RACKS = 64
 PLAY_EVERY_S = 2.0  # seconds between frames while playing: a full page rerun each, with fresh queries
@@ -48,7 +50,15 @@ def page(run_id: str) -> None:
     figures_section(floor)
     clicked = floor_plan_section(run, floor)
     rack = one_rack(run, floor, clicked)
-    blast_radius(run, floor, rack)
+    # drawn once opened (its table and controls cost a visit about 0.25 s); a link with ?blast= opens it
+    opened = lazy.expander(
+        "Blast radius: what a failure of a rack, host or switch would interrupt at t",
+        f"racks_blast:{run.run_id}",
+        lambda: blast_radius(run, floor, rack),
+        opened=queries.parse_blast(st.query_params.get("blast")) is not None,
+    )
+    if not opened:
+        st.query_params.pop("blast", None)
 
 
 # ----- time t, and play -------------------------------------------------------------------------------------
@@ -189,7 +199,7 @@ def floor_plan_section(run: RunInfo, floor: Floor):
     clicked = st.plotly_chart(
         figure, width="stretch", on_select="rerun", selection_mode="points", key=f"racks_floor:{run.run_id}"
     )
-    floor_notes(run, floor)
+    floor_notes(run, floor, problems_only)
     if problems_only and problems.height:
         problems_table(problems)
     return clicked
@@ -239,34 +249,25 @@ def shown_cells(floor: Floor, cells: str) -> pl.DataFrame:
         st.caption(
             "A GPU shows its host's state, or *Failed GPU* (black) from its own incident until its repair."
         )
-    else:  # a host cell: its host's state, its hottest GPU, its mean GPU power, its most failed GPU
-        shown = hosts.join(
-            cells_frame.group_by("host_id").agg(
-                pl.col("temp_c").max(),
-                pl.col("power_w").mean(),
-                pl.col("failures").max(),
-                pl.col("host_kw").first(),
-                pl.col("rack_kw").first(),
-                pl.col("budget_kw").first(),
-                pl.col("kind").first(),
-            ),
-            on="host_id",
-            how="left",
-        ).with_columns(
-            pl.col("failures").fill_null(0),
-            pl.col("rack_kw").fill_null(0.0),
-            pl.col("budget_kw").fill_null(budget_kw),
+    else:
+        shown = queries.host_cells(hosts, cells_frame, budget_kw)
+        st.caption(
+            "A host cell shows *Failed GPU* (black) where one of its GPUs has failed while the host is in service, "
+            "its hottest GPU, its mean GPU power and its most failed GPU."
         )
-        st.caption("A host cell shows its hottest GPU, its mean GPU power and its most failed GPU.")
     return shown
 
 
-def floor_notes(run: RunInfo, floor: Floor) -> None:
+def floor_notes(run: RunInfo, floor: Floor, problems_only: bool) -> None:
     """What the plan shows (the power readings and budget), what the run lacks, and the racks over budget."""
     hosts, measure, tdp_w, budget_kw = floor.hosts, floor.measure, floor.tdp_w, floor.budget_kw
     over = floor.power.filter(pl.col("over"))
     unknown = int(hosts["state"].fill_null("unknown").eq("unknown").sum())  # as figures_section counts it
-    notes = ["Click a rack's dot to open it below."]
+    notes = [
+        "Click a ringed rack's dot to open it below, or choose any rack under *Rack*."
+        if problems_only
+        else "Click a rack's dot to open it below."
+    ]
     if measure == "power":
         notes.append(
             f"Each GPU's latest reading at or before t, summed per host and rack against the rack budget of "
@@ -287,10 +288,15 @@ def floor_notes(run: RunInfo, floor: Floor) -> None:
         )
 
 
+# A list of problem racks up to this long is a static table (its numbers and state words hold no data text that
+# Markdown could read): the interactive grid costs a first visit about a second to load (bench/bench_pages.py).
+STATIC_TABLE_ROWS = 20
+
+
 def problems_table(problems: pl.DataFrame) -> None:
     """The racks with a host out of service or a failed GPU at t."""
     st.markdown(f"**Racks with a problem at t** ({problems.height:,}: choose one under *Rack* to open it)")
-    table_view.dataframe(
+    shown = (
         problems.head(500)
         .with_columns(pl.col("states").list.eval(pl.element().replace(charts.STATE_WORDS)))
         .rename(
@@ -300,10 +306,17 @@ def problems_table(problems: pl.DataFrame) -> None:
                 "failed_gpus": "failed GPUs",
                 "states": "out-of-service states",
             }
-        ),
-        hide_index=True,
-        width="stretch",
-        height=min(400, 38 + 35 * min(problems.height, 500)),
+        )
+    )
+    if shown.height <= STATIC_TABLE_ROWS:
+        st.table(
+            shown.with_columns(pl.col("out-of-service states").list.join(", ")),
+            hide_index=True,
+            border="horizontal",
+        )
+        return
+    table_view.dataframe(
+        shown, hide_index=True, width="stretch", height=min(400, 38 + 35 * min(problems.height, 500))
     )
 
 
@@ -312,7 +325,6 @@ def blast_radius(run: RunInfo, floor: Floor, rack: int | None) -> None:
     """What a failure of a rack, host, switch or pod's spine would interrupt at t (?blast=kind:target)."""
     hosts, cells_frame = floor.hosts, floor.cells
     gpus = queries.gpu_count(run.run_id)
-    st.subheader("Blast radius")
     st.caption(
         "What a failure would interrupt at t: every job with a host behind the failed part stops as a whole "
         "(gang-scheduled jobs restart together)."

@@ -95,6 +95,13 @@ def rack_handles(cells: pl.DataFrame, states: pl.Series, grid: FloorGrid, faint:
     """A small dot in the middle of each rack: one scatter trace a page can listen to for clicks (a heatmap
     cell sends no selection event), its hover summing up the rack's hosts."""
     failed = pl.col("state") == "failed"
+    if "host_state" in cells.columns:  # host cells: the host's own state, and how many of its GPUs failed
+        host_state, failed_gpus = (
+            pl.col("host_state").first().fill_null("unknown"),
+            pl.col("failed_gpus").sum(),
+        )
+    else:  # GPU cells: the state of its GPUs that did not fail is the host's
+        host_state, failed_gpus = pl.col("state").filter(~failed).first().fill_null("failed"), failed.sum()
     hosts = (
         cells.with_columns(states.alias("state"))
         .group_by("rack_id", "hostname", maintain_order=True)
@@ -102,8 +109,8 @@ def rack_handles(cells: pl.DataFrame, states: pl.Series, grid: FloorGrid, faint:
             pl.col("row").first(),
             pl.col("position").first(),
             pl.col("slot").first(),
-            pl.col("state").filter(~failed).first().fill_null("failed").alias("state"),
-            failed.sum().alias("failed_gpus"),
+            host_state.alias("state"),
+            failed_gpus.alias("failed_gpus"),
         )
         .with_columns(
             (

@@ -304,7 +304,8 @@ def floor_plan(
     state read job_id (and kind), temp_c, power_w/host_kw/rack_kw/budget_kw, failures (queries.floor_cells).
     `tdp_w` scales a GPU's power in the hover (700 W: the H100 of the reference); `window` names the failure
     window in the hover. Racks over their power budget (rack_kw > budget_kw) get a red cross for a handle.
-    `problem_racks` (the problems-only view): every other rack is greyed out and each of these gets a ring.
+    `problem_racks` (the problems-only view): every other rack is greyed out and each of these gets a ring and
+    the only handles.
     """
     cells = as_plot_text(cells, "hostname", "job_id")
     states = cells["state"].fill_null("unknown")
@@ -353,7 +354,10 @@ def floor_plan(
     over = over_budget(cells, grid)
     if over is not None:
         fig.add_trace(over)
-    fig.add_trace(rack_handles(cells, states, grid, faint=big))
+    # the problems-only view gives only the ringed racks a handle: 1,536 SVG points (drawn twice when a legend
+    # moves the margins) cost the browser about 0.35 s (bench/bench_pages.py); Rack below opens any other rack
+    handled = pl.Series(~healthy)
+    fig.add_trace(rack_handles(cells.filter(handled), states.filter(handled), grid, faint=big))
     fig.update_layout(
         title=title,
         height=grid.height_px,
