@@ -1,17 +1,34 @@
 """Tables of data on the pages: `st.dataframe` with every text column's invisible characters shown visibly
 (dashboard.text.table_frame), so a hostname or job name holding a right-to-left override or a zero-width space
-reads as what it is in a table too.
+reads as what it is in a table too; a short table as static cells (`short`), each as exactly its text.
 
     table_view.dataframe(frame, hide_index=True, width="stretch")
+    table_view.short(frame)   # up to SHORT_ROWS rows: plain cells, else the interactive grid
 """
 
 import polars as pl
 import streamlit as st
 
-from dashboard.text import table_frame
+from dashboard.format import DASH
+from dashboard.text import md, table_frame
+
+# A table up to this many rows is drawn as static cells: the interactive grid costs a visit about 0.4 s and a first
+# visit another second to load its code (bench/bench_pages.py), more than a few rows are worth.
+SHORT_ROWS = 20
 
 
 def dataframe(data, where=None, **kwargs):
     """`where.dataframe` (st by default; a column or container) of `data`: a Polars frame's text columns made
     visible, anything else as it is."""
     return (where or st).dataframe(table_frame(data) if isinstance(data, pl.DataFrame) else data, **kwargs)
+
+
+def short(frame: pl.DataFrame, where=None, **kwargs) -> None:
+    """`frame` as static cells (st.table) when it has at most SHORT_ROWS rows, else as `dataframe` (with
+    `kwargs`). st.table reads Markdown in its cells, so every cell goes through `md` (a hostname shows as
+    exactly its text); a missing value shows as a dash, numbers as they are."""
+    if frame.height > SHORT_ROWS:
+        dataframe(frame, where, hide_index=True, width="stretch", **kwargs)
+        return
+    cells = {name: [DASH if v is None else md(v) for v in frame[name].to_list()] for name in frame.columns}
+    (where or st).table(pl.DataFrame(cells, schema=dict.fromkeys(frame.columns, pl.String)), hide_index=True)

@@ -191,6 +191,14 @@ class Page:
                 frame = node.value
                 self.plain += [str(v) for column in frame.columns for v in frame[column].tolist()]
                 continue
+            if kind == "table":  # st.table reads Markdown in every cell (dashboard.table_view.short)
+                frame = node.value
+                self.markdown += [
+                    ("table.cell", str(v))
+                    for column in frame.columns
+                    for v in [column, *frame[column].tolist()]
+                ]
+                continue
             for field, text, plain in strings(proto, kind in PLAIN_ELEMENTS):
                 (self.plain.append(text) if plain else self.markdown.append((f"{kind}.{field}", text)))
 

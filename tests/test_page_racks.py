@@ -237,8 +237,10 @@ def test_problems_only_rings_the_broken_racks_and_counts_the_rest(run_id):
     )
     # a short list is a static table (racks, counts and state words: no data text)
     listed = next(t.value for t in at.table if "failed GPUs" in t.value.columns)
-    assert listed["rack"].tolist() == [0] and listed["hosts out of service"].tolist() == [1]
-    assert listed["failed GPUs"].tolist() == [1] and listed["out-of-service states"].tolist() == ["In repair"]
+    assert listed["rack"].tolist() == ["0"] and listed["hosts out of service"].tolist() == ["1"]
+    assert listed["failed GPUs"].tolist() == ["1"] and listed["out-of-service states"].tolist() == [
+        "In repair"
+    ]
     assert any("Click a ringed rack's dot" in c.value for c in at.caption)
     # the rack chooser names the problem
     assert (

@@ -342,17 +342,17 @@ def what_is_down(run: RunInfo, sizes: dict) -> None:
             f"**{down.height:,} of {fmt_int(sizes['hosts'])} hosts** ({gpus_down:,} GPU{'s' * (gpus_down != 1)}) "
             f"are out of service {when}."
         )
-        table_view.dataframe(
-            q.down_table(down, run.started_at),
-            hide_index=True,
+        table_view.short(
+            q.down_table(down, run.started_at).rename(
+                {
+                    "down_since": "down since (UTC)",
+                    "down_for": "down for",
+                    "incident": "incident #",
+                    "gpu": "GPU id",
+                    "xid": "XID",
+                }
+            ),
             key="down_table",
-            column_config={
-                "down_since": "down since (UTC)",
-                "down_for": "down for",
-                "incident": "incident #",
-                "gpu": "GPU id",
-                "xid": "XID",
-            },
         )
     states = q.state_counts_at(run.run_id, t_s, run.duration_s)
     if states.height:

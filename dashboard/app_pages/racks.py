@@ -288,11 +288,6 @@ def floor_notes(run: RunInfo, floor: Floor, problems_only: bool) -> None:
         )
 
 
-# A list of problem racks up to this long is a static table (its numbers and state words hold no data text that
-# Markdown could read): the interactive grid costs a first visit about a second to load (bench/bench_pages.py).
-STATIC_TABLE_ROWS = 20
-
-
 def problems_table(problems: pl.DataFrame) -> None:
     """The racks with a host out of service or a failed GPU at t."""
     st.markdown(f"**Racks with a problem at t** ({problems.height:,}: choose one under *Rack* to open it)")
@@ -308,16 +303,9 @@ def problems_table(problems: pl.DataFrame) -> None:
             }
         )
     )
-    if shown.height <= STATIC_TABLE_ROWS:
-        st.table(
-            shown.with_columns(pl.col("out-of-service states").list.join(", ")),
-            hide_index=True,
-            border="horizontal",
-        )
-        return
-    table_view.dataframe(
-        shown, hide_index=True, width="stretch", height=min(400, 38 + 35 * min(problems.height, 500))
-    )
+    if shown.height <= table_view.SHORT_ROWS:  # a few racks: static cells, their states as one line
+        shown = shown.with_columns(pl.col("out-of-service states").list.join(", "))
+    table_view.short(shown, height=min(400, 38 + 35 * min(problems.height, 500)))
 
 
 # ----- blast radius ---------------------------------------------------------------------------------------

@@ -14,6 +14,7 @@ from dashboard.queries.summary import Headline
 from dashboard.text_exprs import cause_label_text, duration_text, time_text
 from engine.analysis.incidents import FLAGSHIP_JOB_SQL
 from engine.reference import XIDS
+from engine.report.palette import HOST_STATE_LABELS
 from engine.store.schema import IN_SERVICE_STATES, OUT_OF_SERVICE_STATES
 
 # How far a host's first unavailable state may lag its incident (detection, then drain), and how far an
@@ -196,7 +197,7 @@ def down_table(down: pl.DataFrame, started_at: datetime) -> pl.DataFrame:
     return down.select(
         host=pl.col("hostname"),
         rack=pl.col("rack_id"),
-        state=pl.col("state"),
+        state=pl.col("state").replace(HOST_STATE_LABELS),  # in words, as every page names states
         down_since=time_text("down_since_s", started_at),
         down_for=duration_text("down_for_s"),
         cause=cause_label_text("cause"),

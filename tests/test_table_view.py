@@ -1,0 +1,41 @@
+"""dashboard.table_view.short: a short table is static cells, each showing exactly its text (st.table reads
+Markdown in them), a missing value a dash; a longer one is the interactive grid."""
+
+import polars as pl
+from streamlit.testing.v1 import AppTest
+
+SCRIPT = """
+import polars as pl
+from dashboard import table_view
+rows = int(__import__("streamlit").query_params.get("rows", "2"))
+frame = pl.DataFrame({
+    "host": ["![x](http://evil.example/i.png)", "*bold* `code` :red[x]"] * (rows // 2),
+    "gpus": [8, None] * (rows // 2),
+})
+table_view.short(frame)
+"""
+
+
+def run(rows: int) -> AppTest:
+    at = AppTest.from_string(SCRIPT)
+    at.query_params["rows"] = str(rows)
+    return at.run()
+
+
+def test_a_short_table_is_static_cells_each_escaped():
+    at = run(2)
+    assert not at.exception and not at.dataframe
+    [table] = at.table
+    cells = pl.from_pandas(table.value)
+    assert cells.columns == ["host", "gpus"]
+    # every Markdown character escaped: the cell shows the characters, not an image, emphasis or code
+    assert cells["host"][0].startswith("!\\[x\\]") and "\\*bold\\*" in cells["host"][1]
+    assert "\\`code\\`" in cells["host"][1]
+    assert cells["gpus"].to_list() == ["8", "–"]  # a missing value is a dash, never "None"
+
+
+def test_a_long_table_is_the_interactive_grid():
+    at = run(22)
+    assert not at.exception and not at.table
+    [grid] = at.dataframe
+    assert grid.value["host"].tolist()[0] == "![x](http://evil.example/i.png)"  # plain cells: shown as is
