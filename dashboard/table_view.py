@@ -26,9 +26,19 @@ def dataframe(data, where=None, **kwargs):
 def short(frame: pl.DataFrame, where=None, **kwargs) -> None:
     """`frame` as static cells (st.table) when it has at most SHORT_ROWS rows, else as `dataframe` (with
     `kwargs`). st.table reads Markdown in its cells, so every cell goes through `md` (a hostname shows as
-    exactly its text); a missing value shows as a dash, numbers as they are."""
+    exactly its text); a missing value shows as a dash, a whole number as it is (ids are numbers too), a
+    fraction to two decimals."""
     if frame.height > SHORT_ROWS:
         dataframe(frame, where, hide_index=True, width="stretch", **kwargs)
         return
-    cells = {name: [DASH if v is None else md(v) for v in frame[name].to_list()] for name in frame.columns}
+    cells = {name: [_cell(v) for v in frame[name].to_list()] for name in frame.columns}
     (where or st).table(pl.DataFrame(cells, schema=dict.fromkeys(frame.columns, pl.String)), hide_index=True)
+
+
+def _cell(value) -> str:
+    """One static cell's Markdown source."""
+    if value is None or (isinstance(value, float) and value != value):
+        return DASH
+    if isinstance(value, float):
+        return md(f"{value:,.0f}" if value.is_integer() else f"{value:,.2f}")
+    return md(value)

@@ -15,6 +15,19 @@ from engine.store import Store
 PAGE = "app_pages/compare.py"
 
 
+def tables(at) -> list:
+    """The page's tables top to bottom as pandas frames: interactive grids and the static cells of short ones
+    (dashboard.table_view.short: every cell its text)."""
+
+    def walk(node):
+        if getattr(node, "type", None) in ("dataframe", "table"):
+            yield node.value
+        for child in (getattr(node, "children", None) or {}).values():
+            yield from walk(child)
+
+    return list(walk(at._tree))
+
+
 def test_empty_store_and_a_single_run(store_dir):
     at = open_page(PAGE)
     assert not at.exception and any("no runs yet" in i.value for i in at.info)
@@ -32,22 +45,22 @@ def test_two_runs_side_by_side(store_dir):
     at = open_page(PAGE, {"runs": f"{a},{b}"})
     assert not at.exception
     assert at.multiselect[0].value == [a, b] and c not in at.query_params["runs"]
-    headlines = at.dataframe[0].value
+    headlines = tables(at)[0]
     assert list(headlines.columns) == ["figure", f"base ({a})", f"spares ({b})"]
     assert headlines.set_index("figure").loc["ETTR (goodput)"].tolist() == ["93.0%", "93.0%"]
     # the figure names whole (issue 28: "In-memory checkpoint me..." was cut at 1280 px) and kept in view
     figure = json.loads(at.dataframe[0].proto.columns)["figure"]
     longest = max(len(f) for f in headlines["figure"])
     assert figure["pinned"] is True and figure["width"] >= 7 * longest
-    diff = at.dataframe[1].value
+    diff = tables(at)[1]
     assert diff["key"].tolist() == ["spares.hosts", "training.checkpoint_interval"]
     assert diff[f"spares ({b})"].tolist() == ["8", "30m"] and diff[f"base ({a})"].tolist() == ["4", "20m"]
-    causes = at.dataframe[2].value  # the flagship's two interruptions, as the summary counts them
+    causes = tables(at)[2]  # the flagship's two interruptions, as the summary counts them
     assert sorted(causes["cause"].tolist()) == ["Faulty GPU", "Planned maintenance"]  # causes in words
-    assert causes[f"base ({a})"].tolist() == [1.0, 1.0]
+    assert causes[f"base ({a})"].tolist() == ["1", "1"]  # a short table: static cells
     at.toggle[0].set_value(True).run()  # per 1,000 host-days: 2 / (the job's 4 hosts x 1 day) = 500
     assert not at.exception and at.query_params["per"] == "host-days"
-    assert at.dataframe[2].value[f"base ({a})"].tolist() == [250.0, 250.0]
+    assert tables(at)[2][f"base ({a})"].tolist() == ["250", "250"]
 
 
 def test_default_is_the_selected_run_and_the_newest(store_dir):
@@ -66,13 +79,13 @@ def test_an_ingested_run_beside_a_simulated_one(store_dir):
     b = stored_run(store_dir, sparse_run("observed"))
     at = open_page(PAGE, {"runs": f"{a},{b}"})
     assert not at.exception
-    headlines = at.dataframe[0].value.set_index("figure")
+    headlines = tables(at)[0].set_index("figure")
     assert headlines.loc["kind"].tolist() == ["simulate", "ingest"]
     assert headlines.loc["ETTR (goodput)"].tolist() == ["93.0%", "–"]
-    diff = at.dataframe[1].value
+    diff = tables(at)[1]
     assert "preset" in diff["key"].tolist()  # the ingested run has no scenario at all
-    causes = at.dataframe[2].value  # the ingested run has neither a flagship job nor incidents
-    assert causes[f"observed ({b})"].sum() == 0 and causes[f"sim ({a})"].sum() == 2
+    causes = tables(at)[2]  # the ingested run has neither a flagship job nor incidents
+    assert causes[f"observed ({b})"].tolist() == ["0", "0"] and causes[f"sim ({a})"].tolist() == ["1", "1"]
 
 
 def test_three_runs_with_their_ettr_over_time(store_dir):
@@ -81,8 +94,8 @@ def test_three_runs_with_their_ettr_over_time(store_dir):
     c = stored_run(store_dir, sparse_run("observed"))
     at = open_page(PAGE, {"runs": f"{a},{b},{c}"})
     assert not at.exception and at.multiselect[0].value == [a, b, c]
-    assert list(at.dataframe[0].value.columns) == ["figure", f"base ({a})", f"ckpt ({b})", f"observed ({c})"]
-    diff = at.dataframe[1].value.set_index("key")  # the ingested run has no scenario at all
+    assert list(tables(at)[0].columns) == ["figure", f"base ({a})", f"ckpt ({b})", f"observed ({c})"]
+    diff = tables(at)[1].set_index("key")  # the ingested run has no scenario at all
     assert diff.loc["training.checkpoint_interval"].tolist() == ["20m", "30m", "–"]
     assert diff.loc["preset"].tolist() == ["demo", "demo", "–"]
     [chart] = [
@@ -150,7 +163,7 @@ def test_two_strategies_and_their_recovery_costs_side_by_side(store_dir):
     )
     at = open_page(PAGE, {"runs": f"{a},{b}"})
     assert not at.exception
-    headlines = at.dataframe[0].value.set_index("figure")
+    headlines = tables(at)[0].set_index("figure")
     assert headlines.loc["Recovery strategy"].tolist() == [
         "Restart from the last checkpoint",
         "Warm standby hosts (hot spare)",
@@ -158,7 +171,7 @@ def test_two_strategies_and_their_recovery_costs_side_by_side(store_dir):
     assert headlines.loc["Standby hosts idle"].tolist() == ["0 GPU-h", "192 GPU-h"]
     assert headlines.loc["Degraded: replicas out"].tolist() == ["0 GPU-h", "0 GPU-h"]
     assert headlines.loc["In-memory checkpoint memory per host"].tolist() == ["0.0 GB", "0.0 GB"]
-    diff = at.dataframe[1].value.set_index("key")
+    diff = tables(at)[1].set_index("key")
     assert diff.loc["training.recovery"].tolist() == ["restart", "hot_spare"]
     [costs] = [
         json.loads(ch.proto.spec)
@@ -175,7 +188,7 @@ def test_a_run_from_before_the_strategies_shows_dashes(store_dir):
     b = stored_run(store_dir, strategy_run("drop", "replica_drop", {"degraded_gpu_hours": 3.5}))
     at = open_page(PAGE, {"runs": f"{a},{b}"})
     assert not at.exception
-    headlines = at.dataframe[0].value.set_index("figure")
+    headlines = tables(at)[0].set_index("figure")
     assert headlines.loc["Recovery strategy"].tolist() == ["–", "Drop the failed replica (FT-HSDP)"]
     assert headlines.loc["Degraded: replicas out"].tolist() == ["–", "3.5 GPU-h"]
 
@@ -191,7 +204,7 @@ def test_simulated_runs_of_two_strategies_compare(store_dir):
     b = store.write_run(simulate(build("demo", sets=[*sets, "training.recovery=replica_drop"]), name="drop"))
     at = open_page(PAGE, {"runs": f"{a},{b}"})
     assert not at.exception
-    headlines = at.dataframe[0].value.set_index("figure")
+    headlines = tables(at)[0].set_index("figure")
     assert headlines.loc["Recovery strategy"].tolist() == [
         "Restart from the last checkpoint",
         "Drop the failed replica (FT-HSDP)",
@@ -211,6 +224,6 @@ def test_a_replayed_runs_utilisation_is_the_same_on_compare_as_on_its_summary(st
     a = stored_run(store_dir, pages_run("sim"))
     b = stored_run(store_dir, replayed)
     at = open_page(PAGE, {"runs": f"{a},{b}"})
-    headlines = at.dataframe[0].value.set_index("figure")
+    headlines = tables(at)[0].set_index("figure")
     shown = headlines.loc["Utilisation (allocated)"].tolist()[1]
     assert shown == f"{replayed.summary['utilization'] * 100:.1f}%"

@@ -66,10 +66,8 @@ def choose_runs() -> list[RunInfo] | None:
 def headlines_section(infos: list[RunInfo]) -> None:
     st.subheader("Headline figures")
     headlines = queries.headlines(infos)
-    table_view.dataframe(
+    table_view.short(
         headlines,
-        hide_index=True,
-        width="stretch",
         height=35 * (headlines.height + 1) + 3,
         # as wide as the longest name ("In-memory checkpoint memory per host" was cut), kept in view
         column_config={
@@ -93,10 +91,8 @@ def scenario_section(infos: list[RunInfo]) -> None:
         st.caption("The runs share one scenario: any difference in their figures is chance (seed) or source.")
     else:
         st.caption(f"{diff.height} keys differ.")
-        table_view.dataframe(
+        table_view.short(
             diff,
-            hide_index=True,
-            width="stretch",
             column_config={
                 "key": st.column_config.TextColumn("key", width=name_width(diff["key"]), pinned=True)
             },
@@ -165,10 +161,8 @@ def causes_section(infos: list[RunInfo], labels: list[str]) -> None:
         table = counts.pivot("run", index="cause", values="interruptions").fill_null(0)
         table = table.with_columns(pl.lit(0.0).alias(label) for label in labels if label not in table.columns)
         table = table.select(cause_label_text("cause").alias("cause"), *labels)
-        table_view.dataframe(
+        table_view.short(
             table.sort(pl.sum_horizontal(pl.exclude("cause")), descending=True),
-            hide_index=True,
-            width="stretch",
             column_config={"cause": st.column_config.TextColumn("cause", width=name_width(table["cause"]))},
         )
 
