@@ -25,14 +25,18 @@ def dataframe(data, where=None, **kwargs):
 
 def short(frame: pl.DataFrame, where=None, **kwargs) -> None:
     """`frame` as static cells (st.table) when it has at most SHORT_ROWS rows, else as `dataframe` (with
-    `kwargs`). st.table reads Markdown in its cells, so every cell goes through `md` (a hostname shows as
+    `kwargs`). st.table reads Markdown in its cells and headers, so each goes through `md` (a hostname shows as
     exactly its text); a missing value shows as a dash, a whole number as it is (ids are numbers too), a
     fraction to two decimals."""
-    if frame.height > SHORT_ROWS:
+    headers = [md(name) for name in frame.columns]  # a header can be data too: Compare's run names
+    if frame.height > SHORT_ROWS or len(set(headers)) < len(headers):
         dataframe(frame, where, hide_index=True, width="stretch", **kwargs)
         return
-    cells = {name: [_cell(v) for v in frame[name].to_list()] for name in frame.columns}
-    (where or st).table(pl.DataFrame(cells, schema=dict.fromkeys(frame.columns, pl.String)), hide_index=True)
+    cells = {
+        header: [_cell(v) for v in frame[name].to_list()]
+        for header, name in zip(headers, frame.columns, strict=True)
+    }
+    (where or st).table(pl.DataFrame(cells, schema=dict.fromkeys(headers, pl.String)), hide_index=True)
 
 
 def _cell(value) -> str:

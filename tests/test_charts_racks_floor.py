@@ -12,6 +12,7 @@ from test_charts_racks import cells_at, run_id  # noqa: F401 (the fixture)
 from dashboard.charts import floor_grid
 from dashboard.charts import racks as charts
 from dashboard.queries import racks as queries
+from dashboard.racks.floor import host_cells
 from engine.report import palette
 
 
@@ -141,7 +142,7 @@ def test_problems_only_greys_every_other_rack_and_rings_the_broken_one(run_id): 
 
 def test_a_host_cell_shows_a_failed_gpu_unless_its_host_is_out_of_service(run_id):  # noqa: F811
     hosts, cells = queries.hosts_at(run_id, 30000.0), cells_at(run_id, 30000.0)
-    shown = queries.host_cells(hosts, cells, 2.5).sort("host_id")
+    shown = host_cells(hosts, cells, 2.5).sort("host_id")
     # host 1 is in repair with its failed GPU 3: the host's state is the larger news
     assert shown.filter(pl.col("host_id") == 1).select("state", "host_state", "failed_gpus").row(0) == (
         "repair",
@@ -152,13 +153,11 @@ def test_a_host_cell_shows_a_failed_gpu_unless_its_host_is_out_of_service(run_id
     in_service = hosts.with_columns(
         pl.when(pl.col("host_id") == 1).then(pl.lit("running")).otherwise("state").alias("state")
     )
-    again = queries.host_cells(in_service, cells, 2.5).filter(pl.col("host_id") == 1)
+    again = host_cells(in_service, cells, 2.5).filter(pl.col("host_id") == 1)
     assert again.select("state", "host_state", "failed_gpus").row(0) == ("failed", "running", 1)
     assert shown.height == hosts.height and shown["failed_gpus"].sum() == 1
     # the rack's handle names the host by its own state and counts its failed GPU
-    fig = charts.floor_plan(
-        again.vstack(queries.host_cells(in_service, cells, 2.5).filter(pl.col("host_id") == 0))
-    )
+    fig = charts.floor_plan(again.vstack(host_cells(in_service, cells, 2.5).filter(pl.col("host_id") == 0)))
     assert "gt-p00-r00000-h1: Running a job, 1 GPU failed" in fig.data[-1].text[0]
 
 

@@ -11,6 +11,7 @@ rows = int(__import__("streamlit").query_params.get("rows", "2"))
 frame = pl.DataFrame({
     "host": ["![x](http://evil.example/i.png)", "*bold* `code` :red[x]"] * (rows // 2),
     "gpus": [8, None] * (rows // 2),
+    "**run** (a)": [0.5, 2.0] * (rows // 2),
 })
 table_view.short(frame)
 """
@@ -27,11 +28,12 @@ def test_a_short_table_is_static_cells_each_escaped():
     assert not at.exception and not at.dataframe
     [table] = at.table
     cells = pl.from_pandas(table.value)
-    assert cells.columns == ["host", "gpus"]
+    assert cells.columns == ["host", "gpus", "\\*\\*run\\*\\* (a)"]  # a header is data too: escaped
     # every Markdown character escaped: the cell shows the characters, not an image, emphasis or code
     assert cells["host"][0].startswith("!\\[x\\]") and "\\*bold\\*" in cells["host"][1]
     assert "\\`code\\`" in cells["host"][1]
     assert cells["gpus"].to_list() == ["8", "–"]  # a missing value is a dash, never "None"
+    assert cells["\\*\\*run\\*\\* (a)"].to_list() == ["0\\.50", "2"]  # a fraction to two decimals
 
 
 def test_a_long_table_is_the_interactive_grid():

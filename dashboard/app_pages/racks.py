@@ -14,7 +14,7 @@ from dashboard import lazy, state, table_view
 from dashboard.charts import racks as charts
 from dashboard.format import fmt_time
 from dashboard.queries import racks as queries
-from dashboard.racks.floor import Floor
+from dashboard.racks.floor import Floor, host_cells
 from dashboard.racks.one_rack import one_rack
 from dashboard.time_slider import moment_slider, time_axis
 from engine.analysis.definitions import definition
@@ -250,7 +250,7 @@ def shown_cells(floor: Floor, cells: str) -> pl.DataFrame:
             "A GPU shows its host's state, or *Failed GPU* (black) from its own incident until its repair."
         )
     else:
-        shown = queries.host_cells(hosts, cells_frame, budget_kw)
+        shown = host_cells(hosts, cells_frame, budget_kw)
         st.caption(
             "A host cell shows *Failed GPU* (black) where one of its GPUs has failed while the host is in service, "
             "its hottest GPU, its mean GPU power and its most failed GPU."

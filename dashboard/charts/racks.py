@@ -1,6 +1,5 @@
-"""Racks charts: the floor plan (one heatmap trace for the whole cluster), coloured by a measure. What it draws
-over its cells is in dashboard.charts.floor_overlays; states in words and colours, and a host state history,
-in dashboard.charts.host_states.
+"""Racks charts: the floor plan (one heatmap trace for the whole cluster), coloured by a measure; what it draws
+over its cells in dashboard.charts.floor_overlays; states in words and colours in dashboard.charts.host_states.
 
 The floor plan puts each rack in its row and position and stacks its hosts (slot 0 at the bottom) inside the
 rack's column; a blank line separates rows, and a floor too tall for a screen wraps its rows into blocks side by
@@ -304,8 +303,7 @@ def floor_plan(
     state read job_id (and kind), temp_c, power_w/host_kw/rack_kw/budget_kw, failures (queries.floor_cells).
     `tdp_w` scales a GPU's power in the hover (700 W: the H100 of the reference); `window` names the failure
     window in the hover. Racks over their power budget (rack_kw > budget_kw) get a red cross for a handle.
-    `problem_racks` (the problems-only view): every other rack is greyed out and each of these gets a ring and
-    the only handles.
+    `problem_racks` (the problems-only view): the other racks are greyed out, these ringed and handled alone.
     """
     cells = as_plot_text(cells, "hostname", "job_id")
     states = cells["state"].fill_null("unknown")
@@ -354,9 +352,7 @@ def floor_plan(
     over = over_budget(cells, grid)
     if over is not None:
         fig.add_trace(over)
-    # the problems-only view gives only the ringed racks a handle: 1,536 SVG points (drawn twice when a legend
-    # moves the margins) cost the browser about 0.35 s (bench/bench_pages.py); Rack below opens any other rack
-    handled = pl.Series(~healthy)
+    handled = pl.Series(~healthy)  # problems only: 1,536 handles (SVG points) cost a visit ~0.35 s
     fig.add_trace(rack_handles(cells.filter(handled), states.filter(handled), grid, faint=big))
     fig.update_layout(
         title=title,

@@ -171,34 +171,6 @@ def floor_cells(run_id: str, t_s: float, scenario: dict, window_s: float) -> pl.
     )
 
 
-def host_cells(hosts: pl.DataFrame, cells: pl.DataFrame, budget_kw: float) -> pl.DataFrame:
-    """The floor's cells a host each: `hosts` (hosts_at) with its hottest GPU, mean GPU power, most failed GPU,
-    power and job kind from `cells` (floor_cells, a GPU each), failed_gpus counted, and host_state its own. Its
-    state shows a failed GPU ("failed") as a GPU cell would, unless the host is out of service (the larger
-    news)."""
-    per_host = cells.group_by("host_id").agg(
-        (pl.col("state") == "failed").sum().alias("failed_gpus"),
-        pl.col("temp_c").max(),
-        pl.col("power_w").mean(),
-        pl.col("failures").max(),
-        pl.col("host_kw").first(),
-        pl.col("rack_kw").first(),
-        pl.col("budget_kw").first(),
-        pl.col("kind").first(),
-    )
-    failed_shown = (pl.col("failed_gpus") > 0) & ~pl.col("state").is_in(OUT_OF_SERVICE_STATES).fill_null(
-        False
-    )
-    return hosts.join(per_host, on="host_id", how="left").with_columns(
-        pl.col("failures").fill_null(0),
-        pl.col("rack_kw").fill_null(0.0),
-        pl.col("budget_kw").fill_null(budget_kw),
-        pl.col("failed_gpus").fill_null(0),
-        pl.col("state").alias("host_state"),
-        pl.when(failed_shown).then(pl.lit("failed")).otherwise(pl.col("state")).alias("state"),
-    )
-
-
 def problem_racks(hosts: pl.DataFrame, cells: pl.DataFrame) -> pl.DataFrame:
     """Racks with a problem at t (definition "racks_with_a_problem"): at least one host out of service or one
     failed GPU. One row each (rack_id, row, position, hosts_out_of_service, failed_gpus, states: the
