@@ -95,7 +95,7 @@ def test_the_audit_log_tab_shows_the_chain_and_offers_downloads(store_dir: Path)
     open_page(PAGE, {"run": run_id})
     at = open_page(PAGE, {"run": run_id, "tab": "Audit log"})
     assert not at.exception
-    assert "1 entries; the hash chain holds" in at.success[0].value
+    assert "1 entry; the hash chain holds" in at.success[0].value
     log = at.dataframe[0].value
     assert list(log["event"]) == ["recommended"]
     assert [d.label for d in at.get("download_button")] == ["Audit log (CSV)", "Audit log (JSON)"]

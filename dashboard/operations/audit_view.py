@@ -16,7 +16,8 @@ def section(log: AuditLog) -> None:
     check = log.verify()
     if check.ok:
         st.success(
-            f"{check.rows:,} entries; the hash chain holds (head {code(check.head_hash[:16])}…). "
+            f"{check.rows:,} {'entry' if check.rows == 1 else 'entries'}; the hash chain holds "
+            f"(head {code(check.head_hash[:16])}…). "
             "`goodput act verify-log` checks it from a terminal and prints the whole head to keep elsewhere.",
             icon=":material/verified:",
         )
@@ -60,13 +61,20 @@ def section(log: AuditLog) -> None:
     if frame.height > SHOWN_ROWS:
         st.caption(f"The newest {SHOWN_ROWS:,} of {frame.height:,} entries; the downloads hold them all.")
     cols = st.columns(2)
+    # each file is read and built when its button is clicked, not on every rerun (the log was read four times)
     cols[0].download_button(
-        "Audit log (CSV)", audit_csv(log), "goodput-audit.csv", "text/csv", icon=":material/download:"
+        "Audit log (CSV)",
+        lambda: audit_csv(log),
+        "goodput-audit.csv",
+        "text/csv",
+        icon=":material/download:",
+        on_click="ignore",
     )
     cols[1].download_button(
         "Audit log (JSON)",
-        audit_json(log),
+        lambda: audit_json(log),
         "goodput-audit.json",
         "application/json",
         icon=":material/download:",
+        on_click="ignore",
     )
