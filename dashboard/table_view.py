@@ -43,6 +43,9 @@ def _cell(value) -> str:
     """One static cell's Markdown source."""
     if value is None or (isinstance(value, float) and value != value):
         return DASH
+    # a number's text (digits, separators, a sign) is no Markdown: shown as it is
     if isinstance(value, float):
-        return md(f"{value:,.0f}" if value.is_integer() else f"{value:,.2f}")
+        return f"{value:,.0f}" if value.is_integer() else f"{value:,.2f}"
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
     return md(value)

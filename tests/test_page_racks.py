@@ -76,11 +76,11 @@ def test_floor_at_t_from_the_url_with_power_a_rack_and_its_blast_radius(run_id):
         m.startswith("**Rack 1**: pod 0, row 0, position 1, 2 hosts") and m.endswith("**over budget**")
         for m in markdown
     )
-    hosts = at.dataframe[0].value
-    assert hosts["hostname"].tolist() == ["gt-p00-r00001-h1", "gt-p00-r00001-h0"]
-    assert hosts["host_kw"].tolist() == pytest.approx([1.3, 1.3])
+    hosts = at.table[0].value  # two hosts: static cells, each its text (dashboard.table_view.short)
+    assert hosts["host"].tolist() == ["gt-p00-r00001-h1", "gt-p00-r00001-h0"]
+    assert hosts["kW"].tolist() == ["1.30", "1.30"]
     assert hosts["state"].tolist() == ["Running a job"] * 2  # states in words, never their keys
-    assert at.dataframe[1].value["tier"].tolist() == (
+    assert at.dataframe[0].value["tier"].tolist() == (
         ["NIC cables (GPU to rack switch)"] * 4  # the rack's links
         + ["Rack uplinks (rack to cluster switch)"] * 2
     )
@@ -140,12 +140,13 @@ def test_choosing_a_rack_shows_its_events_up_to_t(run_id):
     assert not at.exception and at.query_params["rack"] == "0"
     markdown = [m.value for m in at.markdown]
     assert "**Incidents up to t** (1)" in markdown and "**XID lines up to t** (1)" in markdown
-    incidents = next(d.value for d in at.dataframe if "cause" in d.value.columns)
-    assert incidents["cause"].tolist() == ["Faulty GPU"] and incidents["out_of_service"].tolist() == [
+    incidents = next(t.value for t in at.table if "cause" in t.value.columns)
+    assert incidents["cause"].tolist() == ["Faulty GPU"] and incidents["out of service"].tolist() == [
         "not repaired"
     ]
     assert incidents["time (UTC)"].tolist() == ["2024-03-01 05:33 UTC"]
-    assert at.dataframe[0].value["state"].tolist() == ["In repair", "Running a job"]  # h1 on top
+    assert incidents["link id"].tolist() == ["–"]  # a missing value is a dash, never "None"
+    assert at.table[0].value["state"].tolist() == ["In repair", "Running a job"]  # h1 on top
     at = open_blast_radius(at, run_id)
     assert at.query_params["blast"] == "rack:0"  # opened: on the open rack
 

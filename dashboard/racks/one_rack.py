@@ -73,12 +73,10 @@ def rack_view(run: RunInfo, floor: Floor, rack: int) -> None:
     in_rack = rack_hosts.join(
         cells_frame.group_by("host_id").agg(pl.col("host_kw").first()), on="host_id", how="left"
     ).select("hostname", "slot", pl.col("state").fill_null("unknown"), "job_id", "host_kw", "host_id")
-    table_view.dataframe(
-        in_rack.sort("slot", descending=True).with_columns(
-            state_words_expr("state"), pl.col("host_kw").round(2)
-        ),
-        hide_index=True,
-        width="stretch",
+    table_view.short(
+        in_rack.sort("slot", descending=True)
+        .with_columns(state_words_expr("state"), pl.col("host_kw").round(2))
+        .rename({"hostname": "host", "job_id": "job", "host_kw": "kW", "host_id": "host id"})
     )
     if links.height:
         st.markdown(
@@ -98,38 +96,34 @@ def rack_events(run: RunInfo, rack: int, t_s: float) -> None:
     if incidents.is_empty():
         st.caption("No incidents on this rack's hosts, GPUs or links up to t.")
     else:
-        table_view.dataframe(
-            incidents.with_columns(
+        table_view.short(
+            incidents.select(
+                pl.col("incident_id").alias("incident #"),
                 time_text("t_s", run.started_at).alias("time (UTC)"),
-                duration_text("out_of_service_s").fill_null("not repaired").alias("out_of_service"),
+                pl.col("hostname").alias("host"),
+                pl.col("gpu_id").alias("GPU id"),
+                pl.col("link_id").alias("link id"),
                 cause_label_text("cause"),
-                pl.col("gpu_hours_lost").round(1),
-            ).select(
-                "incident_id",
-                "time (UTC)",
-                "hostname",
-                "gpu_id",
-                "link_id",
-                "cause",
                 "category",
-                "planned",
-                "xid",
-                "jobs_hit",
-                "gpu_hours_lost",
-                "out_of_service",
-            ),
-            hide_index=True,
-            width="stretch",
+                pl.when(pl.col("planned")).then(pl.lit("yes")).otherwise(pl.lit("no")).alias("planned"),
+                pl.col("xid").alias("XID"),
+                pl.col("jobs_hit").alias("jobs hit"),
+                pl.col("gpu_hours_lost").round(1).alias("GPU-hours lost"),
+                duration_text("out_of_service_s").fill_null("not repaired").alias("out of service"),
+            )
         )
     xids = queries.rack_xids(run.run_id, rack, t_s)
     if xids.height:
         st.markdown(f"**XID lines up to t** ({xids.height})")
-        table_view.dataframe(
-            xids.with_columns(time_text("t_s", run.started_at).alias("time (UTC)")).select(
-                "time (UTC)", "hostname", "gpu_index", "xid", "incident_id", "message"
-            ),
-            hide_index=True,
-            width="stretch",
+        table_view.short(
+            xids.select(
+                time_text("t_s", run.started_at).alias("time (UTC)"),
+                pl.col("hostname").alias("host"),
+                pl.col("gpu_index").alias("GPU"),
+                pl.col("xid").alias("XID"),
+                pl.col("incident_id").alias("incident #"),
+                "message",
+            )
         )
     if queries.has_table(run.run_id, "host_states"):
         history = queries.rack_history(run.run_id, rack)
