@@ -1,10 +1,11 @@
 """Racks: the floor plan of every rack, host and GPU at time t, coloured by health, temperature, power against
 the rack's budget, job or recent failures; a time slider that plays; one rack's elevation (hosts, GPUs, NICs,
-its switch), links and events; and the blast radius of a rack, host or switch failing at t.
+its switch), links and events; and, once opened, the blast radius of a rack, host or switch failing at t.
 
-URL: ?t= (seconds since the run's start), ?measure=, ?window= (failures), ?cells= (hosts, gpus), ?problems=
-(1: only racks with a problem stand out), ?rack= and ?blast= (kind:name) reproduce the view. Every figure is
-named and explained by its definition (engine.analysis.definitions).
+URL: ?t= (seconds since the run's start), ?measure=, ?window= (failures), ?cells= (hosts, gpus; hosts by default
+above GPU_CELLS_UP_TO), ?problems= (1: only racks with a problem stand out), ?rack= and ?blast= (kind:name, which
+opens the blast radius) reproduce the view. Every figure is named and explained by its definition
+(engine.analysis.definitions).
 """
 
 import polars as pl
