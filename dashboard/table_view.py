@@ -27,7 +27,7 @@ def short(frame: pl.DataFrame, where=None, **kwargs) -> None:
     """`frame` as static cells (st.table) when it has at most SHORT_ROWS rows, else as `dataframe` (with
     `kwargs`). st.table reads Markdown in its cells and headers, so each goes through `md` (a hostname shows as
     exactly its text); a missing value shows as a dash, a whole number as it is (ids are numbers too), a
-    fraction to two decimals."""
+    fraction to two decimals, a list as its items on one line."""
     headers = [md(name) for name in frame.columns]  # a header can be data too: Compare's run names
     if frame.height > SHORT_ROWS or len(set(headers)) < len(headers):
         dataframe(frame, where, hide_index=True, width="stretch", **kwargs)
@@ -48,4 +48,6 @@ def _cell(value) -> str:
         return f"{value:,.0f}" if value.is_integer() else f"{value:,.2f}"
     if isinstance(value, int) and not isinstance(value, bool):
         return str(value)
+    if isinstance(value, list):  # a list column (states, causes) as one line of its items
+        return ", ".join(_cell(v) for v in value)
     return md(value)

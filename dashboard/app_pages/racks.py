@@ -304,8 +304,6 @@ def problems_table(problems: pl.DataFrame) -> None:
             }
         )
     )
-    if shown.height <= table_view.SHORT_ROWS:  # a few racks: static cells, their states as one line
-        shown = shown.with_columns(pl.col("out-of-service states").list.join(", "))
     table_view.short(shown, height=min(400, 38 + 35 * min(problems.height, 500)))
 
 
