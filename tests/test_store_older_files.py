@@ -7,8 +7,8 @@ from dataclasses import replace
 import duckdb
 import polars as pl
 
-from engine.store import Store
-from engine.store.schema import TABLES, polars_schema
+from engine.store import Store, file_columns
+from engine.store.schema import SPARSE_COLUMNS, TABLES, polars_schema
 from tests.test_store import small_run
 
 ADDED = ("sm_clock_mhz", "clocks_event_reasons", "power_violation_ns", "thermal_violation_ns")
@@ -25,7 +25,7 @@ def older_file(tmp_path) -> tuple[Store, str]:
     run_id = store.write_run(replace(run, tables={**run.tables, "gpu_samples": samples}))
     con = duckdb.connect(str(store.run_file(run_id)))
     for column in ADDED:
-        con.execute(f'ALTER TABLE gpu_samples DROP COLUMN "{column}"')
+        con.execute(f'ALTER TABLE gpu_samples DROP COLUMN IF EXISTS "{column}"')  # sparse ones are absent
     con.execute("DROP TABLE slow_episodes")
     con.close()
     return store, run_id
@@ -58,10 +58,50 @@ def test_appending_to_an_older_file_gives_it_the_new_columns(tmp_path):
     assert store.table(run_id, "slow_episodes").is_empty()
 
 
-def test_a_new_file_has_every_column(tmp_path):
+def test_a_new_file_has_every_column_but_the_sparse_ones_without_a_value(tmp_path):
     store = Store(tmp_path)
     run_id = store.write_run(small_run())
     with store.connect(run_id) as con:
         for table, columns in TABLES.items():
             got = [r[0] for r in con.execute(f'DESCRIBE "{table}"').fetchall()]  # noqa: S608
-            assert got == list(columns), table
+            assert got == [c for c in columns if c not in SPARSE_COLUMNS.get(table, ())], table
+
+
+def columns_in_file(store: Store, run_id: str, table: str) -> set[str]:
+    with store.connect(run_id) as con:
+        return file_columns(con, table)
+
+
+def test_a_sparse_column_is_in_the_file_only_once_a_row_has_a_value_in_it(tmp_path):
+    store = Store(tmp_path)
+    sparse = set(SPARSE_COLUMNS["gpu_samples"])
+    nulls = pl.DataFrame(
+        {"t_s": [0.0], "gpu_id": [0], "temp_c": [40.0], "fb_used_mib": [None]},
+        schema=polars_schema("gpu_samples", ("t_s", "gpu_id", "temp_c", "fb_used_mib")),
+    )
+    run = small_run()
+    run_id = store.write_run(replace(run, tables={**run.tables, "gpu_samples": nulls}))
+    assert columns_in_file(store, run_id, "gpu_samples") == set(TABLES["gpu_samples"]) - sparse
+    read = store.table(run_id, "gpu_samples")  # the whole schema all the same, the absent columns as NULL
+    assert read.schema == pl.Schema(polars_schema("gpu_samples"))
+    assert read["fb_used_mib"].to_list() == [None] and read["temp_c"].to_list() == [40.0]
+
+    scraped = nulls.with_columns(t_s=pl.lit(60.0), fb_used_mib=pl.lit(1024.0, pl.Float32))
+    store.append_to_run(run_id, {"gpu_samples": scraped})
+    assert columns_in_file(store, run_id, "gpu_samples") == set(TABLES["gpu_samples"]) - sparse | {
+        "fb_used_mib"
+    }
+    assert store.table(run_id, "gpu_samples").sort("t_s")["fb_used_mib"].to_list() == [None, 1024.0]
+
+
+def test_a_run_written_with_a_sparse_value_in_a_later_block_keeps_every_row(tmp_path):
+    store = Store(tmp_path)
+    schema = polars_schema("gpu_samples", ("t_s", "gpu_id", "memory_temp_c"))
+    blocks = [
+        pl.DataFrame({"t_s": [0.0], "gpu_id": [0], "memory_temp_c": [None]}, schema=schema),
+        pl.DataFrame({"t_s": [60.0], "gpu_id": [0], "memory_temp_c": [71.0]}, schema=schema),
+    ]
+    run = small_run()
+    run_id = store.write_run(replace(run, tables={**run.tables, "gpu_samples": iter(blocks)}))
+    assert "memory_temp_c" in columns_in_file(store, run_id, "gpu_samples")
+    assert store.table(run_id, "gpu_samples").sort("t_s")["memory_temp_c"].to_list() == [None, 71.0]

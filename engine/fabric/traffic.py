@@ -28,6 +28,7 @@ import polars as pl
 from engine.fabric.link_stats import LinkTotals, TierStats
 from engine.fabric.network import Fabric, route, slowdown
 from engine.fabric.topology import FLAGSHIP, Topology
+from engine.prefetch import ahead
 from engine.scenario import Scenario
 from engine.store.schema import polars_schema
 from engine.units import SECONDS_PER_DAY, SECONDS_PER_HOUR
@@ -360,7 +361,8 @@ def network_run(
         "tiers": [t.record() for t in traffic.tier_stats()],
     }
     mode = scenario.network.link_samples
-    return (iter(()) if mode == "off" else traffic.samples(mode)), summary
+    # computed a block ahead of the store's writer, which inserts one block while the next is routed
+    return (iter(()) if mode == "off" else ahead(traffic.samples(mode), name="link-samples")), summary
 
 
 def placement_slowdown(scenario: Scenario, topo: Topology) -> float:

@@ -230,7 +230,20 @@ def polars_schema(table: str, columns: tuple[str, ...] | None = None) -> dict[st
     }
 
 
-def create_statement(table: str) -> str:
-    """`CREATE TABLE` for one of TABLES (identifiers quoted: `index` and `row` are SQL keywords)."""
-    columns = ", ".join(f'"{name}" {sql_type}' for name, sql_type in TABLES[table].items())
+# Columns a run's file holds only once a row has a value in them: DuckDB writes a column of nulls at the cost of a
+# full one (0.65 s of CPU a 32 M rows), and a simulated run never fills these ingest-only fields of its 30-60 M
+# telemetry rows. A file without one reads it as NULL, as it reads a column added after it was written
+# (engine.store.Store.table, dashboard.queries.gpus_throttled).
+SPARSE_COLUMNS = {
+    "gpu_samples": ("memory_temp_c", "fb_used_mib", "power_violation_ns", "thermal_violation_ns"),
+}
+
+
+def create_statement(table: str, *, sparse: bool = False) -> str:
+    """`CREATE TABLE` for one of TABLES (identifiers quoted: `index` and `row` are SQL keywords); `sparse`: without
+    its SPARSE_COLUMNS, which a writer adds when a row first has a value in one."""
+    left_out = SPARSE_COLUMNS.get(table, ()) if sparse else ()
+    columns = ", ".join(
+        f'"{name}" {sql_type}' for name, sql_type in TABLES[table].items() if name not in left_out
+    )
     return f'CREATE TABLE "{table}" ({columns})'
