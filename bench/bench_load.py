@@ -2,7 +2,7 @@
 when a round fails or the server ignores SIGTERM.
 
 A store with a simulated (demo), a replayed and an ingested run, made by the CLI; `goodput dashboard` on
-127.0.0.1; ten rounds of 20 headless-Chromium sessions (separate browser contexts) over all ten pages, a
+127.0.0.1; ten rounds of 20 headless-Chromium sessions (separate browser contexts) over every page, a
 third of them closed after 8 s and replaced by newcomers (tests/load_sessions.py); all the while the health
 endpoint is polled every 0.25 s with a 2 s timeout. A round passes when every poll answered within 2 s, every
 session that stayed saw its page render (title, the page's data, the script finished, no exception element)

@@ -81,6 +81,7 @@ PAGES = (
     Page("Jobs", "jobs", "Attempts over time"),
     Page("Network", "network", "Links by tier"),
     Page("Incidents", "incidents", "Interruptions of the flagship job"),
+    Page("Operations", "operations", "What the rules recommend"),
     Page("Twin", "twin", "What the twin learned"),
     Page("Planner", "planner", "Closed form"),
     Page("Compare", "compare", "Headline figures"),

@@ -1,7 +1,7 @@
 """Twenty browser sessions at once on every page, some leaving after 8 s: the server keeps answering (issue 12).
 
 The lighter twin of bench/bench_load.py (ten rounds, with figures): one round of 20 headless-Chromium sessions
-over the ten pages of a store with a simulated, a replayed and an ingested run (tests/load_sessions.py).
+over every page of a store with a simulated, a replayed and an ingested run (tests/load_sessions.py).
 It passes when /_stcore/health, polled every 0.25 s, never went 10 s without an answer within 2 s, every
 session that stayed saw its page render with no exception element, and the server then exited within 10 s of
 SIGTERM (the 2 s budget on every poll is bench/bench_load.py's). Before the fixes of

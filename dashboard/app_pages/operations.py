@@ -107,6 +107,7 @@ def recommended_section(run: RunInfo, actions: Actions, may_act: bool) -> None:
         Recommendation.from_json(r)
         for r in _findings(str(actions.store.root), run.run_id, version, actions.settings.horizon_hours)
     ]
+    st.subheader("What the rules recommend", anchor=False)
     try:
         recs = actions.record(found, auth.identity())
     except GoodputError as err:
