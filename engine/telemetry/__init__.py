@@ -12,6 +12,7 @@ interval or per incident.
 are re-exported here: the simulator imports both from this module.
 """
 
+import itertools
 import math
 import os
 from collections import deque
@@ -145,9 +146,10 @@ def gpu_samples(
     """The gpu_samples table as an iterator of chunks of whole hosts, each chunk's rows ordered by
     (t_s, host, gpu_id).
 
-    Inputs are checked and every draw from `rng` is made here, before this returns; the chunks are computed as
-    they are consumed, `workers` threads ahead of the consumer (NumPy releases the GIL in its loops, so a store
-    writer and the generator overlap), at most `workers + 1` chunks alive at once. `chunk_rows` bounds a chunk
+    Inputs are checked and every draw from `rng` is made here, before this returns; the chunks are computed by
+    `workers` threads ahead of the consumer, the first ones from the moment this returns (NumPy releases the GIL
+    in its loops, so a store writer, or the network's routing before it, and the generator overlap), at most
+    `workers + 1` chunks alive at once. `chunk_rows` bounds a chunk
     before silent samples are dropped. The concatenated chunks are the same whatever the chunking and threads,
     because a sample's noise is a hash of (key, gpu, sample), not a position in a stream. `slow_episodes`
     (engine.sim.records.SlowEpisode) hold GPUs down: their clocks, reasons, power and heat (engine.telemetry.clocks).
@@ -200,18 +202,27 @@ def gpu_samples(
 
 
 def _ahead(work, items, workers: int) -> Iterator[pl.DataFrame]:
-    """`map(work, items)` in order, computed by `workers` threads at most `workers` items ahead."""
+    """`map(work, items)` in order, computed by `workers` threads at most `workers` items ahead. The first
+    `workers` start at once, so they are computed while the caller does other work before it reads them (the
+    network's routing, engine.twin.simulate)."""
     pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="gpu-samples")
-    try:
-        pending: deque = deque()
-        for item in items:
-            pending.append(pool.submit(work, item))
-            if len(pending) > workers:
+    items = iter(items)
+    pending = deque(pool.submit(work, item) for item in itertools.islice(items, workers))
+
+    def results() -> Iterator[pl.DataFrame]:
+        try:
+            while pending:
+                following = next(items, _NO_ITEM)
+                if following is not _NO_ITEM:
+                    pending.append(pool.submit(work, following))
                 yield pending.popleft().result()
-        while pending:
-            yield pending.popleft().result()
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
+
+    return results()
+
+
+_NO_ITEM = object()
 
 
 def _prepare(gpus, host_states, incidents, checkpoints, rng, t, resolution):
