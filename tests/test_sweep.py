@@ -2,12 +2,14 @@
 
 import json
 import math
+from dataclasses import asdict
 
 import polars as pl
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from engine.analysis.window_figures import window_figures
 from engine.cli import main
 from engine.errors import GoodputError
 from engine.scenario import build
@@ -25,6 +27,7 @@ from engine.twin.sweep import (
     monte_carlo,
     parse_vary,
     result_row,
+    run_task,
     seeds_of,
     sweep,
 )
@@ -313,3 +316,12 @@ def test_sweep_bad_value_exits_2_naming_key_and_value(capsys):
     assert err.startswith("goodput: error: --vary training.checkpoint_interval=-1m")
     code, _, err = _cli(capsys, "sweep", "--vary", "failures.scale=1", "--seeds", "0")
     assert code == 2 and "--seeds: must be at least 1" in err
+
+
+def test_a_window_task_leaves_telemetry_out_and_measures_what_the_full_run_would():
+    scenario = build("demo", sets=["simulation.days=3"])
+    assert scenario.simulation.telemetry  # the demo draws telemetry: the task must not need it
+    full = simulate(scenario.with_overrides(["simulation.seed=4"]))
+    expected = asdict(window_figures(full.tables, 0.0, full.duration_s))
+    got = run_task(Task(0, scenario, 4, measure="window"))
+    assert got == {"point": 0, "seed": 4, **expected}
