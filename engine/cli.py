@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from engine import __version__, limits
 from engine.errors import GoodputError
 from engine.replay import formats as trace_formats
-from engine.report.progress import progress_bar
+from engine.report.progress import progress_bar, store_progress
 from engine.report.visible_text import visible
 from engine.scenario.presets import PRESETS
 from engine.store import Store, resolve_store_dir
@@ -74,7 +74,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         Path(args.scenario).stem if args.scenario else None
     )  # default: the file, else preset
     run = simulate(scenario, name=name, progress=progress_bar(args.json))
-    run_id = Store(args.store).write_run(run)
+    run_id = _write(args, run)
     # the cluster's incidents (definition `incidents`: the Incidents page's count), beside the flagship's
     # interruptions the summary holds
     incidents = run.tables["incidents"]
@@ -82,6 +82,16 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     cluster = {"total": incidents.height, "planned": planned, "unexpected": incidents.height - planned}
     _report({"run_id": run_id, **run.summary, "incidents": cluster}, args.json, _simulate_text)
     return 0
+
+
+def _write(args: argparse.Namespace, run) -> str:
+    """Write `run` to `--store`, its rows counted on the terminal as they go (no `--json`)."""
+    shown = store_progress(args.json)
+    try:
+        return Store(args.store).write_run(run, progress=shown)
+    finally:
+        if shown is not None:
+            shown.finish()
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
@@ -96,7 +106,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
         name=args.name,
         preset=args.preset,
     )
-    run_id = Store(args.store).write_run(run)
+    run_id = _write(args, run)
     text = _simulate_text if run.summary.get("format") == "incidents" else _replay_text
     _report({"run_id": run_id, **run.summary}, args.json, text)
     return 0
@@ -128,7 +138,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     run = source.ingest(
         args.files, dcgm=args.dcgm or (), kernel_logs=args.kernel_log or (), name=args.name, year=args.year
     )
-    run_id = Store(args.store).write_run(run)
+    run_id = _write(args, run)
     _report({"run_id": run_id, **run.summary}, args.json, summary_text)
     return 0
 

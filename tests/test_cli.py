@@ -3,10 +3,12 @@
 import json
 import os
 import pty
+import re
 import subprocess
 import sys
 from pathlib import Path
 
+import duckdb
 import pytest
 
 from engine.cli import main
@@ -396,6 +398,17 @@ def test_the_terminal_here_shows_the_progress_bar_without_json(tmp_path):
         str(tmp_path / "store"),
     )
     assert code == 0 and out.startswith("run sim-") and "100%" in err
+    # then the rows as they are written, on one line ended once the run is in the store
+    counts = [int(n.replace(",", "")) for n in re.findall(r"writing the run: ([0-9,]+) rows", err)]
+    assert counts and counts == sorted(counts) and err.endswith("\n")
+    with duckdb.connect(str(next((tmp_path / "store" / "runs").glob("*.duckdb"))), read_only=True) as con:
+        tables = [r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()]
+        stored = sum(
+            con.execute(f'SELECT count(*) FROM "{t}"').fetchone()[0]  # noqa: S608 (names from the file)
+            for t in tables
+            if t not in ("meta", "runs")
+        )
+    assert counts[-1] == stored  # every row of the run's tables
 
 
 SWEEP = [

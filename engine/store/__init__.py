@@ -23,7 +23,7 @@ import os
 import re
 import shutil
 import stat
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -117,8 +117,9 @@ class Store:
         return path
 
     # ----- writing -----------------------------------------------------------------------------------
-    def write_run(self, run: Run) -> str:
-        """Write `run` atomically and return its id. Nothing is visible until the final rename."""
+    def write_run(self, run: Run, progress: Callable[[str, int], None] | None = None) -> str:
+        """Write `run` atomically and return its id. Nothing is visible until the final rename. `progress` is
+        called with a table and the rows of each block of it written (the command line counts them)."""
         try:
             self.runs_dir.mkdir(parents=True, exist_ok=True)
             self.sweep_partials()
@@ -126,7 +127,7 @@ class Store:
             if final.exists():
                 raise StoreError(f"run {run.run_id!r} already exists in {self.root}")
             with self._replacing(final) as con:
-                _write_tables(con, run)
+                _write_tables(con, run, progress)
         except (
             OSError
         ) as err:  # a store that became unwritable (the CLI checks it first; the dashboard cannot)
@@ -444,7 +445,9 @@ def check_schema_version(con: duckdb.DuckDBPyConnection, path: Path) -> None:
         )
 
 
-def _write_tables(con: duckdb.DuckDBPyConnection, run: Run) -> None:
+def _write_tables(
+    con: duckdb.DuckDBPyConnection, run: Run, progress: Callable[[str, int], None] | None = None
+) -> None:
     con.execute("CREATE TABLE meta (key VARCHAR PRIMARY KEY, value VARCHAR)")
     con.execute(
         "INSERT INTO meta VALUES ('schema_version', ?), ('engine_version', ?)",
@@ -476,6 +479,8 @@ def _write_tables(con: duckdb.DuckDBPyConnection, run: Run) -> None:
             if frame.height == 0:
                 continue
             _insert_frame(con, table, frame, present)
+            if progress is not None:
+                progress(table, frame.height)
 
 
 def _insert_frame(con: duckdb.DuckDBPyConnection, table: str, frame: pl.DataFrame, present: set[str]) -> None:
