@@ -1,4 +1,4 @@
-"""engine.prefetch.ahead: the items in order, errors where they were due, and no thread left behind."""
+"""engine.store.prefetch.ahead: the items in order, errors where they were due, and no thread left behind."""
 
 import threading
 import time
@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from engine.prefetch import ahead
+from engine.store.prefetch import ahead
 
 
 @given(st.lists(st.integers(), max_size=30), st.integers(min_value=1, max_value=4))

@@ -28,8 +28,8 @@ import polars as pl
 from engine.fabric.link_stats import LinkTotals, TierStats
 from engine.fabric.network import Fabric, route, slowdown
 from engine.fabric.topology import FLAGSHIP, Topology
-from engine.prefetch import ahead
 from engine.scenario import Scenario
+from engine.store.prefetch import ahead
 from engine.store.schema import polars_schema
 from engine.units import SECONDS_PER_DAY, SECONDS_PER_HOUR
 
