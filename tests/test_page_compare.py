@@ -1,5 +1,5 @@
-"""Compare page: runs from ?runs=, headline figures side by side, the scenario keys that differ, ETTR over time,
-causes."""
+"""Compare page: runs from ?runs=, headline figures side by side, the scenario keys that differ, and in tabs (only
+the open one drawn) ETTR over time, what failures cost, interruptions by cause."""
 
 import base64
 import json
@@ -55,6 +55,9 @@ def test_two_runs_side_by_side(store_dir):
     diff = tables(at)[1]
     assert diff["key"].tolist() == ["spares.hosts", "training.checkpoint_interval"]
     assert diff[f"spares ({b})"].tolist() == ["8", "30m"] and diff[f"base ({a})"].tolist() == ["4", "20m"]
+    assert [t.label for t in at.tabs] == ["ETTR over time", "What failures cost", "Interruptions by cause"]
+    assert len(tables(at)) == 2  # the causes' table only once its tab is open
+    at = open_page(PAGE, {"runs": f"{a},{b}", "tab": "Interruptions by cause"})
     causes = tables(at)[2]  # the flagship's two interruptions, as the summary counts them
     assert sorted(causes["cause"].tolist()) == ["Faulty GPU", "Planned maintenance"]  # causes in words
     assert causes[f"base ({a})"].tolist() == ["1", "1"]  # a short table: static cells
@@ -77,7 +80,7 @@ def test_default_is_the_selected_run_and_the_newest(store_dir):
 def test_an_ingested_run_beside_a_simulated_one(store_dir):
     a = stored_run(store_dir, pages_run("sim"))
     b = stored_run(store_dir, sparse_run("observed"))
-    at = open_page(PAGE, {"runs": f"{a},{b}"})
+    at = open_page(PAGE, {"runs": f"{a},{b}", "tab": "Interruptions by cause"})
     assert not at.exception
     headlines = tables(at)[0].set_index("figure")
     assert headlines.loc["kind"].tolist() == ["simulate", "ingest"]
@@ -161,7 +164,7 @@ def test_two_strategies_and_their_recovery_costs_side_by_side(store_dir):
             ("recovery.hot_spares=1", "spares.hosts=4"),
         ),
     )
-    at = open_page(PAGE, {"runs": f"{a},{b}"})
+    at = open_page(PAGE, {"runs": f"{a},{b}", "tab": "What failures cost"})
     assert not at.exception
     headlines = tables(at)[0].set_index("figure")
     assert headlines.loc["Recovery strategy"].tolist() == [

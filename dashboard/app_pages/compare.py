@@ -1,13 +1,16 @@
 """Compare: two or more runs side by side: headline figures (recovery strategy and its costs among them), what
-differs in their scenarios, ETTR over time, what failures cost each, incidents by cause.
+differs in their scenarios; then a row of tabs, only the open one drawn (dashboard/lazy.py: each chart costs the
+browser a few tenths of a second whether or not anyone scrolls to it): ETTR over time, what failures cost each,
+interruptions by cause.
 
-URL: ?runs=a,b (run ids) and ?per=host-days (rates instead of counts) reproduce the view.
+URL: ?runs=a,b (run ids), ?tab= (the open tab's label) and ?per=host-days (rates instead of counts) reproduce the
+view.
 """
 
 import polars as pl
 import streamlit as st
 
-from dashboard import state, table_view
+from dashboard import lazy, state, table_view
 from dashboard.charts import compare as charts
 from dashboard.queries import compare as queries
 from dashboard.text import md
@@ -15,18 +18,26 @@ from dashboard.text_exprs import cause_label_text
 from engine.report.visible_text import visible
 from engine.store import RunInfo
 
+ETTR_TAB = "ETTR over time"
+COSTS_TAB = "What failures cost"
+CAUSES_TAB = "Interruptions by cause"
+
 
 def page() -> None:
-    """The runs chosen, then each comparison: headline figures, scenario keys, ETTR over time, causes."""
+    """The runs chosen, the headline figures and scenario keys, then the tabs: ETTR over time, costs, causes."""
     infos = choose_runs()
     if infos is None:
         return
     labels = [queries.run_label(info) for info in infos]
     headlines_section(infos)
     scenario_section(infos)
-    ettr_section(infos, labels)
-    costs_section(infos, labels)
-    causes_section(infos, labels)
+    lazy.tabs(
+        {
+            ETTR_TAB: lambda: ettr_section(infos, labels),
+            COSTS_TAB: lambda: costs_section(infos, labels),
+            CAUSES_TAB: lambda: causes_section(infos, labels),
+        }
+    )
 
 
 def choose_runs() -> list[RunInfo] | None:
@@ -100,7 +111,6 @@ def scenario_section(infos: list[RunInfo]) -> None:
 
 
 def ettr_section(infos: list[RunInfo], labels: list[str]) -> None:
-    st.subheader("ETTR over time")
     timeline = queries.ettr_over_time(infos)
     if timeline.is_empty():
         st.caption("None of these runs has a flagship job to follow.")
@@ -116,7 +126,6 @@ def ettr_section(infos: list[RunInfo], labels: list[str]) -> None:
 
 
 def costs_section(infos: list[RunInfo], labels: list[str]) -> None:
-    st.subheader("What failures cost")
     costs = queries.failure_costs(infos)
     if costs.is_empty():
         st.caption("None of these runs has a flagship job whose losses to count.")
@@ -131,7 +140,6 @@ def costs_section(infos: list[RunInfo], labels: list[str]) -> None:
 
 
 def causes_section(infos: list[RunInfo], labels: list[str]) -> None:
-    st.subheader("Interruptions by cause")
     st.caption(
         "Of each run's flagship job, as the headline figures count them; every incident where a run has no "
         "flagship job."
