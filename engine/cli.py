@@ -24,6 +24,7 @@ from engine.units import SECONDS_PER_HOUR, SECONDS_PER_MINUTE
 
 if TYPE_CHECKING:
     from engine.ingest.registry import IngestSource
+    from engine.store.run import Run
 
 EXIT_BAD_INPUT = 2
 # Commands that write a new run (or keep one current) into the store: its folder is checked before any work.
@@ -84,7 +85,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     return 0
 
 
-def _write(args: argparse.Namespace, run) -> str:
+def _write(args: argparse.Namespace, run: "Run") -> str:
     """Write `run` to `--store`, its rows counted on the terminal as they go (no `--json`)."""
     shown = store_progress(args.json)
     try:

@@ -21,6 +21,9 @@ def progress_bar(as_json: bool) -> Callable[[float], None] | None:
     return show
 
 
+LINE_WIDTH = 60  # wide enough to cover the longest earlier line of StoreProgress
+
+
 class StoreProgress:
     """The rows written to the store so far, on one line of stderr redrawn after each block (the telemetry of a
     llama3-405b run is most of its 15 s); `finish` ends the line. Made by `store_progress`."""
@@ -36,9 +39,6 @@ class StoreProgress:
     def finish(self) -> None:
         if self.rows:
             print(file=sys.stderr, flush=True)
-
-
-LINE_WIDTH = 60  # wide enough to cover the longest earlier line
 
 
 def store_progress(as_json: bool) -> StoreProgress | None:

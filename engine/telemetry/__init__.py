@@ -149,10 +149,10 @@ def gpu_samples(
     Inputs are checked and every draw from `rng` is made here, before this returns; the chunks are computed by
     `workers` threads ahead of the consumer, the first ones from the moment this returns (NumPy releases the GIL
     in its loops, so a store writer, or the network's routing before it, and the generator overlap), at most
-    `workers + 1` chunks alive at once. `chunk_rows` bounds a chunk
-    before silent samples are dropped. The concatenated chunks are the same whatever the chunking and threads,
-    because a sample's noise is a hash of (key, gpu, sample), not a position in a stream. `slow_episodes`
-    (engine.sim.records.SlowEpisode) hold GPUs down: their clocks, reasons, power and heat (engine.telemetry.clocks).
+    `workers + 1` chunks alive at once. `chunk_rows` bounds a chunk before silent samples are dropped. The
+    concatenated chunks are the same whatever the chunking and threads, because a sample's noise is a hash of (key,
+    gpu, sample), not a position in a stream. `slow_episodes` (engine.sim.records.SlowEpisode) hold GPUs down:
+    their clocks, reasons, power and heat (engine.telemetry.clocks).
     """
     resolution = float(scenario.simulation.telemetry_resolution)
     t = sample_times(scenario.duration_s, resolution)
