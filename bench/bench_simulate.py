@@ -1,7 +1,9 @@
 """Speed of the simulator: `python bench/bench_simulate.py` prints a table, exits 1 on a missed budget.
 
 Budgets (issue 3, on this 2-core machine): llama3-405b for 54 days written to the store <= 15 s, also with
-fail-slow episodes on (issue 24); future-131k for
+fail-slow episodes on (issue 24), and <= 10 s for the default store `make run` builds (issue 28: missed, at about
+13 s: DuckDB spends 0.65 s of CPU a column a 32 M rows whatever the values, some 9 s of the 22 s of CPU on two
+cores); future-131k for
 54 days written to the store <= 60 s with peak memory under 4 GB; a summary-only llama3-405b run (telemetry off,
 no store: what the planner calls, `simulate(..., summary_only=True)`) <= 1 s. A second table shows the cost
 growing linearly with GPUs x days.
@@ -22,7 +24,7 @@ from bench.harness import cpu_seconds, main_or_worker, peak_mb, run_in_child  # 
 # fail-slow episodes at the rates that give FALCON's 1.34x job inflation (engine.sim.slow; issue 24 item 7)
 FAIL_SLOW = [f"slow.{cause}_rate=4" for cause in ("gpu_thermal", "gpu_power", "host", "network")]
 BUDGETS = [  # (label, preset, sets, write to store, repeats, budget s, budget peak MB)
-    ("llama3-405b 54 d, to store", "llama3-405b", [], True, 1, 15.0, None),
+    ("llama3-405b 54 d, to store", "llama3-405b", [], True, 1, 10.0, None),  # the default store (issue 28)
     ("llama3-405b 54 d, fail-slow on, to store", "llama3-405b", FAIL_SLOW, True, 1, 15.0, None),
     ("future-131k 54 d, to store", "future-131k", [], True, 1, 60.0, 4096),
     ("llama3-405b 54 d, summary only", "llama3-405b", ["simulation.telemetry=false"], False, 3, 1.0, None),
