@@ -51,5 +51,5 @@ def test_the_data_page_lists_every_skipped_file_with_why(store_dir):
     # only files named by a run id can be deleted here (the page would address them by id)
     options = at.selectbox(key="data_victim").options
     assert not any("my run" in o for o in options) and any("sim-text" in o for o in options)
-    assert list(at.dataframe[0].value["run_id"]) == [good]
+    assert list(at.table[0].value["run id"]) == [good]
     assert Store(store_dir).run_ids()  # nothing was removed by looking

@@ -26,10 +26,12 @@ def data_page(**params) -> AppTest:
 
 
 def runs_listed(at: AppTest) -> list[tuple]:
-    [table] = at.dataframe
+    """The runs table's rows (run id, kind, name, days, GPUs, seed): a store's few runs as static cells, each its
+    text (dashboard.table_view.short)."""
+    [table] = at.table
     return [
         tuple(r)
-        for r in table.value[["run_id", "kind", "name", "days", "GPUs", "seed"]].itertuples(index=False)
+        for r in table.value[["run id", "kind", "name", "days", "GPUs", "seed"]].itertuples(index=False)
     ]
 
 
@@ -43,10 +45,11 @@ def test_lists_every_run_newest_first(two_runs):
     assert not at.exception
     assert at.title[0].value == "Data"
     rows = runs_listed(at)
-    assert [r[:4] for r in rows] == [(SIM, "simulate", "tiny", 2.0), (ING, "ingest", "observed", 2.0)]
+    assert [r[:4] for r in rows] == [(SIM, "simulate", "tiny", "2"), (ING, "ingest", "observed", "2")]
     # GPUs from the summary where the simulator wrote one, else counted in the run's gpus table
-    assert [r[4] for r in rows] == [32, 32]
-    assert rows[0][5] == 1
+    assert [r[4] for r in rows] == ["32", "32"]
+    assert rows[0][5] == "1" and rows[1][5] == "–"  # an ingested run has no seed
+    assert not at.dataframe  # no interactive grid for a few runs
     assert str(two_runs.root) in at.caption[0].value and "2 run(s)" in at.caption[0].value
 
 
@@ -108,10 +111,22 @@ def test_unreadable_file_is_shown_and_can_be_deleted(store_dir):
     assert [r[0] for r in runs_listed(at)] == [SIM]
 
 
+def test_more_runs_than_a_short_table_holds_are_listed_in_the_sortable_grid(store_dir):
+    from dashboard.table_view import SHORT_ROWS
+
+    runs = [small_run(f"run {i}", run_id=f"sim-20240301-000000-{i:06x}") for i in range(SHORT_ROWS + 1)]
+    make_store(store_dir, *runs)
+    at = data_page()
+    assert not at.exception and not at.table
+    [grid] = at.dataframe
+    assert list(grid.value["run_id"]) == [r.run_id for r in runs]  # newest first
+    assert list(grid.value["days"]) == [r.duration_s / 86400 for r in runs]  # numbers, sortable as numbers
+
+
 def test_empty_store_shows_the_commands(store_dir):
     at = data_page()
     assert not at.exception
-    assert not at.dataframe
+    assert not at.dataframe and not at.table
     assert any("No runs in" in i.value for i in at.info)
     # nothing to delete: the only buttons are the imports', disabled until a file is chosen (no watch form
     # either: no endpoint is configured, tests/test_page_data_watch.py)
@@ -254,11 +269,11 @@ def test_a_boot_relative_kernel_log_upload_says_its_dates_are_unknown(store_dir)
         "node001.dmesg: stamped in seconds since boot only, so its dates are unknown;"
         " times are shown from its first line"
     )
-    [table] = at.dataframe
-    assert table.value["started"].to_list() == ["unknown (since boot)"]
+    [table] = at.table
+    assert table.value["run starts"].to_list() == ["unknown (since boot)"]
     dated = kernel_log("dmesg-T", [(10.0, xid_body(3, 79))], host="node001").encode()
     at.file_uploader(key="upload_logs").set_value([("node001.log", dated, "text/plain")]).run()
     at.button(key="upload_ingest").click().run()
     assert not at.warning
-    [table] = at.dataframe
-    assert sorted(table.value["started"].to_list()) == ["2024-12-02 11:00 UTC", "unknown (since boot)"]
+    [table] = at.table
+    assert sorted(table.value["run starts"].to_list()) == ["2024-12-02 11:00 UTC", "unknown (since boot)"]
