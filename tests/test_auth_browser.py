@@ -86,7 +86,7 @@ def test_a_viewer_reads_runs_but_cannot_import_delete_or_run(site, page):
     log_in(page, url, "viewer")
     expect(page.get_by_text("Vic Viewer · viewer", exact=True)).to_be_visible()
     open_page(page, f"{url}/data", "Data")
-    expect(page.get_by_test_id("stDataFrame").first).to_be_visible(timeout=TIMEOUT_MS)
+    expect(page.get_by_test_id("stTable").first).to_be_visible(timeout=TIMEOUT_MS)  # the runs: static cells
     for what in ("Importing files and deleting runs", "Starting and stopping watches"):
         expect(page.get_by_text(what, exact=False).filter(has_text="needs the operator role")).to_be_visible()
     for name in ("Delete…", "Ingest into a new run", "Replay into a new run"):

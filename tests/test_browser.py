@@ -126,8 +126,9 @@ def test_overview_and_data_in_chromium(dashboard, tmp_path):
 
             page.goto(f"{url}/data?run={demo['run_id']}")
             expect(page.get_by_role("heading", name="Data")).to_be_visible(timeout=RENDER_TIMEOUT_MS)
-            table = page.get_by_test_id("stDataFrame").first
+            table = page.get_by_test_id("stTable").first  # a store's few runs: static cells
             expect(table).to_be_visible(timeout=RENDER_TIMEOUT_MS)
+            expect(table.get_by_text(demo["run_id"], exact=True)).to_be_visible()
             page.screenshot(path=str(tmp_path / "data.png"), full_page=True)
         finally:
             browser.close()
