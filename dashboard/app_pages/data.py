@@ -99,7 +99,7 @@ def runs_section(store: Store, runs: list[RunInfo], unreadable: list[Unreadable]
                 pl.col("started").alias("run starts"),
                 "days",
                 # a cluster's size with its thousands separated (a static cell shows a number as it is)
-                pl.Series("GPUs", [None if n is None else f"{n:,}" for n in table["GPUs"]], pl.String),
+                pl.Series("GPUs", [fmt_int(n) for n in table["GPUs"]], pl.String),
                 "seed",
                 pl.col("size_mb").alias("size (MB)"),
             )
