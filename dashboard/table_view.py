@@ -4,6 +4,7 @@ reads as what it is in a table too; a short table as static cells (`short`), eac
 
     table_view.dataframe(frame, hide_index=True, width="stretch")
     table_view.short(frame)   # up to SHORT_ROWS rows: plain cells, else the interactive grid
+    table_view.static(frame)  # plain cells whatever its rows: a table whose rows the code bounds (a list of figures)
 """
 
 import polars as pl
@@ -32,11 +33,32 @@ def short(frame: pl.DataFrame, where=None, **kwargs) -> None:
     if frame.height > SHORT_ROWS or len(set(headers)) < len(headers):
         dataframe(frame, where, hide_index=True, width="stretch", **kwargs)
         return
+    static(frame, where)
+
+
+def static(frame: pl.DataFrame, where=None) -> None:
+    """`frame` as static cells, each as `short` writes it, however many rows it has: for tables whose rows the code
+    bounds, not the data. Headers that read alike in Markdown get a number, as a table cannot hold two."""
+    headers = _unique([md(name) for name in frame.columns])
     cells = {
         header: [_cell(v) for v in frame[name].to_list()]
         for header, name in zip(headers, frame.columns, strict=True)
     }
     (where or st).table(pl.DataFrame(cells, schema=dict.fromkeys(headers, pl.String)), hide_index=True)
+
+
+def _unique(headers: list[str]) -> list[str]:
+    """`headers`, a repeated one followed by its number (" (2)", " (3)", ...)."""
+    used: set[str] = set()
+    unique = []
+    for header in headers:
+        candidate, n = header, 1
+        while candidate in used:
+            n += 1
+            candidate = f"{header} ({n})"
+        used.add(candidate)
+        unique.append(candidate)
+    return unique
 
 
 def _cell(value) -> str:

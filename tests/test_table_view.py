@@ -1,5 +1,6 @@
 """dashboard.table_view.short: a short table is static cells, each showing exactly its text (st.table reads
-Markdown in them), a missing value a dash; a longer one is the interactive grid."""
+Markdown in them), a missing value a dash; a longer one is the interactive grid. table_view.static: static cells
+whatever the rows."""
 
 import polars as pl
 from streamlit.testing.v1 import AppTest
@@ -13,13 +14,14 @@ frame = pl.DataFrame({
     "gpus": [8, None] * (rows // 2),
     "**run** (a)": [0.5, 2.0] * (rows // 2),
 })
-table_view.short(frame)
+getattr(table_view, __import__("streamlit").query_params.get("how", "short"))(frame)
 """
 
 
-def run(rows: int) -> AppTest:
+def run(rows: int, how: str = "short") -> AppTest:
     at = AppTest.from_string(SCRIPT)
     at.query_params["rows"] = str(rows)
+    at.query_params["how"] = how
     return at.run()
 
 
@@ -41,3 +43,17 @@ def test_a_long_table_is_the_interactive_grid():
     assert not at.exception and not at.table
     [grid] = at.dataframe
     assert grid.value["host"].tolist()[0] == "![x](http://evil.example/i.png)"  # plain cells: shown as is
+
+
+def test_static_cells_whatever_the_rows():
+    at = run(22, "static")
+    assert not at.exception and not at.dataframe
+    [table] = at.table
+    cells = pl.from_pandas(table.value)
+    assert cells.height == 22 and cells["gpus"].to_list()[:2] == ["8", "–"]
+
+
+def test_headers_that_read_alike_are_numbered():
+    from dashboard.table_view import _unique
+
+    assert _unique(["a", "b", "a", "a (2)", "a"]) == ["a", "b", "a (2)", "a (2) (2)", "a (3)"]

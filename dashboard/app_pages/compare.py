@@ -76,17 +76,9 @@ def choose_runs() -> list[RunInfo] | None:
 
 def headlines_section(infos: list[RunInfo]) -> None:
     st.subheader("Headline figures")
-    headlines = queries.headlines(infos)
-    table_view.short(
-        headlines,
-        height=35 * (headlines.height + 1) + 3,
-        # as wide as the longest name ("In-memory checkpoint memory per host" was cut), kept in view
-        column_config={
-            "figure": st.column_config.TextColumn(
-                "figure", width=name_width(headlines["figure"]), pinned=True
-            )
-        },
-    )
+    # static cells: the rows are the headline figures (about twenty), the columns the runs chosen; the interactive
+    # grid would cost a visit 0.4 s and a first visit another second to load its code
+    table_view.static(queries.headlines(infos))
 
 
 def name_width(names: pl.Series) -> int:
