@@ -20,7 +20,8 @@ SHORT_ROWS = 20
 
 def dataframe(data, where=None, **kwargs):
     """`where.dataframe` (st by default; a column or container) of `data`: a Polars frame's text columns made
-    visible, anything else as it is."""
+    visible, anything else as it is; a missing value a dash, as in static cells (the grid writes "None")."""
+    kwargs.setdefault("placeholder", DASH)
     return (where or st).dataframe(table_frame(data) if isinstance(data, pl.DataFrame) else data, **kwargs)
 
 

@@ -43,6 +43,7 @@ def test_a_long_table_is_the_interactive_grid():
     assert not at.exception and not at.table
     [grid] = at.dataframe
     assert grid.value["host"].tolist()[0] == "![x](http://evil.example/i.png)"  # plain cells: shown as is
+    assert grid.proto.placeholder == "–"  # a missing value a dash, as in static cells, not "None"
 
 
 def test_static_cells_whatever_the_rows():
