@@ -20,9 +20,19 @@ SHORT_ROWS = 20
 
 def dataframe(data, where=None, **kwargs):
     """`where.dataframe` (st by default; a column or container) of `data`: a Polars frame's text columns made
-    visible, anything else as it is; a missing value a dash, as in static cells (the grid writes "None")."""
+    visible, anything else as it is; a missing value a dash, as in static cells (the grid writes "None"), and
+    a fraction with thousands separators."""
     kwargs.setdefault("placeholder", DASH)
-    return (where or st).dataframe(table_frame(data) if isinstance(data, pl.DataFrame) else data, **kwargs)
+    if isinstance(data, pl.DataFrame):
+        # a fraction with separators, as static cells write it (126,475.6, not 126475.6); whole numbers as they
+        # are (ids are whole numbers too); a column the caller configured stays as configured
+        config = dict(kwargs.get("column_config") or {})
+        for name, dtype in data.schema.items():
+            if dtype.is_float() and name not in config:
+                config[name] = st.column_config.NumberColumn(format="localized")
+        kwargs["column_config"] = config or None
+        data = table_frame(data)
+    return (where or st).dataframe(data, **kwargs)
 
 
 def short(frame: pl.DataFrame, where=None, **kwargs) -> None:

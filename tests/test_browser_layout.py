@@ -7,7 +7,7 @@ once at 1280 px, checked, widened to 1920 px and checked again (Streamlit lays t
 rerun). What "cut" means here, measured in the page's DOM:
 
 - the main area scrolls sideways (its content wider than it): something is wider than the page;
-- a metric's or a widget's label clipped with an ellipsis (its text wider than its box);
+- a metric's label or value, or a widget's label, clipped with an ellipsis (its text wider than its box);
 - a title or heading reaching past the main area;
 - a chart's axis tick label, axis title or legend entry reaching past the chart's own picture (Plotly's SVG
   hides what lies outside it).
@@ -40,7 +40,7 @@ CUT_SCRIPT = """() => {
   if (page.scrollWidth > window.innerWidth + 1) cut.push(['page scrolls sideways', `${page.scrollWidth}`]);
   const clipped = el => [el, ...el.querySelectorAll('*')].some(e =>
     e.scrollWidth > e.clientWidth + 1 && e.clientWidth > 0 && getComputedStyle(e).overflowX !== 'visible');
-  const labels = '[data-testid="stMetricLabel"], [data-testid="stWidgetLabel"]';
+  const labels = '[data-testid="stMetricLabel"], [data-testid="stMetricValue"], [data-testid="stWidgetLabel"]';
   for (const label of main.querySelectorAll(labels)) {
     if (label.offsetParent !== null && clipped(label)) cut.push(['label clipped', label.innerText.trim()]);
   }

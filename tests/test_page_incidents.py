@@ -346,7 +346,7 @@ def test_the_tables_speak_words_not_keys(store_dir):
     assert not (shown == "None").any().any() and not (shown == "nan").any().any()
     assert "–" in cost.value["gpu_id"].tolist()  # the planned stop and the cable failure name no GPU
     config = json.loads(cost.proto.columns)
-    assert config["gpu_hours_lost"]["type_config"]["format"] == "%.1f"
+    assert config["gpu_hours_lost"]["type_config"]["format"] == "%,.1f"
     open_tab(at, "One incident")
     blast = next(d for d in at.dataframe if "restart_s" in d.value.columns)
     assert set(column_labels(blast).values()) >= {"job", "lost work", "restart", "GPU-h lost"}

@@ -2,6 +2,8 @@
 Markdown in them), a missing value a dash; a longer one is the interactive grid. table_view.static: static cells
 whatever the rows."""
 
+import json
+
 import polars as pl
 from streamlit.testing.v1 import AppTest
 
@@ -44,6 +46,9 @@ def test_a_long_table_is_the_interactive_grid():
     [grid] = at.dataframe
     assert grid.value["host"].tolist()[0] == "![x](http://evil.example/i.png)"  # plain cells: shown as is
     assert grid.proto.placeholder == "–"  # a missing value a dash, as in static cells, not "None"
+    config = json.loads(grid.proto.columns)
+    assert config["**run** (a)"]["type_config"]["format"] == "localized"  # 126,475.6 as static cells write it
+    assert "gpus" not in config  # whole numbers (ids among them) as they are
 
 
 def test_static_cells_whatever_the_rows():

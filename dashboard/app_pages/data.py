@@ -117,9 +117,9 @@ def runs_section(store: Store, runs: list[RunInfo], unreadable: list[Unreadable]
                     help="UTC; unknown for a kernel log stamped only in "
                     "seconds since boot (its times count from its first line)",
                 ),
-                "days": st.column_config.NumberColumn("days", format="%.1f"),
-                "GPUs": st.column_config.NumberColumn("GPUs", format="%d"),
-                "size_mb": st.column_config.NumberColumn("size (MB)", format="%.1f"),
+                "days": st.column_config.NumberColumn("days", format="%,.1f"),
+                "GPUs": st.column_config.NumberColumn("GPUs", format="%,d"),
+                "size_mb": st.column_config.NumberColumn("size (MB)", format="%,.1f"),
             },
         )
     unlistable = bool(unreadable) and unreadable[0].name == state.STORE_UNLISTABLE

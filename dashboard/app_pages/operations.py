@@ -138,10 +138,10 @@ _COLUMNS = {
     "nodes": "Nodes",
     "reason": st.column_config.TextColumn("Why", width="medium"),  # at 1280 px the costs stay in view
     "cost_if_acting": st.column_config.NumberColumn(
-        "Cost if acting (GPU-h)", format="%.1f", help=definition("action_cost_if_acting").means
+        "Cost if acting (GPU-h)", format="%,.1f", help=definition("action_cost_if_acting").means
     ),
     "cost_if_not": st.column_config.NumberColumn(
-        "Cost if not acting (GPU-h)", format="%.1f", help=definition("action_cost_if_not").means
+        "Cost if not acting (GPU-h)", format="%,.1f", help=definition("action_cost_if_not").means
     ),
     "state": "State",
 }

@@ -291,13 +291,13 @@ def watch_section(run: RunInfo) -> None:
         column_config={
             "job_id": st.column_config.TextColumn("job"),
             "name": st.column_config.TextColumn("name"),
-            "gpus": st.column_config.NumberColumn("GPUs", format="%d"),
+            "gpus": st.column_config.NumberColumn("GPUs", format="%,d"),
             "lost_gpu_h": st.column_config.NumberColumn(
-                "GPU-hours lost", format="%.1f", help="Wall-clock GPU-hours not kept: " + d.help
+                "GPU-hours lost", format="%,.1f", help="Wall-clock GPU-hours not kept: " + d.help
             ),
-            "interruptions": st.column_config.NumberColumn("interruptions", format="%d"),
+            "interruptions": st.column_config.NumberColumn("interruptions", format="%,d"),
             "basis": st.column_config.TextColumn("goodput is", help="measured: its checkpoints were read"),
-            "goodput": st.column_config.NumberColumn(f"{d.label} (%)", format="%.1f", help=d.help),
+            "goodput": st.column_config.NumberColumn(f"{d.label} (%)", format="%,.1f", help=d.help),
         },
     )
 

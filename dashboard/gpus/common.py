@@ -41,7 +41,7 @@ COLUMNS = {
     # wide enough for two or three causes in words ("Faulty GPU", "GPU HBM3 memory") without a cut
     "causes": st.column_config.ListColumn("causes", width="large"),
     "incidents": figure_column("unplanned_incidents", format="%d"),
-    "gpu_hours_lost": figure_column("incident_gpu_hours_lost", format="%.1f"),
+    "gpu_hours_lost": figure_column("incident_gpu_hours_lost", format="%,.1f"),
     "failures": st.column_config.NumberColumn("repair-sending incidents", format="%d"),
     "most_in_window": st.column_config.NumberColumn("most in one window", format="%d"),
     "flagged": st.column_config.TextColumn("meets the rule at (UTC)"),

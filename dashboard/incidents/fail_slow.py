@@ -38,7 +38,7 @@ def _columns() -> dict:
         ),
         "action": st.column_config.TextColumn("action", width=100),
         "cost_gpu_hours": st.column_config.NumberColumn(
-            "GPU-h lost", format="%.1f", help=d("slow_episode_cost").help
+            "GPU-h lost", format="%,.1f", help=d("slow_episode_cost").help
         ),
     }
 

@@ -25,8 +25,8 @@ def share_columns(key: str, counted: str) -> dict:
     (unplanned)" at 1280 px."""
     return {
         key: st.column_config.TextColumn(key, width=190 if key == "cause" else 150),
-        "interruptions": st.column_config.NumberColumn(counted, format="%d"),
-        "unexpected": st.column_config.NumberColumn("unexpected", format="%d"),
+        "interruptions": st.column_config.NumberColumn(counted, format="%,d"),
+        "unexpected": st.column_config.NumberColumn("unexpected", format="%,d"),
         "gpu_hours_lost": st.column_config.NumberColumn("GPU-h lost", format="localized"),
         "pct_of_unexpected": st.column_config.TextColumn("% of unexpected", alignment="right"),
     }
@@ -41,8 +41,8 @@ COST_COLUMNS = {
     "cause": st.column_config.TextColumn("cause", width=205),
     "category": st.column_config.TextColumn("category", width=170),
     "planned": st.column_config.CheckboxColumn("planned", width=70),
-    "gpu_hours_lost": st.column_config.NumberColumn("GPU-h lost", format="%.1f", width=90),
-    "jobs_hit": st.column_config.NumberColumn("jobs hit", format="%d", width=70),
+    "gpu_hours_lost": st.column_config.NumberColumn("GPU-h lost", format="%,.1f", width=90),
+    "jobs_hit": st.column_config.NumberColumn("jobs hit", format="%,d", width=70),
     "jobs": st.column_config.ListColumn("jobs", width=200),
     "hostname": st.column_config.TextColumn("host", width=160),
     "rack_id": st.column_config.TextColumn("rack", width=60, alignment="right"),
@@ -56,11 +56,11 @@ COST_COLUMNS = {
 BLAST_COLUMNS = {
     "job_id": st.column_config.TextColumn("job"),
     "name": st.column_config.TextColumn("name"),
-    "gpus": st.column_config.NumberColumn("GPUs", format="%d"),
+    "gpus": st.column_config.NumberColumn("GPUs", format="%,d"),
     "attempt": st.column_config.TextColumn("attempt"),
     "lost_work_s": st.column_config.TextColumn("lost work"),
     "restart_s": st.column_config.TextColumn("restart"),
-    "gpu_hours_lost": st.column_config.NumberColumn("GPU-h lost", format="%.1f"),
+    "gpu_hours_lost": st.column_config.NumberColumn("GPU-h lost", format="%,.1f"),
 }
 
 

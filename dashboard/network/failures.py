@@ -103,7 +103,7 @@ def slowed_table(run: RunInfo, slowed: pl.DataFrame, outages: pl.DataFrame) -> N
             "from": "From",
             "until": "Until",
             "worst_slowdown": st.column_config.NumberColumn("Worst step slowdown", format="%.3fx"),
-            "outages_meanwhile": st.column_config.NumberColumn("Outages meanwhile", format="%d"),
+            "outages_meanwhile": st.column_config.NumberColumn("Outages meanwhile", format="%,d"),
         },
     )
 
@@ -191,10 +191,10 @@ def incidents_section(run: RunInfo) -> None:
                 "job_id": "Job",
                 "name": "Name",
                 "kind": "Kind",
-                "gpus": st.column_config.NumberColumn("GPUs", format="%d"),
+                "gpus": st.column_config.NumberColumn("GPUs", format="%,d"),
                 "network_incidents": number("network_job_interruptions"),
                 "incident_gpu_hours_lost": st.column_config.NumberColumn(
-                    "GPU-h lost in these incidents", format="%.1f"
+                    "GPU-h lost in these incidents", format="%,.1f"
                 ),
             },
         )

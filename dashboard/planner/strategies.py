@@ -222,7 +222,7 @@ def standby_result(plan: Plan, result: tuple, counts: list[int]) -> None:
         hide_index=True,
         width="stretch",
         column_config={
-            "standbys": st.column_config.NumberColumn("warm standbys", format="%d"),
+            "standbys": st.column_config.NumberColumn("warm standbys", format="%,d"),
             "won_usd_mean": column("standby_goodput_won_usd", "dollar"),
             "standby_usd_mean": column("standby_cost_usd", "dollar"),
             "net_usd_mean": column("standby_net_usd", "dollar"),
