@@ -148,7 +148,9 @@ def test_the_network_episodes_of_a_simulated_run(store_dir):
     assert table["start"].tolist() == ["2024-12-02 11:10 UTC", "2024-12-02 12:00 UTC"]
     assert table["duration"].tolist() == ["10 min", "30 min"]
     assert table["factor"].tolist() == [1.5, 2.5]
-    assert table["detected"].tolist() == ["not detected", "10 min"]
+    # as the Incidents page's fail-slow table writes them (one truth): a dash where nobody detected it
+    assert table["detected"].tolist() == ["–", "10 min"]
+    assert table["action"].tolist() == ["none", "swapped out"]
 
 
 def test_a_simulated_run_without_network_episodes_says_so(store_dir):

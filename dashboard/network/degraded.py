@@ -9,10 +9,12 @@ import polars as pl
 import streamlit as st
 
 from dashboard import table_view
-from dashboard.format import fmt_int
+from dashboard.format import DASH, fmt_int
 from dashboard.network.common import metric, number, time_text
 from dashboard.queries import network_degraded as queries
 from dashboard.text_exprs import duration_text
+from engine.analysis.definitions import definition
+from engine.report.slow_episodes import ACTION_WORDS
 from engine.store import RunInfo
 
 
@@ -40,10 +42,9 @@ def episodes_part(run: RunInfo) -> None:
         episodes.with_columns(
             time_text(run, "start_s").alias("start"),
             duration_text("duration_s").alias("duration"),
-            duration_text(pl.col("detected_s") - pl.col("start_s"))
-            .fill_null("not detected")
-            .alias("detected"),
-            pl.col("action").fill_null("none"),
+            # blank where nobody detected it, as the Incidents page's fail-slow table and the definition say
+            duration_text(pl.col("detected_s") - pl.col("start_s")).fill_null(DASH).alias("detected"),
+            pl.col("action").replace(ACTION_WORDS).fill_null(DASH),
         ).select("hostname", "start", "duration", "factor", "detected", "action"),
         hide_index=True,
         width="stretch",
@@ -52,7 +53,10 @@ def episodes_part(run: RunInfo) -> None:
             "start": "Started",
             "duration": "Lasted",
             "factor": number("degraded_link_slowdown", "%.2fx"),
-            "detected": "Detected after",
+            "detected": st.column_config.TextColumn(
+                definition("slow_episode_detected_after").label,
+                help=definition("slow_episode_detected_after").help,
+            ),
             "action": "Action",
         },
     )
