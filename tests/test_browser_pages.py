@@ -3,7 +3,8 @@
 The screenshots are CI artefacts: they land in $GOODPUT_ARTIFACTS/screenshots (default artifacts/screenshots in
 the checkout, git-ignored), one PNG a page at 1600 x 1000, so a reviewer can open what the issue asks to see
 (what is down near the top of the Overview, the Racks floor plan at 24,576 GPUs, the flagship's attempts on
-the Jobs page, ...). Each page must render without an exception and show its figures.
+the Jobs page, ...). Each page must render without an exception and show its figures, and at 1280 px have nothing
+cut (tests/test_browser_layout.py's measure).
 """
 
 import json
@@ -16,6 +17,7 @@ import pytest
 from dashboard import navigation
 from dashboard.format import fmt_int, fmt_pct
 from tests.test_browser import CHROMIUM, CHROMIUM_ARGS, GOODPUT, ROOT, free_port, stop_server, wait_healthy
+from tests.test_browser_layout import CUT_SCRIPT
 
 pytestmark = pytest.mark.browser
 
@@ -89,6 +91,7 @@ def test_every_page_of_the_default_run(llama3):
 
     url, summary = llama3
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    cut: dict[str, list] = {}
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
         try:
@@ -119,5 +122,12 @@ def test_every_page_of_the_default_run(llama3):
                 shot = ARTIFACTS / f"{path or 'overview'}.png"
                 page.screenshot(path=str(shot), full_page=True)
                 assert shot.stat().st_size > 10_000, shot
+                # at a laptop's width with 24,576 GPUs' figures in it: nothing cut (the layout test checks the
+                # small demo run's pages; a large run's figures are wider: "21,065.1 T…" on Network)
+                page.set_viewport_size({"width": 1280, "height": 1000})
+                page.wait_for_timeout(500)  # Streamlit and Plotly lay the page out again
+                cut[path or "overview"] = page.evaluate(CUT_SCRIPT)
+                page.set_viewport_size({"width": 1600, "height": 1000})
         finally:
             browser.close()
+    assert {page: found for page, found in cut.items() if found} == {}
