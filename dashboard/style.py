@@ -2,8 +2,8 @@
 
 A metric's label and value are cut with an ellipsis where wider than their column ("Racks over their power bu…",
 "21,065.1 T…", "162.4k GP…" at 1280 px): a figure whose name or unit is cut says nothing, so both wrap onto a
-second line instead. Checked on every
-page at 1280 and 1920 px by tests/test_browser_layout.py.
+second line instead. Checked on every page at 1280 and 1920 px by tests/test_browser_layout.py (the demo run), and
+at 1280 px on the llama3-405b run by tests/test_browser_pages.py.
 """
 
 import streamlit as st
