@@ -6,9 +6,9 @@ temporary folder and served by `goodput dashboard`; beside it, a bare one-title 
 way. In headless Chromium at 1600 x 1000, each page is opened in a new browser context (first visit: nothing cached
 in the browser, the server's caches as the pages before it left them) and then twice again (second visit), in two
 such contexts, and timed (the median of the first visits, and of the second) from navigation until the page is
-done: its marker text visible, no running indicator, no loading placeholder, nothing
-greyed from an earlier pass (what tests/test_browser_pages.py waits for), and its last change to the DOM (charts are
-drawn after the script ends). The bare page is timed the same way.
+done: its marker text visible, no running indicator, no loading placeholder, nothing greyed from an earlier pass
+(what tests/test_browser_pages.py waits for), and its last change to the DOM (charts are drawn after the script
+ends). The bare page is timed the same way.
 
 Budgets: every page done within 1 s of the bare page on a second visit and within 2 s on the first. The pages
 (dashboard/navigation.py) and the text each shows once its figures are in come from tests/load_sessions.py.
