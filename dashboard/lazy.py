@@ -1,9 +1,10 @@
-"""Sections drawn only once opened: a hidden tab's or a collapsed expander's content still costs the browser its
-charts and tables (0.1-0.3 s a Plotly chart, over a second a 24k-cell grid, in headless Chromium on 2 cores:
-bench/bench_pages.py), so what sits in one is drawn only when the user opens it (Streamlit reruns the page on the
-click).
+"""Sections drawn only once opened, or once scrolled to. A hidden tab's or a collapsed expander's content still
+costs the browser its charts and tables (0.1-0.3 s a Plotly chart, over a second a 24k-cell grid, in headless
+Chromium on 2 cores: bench/bench_pages.py), so what sits in one is drawn only when the user opens it (Streamlit
+reruns the page on the click); what sits under a tall chart is drawn once the user scrolls near it.
 
     lazy.tabs({"XIDs": draw_xids, "ECC": draw_ecc})   # ?tab=ECC opens the second from a link
+    lazy.below_fold("gpus_below", "The tabs below", draw_tabs, opened="tab" in st.query_params)
 """
 
 from collections.abc import Callable, Mapping
@@ -38,3 +39,59 @@ def tabs(sections: Mapping[str, Callable[[], None]], key: str = TAB_PARAMETER) -
     with shown[list(sections).index(opened)]:
         sections[opened]()
     return opened
+
+
+# ----- below the fold --------------------------------------------------------------------------------------
+# Sections under a tall chart are drawn once the user scrolls near them (or a link or a click asks for them): an
+# st.dataframe costs a visit about 0.4 s whatever its size, a chart 0.1-0.3 s, and nobody sees them before they
+# scroll (issue 28: every page done within a second of a bare Streamlit page). Off in tests that run pages in
+# process (AppTest has no browser to scroll: tests/conftest.py), on wherever the app is served.
+DEFER_BELOW_FOLD = True
+REVEAL_AHEAD_PX = 800  # start drawing while the section is still this far below the viewport's bottom edge
+SETTLE_MS = 2500  # after this, a section already in view (a tall screen) is drawn without a scroll
+
+# A sentinel of no height: it reports "seen" once, when the user scrolls within REVEAL_AHEAD_PX of it, or when it
+# stands in the viewport after the page has settled. Not an IntersectionObserver at mount: the charts above are
+# not yet laid out then, so every sentinel would be "in view" at first. Scroll events are caught on the window in
+# the capture phase, because Streamlit's main pane, not the window, is what scrolls.
+_REVEAL_JS = f"""
+export default function ({{ parentElement, data, setStateValue }}) {{
+  if (data && data.seen) return;
+  const sentinel = parentElement.host || parentElement;
+  let done = false;
+  const top = () => sentinel.getBoundingClientRect().top;
+  const reveal = () => {{
+    if (done) return;
+    done = true;
+    stop();
+    setStateValue("seen", true);
+  }};
+  const onScroll = () => {{ if (top() < window.innerHeight + {REVEAL_AHEAD_PX}) reveal(); }};
+  const timer = setTimeout(() => {{ if (sentinel.isConnected && top() < window.innerHeight) reveal(); }}, {SETTLE_MS});
+  function stop() {{
+    window.removeEventListener("scroll", onScroll, {{ capture: true }});
+    clearTimeout(timer);
+  }}
+  window.addEventListener("scroll", onScroll, {{ capture: true, passive: true }});
+  return stop;
+}}
+"""
+_reveal = st.components.v2.component("goodput.reveal_on_scroll", js=_REVEAL_JS)
+
+
+def below_fold(key: str, what: str, draw: Callable[[], None], opened: bool = False) -> bool:
+    """Draw `draw` once the user scrolls near this place, at once if `opened` (a link or a click asked for what
+    it shows); returns whether it was drawn. Until then one caption says that `what` (plural: "The tabs below")
+    load on scrolling. `key` names the place in the session: once seen it stays drawn on every rerun."""
+    # data tells the sentinel not to listen where the section is drawn anyway
+    shown = _reveal(key=key, data={"seen": opened}, default={"seen": False}, on_seen_change=_rerun)
+    seen = bool(shown.seen)
+    if seen or opened or not DEFER_BELOW_FOLD:
+        draw()
+        return True
+    st.caption(f"{what} load as you scroll down to them.")
+    return False
+
+
+def _rerun() -> None:
+    """A reported scroll reruns the page (a component's state change does, given a callback)."""

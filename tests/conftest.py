@@ -52,3 +52,13 @@ def store_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     path = tmp_path / "store"
     monkeypatch.setenv("GOODPUT_STORE", str(path))
     return path
+
+
+@pytest.fixture(autouse=True)
+def draw_below_the_fold(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Pages run in process (AppTest) draw what sits below the fold at once: there is no browser to scroll to
+    it (dashboard/lazy.py below_fold). Servers the browser tests start keep the deferral; tests of the deferral
+    itself set it back."""
+    from dashboard import lazy
+
+    monkeypatch.setattr(lazy, "DEFER_BELOW_FOLD", False)
