@@ -2,7 +2,8 @@
 of tabs, only the open one drawn (dashboard/lazy.py: a 24k-GPU run's charts cost the browser seconds): XID events
 over time, ECC trends, the throttled and slow GPUs with their reasons, the lemons and repeat offenders (the lemon
 rule scored against the simulator's ground truth where the run has one); below them one GPU's telemetry and
-events, drawn once a GPU is chosen.
+events, drawn once a GPU is chosen. Under a grid taller than the screen's remainder, the tabs and the one GPU are
+drawn once scrolled to (or at once where ?tab= or ?gpu= asks for them: dashboard/lazy.below_fold).
 
 URL: ?t= (seconds since the run's start), ?state=, ?cause=, ?xid= (comma-separated), ?tab= (the open tab's label)
 and ?gpu= (GPU id) reproduce the view. While a live-ingest run is selected the page reruns itself as scrapes
@@ -10,6 +11,7 @@ arrive.
 """
 
 from collections.abc import Callable
+from typing import NamedTuple
 
 import polars as pl
 import streamlit as st
@@ -42,6 +44,9 @@ XID_TAB = "XID events"
 ECC_TAB = "ECC errors"
 THROTTLED_TAB = "Throttled and slow GPUs"
 LEMONS_TAB = "Lemons and repeat offenders"
+# A health grid up to this tall leaves the tabs under it on a 1000 px screen: drawn at once; under a taller one
+# they are below the fold, drawn once scrolled to
+GRID_PX_IN_VIEW = 400
 
 
 def time_slider(run: RunInfo) -> float:
@@ -61,8 +66,15 @@ def time_slider(run: RunInfo) -> float:
     return state_time(t_s, run.duration_s)
 
 
-def health(run: RunInfo) -> Callable[[], None] | None:
-    """The time slider, counts and filters; returns what draws the grid once its samples are in (None: no
+class Grid(NamedTuple):
+    """The health grid to come: what draws it once its samples are in, and its height."""
+
+    draw: Callable[[], None]
+    height_px: int
+
+
+def health(run: RunInfo) -> Grid | None:
+    """The time slider, counts and filters; returns the grid to draw once its samples are in (None: no
     GPUs)."""
     st.subheader("Health")
     t_s = time_slider(run)
@@ -110,7 +122,7 @@ def health(run: RunInfo) -> Callable[[], None] | None:
             place.markdown(f"**GPUs that match** ({picked.height:,}; open one below by its id)")
             table(place, in_words(picked.head(MATCH_ROWS)))
 
-    return draw
+    return Grid(draw, charts.health_grid_height(grid))
 
 
 def health_counts(grid: pl.DataFrame, counts: pl.DataFrame) -> None:
@@ -330,14 +342,29 @@ def page(run_id: str) -> None:
     if live_every:
         st.caption(state.live_note(run, live_every))
     fleet_section(run)
-    draw_grid = health(run)  # its samples' scan runs while the tabs and the one GPU are drawn
+    grid = health(run)  # its samples' scan runs while the tabs and the one GPU are drawn
+    # what an operator needs at a glance (the health grid, its counts and filters) is drawn at once; under a
+    # grid taller than the screen's remainder the tabs and the one GPU once scrolled to (dashboard/lazy.py), at
+    # once where a link asks for them
+    lazy.below_fold(
+        f"gpus_below:{run.run_id}",
+        "The tabs below (XID events, ECC errors, throttled GPUs, lemons) and one GPU",
+        lambda: below_grid(run),
+        opened=grid is None
+        or grid.height_px <= GRID_PX_IN_VIEW
+        or any(name in st.query_params for name in ("tab", "gpu")),
+    )
+    if grid is not None:
+        grid.draw()
+
+
+def below_grid(run: RunInfo) -> None:
+    """The row of tabs, each drawn only once open, and one GPU (a lemon's click opens it)."""
     clicked: dict[str, int | None] = {}
 
     def lemons() -> None:
         clicked["gpu"] = lemon_section(run)
 
-    # what an operator needs at a glance (the health grid, its counts and filters) is drawn at once; each of
-    # the rest only once its tab is opened
     lazy.tabs(
         {
             XID_TAB: lambda: xid_section(run),
@@ -347,8 +374,6 @@ def page(run_id: str) -> None:
         }
     )
     one_gpu(run, clicked.get("gpu"))
-    if draw_grid is not None:
-        draw_grid()
 
 
 st.title("GPUs")

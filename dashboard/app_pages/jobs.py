@@ -8,7 +8,9 @@ goodput ledger bucket by bucket (with its fail-slow slowdown and the episode tha
 simulated fail-slow hosts).
 
 Only the open tab is drawn (dashboard/lazy.py): every Plotly chart and table costs the browser its time whether
-it is seen or not, so the first look is the window, the figures, the Gantt and the table.
+it is seen or not, so the first look is the window, the figures, the Gantt and the table. Under a Gantt of more
+than GANTT_ROWS_IN_VIEW rows the tabs and one job are drawn once scrolled to (at once where a click, ?tab= or
+?job= asks for them: dashboard/lazy.below_fold).
 
 Every metric takes its label and help from engine.analysis.definitions (tests/test_page_jobs_truth.py checks it).
 URL: ?from=&to= (seconds since the run's start) the window; ?job= (job id) the drill-down; ?q=, ?states=,
@@ -34,6 +36,9 @@ from engine.report.palette import readable
 from engine.store import RunInfo
 
 MAX_GANTT_ROWS = 500  # more rows than this stop being readable and slow the browser
+# A Gantt of up to this many rows (22 px each, dashboard/charts/jobs.py) leaves what is under it on a 1000 px
+# screen: drawn at once; a taller one puts it below the fold, drawn once scrolled to
+GANTT_ROWS_IN_VIEW = 16
 BUCKETS = 200  # points per time series, whatever the window: the cost stays flat with the run's length
 # The tabs under the Gantt, in order (the first is open by default; ?tab=LABEL opens another)
 TABLE_TAB = "Jobs in the window"
@@ -58,7 +63,22 @@ def page(run_id: str) -> None:
     window = window_section(run)
     jobs, order, rows = filters_section(run, window)
     headline(total)
-    clicked = gantt_section(run, jobs, window, order, rows)
+    clicked, gantt_rows = gantt_section(run, jobs, window, order, rows)
+    click = charts.clicked_job(clicked.selection if clicked else None)
+    # under a Gantt taller than the screen's remainder the tabs and the one job are drawn once scrolled to (their
+    # table and charts cost a visit about 0.8 s, dashboard/lazy.py), at once where a link or a click asks for them
+    lazy.below_fold(
+        f"jobs_below:{run.run_id}",
+        "The tabs below (the table of jobs, queue, GPU allocation) and one job",
+        lambda: below_gantt(run, jobs, total, window, clicked),
+        opened=gantt_rows <= GANTT_ROWS_IN_VIEW
+        or click is not None
+        or any(name in st.query_params for name in ("tab", "job")),
+    )
+
+
+def below_gantt(run: RunInfo, jobs: pl.DataFrame, total: pl.DataFrame, window: tuple[float, float], clicked):
+    """The row of tabs (the table of jobs, queue and waits, GPU allocation, stragglers) and one job."""
     sections = {
         TABLE_TAB: lambda: table_section(run, jobs),
         QUEUE_TAB: lambda: queue_section(run, jobs, window),
@@ -158,7 +178,8 @@ def headline(total: pl.DataFrame) -> None:
 
 # ----- Gantt ----------------------------------------------------------------------------------------------
 def gantt_section(run: RunInfo, jobs: pl.DataFrame, window: tuple[float, float], order: str, rows: int):
-    """The attempts of the jobs kept, a row a job; returns the Gantt's selection state (a click opens a job)."""
+    """The attempts of the jobs kept, a row a job; returns the Gantt's selection state (a click opens a job)
+    and its number of rows."""
     t0, t1 = window
     st.subheader("Attempts over time")
     clicked = None
@@ -211,7 +232,7 @@ def gantt_section(run: RunInfo, jobs: pl.DataFrame, window: tuple[float, float],
             selection_mode="points",
             key=f"jobs_gantt:{run.run_id}",
         )
-    return clicked
+    return clicked, drawn.height
 
 
 # ----- queue and waits ------------------------------------------------------------------------------------

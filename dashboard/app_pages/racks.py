@@ -1,6 +1,8 @@
 """Racks: the floor plan of every rack, host and GPU at time t, coloured by health, temperature, power against
 the rack's budget, job or recent failures; a time slider that plays; one rack's elevation (hosts, GPUs, NICs,
-its switch), links and events; and, once opened, the blast radius of a rack, host or switch failing at t.
+its switch), links and events; and, once opened, the blast radius of a rack, host or switch failing at t. Under a
+floor plan taller than PLAN_PX_IN_VIEW the problems table, one rack and the blast radius are drawn once scrolled to
+(at once where a click, ?rack= or ?blast= asks for them: dashboard/lazy.below_fold).
 
 URL: ?t= (seconds since the run's start), ?measure=, ?window= (failures), ?cells= (hosts, gpus; hosts by default
 above GPU_CELLS_UP_TO), ?problems= (1: only racks with a problem stand out), ?rack= and ?blast= (kind:name, which
@@ -29,6 +31,9 @@ from engine.store.schema import IN_SERVICE_STATES, OUT_OF_SERVICE_STATES
 GPU_CELLS_UP_TO = 8192
 # More racks than this and a few broken ones are lost among the healthy: the floor opens on the problems.
 PROBLEMS_FIRST_OVER_RACKS = 64
+# A floor plan up to this tall leaves what is under it on a 1000 px screen: drawn at once; under a taller one it is
+# below the fold, drawn once scrolled to
+PLAN_PX_IN_VIEW = 400
 PLAY_EVERY_S = 2.0  # seconds between frames while playing: a full page rerun each, with fresh queries
 AT_T = "Shown at the time t chosen above."
 
@@ -49,7 +54,24 @@ def page(run_id: str) -> None:
         st.info("This run has no hosts table (nothing to lay out on the floor).")
         return
     figures_section(floor)
-    clicked = floor_plan_section(run, floor)
+    clicked, problems_only, plan_px = floor_plan_section(run, floor)
+    click = charts.clicked_rack(clicked.selection if clicked else None)
+    # under a floor plan taller than the screen's remainder, what follows is drawn once scrolled to (its table and
+    # chooser cost a visit about 0.2 s, dashboard/lazy.py), at once where a link or a click asks for it
+    lazy.below_fold(
+        f"racks_below:{run.run_id}",
+        "The racks with a problem, one rack and the blast radius",
+        lambda: below_floor(run, floor, clicked, problems_only),
+        opened=plan_px <= PLAN_PX_IN_VIEW
+        or click is not None
+        or any(name in st.query_params for name in ("rack", "blast")),
+    )
+
+
+def below_floor(run: RunInfo, floor: Floor, clicked, problems_only: bool) -> None:
+    """The racks with a problem (while only those stand out), one rack opened, and the blast radius."""
+    if problems_only and floor.problems.height:
+        problems_table(floor.problems)
     rack = one_rack(run, floor, clicked)
     # drawn once opened (its table and controls cost a visit about 0.25 s); a link with ?blast= opens it
     opened = lazy.expander(
@@ -177,8 +199,9 @@ def figures_section(floor: Floor) -> None:
     )
 
 
-def floor_plan_section(run: RunInfo, floor: Floor):
-    """The floor plan, a cell a host or a GPU; returns its selection state (a click opens a rack)."""
+def floor_plan_section(run: RunInfo, floor: Floor) -> tuple[object, bool, int]:
+    """The floor plan, a cell a host or a GPU; returns its selection state (a click opens a rack), whether only
+    the racks with a problem stand out, and the plan's height in pixels."""
     hosts, problems = floor.hosts, floor.problems
     n_racks = hosts["rack_id"].n_unique()
     st.subheader("Floor plan")
@@ -201,9 +224,7 @@ def floor_plan_section(run: RunInfo, floor: Floor):
         figure, width="stretch", on_select="rerun", selection_mode="points", key=f"racks_floor:{run.run_id}"
     )
     floor_notes(run, floor, problems_only)
-    if problems_only and problems.height:
-        problems_table(problems)
-    return clicked
+    return clicked, problems_only, int(figure.layout.height or 0)
 
 
 def floor_controls(run: RunInfo, n_racks: int) -> tuple[str, bool]:

@@ -242,6 +242,13 @@ def grid_hover(cells: pl.DataFrame) -> pl.Series:
     )["hover"]
 
 
+def health_grid_height(cells: pl.DataFrame) -> int:
+    """The health grid's height in pixels: 6 a line (a host, or the blank line under a row of racks), at most
+    1,400."""
+    lines = (int(cells["row"].max()) + 1) * (int(cells["slot"].max()) + 2) if cells.height else 1
+    return min(1400, max(240, 6 * lines + 120))
+
+
 def health_grid(cells: pl.DataFrame, match: pl.Series | None = None) -> go.Figure:
     """Every GPU at one moment as one heatmap cell (one trace, so 24,576 GPUs stay light).
 
@@ -296,7 +303,7 @@ def health_grid(cells: pl.DataFrame, match: pl.Series | None = None) -> go.Figur
             )
         )
     fig.update_layout(
-        height=min(1400, max(240, 6 * z.shape[0] + 120)),
+        height=health_grid_height(cells),
         margin={"l": 10, "r": 10, "t": 30, "b": 10},
         plot_bgcolor="white",
         legend={"orientation": "h", "y": 1.0, "yanchor": "bottom"},
