@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from dashboard.charts import gpus as charts
-from dashboard.charts.common import count_axis
+from dashboard.charts.common import STREAMLIT_FONT, count_axis
 from engine.reference import CAUSE_BY_KEY, XIDS
 from engine.report.palette import (
     GPU_FAILED_COLOUR,
@@ -174,6 +174,32 @@ def test_the_grid_is_one_heatmap_in_the_palette_colours():
     n = len(charts.GRID_ORDER)
     assert scale[round(charts.GRID_ORDER.index("failed") / n, 6)] == GPU_FAILED_COLOUR
     assert fig.data[0].text[0][1].endswith("| incidents: GPU SRAM memory")
+    # drawn with theme=None (the page), so the figure carries Streamlit's look itself; codes as float32 (half the
+    # bytes of float64 to the browser, issue 28)
+    assert fig.layout.font.family == STREAMLIT_FONT and fig.layout.hoverlabel.bgcolor == "white"
+    assert not fig.layout.template.layout.to_plotly_json() and fig.layout.xaxis.title.font.size == 14
+    assert np.asarray(fig.data[0].z).dtype == np.float32
+
+
+def test_a_grid_hover_shows_what_is_known_of_a_gpu():
+    cells = pl.DataFrame(
+        {
+            "gpu_id": [7],
+            "hostname": ["h"],
+            "rack_id": [3],
+            "gpu_index": [7],
+            "state": ["healthy"],
+            "temp_c": [64.6],
+            "power_w": [None],
+            "xid_events": [3],
+            "last_xid": [None],
+            "causes": [[]],
+        },
+        schema_overrides={"power_w": pl.Float64, "last_xid": pl.Int64, "causes": pl.List(pl.String)},
+    )
+    assert charts.grid_hover(cells).to_list() == [
+        "GPU 7 | h #7, rack 3 | Healthy (idle) | 65 C, n/a W | XIDs 3"
+    ]
 
 
 def test_the_fleet_band_draws_max_p99_median_and_min_on_utc_dates_shading_between_them():

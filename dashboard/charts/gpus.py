@@ -14,7 +14,7 @@ import numpy as np
 import plotly.graph_objects as go
 import polars as pl
 
-from dashboard.charts.common import as_time, count_axis, hover_time, time_axis
+from dashboard.charts.common import as_time, count_axis, hover_time, plain_theme, time_axis
 
 # named here too for the tests that read them through this module (tests/test_charts_gpus.py,
 # tests/test_charts_pages.py, tests/test_charts_unknown_start.py, tests/test_page_gpus*.py)
@@ -220,20 +220,28 @@ def _number(column: str) -> pl.Expr:
 def grid_hover(cells: pl.DataFrame) -> pl.Series:
     """One plain ASCII line per GPU: Plotly's JSON escapes every `<`, `/` and non-ASCII character (six bytes
     each), and a per-cell template over customdata costs ten times more to build and serialise, so 24,576 hover
-    texts stay one line without markup (about 2 MB, 0.07 s on the page). States and causes in words."""
+    texts stay one line without markup. States and causes in words; the last temperature and power where a
+    sample is known, XIDs and incidents where there are any (what is not there costs every GPU bytes on every
+    visit: issue 28)."""
+    known = pl.col("temp_c").is_not_null() | pl.col("power_w").is_not_null()
     return cells.select(
         pl.format(
-            "GPU {} | {} #{}, rack {} | {} | {} C, {} W | XIDs {}{}{}",
+            "GPU {} | {} #{}, rack {} | {}{}{}{}",
             "gpu_id",
             plot_expr("hostname"),
             "gpu_index",
             "rack_id",
             gpu_state_text("state"),
-            _number("temp_c"),
-            _number("power_w"),
-            "xid_events",
-            pl.when(pl.col("last_xid").is_not_null())
-            .then(pl.format(" (last {})", "last_xid"))
+            pl.when(known)
+            .then(pl.format(" | {} C, {} W", _number("temp_c"), _number("power_w")))
+            .otherwise(pl.lit("")),
+            pl.when(pl.col("xid_events") > 0)
+            .then(
+                pl.format(" | XIDs {}", "xid_events")
+                + pl.when(pl.col("last_xid").is_not_null())
+                .then(pl.format(" (last {})", "last_xid"))
+                .otherwise(pl.lit(""))
+            )
             .otherwise(pl.lit("")),
             pl.when(pl.col("causes").list.len() > 0)
             .then(pl.lit(" | incidents: ") + plot_expr(causes_text("causes").list.join(", ")))
@@ -272,7 +280,8 @@ def health_grid(cells: pl.DataFrame, match: pl.Series | None = None) -> go.Figur
     per_host = int(cells["gpu_index"].max()) + 1 if n else 1
     y = cells["row"].to_numpy() * (slots + 1) + (slots - 1 - cells["slot"].to_numpy())
     x = cells["position"].to_numpy() * (per_host + 1) + cells["gpu_index"].to_numpy()
-    z = np.full((rows * (slots + 1), positions * (per_host + 1)), np.nan)
+    # float32: the state codes are small whole numbers, and half the bytes of float64 go to the browser
+    z = np.full((rows * (slots + 1), positions * (per_host + 1)), np.nan, dtype=np.float32)
     z[y, x] = codes
     text = np.full(z.shape, "", dtype=object)
     text[y, x] = grid_hover(cells).to_numpy()
@@ -328,7 +337,7 @@ def health_grid(cells: pl.DataFrame, match: pl.Series | None = None) -> go.Figur
     # labels may overflow the plot's edge: Plotly's check of each one costs a 24k-GPU grid 0.4 s (issue 28)
     fig.update_xaxes(ticklabeloverflow="allow")
     fig.update_yaxes(ticklabeloverflow="allow")
-    return fig
+    return plain_theme(fig)  # drawn with theme=None (dashboard/app_pages/gpus.py): see plain_theme
 
 
 def ecc_trend(trend: pl.DataFrame, labels: dict[int, str], started_at: datetime) -> go.Figure:
