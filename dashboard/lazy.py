@@ -79,10 +79,14 @@ export default function ({{ parentElement, data, setStateValue }}) {{
 _reveal = st.components.v2.component("goodput.reveal_on_scroll", js=_REVEAL_JS)
 
 
-def below_fold(key: str, what: str, draw: Callable[[], None], opened: bool = False) -> bool:
-    """Draw `draw` once the user scrolls near this place, at once if `opened` (a link or a click asked for what
-    it shows); returns whether it was drawn. Until then one caption says that `what` (plural: "The tabs below")
-    load on scrolling. `key` names the place in the session: once seen it stays drawn on every rerun."""
+def below_fold(
+    key: str, what: str, draw: Callable[[], None], opened: bool = False, url_keys: tuple[str, ...] = ()
+) -> bool:
+    """Draw `draw` once the user scrolls near this place, at once if `opened` (a click asked for what it shows) or
+    the URL carries one of `url_keys` (a link to a tab, a GPU, a job); returns whether it was drawn. Until then
+    one caption says that `what` (plural: "The tabs below") load on scrolling. `key` names the place in the
+    session: once seen it stays drawn on every rerun."""
+    opened = opened or any(name in st.query_params for name in url_keys)
     # data tells the sentinel not to listen where the section is drawn anyway
     shown = _reveal(key=key, data={"seen": opened}, default={"seen": False}, on_seen_change=_rerun)
     seen = bool(shown.seen)

@@ -131,3 +131,51 @@ def test_every_page_of_the_default_run(llama3):
         finally:
             browser.close()
     assert {page: found for page, found in cut.items() if found} == {}
+
+
+def test_what_lies_under_a_tall_chart_appears_once_scrolled_to_and_at_once_where_a_link_asks(llama3):
+    """dashboard/lazy.below_fold in a browser at 24,576 GPUs: under the GPUs page's health grid and the Jobs page's
+    Gantt (each taller than the screen's remainder) the tabs and the one GPU or job wait, with a caption saying
+    so, until the reader scrolls to them; a link to a GPU or a job draws them at once. (The Racks page's floor
+    plan of this run is short enough that what follows it is drawn at once: tests/test_browser_racks.py.)"""
+    from playwright.sync_api import expect, sync_playwright
+
+    url, summary = llama3
+    run_id = summary["run_id"]
+    waiting = "load as you scroll down to them"
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1600, "height": 1000})
+            main = page.get_by_test_id("stMain")
+            for path, tab, below in (
+                ("gpus", "XID events", "One GPU"),
+                ("jobs", "Jobs in the window", "One job"),
+            ):
+                page.goto(f"{url}/{path}?run={run_id}")
+                expect(main.get_by_text(waiting)).to_be_visible(timeout=PAGE_TIMEOUT_MS)
+                expect(page.get_by_test_id("stStatusWidget")).to_have_count(0, timeout=PAGE_TIMEOUT_MS)
+                # the page has settled and nobody scrolled: still waiting, nothing of it drawn
+                page.wait_for_timeout(3000)
+                expect(page.get_by_role("tab", name=tab)).to_have_count(0)
+                expect(main.get_by_text(below, exact=True)).to_have_count(0)
+                # the reader scrolls down the main pane (what scrolls in Streamlit, not the window)
+                box = main.bounding_box()
+                page.mouse.move(box["x"] + box["width"] / 2, box["y"] + 500)
+                for _ in range(8):
+                    page.mouse.wheel(0, 800)
+                    page.wait_for_timeout(200)
+                expect(page.get_by_role("tab", name=tab)).to_be_visible(timeout=PAGE_TIMEOUT_MS)
+                expect(main.get_by_text(below, exact=True)).to_have_count(1, timeout=PAGE_TIMEOUT_MS)
+                expect(main.get_by_text(waiting)).to_have_count(0)
+                expect(page.get_by_test_id("stException")).to_have_count(0)
+            # a link to one GPU, one job: drawn at once, without a scroll
+            flagship = summary["job"]["name"]  # the flagship's job id is its name in a simulated run
+            for link, below in (("gpus?gpu=5", "One GPU"), (f"jobs?job={flagship}", "One job")):
+                page.goto(f"{url}/{link}&run={run_id}")
+                expect(main.get_by_text(below, exact=True)).to_have_count(1, timeout=PAGE_TIMEOUT_MS)
+                expect(page.get_by_test_id("stStatusWidget")).to_have_count(0, timeout=PAGE_TIMEOUT_MS)
+                expect(main.get_by_text(waiting)).to_have_count(0)
+                expect(page.get_by_test_id("stException")).to_have_count(0)
+        finally:
+            browser.close()

@@ -13,7 +13,9 @@ def below(opened: bool) -> None:
 
     from dashboard import lazy
 
-    lazy.below_fold("below", "The table below", lambda: st.markdown("**the table**"), opened=opened)
+    lazy.below_fold(
+        "below", "The table below", lambda: st.markdown("**the table**"), opened=opened, url_keys=("job",)
+    )
 
 
 def texts(at: AppTest) -> list[str]:
@@ -35,6 +37,17 @@ def test_waits_for_a_scroll_and_says_so(deferred):
 def test_a_link_or_a_click_draws_it_at_once(deferred):
     at = AppTest.from_function(below, args=(True,)).run()
     assert texts(at) == ["**the table**"]
+
+
+def test_a_link_naming_what_it_shows_draws_it_at_once(deferred):
+    at = AppTest.from_function(below, args=(False,))
+    at.query_params["job"] = "flagship"
+    at.run()
+    assert texts(at) == ["**the table**"]
+    at = AppTest.from_function(below, args=(False,))
+    at.query_params["t"] = "3600"  # a parameter for what is above the fold
+    at.run()
+    assert texts(at) == ["The table below load as you scroll down to them."]
 
 
 def test_once_seen_it_stays_drawn(deferred):

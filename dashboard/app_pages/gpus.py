@@ -354,9 +354,8 @@ def page(run_id: str) -> None:
         f"gpus_below:{run.run_id}",
         "The tabs below (XID events, ECC errors, throttled GPUs, lemons) and one GPU",
         lambda: below_grid(run),
-        opened=grid is None
-        or grid.height_px <= GRID_PX_IN_VIEW
-        or any(name in st.query_params for name in ("tab", "gpu")),
+        opened=grid is None or grid.height_px <= GRID_PX_IN_VIEW,
+        url_keys=("tab", "gpu"),
     )
     if grid is not None:
         grid.draw()

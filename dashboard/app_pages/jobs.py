@@ -71,9 +71,8 @@ def page(run_id: str) -> None:
         f"jobs_below:{run.run_id}",
         "The tabs below (the table of jobs, queue, GPU allocation) and one job",
         lambda: below_gantt(run, jobs, total, window, clicked),
-        opened=gantt_rows <= GANTT_ROWS_IN_VIEW
-        or click is not None
-        or any(name in st.query_params for name in ("tab", "job")),
+        opened=gantt_rows <= GANTT_ROWS_IN_VIEW or click is not None,
+        url_keys=("tab", "job"),
     )
 
 

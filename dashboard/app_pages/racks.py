@@ -62,9 +62,8 @@ def page(run_id: str) -> None:
         f"racks_below:{run.run_id}",
         "The racks with a problem, one rack and the blast radius",
         lambda: below_floor(run, floor, clicked, problems_only),
-        opened=plan_px <= PLAN_PX_IN_VIEW
-        or click is not None
-        or any(name in st.query_params for name in ("rack", "blast")),
+        opened=plan_px <= PLAN_PX_IN_VIEW or click is not None,
+        url_keys=("rack", "blast"),
     )
 
 
