@@ -179,6 +179,9 @@ def test_the_grid_is_one_heatmap_in_the_palette_colours():
     assert fig.layout.font.family == STREAMLIT_FONT and fig.layout.hoverlabel.bgcolor == "white"
     assert not fig.layout.template.layout.to_plotly_json() and fig.layout.xaxis.title.font.size == 14
     assert np.asarray(fig.data[0].z).dtype == np.float32
+    # margins set, not measured: Plotly's automargin would draw every cell again once it has measured the labels
+    assert fig.layout.xaxis.automargin is False and fig.layout.yaxis.automargin is False
+    assert fig.layout.margin.l >= 60 and fig.layout.margin.b >= 50
 
 
 def test_a_grid_hover_shows_what_is_known_of_a_gpu():
