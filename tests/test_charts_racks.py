@@ -347,6 +347,9 @@ def test_state_measure_colours_each_gpu_by_its_state(run_id):
         "Healthy (idle)",
         charts.OVER_BUDGET,
     }
+    # margins set, not measured: Plotly's automargin draws every cell again once it has measured the labels
+    assert fig.layout.xaxis.automargin is False and fig.layout.yaxis.automargin is False
+    assert fig.layout.margin.l >= 60 and fig.layout.margin.b >= 60
 
 
 def test_temperature_measure_with_grey_for_no_reading(run_id):

@@ -357,7 +357,10 @@ def floor_plan(
     fig.update_layout(
         title=title,
         height=grid.height_px,
-        margin={"l": 10, "r": 10, "t": 40, "b": 10 if grid.blocks == 1 else 30},
+        # set to what Streamlit's automargin measured at 1280-1920 px (row labels, positions and the axis title;
+        # under blocks side by side their "rows a-b" too), and automargin off (_floor_axes): measuring makes
+        # Plotly draw every cell twice more a visit (issue 28). The legend above may still push the top.
+        margin={"l": 64, "r": 14, "t": 40, "b": 60 if grid.blocks == 1 else 84},
         plot_bgcolor="white",
         legend={"orientation": "h", "y": 1.0, "yanchor": "bottom"},
         # a rack's handle takes the hover (and the click) only under the pointer; elsewhere the cells answer
@@ -423,6 +426,7 @@ def _floor_axes(fig: go.Figure, grid: FloorGrid) -> None:
         tickvals=[v for v, _ in ticks],
         ticktext=[t for _, t in ticks],
         ticklabeloverflow="allow",  # Plotly's check of each label costs a big floor a fifth of a second
+        automargin=False,  # the margins are set (floor_plan)
     )
     if len(blocks) > 1:
         for first, last in blocks:
@@ -447,4 +451,5 @@ def _floor_axes(fig: go.Figure, grid: FloorGrid) -> None:
         showgrid=False,
         zeroline=False,
         autorange="reversed",
+        automargin=False,
     )
