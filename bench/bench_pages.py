@@ -76,9 +76,8 @@ def done(page, marker: str) -> tuple[float, float]:
     return page.evaluate("[window.__lastChange / 1000, window.__lastVisibleChange / 1000]")
 
 
-Times = tuple[
-    tuple[float, float], tuple[float, float]
-]  # (first, second) visits, each (done, last change in view)
+# (first, second) visits, each (done, last change in view)
+Times = tuple[tuple[float, float], tuple[float, float]]
 
 
 def visit(browser, url: str, marker: str, bare_url: str) -> tuple[Times, Times]:
