@@ -8,6 +8,7 @@ axis, and `time_axis` and `hover_time` make that axis read as time from the star
 first day, as dashboard.format.fmt_run_time writes it), never as a calendar date.
 """
 
+from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import NamedTuple
 
@@ -28,6 +29,25 @@ def count_axis(largest: float | None) -> dict:
     if largest is None or largest <= 10:
         axis["dtick"] = 1
     return axis
+
+
+# ----- legends ----------------------------------------------------------------------------------------------
+
+
+def legend_squares(entries: Iterable[tuple[str, str]]) -> list[go.Scatter]:
+    """A legend for colours a heatmap draws (which has no legend of its own): one invisible trace a (name, colour),
+    shown as a square of that colour."""
+    return [
+        go.Scatter(
+            x=[None],
+            y=[None],
+            mode="markers",
+            name=name,
+            showlegend=True,
+            marker={"symbol": "square", "size": 12, "color": colour},
+        )
+        for name, colour in entries
+    ]
 
 
 # ----- Streamlit's look without Streamlit's theme pass ---------------------------------------------------------

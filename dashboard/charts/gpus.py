@@ -14,7 +14,7 @@ import numpy as np
 import plotly.graph_objects as go
 import polars as pl
 
-from dashboard.charts.common import as_time, count_axis, hover_time, plain_theme, time_axis
+from dashboard.charts.common import as_time, count_axis, hover_time, legend_squares, plain_theme, time_axis
 
 # named here too for the tests that read them through this module (tests/test_charts_gpus.py,
 # tests/test_charts_pages.py, tests/test_charts_unknown_start.py, tests/test_page_gpus*.py)
@@ -299,18 +299,8 @@ def health_grid(cells: pl.DataFrame, match: pl.Series | None = None) -> go.Figur
             showscale=False,
         )
     )
-    present = set(shown.to_list())
-    for state in [s for s in GRID_ORDER if s in present]:  # a named legend entry for every colour in use
-        fig.add_trace(
-            go.Scatter(
-                x=[None],
-                y=[None],
-                mode="markers",
-                name=GRID_LABELS[state],
-                showlegend=True,
-                marker={"symbol": "square", "size": 12, "color": GRID_COLOURS[state]},
-            )
-        )
+    present = set(shown.to_list())  # a named legend entry for every colour in use
+    fig.add_traces(legend_squares((GRID_LABELS[s], GRID_COLOURS[s]) for s in GRID_ORDER if s in present))
     fig.update_layout(
         height=health_grid_height(cells),
         plot_bgcolor="white",

@@ -13,6 +13,7 @@ import numpy as np
 import plotly.graph_objects as go
 import polars as pl
 
+from dashboard.charts.common import legend_squares
 from dashboard.charts.floor_grid import FloorGrid, grid_for
 from dashboard.charts.floor_overlays import (
     NO_PROBLEM,
@@ -346,7 +347,7 @@ def floor_plan(
         if healthy.any():
             legend = [*legend, (NO_PROBLEM, NO_PROBLEM_COLOUR)]
             fig.add_trace(greyed_racks(grid, y[healthy], x[healthy], gaps))
-    fig.add_traces(_legend(legend))
+    fig.add_traces(legend_squares(legend))
     if problem_racks is not None:
         fig.add_trace(problem_rings(cells, grid, problem_racks))
     over = over_budget(cells, grid)
@@ -357,10 +358,7 @@ def floor_plan(
     fig.update_layout(
         title=title,
         height=grid.height_px,
-        # set to what Streamlit's automargin measured at 1280-1920 px (row labels, positions and the axis title;
-        # under blocks side by side their "rows a-b" too), and automargin off (_floor_axes): measuring makes
-        # Plotly draw every cell twice more a visit (issue 28). The legend above may still push the top.
-        margin={"l": 64, "r": 14, "t": 40, "b": 60 if grid.blocks == 1 else 84},
+        margin={"l": 64, "r": 14, "t": 40, "b": 60 if grid.blocks == 1 else 84},  # automargin's: _floor_axes
         plot_bgcolor="white",
         legend={"orientation": "h", "y": 1.0, "yanchor": "bottom"},
         # a rack's handle takes the hover (and the click) only under the pointer; elsewhere the cells answer
@@ -381,21 +379,6 @@ def _cell_places(cells: pl.DataFrame, grid: FloorGrid) -> tuple[np.ndarray, np.n
     else:
         x = grid.x(rows, cells["position"].to_numpy())
     return x, grid.y(rows, slots), label
-
-
-def _legend(legend: list[tuple[str, str]]) -> list[go.Scatter]:
-    """The legend: one invisible marker trace per colour present, so the colours are named."""
-    return [
-        go.Scatter(
-            x=[None],
-            y=[None],
-            mode="markers",
-            name=name,
-            showlegend=True,
-            marker={"symbol": "square", "size": 12, "color": colour},
-        )
-        for name, colour in legend
-    ]
 
 
 def floor_grid(cells: pl.DataFrame) -> FloorGrid:
@@ -426,7 +409,9 @@ def _floor_axes(fig: go.Figure, grid: FloorGrid) -> None:
         tickvals=[v for v, _ in ticks],
         ticktext=[t for _, t in ticks],
         ticklabeloverflow="allow",  # Plotly's check of each label costs a big floor a fifth of a second
-        automargin=False,  # the margins are set (floor_plan)
+        # margins set (floor_plan) to what automargin measured at 1280-1920 px: measuring makes Plotly draw every
+        # cell again (issue 28)
+        automargin=False,
     )
     if len(blocks) > 1:
         for first, last in blocks:
