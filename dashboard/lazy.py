@@ -4,7 +4,8 @@ Chromium on 2 cores: bench/bench_pages.py), so what sits in one is drawn only wh
 reruns the page on the click); what sits under a tall chart is drawn once the user scrolls near it.
 
     lazy.tabs({"XIDs": draw_xids, "ECC": draw_ecc})   # ?tab=ECC opens the second from a link
-    lazy.below_fold("gpus_below", "The tabs below", draw_tabs, opened="tab" in st.query_params)
+    lazy.below_fold("gpus_below", "The tabs below", draw_tabs, opened=grid_px <= lazy.CHART_PX_IN_VIEW,
+                    url_keys=("tab",))           # ?tab= draws them at once
 """
 
 from collections.abc import Callable, Mapping
@@ -49,6 +50,9 @@ def tabs(sections: Mapping[str, Callable[[], None]], key: str = TAB_PARAMETER) -
 DEFER_BELOW_FOLD = True
 REVEAL_AHEAD_PX = 800  # start drawing while the section is still this far below the viewport's bottom edge
 SETTLE_MS = 2500  # after this, a section already in view (a tall screen) is drawn without a scroll
+# A chart up to this tall leaves what is under it in view on a 1000 px screen (the page's controls above it): that
+# is drawn at once; under a taller chart it is below the fold
+CHART_PX_IN_VIEW = 400
 
 # A sentinel of no height: it reports "seen" once, when the user scrolls within REVEAL_AHEAD_PX of it, or when it
 # stands in the viewport after the page has settled. Not an IntersectionObserver at mount: the charts above are

@@ -44,9 +44,6 @@ XID_TAB = "XID events"
 ECC_TAB = "ECC errors"
 THROTTLED_TAB = "Throttled and slow GPUs"
 LEMONS_TAB = "Lemons and repeat offenders"
-# A health grid up to this tall leaves the tabs under it on a 1000 px screen: drawn at once; under a taller one
-# they are below the fold, drawn once scrolled to
-GRID_PX_IN_VIEW = 400
 
 
 def time_slider(run: RunInfo) -> float:
@@ -354,7 +351,7 @@ def page(run_id: str) -> None:
         f"gpus_below:{run.run_id}",
         "The tabs below (XID events, ECC errors, throttled GPUs, lemons) and one GPU",
         lambda: below_grid(run),
-        opened=grid is None or grid.height_px <= GRID_PX_IN_VIEW,
+        opened=grid is None or grid.height_px <= lazy.CHART_PX_IN_VIEW,
         url_keys=("tab", "gpu"),
     )
     if grid is not None:

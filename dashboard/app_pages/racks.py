@@ -1,8 +1,8 @@
 """Racks: the floor plan of every rack, host and GPU at time t, coloured by health, temperature, power against
 the rack's budget, job or recent failures; a time slider that plays; one rack's elevation (hosts, GPUs, NICs,
 its switch), links and events; and, once opened, the blast radius of a rack, host or switch failing at t. Under a
-floor plan taller than PLAN_PX_IN_VIEW the problems table, one rack and the blast radius are drawn once scrolled to
-(at once where a click, ?rack= or ?blast= asks for them: dashboard/lazy.below_fold).
+floor plan taller than the screen's remainder the problems table, one rack and the blast radius are drawn once
+scrolled to (at once where a click, ?rack= or ?blast= asks for them: dashboard/lazy.below_fold).
 
 URL: ?t= (seconds since the run's start), ?measure=, ?window= (failures), ?cells= (hosts, gpus; hosts by default
 above GPU_CELLS_UP_TO), ?problems= (1: only racks with a problem stand out), ?rack= and ?blast= (kind:name, which
@@ -31,9 +31,6 @@ from engine.store.schema import IN_SERVICE_STATES, OUT_OF_SERVICE_STATES
 GPU_CELLS_UP_TO = 8192
 # More racks than this and a few broken ones are lost among the healthy: the floor opens on the problems.
 PROBLEMS_FIRST_OVER_RACKS = 64
-# A floor plan up to this tall leaves what is under it on a 1000 px screen: drawn at once; under a taller one it is
-# below the fold, drawn once scrolled to
-PLAN_PX_IN_VIEW = 400
 PLAY_EVERY_S = 2.0  # seconds between frames while playing: a full page rerun each, with fresh queries
 AT_T = "Shown at the time t chosen above."
 
@@ -62,7 +59,7 @@ def page(run_id: str) -> None:
         f"racks_below:{run.run_id}",
         "The racks with a problem, one rack and the blast radius",
         lambda: below_floor(run, floor, clicked, problems_only),
-        opened=plan_px <= PLAN_PX_IN_VIEW or click is not None,
+        opened=plan_px <= lazy.CHART_PX_IN_VIEW or click is not None,
         url_keys=("rack", "blast"),
     )
 

@@ -70,7 +70,7 @@ PLAIN_LAYOUT = {
     },
     "legend": {"font": {"size": 12}},
 }
-PLAIN_AXIS = {"title": {"font": {"size": 14}}, "tickfont": {"size": 12}, "automargin": True}
+PLAIN_AXIS = {"title": {"font": {"size": 14}}, "tickfont": {"size": 12}}
 
 
 def plain_theme(fig: go.Figure) -> go.Figure:

@@ -301,20 +301,26 @@ def health_grid(cells: pl.DataFrame, match: pl.Series | None = None) -> go.Figur
     )
     present = set(shown.to_list())  # a named legend entry for every colour in use
     fig.add_traces(legend_squares((GRID_LABELS[s], GRID_COLOURS[s]) for s in GRID_ORDER if s in present))
+    # Margins that hold the row labels ("row 1234"), the rack positions and the axis title, set rather than
+    # measured: Plotly's automargin draws the grid, measures its labels and draws all 41k cells again (three
+    # draws a visit instead of two, about 0.15 s on 2 cores: issue 28). The legend above may still push the top.
     fig.update_layout(
         height=health_grid_height(cells),
-        plot_bgcolor="white",
+        margin={"l": 64, "r": 10, "t": 40, "b": 50},
         legend={"orientation": "h", "y": 1.0, "yanchor": "bottom"},
     )
     row_step = max(
         1, rows // 40
     )  # many rows: every k-th labelled, legible (as on the Racks page's floor plan)
+    # labels may overflow the plot's edge: Plotly's check of each one costs a 24k-GPU grid 0.4 s (issue 28)
     fig.update_xaxes(
         title="rack position in its row (a rack's hosts stacked, each host's GPUs side by side)",
         showgrid=False,
         zeroline=False,
         tickvals=np.arange(positions) * (per_host + 1) + (per_host - 1) / 2,
         ticktext=[str(p) for p in range(positions)],
+        ticklabeloverflow="allow",
+        automargin=False,
     )
     fig.update_yaxes(
         tickvals=(np.arange(rows) * (slots + 1) + (slots - 1) / 2)[::row_step],
@@ -322,18 +328,10 @@ def health_grid(cells: pl.DataFrame, match: pl.Series | None = None) -> go.Figur
         showgrid=False,
         zeroline=False,
         autorange="reversed",
+        ticklabeloverflow="allow",
+        automargin=False,
     )
-    # labels may overflow the plot's edge: Plotly's check of each one costs a 24k-GPU grid 0.4 s (issue 28)
-    fig.update_xaxes(ticklabeloverflow="allow")
-    fig.update_yaxes(ticklabeloverflow="allow")
-    plain_theme(fig)  # drawn with theme=None (dashboard/app_pages/gpus.py): see plain_theme
-    # Margins that hold the row labels ("row 1234"), the rack positions and the axis title, set rather than
-    # measured: Plotly's automargin draws the grid, measures its labels and draws all 41k cells again (three
-    # draws a visit instead of two, about 0.15 s on 2 cores: issue 28). The legend above may still push the top.
-    fig.update_layout(margin={"l": 64, "r": 10, "t": 40, "b": 50})
-    fig.update_xaxes(automargin=False)
-    fig.update_yaxes(automargin=False)
-    return fig
+    return plain_theme(fig)  # drawn with theme=None (dashboard/app_pages/gpus.py): see plain_theme
 
 
 def ecc_trend(trend: pl.DataFrame, labels: dict[int, str], started_at: datetime) -> go.Figure:
