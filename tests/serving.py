@@ -78,3 +78,28 @@ def stop(server: subprocess.Popen, timeout_s: float = 10.0) -> None:
         server.wait(timeout=timeout_s)
     if server.stdout is not None:
         server.stdout.close()
+
+
+# dashboard/lazy.below_fold's caption where a section waits for the reader to scroll to it
+WAITING_FOR_SCROLL = "load as you scroll down to them"
+
+
+def scroll_through(page, timeout_ms: int) -> None:
+    """Scroll Streamlit's main pane (what scrolls, not the window) down as a reader would until no section waits
+    for a scroll (dashboard/lazy.below_fold; one drawn can hold another), and the reruns that drew them have
+    finished; then back to the top."""
+    from playwright.sync_api import expect
+
+    main = page.get_by_test_id("stMain")
+    waiting = main.get_by_text(WAITING_FOR_SCROLL)
+    for _ in range(4):
+        if waiting.count() == 0:
+            break
+        box = main.bounding_box()
+        page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+        for _ in range(8):
+            page.mouse.wheel(0, 800)
+            page.wait_for_timeout(200)
+        expect(page.get_by_test_id("stStatusWidget")).to_have_count(0, timeout=timeout_ms)
+    expect(waiting).to_have_count(0, timeout=timeout_ms)
+    main.evaluate("element => element.scrollTo(0, 0)")

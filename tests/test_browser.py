@@ -19,7 +19,7 @@ import pytest
 
 from dashboard.format import fmt_pct
 from tests.runs import make_store, small_run
-from tests.serving import CHROMIUM, CHROMIUM_ARGS
+from tests.serving import CHROMIUM, CHROMIUM_ARGS, WAITING_FOR_SCROLL, scroll_through
 
 pytestmark = pytest.mark.browser
 
@@ -113,6 +113,9 @@ def test_overview_and_data_in_chromium(dashboard, tmp_path):
                 f"{demo['interruptions']['total']:,}"
             )
             expect(page.get_by_text("What is down", exact=True)).to_be_visible()
+            # the losses and causes under what is down are drawn once the reader scrolls to them
+            expect(page.get_by_text(WAITING_FOR_SCROLL)).to_be_visible()
+            scroll_through(page, RENDER_TIMEOUT_MS)
             # every chart drawn before the picture is taken (Plotly renders after the metrics)
             expect(page.locator(".js-plotly-plot")).to_have_count(
                 3, timeout=RENDER_TIMEOUT_MS

@@ -22,7 +22,17 @@ import subprocess
 import pytest
 
 from dashboard.navigation import PAGES
-from tests.serving import CHROMIUM, CHROMIUM_ARGS, GOODPUT, ROOT, free_port, start, stop, wait_until
+from tests.serving import (
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    GOODPUT,
+    ROOT,
+    free_port,
+    scroll_through,
+    start,
+    stop,
+    wait_until,
+)
 
 pytestmark = pytest.mark.browser
 
@@ -149,6 +159,8 @@ def test_every_page_whole_at_1280_and_1920_px(served):
             for what, path, title in visits(runs):
                 page.set_viewport_size({"width": WIDTHS[0], "height": HEIGHT})
                 page.goto(url + path)
+                rendered(page, title)
+                scroll_through(page, RENDER_TIMEOUT_MS)  # what waits under the fold is checked too
                 rendered(page, title)
                 for width in WIDTHS:
                     page.set_viewport_size({"width": width, "height": HEIGHT})

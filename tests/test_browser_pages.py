@@ -16,6 +16,7 @@ import pytest
 
 from dashboard import navigation
 from dashboard.format import fmt_int, fmt_pct
+from tests.serving import WAITING_FOR_SCROLL
 from tests.test_browser import CHROMIUM, CHROMIUM_ARGS, GOODPUT, ROOT, free_port, stop_server, wait_healthy
 from tests.test_browser_layout import CUT_SCRIPT
 
@@ -142,7 +143,7 @@ def test_what_lies_under_a_tall_chart_appears_once_scrolled_to_and_at_once_where
 
     url, summary = llama3
     run_id = summary["run_id"]
-    waiting = "load as you scroll down to them"
+    waiting = WAITING_FOR_SCROLL
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
         try:

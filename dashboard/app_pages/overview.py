@@ -52,6 +52,19 @@ def page(run_id: str) -> None:
     headline_section(run, summary, timeline)
     # what an operator looks for first, right under the headline: which hosts are out of service
     what_is_down(run, sizes)
+    # under the headline and what is down (a 1000 px screen's worth): drawn once the user scrolls near them, or at
+    # once where a link opens one of the tabs (?tab=); their charts cost a second visit about 0.2 s in the browser
+    lazy.below_fold(
+        "overview_below",
+        "The flagship job's losses and what interrupted it",
+        lambda: losses_and_causes(run, summary, flagship, timeline),
+        url_keys=(lazy.TAB_PARAMETER,),
+    )
+
+
+def losses_and_causes(
+    run: RunInfo, summary: RunSummary, flagship: dict | None, timeline: pl.DataFrame | None
+) -> None:
     losses_section(run, summary, flagship, timeline)
     counts = causes_section(run, summary)
     if counts.height == 0 or counts["count"].sum() == 0:
