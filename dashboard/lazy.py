@@ -88,8 +88,8 @@ def below_fold(
 ) -> bool:
     """Draw `draw` once the user scrolls near this place, at once if `opened` (a click asked for what it shows) or
     the URL carries one of `url_keys` (a link to a tab, a GPU, a job); returns whether it was drawn. Until then
-    one caption says that `what` (plural: "The tabs below") load on scrolling. `key` names the place in the
-    session: once seen it stays drawn on every rerun."""
+    one caption says so ("`what`: loaded as you scroll down."). `key` names the place in the session: once seen
+    it stays drawn on every rerun."""
     opened = opened or any(name in st.query_params for name in url_keys)
     # data tells the sentinel not to listen where the section is drawn anyway
     shown = _reveal(key=key, data={"seen": opened}, default={"seen": False}, on_seen_change=_rerun)
@@ -97,7 +97,7 @@ def below_fold(
     if seen or opened or not DEFER_BELOW_FOLD:
         draw()
         return True
-    st.caption(f"{what} load as you scroll down to them.")
+    st.caption(f"{what}: loaded as you scroll down.")
     return False
 
 

@@ -81,7 +81,7 @@ def stop(server: subprocess.Popen, timeout_s: float = 10.0) -> None:
 
 
 # dashboard/lazy.below_fold's caption where a section waits for the reader to scroll to it
-WAITING_FOR_SCROLL = "load as you scroll down to them"
+WAITING_FOR_SCROLL = "loaded as you scroll down"
 
 
 def scroll_through(page, timeout_ms: int) -> None:

@@ -31,7 +31,7 @@ def deferred(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_waits_for_a_scroll_and_says_so(deferred):
     at = AppTest.from_function(below, args=(False,)).run()
     assert not at.exception
-    assert texts(at) == ["The table below load as you scroll down to them."]
+    assert texts(at) == ["The table below: loaded as you scroll down."]
 
 
 def test_a_link_or_a_click_draws_it_at_once(deferred):
@@ -47,7 +47,7 @@ def test_a_link_naming_what_it_shows_draws_it_at_once(deferred):
     at = AppTest.from_function(below, args=(False,))
     at.query_params["t"] = "3600"  # a parameter for what is above the fold
     at.run()
-    assert texts(at) == ["The table below load as you scroll down to them."]
+    assert texts(at) == ["The table below: loaded as you scroll down."]
 
 
 def test_once_seen_it_stays_drawn(deferred):

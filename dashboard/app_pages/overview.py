@@ -55,7 +55,7 @@ def page(run_id: str) -> None:
     # under the headline and what is down (a 1000 px screen's worth): drawn once the user scrolls near them, or at
     # once where a link opens one of the tabs (?tab=); their charts cost a second visit about 0.2 s in the browser
     lazy.below_fold(
-        "overview_below",
+        f"overview_below:{run.run_id}",
         "The flagship job's losses and what interrupted it",
         lambda: losses_and_causes(run, summary, flagship, timeline),
         url_keys=(lazy.TAB_PARAMETER,),

@@ -6,6 +6,7 @@ import math
 import polars as pl
 import streamlit as st
 
+from dashboard import lazy
 from dashboard import planner_model as model
 from dashboard.charts import planner as charts
 from dashboard.format import DASH, fmt_duration, fmt_gpu_hours, fmt_hours, fmt_pct, fmt_usd
@@ -42,7 +43,14 @@ def closed_form_section(preset: str, knobs: model.Knobs) -> Scenario | None:
         f"{fmt_duration(spare_cover(scenario).time_away_s) if scenario else DASH} (drain, diagnosis, repair, "
         "burn-in)."
     )
-    st.plotly_chart(charts.ettr_curve(**curve_args), width="stretch")
+    # under the knobs and these figures (more than a 1000 px screen): drawn once the reader scrolls to it, as the
+    # figures above follow the knobs at once; the chart cost every visit 0.3 s in the browser, and the first one
+    # 1 s more to load Plotly (bench/bench_pages.py)
+    lazy.below_fold(
+        "planner_curve",
+        "The ETTR curve over the checkpoint interval",
+        lambda: st.plotly_chart(charts.ettr_curve(**curve_args), width="stretch"),
+    )
     if scenario is None:
         st.error(f"These settings do not make a valid scenario: {md(invalid)}")
     return scenario
