@@ -1,7 +1,7 @@
 """Compare: two or more runs side by side: headline figures (recovery strategy and its costs among them), what
-differs in their scenarios; then a row of tabs, only the open one drawn (dashboard/lazy.py: each chart costs the
-browser a few tenths of a second whether or not anyone scrolls to it): ETTR over time, what failures cost each,
-interruptions by cause.
+differs in their scenarios; then, once scrolled to, a row of tabs, only the open one drawn (dashboard/lazy.py: each
+chart costs the browser a few tenths of a second whether or not anyone scrolls to it): ETTR over time, what
+failures cost each, interruptions by cause.
 
 URL: ?runs=a,b (run ids), ?tab= (the open tab's label) and ?per=host-days (rates instead of counts) reproduce the
 view.
@@ -31,12 +31,19 @@ def page() -> None:
     labels = [queries.run_label(info) for info in infos]
     headlines_section(infos)
     scenario_section(infos)
-    lazy.tabs(
-        {
-            ETTR_TAB: lambda: ettr_section(infos, labels),
-            COSTS_TAB: lambda: costs_section(infos, labels),
-            CAUSES_TAB: lambda: causes_section(infos, labels),
-        }
+    # under the figures and scenario keys (more than a 1000 px screen): drawn once the reader scrolls near them,
+    # or at once where a link opens one (?tab=); the first chart of a visit costs it Plotly's code, about a second
+    lazy.below_fold(
+        "compare_tabs",
+        "The charts below (ETTR over time, what failures cost, interruptions by cause)",
+        lambda: lazy.tabs(
+            {
+                ETTR_TAB: lambda: ettr_section(infos, labels),
+                COSTS_TAB: lambda: costs_section(infos, labels),
+                CAUSES_TAB: lambda: causes_section(infos, labels),
+            }
+        ),
+        url_keys=(lazy.TAB_PARAMETER,),
     )
 
 
