@@ -84,6 +84,7 @@ SIMULATED_COLUMNS = (
     "ecc_dbe",
     *CLOCK_COLUMNS,
 )
+MEASURED_COLUMNS = SIMULATED_COLUMNS[2:]  # all but where and when: what a block computes
 # A host in these states is off the fleet's telemetry: powered down, or on a bench being diagnosed and fixed.
 # burn_in reports (it runs stress tests, hot); draining reports (its job is being stopped).
 SILENT_STATES = ("down", "diagnosing", "repair")
@@ -181,22 +182,18 @@ def gpu_samples(
             _block(fleet, pre, key, b0, min(h1, b0 + hosts_per_block), t, resolution, tdp, diurnal, clocks)
             for b0 in range(h0, h1, hosts_per_block)
         ]
-        simulated = pl.concat([frame for frame, _ in blocks])  # GPU-major: each GPU's samples in time order
-        # time-major inside the chunk: the store's row groups then each cover a slice of time, so reading every
-        # GPU at one moment (the GPUs and Racks pages) touches a row group a chunk instead of the whole table. A
-        # gather by the known layout, a third of the cost of sorting by t_s; silent samples dropped after it.
-        n_gpus = simulated.height // t.size
-        time_major = (np.arange(n_gpus)[None, :] * t.size + np.arange(t.size)[:, None]).ravel()
-        simulated = simulated[time_major]
-        if any(reports is not None for _, reports in blocks):
-            reporting = np.concatenate(
-                [np.ones(frame.height, bool) if reports is None else reports for frame, reports in blocks]
+        g0, g1 = int(fleet.host_first_gpu[h0]), int(fleet.host_first_gpu[h1])
+        measured = {
+            name: np.concatenate([columns[name] for columns, _ in blocks]) for name in MEASURED_COLUMNS
+        }
+        reports = (
+            None
+            if all(reporting is None for _, reporting in blocks)
+            else np.concatenate(
+                [np.ones(columns["temp_c"].shape, bool) if r is None else r for columns, r in blocks]
             )
-            simulated = simulated.filter(pl.Series(reporting[time_major]))
-        return simulated.select(
-            pl.col(name) if name in SIMULATED_COLUMNS else pl.lit(None, dtype).alias(name)
-            for name, dtype in SAMPLE_SCHEMA.items()
         )
+        return _time_major(t, fleet.gpu_id[g0:g1].astype(np.int32), measured, reports)
 
     return _ahead(chunk, starts, workers) if workers > 1 else map(chunk, starts)
 
@@ -223,6 +220,32 @@ def _ahead(work, items, workers: int) -> Iterator[pl.DataFrame]:
 
 
 _NO_ITEM = object()
+
+
+def _time_major(
+    t: np.ndarray, gpu_ids: np.ndarray, measured: dict[str, np.ndarray], reports: np.ndarray | None
+) -> pl.DataFrame:
+    """A chunk's rows time-major, (t_s, GPU) in the fleet's order, silent samples left out: the store's row groups
+    then each cover a slice of time, so reading every GPU at one moment (the GPUs and Racks pages) touches a row
+    group a chunk instead of the whole table. `measured` holds (GPUs, samples) arrays, `reports` which samples are
+    reported (None: all). Each column is read once through its transpose (and the mask of what is reported): a
+    third of the CPU of gathering a GPU-major frame by index and filtering it (issue 28: the default store)."""
+    shape = (t.size, gpu_ids.size)
+    if reports is None:
+        columns = {"t_s": np.repeat(t, gpu_ids.size), "gpu_id": np.tile(gpu_ids, t.size)}
+        columns |= {name: values.T.ravel() for name, values in measured.items()}
+    else:
+        kept = reports.T
+        columns = {
+            "t_s": np.broadcast_to(t[:, None], shape)[kept],
+            "gpu_id": np.broadcast_to(gpu_ids[None, :], shape)[kept],
+        }
+        columns |= {name: values.T[kept] for name, values in measured.items()}
+    frame = pl.DataFrame(columns, schema={name: SAMPLE_SCHEMA[name] for name in SIMULATED_COLUMNS})
+    return frame.select(
+        pl.col(name) if name in SIMULATED_COLUMNS else pl.lit(None, dtype).alias(name)
+        for name, dtype in SAMPLE_SCHEMA.items()
+    )
 
 
 def _prepare(gpus, host_states, incidents, checkpoints, rng, t, resolution):
@@ -400,9 +423,9 @@ def _block(
     tdp: float,
     diurnal: np.ndarray,
     clocks: "_Clocks",
-) -> tuple[pl.DataFrame, np.ndarray | None]:
-    """The samples of hosts h0..h1 (their GPUs) at times `t`, as DCGM reports them, GPU-major, and which of them
-    are reported (None: all; a GPU off the bus or a host down reports nothing)."""
+) -> tuple[dict[str, np.ndarray], np.ndarray | None]:
+    """The samples of hosts h0..h1 (their GPUs) at times `t`, as DCGM reports them: MEASURED_COLUMNS, each a (GPUs,
+    samples) array, and which of them are reported (None: all; a GPU off the bus or a host down reports nothing)."""
     at = _Layout.of(fleet, h0, h1, t.size)
     g0, g1, shape = at.g0, at.g1, (at.n_gpus, at.n_t)
     activity, fade, host_reports = _host_grid(fleet, h0, h1, t, resolution)
@@ -420,21 +443,16 @@ def _block(
     if gone is not None:
         reports = reports & ~gone
 
-    frame = pl.DataFrame(
-        {
-            "t_s": np.tile(t, at.n_gpus),
-            "gpu_id": np.repeat(fleet.gpu_id[g0:g1].astype(np.int32), at.n_t),
-            "temp_c": temp.ravel(),
-            "power_w": power.ravel(),
-            "util_pct": util.ravel(),
-            "mem_util_pct": mem.ravel(),
-            "ecc_sbe": sbe.ravel(),
-            "ecc_dbe": dbe.ravel(),
-            **clock_columns,
-        },
-        schema={name: SAMPLE_SCHEMA[name] for name in SIMULATED_COLUMNS},
-    )
-    return frame, None if reports.all() else reports.ravel()
+    measured = {
+        "temp_c": temp,
+        "power_w": power,
+        "util_pct": util,
+        "mem_util_pct": mem,
+        "ecc_sbe": sbe,
+        "ecc_dbe": dbe,
+        **clock_columns,
+    }
+    return measured, None if reports.all() else reports
 
 
 @dataclass(frozen=True)
@@ -448,12 +466,12 @@ class _Clocks:
         self, at: "_Layout", activity: np.ndarray, t: np.ndarray, power: np.ndarray, temp: np.ndarray
     ) -> dict[str, np.ndarray]:
         """Hold the block's throttled GPUs down (their power and heat, in place) and give the clock columns
-        (CLOCK_COLUMNS), flat."""
+        (CLOCK_COLUMNS), each (GPUs, samples)."""
         held = self.throttles.grid(at.g0, at.g1, t)
         idle = np.broadcast_to(at.to_gpus(activity == IDLE), at.grid).reshape(at.n_gpus, at.n_t)
         throttled_reads(power, temp, idle, held)
         clock, reasons = clock_readings(idle, held, self.max_clock)
-        return {"sm_clock_mhz": clock.ravel(), "clocks_event_reasons": reasons.ravel()}
+        return {"sm_clock_mhz": clock, "clocks_event_reasons": reasons}
 
 
 @dataclass(frozen=True)
