@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 
 from dashboard import exports
 from dashboard.charts import jobs as charts
+from dashboard.charts.common import text_px
 from dashboard.queries import jobs as queries
 from dashboard.queries import jobs_table as tables
 from engine.report.csv_safety import restore_frame
@@ -473,3 +474,22 @@ def test_any_table_round_trips(rows):
     assert back.with_columns(pl.col("name").fill_null("")).equals(
         frame.with_columns(pl.col("name").fill_null(""))
     )
+
+
+def test_gantt_margin_is_set_from_its_job_names_and_measured_only_past_the_widest_it_sets():
+    """Plotly's automargin would measure every label and draw the Gantt twice (issue 28): the left margin holds the
+    widest name as Chromium draws it in Source Sans at 12 px ("research-05492" 76.5 px, "llama3-405b-pretrain"
+    106.2 px, measured) and the gap Plotly leaves; names past MAX_LABEL_PX are left for Plotly to measure."""
+    run = queue_run()
+    names = {"A": "llama3-405b-pretrain", "B": "research-05492", "C": "C", "D": "D"}
+    attempts = run.tables["job_attempts"].with_columns(pl.col("job_id").replace_strict(names).alias("label"))
+    fig = charts.attempts_gantt(attempts, STARTED, [names[j] for j in "ABD"])
+    assert text_px("research-05492") == pytest.approx(76.49, abs=0.5)
+    assert text_px("llama3-405b-pretrain") == pytest.approx(106.23, abs=0.5)
+    assert fig.layout.margin.l == 127 and fig.layout.margin.t == 130  # 106.2 px + the 18.8 px gap, rounded up
+    assert fig.layout.xaxis.automargin is False and fig.layout.yaxis.automargin is False
+    # a CJK name counts a full em a character: set while it fits, measured by Plotly past it
+    long = "训练" * 14  # 28 characters of 12 px: 336 px, past the 320 px set by hand
+    fig = charts.attempts_gantt(attempts.with_columns(pl.lit(long).alias("label")), STARTED, [long])
+    assert text_px(long) == 336.0
+    assert fig.layout.yaxis.automargin is True and fig.layout.margin.l == 10

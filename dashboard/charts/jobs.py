@@ -5,12 +5,13 @@ utilisation and fragmentation over time: dashboard.charts.queue). Frames in, Plo
 times, seconds since the run's start, into what a date axis draws, the same way on every chart.
 """
 
+import math
 from datetime import datetime
 
 import plotly.graph_objects as go
 import polars as pl
 
-from dashboard.charts.common import as_time, hover_time, time_axis
+from dashboard.charts.common import as_time, hover_time, text_px, time_axis
 
 # named here too for the tests that read them through this module (tests/test_charts_jobs.py,
 # tests/test_charts_unknown_start.py)
@@ -27,6 +28,8 @@ from engine.report.palette import CLEAN_END_REASONS, END_REASON_COLOURS, END_REA
 # many of them: past it they merge into a black band (14,287 checkpoints of the flagship job in 54 days) and
 # the attempt bars, coloured by how each ended, already say what the marks would.
 MARKS_IN_VIEW = 200
+# A Gantt's job names up to this wide (about 60 characters) get a margin set for them; wider, Plotly measures them
+MAX_LABEL_PX = 320
 
 
 def end_kind(reasons: pl.Series) -> pl.Series:
@@ -131,6 +134,7 @@ def attempts_gantt(
     (dates, or the time from the start of a run whose date is unknown).
     """
 
+    label_px = max((text_px(label) for label in row_order), default=0.0)
     # job names and end reasons come from traces: Plotly text (labels, hover, the y axis) only as entities
     row_order = plot_all(row_order)
     frame = _attempt_frame(attempts, started_at)
@@ -154,16 +158,24 @@ def attempts_gantt(
     fig.add_traces(_attempt_marks(frame, checkpoints, window, started_at))
     if window is not None:
         fig.update_xaxes(range=list(as_time(started_at, list(window))))
+    # Margins set, not measured, where the job names fit: Plotly's automargin measures every label (a forced layout
+    # each) and then draws the whole Gantt again (issue 28: about 0.2 s of a visit on 2 cores). Left: the widest
+    # name and the gap to the bars Plotly leaves (18.5-18.8 px, measured); top: the legend, dates and "UTC" above
+    # the bars, as automargin found them at 1280 px (92 px at 1920: where the legend takes one line less).
+    measured = label_px > MAX_LABEL_PX  # names this long: Plotly measures them, rather than any cut
     fig.update_layout(
         barmode="overlay",
         height=max(260, 22 * len(row_order) + 140),
-        margin={"l": 10, "r": 10, "t": 80, "b": 10},
+        margin={"l": 10 if measured else math.ceil(label_px) + 20, "r": 10, "t": 130, "b": 10},
         legend={"orientation": "h", "y": 1.0, "yanchor": "top", "yref": "container"},  # above the top axis
     )
     # a Gantt of hundreds of rows: dates where the reading starts, in UTC (the run's times are UTC)
-    time_axis(fig, started_at, type="date", side="top", title_text="UTC", title_standoff=4)
+    time_axis(fig, started_at, type="date", side="top", title_text="UTC", title_standoff=4, automargin=False)
     fig.update_yaxes(
-        categoryorder="array", categoryarray=list(reversed(row_order)), range=[-0.6, len(row_order) - 0.4]
+        categoryorder="array",
+        categoryarray=list(reversed(row_order)),
+        range=[-0.6, len(row_order) - 0.4],
+        automargin=measured,
     )
     return fig
 
