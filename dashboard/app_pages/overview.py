@@ -3,7 +3,8 @@
 The selected run's goodput (ETTR) and what it lost, how ETTR moved over the run, what interrupted the flagship
 job, and which hosts are down at a chosen time (the end of the run unless ?t= in the URL says otherwise). The
 losses' waterfall and ETTR over time are two tabs of which only the open one is drawn (?tab=Losses, the default,
-or ?tab=ETTR over time).
+or ?tab=ETTR over time). The charts (hosts by state, the losses, the causes) lie under the first screen: drawn once
+the reader scrolls to them, or at once where ?tab= asks for one (dashboard/lazy.below_fold).
 Runs without a simulator summary (replayed or ingested) show what their tables allow.
 """
 
@@ -51,20 +52,31 @@ def page(run_id: str) -> None:
     timeline = flagship_timeline(run, flagship)
     headline_section(run, summary, timeline)
     # what an operator looks for first, right under the headline: which hosts are out of service
-    what_is_down(run, sizes)
+    moment = what_is_down(run, sizes)
     # under the headline and what is down (a 1000 px screen's worth): drawn once the user scrolls near them, or at
-    # once where a link opens one of the tabs (?tab=); their charts cost a second visit about 0.2 s in the browser
+    # once where a link opens one of the tabs (?tab=). Their charts cost a second visit about 0.25 s in the
+    # browser, and a first visit a second more: with no chart in view, Plotly's code is not even loaded
     lazy.below_fold(
         f"overview_below:{run.run_id}",
-        "The flagship job's losses and what interrupted it",
-        lambda: losses_and_causes(run, summary, flagship, timeline),
+        "Hosts by state, the flagship job's losses and what interrupted it",
+        lambda: charts_below(run, summary, flagship, timeline, moment),
         url_keys=(lazy.TAB_PARAMETER,),
     )
 
 
-def losses_and_causes(
-    run: RunInfo, summary: RunSummary, flagship: dict | None, timeline: pl.DataFrame | None
+def charts_below(
+    run: RunInfo,
+    summary: RunSummary,
+    flagship: dict | None,
+    timeline: pl.DataFrame | None,
+    moment: float | None,
 ) -> None:
+    """What lies under what is down: the hosts by state at its moment (None: none to show), then where the
+    flagship job's time went and what interrupted it (else what the GPUs reported)."""
+    if moment is not None:
+        states = q.state_counts_at(run.run_id, moment, run.duration_s)
+        if states.height:
+            st.plotly_chart(charts.hosts_by_state(states), key="states_at")
     losses_section(run, summary, flagship, timeline)
     counts = causes_section(run, summary)
     if counts.height == 0 or counts["count"].sum() == 0:
@@ -315,16 +327,18 @@ def watch_section(run: RunInfo) -> None:
     )
 
 
-def what_is_down(run: RunInfo, sizes: dict) -> None:
+def what_is_down(run: RunInfo, sizes: dict) -> float | None:
+    """The hosts out of service at a moment the user picks (?t=, the end of the run by default); returns the
+    moment, or None where the run has no host states to tell."""
     st.subheader("What is down", anchor="what-is-down")
     if not q.has_host_states(run.run_id):
         st.info(
             f"This {run.kind} run records no host states, so it cannot tell which hosts were out of service."
         )
-        return
+        return None
     if run.duration_s <= 0:
         st.info("This run spans no time (a single scrape), so there is no moment to choose.")
-        return
+        return None
     # fine enough to reach any state change of a short run, coarse enough to drag through 54 days
     step_s = 1.0 if run.duration_s <= 3600 else 60.0 if run.duration_s <= 2 * 86400 else 900.0
     axis = time_axis(run.started_at, run.duration_s, step_s)
@@ -367,9 +381,7 @@ def what_is_down(run: RunInfo, sizes: dict) -> None:
             ),
             key="down_table",
         )
-    states = q.state_counts_at(run.run_id, t_s, run.duration_s)
-    if states.height:
-        st.plotly_chart(charts.hosts_by_state(states), key="states_at")
+    return t_s
 
 
 st.title("Overview")
