@@ -161,7 +161,7 @@ def attempts_gantt(
     # Margins set, not measured, where the job names fit: Plotly's automargin measures every label (a forced layout
     # each) and then draws the whole Gantt again (issue 28: about 0.2 s of a visit on 2 cores). Left: the widest
     # name and the gap to the bars Plotly leaves (18.5-18.8 px, measured); top: the legend, dates and "UTC" above
-    # the bars, as automargin found them at 1280 px (92 px at 1920: where the legend takes one line less).
+    # the bars, as automargin found them at 1280 px, where the legend wraps to three lines (92 px at 1920: one).
     measured = label_px > MAX_LABEL_PX  # names this long: Plotly measures them, rather than any cut
     fig.update_layout(
         barmode="overlay",
