@@ -103,7 +103,7 @@ def health(run: RunInfo) -> Grid | None:
     def draw() -> None:
         cells = grid.join(samples(), on="gpu_id", how="left")
         # theme=None: the grid carries Streamlit's look itself (charts.health_grid), sparing every visit the
-        # theme's pass over 24k cells in the browser
+        # theme's layout over 24k cells in the browser (charts.common.plain_theme)
         place.plotly_chart(
             charts.health_grid(cells, match), width="stretch", theme=None, key=f"gpus_grid:{run.run_id}"
         )

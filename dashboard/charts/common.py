@@ -52,8 +52,9 @@ def legend_squares(entries: Iterable[tuple[str, str]]) -> list[go.Scatter]:
 
 # ----- Streamlit's look without Streamlit's theme pass ---------------------------------------------------------
 
-# A chart drawn with st.plotly_chart(theme=None) skips Streamlit's theme pass in the browser, which walks the whole
-# figure and costs a 3 MB figure (the 24k-GPU health grid) about 0.1 s of every visit (issue 28). These are the
+# A chart drawn with st.plotly_chart(theme=None) skips the layout Streamlit's theme lays over the whole figure in the
+# browser (its colour substitution over the figure's JSON runs either way), which a 3 MB figure (the 24k-GPU health
+# grid) paid with part of the 0.2-0.3 s measured with float32 states and shorter hovers (issue 28). These are the
 # few settings of that theme such a chart shows (the app's light theme, .streamlit/config.toml: Source Sans, text
 # #31333F at 12 px, axis titles at 14 px, white hover labels), so that it reads like the charts beside it.
 STREAMLIT_FONT = '"Source Sans", "Source Sans Pro", sans-serif'
@@ -86,103 +87,15 @@ def plain_theme(fig: go.Figure) -> go.Figure:
 # Advance widths of Source Sans (Streamlit's font, which its charts' labels use), thousandths of an em, of the
 # printable ASCII characters from " " to "~" in order: measured in Chromium (SVG text, 12 px). The middle dot joins
 # a job's name and id on the Jobs page; any other character counts as a full em (CJK is one; most others are less).
-_ASCII_WIDTHS = (
-    200,
-    289,
-    426,
-    497,
-    497,
-    824,
-    609,
-    249,
-    303,
-    303,
-    418,
-    497,
-    249,
-    311,
-    249,
-    350,
-    497,
-    497,
-    497,
-    497,
-    497,
-    497,
-    497,
-    497,
-    497,
-    497,
-    249,
-    249,
-    497,
-    497,
-    497,
-    425,
-    847,
-    537,
-    588,
-    545,
-    615,
-    527,
-    494,
-    617,
-    652,
-    263,
-    443,
-    579,
-    486,
-    727,
-    647,
-    664,
-    566,
-    664,
-    569,
-    522,
-    536,
-    645,
-    524,
-    786,
-    513,
-    476,
-    524,
-    303,
-    350,
-    303,
-    497,
-    500,
-    542,
-    504,
-    553,
-    437,
-    555,
-    496,
-    289,
-    504,
-    544,
-    246,
-    247,
-    495,
-    255,
-    829,
-    547,
-    542,
-    555,
-    555,
-    347,
-    419,
-    320,
-    544,
-    467,
-    719,
-    446,
-    467,
-    425,
-    303,
-    241,
-    303,
-    497,
-)
+_ASCII_WIDTHS = [
+    int(width)
+    for width in (
+        "200 289 426 497 497 824 609 249 303 303 418 497 249 311 249 350 497 497 497 497 497 497 497 497 "
+        "497 497 249 249 497 497 497 425 847 537 588 545 615 527 494 617 652 263 443 579 486 727 647 664 "
+        "566 664 569 522 536 645 524 786 513 476 524 303 350 303 497 500 542 504 553 437 555 496 289 504 "
+        "544 246 247 495 255 829 547 542 555 555 347 419 320 544 467 719 446 467 425 303 241 303 497"
+    ).split()
+]
 _WIDTHS = {chr(32 + i): width for i, width in enumerate(_ASCII_WIDTHS)} | {"\u00b7": 249}
 
 
