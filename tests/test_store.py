@@ -367,3 +367,15 @@ def test_a_store_that_cannot_be_written_is_a_store_error(tmp_path):
     (tmp_path / "runs").write_text("a file where the runs folder should be\n")
     with pytest.raises(StoreError, match=r"cannot write run sim-x \(File exists\)"):
         Store(tmp_path).write_run(small_run(run_id="sim-x"))
+
+
+def test_the_readme_names_every_table_and_the_store_files():
+    store_section = (ROOT / "README.md").read_text().split("## The store", 1)[1].split("\n## ", 1)[0]
+    listed = store_section.split("Tables: `", 1)[1].split("`", 1)[0]
+    assert [name.strip() for name in " ".join(listed.split()).split(",")] == list(TABLES)
+    from engine.act.audit import AUDIT_FILE, HEAD_FILE
+    from engine.act.settings import SETTINGS_FILE
+    from engine.report.anonymise import KEY_FILE
+
+    for name in (AUDIT_FILE, HEAD_FILE, SETTINGS_FILE, KEY_FILE, ".auth/logouts.json"):
+        assert f"`{name}`" in store_section, name
