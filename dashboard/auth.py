@@ -49,7 +49,7 @@ from pathlib import Path
 import streamlit as st
 from streamlit import runtime
 
-from dashboard.logouts import LogoutLedger
+from dashboard.logouts import LEDGER_FILE, LogoutLedger
 from engine.act.command import who_acts
 from engine.errors import GoodputError
 
@@ -284,7 +284,7 @@ def logout_ledger() -> LogoutLedger:
         store,
     )  # here, not at the top: the launcher imports this module without Streamlit's runtime
 
-    return _ledger_at(str(store().root / ".auth" / "logouts.json"))
+    return _ledger_at(str(store().root / LEDGER_FILE))
 
 
 # ----- in the app -------------------------------------------------------------------------------------------

@@ -6,7 +6,7 @@ working for the rest of the 30 days. So a logout is written down here, per ident
 subject), with its time; a cookie whose ID token was issued (`iat`) at or before that time is refused, in every
 session and on every server sharing the store. Logging in again issues a new ID token, which is accepted.
 
-    ledger = LogoutLedger(store_root / ".auth" / "logouts.json")
+    ledger = LogoutLedger(store_root / LEDGER_FILE)
     ledger.record(claims)              # the Log out button
     ledger.revoked(claims)             # True for any claims issued before that logout
 
@@ -27,6 +27,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 LOG = logging.getLogger(__name__)
+LEDGER_FILE = Path(".auth") / "logouts.json"  # in the store's folder, beside the runs (README: The store)
 # Streamlit's identity cookie lives 30 days (AUTH_COOKIE_MAX_AGE_SECONDS); a logout older than that can refuse
 # no valid cookie, so it is forgotten.
 COOKIE_LIFETIME_S = 30 * 24 * 3600

@@ -15,7 +15,11 @@ import duckdb
 import polars as pl
 import pytest
 
+from dashboard.logouts import LEDGER_FILE
+from engine.act.audit import AUDIT_FILE, HEAD_FILE
+from engine.act.settings import SETTINGS_FILE
 from engine.errors import GoodputError
+from engine.report.anonymise import KEY_FILE
 from engine.store import Store, StoreError
 from engine.store.run import Run
 from engine.store.schema import SCHEMA_VERSION, TABLES
@@ -373,9 +377,5 @@ def test_the_readme_names_every_table_and_the_store_files():
     store_section = (ROOT / "README.md").read_text().split("## The store", 1)[1].split("\n## ", 1)[0]
     listed = store_section.split("Tables: `", 1)[1].split("`", 1)[0]
     assert [name.strip() for name in " ".join(listed.split()).split(",")] == list(TABLES)
-    from engine.act.audit import AUDIT_FILE, HEAD_FILE
-    from engine.act.settings import SETTINGS_FILE
-    from engine.report.anonymise import KEY_FILE
-
-    for name in (AUDIT_FILE, HEAD_FILE, SETTINGS_FILE, KEY_FILE, ".auth/logouts.json"):
+    for name in (AUDIT_FILE, HEAD_FILE, SETTINGS_FILE, KEY_FILE, LEDGER_FILE.as_posix()):
         assert f"`{name}`" in store_section, name

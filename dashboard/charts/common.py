@@ -53,10 +53,10 @@ def legend_squares(entries: Iterable[tuple[str, str]]) -> list[go.Scatter]:
 # ----- Streamlit's look without Streamlit's theme pass ---------------------------------------------------------
 
 # A chart drawn with st.plotly_chart(theme=None) skips the layout Streamlit's theme lays over the whole figure in the
-# browser (its colour substitution over the figure's JSON runs either way), which a 3 MB figure (the 24k-GPU health
-# grid) paid with part of the 0.2-0.3 s measured with float32 states and shorter hovers (issue 28). These are the
-# few settings of that theme such a chart shows (the app's light theme, .streamlit/config.toml: Source Sans, text
-# #31333F at 12 px, axis titles at 14 px, white hover labels), so that it reads like the charts beside it.
+# browser (its colour substitution over the figure's JSON runs either way): on a 3 MB figure, the 24k-GPU health
+# grid, that layout is a cost of every visit (issue 28). These are the few settings of that theme such a chart
+# shows (the app's light theme, .streamlit/config.toml: Source Sans, text #31333F at 12 px, axis titles at 14 px,
+# white hover labels), so that it reads like the charts beside it.
 STREAMLIT_FONT = '"Source Sans", "Source Sans Pro", sans-serif'
 STREAMLIT_TEXT = "#31333F"
 PLAIN_LAYOUT = {
