@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from dashboard.charts import gpus as charts
-from dashboard.charts.common import STREAMLIT_FONT, count_axis
+from dashboard.charts.common import count_axis
 from engine.reference import CAUSE_BY_KEY, XIDS
 from engine.report.palette import (
     GPU_FAILED_COLOUR,
@@ -174,10 +174,7 @@ def test_the_grid_is_one_heatmap_in_the_palette_colours():
     n = len(charts.GRID_ORDER)
     assert scale[round(charts.GRID_ORDER.index("failed") / n, 6)] == GPU_FAILED_COLOUR
     assert fig.data[0].text[0][1].endswith("| incidents: GPU SRAM memory")
-    # drawn with theme=None (the page), so the figure carries Streamlit's look itself; codes as float32 (half the
-    # bytes of float64 to the browser, issue 28)
-    assert fig.layout.font.family == STREAMLIT_FONT and fig.layout.hoverlabel.bgcolor == "white"
-    assert not fig.layout.template.layout.to_plotly_json() and fig.layout.xaxis.title.font.size == 14
+    # codes as float32 (half the bytes of float64 to the browser, issue 28)
     assert np.asarray(fig.data[0].z).dtype == np.float32
     # margins set, not measured: Plotly's automargin would draw every cell again once it has measured the labels
     assert fig.layout.xaxis.automargin is False and fig.layout.yaxis.automargin is False

@@ -10,7 +10,7 @@ view.
 import polars as pl
 import streamlit as st
 
-from dashboard import lazy, state, table_view
+from dashboard import chart_view, lazy, state, table_view
 from dashboard.charts import compare as charts
 from dashboard.queries import compare as queries
 from dashboard.text import md
@@ -119,7 +119,7 @@ def ettr_section(infos: list[RunInfo], labels: list[str]) -> None:
             "The flagship job's productive share of the time since it started (Kokolis et al.'s ETTR)."
             + (f" No flagship job in: {', '.join(map(md, missing))}." if missing else "")
         )
-        st.plotly_chart(
+        chart_view.plotly(
             charts.ettr_over_time(timeline, [lb for lb in labels if lb not in missing]), width="stretch"
         )
 
@@ -135,7 +135,7 @@ def costs_section(infos: list[RunInfo], labels: list[str]) -> None:
         "by the total."
     )
     shown = [label for label in labels if label in set(costs["run"].to_list())]
-    st.plotly_chart(charts.failure_costs(costs, shown), width="stretch")
+    chart_view.plotly(charts.failure_costs(costs, shown), width="stretch")
 
 
 def causes_section(infos: list[RunInfo], labels: list[str]) -> None:
@@ -159,7 +159,7 @@ def causes_section(infos: list[RunInfo], labels: list[str]) -> None:
     if counts.is_empty():
         st.info("None of these runs has interruptions.")
     else:
-        st.plotly_chart(
+        chart_view.plotly(
             charts.causes_side_by_side(
                 counts, "interruptions per 1,000 host-days" if per_exposure else "interruptions", labels
             ),

@@ -16,7 +16,7 @@ from typing import NamedTuple
 import polars as pl
 import streamlit as st
 
-from dashboard import lazy, state
+from dashboard import chart_view, lazy, state
 from dashboard.charts import gpu_telemetry as telemetry_charts
 from dashboard.charts import gpus as charts
 from dashboard.format import fmt_duration, fmt_int
@@ -97,15 +97,13 @@ def health(run: RunInfo) -> Grid | None:
     lazy.expander(
         "GPUs by state",
         "gpus_by_state",
-        lambda: st.plotly_chart(charts.health_counts(counts), width="stretch"),
+        lambda: chart_view.plotly(charts.health_counts(counts), width="stretch"),
     )
 
     def draw() -> None:
         cells = grid.join(samples(), on="gpu_id", how="left")
-        # theme=None: the grid carries Streamlit's look itself (charts.health_grid), sparing every visit the
-        # theme's layout over 24k cells in the browser (charts.common.plain_theme)
-        place.plotly_chart(
-            charts.health_grid(cells, match), width="stretch", theme=None, key=f"gpus_grid:{run.run_id}"
+        chart_view.plotly(
+            charts.health_grid(cells, match), where=place, width="stretch", key=f"gpus_grid:{run.run_id}"
         )
         if filtered:
             picked = cells.filter(match).select(
@@ -194,15 +192,15 @@ def xid_section(run: RunInfo) -> None:
             f"{events.height:,} XID events from {when(run, first)} to {when(run, last)}: too short a "
             f"span for counts per window, so each event is drawn at its time{only}."
         )
-        st.plotly_chart(charts.xid_strip(events, run.started_at), width="stretch")
+        chart_view.plotly(charts.xid_strip(events, run.started_at), width="stretch")
     else:
         timeline = queries.xid_timeline(run.run_id, window, picked)
         st.caption(
             f"Every XID event counted per {fmt_duration(window)} window, not the last value of the "
             f"exporter's gauge (which never resets){only or '; a code keeps its colour on every chart'}."
         )
-        st.plotly_chart(charts.xid_timeline(timeline, run.started_at, window), width="stretch")
-    st.plotly_chart(charts.xid_counts(totals), width="stretch")
+        chart_view.plotly(charts.xid_timeline(timeline, run.started_at, window), width="stretch")
+    chart_view.plotly(charts.xid_counts(totals), width="stretch")
 
 
 def ecc_section(run: RunInfo) -> None:
@@ -220,7 +218,7 @@ def ecc_section(run: RunInfo) -> None:
         f"The {top.height} GPUs with the most ECC errors (double-bit first), the largest count in each "
         f"{fmt_duration(bucket)}. Rising single-bit counts come before HBM failures."
     )
-    st.plotly_chart(charts.ecc_trend(trend, labels, run.started_at), width="stretch")
+    chart_view.plotly(charts.ecc_trend(trend, labels, run.started_at), width="stretch")
     table(st, times(top.drop("gpus_with_ecc"), run, "first_s"))
 
 
@@ -311,7 +309,7 @@ def one_gpu(run: RunInfo, click: int | None) -> None:
         if samples == telemetry.height
         else f"{samples:,} samples averaged over {fmt_duration(telemetry['bucket_s'][0])} buckets."
     )
-    st.plotly_chart(
+    chart_view.plotly(
         telemetry_charts.gpu_telemetry(telemetry, run.started_at, float(tdp) if tdp else None),
         width="stretch",
     )
@@ -334,7 +332,7 @@ def prometheus_gpu(run: RunInfo, access, hostname: str, index: int) -> None:
     st.caption(
         f"{telemetry.height:,} points from {md(access.shown_url)}, one every {fmt_duration(telemetry['bucket_s'][0])}."
     )
-    st.plotly_chart(telemetry_charts.gpu_telemetry(telemetry, run.started_at), width="stretch")
+    chart_view.plotly(telemetry_charts.gpu_telemetry(telemetry, run.started_at), width="stretch")
 
 
 def page(run_id: str) -> None:

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import polars as pl
 import streamlit as st
 
-from dashboard import lazy, state, table_view
+from dashboard import chart_view, lazy, state, table_view
 from dashboard.charts import incidents as charts
 from dashboard.format import fmt_duration, fmt_gpu_hours, fmt_int, fmt_pct, fmt_time
 from dashboard.incidents import tables, tabs
@@ -148,7 +148,7 @@ def by_cause_section(
         return
     st.caption(f"The {counted} counted above by cause and category, and by day (planned or unexpected).")
     # the chart above its tables, each as wide as the page: beside the chart, their five columns were cut
-    st.plotly_chart(charts.by_cause(figures["by_cause"]), width="stretch")
+    chart_view.plotly(charts.by_cause(figures["by_cause"]), width="stretch")
     for key in ("category", "cause"):
         table_view.dataframe(
             tables.share_table(figures[f"by_{key}"], key),
@@ -160,7 +160,7 @@ def by_cause_section(
     per_day = queries.days_in_window(
         shown, since_s, until_s if until_s is not None else run.duration_s, job=flagship
     )
-    st.plotly_chart(charts.per_day(per_day, run.started_at), width="stretch")
+    chart_view.plotly(charts.per_day(per_day, run.started_at), width="stretch")
 
 
 # ----- timeline and table ---------------------------------------------------------------------------------
@@ -173,7 +173,7 @@ def timeline_section(run: RunInfo, shown: pl.DataFrame) -> None:
         f"{shown.height:,} incidents; marker area follows the GPU-hours each cost. Click one to open it in "
         f"the {ONE_INCIDENT} tab."
     )
-    st.plotly_chart(
+    chart_view.plotly(
         charts.timeline(shown, run.started_at),
         width="stretch",
         on_select=lambda: tabs.open_clicked(run.run_id),
@@ -319,7 +319,9 @@ def drill_down(run: RunInfo, everything: pl.DataFrame, incident_id: int, exporte
         f"{'planned' if row['planned'] else 'unexpected'}; at {fmt_time(run.started_at, row['t_s'])}."
     )
     st.markdown("**Its chain**, in hours from the fault (a bar lasts until the next step)")
-    st.plotly_chart(charts.chain_figure(detail.chain), width="stretch", key=f"incidents_chain:{incident_id}")
+    chart_view.plotly(
+        charts.chain_figure(detail.chain), width="stretch", key=f"incidents_chain:{incident_id}"
+    )
     table_view.dataframe(
         detail.chain.with_columns(
             with_time(run), after_fault_text(pl.col("t_s") - row["t_s"]).alias("after")

@@ -20,7 +20,7 @@ URL: ?from=&to= (seconds since the run's start) the window; ?job= (job id) the d
 import polars as pl
 import streamlit as st
 
-from dashboard import exports, lazy, state, table_view
+from dashboard import chart_view, exports, lazy, state, table_view
 from dashboard.charts import jobs as charts
 from dashboard.charts import queue as queue_charts
 from dashboard.format import fmt_duration, fmt_int, fmt_pct, fmt_time
@@ -217,7 +217,7 @@ def gantt_section(run: RunInfo, jobs: pl.DataFrame, window: tuple[float, float],
             "next attempt (restart, spares or requeue), grey the wait before a first start; x marks a "
             f"failure, ▸ a restart, | a checkpoint.{hidden} Times in UTC. Click a bar to open its job."
         )
-        clicked = st.plotly_chart(
+        clicked = chart_view.plotly(
             charts.attempts_gantt(
                 frame,
                 run.started_at,
@@ -246,10 +246,10 @@ def queue_section(run: RunInfo, jobs: pl.DataFrame, window: tuple[float, float])
     metric(cols[1], "wait_p50", fmt_duration(p50))
     metric(cols[2], "wait_p95", fmt_duration(p95))
     metric(cols[3], "jobs_queued_mean", f"{queue['queued_jobs'].mean():,.1f}" if queue.height else "–")
-    st.plotly_chart(queue_charts.queue_over_time(queue, run.started_at), width="stretch", key="jobs_queue")
+    chart_view.plotly(queue_charts.queue_over_time(queue, run.started_at), width="stretch", key="jobs_queue")
     cols = st.columns(2)
     cols[0].markdown("**How long jobs waited before their first start**")
-    cols[0].plotly_chart(queue_charts.wait_histogram(waits), width="stretch", key="jobs_waits")
+    chart_view.plotly(queue_charts.wait_histogram(waits), where=cols[0], width="stretch", key="jobs_waits")
     cols[1].markdown("**Why they waited**")
     reasons = tables.why_waited(jobs)  # the table's rows, so the chart and the table count the same jobs
     metric(
@@ -261,7 +261,9 @@ def queue_section(run: RunInfo, jobs: pl.DataFrame, window: tuple[float, float])
     if reasons.is_empty():
         cols[1].info(f"No job in the table ({TABLE_TAB}) waited.")
     else:
-        cols[1].plotly_chart(queue_charts.why_waited(reasons), width="stretch", key="jobs_reasons")
+        chart_view.plotly(
+            queue_charts.why_waited(reasons), where=cols[1], width="stretch", key="jobs_reasons"
+        )
         cols[1].caption(
             f"Of the {fmt_int(jobs.height)} jobs in the table ({TABLE_TAB}: the window and filters above), "
             "each under "
@@ -289,7 +291,7 @@ def utilisation_section(run: RunInfo, window: tuple[float, float]) -> None:
     )
     metric(cols[2], "fragmentation_mean", fmt_pct(frag["fragmentation"].mean()) if frag.height else "–")
     if gpu_total:
-        st.plotly_chart(
+        chart_view.plotly(
             queue_charts.utilisation_and_fragmentation(util, frag, run.started_at),
             width="stretch",
             key="jobs_util",

@@ -13,7 +13,7 @@ from datetime import timedelta
 import polars as pl
 import streamlit as st
 
-from dashboard import lazy, state, table_view
+from dashboard import chart_view, lazy, state, table_view
 from dashboard.charts import overview as charts
 from dashboard.format import fmt_duration, fmt_gpu_hours, fmt_hours, fmt_int, fmt_pct, fmt_run_time, fmt_time
 from dashboard.queries import overview as q
@@ -76,7 +76,7 @@ def charts_below(
     if moment is not None:
         states = q.state_counts_at(run.run_id, moment, run.duration_s)
         if states.height:
-            st.plotly_chart(charts.hosts_by_state(states), key="states_at")
+            chart_view.plotly(charts.hosts_by_state(states), key="states_at")
     losses_section(run, summary, flagship, timeline)
     counts = causes_section(run, summary)
     if counts.height == 0 or counts["count"].sum() == 0:
@@ -182,7 +182,7 @@ def waterfall(run: RunInfo, summary: RunSummary, flagship: dict | None, losses: 
     if losses and job_gpus:
         start_s = flagship["start_s"] if flagship and flagship["start_s"] is not None else 0.0
         wall = job_gpus * (run.duration_s - start_s) / SECONDS_PER_HOUR
-        st.plotly_chart(
+        chart_view.plotly(
             charts.goodput_waterfall(wall, losses, wall * ettr if ettr is not None else None),
             key="waterfall",
             width="stretch",
@@ -199,7 +199,7 @@ def ettr_over_time(
         st.info("This run has no attempts of a flagship job to draw ETTR over time from.")
         return
     marks = q.interruptions(run.run_id, flagship["job_id"])
-    st.plotly_chart(
+    chart_view.plotly(
         charts.ettr_over_time(timeline, run.started_at, marks, summary.figure("closed_form_ettr")),
         key="ettr_time",
         width="stretch",
@@ -224,7 +224,7 @@ def causes_section(run: RunInfo, summary: RunSummary) -> pl.DataFrame:
         st.subheader("What interrupted it" if flagship else "What failed")
         left, right = st.columns([2, 1])
         with left:
-            st.plotly_chart(
+            chart_view.plotly(
                 charts.interruptions_by_cause(counts, "interruptions" if flagship else "incidents"),
                 key="causes",
             )
@@ -290,7 +290,7 @@ def watch_section(run: RunInfo) -> None:
         for col, key in zip(cols, ("wall", "lost_work", "between_attempts"), strict=True):
             figure = definition("observed_wall_gpu_hours" if key == "wall" else f"observed_{key}")
             col.metric(figure.label, fmt_gpu_hours(ledger.get(key)), help=figure.help)
-        st.plotly_chart(charts.observed_ledger(ledger), width="stretch")
+        chart_view.plotly(charts.observed_ledger(ledger), width="stretch")
     jobs = q.observed_jobs(run.run_id, run.duration_s)
     lost = jobs.filter(pl.col("lost_gpu_h") > 0).sort("lost_gpu_h", descending=True)
     if lost.is_empty():

@@ -13,7 +13,7 @@ opens the blast radius) reproduce the view. Every figure is named and explained 
 import polars as pl
 import streamlit as st
 
-from dashboard import lazy, state, table_view
+from dashboard import chart_view, lazy, state, table_view
 from dashboard.charts import racks as charts
 from dashboard.format import fmt_time
 from dashboard.queries import racks as queries
@@ -216,8 +216,12 @@ def floor_plan_section(run: RunInfo, floor: Floor) -> tuple[object, bool, int]:
             f"failed GPU at t (ringed); the other {hidden:,} are greyed out. Switch *Problems only* off to "
             "see every rack."
         )
-    clicked = st.plotly_chart(
-        figure, width="stretch", on_select="rerun", selection_mode="points", key=f"racks_floor:{run.run_id}"
+    clicked = chart_view.plotly(
+        figure,
+        width="stretch",
+        on_select="rerun",
+        selection_mode="points",
+        key=f"racks_floor:{run.run_id}",
     )
     floor_notes(run, floor, problems_only)
     return clicked, problems_only, int(figure.layout.height or 0)
@@ -391,7 +395,7 @@ def blast_radius(run: RunInfo, floor: Floor, rack: int | None) -> None:
     if st.toggle(
         "Show it on the floor", key="racks_blast_floor", help="the floor plan again, the blast radius in red"
     ):
-        st.plotly_chart(
+        chart_view.plotly(
             charts.floor_plan(queries.blast_cells(cells_frame, hit_hosts, hit), "blast"),
             width="stretch",
             key=f"racks_blast_floor:{run.run_id}",

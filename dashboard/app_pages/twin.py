@@ -10,7 +10,7 @@ URL: ?since= and ?until= (days from the run's start) reproduce the window.
 
 import streamlit as st
 
-from dashboard import lazy, state, table_view
+from dashboard import chart_view, lazy, state, table_view
 from dashboard.charts import twin as charts
 from dashboard.format import fmt_duration, fmt_gpu_hours, fmt_int, fmt_pct
 from dashboard.planner_model import twin_base
@@ -132,7 +132,7 @@ def learned_section(fitted: Calibration) -> None:
         st.markdown(
             "**Failure rate by cause**, fitted (grey: too few events, shrunk toward the default) and the default"
         )
-        st.plotly_chart(charts.cause_rates(rates), key="twin_causes")
+        chart_view.plotly(charts.cause_rates(rates), key="twin_causes")
     lazy.expander(
         "Every fitted key, with its interval, evidence and source",
         "twin_every_key",
@@ -194,7 +194,7 @@ def backtest_section(info: RunInfo, fitted: Calibration, since, until) -> None:
         band = test.figures[name]
         key, unit = BACKTEST_DEFINITIONS[name]
         rows.append({"label": definition(key).label, "unit": unit, **band.__dict__})
-    st.plotly_chart(charts.backtest_bands(rows), key="twin_bands")
+    chart_view.plotly(charts.backtest_bands(rows), key="twin_bands")
     table_view.dataframe(_backtest_table(rows), hide_index=True, width="stretch")
     if any(r["observed_is"] != "measured" for r in rows):
         st.caption(
@@ -203,7 +203,7 @@ def backtest_section(info: RunInfo, fitted: Calibration, since, until) -> None:
         )
     if test.repair_by_day["observed"]:
         st.markdown("**Hosts in repair, day by day**")
-        st.plotly_chart(charts.repair_over_days(test.repair_by_day), key="twin_repair_days")
+        chart_view.plotly(charts.repair_over_days(test.repair_by_day), key="twin_repair_days")
 
 
 def _backtest_table(rows: list[dict]):

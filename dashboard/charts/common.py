@@ -52,33 +52,141 @@ def legend_squares(entries: Iterable[tuple[str, str]]) -> list[go.Scatter]:
 
 # ----- Streamlit's look without Streamlit's theme pass ---------------------------------------------------------
 
-# A chart drawn with st.plotly_chart(theme=None) skips the layout Streamlit's theme lays over the whole figure in the
-# browser (its colour substitution over the figure's JSON runs either way): on a 3 MB figure, the 24k-GPU health
-# grid, that layout is a cost of every visit (issue 28). These are the few settings of that theme such a chart
-# shows (the app's light theme, .streamlit/config.toml: Source Sans, text #31333F at 12 px, axis titles at 14 px,
-# white hover labels), so that it reads like the charts beside it.
+# A chart drawn with st.plotly_chart(theme="streamlit") is drawn twice on every visit: Streamlit's chart passes the
+# figure through its theme once more after mounting (JSON out and back in, a fresh `template`), and Plotly.react
+# redraws everything when the template or any data array is a new object. For the big first-screen charts (the
+# 24k-GPU health grid, the floor plan, the jobs' Gantt) that second draw is 0.1-0.25 s of every visit on 2 cores
+# (issue 28). `plain_theme` readies such a chart for theme=None: Streamlit's light-theme look as the figure's own
+# layout (the values its theme sets, read from Streamlit 1.67's template in the browser), no template at all, and a
+# `datarevision`, which tells Plotly.react to compare data by that mark instead of by array identity. A constant
+# mark is safe: Streamlit names a chart's element by a hash of its whole figure, so a figure with other data is a
+# new element, drawn afresh (Plotly.newPlot), never an update of the old one.
 STREAMLIT_FONT = '"Source Sans", "Source Sans Pro", sans-serif'
-STREAMLIT_TEXT = "#31333F"
+STREAMLIT_TEXT = "#808495"  # axis and hover text in Streamlit's chart theme
+STREAMLIT_HEADING = "#2F2D2B"
+STREAMLIT_LEGEND_TEXT = "#262730"
+STREAMLIT_COLOURWAY = [
+    "#0068c9",
+    "#83c9ff",
+    "#ff2b2b",
+    "#ffabab",
+    "#29b09d",
+    "#7defa1",
+    "#ff8700",
+    "#ffd16a",
+    "#6d3fc0",
+    "#d5dae5",
+]
+# Streamlit's sequential (blues) and diverging (reds to blues) colour scales
+_BLUES = "#e4f5ff #c7ebff #a6dcff #83c9ff #60b4ff #3d9df3 #1c83e1 #0068c9 #0054a3 #004280".split()
+_REDS_BLUES = "#7d353b #bd4043 #ff4b4b #ff8c8c #ffc7c7 #a6dcff #60b4ff #1c83e1 #0054a3 #004280".split()
+STREAMLIT_SEQUENTIAL = [[i / (len(_BLUES) - 1), colour] for i, colour in enumerate(_BLUES)]
+STREAMLIT_DIVERGING = [[i / (len(_REDS_BLUES) - 1), colour] for i, colour in enumerate(_REDS_BLUES)]
 PLAIN_LAYOUT = {
-    "template": "none",
     "font": {"family": STREAMLIT_FONT, "size": 12, "color": STREAMLIT_TEXT},
+    "title": {
+        "font": {"family": STREAMLIT_FONT, "size": 16, "color": STREAMLIT_HEADING},
+        "x": 0,
+        "xanchor": "left",
+        "pad": {"l": 4},
+    },
+    "colorway": STREAMLIT_COLOURWAY,
+    "colorscale": {
+        "sequential": STREAMLIT_SEQUENTIAL,
+        "sequentialminus": STREAMLIT_SEQUENTIAL,
+        "diverging": STREAMLIT_DIVERGING,
+    },
     "paper_bgcolor": "white",
     "plot_bgcolor": "white",
     "hoverlabel": {
         "bgcolor": "white",
-        "bordercolor": "#d5dae4",
+        "bordercolor": "rgba(47, 45, 43, 0.2)",
         "font": {"family": STREAMLIT_FONT, "size": 12, "color": STREAMLIT_TEXT},
     },
-    "legend": {"font": {"size": 12}},
+    "legend": {"font": {"size": 12, "color": STREAMLIT_LEGEND_TEXT}, "valign": "top"},
+    "margin": {"pad": 8, "l": 0, "r": 0},
 }
-PLAIN_AXIS = {"title": {"font": {"size": 14}}, "tickfont": {"size": 12}}
+# (not the theme's grid colour: set in a figure rather than a template, it turns on grid lines the theme leaves off)
+PLAIN_Y_AXIS = {
+    "title": {"font": {"size": 14, "color": STREAMLIT_TEXT}, "standoff": 24},
+    "tickfont": {"size": 12, "color": STREAMLIT_TEXT},
+    "tickcolor": "#e6eaf1",
+    "automargin": True,
+}
+PLAIN_X_AXIS = {
+    **PLAIN_Y_AXIS,
+    "title": {"font": {"size": 14, "color": STREAMLIT_TEXT}, "standoff": 20},
+    "showgrid": False,
+    "zeroline": False,
+}
+DATA_REVISION = "drawn-once"  # see above: constant, as Streamlit keys a chart by its figure
 
 
 def plain_theme(fig: go.Figure) -> go.Figure:
-    """`fig` laid out as Streamlit's theme would lay it out, for st.plotly_chart(fig, theme=None)."""
-    fig.update_layout(**PLAIN_LAYOUT)
-    fig.update_xaxes(**PLAIN_AXIS)
-    fig.update_yaxes(**PLAIN_AXIS)
+    """`fig` laid out as Streamlit's theme would lay it out, for st.plotly_chart(fig, theme=None): the theme's
+    values wherever the chart has not set its own (a theme's defaults, as a template's would be), no template,
+    and the data revision that spares the redraw (above)."""
+    own = fig.layout.to_plotly_json()
+    look = dict(PLAIN_LAYOUT)
+    for name in own:
+        if name.startswith(("xaxis", "yaxis")):
+            look[name] = PLAIN_X_AXIS if name.startswith("x") else PLAIN_Y_AXIS
+    look.setdefault("xaxis", PLAIN_X_AXIS)
+    look.setdefault("yaxis", PLAIN_Y_AXIS)
+    if not (own.get("title") or {}).get("text"):
+        del look["title"]  # no title to lay out
+    fig.update_layout(_unset(look, own), datarevision=DATA_REVISION)
+    title = fig.layout.title.text
+    if title and not title.startswith("<b>"):
+        fig.update_layout(title_text=f"<b>{title}</b>")  # Streamlit's theme sets chart titles in bold
+    fig.layout.template = None
+    # a 1-D numpy array goes to the browser as a typed array, which Plotly.react compares by identity whatever the
+    # data revision (a redraw); as a list it is compared by the revision. 2-D ones (a heatmap's cells) arrive as
+    # lists of rows either way, and stay compact.
+    for part in (*fig.data, fig.layout):
+        for path, values in _one_d_arrays(part.to_plotly_json()):
+            part[path] = None  # Plotly keeps a value equal to the one it holds, so the array goes first
+            part[path] = values.tolist()
+    return fig
+
+
+def _one_d_arrays(props: dict, within: str = "") -> list[tuple[str, np.ndarray]]:
+    """The 1-D numeric numpy arrays (those sent as typed arrays) in a trace's properties (nested), each with its path
+    ("marker.color")."""
+    found = []
+    for name, value in props.items():
+        if (
+            isinstance(value, np.ndarray) and value.ndim == 1 and value.dtype.kind in "iuf"
+        ):  # dates go as text
+            found.append((within + name, value))
+        elif isinstance(value, dict):
+            found.extend(_one_d_arrays(value, f"{within}{name}."))
+    return found
+
+
+def _unset(look: dict, own: dict) -> dict:
+    """The settings of `look` that `own` does not make (nested)."""
+    left = {}
+    for name, value in look.items():
+        if name not in own or own[name] is None:
+            left[name] = value
+        elif isinstance(value, dict) and isinstance(own[name], dict):
+            deeper = _unset(value, own[name])
+            if deeper:
+                left[name] = deeper
+    return left
+
+
+def selectable(fig: go.Figure) -> go.Figure:
+    """`fig` with the click settings Streamlit gives a chart drawn with selection_mode="points" on mounting
+    (clicks select points, hover nearest, drag pans), set in the figure so that mounting changes nothing and
+    does not draw the chart again (see plain_theme)."""
+    own = fig.layout
+    fig.update_layout(
+        clickmode=own.clickmode or "event+select",
+        hovermode=own.hovermode or "closest",
+        dragmode=own.dragmode or "pan",
+    )
     return fig
 
 

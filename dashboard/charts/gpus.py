@@ -14,7 +14,7 @@ import numpy as np
 import plotly.graph_objects as go
 import polars as pl
 
-from dashboard.charts.common import as_time, count_axis, hover_time, legend_squares, plain_theme, time_axis
+from dashboard.charts.common import as_time, count_axis, hover_time, legend_squares, time_axis
 
 # named here too for the tests that read them through this module (tests/test_charts_gpus.py,
 # tests/test_charts_pages.py, tests/test_charts_unknown_start.py, tests/test_page_gpus*.py)
@@ -331,7 +331,7 @@ def health_grid(cells: pl.DataFrame, match: pl.Series | None = None) -> go.Figur
         ticklabeloverflow="allow",
         automargin=False,
     )
-    return plain_theme(fig)  # drawn with theme=None (dashboard/app_pages/gpus.py): see plain_theme
+    return fig
 
 
 def ecc_trend(trend: pl.DataFrame, labels: dict[int, str], started_at: datetime) -> go.Figure:

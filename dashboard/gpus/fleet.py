@@ -3,7 +3,7 @@ hottest and coolest hosts (a run ingested from a Prometheus server only)."""
 
 import streamlit as st
 
-from dashboard import table_view
+from dashboard import chart_view, table_view
 from dashboard.charts import gpu_telemetry as telemetry_charts
 from dashboard.format import fmt_duration, fmt_int, fmt_time
 from dashboard.queries import prometheus
@@ -62,7 +62,7 @@ def fleet_section(run: RunInfo) -> None:
         f" {fmt_duration(step)}: the spread across every GPU at each step, from {source}, read in"
         f" {fleet.elapsed_s:.1f} s."
     )
-    st.plotly_chart(telemetry_charts.fleet_band(fleet.band, unit), width="stretch")
+    chart_view.plotly(telemetry_charts.fleet_band(fleet.band, unit), width="stretch")
     hot, cool = st.columns(2)
     hot.markdown(f"**Highest {what}** (the hosts' highest reading in the window)")
     table_view.dataframe(

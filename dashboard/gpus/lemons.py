@@ -4,7 +4,7 @@ simulator's ground truth where the run has one, and the hosts and GPUs that fail
 import polars as pl
 import streamlit as st
 
-from dashboard import lazy
+from dashboard import chart_view, lazy
 from dashboard.charts import lemons as lemon_charts
 from dashboard.format import fmt_duration, fmt_int, fmt_pct
 from dashboard.gpus.common import SHOWN_ROWS, in_words, metric, table, times
@@ -82,7 +82,7 @@ def lemon_section(run: RunInfo) -> int | None:
     if history.is_empty():
         return None
     st.caption("Each incident of the worst hosts; click one on a GPU to open that GPU below.")
-    clicked = st.plotly_chart(
+    clicked = chart_view.plotly(
         lemon_charts.offender_history(history, run.started_at),
         width="stretch",
         on_select="rerun",
@@ -117,7 +117,7 @@ def lemon_truth(run: RunInfo, lemons: pl.DataFrame, truth: pl.DataFrame | None, 
     metric(cols[4], "lemon_rule_recall", fmt_pct(score.recall))
     st.caption(chance_sentence(score))
     counts = queries.lemon_truth_counts(run.run_id, rule.window_s)
-    st.plotly_chart(lemon_charts.lemon_truth(counts, rule.failures), width="stretch")
+    chart_view.plotly(lemon_charts.lemon_truth(counts, rule.failures), width="stretch")
 
 
 def hosts_text(n: int) -> str:

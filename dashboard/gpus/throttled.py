@@ -5,7 +5,7 @@ and a simulated run's fail-slow episodes on it; worst first, with charts of the 
 import polars as pl
 import streamlit as st
 
-from dashboard import table_view
+from dashboard import chart_view, table_view
 from dashboard.charts import gpus_throttled as charts
 from dashboard.format import fmt_int, fmt_pct
 from dashboard.gpus.common import SHOWN_ROWS, figure_column, metric
@@ -162,7 +162,9 @@ def reasons_charts(run: RunInfo, throttled: pl.DataFrame) -> None:
     window = gpu_queries.xid_window(run.duration_s)
     timeline = run.duration_s / window >= FEW_WINDOWS
     left, right = st.columns([1, 2]) if timeline else (st.container(), None)
-    left.plotly_chart(charts.reasons_bars(counts), width="stretch")
+    chart_view.plotly(charts.reasons_bars(counts), where=left, width="stretch")
     if right is not None:
         frame = queries.throttle_timeline(run.run_id, run.duration_s, window)
-        right.plotly_chart(charts.throttle_timeline(frame, run.started_at, window), width="stretch")
+        chart_view.plotly(
+            charts.throttle_timeline(frame, run.started_at, window), where=right, width="stretch"
+        )

@@ -6,7 +6,7 @@ heat map of S by worker (DP rank x stage) and the attribution by stage and by ki
 import polars as pl
 import streamlit as st
 
-from dashboard import table_view
+from dashboard import chart_view, table_view
 from dashboard.charts import stragglers as charts
 from dashboard.format import fmt_duration, fmt_int, fmt_pct
 from dashboard.jobs.common import metric
@@ -91,7 +91,7 @@ def heat_map(r: StragglerReport) -> None:
     d = definition("straggler_attribution")
     st.markdown("**What-if slowdown by worker (DP rank x stage)**", help=d.help)
     s = r.persistent_straggler
-    st.plotly_chart(
+    chart_view.plotly(
         charts.worker_heatmap(r.by_worker, None if s is None else (s.dp_rank, s.stage)),
         width="stretch",
         key="jobs_stragglers_heatmap",

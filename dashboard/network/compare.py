@@ -7,7 +7,7 @@ from typing import Any
 import polars as pl
 import streamlit as st
 
-from dashboard import state, table_view
+from dashboard import chart_view, state, table_view
 from dashboard.charts import network as charts
 from dashboard.network.common import (
     TIER_COLUMNS,
@@ -131,7 +131,7 @@ def compare_utilisation(per_run: dict[str, tuple[pl.DataFrame, str]], labels: di
         for r, (f, fab) in per_run.items()
     }
     st.caption("Mean utilisation over time of each run's levels that its link_samples holds at every step.")
-    st.plotly_chart(
+    chart_view.plotly(
         charts.compare_levels(
             {labels[r]: queries.utilisation_by_level(r, drawn[r], UTILISATION_POINTS) for r in per_run}
         ),

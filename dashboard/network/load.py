@@ -5,7 +5,7 @@ open (dashboard/lazy.py)."""
 import polars as pl
 import streamlit as st
 
-from dashboard import state, table_view
+from dashboard import chart_view, state, table_view
 from dashboard.charts import network as charts
 from dashboard.format import fmt_duration, fmt_int
 from dashboard.network.common import (
@@ -95,7 +95,7 @@ def show_utilisation(run: RunInfo, samples: int, figures: pl.DataFrame) -> None:
         f"Tiers sampled at every step, averaged over {fmt_duration(utilisation['bucket_s'][0])} buckets: "
         "solid, the mean of the tier's links; dotted, its busiest link."
     )
-    st.plotly_chart(
+    chart_view.plotly(
         charts.utilisation(utilisation.filter(pl.col("tier").is_in(drawn)), run.started_at), width="stretch"
     )
 
@@ -134,7 +134,7 @@ def hot_links_section(run: RunInfo, samples: int, tiers: pl.DataFrame, fabric: s
             f"The {heat['link_id'].n_unique()} links between switches with the highest mean utilisation, "
             "over time (rack uplinks and core links)."
         )
-        st.plotly_chart(charts.hot_links(heat, run.started_at), width="stretch")
+        chart_view.plotly(charts.hot_links(heat, run.started_at), width="stretch")
     table_view.dataframe(
         queries.hottest_links(run.run_id, complete).with_columns(charts.tier_text("tier")),
         hide_index=True,
@@ -176,4 +176,4 @@ def fabric_map_section(run: RunInfo, samples: int, fabric: str | None) -> None:
         "links; outlined: the switch was out of service (every link of it down at once) at some point. "
         "A single cable down is in the hover text, not outlined."
     )
-    st.plotly_chart(charts.fabric_diagram(nodes, COLOUR_BY[colour]), width="stretch")
+    chart_view.plotly(charts.fabric_diagram(nodes, COLOUR_BY[colour]), width="stretch")

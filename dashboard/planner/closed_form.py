@@ -6,7 +6,7 @@ import math
 import polars as pl
 import streamlit as st
 
-from dashboard import lazy
+from dashboard import chart_view, lazy
 from dashboard import planner_model as model
 from dashboard.charts import planner as charts
 from dashboard.format import DASH, fmt_duration, fmt_gpu_hours, fmt_hours, fmt_pct, fmt_usd
@@ -49,7 +49,7 @@ def closed_form_section(preset: str, knobs: model.Knobs) -> Scenario | None:
     lazy.below_fold(
         "planner_curve",
         "The ETTR curve over the checkpoint interval",
-        lambda: st.plotly_chart(charts.ettr_curve(**curve_args), width="stretch"),
+        lambda: chart_view.plotly(charts.ettr_curve(**curve_args), width="stretch"),
     )
     if scenario is None:
         st.error(f"These settings do not make a valid scenario: {md(invalid)}")

@@ -4,7 +4,7 @@ knobs' scenario with fail-slow episodes at a chosen rate (engine.twin.fail_slow)
 import polars as pl
 import streamlit as st
 
-from dashboard import state, table_view
+from dashboard import chart_view, state, table_view
 from dashboard.charts import fail_slow as charts
 from dashboard.format import fmt_gpu_hours, fmt_pct
 from dashboard.planner.common import Plan, executor, with_progress
@@ -59,7 +59,7 @@ def fail_slow_tab(plan: Plan) -> None:
     ran_settings, ran_rate, rows = shown
     if ran_settings != plan.settings or ran_rate != rate:
         st.warning("The knobs changed since these runs: their figures are for the earlier settings.")
-    st.plotly_chart(charts.policy_ettr(rows), width="stretch")
+    chart_view.plotly(charts.policy_ettr(rows), width="stretch")
     table_view.dataframe(policy_table(rows), hide_index=True, width="stretch")
     best = rows.sort("ettr_mean", descending=True).row(0, named=True)
     st.caption(

@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from dashboard import state
+from dashboard import chart_view, state
 from dashboard.charts import planner as charts
 from dashboard.format import fmt_hours, fmt_pct, fmt_usd
 from dashboard.planner.common import BESIDE, Plan, executor, metric
@@ -62,7 +62,7 @@ def monte_carlo_tab(plan: Plan) -> None:
             f"5-95 %: {fmt_usd(band['lost_usd_p5'])} – {fmt_usd(band['lost_usd_p95'])}",
             **BESIDE,
         )
-        st.plotly_chart(
+        chart_view.plotly(
             charts.monte_carlo_histogram(
                 frame["ettr"].to_list(), (band["ettr_mean"], band["ettr_p5"], band["ettr_p95"])
             ),

@@ -4,8 +4,8 @@ time went, and the run kept in the store on request."""
 import polars as pl
 import streamlit as st
 
+from dashboard import chart_view, state, table_view
 from dashboard import planner_model as model
-from dashboard import state, table_view
 from dashboard.charts import planner as charts
 from dashboard.format import fmt_gpu_hours, fmt_hours, fmt_int, fmt_pct, fmt_usd
 from dashboard.planner.common import BESIDE, Plan, metric, with_progress
@@ -149,7 +149,7 @@ def cluster_outcome(summary: RunSummary) -> None:
 def loss_breakdown(losses: pl.DataFrame) -> None:
     """Where the flagship's time went: the waterfall and its table, simulated beside the closed form."""
     st.markdown("**Where the flagship's time went**: simulated beside the closed form")
-    st.plotly_chart(charts.loss_waterfall(losses), width="stretch")
+    chart_view.plotly(charts.loss_waterfall(losses), width="stretch")
     table_view.dataframe(
         [
             {

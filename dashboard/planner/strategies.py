@@ -5,8 +5,8 @@ engine.twin.standby)."""
 import polars as pl
 import streamlit as st
 
+from dashboard import chart_view, state, table_view
 from dashboard import planner_model as model
-from dashboard import state, table_view
 from dashboard.charts import strategies as strategy_charts
 from dashboard.format import DASH, fmt_duration, fmt_gpu_hours, fmt_pct, fmt_usd
 from dashboard.planner.common import BESIDE, Plan, column, executor, metric, with_progress
@@ -107,7 +107,7 @@ def scale_result(plan: Plan, result: tuple) -> None:
             f"at this plan's {mine['job_gpus']:,} GPUs: {fmt_pct(mine['ettr_mean'])}",
             **BESIDE,
         )
-    st.plotly_chart(
+    chart_view.plotly(
         strategy_charts.scale_chart(bands, scale.STRATEGY_LABELS, ran_seeds, plan.scenario["training.gpus"]),
         width="stretch",
     )
@@ -214,7 +214,7 @@ def standby_result(plan: Plan, result: tuple, counts: list[int]) -> None:
         else f"they still pay at {max(counts):,}",
         **BESIDE,
     )
-    st.plotly_chart(strategy_charts.break_even_chart(bands, current, verdict.break_even), width="stretch")
+    chart_view.plotly(strategy_charts.break_even_chart(bands, current, verdict.break_even), width="stretch")
     table_view.dataframe(
         bands.select(
             "standbys", "won_usd_mean", "standby_usd_mean", "net_usd_mean", "net_usd_p10", "net_usd_p90"

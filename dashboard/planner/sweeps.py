@@ -6,8 +6,8 @@ import math
 import polars as pl
 import streamlit as st
 
+from dashboard import chart_view, state, table_view
 from dashboard import planner_model as model
-from dashboard import state, table_view
 from dashboard.charts import planner as charts
 from dashboard.planner import sweep_params
 from dashboard.planner.common import Plan, column, executor, knob_key
@@ -92,7 +92,7 @@ def sweep_result(plan: Plan, labels: dict[str, str], result: tuple) -> None:
     s_settings, s_axes, xs, ys, frame = result
     if s_settings != plan.settings:
         st.warning("The knobs changed since this sweep: its figures are for the earlier settings.")
-    st.plotly_chart(sweep_chart(model.scenario_of(s_settings), s_axes, xs, ys, frame), width="stretch")
+    chart_view.plotly(sweep_chart(model.scenario_of(s_settings), s_axes, xs, ys, frame), width="stretch")
     shown = bands(frame, by=[a.key for a in s_axes]).select(
         *[a.key for a in s_axes],
         "runs",

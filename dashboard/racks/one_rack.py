@@ -4,7 +4,7 @@ links, its hosts, and its incidents, XID lines and state history up to t."""
 import polars as pl
 import streamlit as st
 
-from dashboard import state, table_view
+from dashboard import chart_view, state, table_view
 from dashboard.charts.floor_overlays import clicked_rack
 from dashboard.charts.host_states import state_history, state_words_expr
 from dashboard.charts.rack_elevation import elevation
@@ -69,7 +69,7 @@ def rack_view(run: RunInfo, floor: Floor, rack: int) -> None:
         f"{rack_hosts['position'][0]}, {rack_hosts.height} hosts (top slot first) · {kw:.1f} of "
         f"{budget_kw:g} kW" + (" · **over budget**" if kw > budget_kw else "")
     )
-    st.plotly_chart(elevation(cells_frame.filter(pl.col("rack_id") == rack), links, rack), width="stretch")
+    chart_view.plotly(elevation(cells_frame.filter(pl.col("rack_id") == rack), links, rack), width="stretch")
     in_rack = rack_hosts.join(
         cells_frame.group_by("host_id").agg(pl.col("host_kw").first()), on="host_id", how="left"
     ).select("hostname", "slot", pl.col("state").fill_null("unknown"), "job_id", "host_kw", "host_id")
@@ -129,4 +129,4 @@ def rack_events(run: RunInfo, rack: int, t_s: float) -> None:
         history = queries.rack_history(run.run_id, rack)
         if history.height:
             st.markdown("**State history**")
-            st.plotly_chart(state_history(history, run.started_at), width="stretch")
+            chart_view.plotly(state_history(history, run.started_at), width="stretch")
