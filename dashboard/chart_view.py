@@ -12,7 +12,7 @@ look in its own layout; a chart that answers clicks carries the click settings S
 import plotly.graph_objects as go
 import streamlit as st
 
-from dashboard.charts.common import plain_theme, selectable
+from dashboard.charts.common import DATA_REVISION, plain_theme, selectable
 
 
 def plotly(fig: go.Figure, where=None, **kwargs):
@@ -20,4 +20,6 @@ def plotly(fig: go.Figure, where=None, **kwargs):
     st.plotly_chart returns (a selection, for a chart drawn with on_select)."""
     if kwargs.get("on_select", "ignore") != "ignore":
         selectable(fig)
-    return (where or st).plotly_chart(plain_theme(fig), theme=None, **kwargs)
+    if fig.layout.datarevision != DATA_REVISION:  # a figure cached laid out (the GPUs grid) is only read
+        plain_theme(fig)
+    return (where or st).plotly_chart(fig, theme=None, **kwargs)

@@ -13,12 +13,14 @@ arrive.
 from collections.abc import Callable
 from typing import NamedTuple
 
+import plotly.graph_objects as go
 import polars as pl
 import streamlit as st
 
 from dashboard import chart_view, lazy, state
 from dashboard.charts import gpu_telemetry as telemetry_charts
 from dashboard.charts import gpus as charts
+from dashboard.charts.common import plain_theme
 from dashboard.format import fmt_duration, fmt_int
 from dashboard.gpus.common import SHORT_RUN_S, in_words, metric, table, times, when
 from dashboard.gpus.fleet import fleet_section
@@ -102,9 +104,11 @@ def health(run: RunInfo) -> Grid | None:
 
     def draw() -> None:
         cells = grid.join(samples(), on="gpu_id", how="left")
-        chart_view.plotly(
-            charts.health_grid(cells, match), where=place, width="stretch", key=f"gpus_grid:{run.run_id}"
-        )
+        store = state.store()  # two stores may hold the same run id (a moved store, tests)
+        version = (str(store.root), run.run_id, state.file_version(store, run.run_id))
+        filters = (tuple(chosen_states), tuple(chosen_causes), tuple(chosen_xids))
+        figure = grid_figure(version, t_s, filters, cells, match)
+        chart_view.plotly(figure, where=place, width="stretch", key=f"gpus_grid:{run.run_id}")
         if filtered:
             picked = cells.filter(match).select(
                 "gpu_id",
@@ -122,6 +126,16 @@ def health(run: RunInfo) -> Grid | None:
             table(place, in_words(picked.head(MATCH_ROWS)))
 
     return Grid(draw, charts.health_grid_height(grid))
+
+
+@st.cache_resource(max_entries=8, ttl=3600, show_spinner=False)
+def grid_figure(
+    version: tuple, t_s: float, filters: tuple, _cells: pl.DataFrame, _match: pl.Series | None
+) -> go.Figure:
+    """The health grid of one version of a run (store, run id, file version) at one moment under one set of filters
+    (which make its cells), built and laid out once for every session: Plotly's figure objects cost a visit 0.1-0.2 s
+    on 2 cores (issue 28). Shared, so laid out here (plain_theme) and only read after."""
+    return plain_theme(charts.health_grid(_cells, _match))
 
 
 def health_counts(grid: pl.DataFrame, counts: pl.DataFrame) -> None:

@@ -143,25 +143,44 @@ def plain_theme(fig: go.Figure) -> go.Figure:
     # a 1-D numpy array goes to the browser as a typed array, which Plotly.react compares by identity whatever the
     # data revision (a redraw); as a list it is compared by the revision. 2-D ones (a heatmap's cells) arrive as
     # lists of rows either way, and stay compact.
-    for part in (*fig.data, fig.layout):
-        for path, values in _one_d_arrays(part.to_plotly_json()):
-            part[path] = None  # Plotly keeps a value equal to the one it holds, so the array goes first
-            part[path] = values.tolist()
+    for trace in fig.data:
+        for path in TRACE_ARRAYS:
+            if path in trace:
+                _as_list(trace, path)
+    for name in own:
+        if name.startswith(("xaxis", "yaxis")):
+            for path in ("tickvals", "range"):
+                _as_list(fig.layout[name], path)
     return fig
 
 
-def _one_d_arrays(props: dict, within: str = "") -> list[tuple[str, np.ndarray]]:
-    """The 1-D numeric numpy arrays (those sent as typed arrays) in a trace's properties (nested), each with its path
-    ("marker.color")."""
-    found = []
-    for name, value in props.items():
-        if (
-            isinstance(value, np.ndarray) and value.ndim == 1 and value.dtype.kind in "iuf"
-        ):  # dates go as text
-            found.append((within + name, value))
-        elif isinstance(value, dict):
-            found.extend(_one_d_arrays(value, f"{within}{name}."))
-    return found
+# the properties of the charts' traces that may hold 1-D arrays (plain_theme)
+TRACE_ARRAYS = (
+    "x",
+    "y",
+    "base",
+    "width",
+    "customdata",
+    "marker.color",
+    "marker.size",
+    "marker.opacity",
+    "marker.line.color",
+    "marker.line.width",
+    "error_x.array",
+    "error_x.arrayminus",
+    "error_y.array",
+    "error_y.arrayminus",
+)
+
+
+def _as_list(part, path: str) -> None:
+    """`part[path]` as a list where it holds a 1-D numeric numpy array (a typed array in the browser); dates go as
+    text either way, and a list compares by the data revision. (By name rather than by walking the trace:
+    to_plotly_json copies every one of a 24k-GPU grid's hover texts.)"""
+    values = part[path]
+    if isinstance(values, np.ndarray) and values.ndim == 1 and values.dtype.kind in "iuf":
+        part[path] = None  # Plotly keeps a value equal to the one it holds, so the array goes first
+        part[path] = values.tolist()
 
 
 def _unset(look: dict, own: dict) -> dict:
