@@ -65,6 +65,7 @@ STREAMLIT_FONT = '"Source Sans", "Source Sans Pro", sans-serif'
 STREAMLIT_TEXT = "#808495"  # axis and hover text in Streamlit's chart theme
 STREAMLIT_HEADING = "#2F2D2B"
 STREAMLIT_LEGEND_TEXT = "#262730"
+STREAMLIT_TICKS = "#e6eaf1"  # the theme's light tick marks, where a chart shows ticks
 STREAMLIT_COLOURWAY = [
     "#0068c9",
     "#83c9ff",
@@ -110,7 +111,7 @@ PLAIN_LAYOUT = {
 PLAIN_Y_AXIS = {
     "title": {"font": {"size": 14, "color": STREAMLIT_TEXT}, "standoff": 24},
     "tickfont": {"size": 12, "color": STREAMLIT_TEXT},
-    "tickcolor": "#e6eaf1",
+    "tickcolor": STREAMLIT_TICKS,
     "automargin": True,
 }
 PLAIN_X_AXIS = {
