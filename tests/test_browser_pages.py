@@ -182,11 +182,15 @@ def test_what_lies_under_a_tall_chart_appears_once_scrolled_to_and_at_once_where
             browser.close()
 
 
-# Plotly draws a heatmap by painting a canvas and reading it back as an image: one toDataURL a heatmap a draw
+# Plotly draws a heatmap by painting a canvas and reading it back as an image: one toDataURL a heatmap a draw, at the
+# canvas's size
 HEATMAP_DRAWS = """(() => {
-    window.heatmapDraws = 0;
+    window.heatmapDraws = [];
     const read = HTMLCanvasElement.prototype.toDataURL;
-    HTMLCanvasElement.prototype.toDataURL = function (...a) { window.heatmapDraws++; return read.apply(this, a); };
+    HTMLCanvasElement.prototype.toDataURL = function (...a) {
+        window.heatmapDraws.push(this.width + "x" + this.height);
+        return read.apply(this, a);
+    };
 })();"""
 HEATMAPS = """() => [...document.querySelectorAll('.js-plotly-plot')]
     .reduce((n, gd) => n + gd.data.filter(trace => trace.type === 'heatmap').length, 0)"""
@@ -215,8 +219,12 @@ def test_a_chart_is_drawn_once_a_visit_and_again_when_its_data_changes(llama3):
                 page.wait_for_timeout(2000)  # anything late (a second draw) has come by now
                 heatmaps = page.evaluate(HEATMAPS)
                 assert heatmaps >= 1
-                assert page.evaluate("window.heatmapDraws") == heatmaps, path
-            before_draws, before_cells = page.evaluate("window.heatmapDraws"), page.evaluate(GRID_SUM)
+                # each heatmap once at each size it was laid out at: a page that grows past the window's height
+                # while it is drawn gains a scrollbar, and a chart narrower by it is drawn again (a real change)
+                sizes = page.evaluate("window.heatmapDraws")
+                assert max(sizes.count(size) for size in sizes) <= heatmaps, (path, sizes)
+                page.evaluate("window.heatmapDraws = []")
+            before_cells = page.evaluate(GRID_SUM)
             page.get_by_label("State").click()
             page.get_by_role("option", name="Spare").click()
             page.keyboard.press("Escape")
@@ -225,7 +233,7 @@ def test_a_chart_is_drawn_once_a_visit_and_again_when_its_data_changes(llama3):
             )
             expect(page.get_by_test_id("stStatusWidget")).to_have_count(0, timeout=PAGE_TIMEOUT_MS)
             page.wait_for_timeout(2000)
-            assert page.evaluate("window.heatmapDraws") > before_draws
+            assert page.evaluate("window.heatmapDraws.length") >= 1
             assert page.evaluate(GRID_SUM) != before_cells  # the other GPUs drawn as filtered out
         finally:
             browser.close()
