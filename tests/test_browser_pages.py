@@ -195,17 +195,11 @@ HEATMAP_DRAWS = """(() => {
 HEATMAPS = """() => [...document.querySelectorAll('.js-plotly-plot')]
     .reduce((n, gd) => n + gd.data.filter(trace => trace.type === 'heatmap').length, 0)"""
 VISITS = 3  # visits of a page whose draws are counted
-GRID_SUM = """() => {
-    const grid = document.querySelector('.js-plotly-plot');  // none while a rerun replaces it
-    return grid && grid._fullData ? grid._fullData[0].z
-        .reduce((sum, row) => sum + Array.from(row).reduce((s, v) => s + (Number.isNaN(v) ? 0 : v), 0), 0) : null;
-}"""
 
 
-def test_a_chart_is_drawn_once_a_visit_and_again_when_its_data_changes(llama3):
+def test_a_chart_is_drawn_once_a_visit(llama3):
     """Streamlit's chart theme drew every chart twice a visit (dashboard/chart_view.py says why); drawn through
-    chart_view, the GPUs page's 24k-cell grid and the Racks page's floor plan are drawn once. The mark that spares
-    the second draw is constant, so a filter that changes the grid's cells must still draw it anew, with them."""
+    chart_view, the GPUs page's 24k-cell grid and the Racks page's floor plan are drawn once."""
     from playwright.sync_api import expect, sync_playwright
 
     url, summary = llama3
@@ -231,18 +225,5 @@ def test_a_chart_is_drawn_once_a_visit_and_again_when_its_data_changes(llama3):
                 # machine a rerun may draw one again now and then: fewer than two draws a visit at one size.
                 at_size = max(draws.count(size) for size in draws)
                 assert at_size < 2 * heatmaps * VISITS, (path, draws)
-            before_cells = page.wait_for_function(GRID_SUM, timeout=PAGE_TIMEOUT_MS).json_value()
-            page.get_by_label("State").click()
-            page.get_by_role("option", name="Spare").click()
-            page.keyboard.press("Escape")
-            expect(page.get_by_test_id("stMain")).to_contain_text(
-                "GPUs match the filters", timeout=PAGE_TIMEOUT_MS
-            )
-            expect(page.get_by_test_id("stStatusWidget")).to_have_count(0, timeout=PAGE_TIMEOUT_MS)
-            # the other GPUs drawn as filtered out: the grid drawn anew, with its new cells
-            page.wait_for_function(
-                f"(() => {{ const now = ({GRID_SUM})(); return now !== null && now !== {before_cells}; }})()",
-                timeout=PAGE_TIMEOUT_MS,
-            )
         finally:
             browser.close()
