@@ -20,6 +20,6 @@ def plotly(fig: go.Figure, where=None, **kwargs):
     st.plotly_chart returns (a selection, for a chart drawn with on_select)."""
     if kwargs.get("on_select", "ignore") != "ignore":
         selectable(fig)
-    if fig.layout.datarevision != DATA_REVISION:  # a figure cached laid out (the GPUs grid) is only read
+    if fig.layout.datarevision != DATA_REVISION:  # a figure laid out already (a cached one) is only read
         plain_theme(fig)
     return (where or st).plotly_chart(fig, theme=None, **kwargs)

@@ -4,12 +4,12 @@
 from datetime import UTC, datetime
 
 import numpy as np
-import plotly.graph_objects as go
 import polars as pl
 from hypothesis import given
 from hypothesis import strategies as st
 
 from dashboard.charts import gpus as charts
+from dashboard.charts import health_grid
 from dashboard.charts.common import count_axis
 from engine.reference import CAUSE_BY_KEY, XIDS
 from engine.report.palette import (
@@ -150,7 +150,7 @@ def test_gpu_state_text_is_gpu_state_label(states):
     assert shown["state"].to_list() == [charts.gpu_state_label(s or "unknown") for s in states]
 
 
-def test_the_grid_is_one_heatmap_in_the_palette_colours():
+def test_the_grid_draws_states_in_the_palette_colours_and_notes_incidents_in_words():
     cells = pl.DataFrame(
         {
             "gpu_id": [0, 1],
@@ -168,38 +168,62 @@ def test_the_grid_is_one_heatmap_in_the_palette_colours():
             "causes": [[], ["gpu_sram"]],
         }
     )
-    fig = charts.health_grid(cells)
-    assert sum(isinstance(t, go.Heatmap) for t in fig.data) == 1
-    scale = {round(p, 6): c for p, c in fig.data[0].colorscale}
-    n = len(charts.GRID_ORDER)
-    assert scale[round(charts.GRID_ORDER.index("failed") / n, 6)] == GPU_FAILED_COLOUR
-    assert fig.data[0].text[0][1].endswith("| incidents: GPU SRAM memory")
-    # codes as float32 (half the bytes of float64 to the browser, issue 28)
-    assert np.asarray(fig.data[0].z).dtype == np.float32
-    # margins set, not measured: Plotly's automargin would draw every cell again once it has measured the labels
-    assert fig.layout.xaxis.automargin is False and fig.layout.yaxis.automargin is False
-    assert fig.layout.margin.l >= 60 and fig.layout.margin.b >= 50
+    data = health_grid.health_grid(cells)
+    assert data["colours"][data["shown"][1]] == GPU_FAILED_COLOUR
+    assert data["notes"] == {"1": " | XIDs 1 (last 79) | incidents: GPU SRAM memory"}
+    assert data["height_px"] == 240  # one line of GPUs: the least height, room for the legend and the axis
 
 
-def test_a_grid_hover_shows_what_is_known_of_a_gpu():
+def test_a_grid_note_says_what_is_known_of_a_gpu():
+    cells = pl.DataFrame(
+        {"xid_events": [3, 0, 0], "last_xid": [None, None, None], "causes": [[], [], ["faulty_gpu", "x_y"]]},
+        schema_overrides={"last_xid": pl.Int64, "causes": pl.List(pl.String)},
+    )
+    assert health_grid.grid_notes(cells).to_list() == [" | XIDs 3", "", " | incidents: Faulty GPU, X y"]
+
+
+@given(
+    rows=st.integers(1, 4),
+    positions=st.integers(1, 5),
+    slots=st.integers(1, 4),
+    per_host=st.integers(1, 8),
+    keep=st.lists(st.booleans(), min_size=1, max_size=640),
+)
+def test_every_gpu_has_a_cell_of_its_own_inside_the_grid(rows, positions, slots, per_host, keep):
+    places = [
+        (r, p, s, g)
+        for r in range(rows)
+        for p in range(positions)
+        for s in range(slots)
+        for g in range(per_host)
+    ]
+    places = [place for place, kept in zip(places, keep * len(places), strict=False) if kept] or places[:1]
+    n = len(places)
     cells = pl.DataFrame(
         {
-            "gpu_id": [7],
-            "hostname": ["h"],
-            "rack_id": [3],
-            "gpu_index": [7],
-            "state": ["healthy"],
-            "temp_c": [64.6],
-            "power_w": [None],
-            "xid_events": [3],
-            "last_xid": [None],
-            "causes": [[]],
+            "gpu_id": list(range(n)),
+            "hostname": [f"h{r}-{p}-{s}" for r, p, s, _ in places],
+            "rack_id": [r * positions + p for r, p, _, _ in places],
+            "row": [r for r, _, _, _ in places],
+            "position": [p for _, p, _, _ in places],
+            "slot": [s for _, _, s, _ in places],
+            "gpu_index": [g for _, _, _, g in places],
+            "state": ["running"] * n,
+            "temp_c": [None] * n,
+            "power_w": [None] * n,
+            "xid_events": [0] * n,
+            "last_xid": [None] * n,
+            "causes": [[]] * n,
         },
-        schema_overrides={"power_w": pl.Float64, "last_xid": pl.Int64, "causes": pl.List(pl.String)},
+        schema_overrides={"temp_c": pl.Float64, "power_w": pl.Float64, "last_xid": pl.Int64},
     )
-    assert charts.grid_hover(cells).to_list() == [
-        "GPU 7 | h #7, rack 3 | Healthy (idle) | 65 C, n/a W | XIDs 3"
-    ]
+    data = health_grid.health_grid(cells)
+    assert len(set(data["cell"])) == n and all(0 <= c < data["lines"] * data["columns"] for c in data["cell"])
+    # a host's GPUs side by side on one line, in index order
+    for i in range(n):
+        line, column = divmod(data["cell"][i], data["columns"])
+        assert column % (max(g for *_, g in places) + 2) == places[i][3]
+    assert all(data["hosts"][data["host"][i]] == cells["hostname"][i] for i in range(n))
 
 
 def test_the_fleet_band_draws_max_p99_median_and_min_on_utc_dates_shading_between_them():

@@ -179,6 +179,7 @@ class Page:
         self.markdown: list[tuple[str, str]] = []  # (element type.field, source)
         self.plain: list[str] = []
         self.figures: list[dict] = []
+        self.components: list = []  # the data of each st.components.v2 element (the GPUs page's health grid)
         for node in nodes(at._tree):
             proto = getattr(node, "proto", None)
             kind = getattr(node, "type", "")
@@ -186,6 +187,12 @@ class Page:
                 continue
             if kind == "plotly_chart":
                 self.figures.append(json.loads(proto.spec))
+                continue
+            if (
+                kind == "bidi_component"
+            ):  # its code is ours; its data is written as text (textContent, fillText)
+                self.components.append(json.loads(proto.json) if proto.json else None)
+                self.plain += [text for _, text in figure_strings(self.components[-1])]
                 continue
             if kind == "dataframe":
                 frame = node.value
@@ -275,12 +282,15 @@ def test_no_figure_carries_data_as_plotly_markup(shown):
         if "<img" in text
     ]
     assert raw == []
-    # and the escaped text is there: the hostnames of the uploaded telemetry in the GPUs page's grid hover
-    assert any(
-        "&lt;img src=x onerror=alert(1)&gt;" in text
-        for figure in shown["telemetry upload", "gpus"].figures
-        for _, text in figure_strings(figure)
-    )
+
+
+def test_the_health_grid_gets_names_as_data_and_writes_them_as_text(shown):
+    """The GPUs page's canvas (dashboard/gpus/health_grid.js) gets host names as they are and writes every text
+    with textContent or fillText: none of its code parses HTML."""
+    grids = [c for c in shown["telemetry upload", "gpus"].components if c and "hosts" in c]
+    assert len(grids) == 1 and IMG in grids[0]["hosts"]
+    code = (ROOT / "dashboard" / "gpus" / "health_grid.js").read_text()
+    assert not re.search(r"innerHTML|outerHTML|insertAdjacentHTML|document\.write|DOMParser", code)
 
 
 @pytest.mark.parametrize("what", ["telemetry upload", "trace upload", "sacct replay", "named simulation"])

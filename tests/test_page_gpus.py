@@ -7,13 +7,13 @@ import os
 import time
 
 import numpy as np
-import plotly.graph_objects as go
 import polars as pl
 import pytest
 from test_charts_pages import DAY, STARTED, open_page, pages_run, sparse_run, stored_run
 
 from dashboard import state
 from dashboard.charts import gpus as charts
+from dashboard.charts import health_grid
 from dashboard.queries import gpus as queries
 from engine.analysis.definitions import DEFINITIONS, by_label
 from engine.report.palette import GPU_FAILED_COLOUR, HOST_STATE_COLOURS, UNKNOWN_STATE_COLOUR
@@ -131,11 +131,18 @@ def test_health_lemons_xids_and_a_gpu_from_the_url(store_dir):
 
 
 def chart_titles(at) -> list[str]:
-    """The Plotly charts on the page, each by the names of its traces (the grid: its legend of states)."""
+    """The Plotly charts on the page, each by the names of its traces (the health grid is a canvas: `grid`)."""
     return [
         ",".join(str(t.get("name", "")) for t in json.loads(c.proto.spec)["data"])
         for c in at.get("plotly_chart")
     ]
+
+
+def grid(at) -> dict | None:
+    """The health grid's data as the page sent it to its canvas (dashboard/gpus/grid_canvas.py); None: not drawn."""
+    drawn = [e.proto for e in at.get("bidi_component") if e.proto.component_name == "goodput.health_grid"]
+    assert len(drawn) <= 1
+    return json.loads(drawn[0].json) if drawn else None
 
 
 def test_only_the_open_tab_is_drawn_and_the_url_opens_one(store_dir):
@@ -145,22 +152,21 @@ def test_only_the_open_tab_is_drawn_and_the_url_opens_one(store_dir):
     at = open_page(PAGE, {"run": run_id})
     assert not at.exception
     assert [t.label for t in at.tabs] == [XIDS, ECC, THROTTLED, LEMONS]
-    drawn = chart_titles(at)
-    assert len(drawn) == 3  # the grid and the XID tab's two charts
+    assert len(chart_titles(at)) == 2 and grid(at) is not None  # the XID tab's two charts, and the grid
     assert "GPUs with ECC errors" not in metrics(at) and "Hosts meeting the lemon rule" not in metrics(at)
     assert not any("ecc_dbe" in d.value.columns for d in at.dataframe)
     # a click on the ECC tab draws it alone
     open_tab(at, ECC)
     assert not at.exception
     assert metrics(at)["GPUs with ECC errors"] == "2" and "XID events" not in metrics(at)
-    assert len(chart_titles(at)) == 2  # the grid and the ECC trend
+    assert len(chart_titles(at)) == 1 and grid(at) is not None  # the ECC trend, and the grid
     assert any("ecc_dbe" in d.value.columns for d in at.dataframe)
     # a link opens a tab
     at = open_page(PAGE, {"run": run_id, "tab": LEMONS})
     assert not at.exception and at.session_state["tab"] == LEMONS
     assert "GPUs with ECC errors" not in metrics(at) and "XID events" not in metrics(at)
     assert metrics(at)["Hosts meeting the lemon rule"] == "0"
-    assert len(chart_titles(at)) == 2  # the grid and the offenders' history
+    assert len(chart_titles(at)) == 1  # the offenders' history
     # one GPU shows below whichever tab is open, without a click
     at = open_page(PAGE, {"run": run_id, "tab": THROTTLED, "gpu": "3"})
     assert not at.exception and "**Events** (5)" in [m.value for m in at.markdown]
@@ -172,6 +178,11 @@ def test_filters_from_the_url_pick_gpus_out_of_the_grid(store_dir):
     assert not at.exception
     assert any("**1 of 16 GPUs match the filters.**" in c.value for c in at.caption)
     assert matched(at) == [3]
+    # the grid keeps every GPU in its place, the others drawn pale
+    drawn = grid(at)
+    pale = health_grid.GRID_ORDER.index(health_grid.FILTERED_OUT)
+    assert [g for g, shown in zip(drawn["gpu"], drawn["shown"], strict=True) if shown != pale] == [3]
+    assert [drawn["labels"][c] for c in drawn["legend"]] == ["Failed GPU", "Filtered out"]
     # a cable failure has no GPU: it counts for both GPUs of its host (6)
     at = open_page(PAGE, {"run": run_id, "t": "40000", "cause": "network_switch_cable"})
     assert matched(at) == [12, 13]
@@ -228,7 +239,7 @@ def test_grid_rows_state_samples_xids_and_causes(store_dir):
     assert queries.last_samples(run_id, DAY + 7200.0, None).is_empty()
 
 
-def test_health_grid_lays_out_racks_hosts_and_gpus_in_one_trace():
+def test_health_grid_lays_out_racks_hosts_and_gpus_as_cells():
     cells = pl.DataFrame(
         {
             "gpu_id": [0, 1, 2, 3],
@@ -246,35 +257,40 @@ def test_health_grid_lays_out_racks_hosts_and_gpus_in_one_trace():
             "causes": [[], ["faulty_gpu"], [], []],
         }
     )
-    fig = charts.health_grid(cells)
-    assert isinstance(fig.data[0], go.Heatmap) and sum(isinstance(t, go.Heatmap) for t in fig.data) == 1
-    z = np.asarray(fig.data[0].z, dtype=float)
-    code = {s: i for i, s in enumerate(charts.GRID_ORDER)}
-    assert z.shape == (4, 3)  # 2 rows x (1 slot + a blank line); 2 GPUs + a blank column
-    assert z[0, :2].tolist() == [code["running"], code["failed"]] and z[2, :2].tolist() == [
-        code["repair"],
-        code["unknown"],
-    ]
-    assert np.isnan(z[1]).all() and np.isnan(z[:, 2]).all()
-    text = fig.data[0].text
-    # what is not known or not there is left out: no "n/a C, n/a W" for a GPU without samples, no "XIDs 0"
-    assert text[0][0] == "GPU 0 | a #0, rack 0 | Running a job | 70 C, 650 W"
-    assert text[0][1] == "GPU 1 | a #1, rack 0 | Failed GPU | XIDs 2 (last 79) | incidents: Faulty GPU"
-    assert text[2][0] == "GPU 2 | b #0, rack 1 | In repair | 30 C, 90 W"
-    assert all(t.isascii() and "<" not in t for row in text for t in row)  # no escaping bloats the JSON
+    data = health_grid.health_grid(cells)
+    code = {s: i for i, s in enumerate(health_grid.GRID_ORDER)}
+    # 2 rows x (1 slot + a blank line); 2 GPUs + a blank column: GPU 2 starts the third line
+    assert (data["lines"], data["columns"]) == (4, 3)
+    assert data["cell"] == [0, 1, 6, 7]
+    assert (
+        data["state"] == data["shown"] == [code["running"], code["failed"], code["repair"], code["unknown"]]
+    )
+    assert [data["hosts"][h] for h in data["host"]] == ["a", "a", "b", "b"] and data["racks"] == [0, 1]
+    assert data["index"] == [0, 1, 0, 1] and data["gpu"] == [0, 1, 2, 3]
+    # what is not known is None (the hover leaves it out), the rest rounded as shown
+    assert data["temp"] == [70, None, 30, None] and data["power"] == [650, None, 90, None]
+    assert data["notes"] == {"1": " | XIDs 2 (last 79) | incidents: Faulty GPU"}
     # the legend names states in words, in the palette's colours (failed: engine.report.palette.GPU_FAILED_COLOUR)
-    legend = {t.name: t.marker.color for t in fig.data[1:]}
+    legend = {data["labels"][c]: data["colours"][c] for c in data["legend"]}
     assert legend == {
         "Running a job": HOST_STATE_COLOURS["running"],
         "Failed GPU": GPU_FAILED_COLOUR,
         "In repair": HOST_STATE_COLOURS["repair"],
         "No state recorded": UNKNOWN_STATE_COLOUR,
     }
-    # filtered: the other GPUs are drawn pale, in place
-    fig = charts.health_grid(cells, pl.Series([False, True, False, False]))
-    z = np.asarray(fig.data[0].z, dtype=float)
-    assert z[0, :2].tolist() == [code[charts.FILTERED_OUT], code["failed"]]
-    assert {t.name for t in fig.data[1:]} == {"Failed GPU", "Filtered out"}
+    assert data["row_labels"] == [(0.5, "row 0"), (2.5, "row 1")] and data["position_labels"] == [(1.0, "0")]
+    assert data["summary"] == (
+        "Health grid of 4 GPUs: Running a job 1, In repair 1, Failed GPU 1, No state recorded 1."
+    )
+    json.dumps(data)  # what the component sends
+    # filtered: the other GPUs are drawn pale, in place, and still named by their state in the hover
+    data = health_grid.health_grid(cells, pl.Series([False, True, False, False]))
+    assert (
+        data["shown"]
+        == [code[health_grid.FILTERED_OUT], code["failed"]] + [code[health_grid.FILTERED_OUT]] * 2
+    )
+    assert data["state"][0] == code["running"]
+    assert [data["labels"][c] for c in data["legend"]] == ["Failed GPU", "Filtered out"]
 
 
 def test_xids_are_counted_per_window_and_code(store_dir):

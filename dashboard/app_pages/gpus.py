@@ -13,15 +13,16 @@ arrive.
 from collections.abc import Callable
 from typing import NamedTuple
 
-import plotly.graph_objects as go
 import polars as pl
 import streamlit as st
 
 from dashboard import chart_view, lazy, state
 from dashboard.charts import gpu_telemetry as telemetry_charts
 from dashboard.charts import gpus as charts
-from dashboard.charts.common import plain_theme
+from dashboard.charts import health_grid
+from dashboard.charts.health_grid import HealthGridData
 from dashboard.format import fmt_duration, fmt_int
+from dashboard.gpus import grid_canvas
 from dashboard.gpus.common import SHORT_RUN_S, in_words, metric, table, times, when
 from dashboard.gpus.fleet import fleet_section
 from dashboard.gpus.lemons import lemon_section
@@ -107,8 +108,9 @@ def health(run: RunInfo) -> Grid | None:
         store = state.store()  # two stores may hold the same run id (a moved store, tests)
         version = (str(store.root), run.run_id, state.file_version(store, run.run_id))
         filters = (tuple(chosen_states), tuple(chosen_causes), tuple(chosen_xids))
-        figure = grid_figure(version, t_s, filters, cells, match)
-        chart_view.plotly(figure, where=place, width="stretch", key=f"gpus_grid:{run.run_id}")
+        grid_canvas.health_grid(
+            grid_data(version, t_s, filters, cells, match), key=f"gpus_grid:{run.run_id}", where=place
+        )
         if filtered:
             picked = cells.filter(match).select(
                 "gpu_id",
@@ -125,17 +127,17 @@ def health(run: RunInfo) -> Grid | None:
             place.markdown(f"**GPUs that match** ({picked.height:,}; open one below by its id)")
             table(place, in_words(picked.head(MATCH_ROWS)))
 
-    return Grid(draw, charts.health_grid_height(grid))
+    return Grid(draw, health_grid.health_grid_height(grid))
 
 
 @st.cache_resource(max_entries=8, ttl=3600, show_spinner=False)
-def grid_figure(
+def grid_data(
     version: tuple, t_s: float, filters: tuple, _cells: pl.DataFrame, _match: pl.Series | None
-) -> go.Figure:
+) -> HealthGridData:
     """The health grid of one version of a run (store, run id, file version) at one moment under one set of filters
-    (which make its cells), built and laid out once for every session: Plotly's figure objects cost a visit 0.1-0.2 s
-    on 2 cores (issue 28). Shared, so laid out here (plain_theme) and only read after."""
-    return plain_theme(charts.health_grid(_cells, _match))
+    (which make its cells), built once for every session (24,576 GPUs: about 0.1 s on 2 cores) and only read
+    after."""
+    return health_grid.health_grid(_cells, _match)
 
 
 def health_counts(grid: pl.DataFrame, counts: pl.DataFrame) -> None:
