@@ -1,8 +1,8 @@
-"""The GPUs page's health grid: every GPU at one moment as one cell of a canvas (dashboard/grid_canvas.py draws it).
+"""The GPUs page's health grid: every GPU at one moment as one cell of a canvas (dashboard/gpus/grid_canvas.py draws it).
 
 A rack is a column of hosts, each host a line of its GPUs side by side; racks stand in their row's positions, rows
 one under the other with a blank line between. What the browser gets is `HealthGridData`: per GPU its cell, its
-colour code and what its hover says, in columns (a 24,576-GPU run sends about 0.6 MB). A Plotly heatmap of the
+colour code and what its hover says, in columns (a 24,576-GPU run sends about 1.2 MB). A Plotly heatmap of the
 same grid cost a first visit 1.8 s and a second 0.6 s in headless Chromium on 2 cores (Plotly's 4.7 MB module,
 Streamlit's JSON passes over 2.2 MB of hover text, the heatmap's draw): issue 28.
 
