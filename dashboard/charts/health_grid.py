@@ -1,4 +1,4 @@
-"""The GPUs page's health grid: every GPU at one moment as one cell of a canvas (dashboard/gpus/grid_canvas.py draws it).
+"""The GPUs page's health grid: every GPU at one moment as one cell of a canvas (dashboard/gpus/grid_canvas.py).
 
 A rack is a column of hosts, each host a line of its GPUs side by side; racks stand in their row's positions, rows
 one under the other with a blank line between. What the browser gets is `HealthGridData`: per GPU its cell, its
