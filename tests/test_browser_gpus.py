@@ -1,7 +1,8 @@
 """The GPUs page's health grid in a real Chromium (dashboard/gpus/health_grid.js on a canvas): every GPU's cell
-names that GPU when hovered, in the words dashboard.charts.health_grid documents; filters from the URL draw the
-others pale and the legend says so; the grid fits the page at a laptop's width and a wide screen's. Marker
-`browser`; server helpers from tests/test_browser.py and tests/test_browser_racks.py.
+names that GPU when hovered, in the words dashboard.charts.health_grid documents, and opens it under the tabs when
+clicked; filters from the URL draw the others pale and the legend says so; the grid fits the page at a laptop's
+width and a wide screen's. Marker `browser`; server helpers from tests/test_browser.py and
+tests/test_browser_racks.py.
 """
 
 import json
@@ -67,12 +68,16 @@ def cells_of(cells: pl.DataFrame) -> dict[int, tuple[int, int]]:
     return {g: divmod(c, data["columns"]) for g, c in zip(data["gpu"], data["cell"], strict=True)}
 
 
+def cell_centre(page, line: int, column: int) -> tuple[float, float]:
+    """Where on the screen the middle of cell (line, column) is, from the geometry the canvas reports."""
+    left, top, cw, ch = json.loads(page.locator(GRID).get_attribute("data-geometry"))
+    box = page.locator(f"{GRID} canvas").bounding_box()
+    return box["x"] + left + (column + 0.5) * cw, box["y"] + top + (line + 0.5) * ch
+
+
 def hover(page, line: int, column: int) -> str | None:
     """The hover label's text with the pointer on the middle of cell (line, column); None where none shows."""
-    grid = page.locator(GRID)
-    left, top, cw, ch = json.loads(grid.get_attribute("data-geometry"))
-    box = page.locator(f"{GRID} canvas").bounding_box()
-    page.mouse.move(box["x"] + left + (column + 0.5) * cw, box["y"] + top + (line + 0.5) * ch)
+    page.mouse.move(*cell_centre(page, line, column))
     tip = page.locator(f"{GRID} .tip")
     return tip.text_content() if tip.is_visible() else None
 
@@ -111,5 +116,17 @@ def test_every_cell_names_its_gpu_and_filters_draw_the_others_pale(gpus_dashboar
             expect(legend).to_have_text("Failed GPUFiltered out", timeout=RENDER_TIMEOUT_MS)
             assert hover(page, *where[0]) == said[0] and hover(page, *where[3]) == said[3]
             expect(page.get_by_test_id("stException")).to_have_count(0)
+            # a click on a GPU opens it under the tabs, and the URL says which
+            page.mouse.click(*cell_centre(page, *where[5]))
+            expect(page.get_by_text("GPU 5: index 1 of host host-002")).to_be_visible(
+                timeout=RENDER_TIMEOUT_MS
+            )
+            assert "gpu=5" in page.url
+            expect(page.get_by_text("GPU 5 is open", exact=False)).to_be_visible()  # said by the grid too
+            page.mouse.click(*cell_centre(page, *where[3]))
+            expect(page.get_by_text("GPU 3: index 1 of host host-001")).to_be_visible(
+                timeout=RENDER_TIMEOUT_MS
+            )
+            assert "gpu=3" in page.url and "state=failed" in page.url
         finally:
             browser.close()

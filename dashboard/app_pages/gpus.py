@@ -46,6 +46,7 @@ FEW_WINDOWS = 10  # fewer XID windows than this over the run: draw each event in
 XID_TAB = "XID events"
 ECC_TAB = "ECC errors"
 THROTTLED_TAB = "Throttled and slow GPUs"
+GRID_CLICK = "gpus_grid_click"  # the GPU a click on the grid opened, until the rerun it causes shows it
 LEMONS_TAB = "Lemons and repeat offenders"
 
 
@@ -90,10 +91,12 @@ def health(run: RunInfo) -> Grid | None:
     chosen_states, chosen_causes, chosen_xids = health_filters(run)
     filtered = bool(chosen_states or chosen_causes or chosen_xids)
     match = queries.matching(grid, chosen_states, chosen_causes, chosen_xids) if filtered else None
+    opened = st.query_params.get("gpu", "")
     st.caption(
         f"Every GPU at {when(run, t_s)}: a rack is a column of hosts, a host a line of its "
         "GPUs. A GPU takes its host's state unless it has failed itself; hover for its last temperature "
-        "and power, its XIDs and incidents so far."
+        "and power, its XIDs and incidents so far; click one to open it under the tabs ([One GPU](#one-gpu)"
+        + (f": GPU {int(opened)} is open)." if opened.isdigit() else ").")
         + (f" **{int(match.sum()):,} of {grid.height:,} GPUs match the filters.**" if filtered else "")
     )
     place = st.container()
@@ -108,9 +111,13 @@ def health(run: RunInfo) -> Grid | None:
         store = state.store()  # two stores may hold the same run id (a moved store, tests)
         version = (str(store.root), run.run_id, state.file_version(store, run.run_id))
         filters = (tuple(chosen_states), tuple(chosen_causes), tuple(chosen_xids))
-        grid_canvas.health_grid(
+        clicked = grid_canvas.health_grid(
             grid_data(version, t_s, filters, cells, match), key=f"gpus_grid:{run.run_id}", where=place
         )
+        if clicked is not None:  # open it under the tabs: a rerun draws them, the GPU chosen (one_gpu)
+            st.session_state[GRID_CLICK] = clicked
+            st.query_params["gpu"] = str(clicked)
+            st.rerun()
         if filtered:
             picked = cells.filter(match).select(
                 "gpu_id",
@@ -262,8 +269,9 @@ def gpu_events(events: pl.DataFrame, run: RunInfo) -> pl.DataFrame:
     return shown.select(columns)
 
 
-def one_gpu(run: RunInfo, click: int | None) -> None:
-    st.subheader("One GPU")
+def one_gpu(run: RunInfo, click: int | None, grid_click: int | None = None) -> None:
+    """One GPU's events and telemetry: the GPU from ?gpu=, a lemon's `click` or the grid's `grid_click`."""
+    st.subheader("One GPU", anchor="one-gpu")
     ids = queries.gpu_ids(run.run_id)
     first, last = ids["first"][0], ids["last"][0]
     if first is None:
@@ -277,6 +285,8 @@ def one_gpu(run: RunInfo, click: int | None) -> None:
     if click is not None and click != st.session_state.get("gpus_last_click") and first <= click <= last:
         st.session_state[gpu_key] = click  # a new click on an offender's incident opens its GPU
     st.session_state["gpus_last_click"] = click
+    if grid_click is not None and first <= grid_click <= last:
+        st.session_state[gpu_key] = grid_click
     gpu = st.number_input(
         "GPU id",
         min_value=int(first),
@@ -356,6 +366,7 @@ def page(run_id: str) -> None:
     live_every = state.live_refresh_s(run)
     if live_every:
         st.caption(state.live_note(run, live_every))
+    grid_click = st.session_state.pop(GRID_CLICK, None)
     fleet_section(run)
     grid = health(run)  # its samples' scan runs while the tabs and the one GPU are drawn
     # what an operator needs at a glance (the health grid, its counts and filters) is drawn at once; under a
@@ -364,7 +375,7 @@ def page(run_id: str) -> None:
     lazy.below_fold(
         f"gpus_below:{run.run_id}",
         "The tabs below (XID events, ECC errors, throttled GPUs, lemons) and one GPU",
-        lambda: below_grid(run),
+        lambda: below_grid(run, grid_click),
         opened=grid is None or grid.height_px <= lazy.CHART_PX_IN_VIEW,
         url_keys=("tab", "gpu"),
     )
@@ -372,8 +383,8 @@ def page(run_id: str) -> None:
         grid.draw()
 
 
-def below_grid(run: RunInfo) -> None:
-    """The row of tabs, each drawn only once open, and one GPU (a lemon's click opens it)."""
+def below_grid(run: RunInfo, grid_click: int | None = None) -> None:
+    """The row of tabs, each drawn only once open, and one GPU (a lemon's click or the grid's opens it)."""
     clicked: dict[str, int | None] = {}
 
     def lemons() -> None:
@@ -387,7 +398,7 @@ def below_grid(run: RunInfo) -> None:
             LEMONS_TAB: lemons,
         }
     )
-    one_gpu(run, clicked.get("gpu"))
+    one_gpu(run, clicked.get("gpu"), grid_click)
 
 
 st.title("GPUs")

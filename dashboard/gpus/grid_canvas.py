@@ -1,8 +1,8 @@
 """The health grid on the page: a Streamlit component (st.components.v2, no iframe) that draws
 dashboard.charts.health_grid's data on a canvas (dashboard/gpus/health_grid.js), its legend above and a hover
-label that names the GPU under the pointer.
+label that names the GPU under the pointer; a click on a GPU reports its id (once, on the rerun it causes).
 
-    grid_canvas.health_grid(data, key="gpus_grid:RUN", where=place)
+    clicked = grid_canvas.health_grid(data, key="gpus_grid:RUN", where=place)
 """
 
 from pathlib import Path
@@ -27,7 +27,13 @@ _grid = st.components.v2.component(
 )
 
 
-def health_grid(data: HealthGridData, key: str, where=None) -> None:
-    """Draw `data` where given (a container; the page by default), its height fixed by the data."""
+def health_grid(data: HealthGridData, key: str, where=None) -> int | None:
+    """Draw `data` where given (a container; the page by default), its height fixed by the data; returns the id
+    of the GPU just clicked (None on a run no click caused)."""
     with where if where is not None else st.container():
-        _grid(key=key, data=data, height=data["height_px"])
+        shown = _grid(key=key, data=data, height=data["height_px"], on_clicked_change=_rerun)
+    return None if shown.clicked is None else int(shown.clicked)
+
+
+def _rerun() -> None:
+    """A click reruns the page (a component's trigger does, given a callback)."""

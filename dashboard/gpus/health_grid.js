@@ -66,7 +66,7 @@ function draw(canvas, d, width) {
   return { cw, ch };
 }
 
-export default function ({ parentElement, data }) {
+export default function ({ parentElement, data, setTriggerValue }) {
   if (parentElement.__stopGrid) parentElement.__stopGrid(); // drawn again with new data: one listener set
   const d = data;
   const place = new Int32Array(d.columns * d.lines).fill(-1); // cell -> GPU's place in the columns
@@ -107,6 +107,7 @@ export default function ({ parentElement, data }) {
   };
   const onMove = (event) => {
     const i = gpuAt(event);
+    canvas.style.cursor = i < 0 ? "default" : "pointer";
     if (i < 0) { tip.hidden = true; return; }
     tip.textContent = hoverText(d, i);
     tip.style.borderColor = d.colours[d.state[i]];
@@ -118,12 +119,19 @@ export default function ({ parentElement, data }) {
     tip.style.top = `${y + 14}px`;
   };
   const onLeave = () => { tip.hidden = true; };
+  // a click on a GPU opens it under the tabs (the page's "One GPU")
+  const onClick = (event) => {
+    const i = gpuAt(event);
+    if (i >= 0) setTriggerValue("clicked", d.gpu[i]);
+  };
   canvas.addEventListener("mousemove", onMove);
   canvas.addEventListener("mouseleave", onLeave);
+  canvas.addEventListener("click", onClick);
   const stop = () => {
     observer.disconnect();
     canvas.removeEventListener("mousemove", onMove);
     canvas.removeEventListener("mouseleave", onLeave);
+    canvas.removeEventListener("click", onClick);
   };
   parentElement.__stopGrid = stop;
   return stop;
