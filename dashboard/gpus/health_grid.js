@@ -114,9 +114,12 @@ export default function ({ parentElement, data, setTriggerValue }) {
     tip.hidden = false;
     const box = root.getBoundingClientRect();
     const x = event.clientX - box.left, y = event.clientY - box.top;
+    // beside the pointer, flipped where it would pass the grid's right or bottom edge (the element's height is
+    // fixed: a label past it would scroll it)
     const left = x + 14 + tip.offsetWidth > box.width ? x - 14 - tip.offsetWidth : x + 14;
+    const top = y + 14 + tip.offsetHeight > box.height ? y - 14 - tip.offsetHeight : y + 14;
     tip.style.left = `${Math.max(0, left)}px`;
-    tip.style.top = `${y + 14}px`;
+    tip.style.top = `${Math.max(0, top)}px`;
   };
   const onLeave = () => { tip.hidden = true; };
   // a click on a GPU opens it under the tabs (the page's "One GPU")
