@@ -157,10 +157,11 @@ def test_what_lies_under_a_tall_chart_appears_once_scrolled_to_and_at_once_where
                 page.goto(f"{url}/{path}?run={run_id}")
                 expect(main.get_by_text(waiting)).to_be_visible(timeout=PAGE_TIMEOUT_MS)
                 expect(page.get_by_test_id("stStatusWidget")).to_have_count(0, timeout=PAGE_TIMEOUT_MS)
-                # the page has settled and nobody scrolled: still waiting, nothing of it drawn
+                # the page has settled and nobody scrolled: still waiting, nothing of it drawn (the section's
+                # heading: the grid's caption links to it by name)
                 page.wait_for_timeout(3000)
                 expect(page.get_by_role("tab", name=tab)).to_have_count(0)
-                expect(main.get_by_text(below, exact=True)).to_have_count(0)
+                expect(main.get_by_role("heading", name=below, exact=True)).to_have_count(0)
                 # the reader scrolls down the main pane (what scrolls in Streamlit, not the window)
                 box = main.bounding_box()
                 page.mouse.move(box["x"] + box["width"] / 2, box["y"] + 500)
@@ -168,14 +169,18 @@ def test_what_lies_under_a_tall_chart_appears_once_scrolled_to_and_at_once_where
                     page.mouse.wheel(0, 800)
                     page.wait_for_timeout(200)
                 expect(page.get_by_role("tab", name=tab)).to_be_visible(timeout=PAGE_TIMEOUT_MS)
-                expect(main.get_by_text(below, exact=True)).to_have_count(1, timeout=PAGE_TIMEOUT_MS)
+                expect(main.get_by_role("heading", name=below, exact=True)).to_have_count(
+                    1, timeout=PAGE_TIMEOUT_MS
+                )
                 expect(main.get_by_text(waiting)).to_have_count(0)
                 expect(page.get_by_test_id("stException")).to_have_count(0)
             # a link to one GPU, one job: drawn at once, without a scroll
             flagship = summary["job"]["name"]  # the flagship's job id is its name in a simulated run
             for link, below in (("gpus?gpu=5", "One GPU"), (f"jobs?job={flagship}", "One job")):
                 page.goto(f"{url}/{link}&run={run_id}")
-                expect(main.get_by_text(below, exact=True)).to_have_count(1, timeout=PAGE_TIMEOUT_MS)
+                expect(main.get_by_role("heading", name=below, exact=True)).to_have_count(
+                    1, timeout=PAGE_TIMEOUT_MS
+                )
                 expect(page.get_by_test_id("stStatusWidget")).to_have_count(0, timeout=PAGE_TIMEOUT_MS)
                 expect(main.get_by_text(waiting)).to_have_count(0)
                 expect(page.get_by_test_id("stException")).to_have_count(0)
