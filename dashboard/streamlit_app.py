@@ -10,7 +10,10 @@ from dashboard import auth, navigation, state, style, upload_gate
 from dashboard.text import md
 from engine.errors import GoodputError
 
-st.set_page_config(page_title="Goodput", page_icon=":material/monitoring:", layout="wide")
+# The tab's icon ships with the dashboard (sent inline as a data URL): a ":material/...:" icon is fetched from
+# fonts.gstatic.com on every rerun, a request that fails on a cluster's air-gapped network and tells Google who looks
+FAVICON = Path(__file__).with_name("favicon.svg")
+st.set_page_config(page_title="Goodput", page_icon=str(FAVICON), layout="wide")
 style.apply()  # metric labels wrap rather than being cut (dashboard/style.py)
 
 PAGES: dict[str, list] = {}
