@@ -14,8 +14,8 @@ Before anything listens, this:
 - serves the app through `st.App` with ASGI middleware: frame-ancestors protection on every HTTP answer
   (Streamlit has no setting for response headers; `st.App(middleware=...)` is its supported hook), gzip for
   a browser that accepts it (Streamlit's own answers are uncompressed; its websocket messages are deflated
-  here too) and the upload gate (dashboard/upload_gate.py: uploads only from sessions allowed to import, bounded in size and
-  number);
+  here too) and the upload gate (dashboard/upload_gate.py: uploads only from sessions allowed to import,
+  bounded in size and number);
 - pins `client.showErrorDetails` to "none" (browsers get a generic message; the traceback goes to the log),
   whatever a user-level config.toml says.
 """
