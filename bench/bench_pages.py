@@ -13,6 +13,10 @@ over minutes), and each page is judged against the bare page measured beside it.
 
 Budgets: every page done within 1 s of the bare page on a second visit and within 2 s on the first. The pages
 (dashboard/navigation.py) and the text each shows once its figures are in come from tests/load_sessions.py.
+
+An operator's browser is seldom on the server's machine: GOODPUT_BENCH_LINK=MBIT,MS (e.g. 20,40) times every
+visit over a link of that bandwidth and latency (Chromium's network emulation, both ways). The bare page is plain
+`streamlit run`, uncompressed, so over a link read the pages' own times rather than their margin over it.
 """
 
 import json
@@ -61,6 +65,7 @@ new MutationObserver((records) => {
 """
 QUIET_MS = 1500
 CONTEXTS = 2  # fresh browser contexts a page: first visits
+LINK = os.environ.get("GOODPUT_BENCH_LINK", "")  # "MBIT,MS": visits over an emulated link
 SECOND_VISITS = 2  # visits after the first in each context: second visits
 
 
@@ -92,6 +97,8 @@ def visit(browser, url: str, marker: str, bare_url: str) -> tuple[Times, Times]:
             context = browser.new_context(viewport={"width": 1600, "height": 1000})
             context.add_init_script(LAST_CHANGE)
             page = context.new_page()
+            if LINK:
+                emulate_link(context, page, LINK)
             firsts, seconds = times[which]
             for n in range(1 + SECOND_VISITS):
                 page.goto(address)
@@ -101,6 +108,23 @@ def visit(browser, url: str, marker: str, bare_url: str) -> tuple[Times, Times]:
     return (
         (_median(times["page"][0]), _median(times["page"][1])),
         (_median(times["bare"][0]), _median(times["bare"][1])),
+    )
+
+
+def emulate_link(context, page, link: str) -> None:
+    """Every request and websocket message of `page` over a link of "MBIT,MS" (bandwidth each way, latency)."""
+    mbit, latency_ms = (float(part) for part in link.split(","))
+    cdp = context.new_cdp_session(page)
+    cdp.send("Network.enable")
+    bytes_per_s = mbit * 1e6 / 8
+    cdp.send(
+        "Network.emulateNetworkConditions",
+        {
+            "offline": False,
+            "latency": latency_ms,
+            "downloadThroughput": bytes_per_s,
+            "uploadThroughput": bytes_per_s,
+        },
     )
 
 
@@ -197,6 +221,8 @@ def main() -> int:
     print(
         f"\nmachine speed (a fixed Python loop): {speed_before:.2f} s before the pages, {speed_after:.2f} s after"
     )
+    if LINK:
+        print("over an emulated link of {} Mbit/s and {} ms latency".format(*LINK.split(",")))
     print(
         f"\nseconds until the page is done, medians of {CONTEXTS} first and {CONTEXTS * SECOND_VISITS} second visits "
         "(in brackets: until the last change a user sees without scrolling), beside the bare page's measured in "
