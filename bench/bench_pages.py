@@ -65,8 +65,8 @@ new MutationObserver((records) => {
 """
 QUIET_MS = 1500
 CONTEXTS = 2  # fresh browser contexts a page: first visits
-LINK = os.environ.get("GOODPUT_BENCH_LINK", "")  # "MBIT,MS": visits over an emulated link
 SECOND_VISITS = 2  # visits after the first in each context: second visits
+LINK = os.environ.get("GOODPUT_BENCH_LINK", "")  # "MBIT,MS": visits over an emulated link
 
 
 def done(page, marker: str) -> tuple[float, float]:
