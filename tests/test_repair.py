@@ -110,3 +110,39 @@ def test_same_seed_same_repairs(seed):
         env.run()
         runs.append(repairs.intervals)
     assert runs[0] == runs[1]
+
+
+def test_a_host_still_waiting_for_a_technician_at_the_end_is_down_until_then():
+    """Issue 44: a host diagnosed and waiting for hands when the run ends is out of service to the end, not a gap
+    that host_states fills as healthy."""
+    env, repairs, _ = _repairs("repair.technicians=1", "repair.rma_fraction=0", "repair.fix=10d")
+    repairs.start([1], incident_id=0)
+    repairs.start([2], incident_id=1)
+    env.run(until=SECONDS_PER_DAY)
+    repairs.finish(SECONDS_PER_DAY)
+    diagnosed = [iv for iv in _trace(repairs, 2) if iv[0] == "diagnosing"][0][2]
+    assert [iv for iv in _trace(repairs, 2) if iv[0] == "down"] == [("down", diagnosed, SECONDS_PER_DAY)]
+
+
+def test_hosts_in_repair_at_the_end_agree_with_host_states():
+    """The summary's hosts in repair at the end are the hosts host_states shows out of service then (retired
+    hosts left aside: they are out for good, not in repair), with a repair queue that holds many."""
+    from engine.twin.simulate import simulate
+
+    run = simulate(
+        build(
+            "demo",
+            sets=[
+                "simulation.days=10",
+                "simulation.telemetry=false",
+                "repair.technicians=1",
+                "failures.rate_per_1000_node_days=150",
+            ],
+        )
+    )
+    states = run.tables["host_states"]
+    last = states.filter(states["end_s"] == run.duration_s)
+    out = last.filter(last["state"].is_in([s for s in OUT_OF_SERVICE_STATES if s != "retired"]))
+    assert run.summary["cluster"]["hosts_in_repair_at_end"] > 5  # the queue is long: the case of the issue
+    assert out.height == run.summary["cluster"]["hosts_in_repair_at_end"]
+    assert last.height == 64  # every host has a state at the end

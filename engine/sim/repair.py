@@ -64,6 +64,9 @@ class Repairs:
         self.intervals: list[HostInterval] = []  # the repair layer of host_states (no job)
         self.repaired_at: dict[int, float] = {}  # incident_id -> when its hosts were back
         self.lemon_incidents: set[int] = set()
+        # hosts diagnosed and waiting for a technician, by their request: marked "down" once a technician takes
+        # them, or by `finish` for those still waiting when the run ends (else host_states reads them healthy)
+        self.waiting: dict[simpy.Event, tuple[list[int], float]] = {}
 
     def start(self, hosts: Sequence[int], incident_id: int) -> None:
         """Take `hosts` out of service now and repair them together."""
@@ -97,7 +100,9 @@ class Repairs:
                 return
         with self.technicians.request() as turn:
             waited_from = self.env.now
+            self.waiting[turn] = (hosts, waited_from)
             yield turn
+            del self.waiting[turn]
             self._mark(hosts, "down", waited_from, self.env.now)  # diagnosed, waiting for hands
             vendor = lemon or self.rng.random() < self.rma_fraction
             hands_on = self.rng.exponential(self.fix)
@@ -108,6 +113,12 @@ class Repairs:
             self._mark(hosts, "repair", self.env.now, self.env.now + turnaround)
             yield self.env.timeout(turnaround)
         yield from self._return(hosts, incident_id, not self._silent(self.manual_silent))
+
+    def finish(self, horizon: float) -> None:
+        """The run ends at `horizon`: hosts still waiting for a technician are down until then."""
+        for hosts, since in self.waiting.values():
+            self._mark(hosts, "down", since, horizon)
+        self.waiting.clear()
 
     def _automatic(self, hosts: list[int]):
         """The automatic repair; True or False (truly fixed or not) if it handled the host, None if it

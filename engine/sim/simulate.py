@@ -448,6 +448,7 @@ class Simulation:
         if self.job is not None:
             self.job.finish(self.horizon)
         self.research.finish(self.horizon)
+        self.repairs.finish(self.horizon)
 
     def result(self) -> SimulationResult:
         """What the run produced, for the tables and the summary (after `finish`)."""
