@@ -28,9 +28,9 @@ from engine.reference import CAUSES
 from engine.scenario import PRESETS, Scenario, build
 from engine.scenario.keys import KEY_BY_NAME
 from engine.store import Store
-from engine.twin.calibrate import calibrate
+from engine.twin.calibrate import Calibration, calibrate
 from engine.twin.scale import STRATEGIES, ScaleStudy
-from engine.twin.sweep import LocalExecutor, usable_cores
+from engine.twin.sweep import Draw, LocalExecutor, usable_cores
 
 # The failure categories of the Llama 3 table (engine.reference.CAUSES) and their URL names.
 CATEGORIES: dict[str, str] = {
@@ -99,14 +99,33 @@ def base_scenario(preset: str) -> Scenario:
             version = store.path_of(run_id).stat().st_mtime_ns
         except (OSError, GoodputError):
             raise GoodputError(f"no run {run_id!r} in the store to plan from") from None
-        return _fitted(str(store.root), run_id, version)
+        return _fitted_scenario(str(store.root), run_id, version)
     return build(preset)
 
 
+def twin_draw(preset: str) -> Draw | None:
+    """For a twin base, what each Monte-Carlo run simulates: the knobs' scenario with the fitted keys the knobs
+    left at the fit drawn from their laws (engine.twin.uncertainty); None for a preset."""
+    if not preset.startswith(TWIN_PREFIX):
+        return None
+    store = Store(os.environ.get("GOODPUT_STORE") or None)
+    run_id = preset[len(TWIN_PREFIX) :]
+    try:
+        version = store.path_of(run_id).stat().st_mtime_ns
+    except (OSError, GoodputError):
+        return None
+    return _calibration(str(store.root), run_id, version).uncertainty().scenario_for
+
+
 @functools.lru_cache(maxsize=16)
-def _fitted(root: str, run_id: str, version: int) -> Scenario:
-    """The scenario fitted to one version of a run's file (a watched run grows: a new version is a new fit)."""
-    return calibrate(Store(root), run_id).scenario()
+def _calibration(root: str, run_id: str, version: int) -> Calibration:
+    """The fit of one version of a run's file (a watched run grows: a new version is a new fit)."""
+    return calibrate(Store(root), run_id)
+
+
+@functools.lru_cache(maxsize=16)
+def _fitted_scenario(root: str, run_id: str, version: int) -> Scenario:
+    return _calibration(root, run_id, version).scenario()
 
 
 def known_base(preset: str) -> bool:

@@ -10,8 +10,9 @@ import pytest
 from engine.analysis.analytics import gamma_quantile
 from engine.errors import GoodputError
 from engine.scenario import build, load
+from engine.scenario.keys import MIX_PREFIX
 from engine.store import Store
-from engine.twin.calibrate import MIX_PREFIX, RUN_KEY, calibrate
+from engine.twin.calibrate import RUN_KEY, calibrate
 from engine.twin.fit_repair import kaplan_meier_quantiles
 from engine.twin.simulate import simulate
 
@@ -59,12 +60,29 @@ def test_the_mix_intervals_cover_the_truth_for_causes_with_ten_events(fits):
     assert covered >= 0.8 * len(pairs), (covered, len(pairs))
 
 
-def test_few_events_keep_the_prior_and_say_so(fits):
+def test_rare_causes_are_fitted_and_unseen_ones_are_zeros_with_an_upper_bound(fits):
+    """Issue 44: a cause seen a few times is fitted from its own events, and one never seen is a fitted zero with
+    its upper bound, said, not the default's rate."""
     _, fit, *_ = fits[0]
-    rare = [e for k, e in fit.keys.items() if k.startswith(MIX_PREFIX) and e.n < 5]
-    assert rare and all(e.source == "prior" for e in rare)
+    mix = {k: e for k, e in fit.keys.items() if k.startswith(MIX_PREFIX)}
+    rare = [e for e in mix.values() if 0 < e.n < 5]
+    never = {k: e for k, e in mix.items() if e.n == 0}
+    assert rare and all(e.source.startswith("run ") and e.low < e.value < e.high for e in rare)
+    assert never and all(e.value == 0.0 and e.low == 0.0 and e.high > 0 for e in never.values())
+    words = next(w for w in fit.warnings if "never seen" in w)
+    assert all(k.removeprefix(MIX_PREFIX) in words for k in never)
     common = fit.keys[MIX_PREFIX + "faulty_gpu"]
     assert common.n >= 5 and common.source.startswith("run ")
+
+
+def test_too_few_failures_in_all_shrink_the_rate_toward_the_default(tmp_path):
+    store = Store(tmp_path / "store")
+    quiet = build("demo", sets=["simulation.days=7", "simulation.telemetry=false", "failures.scale=0.15"])
+    fit = calibrate(store, store.write_run(simulate(quiet)))
+    rate = fit.keys[RUN_KEY]
+    assert 0 < rate.n < 5 and rate.source == "prior"
+    assert any("shrunk toward the default" in w for w in fit.warnings)
+    assert not any(k.startswith(MIX_PREFIX) for k in fit.keys)  # the default's mix
 
 
 def test_shape_and_exposure_are_the_clusters(fits):
@@ -81,14 +99,20 @@ def test_the_scenario_file_reads_back_and_runs(fits, tmp_path):
     _, fit, store, run_id = fits[0]
     text = fit.to_toml()
     assert f"fitted to run {run_id}" in text
-    assert "n=" in text and "90 % interval" in text and "prior" in text
+    assert "n=" in text and "90 % interval" in text
+    # every key says where its value came from: fitted, or the default and not fitted
+    keyed = [line for line in text.splitlines() if line and not line.startswith(("#", "["))]
+    assert keyed and all("  # " in line for line in keyed)
+    assert "default (engine/scenario/keys.py), not fitted" in text
+    assert set(fit.assumed()) >= {"repair.lemon_failures", "simulation.seed"}
     path = tmp_path / "fitted.toml"
     path.write_text(text)
     scenario = load(path, sets=["simulation.days=2"])
     assert scenario.failures.rate_per_1000_node_days == pytest.approx(fit.keys[RUN_KEY].value)
     assert simulate(scenario, summary_only=True).summary["gpus"] == fit.keys["cluster.gpus"].value
     document = fit.to_json()
-    assert set(document) >= {"run_id", "window", "exposure_host_days", "keys", "warnings"}
+    assert set(document) >= {"run_id", "window", "exposure_host_days", "keys", "assumed", "warnings"}
+    assert document["assumed"]["repair.lemon_window"] == {"value": "14d", "source": "default"}
     assert document["window"]["days"] == 30
     assert {RUN_KEY, *(MIX_PREFIX + c for c in build("demo").mix)} <= set(document["keys"])
     assert set(document["keys"][RUN_KEY]) == {"value", "low", "high", "n", "source"}

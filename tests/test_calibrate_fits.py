@@ -49,15 +49,12 @@ def test_the_repair_law_and_the_restart_overhead_come_back(store, seed):
 def test_the_research_mix_is_read_from_the_other_jobs(store):
     scenario, _, fit = _fit(store, [], 0)
     assert fit.keys["research.max_hosts"].value == scenario.research.max_hosts
-    # jobs that start and end inside the window: the long tail is cut, so the median reads a little short
-    median = fit.keys["research.median_duration"].value
-    assert 0.8 * scenario.research.median_duration <= median <= 1.05 * scenario.research.median_duration
-    # busy share observed: a lower bound of the lanes' duty cycle (repairs and preemptions hold it below)
-    assert (
-        0.6 * scenario.research.utilization
-        <= fit.keys["research.utilization"].value
-        <= scenario.research.utilization
-    )
+    # the log-normal fitted with the jobs a failure or the window cut counted as censored: no longer short
+    median = fit.keys["research.median_duration"]
+    assert median.low <= scenario.research.median_duration <= median.high, median
+    # the lanes' duty cycle, read from the gaps between jobs (the busy share, which hosts in repair hold below
+    # it, read 0.45-0.8 where the truth was 0.85: issue 44)
+    assert fit.keys["research.utilization"].value == pytest.approx(scenario.research.utilization, abs=0.04)
 
 
 def test_bad_hosts_are_found_where_they_repeat_and_the_base_rate_is_the_others(store):
@@ -89,5 +86,5 @@ def test_a_repair_sample_too_small_keeps_the_defaults():
     incidents = pl.DataFrame(
         {"t_s": [0.0, 10.0], "repaired_s": [7200.0, None], "planned": [False, False], "host_id": [1, 2]}
     )
-    fit, keys = fit_repair(incidents, 86400.0, "test")
-    assert fit.repairs == 1 and fit.censored == 1 and keys == {}
+    repair = fit_repair(incidents, pl.DataFrame(), 86400.0, "test")
+    assert repair.fit.repairs == 1 and repair.fit.censored == 1 and repair.keys == {} and repair.laws == ()

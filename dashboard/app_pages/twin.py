@@ -22,6 +22,7 @@ from engine.store import RunInfo
 from engine.twin.backtest import FIGURES, SEEDS
 from engine.twin.calibrate import RUN_KEY, Calibration
 from engine.twin.forecast import DAYS
+from engine.twin.prediction import band_level
 from engine.units import SECONDS_PER_DAY
 
 # each backtest figure: its definition (engine.analysis.definitions.twin) and unit on the page
@@ -121,12 +122,14 @@ def learned_section(fitted: Calibration) -> None:
         if repair
         else "no repair in the window"
     )
-    fitted_keys = sum(1 for e in fitted.keys.values() if e.source not in ("default", "prior"))
+    fitted_keys = sum(1 for e in fitted.keys.values() if e.source not in ("default", "prior", "assumed"))
     prior_keys = sum(1 for e in fitted.keys.values() if e.source == "prior")
     fourth.metric("Keys from this run", fmt_int(fitted_keys))
-    fourth.caption(f"{fmt_int(prior_keys)} shrunk toward the default (too few events)")
-    for warning in fitted.warnings:
-        st.warning(md(warning), icon=":material/warning:")
+    fourth.caption(
+        f"{fmt_int(prior_keys)} shrunk toward the default (too few events) · "
+        f"{fmt_int(len(fitted.assumed()))} defaults, not fitted"
+    )
+    cannot_tell_section(fitted)
     rates = queries.cause_rates(fitted)
     if rates.height:
         st.markdown(
@@ -158,6 +161,22 @@ def learned_section(fitted: Calibration) -> None:
     )
 
 
+def cannot_tell_section(fitted: Calibration) -> None:
+    """What this run could not show the twin, each said plainly: fitted zeros and their bounds, a repair queue,
+    keys assumed, and the defaults every other key keeps."""
+    st.markdown("**What this run cannot tell the twin**")
+    for warning in fitted.warnings:
+        st.warning(md(warning), icon=":material/warning:")
+    if not fitted.warnings:
+        st.caption("Nothing the fitted keys need was missing from this window.")
+    lazy.expander(
+        f"The {len(fitted.assumed())} keys the run does not set: the defaults the twin keeps",
+        "twin_assumed",
+        lambda: table_view.dataframe(queries.assumed_table(fitted), hide_index=True, width="stretch"),
+    )
+    st.caption(definition("fit_assumed").help)
+
+
 # ----- backtest -------------------------------------------------------------------------------------------
 
 
@@ -170,7 +189,8 @@ def backtest_section(info: RunInfo, fitted: Calibration, since, until) -> None:
     if not (asked or queries.is_cached(info.run_id, since, until, int(seeds))):
         st.caption(
             f"Simulates the fitted scenario over the window {int(seeds)} times "
-            f"({fitted.window.days:.1f} days each) and puts what the run shows beside the twin's band."
+            f"({fitted.window.days:.1f} days each), each run drawing the fitted keys from their laws first, and puts"
+            f" what the run shows beside the twin's band. {_band_words(int(seeds))}"
         )
         return
     with st.spinner(f"Simulating {int(seeds)} runs of the fitted twin…"):
@@ -187,7 +207,9 @@ def backtest_section(info: RunInfo, fitted: Calibration, since, until) -> None:
         )
     else:
         st.success(
-            "Every observed figure lies inside the twin's 5-95 % band.", icon=":material/check_circle:"
+            f"Every observed figure lies inside the twin's band (it holds a new run {band_level(int(seeds)):.1%}"
+            " of the time).",
+            icon=":material/check_circle:",
         )
     rows = []
     for name in FIGURES:
@@ -222,9 +244,9 @@ def _backtest_table(rows: list[dict]):
         {
             "figure": [r["label"] for r in rows],
             "observed": [text(r, r["observed"]) + _bound_note(r) for r in rows],
-            "twin 5 %": [text(r, r["low"]) for r in rows],
+            "band low": [text(r, r["low"]) for r in rows],
             "twin median": [text(r, r["median"]) for r in rows],
-            "twin 95 %": [text(r, r["high"]) for r in rows],
+            "band high": [text(r, r["high"]) for r in rows],
             "verdict": [{True: "inside", False: "OUTSIDE", None: "–"}[r["inside"]] for r in rows],
         }
     )
@@ -265,8 +287,9 @@ def forecast_section(info: RunInfo, fitted: Calibration, since, until) -> None:
     if not (asked or queries.is_cached(info.run_id, since, until, *settings)):
         st.caption(
             "Runs the fitted scenario forward: ETTR, interruptions, MTTF and lost GPU-hours of its flagship job, "
-            "each with the 5-95 % band of the runs (luck under the fitted rates; the fit's own intervals and the "
-            "backtest's error come on top). With the work left, it says when training finishes."
+            "each with the twin's band (each run draws the fitted keys first, so the band holds what the fit does "
+            f"not know as well as luck; the backtest's error comes on top). {_band_words(int(seeds))} With the "
+            "work left, it says when training finishes."
         )
         return
     with st.spinner(f"Simulating {int(seeds)} runs of up to {int(days)} days…"):
@@ -276,6 +299,15 @@ def forecast_section(info: RunInfo, fitted: Calibration, since, until) -> None:
     st.caption(
         "What-ifs start from here: download the fitted scenario above and run "
         f"{code('goodput sweep --scenario twin.toml --vary spares.hosts=0,48,96 --seeds 10')}."
+    )
+
+
+def _band_words(seeds: int) -> str:
+    level = band_level(seeds)
+    if level >= 0.9:
+        return f"With {seeds} runs the band holds a new run {level:.1%} of the time."
+    return (
+        f"With {seeds} runs the band holds a new run only {level:.0%} of the time: 19 runs or more give 90 %."
     )
 
 
@@ -293,7 +325,9 @@ def forecast_figures(ahead) -> None:
         )
         column.metric(label, shown(spread.mean))
         runs = ahead.finished if name == "time_to_train_days" else ahead.seeds
-        column.caption(f"5-95 %: {shown(spread.low)} to {shown(spread.high)} ({runs} runs)")
+        column.caption(
+            f"band {shown(spread.low)} to {shown(spread.high)} ({runs} runs, holds {band_level(ahead.seeds):.0%})"
+        )
     if ahead.work_days is not None and ahead.finished < ahead.seeds:
         st.warning(
             f"{ahead.seeds - ahead.finished} of {ahead.seeds} runs had not done {ahead.work_days:g} days of work "

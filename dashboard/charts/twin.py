@@ -67,8 +67,9 @@ def cause_rates(rates: pl.DataFrame) -> go.Figure:
 
 
 def backtest_bands(rows: list[dict]) -> go.Figure:
-    """One small panel a figure (rows of label, observed, low, median, high, inside, unit): the simulated
-    5-95 % band as a bar, its median as a tick, the observed value as a diamond, green inside, red outside."""
+    """One small panel a figure (rows of label, observed, low, median, high, inside, unit): the twin's band
+    (engine.twin.prediction) as a bar, its median as a tick, the observed value as a diamond, green inside, red
+    outside."""
     fig = make_subplots(rows=len(rows), cols=1, vertical_spacing=0.5 / max(len(rows), 1))
     for i, row in enumerate(rows, start=1):
         low, high, median, observed = row["low"], row["high"], row["median"], row["observed"]
@@ -79,7 +80,7 @@ def backtest_bands(rows: list[dict]) -> go.Figure:
                     y=[0, 0],
                     mode="lines",
                     line={"width": 14, "color": BAND},
-                    hovertemplate=f"5-95 % band: %{{x:.4g}} {row['unit']}<extra></extra>",
+                    hovertemplate=f"twin band: %{{x:.4g}} {row['unit']}<extra></extra>",
                     showlegend=False,
                 ),
                 row=i,
@@ -129,7 +130,7 @@ def _padded(row: dict) -> list[float] | None:
 
 
 def repair_over_days(days: dict[str, list[float]]) -> go.Figure:
-    """Hosts in repair each day: the twin's 5-95 % band shaded, its median dashed, the observed as a line."""
+    """Hosts in repair each day: the twin's band shaded, its median dashed, the observed as a line."""
     x = list(range(len(days["observed"])))
     fig = go.Figure()
     fig.add_trace(
@@ -143,7 +144,7 @@ def repair_over_days(days: dict[str, list[float]]) -> go.Figure:
             line={"width": 0},
             fill="tonexty",
             fillcolor=BAND,
-            name="twin, 5-95 %",
+            name="twin, band",
             hovertemplate="day %{x}: twin band low %{y:.2f}<extra></extra>",
         )
     )

@@ -84,7 +84,14 @@ def _forecast(
     work_days: float | None,
 ) -> Forecast:
     fitted = _fit(root, run_id, version, since_days, until_days)
-    return forecast(fitted.scenario(), days, seeds, work_days=work_days, executor=LocalExecutor())
+    return forecast(
+        fitted.scenario(),
+        days,
+        seeds,
+        work_days=work_days,
+        uncertainty=fitted.uncertainty(),
+        executor=LocalExecutor(),
+    )
 
 
 def is_cached(run_id: str, since_days, until_days, *settings) -> bool:
@@ -127,9 +134,31 @@ def value_text(key: str, value) -> str:
 def source_text(e: Estimate) -> str:
     if e.source == "prior":
         return FROM_PRIOR
-    if e.source == "default":
-        return "default"
+    if e.source in ("default", "assumed"):
+        return e.source
     return "this run"
+
+
+def interval_text(key: str, e: Estimate) -> str:
+    """The 90 % interval, or the one bound there is ("at most 0.1": a fitted zero)."""
+    if e.low is not None and e.high is not None:
+        return f"{value_text(key, e.low)} to {value_text(key, e.high)}"
+    if e.high is not None:
+        return f"at most {value_text(key, e.high)}"
+    if e.low is not None:
+        return f"at least {value_text(key, e.low)}"
+    return ""
+
+
+def assumed_table(fitted: Calibration) -> pl.DataFrame:
+    """Every key the fit leaves at its default: the key, what it is and the value the twin keeps."""
+    rows = [
+        {"key": key, "what it is": KEY_BY_NAME[key].doc if key in KEY_BY_NAME else "", "value": str(value)}
+        for key, value in fitted.assumed().items()
+    ]
+    return pl.DataFrame(
+        rows, schema={"key": pl.String, "what it is": pl.String, "value": pl.String}, orient="row"
+    )
 
 
 def keys_table(fitted: Calibration) -> pl.DataFrame:
@@ -139,11 +168,7 @@ def keys_table(fitted: Calibration) -> pl.DataFrame:
     for key, e in fitted.keys.items():
         if e.source == "default":
             continue
-        interval = (
-            f"{value_text(key, e.low)} to {value_text(key, e.high)}"
-            if e.low is not None and e.high is not None
-            else ""
-        )
+        interval = interval_text(key, e)
         default = KEY_BY_NAME[key].default if key in KEY_BY_NAME else None
         if isinstance(default, str) and KEY_BY_NAME[key].kind in ("duration", "optional_duration"):
             from engine.scenario.durations import parse_duration

@@ -7,7 +7,11 @@ import json
 
 from engine.errors import GoodputError
 
-FITTED_SOURCES = ("prior", "default")  # sources that are not the run itself
+FITTED_SOURCES = ("prior", "default", "assumed")  # sources that are not the run itself
+SOURCE_WORDS = {
+    "prior": "prior (too few events: shrunk toward the default)",
+    "assumed": "assumed (the run cannot show it: see the warnings)",
+}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -91,7 +95,12 @@ def run_command(args: argparse.Namespace) -> int:
 
         seeds = args.seeds if args.seeds is not None else SEEDS
         ahead = forecast(
-            fit.scenario(), args.forecast, seeds, work_days=args.work, progress=progress_bar(args.json)
+            fit.scenario(),
+            args.forecast,
+            seeds,
+            work_days=args.work,
+            uncertainty=fit.uncertainty(),
+            progress=progress_bar(args.json),
         )
         result["forecast"] = ahead.to_json()
     if output is not None:
@@ -119,13 +128,18 @@ def calibration_text(result: dict, output=None) -> str:
     for key, est in result["keys"].items():
         if est["source"] == "default":
             continue
-        interval = (
-            f"{_value(key, est['low'])} to {_value(key, est['high'])}"
-            if est["low"] is not None and est["high"] is not None
-            else ""
-        )
-        source = "prior (too few events: shrunk toward the default)" if est["source"] == "prior" else "run"
+        interval = ""
+        if est["low"] is not None and est["high"] is not None:
+            interval = f"{_value(key, est['low'])} to {_value(key, est['high'])}"
+        elif est["low"] is not None:
+            interval = f"at least {_value(key, est['low'])}"
+        elif est["high"] is not None:
+            interval = f"at most {_value(key, est['high'])}"
+        source = SOURCE_WORDS.get(est["source"], "run")
         lines.append(f"{key:<44}{_value(key, est['value']):>12}  {interval:<24}{est['n']:>6}  {source}")
+    lines.append(
+        f"every other key: {len(result.get('assumed', {}))} defaults (engine/scenario/keys.py), not fitted"
+    )
     lines += [f"warning: {visible(w)}" for w in result["warnings"]]
     if output is not None:
         lines += ["", f"wrote {output} (run it: goodput simulate --scenario {output})"]
@@ -142,8 +156,9 @@ def _forecast_lines(ahead: dict) -> list[str]:
     from engine.twin.forecast import FIGURES
 
     lines = [
-        f"Forecast: the next {ahead['days']:g} days of this cluster, {ahead['seeds']} runs of the fitted scenario",
-        f"{'FIGURE':<24}{'MEAN':>12}{'5 %':>12}{'95 %':>12}",
+        f"Forecast: the next {ahead['days']:g} days of this cluster, {ahead['seeds']} runs of the fitted scenario,"
+        f" each drawing the fit's keys first; the band holds a new run {ahead['band_level']:.0%} of the time",
+        f"{'FIGURE':<24}{'MEAN':>12}{'BAND LOW':>12}{'BAND HIGH':>12}",
     ]
     for name in FIGURES:
         spread = ahead[name]
@@ -163,9 +178,9 @@ def _backtest_lines(test: dict) -> list[str]:
     from engine.twin.backtest import FIGURES
 
     lines = [
-        f"Backtest: the fitted scenario over {test['days']:.2f} days, {test['seeds']} seeds;"
-        " observed beside the simulated 5-95 % band",
-        f"{'FIGURE':<24}{'OBSERVED':>12}{'5 %':>12}{'MEDIAN':>12}{'95 %':>12}  ",
+        f"Backtest: the fitted scenario over {test['days']:.2f} days, {test['seeds']} seeds, each drawing the fit's"
+        f" keys first; observed beside the band, which holds a new run {test['band_level']:.0%} of the time",
+        f"{'FIGURE':<24}{'OBSERVED':>12}{'BAND LOW':>12}{'MEDIAN':>12}{'BAND HIGH':>12}  ",
     ]
     for name in FIGURES:
         band = test[name]

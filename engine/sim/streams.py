@@ -26,6 +26,9 @@ class Stream(IntEnum):
     NETWORK = 6  # the fabric's load and faults (engine.fabric.traffic)
     FAULTS = 7  # bad hosts, their extra failures, diagnosis misses, repair outcomes (engine.sim.bad_hosts)
     SLOW = 8  # fail-slow episodes, a child a cause (engine.sim.slow)
+    FIT = (
+        9  # a twin's run: its fitted keys drawn from their laws before it simulates (engine.twin.uncertainty)
+    )
 
 
 def seed_sequence(seed: int, stream: Stream) -> np.random.SeedSequence:

@@ -1,10 +1,13 @@
 """Backtest: does the fitted twin reproduce the window it was fitted to? (`goodput calibrate --backtest`)
 
-The fitted scenario (engine.twin.calibrate) is simulated over the window's length under N seeds, and each figure
-the observed run shows over the window (engine.analysis.window_figures, the same function on both sides) is put
-beside the simulated 5-95 % band. An observed value outside its band is the twin's published error: the fit
-misses something the cluster does (a cause it does not model, a rate that changed inside the window, a repair
-queue it does not have), and the output says so plainly.
+The fitted scenario (engine.twin.calibrate) is simulated over the window's length under N seeds, each run with the
+fitted keys drawn from their laws first (engine.twin.uncertainty: the band holds the fit's uncertainty as well as
+the runs' luck), and each figure the observed run shows over the window (engine.analysis.window_figures, the same
+function on both sides) is put beside the twin's band: where a new run's value falls with probability 90 %
+(engine.twin.prediction: order statistics of the runs; with fewer than 19 runs it holds less, and says so). An
+observed value outside its band is the twin's published error: the fit misses something the cluster does (a cause
+it does not model, a rate that changed inside the window, a repair queue it does not have), and the output says
+so plainly.
 
 Seeds: simulation.seed, simulation.seed + 1, ... as in a sweep (engine.twin.sweep), so a backtest is
 reproducible and runs on the sweep's executors.
@@ -13,15 +16,15 @@ reproducible and runs on the sweep's executors.
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
-import numpy as np
-
 from engine.analysis.window_figures import WindowFigures, window_figures
 from engine.errors import GoodputError
 from engine.store import Store, query_frame
 from engine.twin.calibrate import Calibration
-from engine.twin.sweep import BAND_QUANTILES, Executor, LocalExecutor, Task, seeds_of
+from engine.twin.prediction import band_level, prediction_interval
+from engine.twin.sweep import Executor, LocalExecutor, Task, seeds_of
+from engine.twin.uncertainty import METHOD
 
-SEEDS = 10  # the default; 10 seeds put the 5-95 % band between the two outermost runs on each side
+SEEDS = 20  # the default: the smallest and largest of 20 runs hold a new run's value 90.5 % of the time
 # The figures of the backtest, in the order shown; each is a field of WindowFigures (definitions: "Twin").
 FIGURES = ("interruptions", "incidents", "gpu_hours_lost", "ettr", "hosts_in_repair_mean")
 # Figures the observed run sees only in part when the largest job's checkpoints were not read (Slurm records
@@ -33,7 +36,7 @@ TABLES = ("incidents", "jobs", "job_attempts", "checkpoints", "host_states")
 
 @dataclass(frozen=True)
 class Band:
-    """One figure: the observed value beside the simulated runs' 5 %, 50 % and 95 % quantiles."""
+    """One figure: the observed value beside the twin's band (engine.twin.prediction) and median."""
 
     observed: float | None
     low: float | None
@@ -62,6 +65,8 @@ class Backtest:
         return {
             "seeds": self.seeds,
             "days": round(self.days, 6),
+            "band_level": round(band_level(self.seeds), 6),
+            "uncertainty": METHOD,
             **{name: asdict(band) for name, band in self.figures.items()},
             "incidents_by_cause": {cause: asdict(band) for cause, band in self.by_cause.items()},
             "hosts_in_repair_by_day": self.repair_by_day,
@@ -98,7 +103,11 @@ def backtest(
     scenario = calibration.scenario().with_values(
         {"simulation.days": calibration.window.days, "simulation.telemetry": False}
     )
-    tasks = [Task(0, scenario, seed, measure="window") for seed in seeds_of(scenario, seeds)]
+    uncertainty = calibration.uncertainty()
+    tasks = [
+        Task(0, uncertainty.scenario_for(scenario, seed), seed, measure="window")
+        for seed in seeds_of(scenario, seeds)
+    ]
     rows = (executor or LocalExecutor()).run(tasks, progress)
     observed = observed_figures(store, calibration)
     bounds = {} if observed.checkpointed else UNSEEN_WITHOUT_CHECKPOINTS
@@ -125,10 +134,10 @@ def backtest(
 
 
 def _band(observed: float | None, simulated: list, observed_is: str = "measured") -> Band:
-    values = np.array([v for v in simulated if v is not None], dtype=float)
-    if values.size == 0:
+    band = prediction_interval(simulated)
+    if band is None:
         return Band(_round(observed), None, None, None, None, observed_is)
-    low, median, high = (float(q) for q in np.quantile(values, (BAND_QUANTILES[0], 0.5, BAND_QUANTILES[1])))
+    low, median, high = band.low, band.median, band.high
     if observed is None:
         inside = None
     elif (
@@ -149,15 +158,14 @@ def _round(value: float | None) -> float | None:
 
 def _repair_days(observed: WindowFigures, rows: list[dict]) -> dict[str, list[float]]:
     days = len(observed.hosts_in_repair_by_day)
-    runs = np.array(
-        [(row["hosts_in_repair_by_day"] + [np.nan] * days)[:days] for row in rows], dtype=float
-    ).reshape(len(rows), days)
-    if days == 0:
-        return {"observed": [], "low": [], "median": [], "high": []}
-    low, median, high = np.nanquantile(runs, (BAND_QUANTILES[0], 0.5, BAND_QUANTILES[1]), axis=0)
-    return {
-        "observed": [round(v, 6) for v in observed.hosts_in_repair_by_day],
-        "low": [round(float(v), 6) for v in low],
-        "median": [round(float(v), 6) for v in median],
-        "high": [round(float(v), 6) for v in high],
-    }
+    out: dict[str, list[float]] = {"observed": [], "low": [], "median": [], "high": []}
+    for day in range(days):
+        band = prediction_interval(
+            [row["hosts_in_repair_by_day"][day] for row in rows if day < len(row["hosts_in_repair_by_day"])]
+        )
+        if band is None:
+            continue
+        out["observed"].append(round(observed.hosts_in_repair_by_day[day], 6))
+        for name, value in (("low", band.low), ("median", band.median), ("high", band.high)):
+            out[name].append(round(value, 6))
+    return out

@@ -3,12 +3,13 @@ fits share: Garwood's for a Poisson count, the chi-square one for an exponential
 median."""
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from engine.analysis.analytics import gamma_quantile
+from engine.twin.uncertainty import Law
 
 LEVEL = 0.90  # every interval here is a two-sided 90 % one
 MIN_EVENTS = 5  # fewer events than this keep the default (or shrink toward it) and say "prior"
@@ -24,6 +25,20 @@ class Estimate:
     high: float | None = None
     n: int = 0
     source: str = "default"
+
+
+@dataclass
+class Fitted:
+    """Keys, their laws and what could not be fitted, as each part of calibrate returns them."""
+
+    keys: dict[str, Estimate] = field(default_factory=dict)
+    laws: list[Law] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    def add(self, other: "Fitted") -> None:
+        self.keys |= other.keys
+        self.laws += other.laws
+        self.warnings += other.warnings
 
 
 def poisson_interval(n: int) -> tuple[float, float]:

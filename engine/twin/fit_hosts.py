@@ -83,15 +83,21 @@ def fit_bad_hosts(counts: np.ndarray, days: np.ndarray) -> BadHostFit | None:
     return BadHostFit(share, multiplier, base, one, ratio, repeat)
 
 
-def bad_host_keys(fit: BadHostFit, counts: np.ndarray, days: np.ndarray, source: str) -> dict[str, Estimate]:
-    """The keys with bootstrap intervals; n is the number of repeat-offending hosts."""
+def bad_host_draws(counts: np.ndarray, days: np.ndarray) -> np.ndarray:
+    """BOOTSTRAP rows of (share, multiplier), each the mixture refitted to hosts drawn with replacement: the fit's
+    own uncertainty (its intervals, and the draws of engine.twin.uncertainty)."""
     rng = np.random.default_rng(BOOTSTRAP_SEED)
     draws = []
     for _ in range(BOOTSTRAP):
         pick = rng.integers(0, counts.size, counts.size)
         share, multiplier, _, _ = _em(counts[pick], days[pick])
         draws.append((share, multiplier))
-    shares, multipliers = np.array(draws).T
+    return np.array(draws)
+
+
+def bad_host_keys(fit: BadHostFit, draws: np.ndarray, source: str) -> dict[str, Estimate]:
+    """The keys with the bootstrap's 90 % intervals; n is the number of repeat-offending hosts."""
+    shares, multipliers = draws.T
     q = ((1 - LEVEL) / 2, (1 + LEVEL) / 2)
     s_low, s_high = (float(v) for v in np.quantile(shares, q))
     m_low, m_high = (float(v) for v in np.quantile(multipliers, q))

@@ -32,6 +32,9 @@ from engine.errors import GoodputError
 from engine.scenario import Scenario
 
 Progress = Callable[[float], None]
+# What a run of a seed simulates, given its grid point's scenario: a twin's runs draw its fitted keys first
+# (engine.twin.uncertainty.FitUncertainty.scenario_for); by default the scenario itself.
+Draw = Callable[[Scenario, int], Scenario]
 
 # The columns of one result row, beside the varied keys (see `result_row`).
 METRICS: tuple[str, ...] = (
@@ -154,17 +157,23 @@ def sweep(
     *,
     executor: Executor | None = None,
     progress: Progress | None = None,
+    draw: Draw | None = None,
 ) -> pl.DataFrame:
     """One row per grid point and seed: the varied keys (as given, strings), `point`, `seed` and METRICS.
 
-    Rows come in grid order (first axis slowest), seeds ascending within a point, whatever the executor.
+    Rows come in grid order (first axis slowest), seeds ascending within a point, whatever the executor. With
+    `draw`, each run simulates draw(point's scenario, seed) (a twin's fitted keys drawn for that seed).
     """
     if seeds < 1:
         raise GoodputError(f"--seeds: must be at least 1, got {seeds}")
     check_runs(axes, seeds)  # before the grid is built: 10 axes of 10 values are 10^10 scenarios
     points = grid(base, axes)
     seed_lists = [seeds_of(p.scenario, seeds) for p in points]  # validated before anything runs
-    tasks = [Task(p.index, p.scenario, s) for p, ss in zip(points, seed_lists, strict=True) for s in ss]
+    tasks = [
+        Task(p.index, draw(p.scenario, s) if draw else p.scenario, s)
+        for p, ss in zip(points, seed_lists, strict=True)
+        for s in ss
+    ]
     rows = (executor or LocalExecutor()).run(tasks, progress)
     keys = [a.key for a in axes]
     given = pl.DataFrame(
@@ -174,10 +183,15 @@ def sweep(
 
 
 def monte_carlo(
-    scenario: Scenario, seeds: int, *, executor: Executor | None = None, progress: Progress | None = None
+    scenario: Scenario,
+    seeds: int,
+    *,
+    executor: Executor | None = None,
+    progress: Progress | None = None,
+    draw: Draw | None = None,
 ) -> pl.DataFrame:
     """`seeds` runs of one scenario (seeds from simulation.seed up): one row per seed, columns seed + METRICS."""
-    return sweep(scenario, (), seeds, executor=executor, progress=progress).drop("point")
+    return sweep(scenario, (), seeds, executor=executor, progress=progress, draw=draw).drop("point")
 
 
 def bands(frame: pl.DataFrame, by: Sequence[str] = ()) -> pl.DataFrame:

@@ -96,7 +96,8 @@ DEFINITIONS: tuple[Definition, ...] = (
         "Mean ETTR over seeds",
         "ratio",
         "ETTR (goodput) of the flagship job averaged over summary-only runs of the same settings, one a seed; "
-        "its delta and the band give the 5th and 95th percentiles.",
+        "its delta and the band give the 5th and 95th percentiles. Started from a twin, each run first draws the "
+        "fitted keys left at the fit from their laws, and the band is the Twin band.",
         "engine.twin.sweep.bands (ettr_mean)",
         "ettr",
         "closed_form_ettr",

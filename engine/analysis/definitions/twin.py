@@ -25,8 +25,10 @@ DEFINITIONS: tuple[Definition, ...] = (
         "Fitted failure rate",
         "per 1,000 host-days",
         "Unexpected failures per 1,000 host-days of exposure in the window, with its exact (Garwood) Poisson "
-        "90 % interval and the event count n. With no failure at all it is the one-sided 90 % upper bound "
-        "and the default is kept.",
+        "90 % interval and the event count n: each cause's events over its exposure (host-time running a job "
+        "for a job's cause), summed; a cause never seen is a fitted zero with its upper bound. With fewer "
+        "than five failures in all the rate is shrunk toward the default, and with none it is the one-sided "
+        "90 % upper bound and the default is kept.",
         "engine.twin.calibrate.calibrate",
         "exposure_host_days",
     ),
@@ -80,11 +82,28 @@ DEFINITIONS: tuple[Definition, ...] = (
     ),
     _d(
         "backtest_band",
-        "Backtest band",
-        "5-95 %",
-        "The fitted scenario simulated over the window's length under N seeds: the 5th and 95th percentile of "
-        "a figure across those runs. An observed figure outside its band is the twin's error on this cluster: "
-        "the fit misses something it does. Ten seeds put each end between the two outermost runs.",
-        "engine.twin.backtest.backtest",
+        "Twin band",
+        "90 % prediction interval",
+        "Where the next value of a figure falls, 90 % of the time: the twin's scenario simulated N times, each "
+        "run first drawing every fitted key from its law (a parametric bootstrap: Poisson rates from Jeffreys' "
+        "posterior, means and medians from their sampling laws, the repair law from its likelihood), so the "
+        "band holds what the fit does not know as well as the luck of the runs. The band is the k-th smallest "
+        "and k-th largest run, which hold a new run (N + 1 - 2k) / (N + 1) of the time whatever the figure's "
+        "law; 20 runs give the smallest and largest, 90.5 %; fewer than 19 hold less, and say how much. In a "
+        "backtest an observed figure outside its band is the twin's error on this cluster: the fit misses "
+        "something it does. Forecasts and the Planner started from a twin use the same bands.",
+        "engine.twin.prediction.prediction_interval",
+        "fitted_failure_rate",
+    ),
+    _d(
+        "fit_assumed",
+        "Assumed and default keys",
+        "keys",
+        "The scenario keys this run could not show: the flagship's spare pool or size where no job or spare was "
+        "seen (assumed, and said in a warning), and every key the fit does not set (the default of "
+        "engine/scenario/keys.py, the llama3-405b scenario). A key whose events were counted and found none is "
+        "not among them: it is a fitted zero with its upper bound.",
+        "engine.twin.calibrate.Calibration.assumed",
+        "backtest_band",
     ),
 )
