@@ -9,8 +9,9 @@ here (a parametric bootstrap of the fit), then simulates: the band then holds bo
 The laws, one per kind of estimate (each names its keys; `FitUncertainty` draws them all for one run):
 - a Poisson rate after n events over an exposure: Jeffreys' posterior Gamma(n + 1/2) / exposure, which stays
   proper at n = 0 (a fitted zero still draws small rates up to about its upper bound);
-- the failure rates of every cause together (FailureRates): each cause's rate as above, the overall rate their
-  sum and the mix their shares, the bad hosts drawn from their bootstrap (engine.twin.fit_hosts);
+- the failure rates of every cause together (FailureRates): each cause's rate as above but with Jeffreys' half
+  event shared among the causes (Perks' prior), the overall rate their sum and the mix their shares, the bad
+  hosts drawn from their bootstrap (engine.twin.fit_hosts);
 - an exponential mean after n completions over a total time: total / Gamma(n), the law whose quantiles are its
   exact chi-square interval;
 - maximum-likelihood estimates with their covariance (the repair law): a normal law on the scale they were
@@ -174,8 +175,12 @@ class FailureRates:
         return self._keys(rates, self.bad_host_point)
 
     def draw(self, rng: np.random.Generator) -> dict[str, float]:
+        # Jeffreys' half an event is shared by the causes (Perks' prior, 1/(2K) each), not given to each: with 18
+        # causes, half an event each drew the rate 4 % high on 240 events, and a cause never seen as often as one
+        # seen half the time
+        share = 0.5 / len(self.causes)
         rates = {
-            c: (rng.gamma(n + 0.5) / days if days > 0 else 0.0)
+            c: (rng.gamma(n + share) / days if days > 0 else 0.0)
             for c, n, days in zip(self.causes, self.events, self.host_days, strict=True)
         }
         bad = None
