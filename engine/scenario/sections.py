@@ -128,6 +128,7 @@ class SparesSettings:
     hosts: int
     preempt_research: bool
     preempt_handover: float  # seconds
+    selection: str  # reserved | any_idle: where replacements come from (engine.sim.simulate)
     prefer_healthy: bool
 
 

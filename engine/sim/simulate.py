@@ -108,6 +108,11 @@ class Simulation:
         )
         self.research = ResearchLanes(self.env, scenario, rngs["research"], topo.hosts_with(RESEARCH))
         self.research_hosts = topo.hosts_with(RESEARCH).tolist()
+        # spares.selection = any_idle: the hosts that ever ran the flagship job, and the research hosts that never
+        # did, in host order (engine.scenario.keys: AIReSim's host selection)
+        self.any_idle = scenario.spares.selection == "any_idle"
+        self.used_by_job: set[int] = set(topo.hosts_with(FLAGSHIP).tolist()) if self.any_idle else set()
+        self.fresh_research = deque(self.research_hosts) if self.any_idle else deque()
         # research hosts lent to the flagship when its spares ran out: host -> since; closed loans; their count
         self.borrowed: dict[int, float] = {}
         self.borrowed_intervals: list[HostInterval] = []
@@ -160,13 +165,51 @@ class Simulation:
             self._open[host] = (state, now)
 
     def _take_spare(self) -> int | None:
+        """The host that replaces a failed one of the flagship job (spares.selection): from the spare pool, then
+        a research host; under any_idle, an idle host that never ran the job first, wherever it is."""
+        if self.any_idle and (fresh := self._fresh_idle()) is not None:
+            return fresh
         if self.spares:
             if self.health.prefer_healthy:  # the fewest recent failures first (AIReSim's host selection)
                 host = self.health.healthiest(self.spares, self.env.now)
                 self.spares.remove(host)
                 return host
             return self.spares.popleft()
+        if self.any_idle and (idle := self._used_idle_research()) is not None:
+            return idle
         return self._preempt_research() if self.scenario.spares.preempt_research else None
+
+    def _fresh_idle(self) -> int | None:
+        """spares.selection = any_idle: an idle host that never ran the job: the spare pool's first, else the first
+        such research host with no job on it."""
+        if self.spares and self.spares[0] not in self.used_by_job:
+            return self.spares.popleft()
+        for _ in range(len(self.fresh_research)):
+            host = self.fresh_research.popleft()
+            if host in self.used_by_job:
+                continue  # it ran the job since: no longer fresh
+            if self._idle_research_host(host):
+                return self._lend(host)
+            self.fresh_research.append(host)  # busy with research now: later
+        return None
+
+    def _used_idle_research(self) -> int | None:
+        """spares.selection = any_idle, the pool empty: the first research host with no job on it."""
+        for host in self.research_hosts:
+            if self._idle_research_host(host):
+                return self._lend(host)
+        return None
+
+    def _idle_research_host(self, host: int) -> bool:
+        return self.holder[host] == RESEARCH and not self.research.running_on(host)
+
+    def _lend(self, host: int) -> int:
+        """An idle research host joins the flagship job without a preemption (no job runs there): its lane waits
+        for it as for a repair, and it goes back to research after its own repair."""
+        self.research.failure(host, "preempted", takes_host=True)
+        self.holder[host] = FLAGSHIP
+        self.borrowed[host] = self.env.now
+        return host
 
     def _preempt_research(self) -> int | None:
         """No spare left: take a research host for the flagship job, preempting the research job on it.
@@ -198,6 +241,8 @@ class Simulation:
         return best
 
     def _job_hosts_changed(self, added: list[int], removed: list[int]) -> None:
+        if self.any_idle:
+            self.used_by_job.update(added)
         for h in added:
             self.holder[h] = FLAGSHIP
             self._set(h, "running")
