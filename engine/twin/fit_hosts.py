@@ -65,7 +65,12 @@ def host_counts(
         .group_by("host_id")
         .len("failures")
     )
-    joined = exposure.join(failures, on="host_id", how="left").with_columns(pl.col("failures").fill_null(0))
+    # in host order: the bootstrap draws hosts by position, so the same run must list them alike every time
+    joined = (
+        exposure.join(failures, on="host_id", how="left")
+        .with_columns(pl.col("failures").fill_null(0))
+        .sort("host_id")
+    )
     return joined["failures"].to_numpy().astype(float), joined["days"].to_numpy()
 
 
