@@ -18,7 +18,7 @@ from engine.twin.forecast import forecast
 from engine.twin.prediction import band_level, prediction_interval
 from engine.twin.simulate import simulate
 from engine.twin.sweep import LocalExecutor
-from engine.twin.uncertainty import FailureRates, FitUncertainty, IntegerBetween, PoissonRate
+from engine.twin.uncertainty import FailureRates, FitUncertainty, GammaRate, IntegerBetween
 
 
 @pytest.fixture(scope="module")
@@ -67,7 +67,7 @@ def test_failure_rates_draw_the_rate_and_the_mix_together():
 
 def test_a_fitted_zero_still_draws_small_rates():
     """Jeffreys' posterior after no event: about half an event over the exposure, rarely more than three."""
-    law = PoissonRate("failures.planned_per_day", 0, 30.0)
+    law = GammaRate.after("failures.planned_per_day", 0, 30.0)
     rng = np.random.default_rng(0)
     draws = np.array([law.draw(rng)["failures.planned_per_day"] for _ in range(4000)])
     assert law.point() == {"failures.planned_per_day": 0.0}

@@ -133,7 +133,9 @@ def learned_section(fitted: Calibration) -> None:
     rates = queries.cause_rates(fitted)
     if rates.height:
         st.markdown(
-            "**Failure rate by cause**, fitted (grey: too few events, shrunk toward the default) and the default"
+            "**Failure rate by cause**, fitted with its 90 % interval (a cause never seen is a zero whose interval "
+            "reaches its upper bound; grey: fewer than five failures in all, shrunk toward the default) and the "
+            "default"
         )
         chart_view.plotly(charts.cause_rates(rates), key="twin_causes")
     lazy.expander(

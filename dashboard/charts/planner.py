@@ -207,8 +207,11 @@ def loss_waterfall(losses: pl.DataFrame) -> go.Figure:
 # ----- Monte-Carlo and sweeps --------------------------------------------------------------------------------
 
 
-def monte_carlo_histogram(ettr: list[float], band: tuple[float, float, float]) -> go.Figure:
-    """ETTR of every seed as a histogram, with the mean and the 5-95 % band (mean, p5, p95) marked."""
+def monte_carlo_histogram(
+    ettr: list[float], band: tuple[float, float, float], band_name: str = "5-95 %"
+) -> go.Figure:
+    """ETTR of every seed as a histogram, with the mean and the band (mean, low, high) marked: the seeds' 5-95 %,
+    or the twin's band of a Planner started from a twin."""
     mean, p5, p95 = band
     fig = go.Figure(
         go.Histogram(x=ettr, name="runs", marker={"color": "#74c0fc"}, nbinsx=max(5, len(ettr) // 2))
@@ -219,7 +222,7 @@ def monte_carlo_histogram(ettr: list[float], band: tuple[float, float, float]) -
         fillcolor="#1971c2",
         opacity=0.12,
         line_width=0,
-        annotation_text="5-95 %",
+        annotation_text=band_name,
         annotation_position="top left",
     )
     fig.add_vline(x=mean, line={"color": "#1971c2", "width": 3}, annotation_text=f"mean {mean:.1%}")

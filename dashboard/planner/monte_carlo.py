@@ -77,7 +77,7 @@ def monte_carlo_tab(plan: Plan) -> None:
             )
         chart_view.plotly(
             charts.monte_carlo_histogram(
-                frame["ettr"].to_list(), (band["ettr_mean"], band["ettr_p5"], band["ettr_p95"])
+                frame["ettr"].to_list(), (band["ettr_mean"], band["ettr_p5"], band["ettr_p95"]), name
             ),
             width="stretch",
         )

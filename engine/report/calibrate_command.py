@@ -37,15 +37,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--backtest",
         action="store_true",
-        help="simulate the window with the fitted scenario and put the observed figures beside the"
-        " simulated 5-95 %% band",
+        help="simulate the window with the fitted scenario (each run drawing the fitted keys first) and put the"
+        " observed figures beside the twin's 90 %% band",
     )
     parser.add_argument(
         "--forecast",
         type=float,
         metavar="DAYS",
         help="also forecast the next DAYS of this cluster with the fitted scenario (ETTR, interruptions, MTTF,"
-        " lost GPU-hours, each with its 5-95 %% band)",
+        " lost GPU-hours, each with the twin's 90 %% band)",
     )
     parser.add_argument(
         "--work",

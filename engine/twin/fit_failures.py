@@ -26,7 +26,7 @@ from engine.sim.failures import CAUSE_KEYS, HARDWARE_SCOPES, SCOPE
 from engine.store.schema import IN_SERVICE_STATES
 from engine.twin.estimate import LEVEL, MIN_EVENTS, Estimate, Fitted, poisson_interval
 from engine.twin.fit_hosts import bad_host_draws, bad_host_keys, fit_bad_hosts, host_counts
-from engine.twin.uncertainty import FailureRates, GammaPosterior, Law, PoissonRate
+from engine.twin.uncertainty import FailureRates, GammaRate, Law
 from engine.units import SECONDS_PER_DAY
 
 PRIOR_HOST_DAYS = 20_000.0  # the Gamma prior's weight: the default rate seen over this much exposure
@@ -169,7 +169,7 @@ def _shrunk_total(n: int, host_days: float) -> tuple[Estimate, Law]:
         n,
         "prior",
     )
-    return estimate, GammaPosterior(RUN_KEY, shape, rate, 1000.0)
+    return estimate, GammaRate(RUN_KEY, shape, rate, shape / rate, 1000.0)
 
 
 def planned(incidents: pl.DataFrame, window_days: float, flagship: str | None, source: str) -> Fitted:
@@ -180,7 +180,7 @@ def planned(incidents: pl.DataFrame, window_days: float, flagship: str | None, s
     n = int(incidents["planned"].fill_null(False).sum()) if incidents.height else 0
     low, high = poisson_interval(n)
     out.keys[PLANNED_KEY] = Estimate(n / window_days, low / window_days, high / window_days, n, source)
-    out.laws.append(PoissonRate(PLANNED_KEY, n, window_days))
+    out.laws.append(GammaRate.after(PLANNED_KEY, n, window_days))
     if n == 0:
         out.warnings.append(
             f"no planned stops observed in {window_days:.0f} days: planned_per_day 0, upper bound"

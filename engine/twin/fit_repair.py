@@ -82,7 +82,7 @@ def fit_repair(incidents: pl.DataFrame, states: pl.DataFrame, end_s: float, sour
     if fit.repairs < MIN_EVENTS:
         return RepairKeys(fit)
     if float(episodes["repair"].sum()) > 0:  # the steps show: each repair taken apart
-        return _from_steps(episodes, states, fit, end_s, source)
+        return _from_steps(episodes, fit, end_s, source)
     steps = sum(parse_duration(KEY_BY_NAME[k].default) for k in FIXED_STEPS)
     hands_on = np.clip(total - steps, 1.0, None)  # a repair quicker than the steps took about none
     keys, laws, warnings = _service_keys(hands_on, done, source)
@@ -139,18 +139,14 @@ def repair_episodes(incidents: pl.DataFrame, states: pl.DataFrame, end_s: float)
     return took.with_columns(*seconds.values(), joined_s=pl.lit(None, pl.Float64))
 
 
-def _from_steps(
-    episodes: pl.DataFrame, states: pl.DataFrame, fit: RepairFit, end_s: float, source: str
-) -> RepairKeys:
+def _from_steps(episodes: pl.DataFrame, fit: RepairFit, end_s: float, source: str) -> RepairKeys:
     keys: dict[str, Estimate] = {}
     laws: list[Law] = []
     for key, state in FIXED_STEPS.items():
-        lengths = (
-            states.filter((pl.col("state") == state) & (pl.col("end_s") < end_s))
-            .select(pl.col("end_s") - pl.col("start_s"))
-            .to_series()
-            .to_numpy()
-        )
+        # a step is over once a later one began or the host was back: its time in the repair is its length
+        later = STEP_STATES[STEP_STATES.index(state) + 1 :]
+        over = pl.col("done") | (pl.sum_horizontal(*later) > 0) if later else pl.col("done")
+        lengths = episodes.filter(over & (pl.col(state) > 0))[state].to_numpy()
         if lengths.size >= MIN_EVENTS:
             keys[key] = median_estimate(lengths, source)
     # the hands-on and vendor time: complete once burn-in began or the host was back

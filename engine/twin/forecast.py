@@ -2,7 +2,7 @@
 
 The fitted scenario (engine.twin.calibrate) is run `seeds` times over `days` (summary-only runs of the sweep,
 engine.twin.sweep.monte_carlo), each run with the fitted keys drawn from their laws first
-(engine.twin.uncertainty), and each figure is reported as its mean and 5-95 % band over the runs: the flagship's
+(engine.twin.uncertainty), and each figure is reported as its mean and band over the runs: the flagship's
 ETTR, its interruptions, its MTTF and the GPU-hours it loses. The band is where the next run's value falls with
 probability 90 % (engine.twin.prediction; fewer than 19 runs hold less, and `level` says how much): it holds the
 fit's own uncertainty and the luck of the runs; what the twin does not model (the backtest's error) comes on top.

@@ -39,8 +39,8 @@ Z90 = 1.6448536269514722
 RUN_KEY = "failures.rate_per_1000_node_days"
 METHOD = (
     "each run draws the fitted keys from their laws first (a parametric bootstrap: Poisson rates from Jeffreys'"
-    " posterior, means and medians from their sampling laws, the repair law from its likelihood), so the 5-95 %"
-    " band holds the fit's uncertainty as well as the luck of the runs"
+    " posterior, means and medians from their sampling laws, the repair law from its likelihood), so the band"
+    " holds the fit's uncertainty as well as the luck of the runs"
 )
 
 
@@ -53,32 +53,22 @@ class Law(Protocol):
 
 
 @dataclass(frozen=True)
-class PoissonRate:
-    """`key` = scale * events / exposure, drawn from Jeffreys' posterior."""
-
-    key: str
-    events: int
-    exposure: float
-    scale: float = 1.0
-
-    def point(self) -> dict[str, float]:
-        return {self.key: self.scale * self.events / self.exposure}
-
-    def draw(self, rng: np.random.Generator) -> dict[str, float]:
-        return {self.key: self.scale * rng.gamma(self.events + 0.5) / self.exposure}
-
-
-@dataclass(frozen=True)
-class GammaPosterior:
-    """A rate whose posterior is Gamma(shape, rate) (a default's prior updated by few events), times `scale`."""
+class GammaRate:
+    """A rate estimated at `estimate`, whose law is Gamma(shape) / rate, times `scale` (per 1,000 host-days: 1000)."""
 
     key: str
     shape: float
     rate: float
+    estimate: float
     scale: float = 1.0
 
+    @classmethod
+    def after(cls, key: str, events: int, exposure: float, scale: float = 1.0) -> "GammaRate":
+        """A Poisson rate after `events` over `exposure`: events / exposure, drawn from Jeffreys' posterior."""
+        return cls(key, events + 0.5, exposure, events / exposure, scale)
+
     def point(self) -> dict[str, float]:
-        return {self.key: self.scale * self.shape / self.rate}
+        return {self.key: self.scale * self.estimate}
 
     def draw(self, rng: np.random.Generator) -> dict[str, float]:
         return {self.key: self.scale * rng.gamma(self.shape) / self.rate}
