@@ -86,6 +86,17 @@ CASES: dict[str, tuple[str, tuple[str, ...]]] = {
         ),
     ),
 }
+CASE_SEED_STRIDE = (
+    1000  # the k-th case's truths take seeds k x 1000 apart: cases of one cluster size share no luck
+)
+
+
+def truth_seed(case_index: int, seed: int) -> int:
+    """The seed of a truth of the case_index-th case (engine.sim.streams: one seed draws the same failures for
+    every case of a cluster size, so two cases with one seed would be one truth twice)."""
+    return case_index * CASE_SEED_STRIDE + seed
+
+
 RUNS = 20  # the twin's and the true scenario's runs: a band of 20 holds a new run 90.5 % of the time
 FUTURES = 5
 HISTORY_DAYS = 90.0  # what the twin learns from: a quarter of history
