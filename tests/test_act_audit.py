@@ -207,8 +207,6 @@ def test_a_head_behind_the_table_is_fine_and_catches_up(tmp_path):
     assert log.verify().ok
     _append(log, 1)
     assert _head(log) == {"seq": 4, "hash": log.entries()[-1].hash}
-    (log.root / HEAD_FILE).unlink()  # a crash before the first head was written
-    assert log.verify().ok
     (log.root / HEAD_FILE).write_text("{half a fi")
     assert not log.verify().ok
 
@@ -349,3 +347,89 @@ def test_writer_outside_writing_and_naive_since_are_refused(tmp_path):
     with pytest.raises(GoodputError, match="since"):
         log.entries(since=datetime(2026, 1, 1))
     assert (tmp_path / AUDIT_FILE).exists()
+
+
+def test_the_last_rows_cut_with_the_head_are_caught_and_stay_caught(tmp_path):
+    """Issue 45, 4: delete the last rows together with audit.head (or set the head back to seq 0) and verify-log
+    said the chain was intact; the next action wrote a fresh head and hid the cut for good."""
+    log = AuditLog(tmp_path)
+    _append(log, 4)
+    _raw(log, "DROP TRIGGER audit_no_delete")
+    _raw(log, "DELETE FROM audit WHERE seq >= 3")
+    (log.root / HEAD_FILE).unlink()
+    verification = log.verify()
+    assert not verification.ok and verification.rows == 2
+    assert "the head file audit.head is missing, yet the log holds 2 rows" in verification.problems[0]
+    _append(log, 1)  # the next action does not write a fresh head over rows it never saw
+    assert not (log.root / HEAD_FILE).exists() and not log.verify().ok
+    (log.root / HEAD_FILE).write_text(json.dumps({"seq": 0, "hash": GENESIS}))  # or the head set back
+    assert "says no row was written, yet the log holds 3 rows" in log.verify().problems[0]
+    _append(log, 1)
+    assert _head(log)["seq"] == 0 and not log.verify().ok
+
+
+def test_a_new_log_has_a_head_before_its_first_row(tmp_path):
+    log = AuditLog(tmp_path)
+    _append(log, 1)
+    assert _head(log) == {"seq": 1, "hash": log.entries()[0].hash} and log.verify().ok
+
+
+@pytest.mark.parametrize(
+    ("stored", "why"),
+    [
+        ('{"i":0,"i":7}', "a key twice"),  # the hash is of {"i": 7}... or was it 0? A reader sees both
+        ('{"i": 7}', "not the text its hash covers"),  # another spelling of the same values
+        ('{"i":NaN}', "NaN is no JSON value"),
+    ],
+)
+def test_a_reworded_detail_breaks_the_chain_and_a_nan_is_a_problem_not_a_crash(tmp_path, stored, why):
+    """Issue 45, 5: duplicate keys in a row's detail passed verify-log (it hashed the parsed detail, not the
+    stored bytes) while the CSV export showed the forged text; a NaN crashed verify-log."""
+    log = AuditLog(tmp_path)
+    with log.writing() as writer:
+        writer.append("alice@example.com", AuditEvent.RECOMMENDED, "drain-abc", {"i": 7})
+    digest = log.entries()[0].hash
+    _raw(log, "DROP TRIGGER audit_no_update")
+    _raw(log, "UPDATE audit SET detail = ? WHERE seq = 1", (stored,))
+    if stored.startswith('{"i":0,"i":7}'):
+        assert _expected_hash(1, *_raw_fields(log, 1)) == digest  # the old check: parsed, it still matched
+    verification = log.verify()
+    assert not verification.ok
+    assert any(p.startswith("row 1: ") and why in p for p in verification.problems), verification.problems
+
+
+def test_verify_log_exits_3_with_one_line_a_problem_for_a_nan(tmp_path, capsys):
+    from engine.cli import main
+
+    log = AuditLog(tmp_path)
+    _append(log, 2)
+    _raw(log, "DROP TRIGGER audit_no_update")
+    _raw(log, """UPDATE audit SET detail = '{"i":NaN}' WHERE seq = 2""")
+    assert main(["act", "verify-log", "--store", str(tmp_path)]) == 3
+    err = capsys.readouterr().err
+    assert "row 2: its detail is not JSON as Goodput writes it" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("name", [AUDIT_FILE, HEAD_FILE, AUDIT_FILE + "-wal"])
+def test_a_fifo_in_place_of_the_logs_files_is_refused_not_waited_on(tmp_path, name):
+    """Issue 45, 8: a FIFO at audit.sqlite or audit.head made verify-log, log and drain hang or crash."""
+    import os
+
+    log = AuditLog(tmp_path)
+    if name != AUDIT_FILE:
+        _append(log, 1)
+    (tmp_path / name).unlink(missing_ok=True)
+    os.mkfifo(tmp_path / name)
+    code = (
+        "import sys; from engine.act.audit import AuditLog, AuditEvent\n"
+        "log = AuditLog(sys.argv[1]); v = log.verify(); print(v.ok, v.problems)\n"
+        "try:\n"
+        "    with log.writing() as w: w.append('a@b', AuditEvent.RECOMMENDED, 'x', {})\n"
+        "except Exception as e: print(type(e).__name__, e)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, timeout=20, cwd=ROOT
+    )
+    assert done.returncode == 0, done.stderr
+    assert "False" in done.stdout and "FIFO" in done.stdout
+    assert "GoodputError" in done.stdout and "not a regular file" in done.stdout

@@ -279,3 +279,17 @@ def test_the_dashboard_never_attaches_a_fifo_named_like_a_run(odd_store):
     assert not reader.is_alive(), "attached the FIFO and waited for a writer"
     [err] = outcome
     assert isinstance(err, GoodputError) and "a FIFO (named pipe), not a run file" in str(err), err
+
+
+def test_a_fifo_in_place_of_a_runs_write_ahead_log_is_skipped_not_waited_on(tmp_path):
+    """Issue 45, 8: DuckDB opens `<run>.duckdb.wal` with the run; a FIFO there hung `goodput runs`."""
+    store = make_store(tmp_path / "store", small_run(), small_run("other", "sim-20240301-000000-bbbbbb"))
+    run_file = store.path_of("sim-20240301-000000-bbbbbb")
+    os.mkfifo(run_file.with_name(run_file.name + ".wal"))
+    done = goodput("runs", "--json", "--store", str(store.root))
+    assert done.returncode == 0, done.stderr
+    assert [r["name"] for r in __import__("json").loads(done.stdout)] == ["tiny"]
+    _, skipped = store.scan()
+    assert [f.reason for f in skipped] == [f"its {run_file.name}.wal is a FIFO (named pipe): never opened"]
+    with pytest.raises(GoodputError, match="wal is a FIFO"):
+        store.info(run_file.stem)

@@ -11,11 +11,18 @@ What the chain proves. Each row's hash is the sha256 of its content and of the p
 follows GENESIS). Triggers refuse UPDATE and DELETE through SQL; the chain catches what goes around them
 (dropping the triggers, editing the file): a changed row no longer matches its hash, a row deleted in the middle
 leaves a seq gap. Deleting the last rows leaves a shorter chain that is valid on its own, hence the head file
-`<store>/audit.head`: after each commit the last row's seq and hash are written there (atomically), and verify
-reports rows missing when the head names a row beyond the last one, or a hash that is not that row's. The head is
-written after the commit, so a crash between the two leaves it behind the table, which is fine; it is never
-ahead of it. It only moves along the chain: once it disagrees with the table it stays, so a truncated log that
-grows again keeps showing the truncation.
+`<store>/audit.head`: it is written (seq 0) before the log's first row is committed, after each commit the last
+row's seq and hash are written there (atomically), and verify reports rows missing when the head names a row
+beyond the last one, or a hash that is not that row's, and a cut when a log that holds rows has no head or a head
+of seq 0 (deleting the last rows together with the head, or setting it back, no longer passes: issue 45). The head
+is written after the commit, so a crash between the two leaves it behind the table, which is fine; it is never
+ahead of it (a crash between the very first row and its head reads as a cut: rare, and said so). It only moves
+along the chain: once it disagrees with the table it stays, and a missing head is not written afresh over rows it
+never saw, so a truncated log that grows again keeps showing the truncation.
+
+What is hashed is what is stored: a row's detail is kept as canonical JSON text, and verify refuses a detail
+whose stored text is not exactly the canonical text of its values (a duplicate key, a NaN, another spelling), so
+no row can be reworded in a way a reader of the stored text would see while its hash still holds.
 
 What it cannot prove. Someone able to write both files can rewrite the chain from any row on and write a
 matching head: nothing inside the store tells that from the truth. Only a copy of the head hash kept elsewhere
@@ -39,11 +46,13 @@ from pathlib import Path
 import polars as pl
 
 from engine.errors import GoodputError
+from engine.store.regular_files import read_regular, regular_or_absent
 
 AUDIT_FILE = "audit.sqlite"
 HEAD_FILE = "audit.head"
 GENESIS = "0" * 64
 MAX_DETAIL_BYTES = 64 * 1024
+MAX_HEAD_BYTES = 4096  # {"seq": ..., "hash": ...} is under 100 bytes
 BUSY_TIMEOUT_S = (
     60.0  # a writer waits this long for another's lock (a Slurm call is not made inside the lock)
 )
@@ -110,6 +119,7 @@ class AuditWriter:
         self._conn = conn
         self._open = True
         self.appended = False
+        self.first_seq: int | None = None  # the seq of this writer's first row
 
     def entries(self, action_id: str | None = None, since: datetime | None = None) -> list[AuditEntry]:
         self._check_open()
@@ -136,6 +146,8 @@ class AuditWriter:
             (seq, _iso(at), who, event, action_id, detail_text, prev_hash, digest),
         )
         self.appended = True
+        if self.first_seq is None:
+            self.first_seq = seq
         return AuditEntry(seq, at, who, event, action_id, detail, prev_hash, digest)
 
     def _check_open(self) -> None:
@@ -162,18 +174,24 @@ class AuditLog:
     def writing(self) -> Iterator[AuditWriter]:
         """BEGIN IMMEDIATE (the one write lock, waited for up to BUSY_TIMEOUT_S); commit on exit, roll back on an
         exception; then move the head file to the last row."""
-        self.root.mkdir(parents=True, exist_ok=True)
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+        except OSError as err:
+            raise GoodputError(f"{self.root}: the audit log cannot be made ({err.strerror or err})") from None
+        new_log = not self._files_are_regular()
+        if new_log and not self.head_path.exists():
+            self._write_head_or_fail(0, GENESIS)  # before the first row: a log with rows always has a head
         conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
         try:
+            writer = AuditWriter(conn)
             try:
                 conn.execute("PRAGMA journal_mode=WAL")  # kept in the file; readers go on while one writes
                 conn.execute("PRAGMA synchronous=FULL")  # a committed row survives a power cut
                 conn.execute("BEGIN IMMEDIATE")
-            except sqlite3.Error as err:
+                for statement in _SCHEMA:  # also puts back triggers someone dropped
+                    conn.execute(statement)
+            except sqlite3.Error as err:  # a read-only store or file, a full disk, not a database
                 raise GoodputError(f"{self.path}: cannot be written ({err})") from None
-            for statement in _SCHEMA:  # also puts back triggers someone dropped
-                conn.execute(statement)
-            writer = AuditWriter(conn)
             try:
                 yield writer
             except BaseException:
@@ -182,11 +200,28 @@ class AuditLog:
                 raise
             finally:
                 writer._open = False
-            conn.execute("COMMIT")
+            try:
+                conn.execute("COMMIT")
+            except sqlite3.Error as err:
+                raise GoodputError(f"{self.path}: cannot be written ({err})") from None
             if writer.appended:
-                self._advance_head(conn)
+                self._advance_head(conn, writer.first_seq)
         finally:
             conn.close()
+
+    def _files_are_regular(self) -> bool:
+        """Whether the log exists; a GoodputError when its file, SQLite's -wal and -shm beside it or the head is
+        no regular file (SQLite would open a FIFO and wait forever)."""
+        for extra in ("-wal", "-shm"):
+            regular_or_absent(self.path.with_name(self.path.name + extra))
+        regular_or_absent(self.head_path)
+        return regular_or_absent(self.path)
+
+    def _write_head_or_fail(self, seq: int, digest: str) -> None:
+        try:
+            _write_head(self.head_path, seq, digest)
+        except OSError as err:
+            raise GoodputError(f"{self.head_path}: cannot be written ({err.strerror or err})") from None
 
     def entries(self, action_id: str | None = None, since: datetime | None = None) -> list[AuditEntry]:
         """Oldest first; [] when the log does not exist yet."""
@@ -201,17 +236,19 @@ class AuditLog:
 
     def verify(self) -> Verification:
         problems: list[str] = []
+        head: tuple[int, str] | None = None
         try:  # the head before the rows: it is written after a commit, so it is never ahead of what is read next
             head = _read_head(self.head_path)
+            head_read = True
         except GoodputError as err:
-            head, problems = None, [str(err)]
+            head_read, problems = False, [str(err)]
         try:
             with self._reading() as conn:
                 rows = [] if conn is None else _select(conn, None, None)
                 triggers = set() if conn is None else {name for (name,) in conn.execute(_TRIGGER_NAMES)}
         except GoodputError as err:  # not a database any more: a problem to report, not a crash of verify-log
             return Verification(False, 0, GENESIS, (*problems, str(err)))
-        problems += _chain_problems(rows) + _head_problems(head, rows)
+        problems += _chain_problems(rows) + (_head_problems(head, rows) if head_read else [])
         if conn is not None and not triggers >= set(_TRIGGERS):
             problems.append("the triggers refusing UPDATE and DELETE are missing: someone dropped them")
         return Verification(not problems, len(rows), rows[-1][7] if rows else GENESIS, tuple(problems))
@@ -220,7 +257,7 @@ class AuditLog:
     def _reading(self) -> Iterator[sqlite3.Connection | None]:
         """A read-only connection (never creates the file) in one read transaction: one snapshot per call.
         None when there is no log yet."""
-        if not self.path.exists():
+        if not self._files_are_regular():
             yield None
             return
         uri = f"{self.path.resolve().as_uri()}?mode=ro"
@@ -235,14 +272,17 @@ class AuditLog:
         finally:
             conn.close()
 
-    def _advance_head(self, conn: sqlite3.Connection) -> None:
+    def _advance_head(self, conn: sqlite3.Connection, first_seq: int | None) -> None:
         """Under the write lock again, so that concurrent writers' heads land in commit order (an earlier head
         never overwrites a later one). A failure is logged, not raised: the rows are committed, and the next
-        write moves the head."""
+        write moves the head. A head that is missing, or back at seq 0, over rows written before this writer's
+        first (`first_seq`) is a cut, and stays one: it is not written afresh."""
         try:
             conn.execute("BEGIN IMMEDIATE")
             try:
                 head = _read_head(self.head_path)
+                if (head is None or head[0] == 0) and (first_seq or 1) > 1:
+                    return  # rows before this writer's, and no head of them: keep the cut for verify to say
                 if head is not None and head[0] > 0:
                     named = conn.execute("SELECT hash FROM audit WHERE seq = ?", (head[0],)).fetchone()
                     if named is None or named[0] != head[1]:
@@ -319,24 +359,65 @@ def _chain_problems(rows: list[tuple]) -> list[str]:
         elif prev_hash != prev:
             before = "GENESIS" if seq == 1 else f"row {seq - 1}'s hash"
             problems.append(f"row {seq}: its prev_hash is not {before} (the chain is broken)")
-        try:
-            detail = json.loads(detail_text)
-        except (TypeError, ValueError):
-            problems.append(f"row {seq}: its detail is not JSON (changed)")
-        else:
-            if row_hash(seq, at, who, event, action_id, detail, prev_hash) != digest:
-                problems.append(f"row {seq}: its hash does not match its content (changed)")
+        problems += _row_problems(seq, at, who, event, action_id, detail_text, prev_hash, digest)
         expected, prev = seq + 1, digest
     return problems
 
 
+def _row_problems(seq, at, who, event, action_id, detail_text, prev_hash, digest) -> list[str]:
+    """What is wrong with one row's own content: its stored detail must be the canonical JSON of its values (so
+    the hash, over the values, covers the stored text), and the hash must be the content's."""
+    try:
+        detail = _strict_json(detail_text)
+    except (TypeError, ValueError) as err:
+        return [f"row {seq}: its detail is not JSON as Goodput writes it ({err}: changed)"]
+    if canonical_json(detail) != detail_text:
+        return [f"row {seq}: its stored detail is not the text its hash covers (reworded: changed)"]
+    try:
+        if row_hash(seq, at, who, event, action_id, detail, prev_hash) == digest:
+            return []
+    except (TypeError, ValueError):  # a field that is no text any more
+        pass
+    return [f"row {seq}: its hash does not match its content (changed)"]
+
+
+def _strict_json(text: str) -> object:
+    """JSON as canonical_json writes it can be: no NaN or infinity, no key twice in an object."""
+
+    def no_constant(name: str) -> None:
+        raise ValueError(f"{name} is no JSON value")
+
+    def no_twice(pairs: list[tuple[str, object]]) -> dict:
+        keys = [key for key, _ in pairs]
+        if len(set(keys)) != len(keys):
+            raise ValueError(
+                f"a key twice in one object ({sorted(k for k in keys if keys.count(k) > 1)[0]!r})"
+            )
+        return dict(pairs)
+
+    if not isinstance(text, str):
+        raise TypeError("not text")
+    return json.loads(text, parse_constant=no_constant, object_pairs_hook=no_twice)
+
+
 def _head_problems(head: tuple[int, str] | None, rows: list[tuple]) -> list[str]:
-    if head is None or head[0] == 0:  # no head yet (or a crash before the first one was written)
-        return []
+    if not rows:
+        return [] if head is None or head[0] == 0 else _beyond(head, 0)
+    if head is None:
+        return [
+            f"the head file {HEAD_FILE} is missing, yet the log holds {len(rows)} rows: rows may have been cut"
+            " from its end (compare the head hash kept elsewhere)"
+        ]
+    if head[0] == 0:
+        return [
+            f"the head file {HEAD_FILE} says no row was written, yet the log holds {len(rows)} rows: rows may"
+            " have been cut from its end and the head set back (or Goodput stopped between the very first row"
+            " and its head); compare the head hash kept elsewhere"
+        ]
     head_seq, head_hash = head
-    last_seq = rows[-1][0] if rows else 0
+    last_seq = rows[-1][0]
     if head_seq > last_seq:
-        return [f"rows after {last_seq} are missing: the head file says {head_seq} rows"]
+        return _beyond(head, last_seq)
     named = next((row for row in rows if row[0] == head_seq), None)
     if named is None:
         return [f"row {head_seq}: missing, though the head file names it"]
@@ -345,13 +426,21 @@ def _head_problems(head: tuple[int, str] | None, rows: list[tuple]) -> list[str]
     return []  # at the last row, or behind it (a crash between a commit and the head's write)
 
 
+def _beyond(head: tuple[int, str], last_seq: int) -> list[str]:
+    return [f"rows after {last_seq} are missing: the head file says {head[0]} rows"]
+
+
 def _read_head(path: Path) -> tuple[int, str] | None:
     try:
-        data = json.loads(path.read_text())
-        seq, digest = data["seq"], data["hash"]
-    except FileNotFoundError:
+        raw = read_regular(path, MAX_HEAD_BYTES)
+    except GoodputError as err:
+        raise GoodputError(f"the head file {path.name} cannot be read ({err})") from None
+    if raw is None:
         return None
-    except (OSError, ValueError, KeyError, TypeError) as err:
+    try:
+        data = json.loads(raw)
+        seq, digest = data["seq"], data["hash"]
+    except (ValueError, KeyError, TypeError) as err:
         raise GoodputError(f"the head file {path.name} cannot be read ({err})") from None
     if not isinstance(seq, int) or not isinstance(digest, str):
         raise GoodputError(f'the head file {path.name} is not {{"seq": int, "hash": text}}')

@@ -34,6 +34,7 @@ import polars as pl
 from engine import __version__
 from engine.errors import GoodputError
 from engine.store.partials import locked_partial, sweep
+from engine.store.regular_files import kind_of
 from engine.store.run import Run
 from engine.store.schema import SCHEMA_VERSION, SPARSE_COLUMNS, TABLES, create_statement, polars_schema
 
@@ -113,7 +114,10 @@ class Store:
         except FileNotFoundError:
             raise StoreError(f"no run {run_id!r} in store {self.root} (see `goodput runs`)") from None
         if not stat.S_ISREG(mode):
-            raise StoreError(f"{path}: {_not_regular(mode)}, not a run file: it is never opened")
+            raise StoreError(f"{path}: {kind_of(mode)}, not a run file: it is never opened")
+        wal = _odd_wal(path)
+        if wal is not None:
+            raise StoreError(f"{path}: {wal}: the run is never opened")
         return path
 
     # ----- writing -----------------------------------------------------------------------------------
@@ -251,14 +255,16 @@ class Store:
                 info = path.lstat()
             except FileNotFoundError:  # deleted between listing and looking
                 continue
-            if stat.S_ISREG(info.st_mode):
+            wal = _odd_wal(path) if stat.S_ISREG(info.st_mode) else None
+            if stat.S_ISREG(info.st_mode) and wal is None:
                 dated.append((info.st_mtime, path.name, path))
+            elif wal is not None:
+                run_id = path.stem if _RUN_ID.match(path.stem) else None
+                odd.append(SkippedFile(path.name, run_id, f"{wal}: never opened"))
             else:
                 run_id = path.stem if _RUN_ID.match(path.stem) else None
                 odd.append(
-                    SkippedFile(
-                        path.name, run_id, f"{_not_regular(info.st_mode)}, not a run file: never opened"
-                    )
+                    SkippedFile(path.name, run_id, f"{kind_of(info.st_mode)}, not a run file: never opened")
                 )
         return [path for _, _, path in sorted(dated, reverse=True)], sorted(odd, key=lambda f: f.name)
 
@@ -274,7 +280,7 @@ class Store:
             raise StoreError(f"store {self.root}: cannot be read ({err.strerror or err})") from err
         if not stat.S_ISDIR(mode):
             raise StoreError(
-                f"store {self.root}: {_not_regular(mode, 'a file')}, not a folder: no run can be listed"
+                f"store {self.root}: {kind_of(mode, 'a file')}, not a folder: no run can be listed"
             )
         try:
             mode = os.stat(self.runs_dir).st_mode
@@ -284,7 +290,7 @@ class Store:
             raise StoreError(f"store {self.root}: runs/ cannot be read ({err.strerror or err})") from err
         if not stat.S_ISDIR(mode):
             raise StoreError(
-                f"store {self.root}: runs/ is {_not_regular(mode, 'a file')}, not a folder: no run can be listed"
+                f"store {self.root}: runs/ is {kind_of(mode, 'a file')}, not a folder: no run can be listed"
             )
         try:
             return os.listdir(self.runs_dir)
@@ -502,17 +508,15 @@ def _insert_frame(con: duckdb.DuckDBPyConnection, table: str, frame: pl.DataFram
     con.execute(f'INSERT INTO "{table}" ({columns}) SELECT {columns} FROM arrow')  # noqa: S608 (names from the schema)
 
 
-def _not_regular(mode: int, otherwise: str = "not a regular file") -> str:
-    """What a file that is not a regular file is, in words (`otherwise` for one that is)."""
-    kinds = (
-        (stat.S_ISLNK, "a symbolic link"),
-        (stat.S_ISFIFO, "a FIFO (named pipe)"),
-        (stat.S_ISSOCK, "a socket"),
-        (stat.S_ISCHR, "a device"),
-        (stat.S_ISBLK, "a device"),
-        (stat.S_ISDIR, "a folder"),
-    )
-    return next((words for test, words in kinds if test(mode)), otherwise)
+def _odd_wal(path: Path) -> str | None:
+    """Why the write-ahead log beside a run's file would hang or fool DuckDB, which opens it with the run (a FIFO
+    there hung `goodput runs`); None when it is absent or a regular file."""
+    wal = path.with_name(path.name + ".wal")
+    try:
+        mode = wal.lstat().st_mode
+    except FileNotFoundError:
+        return None
+    return None if stat.S_ISREG(mode) else f"its {wal.name} is {kind_of(mode)}"
 
 
 def _io_reason(err: BaseException) -> str:
