@@ -4,6 +4,7 @@ The jobs run for real: one that sleeps, one with 2 GPUs of gres, one that exits 
 while running (two attempts), one still running while read. Then the node is drained with a reason.
 """
 
+import os
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -222,23 +223,46 @@ def test_nodelists_expand_and_gpus_come_from_alloc_tres(slurm_cluster: SlurmClus
 def test_a_wrong_slurm_conf_names_the_command_and_slurms_message(tmp_path: Path) -> None:
     missing = tmp_path / "nowhere" / "slurm.conf"
     with pytest.raises(
-        SlurmError, match=rf"^SLURM_CONF={missing} sinfo --json: {missing} is not a readable file$"
+        SlurmError,
+        match=rf"^SLURM_CONF={missing} sinfo --json: {missing} is not a readable regular file \(it does not exist\)$",
     ):
         read_nodes(SlurmSource(conf=str(missing)))
     empty = tmp_path / "slurm.conf"
     empty.write_text("")
     with pytest.raises(SlurmError) as err:
         read_nodes(SlurmSource(conf=str(empty)))
-    assert str(err.value) == (
-        f'SLURM_CONF={empty} sinfo --json: exited with status 1: sinfo: s_p_parse_file: file "{empty}" is empty;'
-        " sinfo: error: ClusterName needs to be specified; sinfo: fatal: Unable to process configuration file"
+    assert str(err.value).startswith(
+        f"SLURM_CONF={empty} sinfo --json: {empty} does not read like a slurm.conf"
     )
     status = probe(SlurmSource(conf=str(empty)))
-    assert not status.reachable
-    assert status.error.startswith(
-        f"SLURM_CONF={empty} scontrol show config: exited with status 1: scontrol: "
-    )
-    assert status.error.endswith("scontrol: fatal: Unable to process configuration file")
+    assert not status.reachable and "does not read like a slurm.conf" in status.error
+    # one that reads like one but names no reachable controller: Slurm's own message
+    nowhere = tmp_path / "nowhere.conf"
+    nowhere.write_text("ClusterName=nowhere\nSlurmctldHost=localhost\nSlurmctldPort=1\n")
+    status = probe(SlurmSource(conf=str(nowhere), timeout_s=20))
+    assert not status.reachable and status.error.startswith(f"SLURM_CONF={nowhere} scontrol show config: ")
+
+
+def test_a_file_that_is_no_slurm_conf_is_never_handed_to_slurm_nor_quoted(tmp_path: Path) -> None:
+    """Issue 45, 10: `[actions] slurm_conf = "/etc/shadow"` made Slurm quote one of its lines, which the page
+    would show an operator. A link, a FIFO, an unreadable file or one that is no slurm.conf is refused before
+    any command reads it, and a configuration line Slurm quotes is never shown."""
+    secret = tmp_path / "secret"
+    secret.write_text("root:$y$j9T$very-secret-hash:20228:0:99999:7:::\n")
+    link = tmp_path / "slurm.conf"
+    link.symlink_to(secret)
+    fifo = tmp_path / "fifo.conf"
+    os.mkfifo(fifo)
+    for conf, why in ((secret, "does not read like a slurm.conf"), (link, "symbolic link"), (fifo, "FIFO")):
+        with pytest.raises(SlurmError) as err:
+            read_nodes(SlurmSource(conf=str(conf)))
+        assert why in str(err.value) and "very-secret" not in str(err.value), str(err.value)
+    # a file that names a cluster but holds a line Slurm cannot parse: Slurm quotes it, Goodput does not
+    odd = tmp_path / "odd.conf"
+    odd.write_text("ClusterName=x\nroot:$y$j9T$very-secret-hash:20228\n")
+    with pytest.raises(SlurmError) as err:
+        read_nodes(SlurmSource(conf=str(odd)))
+    assert "line 2 (its text not shown)" in str(err.value) and "very-secret" not in str(err.value)
 
 
 def test_a_missing_binary_is_a_clear_error(tmp_path: Path) -> None:

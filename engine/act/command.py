@@ -11,18 +11,21 @@
     goodput act reset-breaker --why TEXT
 
 Every subcommand takes --store DIR and --slurm-conf FILE (else [actions] slurm_conf of <store>/settings.toml,
-else Slurm's default). Who acts is the operating-system user (`user@host`), as the audit log records it.
+else Slurm's default). Who acts is the operating-system user of the process's real uid (`user@host`), as the
+audit log records it: never a name from the environment (LOGNAME, USER), which anyone sets. A name the operator
+gives with --name (an email, "on call") is recorded beside it, marked as given: `alice@host (gave the name
+"olga@example.com")`.
 Exit status: 0 done (or a dry run), 1 Slurm refused or failed, 2 bad input or refused by a check (nothing sent),
 3 the audit log does not verify.
 """
 
 import argparse
-import getpass
 import json
+import os
+import pwd
 import socket
 import sys
 from dataclasses import replace
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from engine.act.records import Action, ActionState
@@ -48,6 +51,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         )
         p.add_argument("--slurm-conf", metavar="FILE", help="slurm.conf of the cluster to act on")
         p.add_argument("--json", action="store_true", help="print JSON instead of text")
+        p.add_argument(
+            "--name",
+            metavar="TEXT",
+            help="a name to record beside your operating-system user, marked as given by you (an email, a role)",
+        )
         return p
 
     rec = sub("recommend", "what the run's data says should be drained, resumed or requeued, with its price")
@@ -70,6 +78,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     log = sub("log", "the audit log, as CSV or JSON")
     log.add_argument("--format", choices=("csv", "json"), default="json")
     log.add_argument("--output", metavar="FILE", help="write here (default: print)")
+    log.add_argument("--force", action="store_true", help="replace --output if it is an existing file")
     sub("verify-log", "check the audit log's hash chain: a changed or deleted row is named")
     reset = sub("reset-breaker", "close the circuit breaker after Slurm errors (kept in the audit log)")
     reset.add_argument("--why", required=True, metavar="TEXT")
@@ -86,8 +95,27 @@ def _acting_flags(p: argparse.ArgumentParser) -> None:
     )
 
 
-def who_acts() -> str:
-    return f"{getpass.getuser()}@{socket.gethostname()}"
+MAX_GIVEN_NAME_CHARS = 200
+
+
+def who_acts(given: str | None = None) -> str:
+    """The operating-system user of the process's real uid at this host (getpass reads LOGNAME and USER first,
+    which anyone sets: `LOGNAME='olga@example.com (operator on call)'` was recorded as who acted), and the name
+    the operator gave, marked as given."""
+    uid = os.getuid()
+    try:
+        user = pwd.getpwuid(uid).pw_name
+    except KeyError:  # a uid with no passwd entry (a container's)
+        user = f"uid {uid}"
+    who = f"{user}@{socket.gethostname()}"
+    if given is None:
+        return who
+    words = " ".join(given.split())
+    if not words:
+        raise GoodputError("--name: empty; leave it out, or give the name to record beside your user")
+    if len(words) > MAX_GIVEN_NAME_CHARS:
+        raise GoodputError(f"--name: {len(words)} characters, over {MAX_GIVEN_NAME_CHARS}")
+    return f"{who} (gave the name {json.dumps(words, ensure_ascii=False)})"
 
 
 def run_command(args: argparse.Namespace) -> int:
@@ -99,12 +127,12 @@ def run_command(args: argparse.Namespace) -> int:
     if args.act == "verify-log":
         return _verify(AuditLog(root), args.json)
     if args.act == "log":
-        return _export_log(AuditLog(root), args.format, args.output)
+        return _export_log(AuditLog(root), args.format, args.output, args.force)
+    who = who_acts(args.name)  # checked before anything reads or writes
     settings = load_settings(root)
     if args.slurm_conf:
         settings = replace(settings, slurm_conf=args.slurm_conf)
     actions = Actions(root, settings)
-    who = who_acts()
     if args.act == "recommend":
         recs = actions.recommend(args.run, who)
         if args.json:
@@ -190,16 +218,17 @@ def audit_json(log: "AuditLog") -> bytes:
     return json.dumps([e.as_json() for e in log.entries()], ensure_ascii=False, indent=1).encode()
 
 
-def _export_log(log: "AuditLog", fmt: str, output: str | None) -> int:
+def _export_log(log: "AuditLog", fmt: str, output: str | None, force: bool) -> int:
+    """The log to stdout, or to --output through the checked writer `export` and `calibrate` use: an existing
+    file only with --force, never a folder, a device, a FIFO or through a symbolic link, written whole."""
+    from engine.report.export import write_export
+    from engine.store.outputs import check_output
+
+    path = check_output(output, force=force) if output is not None else None  # before the log is read
     data = audit_csv(log) if fmt == "csv" else audit_json(log)
-    if output is None:
+    if path is None:
         sys.stdout.write(data.decode())
         return 0
-    path = Path(output)
-    if path.is_dir():
-        raise GoodputError(f"--output {output}: a folder, not a file")
-    tmp = path.with_name(f".{path.name}.partial")  # written whole, then renamed: never a half file
-    tmp.write_bytes(data)
-    tmp.replace(path)
+    write_export(path, data, force=force)
     print(f"wrote the audit log ({fmt}) to {output}")
     return 0

@@ -7,13 +7,15 @@
     actions.reject(action_id, who, why)
     actions.by_hand(Action.DRAIN, who, nodes=(...), reason="...")   # the same path for a request typed by hand
 
-An approval goes through, in order: Slurm asked what it has now (nodes, drained nodes, active jobs); the
-command built with every name checked against that; then, inside one audit-log transaction (so two operators
-approving at once cannot both pass): the action's state (recommended, or failed and so retried: anything else is
-refused with who decided it and when), the circuit breaker, the caps, the second confirmation for the largest
-job, and the approval appended. Only then is the command run; its answer, success or error, is appended in a
-second transaction. A crash between leaves the action approved with no answer: the page shows it in flight,
-and nothing retries it by itself. A dry run does every check and logs what it would have sent, no more.
+An approval goes through, in order, holding the store's action lock (engine.act.one_at_a_time: one approval at
+a time across every process, so N started at once act as N one after another would): Slurm asked what it has
+now (nodes, drained nodes, active jobs); the command built with every name checked against that; then, inside
+one audit-log transaction: the action's state (recommended, or failed and so retried: anything else is refused
+with who decided it and when), the circuit breaker, the caps, the second confirmation for the largest job, and
+the approval appended. Only then is the command run; its answer, success or error, is appended in a second
+transaction, and the lock let go. A crash between leaves the action approved with no answer: the page shows it
+in flight, and nothing retries it by itself. A dry run does every check and logs what it would have sent, no
+more.
 
 Who acts is the caller's to establish (the dashboard's login identity with the operator role; on the command
 line the operating-system user, who also needs Slurm's own rights to run scontrol).
@@ -25,6 +27,7 @@ from pathlib import Path
 
 from engine.act import guard
 from engine.act.audit import AuditEntry, AuditEvent, AuditLog
+from engine.act.one_at_a_time import acting_alone
 from engine.act.recommend import recommend
 from engine.act.records import Action, ActionState, Recommendation, Rule, recommendation_id
 from engine.act.settings import ActionSettings, load_settings
@@ -210,6 +213,12 @@ class Actions:
     # ----- the one path to Slurm -------------------------------------------------------------------------------
 
     def _approve(self, rec: Recommendation, who: str, *, dry_run: bool, confirm_largest: bool) -> Outcome:
+        with acting_alone(self.store.root):  # the next action reads Slurm and the log with this one's answer
+            return self._approve_alone(rec, who, dry_run=dry_run, confirm_largest=confirm_largest)
+
+    def _approve_alone(
+        self, rec: Recommendation, who: str, *, dry_run: bool, confirm_largest: bool
+    ) -> Outcome:
         try:
             now = read_cluster(self.source)
         except SlurmError as err:

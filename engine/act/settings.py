@@ -20,6 +20,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 
 from engine.errors import GoodputError
+from engine.store.regular_files import read_regular
 
 SETTINGS_FILE = "settings.toml"
 SECTION = "actions"
@@ -57,14 +58,15 @@ def settings_path(store_root: Path) -> Path:
 def load_settings(store_root: Path) -> ActionSettings:
     """The store's [actions] settings, the defaults where the file or a key is absent."""
     path = settings_path(store_root)
-    if not path.is_file():
+    raw = read_regular(path, MAX_SETTINGS_BYTES)  # a FIFO or a link there is refused, never waited on
+    if raw is None:
         return ActionSettings()
-    if path.stat().st_size > MAX_SETTINGS_BYTES:
-        raise GoodputError(f"{path}: larger than {MAX_SETTINGS_BYTES // 1024} KiB; is it the right file?")
     try:
-        table = tomllib.loads(path.read_text(encoding="utf-8")).get(SECTION, {})
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as err:
-        raise GoodputError(f"{path}: not valid TOML: {err}") from None
+        table = tomllib.loads(raw.decode("utf-8")).get(SECTION, {})
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError, ValueError) as err:  # ValueError: a 4,300-digit int
+        raise GoodputError(f"{path}: not valid TOML: {str(err).splitlines()[0]}") from None
+    except RecursionError:  # tomllib recurses: arrays nested 30,000 deep fit in 64 KiB
+        raise GoodputError(f"{path}: not valid TOML: nested too deep") from None
     if not isinstance(table, dict):
         raise GoodputError(f"{path}: [{SECTION}] must be a table")
     known = {f.name: f for f in fields(ActionSettings)}

@@ -29,10 +29,12 @@ import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 
 import polars as pl
 
 from engine import limits
+from engine.errors import GoodputError
 from engine.ingest.slurm_text import (  # what the commands print is read there; these names are used from here
     BASE_STATES,
     DELIMITER,
@@ -47,6 +49,7 @@ from engine.ingest.slurm_text import (  # what the commands print is read there;
     parse_sacct_stream,
     parse_sinfo,
 )
+from engine.store.regular_files import read_regular
 
 __all__ = [
     "BASE_STATES",
@@ -76,6 +79,12 @@ __all__ = [
 MAX_OUTPUT_BYTES = limits.MAX_SLURM_JSON_BYTES
 MAX_STDERR_BYTES = 64 * 1024
 READ_BYTES = 1024 * 1024
+MAX_CONF_BYTES = 4 * 1024 * 1024  # a slurm.conf of 100,000 nodes listed one a line is a few MB
+# A slurm.conf names its cluster or its controller (Slurm refuses one that names neither: "ClusterName needs to
+# be specified"); a key at the start of a line, any case, as Slurm reads them.
+_SLURM_CONF_KEY = re.compile(rb"(?im)^\s*(ClusterName|SlurmctldHost|ControlMachine)\s*=")
+# Slurm quotes a configuration line it cannot parse: `Parse error in file F line 3: "the line"`.
+_QUOTED_LINE = re.compile(r'(\bline \d+):\s*".*')
 
 
 @dataclass(frozen=True)
@@ -112,13 +121,35 @@ class SlurmSource:
         argv = self.command(name, *args)
         shown = self.shown(name, *args)
         if self.conf:
-            # Slurm's commands retry a missing slurm.conf for 60 s before they say so: say it now
-            if not os.path.isfile(self.conf) or not os.access(self.conf, os.R_OK):
-                raise SlurmError(f"{shown}: {self.conf} is not a readable file")
+            check_conf(self.conf, shown)
         env = dict(os.environ, TZ="UTC", SLURM_TIME_FORMAT="standard")
         if self.conf:
             env["SLURM_CONF"] = self.conf
         return argv, env, shown
+
+
+def check_conf(conf: str, shown: str) -> None:
+    """A SlurmError unless `conf` is a readable regular file, not a symbolic link, that reads like a slurm.conf.
+    Slurm's commands retry a missing slurm.conf for 60 s before they say so; and a file that is no slurm.conf
+    (`/etc/shadow` named in settings.toml) makes them quote its lines in their errors, which a page would show
+    an operator: it is refused before any command reads it."""
+    try:
+        raw = read_regular(Path(conf), MAX_CONF_BYTES)
+    except GoodputError as err:
+        raise SlurmError(f"{shown}: {conf} is not a readable regular file ({_reason(err, conf)})") from None
+    if raw is None:
+        raise SlurmError(f"{shown}: {conf} is not a readable regular file (it does not exist)")
+    if not os.access(conf, os.R_OK):
+        raise SlurmError(f"{shown}: {conf} is not a readable regular file (not readable by this user)")
+    if not _SLURM_CONF_KEY.search(raw):
+        raise SlurmError(
+            f"{shown}: {conf} does not read like a slurm.conf (no ClusterName, SlurmctldHost or ControlMachine"
+            " line): it is not handed to Slurm, whose errors would quote its lines"
+        )
+
+
+def _reason(err: GoodputError, conf: str) -> str:
+    return str(err).removeprefix(f"{conf}: ")
 
 
 def _run_bounded(argv: list[str], env: dict[str, str], shown: str, timeout_s: float, limit: int) -> bytes:
@@ -190,8 +221,10 @@ def _stream(
 
 
 def _said(err_out: list[bytes], lead: str) -> str:
-    """The last three lines Slurm wrote on stderr, on one line (its `fatal:` is last)."""
+    """The last three lines Slurm wrote on stderr, on one line (its `fatal:` is last), a configuration file's
+    lines it quoted left out: `Parse error in file F line 3: "..."` is said without the quote."""
     message = b"".join(err_out)[:MAX_STDERR_BYTES].decode(errors="replace")
+    message = _QUOTED_LINE.sub(r"\1 (its text not shown)", message)
     lines = [line.strip() for line in message.splitlines() if line.strip()]
     return lead + "; ".join(lines[-3:]) if lines else ""
 

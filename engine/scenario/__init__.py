@@ -348,7 +348,7 @@ def _parse_set(text: str) -> tuple[str, Any]:
     key, value_text = match.group(1), match.group(2).strip()
     try:
         value = tomllib.loads(f"v = {value_text}")["v"]
-    except (tomllib.TOMLDecodeError, ValueError):  # ValueError: an integer of more than 4,300 digits
+    except (tomllib.TOMLDecodeError, ValueError, RecursionError):  # a 4,300-digit int; arrays nested too deep
         value = value_text
     return key, value
 
