@@ -13,7 +13,10 @@ session and on every server sharing the store. Logging in again issues a new ID 
 A logout ends every session of that identity whose login came before it (the safe reading of "log out" on a
 shared account). Entries older than the cookie's lifetime are dropped: no cookie from before them is still valid.
 The file is written atomically (temporary file, then rename); when it cannot be written the logout still holds
-in this server's memory, and the log says so.
+in this server's memory, and the log says so. It is read only as a regular file of its own: a FIFO put there kept
+every logged-in page from rendering (opening it waits for a writer) while health said ok, so the ledger is opened
+without following a link and without blocking, checked on the open descriptor, and read up to MAX_FILE_BYTES;
+anything else is one line in the log (once, until the path changes), and the logouts of this server still hold.
 """
 
 import json
@@ -25,6 +28,9 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
+
+from engine.errors import GoodputError
+from engine.store.regular_files import read_regular
 
 LOG = logging.getLogger(__name__)
 LEDGER_FILE = Path(".auth") / "logouts.json"  # in the store's folder, beside the runs (README: The store)
@@ -63,7 +69,7 @@ class LogoutLedger:
         self.clock = clock
         self._lock = threading.Lock()
         self._entries: dict[str, float] = {}
-        self._seen_mtime: int | None = None
+        self._seen: tuple[int, ...] | None = None  # what the path was when last read (see _reload)
 
     def record(self, claims: Mapping[str, object]) -> None:
         """Write down that this identity logged out now."""
@@ -103,20 +109,18 @@ class LogoutLedger:
     def _reload(self) -> None:
         """Merge the file's entries when it changed since last read (another server of the store logged out)."""
         try:
-            info = self.path.stat()
-        except OSError:
+            seen = _identity(os.lstat(self.path))
+        except FileNotFoundError:
             return
-        if info.st_mtime_ns == self._seen_mtime:
+        except OSError as err:
+            seen = (err.errno or 0,)
+        if seen == self._seen:
             return
-        self._seen_mtime = info.st_mtime_ns
-        if info.st_size > MAX_FILE_BYTES:
-            LOG.warning(
-                "logout ledger %s is %d bytes, more than %d: ignored", self.path, info.st_size, MAX_FILE_BYTES
-            )
-            return
+        self._seen = seen  # also when it cannot be read: said once, not on every run of every page
         try:
-            loaded = json.loads(self.path.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as err:
+            raw = read_regular(self.path, MAX_FILE_BYTES)  # a link or a FIFO is refused, never waited on
+            loaded = json.loads(raw.decode("utf-8")) if raw is not None else {}
+        except (GoodputError, ValueError) as err:
             LOG.warning("logout ledger %s cannot be read (%s): logouts of this server only", self.path, err)
             return
         if not isinstance(loaded, dict):
@@ -136,10 +140,15 @@ class LogoutLedger:
             except BaseException:
                 Path(tmp).unlink(missing_ok=True)
                 raise
-            self._seen_mtime = self.path.stat().st_mtime_ns
+            self._seen = _identity(os.lstat(self.path))
         except OSError as err:
             LOG.warning(
                 "logout ledger %s cannot be written (%s): this logout holds on this server only",
                 self.path,
                 err,
             )
+
+
+def _identity(info: os.stat_result) -> tuple[int, ...]:
+    """Which file a path holds and which version of it: a rename puts another inode there, a write moves mtime."""
+    return (info.st_dev, info.st_ino, info.st_mode, info.st_size, info.st_mtime_ns)

@@ -184,11 +184,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"goodput: error: {err}", file=sys.stderr)
         return 2
     import streamlit as st
-    from starlette.middleware import Middleware
-    from starlette.middleware.gzip import GZipMiddleware
 
     from dashboard.preload import preload_and_freeze
-    from dashboard.upload_gate import UploadGate
     from dashboard.uploads import MAX_UPLOAD_MB
 
     os.environ[auth.LOGIN_ENV] = auth.REQUIRED if login else "off"
@@ -218,13 +215,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     }
     if own_tls:
         config |= {"server.sslCertFile": args.tls_cert, "server.sslKeyFile": args.tls_key}
-    middleware = [
+    st.App(args.app, middleware=middleware(tls)).run(config=config)
+    return 0
+
+
+def middleware(tls: bool) -> list:
+    """What stands in front of Streamlit, here and where `streamlit run` serves the app (dashboard/streamlit_app.py):
+    frame-ancestors protection (and Secure cookies over TLS), gzip, and the upload gate."""
+    from starlette.middleware import Middleware
+    from starlette.middleware.gzip import GZipMiddleware
+
+    from dashboard.upload_gate import UploadGate
+
+    return [
         Middleware(SecurityHeaders, secure_cookies=tls),
         Middleware(GZipMiddleware, minimum_size=GZIP_MIN_BYTES, compresslevel=GZIP_LEVEL),
         Middleware(UploadGate),
     ]
-    st.App(args.app, middleware=middleware).run(config=config)
-    return 0
 
 
 if __name__ == "__main__":

@@ -12,18 +12,30 @@ import, but a route does not read pages. So this ASGI middleware answers the rou
   whole server (else 429, "try again"), each at most MAX_UPLOAD_BYTES (Streamlit's `server.maxUploadSize`,
   pinned by the launcher to the same figure);
 - one session holds at most MAX_UPLOAD_BYTES of uploaded files at a time, the most one import takes (else 413):
-  a file removed from its uploader frees its share.
+  a file removed from its uploader frees its share;
+- the bytes that arrive are counted, not only declared: a body longer than its Content-Length (chunked encoding
+  with a `Content-Length: 100` beside it carried 5 MiB) is cut off as soon as it passes it, with 413.
 
 WebSockets and every other route pass untouched.
+
+`goodput dashboard` (dashboard/serve.py) puts the gate in front of Streamlit, and so does `streamlit run
+dashboard/streamlit_app.py` (that file defines the app it serves). Served any other way beyond loopback, the app
+shows no page and stops its server (`refuse_if_ungated`).
 """
 
+import logging
+import os
 import re
+import signal
 import threading
 from collections import OrderedDict
 
+from streamlit import runtime
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from dashboard.uploads import MAX_UPLOAD_BYTES
+
+LOG = logging.getLogger(__name__)
 
 # Uploads being received at once, in the whole server: each is read into memory whole by Streamlit.
 MAX_UPLOADS_IN_FLIGHT = 2
@@ -70,6 +82,13 @@ class _Ledger:
 
 
 LEDGER = _Ledger()
+# Whether a gate has seen a request of this process's server (refuse_if_ungated): where one is in front of Streamlit,
+# everything passes it, the server's start (lifespan) and each session's websocket before the session's first run.
+_GATE_SEEN = False
+# Served beyond loopback without a gate, the first run stops the server this long after its screen says why.
+STOP_GRACE_S = 2.0
+_STOPPING = False
+_STOP_LOCK = threading.Lock()
 
 
 def remember(session_id: str, may_upload: bool) -> None:
@@ -90,6 +109,52 @@ def remember_this_session(may_upload: bool) -> None:
         remember(context.session_id, may_upload)
 
 
+def refuse_if_ungated() -> str | None:
+    """Why this server shows no page and is stopping, or None: a gate is in front of Streamlit, or the server
+    listens on loopback only (where login is off and everyone may upload anyway). The app calls this on every run.
+
+    `goodput dashboard` and `streamlit run dashboard/streamlit_app.py` both serve the app with the gate in front
+    (the latter through the `app` that file defines). Served some other way beyond loopback (a script calling
+    Streamlit's bootstrap, an ASGI host of its own), Streamlit's upload route would keep in memory whatever any
+    session sends, a logged-out visitor's too, and a page cannot close a route: so no page is shown, the log says
+    why, and the server is stopped (SIGTERM to this process) once the first visitor's screen has had time to say
+    so. Uploads sent before that die with the process.
+    """
+    from dashboard import auth
+
+    address = auth.served_address()
+    if _GATE_SEEN or not runtime.exists() or auth.is_loopback(address):
+        return None
+    _stop_this_server(address)
+    return (
+        f"it listens on {address}, beyond loopback, without the upload gate that `goodput dashboard`"
+        " and `streamlit run dashboard/streamlit_app.py` put in front of Streamlit, so it stops"
+    )
+
+
+def _stop_this_server(address: str) -> None:
+    """Once per process: say why in the log, then end the process after STOP_GRACE_S."""
+    global _STOPPING
+    with _STOP_LOCK:
+        if _STOPPING:
+            return
+        _STOPPING = True
+    LOG.error(
+        "goodput: served on %s without the upload gate (start it with `goodput dashboard`, README 'Login'): "
+        "stopping in %g s",
+        address,
+        STOP_GRACE_S,
+    )
+    timer = threading.Timer(STOP_GRACE_S, _terminate)
+    timer.daemon = True
+    timer.start()
+
+
+def _terminate() -> None:
+    """As `kill PID` would: Streamlit's server (and uvicorn) stop cleanly on SIGTERM."""
+    os.kill(os.getpid(), signal.SIGTERM)
+
+
 class UploadGate:
     """Pure ASGI middleware for Streamlit's upload route (see the module's docstring)."""
 
@@ -100,6 +165,8 @@ class UploadGate:
         self.login_required = login_required or auth.login_required
 
     async def __call__(self, scope, receive, send) -> None:
+        global _GATE_SEEN
+        _GATE_SEEN = True  # this server's requests pass through a gate (refuse_if_ungated)
         match = UPLOAD_PATH.match(scope.get("path", "")) if scope["type"] == "http" else None
         if match is None or scope["method"] == "OPTIONS":
             await self.app(scope, receive, send)
@@ -131,28 +198,50 @@ class UploadGate:
         if busy:
             await _refuse(send, 429, "other uploads are being received; try again in a moment")
             return
+        # The declared length passed the limits above (declared + held <= MAX_UPLOAD_BYTES), so a body that stays
+        # within it stays within them; past it, nothing more is read.
         received = 0
+        over = False
 
         async def counting_receive():
-            nonlocal received
+            nonlocal received, over
+            if over:
+                return {"type": "http.disconnect"}
             message = await receive()
             if message["type"] == "http.request":
                 received += len(message.get("body", b""))
+                if received > declared:
+                    # Streamlit is told the client left (it stops reading and keeps nothing); the answer is ours
+                    over = True
+                    return {"type": "http.disconnect"}
             return message
 
         status = 0
+        started = False
 
         async def watching_send(message) -> None:
-            nonlocal status
+            nonlocal status, started
+            if over:
+                return  # Streamlit's answer to a "disconnect": the client gets the gate's 413 instead
             if message["type"] == "http.response.start":
-                status = message["status"]
+                status, started = message["status"], True
             await send(message)
 
         try:
             await self.app(scope, counting_receive, watching_send)
+        except Exception:
+            if not over:
+                raise
+            # Starlette's request stream raises ClientDisconnect at the disconnect the gate handed it
         finally:
             with LEDGER.lock:
                 LEDGER.in_flight -= 1
+        if over:
+            if not started:
+                await _refuse(
+                    send, 413, f"the upload sent more than it declared (Content-Length: {declared}): refused"
+                )
+            return
         if 200 <= status < 300:
             LEDGER.keep(session_id, file_id, received)
 

@@ -285,3 +285,172 @@ def test_without_streamlits_runtime_nothing_is_served_so_only_the_launcher_decid
     assert not auth.login_required()
     monkeypatch.setenv(auth.LOGIN_ENV, auth.REQUIRED)
     assert auth.login_required()
+
+
+# ----- the second attack ---------------------------------------------------------------------------------------
+# Issue 3: a server beyond loopback without the gate (`streamlit run ... --server.address 0.0.0.0`) took uploads;
+# `streamlit run` now serves the app with the gate in front (tests/test_upload_doors.py), any other way stops.
+# Issue 13: the gate trusted the declared length. Issue 8: a FIFO as the logout ledger hung every logged-in page.
+# tests/test_upload_doors.py walks issues 3 and 13 through real servers.
+
+
+def test_served_beyond_loopback_without_the_gate_the_app_shows_nothing_and_stops_its_server(monkeypatch):
+    """Served neither by `goodput dashboard` nor by `streamlit run` (which both put the gate in front): a page
+    cannot close Streamlit's upload route, so the server is stopped, once, after the screen has said why."""
+    import signal
+    import time
+
+    serving(monkeypatch, "0.0.0.0", good_secrets(), proxy=True)  # noqa: S104  login and TLS in order
+    monkeypatch.setattr(upload_gate, "_GATE_SEEN", False)  # e.g. Streamlit's bootstrap called by a script
+    monkeypatch.setattr(upload_gate, "_STOPPING", False)
+    monkeypatch.setattr(upload_gate, "STOP_GRACE_S", 0.01)
+    stops = []
+    monkeypatch.setattr(upload_gate, "_terminate", lambda: stops.append(signal.SIGTERM))
+    problem = upload_gate.refuse_if_ungated()
+    assert problem and "without the upload gate" in problem and "goodput dashboard" in problem
+    assert upload_gate.refuse_if_ungated() == problem  # every run says so; the server is stopped once
+    for _ in range(500):
+        if stops:
+            break
+        time.sleep(0.01)
+    time.sleep(0.05)
+    assert stops == [signal.SIGTERM]
+
+
+def test_a_gated_or_loopback_server_serves(monkeypatch):
+    monkeypatch.setattr(upload_gate, "_STOPPING", False)
+    monkeypatch.setattr(upload_gate, "_terminate", lambda: pytest.fail("the server was stopped"))
+    serving(monkeypatch, "127.0.0.1", {})
+    monkeypatch.setattr(upload_gate, "_GATE_SEEN", False)
+    assert upload_gate.refuse_if_ungated() is None  # on loopback: one person, no login, everyone may upload
+    serving(monkeypatch, "0.0.0.0", {})  # noqa: S104
+    asyncio.run(
+        call(UploadGate(FakeStreamlit()), "GET", "/_stcore/health")
+    )  # the server's requests pass a gate
+    assert upload_gate.refuse_if_ungated() is None
+    assert not upload_gate._STOPPING
+
+
+async def call_in_chunks(gate, path: str, chunks: list[bytes], declared: int):
+    """A PUT whose body arrives in `chunks` while its Content-Length says `declared`; (statuses, bodies, chunks
+    the gate read from the client)."""
+    scope = {
+        "type": "http",
+        "method": "PUT",
+        "path": path,
+        "headers": [(b"content-length", str(declared).encode())],
+    }
+    read = 0
+    statuses, bodies = [], []
+
+    async def receive():
+        nonlocal read
+        if read < len(chunks):
+            read += 1
+            return {"type": "http.request", "body": chunks[read - 1], "more_body": read < len(chunks)}
+        return {"type": "http.disconnect"}
+
+    async def send(message):
+        if message["type"] == "http.response.start":
+            statuses.append(message["status"])
+        elif message["type"] == "http.response.body":
+            bodies.append(message.get("body", b""))
+
+    await gate(scope, receive, send)
+    return statuses, b"".join(bodies), read
+
+
+class StarletteLikeStreamlit(FakeStreamlit):
+    """Reads the body as Starlette's Request.stream does: a disconnect mid-body raises ClientDisconnect."""
+
+    async def __call__(self, scope, receive, send) -> None:
+        from starlette.requests import ClientDisconnect
+
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                raise ClientDisconnect()
+            if not message.get("more_body"):
+                break
+        await send({"type": "http.response.start", "status": 204, "headers": []})
+        await send({"type": "http.response.body", "body": b""})
+
+
+@pytest.mark.parametrize("app", [FakeStreamlit, StarletteLikeStreamlit])
+def test_a_body_longer_than_it_declared_is_cut_off_with_413(app):
+    upload_gate.LEDGER.__init__()
+    gate = UploadGate(app(), login_required=lambda: False)  # loopback: a session that may upload
+    chunks = [b"x" * 1024] * (5 * 1024)  # 5 MiB, chunked, declared as 100 bytes
+    statuses, body, read = asyncio.run(call_in_chunks(gate, "/_stcore/upload_file/s/lie", chunks, 100))
+    assert statuses == [413] and b"more than it declared" in body  # one answer: the app's is not sent
+    assert read == 1  # stopped at the first chunk past the declared length, not at the end of the body
+    assert upload_gate.LEDGER.held_bytes("s", "") == 0 and upload_gate.LEDGER.in_flight == 0
+    exact = [b"x" * 50, b"x" * 50]
+    assert asyncio.run(call_in_chunks(gate, "/_stcore/upload_file/s/ok", exact, 100))[0] == [204]
+    assert upload_gate.LEDGER.held_bytes("s", "") == 100
+
+
+# a page's run and the ledger's reader, each given this long before it counts as hung
+PROMPT_S = 10
+
+
+def within(seconds: float, work):
+    """`work()`'s result, which must come within `seconds` (run in a thread, so a hang fails the test)."""
+    import threading
+
+    out: dict = {}
+    thread = threading.Thread(target=lambda: out.setdefault("value", work()), daemon=True)
+    thread.start()
+    thread.join(seconds)
+    assert not thread.is_alive(), f"still running after {seconds} s"
+    return out.get("value")
+
+
+@pytest.fixture
+def fifo_ledger(tmp_path):
+    """A FIFO where the logout ledger lives; afterwards any reader stuck opening it is let go."""
+    import contextlib
+    import os
+
+    path = tmp_path / "store" / ".auth" / "logouts.json"
+    path.parent.mkdir(parents=True)
+    os.mkfifo(path)
+    yield path
+    with contextlib.suppress(OSError):  # ENXIO: nobody is waiting on it (the fix), or it is a file by now
+        os.close(os.open(path, os.O_WRONLY | os.O_NONBLOCK))
+
+
+def test_a_fifo_as_the_logout_ledger_is_an_error_not_a_hang(fifo_ledger, caplog):
+    ledger = LogoutLedger(fifo_ledger, Clock(6_000.0))
+    assert within(PROMPT_S, lambda: ledger.revoked(claims(iat=1))) is False
+    assert (
+        within(PROMPT_S, lambda: ledger.revoked(claims(iat=1))) is False
+    )  # and again: said once, not per run
+    said = [r.getMessage() for r in caplog.records if "logouts.json" in r.getMessage()]
+    assert len(said) == 1 and "not a regular file" in said[0] and "\n" not in said[0], said
+    within(PROMPT_S, lambda: ledger.record(claims(iat=1)))  # a logout still holds: the FIFO is replaced
+    assert fifo_ledger.is_file() and ledger.revoked(claims(iat=1))
+
+
+def test_a_link_as_the_logout_ledger_is_not_followed(tmp_path, caplog):
+    elsewhere = tmp_path / "elsewhere.json"
+    elsewhere.write_text(json.dumps({identity(claims(None)): 7_000.0}))
+    path = tmp_path / "logouts.json"
+    path.symlink_to(elsewhere)
+    assert not LogoutLedger(path, Clock(7_000.0)).revoked(claims(iat=1))
+    assert "cannot be read" in caplog.text
+
+
+def test_a_logged_in_page_renders_beside_a_fifo_ledger(fifo_ledger, monkeypatch):
+    from pathlib import Path
+
+    from streamlit.testing.v1 import AppTest
+
+    monkeypatch.setenv("GOODPUT_STORE", str(fifo_ledger.parent.parent))
+    monkeypatch.setenv(auth.LOGIN_ENV, auth.REQUIRED)
+    at = AppTest.from_file(str(Path(auth.__file__).with_name("streamlit_app.py")), default_timeout=PROMPT_S)
+    at.user = {"is_logged_in": True, "sub": "vic", "email": "vic@example.com", "name": "Vic Viewer", "iat": 1}
+    at.secrets["auth"] = good_secrets()["auth"]
+    within(PROMPT_S * 3, at.run)  # the first run of the router imports the pages' modules
+    assert not at.exception
+    assert "Vic Viewer · viewer" in [t.value for t in at.sidebar.text]

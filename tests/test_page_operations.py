@@ -132,3 +132,33 @@ def test_a_drain_carried_out_from_the_page(store_dir: Path, slurm_cluster: Slurm
         assert "Dry run" not in [b.label for b in at.button]
     finally:
         slurm_cluster.resume()
+
+
+def test_the_action_picker_shows_invisible_characters_as_the_table_does(store_dir: Path) -> None:
+    """A node named with U+202E (RIGHT-TO-LEFT OVERRIDE) read 'drain hexe.png1' in the picker, raw, while the
+    table beside it showed the mark: every label of the page's pickers is made visible."""
+    run_id = Store(store_dir).write_run(observed("h\u202e1gnp.exe"))
+    at = open_page(PAGE, {"run": run_id})
+    assert not at.exception
+    [label] = at.selectbox(key="ops_pick").options
+    assert "\u202e" not in label and label.endswith("drain h⟨U+202E⟩1gnp.exe")
+    at = open_page(PAGE, {"run": run_id, "tab": "By hand"})
+    assert at.selectbox(key="ops_hand_action").options == ["drain", "resume", "requeue"]
+
+
+def test_the_command_confirmed_shows_invisible_characters(store_dir: Path, tmp_path: Path) -> None:
+    """The dry run's command is what the operator confirms: a reason holding U+202E reversed it on screen (issue 45,
+    12, found beside the picker). Against a Slurm of four nodes (tests/servers/fake_slurm.py)."""
+    from tests.servers import fake_slurm
+
+    slurm = fake_slurm.make(tmp_path / "slurm", 4, delay_s=0.0)
+    settings(store_dir, slurm_bin=str(slurm))
+    run_id = Store(store_dir).write_run(observed("gpu01"))
+    at = open_page(PAGE, {"run": run_id, "tab": "By hand"})
+    at.text_input(key="ops_hand_nodes").set_value("gpu02").run()
+    at.text_input(key="ops_hand_reason").set_value("fan \u202eylf\u202c noise").run()
+    at = button(at, "Dry run").click().run()
+    assert not at.exception
+    command = at.code[0].value
+    assert "\u202e" not in command and "Reason=goodput: fan ⟨U+202E⟩ylf⟨U+202C⟩ noise" in command
+    assert fake_slurm.updates(slurm) == []  # a dry run sends nothing

@@ -21,6 +21,7 @@ from engine.act.records import Action, ActionState, Recommendation
 from engine.act.service import Actions
 from engine.analysis.definitions import definition
 from engine.errors import GoodputError
+from engine.report.visible_text import visible
 from engine.store import RunInfo
 
 RECOMMENDED_TAB = "Recommended"
@@ -170,8 +171,11 @@ def choose(recs: list[Recommendation]) -> Recommendation | None:
         "Open an action",
         ids,
         index=index,
-        # no state in the label: it changes under the widget when an action is carried out
-        format_func=lambda i: next(f"{r.id}: {r.action} {', '.join(r.nodes)}" for r in recs if r.id == i),
+        # no state in the label: it changes under the widget when an action is carried out; node names are data,
+        # shown as the table beside it shows them (a U+202E in a name must not reverse the label)
+        format_func=lambda i: visible(
+            next(f"{r.id}: {r.action} {', '.join(r.nodes)}" for r in recs if r.id == i)
+        ),
         key="ops_pick",
     )
     state.set_url(ACTION_PARAMETER, picked or "")
@@ -242,7 +246,9 @@ def by_hand_section(actions: Actions, may_act: bool) -> None:
         auth.missing(auth.Role.OPERATOR, "Carrying out actions")
         return
     cols = st.columns([1, 2, 3])
-    action = Action(cols[0].selectbox("Do", [str(a) for a in Action], key="ops_hand_action"))
+    action = Action(
+        cols[0].selectbox("Do", [str(a) for a in Action], key="ops_hand_action", format_func=visible)
+    )
     if action is Action.REQUEUE:
         target = cols[1].text_input("Slurm job id", key="ops_hand_job")
     else:

@@ -17,6 +17,7 @@ from dashboard.text import code, md
 from engine.act.records import Action, Recommendation
 from engine.act.service import Actions, NeedsConfirmation, Outcome
 from engine.errors import GoodputError
+from engine.report.visible_text import visible
 
 DRY_RUN = "ops_dry_run"  # action key -> the dry run's Outcome (this session's)
 LARGEST = "ops_largest"  # action key -> the second confirmation's question
@@ -113,7 +114,8 @@ def controls(actions: Actions, request: Request, may_act: bool) -> None:
         st.error(f"It would be refused: {md(shown.message)}", icon=":material/block:")
         return
     st.markdown("The command, exactly as it would run (no shell):")
-    st.code(shown.command.shown(), language="bash", wrap_lines=True)
+    # the reason is the operator's words and Slurm's answer is Slurm's: a U+202E would reverse what is confirmed
+    st.code(visible(shown.command.shown()), language="bash", wrap_lines=True)
     st.checkbox("Carry out exactly this command", key=f"ops_confirm:{request.key}")
     largest = st.session_state.get(LARGEST, {}).get(request.key)
     second = False
@@ -140,7 +142,7 @@ def last_result() -> None:
     (st.success if kind == "success" else st.error)(md(message), icon=":material/terminal:")
     if outcome is not None and outcome.answer is not None:
         st.caption(f"Slurm said ({outcome.answer.seconds:.2f} s):")
-        st.code(outcome.answer.text, language=None, wrap_lines=True)
+        st.code(visible(outcome.answer.text), language=None, wrap_lines=True)
 
 
 def reject(actions: Actions, rec: Recommendation) -> None:
