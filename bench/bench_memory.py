@@ -11,8 +11,16 @@ Each case runs in a child process of its own (bench/harness.py), and its figure 
 - a 700 MB sacct answer through the watch's read (engine/ingest/slurm.py read_jobs, a fake `sacct` on PATH):
   2,000,000 jobs of 350 bytes (MAX_TRACE_JOBS, read), and 700 MB of 150-byte records (refused at
   MAX_TRACE_JOBS as they stream); reading the answer whole took 2.4 GB for 390 MB;
-- sinfo --json of 262,144 nodes as Slurm 22.05 prints them (~0.5 GB), and one nested 1,000,000 deep.
+- sinfo --json of 262,144 nodes as Slurm 22.05 prints them (~0.5 GB), and one nested 1,000,000 deep;
+- `goodput ingest node-exporter`: MAX_INGEST_SAMPLES samples of one metric a port and time (each its own
+  nic_samples row, 912 MB of text gzipped), and 1,000 MiB of newlines gzipped to ~1 MB (split whole, 256 MiB of
+  them took 9 GiB);
+- `goodput ingest step-times` at MAX_STEP_OPS, the worst shape measured (a forward, a backward and eight kinds of op
+  around them a worker and step, named in MAX_STEP_NAME_BYTES) as CSV and as Parquet; 4,000,000 rows sharing one
+  2 KB optype in 0.9 MB of Parquet (the issue's 2.2 MB took 9 GiB); the three-line CSV naming microbatch
+  99,999,999 (a 2.1 GB grid).
 Budget: every case under 3.5 GB peak RSS (the issue: well under 4 GB), refusals as one line.
+`python bench/bench_memory.py WORD...` runs only the cases whose label holds one of the words (`step-times`).
 """
 
 import json
@@ -61,6 +69,84 @@ def short_dcgm(path: Path, lines: int) -> None:
             out.write((pl.select(line.str.join("\n")).item() + "\n").encode())
 
 
+def node_exporter_file(path: Path, lines: int) -> None:
+    """`lines` samples of node_infiniband_link_downed_total, 16 ports of one host (the file's name), a new
+    timestamp every 16 lines: each sample its own nic_samples row. Gzipped."""
+    import gzip
+
+    import polars as pl
+
+    with gzip.open(path, "wb", compresslevel=1) as out:
+        for start in range(0, lines, 1_000_000):
+            i = pl.int_range(start, min(start + 1_000_000, lines), eager=True)
+            line = pl.concat_str(
+                pl.lit('node_infiniband_link_downed_total{device="mlx5_'),
+                (i % 8).cast(pl.String),
+                pl.lit('",port="'),
+                (i // 8 % 2 + 1).cast(pl.String),
+                pl.lit('"} 3 '),
+                (1_733_133_600_000 + i // 16 * 1000).cast(pl.String),
+            )
+            out.write((pl.select(line.str.join("\n")).item() + "\n").encode())
+
+
+def newlines_file(path: Path, nbytes: int) -> None:
+    import gzip
+
+    with gzip.open(path, "wb", compresslevel=6) as out:
+        for _ in range(nbytes // MiB):
+            out.write(b"\n" * MiB)
+
+
+def step_times_frame(rows: int, kinds: int = 4):
+    """A complete timeline of `rows` ops: 100 dp ranks x 4 stages, each worker a forward and a backward a step
+    and `kinds` kinds of op before them and `kinds` after, named in MAX_STEP_NAME_BYTES (the shape that took the
+    most memory of those measured: 8 of 10 ops are laid out around the computes)."""
+    import polars as pl
+
+    from engine import limits
+
+    per, workers = 2 + 2 * kinds, 400
+    slot, worker = pl.col("i") % per, pl.col("i") // per
+    name = (pl.lit("op-") + slot.cast(pl.String) + "-").str.pad_end(limits.MAX_STEP_NAME_BYTES, "x")
+    return pl.DataFrame(pl.int_range(0, rows // per * per, eager=True, dtype=pl.Int64).alias("i")).select(
+        dp_rank=worker // 4 % 100,
+        stage=worker % 4,
+        rank=worker % workers,
+        step=worker // workers,
+        optype=pl.when(slot == kinds)
+        .then(pl.lit("forward-compute"))
+        .when(slot == kinds + 1)
+        .then(pl.lit("backward-compute"))
+        .otherwise(name),
+        start_ts=worker // workers * 100.0 + slot.cast(pl.Float64),
+        duration=pl.lit(0.5),
+        mb_id=pl.when((slot == kinds) | (slot == kinds + 1)).then(0).otherwise(-1),
+    )
+
+
+def parquet_bomb(path: Path, rows: int = 4_000_000) -> None:
+    """`rows` rows of one worker whose optype is one 2 KB dictionary entry: 0.9 MB on disk."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    zeros = pa.array(np.zeros(rows, np.int8))
+    optype = pa.DictionaryArray.from_arrays(pa.array(np.zeros(rows, np.int8)), pa.array(["x" * 2048]))
+    times = pa.array(np.zeros(rows, np.float32))
+    table = pa.table(
+        {
+            "dp_rank": zeros,
+            "stage": zeros,
+            "step": zeros,
+            "optype": optype,
+            "start_ts": times,
+            "duration": times,
+        }
+    )
+    pq.write_table(table, path, compression="zstd")
+
+
 def worker(spec: dict) -> dict:
     from engine.errors import GoodputError
 
@@ -73,6 +159,15 @@ def worker(spec: dict) -> dict:
             from engine.store import Store
 
             run = ingest_dcgm([spec["path"]])
+            Store(tmp / "store").write_run(run)
+            outcome = f"{run.summary['samples']:,} samples"
+        elif spec["kind"] in ("node-exporter", "step-times"):
+            from engine.ingest.node_exporter import ingest_node_exporter
+            from engine.ingest.step_times import ingest_step_times
+            from engine.store import Store
+
+            ingest = ingest_node_exporter if spec["kind"] == "node-exporter" else ingest_step_times
+            run = ingest([spec["path"]])
             Store(tmp / "store").write_run(run)
             outcome = f"{run.summary['samples']:,} samples"
         elif spec["kind"] == "sacct":
@@ -129,55 +224,98 @@ def main() -> int:
     from tests.fixtures.ingest.bulk import write_dcgm
 
     header = "\x1f".join(SACCT_FIELDS)
-    rows = []
-    with tempfile.TemporaryDirectory() as tmp_name:
-        tmp = Path(tmp_name)
-        cases = []
-        big = tmp / "scrapes.prom.gz"
-        write_dcgm(big, 1000 * MiB, compress=True)
-        cases.append(("DCGM 1,000 MiB (gzip, dcgm-exporter labels)", {"kind": "dcgm", "path": str(big)}))
-        worst = tmp / "short.prom.gz"
-        short_dcgm(worst, limits.MAX_INGEST_SAMPLES)
-        cases.append(
-            (f"DCGM {limits.MAX_INGEST_SAMPLES:,} 46-byte lines", {"kind": "dcgm", "path": str(worst)})
-        )
-        bomb = tmp / "short1000.prom.gz"
-        short_dcgm(bomb, 1000 * MiB // 46)
-        cases.append(("DCGM 1,000 MiB of 46-byte lines", {"kind": "dcgm", "path": str(bomb)}))
-        python = sys.executable
-        for label, jobs, width in (
-            ("sacct 700 MB: 2,000,000 jobs of 350 bytes", limits.MAX_TRACE_JOBS, 350),
-            ("sacct 700 MB: 4,700,000 records of 150 bytes", 4_700_000, 150),
-        ):
-            folder = tmp / f"sacct{jobs}"
+    python = sys.executable
+    words = [w.lower() for w in sys.argv[1:]]
+
+    def file_case(kind: str, name: str, write) -> callable:
+        def prepare(tmp: Path) -> dict:
+            write(tmp / name)
+            return {"kind": kind, "path": str(tmp / name)}
+
+        return prepare
+
+    def sacct_case(jobs: int, width: int) -> callable:
+        def prepare(tmp: Path) -> dict:
             body = SACCT_WRITER.format(python=python, jobs=jobs, width=width, header=header)
-            cases.append((label, {"kind": "sacct", "bin": fake(folder, "sacct", body)}))
-        big_sinfo = tmp / "sinfo.json"
-        sinfo_file(big_sinfo, limits.MAX_HOSTS)
-        cat = f"#!{python}\nimport shutil, sys\nshutil.copyfileobj(open({str(big_sinfo)!r}, 'rb'), sys.stdout.buffer)\n"
-        size = big_sinfo.stat().st_size / 1e6
-        cases.append(
-            (
-                f"sinfo --json 262,144 nodes ({size:,.0f} MB)",
-                {"kind": "sinfo", "bin": fake(tmp / "s1", "sinfo", cat)},
-            )
-        )
+            return {"kind": "sacct", "bin": fake(tmp / f"sacct{jobs}", "sacct", body)}
+
+        return prepare
+
+    def big_sinfo(tmp: Path) -> dict:
+        path = tmp / "sinfo.json"
+        sinfo_file(path, limits.MAX_HOSTS)
+        cat = f"#!{python}\nimport shutil, sys\nshutil.copyfileobj(open({str(path)!r}, 'rb'), sys.stdout.buffer)\n"
+        label = f"sinfo --json 262,144 nodes ({path.stat().st_size / 1e6:,.0f} MB)"
+        return {"kind": "sinfo", "bin": fake(tmp / "s1", "sinfo", cat), "label": label}
+
+    def deep_sinfo(tmp: Path) -> dict:
         deep = (
             f"#!{python}\nimport sys\nsys.stdout.write('{{\"nodes\": ' + '[' * 10**6 + ']' * 10**6 + '}}')\n"
         )
-        cases.append(
-            ("sinfo --json nested 1,000,000 deep", {"kind": "sinfo", "bin": fake(tmp / "s2", "sinfo", deep)})
+        return {"kind": "sinfo", "bin": fake(tmp / "s2", "sinfo", deep)}
+
+    def three_lines(path: Path) -> None:
+        path.write_text(
+            "dp_rank,stage,step,optype,start_ts,duration,mb_id\n"
+            "0,0,0,forward-compute,0,1,0\n0,0,0,forward-compute,1,1,99999999\n"
         )
-        for label, spec in cases:
+
+    samples, ops = limits.MAX_INGEST_SAMPLES, limits.MAX_STEP_OPS
+    cases = [
+        (
+            "DCGM 1,000 MiB (gzip, dcgm-exporter labels)",
+            file_case("dcgm", "scrapes.prom.gz", lambda p: write_dcgm(p, 1000 * MiB, compress=True)),
+        ),
+        (
+            f"DCGM {samples:,} 46-byte lines",
+            file_case("dcgm", "short.prom.gz", lambda p: short_dcgm(p, samples)),
+        ),
+        (
+            "DCGM 1,000 MiB of 46-byte lines",
+            file_case("dcgm", "short1000.prom.gz", lambda p: short_dcgm(p, 1000 * MiB // 46)),
+        ),
+        ("sacct 700 MB: 2,000,000 jobs of 350 bytes", sacct_case(limits.MAX_TRACE_JOBS, 350)),
+        ("sacct 700 MB: 4,700,000 records of 150 bytes", sacct_case(4_700_000, 150)),
+        ("sinfo --json 262,144 nodes", big_sinfo),
+        ("sinfo --json nested 1,000,000 deep", deep_sinfo),
+        (
+            f"node-exporter {samples:,} samples (gzip)",
+            file_case("node-exporter", "node001.prom.gz", lambda p: node_exporter_file(p, samples)),
+        ),
+        (
+            "node-exporter 1,000 MiB of newlines (gzip)",
+            file_case("node-exporter", "node002.prom.gz", lambda p: newlines_file(p, 1000 * MiB)),
+        ),
+        (
+            f"step-times {ops:,} ops (CSV)",
+            file_case("step-times", "ops.csv", lambda p: step_times_frame(ops).write_csv(p)),
+        ),
+        (
+            f"step-times {ops:,} ops (Parquet)",
+            file_case("step-times", "ops.parquet", lambda p: step_times_frame(ops).write_parquet(p)),
+        ),
+        (
+            "step-times 4,000,000 x one 2 KB optype (Parquet)",
+            file_case("step-times", "bomb.parquet", parquet_bomb),
+        ),
+        ("step-times 3 lines, microbatch 99,999,999 (CSV)", file_case("step-times", "grid.csv", three_lines)),
+    ]
+    rows = []
+    for label, prepare in cases:
+        if words and not any(w in label.lower() for w in words):
+            continue
+        with tempfile.TemporaryDirectory() as tmp_name:  # a case's input is deleted before the next is made
+            spec = prepare(Path(tmp_name))
+            label = spec.pop("label", label)
             result = run_in_child(__file__, {**spec, "tmp": tmp_name})
-            rows.append((label, result))
-            print(
-                f"{label:46} {result['peak_mb']:>7,.0f} MB {result['wall_s']:>6.1f} s {result['cpu_s']:>6.1f} cpu-s"
-                f"  {result['outcome']}",
-                flush=True,
-            )
+        rows.append((label, result))
+        print(
+            f"{label:50} {result['peak_mb']:>7,.0f} MB {result['wall_s']:>6.1f} s {result['cpu_s']:>6.1f} cpu-s"
+            f"  {result['outcome']}",
+            flush=True,
+        )
     worst_mb = max(r["peak_mb"] for _, r in rows)
-    print(f"{'largest peak RSS':46} {worst_mb:>7,.0f} MB  (budget {BUDGET_MB:,} MB)")
+    print(f"{'largest peak RSS':50} {worst_mb:>7,.0f} MB  (budget {BUDGET_MB:,} MB)")
     return 0 if worst_mb < BUDGET_MB else 1
 
 

@@ -78,10 +78,14 @@ MAX_INCIDENTS = 1_000_000
 
 # ----- step timelines (goodput ingest step-times, goodput stragglers) -------------------------------------------
 
-# Operations of one op-level timeline. ByteDance's public traces hold 7k-120k; 16,384 workers x 1,000 steps of a
-# forward and a backward each are 32.8M, for which `goodput stragglers` peaked at 5.9 GB (~180 bytes a row), so
-# this limit keeps it near the ~8 GB Goodput aims for.
-MAX_STEP_OPS = 40_000_000
+# Operations of one op-level timeline, counted before any is parsed (a Parquet file's rows from its metadata, a
+# CSV's lines). ByteDance's public traces hold 7k-120k; 4,000 workers x 1,000 steps of a forward and a backward
+# each are 8M. Peak RSS of `goodput ingest step-times` at 8M (bench/bench_memory.py): 2.0-2.4 GB from Parquet,
+# 2.1-2.8 GB from CSV, the worst a forward, a backward and eight kinds of op around them a worker and step, named
+# in 64 bytes; so any ingest stays near DCGM's 2.8 GB. It was 40M, ~10 GB from a 5 MB Parquet file (1.1 GB was
+# measured at 4M rows, 0.5 MB).
+# (`goodput stragglers` analyses what was ingested: it took 5.9 GB for 32.8M rows, ~180 bytes a row.)
+MAX_STEP_OPS = 8_000_000
 # Pipeline stages of one job (Llama 3 405B trained with 16; the deepest published pipelines have ~128).
 MAX_PIPELINE_STAGES = 1_024
 # Distinct steps of one timeline.
@@ -92,6 +96,16 @@ MAX_STEP_TIMELINE_CELLS = 200_000_000
 # Kinds of op a worker runs before its first or after its last compute (all-gather, reduce-scatter, optimizer,
 # ...: ByteDance's traces have 6).
 MAX_PHASE_SLOTS = 64
+# Cells of a head or tail array (steps x workers x kinds of op before, or after, compute) for each op read. Each kind
+# is a column of every worker, NaN where a worker has none, so 64 kinds in one worker and one forward in each of the
+# others made 64 cells (0.5 KB) a row read: 3.1M rows filled MAX_STEP_TIMELINE_CELLS twice, 3.2 GB. A real timeline
+# has most kinds in most workers, fewer cells than rows (ByteDance's ST: 0.04 and 0.23 a row); 4 keeps the two
+# arrays within 64 bytes a row.
+MAX_PHASE_CELLS_PER_OP = 4
+# Bytes of one text value of a timeline (an optype, or a number written as text). Megatron-LM's timer names reach
+# 35 bytes (optimizer-copy-main-to-model-params), ByteDance's 26. It bounds what a Parquet dictionary may expand
+# to: 4,000,000 rows sharing one 2 KB optype are 2.2 MB on disk and were 9 GiB read; now at most 64 bytes a row.
+MAX_STEP_NAME_BYTES = 64
 
 # ----- files ----------------------------------------------------------------------------------------------------
 

@@ -19,6 +19,12 @@ outside 2000 .. a day ahead or a run longer than MAX_RUN_DAYS, the same series t
 is no port number, more hosts than MAX_HOSTS or ports a host than MAX_PORTS_PER_HOST, more samples than
 MAX_INGEST_SAMPLES. A value no column can hold (negative, not whole for a counter, beyond 2^53) is skipped and
 counted. Lines are matched with Polars string expressions, not a Python loop.
+
+A file is read a block of whole lines at a time (engine/ingest/inflate.py text_blocks, inflating gzip or zstd as
+it goes), and only the samples kept of each block are held: split whole, 256 MiB of newlines gzipped to 1.17 MB
+were 256M rows of Polars strings and 9 GiB, now 0.28 GB for 1,000 MiB; MAX_INGEST_SAMPLES samples of one metric
+a port peak at 2.9 GB (bench/bench_memory.py). A series repeated at one time is found per file once its blocks are
+read, among the samples kept (a skipped value is no sample, as for DCGM).
 """
 
 import time
@@ -31,8 +37,9 @@ from engine import limits
 from engine.analysis.run_summary import RunSummary
 from engine.errors import GoodputError
 from engine.ingest import bounds
+from engine.ingest.inflate import text_blocks
 from engine.ingest.observed import hosts_table
-from engine.ingest.sources import Source, SourceLike, as_sources, decode
+from engine.ingest.sources import Source, SourceLike, as_sources
 from engine.store.run import Run
 from engine.store.schema import polars_schema
 from engine.units import SECONDS_PER_DAY
@@ -46,21 +53,29 @@ COLUMNS = {
     "node_infiniband_port_errors_received_total": "rcv_errors",
 }
 RATE_METRIC = "node_infiniband_rate_bytes_per_second"
+# How samples are held (read_samples): a string a row was a view into its block's text, and 12M samples kept
+# their blocks' text with them (4.1 GB for 720 MB of samples); the metric is one of five, the host and the device
+# a few distinct names.
+_METRIC = pl.Enum(list(COLUMNS))
 GBPS_PER_BYTE_PER_S = 8 / 1e9
 MAX_PORTS_PER_HOST = 64  # HCA ports a host may report (8 GPUs x 1 NIC x 2 ports is 16 on today's servers)
 MAX_PORT_NUMBER = 255  # an InfiniBand port number is 8 bits
 SKIP_VALUE = "values out of range for their column (a negative rate, a counter not a whole 0-2^53)"
 SKIP_OTHER = "samples of other metrics"
+# The text split into lines at once. Each line costs ~50 bytes while split (16-byte views of it and of its
+# matches, its number), however short: a block of nothing but newlines is 2M lines and ~0.1 GB (8 MiB blocks
+# took 0.4 GB), where 32 MiB of DCGM's 240-byte lines are 140k.
+BLOCK_BYTES = 2 << 20
 
 _NAME = r"[a-zA-Z_:][a-zA-Z0-9_:]*"
 _SAMPLE = rf"^({_NAME})[ \t]*(\{{.*\}})?[ \t]+([^ \t]+)(?:[ \t]+(-?[0-9]+))?[ \t]*$"
 _SAMPLE_COLUMNS = {
     "source": pl.UInt32,
     "line": pl.UInt32,
-    "host": pl.String,
-    "device": pl.String,
+    "host": pl.Categorical,
+    "device": pl.Categorical,
     "port": pl.Int32,
-    "metric": pl.String,
+    "metric": _METRIC,
     "value": pl.Float64,
     "t_ms": pl.Int64,
 }
@@ -85,7 +100,7 @@ def ingest_node_exporter(
         .unique(maintain_order=True)
         .with_row_index("host_id")
         .with_columns(pl.col("host_id").cast(pl.Int32))
-    )
+    )  # hostname stays Categorical, as samples' host, for the join in nic_rows
     nic = nic_rows(samples, hosts, origin_ms)
     end_s = float(nic["t_s"].max())
     first = names[0].rsplit("/", 1)[-1]
@@ -108,7 +123,10 @@ def ingest_node_exporter(
         duration_s=end_s,
         scenario={"source": "node-exporter", "inputs": names},
         summary=summary,
-        tables={"hosts": hosts_table(hosts.select("host_id", "hostname")), "nic_samples": nic},
+        tables={
+            "hosts": hosts_table(hosts.select("host_id", pl.col("hostname").cast(pl.String))),
+            "nic_samples": nic,
+        },
     )
 
 
@@ -143,15 +161,39 @@ def read_samples(sources: list[Source], now: float | None = None) -> tuple[pl.Da
     frames, skipped, total = [], {SKIP_VALUE: 0, SKIP_OTHER: 0}, 0
     window = bounds.file_window(now)
     for index, source in enumerate(sources):
-        frame, other = _parse_one(index, source, window, now)
-        skipped[SKIP_OTHER] += other
-        fits = _storable(frame)
-        skipped[SKIP_VALUE] += frame.height - int(fits.sum())
-        frame = frame.filter(fits)
-        total += frame.height
-        bounds.check_samples(source.name, total, frame)
+        fallback = _fallback_ms(source, now, window)
+        kept = []
+        for first_line, text in _blocks(source):
+            frame, other = _parse_block(index, source, first_line, text, window, fallback)
+            del text
+            skipped[SKIP_OTHER] += other
+            fits = _storable(frame)
+            skipped[SKIP_VALUE] += frame.height - int(fits.sum())
+            frame = frame.filter(fits)
+            total += frame.height
+            bounds.check_samples(source.name, total, frame)  # as soon as the block past the limit is read
+            kept.append(frame)
+        frame = pl.concat(kept)
+        _check_repeats(source, frame)
         frames.append(frame)
     return pl.concat(frames), skipped
+
+
+def _blocks(source: Source):
+    """(number of its first line, text) for each block of whole lines of the source: UTF-8, as Prometheus' text
+    format must be; a bad byte is an error naming its line and its place in the file."""
+    offset = 0
+    for first_line, data in text_blocks(source, BLOCK_BYTES):
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as err:
+            line = first_line + data.count(b"\n", 0, err.start)
+            raise GoodputError(
+                f"{source.name}, line {line}: not UTF-8 text (byte {offset + err.start})"
+            ) from err
+        offset += len(data)
+        del data
+        yield first_line, text
 
 
 def _storable(frame: pl.DataFrame) -> pl.Series:
@@ -161,18 +203,18 @@ def _storable(frame: pl.DataFrame) -> pl.Series:
     return frame.select(pl.when(pl.col("metric") == RATE_METRIC).then(rate).otherwise(count))[:, 0]
 
 
-def _parse_one(
-    index: int, source: Source, window: bounds.Window, now: float | None
+def _parse_block(
+    index: int, source: Source, first_line: int, text: str, window: bounds.Window, fallback: int
 ) -> tuple[pl.DataFrame, int]:
-    """One file's samples of COLUMNS' metrics and the count of other metrics' samples; errors name the line."""
-    text = decode(source, strict=True)
+    """One block's samples of COLUMNS' metrics and the count of other metrics' samples; errors name the line."""
     lines = (
         pl.DataFrame({"text": pl.Series([text]).str.split("\n").explode()})
-        .with_row_index("line", offset=1)
+        .with_row_index("line", offset=first_line)
         .with_columns(pl.col("text").str.strip_suffix("\r"))
     )
     bounds.check_line_lengths(source.name, lines.select("line", nbytes=pl.col("text").str.len_bytes()))
     body = lines.filter(~pl.col("text").str.contains(r"^[ \t]*(#.*)?$"))
+    del lines
     parts = body.with_columns(pl.col("text").str.extract_groups(_SAMPLE).alias("m")).unnest("m")
     parts = parts.rename({"1": "metric", "2": "labels", "3": "raw_value", "4": "raw_t"})
     bad = parts.filter(pl.col("metric").is_null())
@@ -180,8 +222,8 @@ def _parse_one(
         row = bad.row(0, named=True)
         raise _line_error(source, row["line"], f"not a sample line: {row['text'][:80]!r}")
     other = int((~parts["metric"].is_in(list(COLUMNS))).sum())
-    mine = parts.filter(pl.col("metric").is_in(list(COLUMNS)))
-    fallback = _fallback_ms(source, now, window)
+    mine = parts.filter(pl.col("metric").is_in(list(COLUMNS))).drop("text")
+    del parts
     labels = pl.col("labels").fill_null("")
     mine = mine.with_columns(
         value=_number(pl.col("raw_value")),
@@ -202,7 +244,7 @@ def _parse_one(
             metric="metric",
             value="value",
             t_ms="t_ms",
-        ),
+        ).cast(_SAMPLE_COLUMNS),  # nothing of the block's text is kept (_METRIC)
         other,
     )
 
@@ -256,14 +298,26 @@ def _check_fields(source: Source, mine: pl.DataFrame, window: bounds.Window) -> 
     if late.height:
         row = late.row(0, named=True)
         raise bounds.time_error(source.name, row["line"], row["t_ms"], window)
-    key = pl.struct("instance", "device", "port_label", "metric", "t_ms")
-    twice = mine.filter(key.is_duplicated())
-    if twice.height:
-        row = twice.row(1 if twice.height > 1 else 0, named=True)
+
+
+def _check_repeats(source: Source, samples: pl.DataFrame) -> None:
+    """The first sample (in file order) of a series already read at its time: an error naming its line.
+
+    Rows are told apart by a hash of their key first (8 bytes a row), and only rows whose hash repeats are
+    compared whole: is_first_distinct on the struct itself took 2 GB for 12M samples."""
+    key = pl.struct("host", "device", "port", "metric", "t_ms")
+    hashes = samples.select(key.hash(seed=0)).to_series()
+    repeated = hashes.filter(~hashes.is_first_distinct())
+    if repeated.len() == 0:
+        return
+    # the rows whose hash repeats, in file order; compared whole, as a hash shared by chance is no error
+    maybe = samples.filter(hashes.is_in(repeated.unique().implode()))
+    del hashes
+    again = maybe.filter(~key.is_first_distinct())
+    if again.height:
+        row = again.row(0, named=True)
         raise _line_error(
-            source,
-            row["line"],
-            f"{row['metric']} of {row['device']} port {row['port_label']} again at one time",
+            source, row["line"], f"{row['metric']} of {row['device']} port {row['port']} again at one time"
         )
 
 
