@@ -11,12 +11,7 @@ them within RSS_MARGIN of a tiny ingest's peak resident memory. The full-size fi
 import gzip
 import io
 import math
-import os
 import re
-import resource
-import subprocess
-import sys
-import textwrap
 from pathlib import Path
 
 import numpy as np
@@ -34,6 +29,7 @@ from engine.ingest.node_exporter import ingest_node_exporter
 from engine.ingest.sources import Source
 from engine.ingest.step_times import ingest_step_times, read_step_times
 from tests.fixtures.step_times import pipeline_ops, to_csv
+from tests.test_memory_bounds import PEAKS, run_capped
 
 ROOT = Path(__file__).resolve().parent.parent
 MiB = 1024 * 1024
@@ -42,13 +38,9 @@ RSS_MARGIN = 400 * MiB  # resident memory a child may take above the baseline's
 FIXTURE = ROOT / "tests" / "fixtures" / "ingest" / "node_exporter" / "node017.prom"
 T0_MS = 1733133600000
 
-# The CLI in a child; prints its peak virtual size and peak RSS (KiB) on stderr at exit.
+# The CLI in a child (test_memory_bounds.run_capped prints its peaks on stderr at exit).
 _CLI = """
-import atexit, re, runpy, sys
-def _peak():
-    status = open("/proc/self/status").read()
-    print("VmPeak", *re.search(r"VmPeak:\\s+(\\d+).*VmHWM:\\s+(\\d+)", status, re.S).groups(), file=sys.stderr)
-atexit.register(_peak)
+import runpy, sys
 sys.argv = ["goodput", *sys.argv[1:]]
 runpy.run_module("engine.cli", run_name="__main__")
 """
@@ -57,24 +49,8 @@ runpy.run_module("engine.cli", run_name="__main__")
 def cli_capped(cap: int | None, *args: str, timeout: int = 300) -> tuple[int, str, int, int]:
     """(exit status, stderr less the peak line, peak virtual bytes, peak RSS bytes) of `goodput ARGS` in a
     child whose address space is capped at `cap`."""
-
-    def limit() -> None:
-        if cap is not None:
-            resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
-
-    done = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(_CLI), *args],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        preexec_fn=limit,  # noqa: PLW1509 (no threads to deadlock: the fork runs setrlimit only)
-        env={**os.environ, "PYTHONPATH": str(ROOT), "POLARS_MAX_THREADS": "2"},
-    )
-    found = re.search(r"VmPeak (\d+) (\d+)\n", done.stderr)
-    err = re.sub(r"VmPeak \d+ \d+\n", "", done.stderr)
-    virtual, rss = (int(found.group(1)) * 1024, int(found.group(2)) * 1024) if found else (0, 0)
-    return done.returncode, err, virtual, rss
+    code, _, err, virtual_kib = run_capped(_CLI, cap, *args, timeout=timeout)
+    return code, err, virtual_kib * 1024, PEAKS["rss"]
 
 
 @pytest.fixture(scope="module")
