@@ -20,9 +20,9 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy.optimize import minimize
-from scipy.special import expit, logit
+from scipy.special import expit, logit, ndtri
 
-Z90 = 1.6448536269514722  # the normal quantile of a two-sided 90 % interval
+Z90 = float(ndtri(0.95))  # the normal quantile of a two-sided 90 % interval (scipy.special.ndtri: norm.ppf)
 SHORTEST_S = 1.0  # a repair quicker than a second took about none: its log-density stays finite
 HESSIAN_STEP = 1e-3  # on the log and logit scales
 

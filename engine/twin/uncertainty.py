@@ -29,13 +29,13 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 import numpy as np
-from scipy.special import expit
+from scipy.special import expit, ndtri
 
 from engine.scenario import Scenario
 from engine.scenario.keys import KEY_BY_NAME, MIX_PREFIX
 from engine.sim.streams import Stream, generator
 
-Z90 = 1.6448536269514722
+Z90 = float(ndtri(0.95))  # the normal quantile of a two-sided 90 % interval (scipy.special.ndtri: norm.ppf)
 RUN_KEY = "failures.rate_per_1000_node_days"
 METHOD = (
     "each run draws the fitted keys from their laws first (a parametric bootstrap: Poisson rates from Jeffreys'"
