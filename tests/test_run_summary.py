@@ -29,7 +29,15 @@ def test_a_simulated_summary_round_trips_exactly(simulated):
     assert typed.network is not None and typed.details == {}
 
 
-NEEDS_A_SETTING = ("job_mttf", "time_to_train", "slowdown_fail_slow", "slow_episodes", "slow_hosts_swapped")
+NEEDS_A_SETTING = (
+    "job_mttf",
+    "time_to_train",
+    "slowdown_fail_slow",
+    "slow_episodes",
+    "slow_hosts_swapped",
+    "bursts",
+    "burst_hosts",
+)
 
 
 def test_every_figure_with_a_place_in_a_simulated_summary_is_there(simulated):
@@ -43,7 +51,8 @@ def test_every_figure_with_a_place_in_a_simulated_summary_is_there(simulated):
             continue
         value = typed.at(d.summary)
         # an MTTF needs an unexpected failure; a time to train needs training.work (tests/test_time_to_train.py);
-        # the fail-slow figures need a slow.* rate (off by default: tests/test_fail_slow.py)
+        # the fail-slow figures need a slow.* rate (off by default: tests/test_fail_slow.py), the bursts'
+        # failures.burst_per_day (off by default: tests/test_sim_bursts.py)
         assert value is not None or d.key in NEEDS_A_SETTING, f"{d.key}: nothing at {d.summary}"
         if not isinstance(value, str) and value is not None:
             assert typed.figure(d.key) == pytest.approx(float(value))

@@ -96,6 +96,9 @@ class ClusterUse:
     # fail-slow episodes (engine.sim.slow): absent from runs without them
     slow_episodes: int | None = None
     slow_hosts_swapped: int | None = None
+    # bursts: failures of several hosts at one instant (failures.burst_per_day): absent from runs without them
+    bursts: int | None = None
+    burst_hosts: int | None = None
 
 
 @dataclass(frozen=True)
@@ -169,7 +172,7 @@ class RunSummary:
             del out["job"]["ledger_s"]
         if self.job is not None and self.job.time_to_train_days is None:  # a run without training.work
             del out["job"]["time_to_train_days"]
-        if self.cluster is not None:  # a run without fail-slow episodes has none of their figures
+        if self.cluster is not None:  # a run without fail-slow episodes or bursts has none of their figures
             for name in _OPTIONAL_CLUSTER:
                 if getattr(self.cluster, name) is None:
                     del out["cluster"][name]
@@ -179,7 +182,8 @@ class RunSummary:
 
 
 _OWN_FIELDS = frozenset(f.name for f in fields(RunSummary)) - {"details"}
-_OPTIONAL_CLUSTER = ("slow_episodes", "slow_hosts_swapped")  # left out of the JSON when None
+# left out of the JSON when None
+_OPTIONAL_CLUSTER = ("slow_episodes", "slow_hosts_swapped", "bursts", "burst_hosts")
 
 
 def _number(value: Any, kind: type) -> Any:

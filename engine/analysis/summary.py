@@ -6,7 +6,8 @@ or planned stop that hit the job while it trained or restarted. ETTR is producti
 from the job's start (Kokolis et al.); the losses (engine.analysis.ledger.LOSSES) add up with productive time
 to the run's length. `job.recovery_cost` is what the recovery strategy (engine.sim.recovery) costs besides.
 A run with fail-slow episodes (engine.sim.slow) adds the slowdown bucket to the losses and the episodes to the
-cluster; a run without them leaves both out, so its summary is what it was before they existed.
+cluster; a run without them leaves both out, so its summary is what it was before they existed. So with bursts
+(failures.burst_per_day > 0, engine.sim.failures.draw_bursts): the cluster's `bursts` and `burst_hosts`.
 """
 
 import math
@@ -77,6 +78,7 @@ def summarize(scenario: Scenario, result: SimulationResult, incidents: pl.DataFr
             # bad hosts (the simulator's ground truth), diagnosis, repair outcomes and retirement
             **bad_host_summary(result),
             **_slow_summary(scenario, result),
+            **_burst_summary(scenario, result),
         ),
     )
 
@@ -91,6 +93,16 @@ def _slow_summary(scenario: Scenario, result: SimulationResult) -> dict[str, int
         "slow_episodes": sum(1 for e in episodes if e.start_s < result.horizon_s),
         "slow_hosts_swapped": sum(1 for e in episodes if e.action != "none"),
     }
+
+
+def _burst_summary(scenario: Scenario, result: SimulationResult) -> dict[str, int]:
+    """Bursts that struck several hosts (failures of one cause at one instant, at least two hosts in service:
+    one struck alone reads as any failure in the tables, as it would to a calibration) and the hosts they struck;
+    none of it when the scenario has no bursts (failures.burst_per_day 0)."""
+    if scenario.failures.burst_per_day <= 0:
+        return {}
+    struck = [n for n in result.bursts if n >= 2]
+    return {"bursts": len(struck), "burst_hosts": sum(struck)}
 
 
 def _host_seconds(result: SimulationResult) -> tuple[float, float]:

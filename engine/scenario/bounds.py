@@ -59,19 +59,29 @@ def sizes(s: Any) -> list[Size]:
     # bad hosts fail at failures.bad_host_multiplier times the rate: the mean rate over every host
     per_host = s["failures.rate_per_1000_node_days"] * s["failures.scale"] * _bad_host_factor(s)
     failures = per_host * hosts * days / 1000.0
-    events = failures + s["failures.planned_per_day"] * days + s["network.fabric_faults_per_day"] * days
+    # bursts (engine.sim.failures.draw_bursts): each strikes burst_size_mean hosts on average, at most every host
+    bursts = s["failures.burst_per_day"] * s["failures.scale"] * days
+    burst_hosts = bursts * min(s["failures.burst_size_mean"], hosts)
+    events = (
+        failures
+        + burst_hosts
+        + s["failures.planned_per_day"] * days
+        + s["network.fabric_faults_per_day"] * days
+    )
     out.append(
         Size(
             "the failures, planned stops and fabric faults to simulate",
-            "failures.rate_per_1000_node_days, failures.scale, failures.bad_host_*, failures.planned_per_day, "
-            "network.fabric_faults_per_day",
+            "failures.rate_per_1000_node_days, failures.scale, failures.bad_host_*, "
+            + ("failures.burst_*, " if bursts > 0 else "")
+            + "failures.planned_per_day, network.fabric_faults_per_day",
             events,
             limits.MAX_SIM_EVENTS,
         )
     )
     if s["training.gpus"] > 0:
         job_hosts = s.job_hosts
-        stops = (per_host * job_hosts / 1000.0 + s["failures.planned_per_day"]) * days
+        # a burst interrupts the job once however many of its hosts it strikes: at most once a burst
+        stops = (per_host * job_hosts / 1000.0 + s["failures.planned_per_day"]) * days + bursts
         out.append(
             Size(
                 "the flagship job's attempts x its hosts (each attempt lists its hosts)",

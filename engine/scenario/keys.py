@@ -511,6 +511,50 @@ KEYS: tuple[Key, ...] = (
         "it restarts or waits (AIReSim, arXiv 2603.07041: servers fail only while the job runs on them); off: "
         "hosts fail whatever they do",
     ),
+    # ----- bursts: failures of several hosts at one instant (engine.sim.failures.draw_bursts) -----
+    # Goodput's model, no published figure behind the defaults: real fault histories come in bursts (a rack's
+    # PDU, a leaf switch, a bad batch of parts), which a calibration fits from the observed faults (DESIGN's
+    # word: faults of several hosts starting together).
+    _k(
+        "failures.burst_per_day",
+        "float",
+        0.0,
+        "correlated failures a day across the whole cluster, each striking at least 2 hosts at the same instant "
+        "(a rack's PDU, a leaf switch, a bad batch of parts), on top of the per-host rate and times "
+        "failures.scale; each host struck is an incident of its own, and a job hit on several hosts is "
+        "interrupted once; 0: none (the default)",
+        minimum=0,
+        maximum=1000,
+    ),
+    _k(
+        "failures.burst_size_mean",
+        "float",
+        4.0,
+        "mean hosts one burst strikes, at least 2: the size is 2 + k, k geometric on 0, 1, 2, ... with P(size = "
+        "2 + k) = (1 - p)^k p, p = 1 / (burst_size_mean - 1) (mean 2: always 2 hosts), capped at the cluster's "
+        "hosts (Goodput's choice: 4, two racks of 2 hosts)",
+        minimum=2,
+        maximum=MAX_HOSTS,
+    ),
+    _k(
+        "failures.burst_hosts",
+        "choice",
+        "rack",
+        "which hosts a burst strikes: rack (consecutive hosts in host order from a uniformly drawn first host, "
+        "wrapping around past the last: host ids are rack-contiguous, so a rack's PDU or a leaf switch's hosts) "
+        "or any (distinct hosts drawn uniformly over the cluster)",
+        choices=("rack", "any"),
+    ),
+    _k(
+        "failures.burst_window",
+        "duration",
+        "1m",
+        "failures of different hosts starting within this window are one burst: how a calibration groups "
+        "observed faults into bursts; the simulator strikes a burst's hosts at one instant, so its bursts are "
+        "always within the window",
+        minimum=0,
+    ),
+    # ----- end of bursts -----
     _k(
         "diagnosis.probability",
         "float",

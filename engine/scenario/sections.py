@@ -52,6 +52,10 @@ class FailuresSettings:
     bad_host_fraction: float
     bad_host_multiplier: float
     only_while_computing: bool
+    burst_per_day: float  # correlated failures of several hosts a day (engine.sim.failures.draw_bursts)
+    burst_size_mean: float  # hosts a burst strikes, mean (2 + a geometric count)
+    burst_hosts: str  # rack (consecutive hosts) or any
+    burst_window: float  # seconds: faults within it are one burst (calibration's grouping)
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,17 @@ with the causes of the host's own hardware (GPU and host scopes), and merged in 
 simulation drops a systematic arrival once a repair has cured its host, so a bad host's extra failures stop
 when it is fixed and go on while it is not (AIReSim, arXiv 2603.07041: a successful repair makes a bad server
 good).
+
+Bursts (failures.burst_per_day, draw_bursts): correlated failures of several hosts at one instant (a rack's PDU,
+a leaf switch, a bad batch of parts), on top of the per-host rate, from the run's BURSTS stream
+(engine.sim.streams), so that with bursts off nothing else draws differently. A burst strikes 2 + k hosts, k
+geometric with mean failures.burst_size_mean - 2 (capped at the cluster's hosts): consecutive hosts in host order
+(burst_hosts = rack, host ids being rack-contiguous) or distinct hosts drawn uniformly (any). Its cause is drawn
+once from the causes of BURST_SCOPES, weighted as the mix, and every host struck gets it (a GPU cause on one GPU
+of each host, its XID drawn as for a single-host failure; a network cause on each host's own cable: the burst is
+already the switch's fault). Its arrivals share their fault and detection times, which is how the simulation
+knows them (engine.sim.simulate.simultaneous_groups): each host struck is an incident of its own, and a job hit on
+several hosts is interrupted once.
 """
 
 from dataclasses import dataclass
@@ -128,6 +139,81 @@ def draw_bad_host_arrivals(scenario: Scenario, bad_hosts: np.ndarray, rng: np.ra
     return arrivals
 
 
+# The scopes of a burst's cause: a host's hardware and the network's cables and switches (a job-level cause is
+# the job's, not several hosts' at once)
+BURST_SCOPES = (*HARDWARE_SCOPES, "network")
+
+
+def burst_per_day(scenario: Scenario) -> float:
+    """Bursts a day over the whole cluster: failures.burst_per_day times failures.scale."""
+    return scenario.failures.burst_per_day * scenario.failures.scale
+
+
+def burst_sizes(size_mean: float, count: int, n_hosts: int, rng: np.random.Generator) -> np.ndarray:
+    """Hosts struck by each of `count` bursts: 2 + k, P(k) = (1 - p)^k p for k >= 0, p = 1 / (size_mean - 1) (so
+    mean size_mean; size_mean 2: always 2), capped at `n_hosts`."""
+    extra = rng.geometric(1.0 / (size_mean - 1.0), count) - 1  # numpy's geometric counts trials: 1, 2, ...
+    return np.minimum(2 + extra, n_hosts).astype(np.int64)
+
+
+def draw_bursts(scenario: Scenario, n_hosts: int, rng: np.random.Generator) -> Arrivals:
+    """Every burst over the run, drawn at once: a Poisson count at burst_per_day (times failures.scale) over
+    simulation.days, uniform times, sizes (burst_sizes), the hosts (failures.burst_hosts) and one cause a burst
+    (BURST_SCOPES, weighted as the mix; uniform over them if the mix gives them no weight), then each host's GPU
+    and XID (never rack-wide: the burst names its hosts). A burst's arrivals share their fault and detection
+    times; in the order they are noticed (time, then host)."""
+    per_day = burst_per_day(scenario)
+    count = int(rng.poisson(per_day * scenario.simulation.days)) if per_day > 0 and n_hosts > 0 else 0
+    times = rng.uniform(0.0, scenario.duration_s, count)
+    sizes = burst_sizes(scenario.failures.burst_size_mean, count, n_hosts, rng)
+    scoped = np.array([SCOPE[c] in BURST_SCOPES for c in CAUSE_KEYS])
+    weights = np.array([scenario.mix[c] for c in CAUSE_KEYS], dtype=float) * scoped
+    if weights.sum() <= 0:
+        weights = scoped.astype(float)
+    cause = rng.choice(len(CAUSE_KEYS), size=count, p=weights / weights.sum())
+    if scenario.failures.burst_hosts == "rack":  # consecutive hosts from a uniform first one, wrapping around
+        first = rng.integers(0, n_hosts, count) if count else np.zeros(0, dtype=np.int64)
+        within = np.arange(int(sizes.sum())) - np.repeat(np.cumsum(sizes) - sizes, sizes)
+        host = (np.repeat(first, sizes) + within) % max(n_hosts, 1)
+    else:  # distinct hosts, uniform over the cluster
+        host = _distinct_hosts(sizes, n_hosts, rng)
+    return _describe(
+        scenario,
+        host.astype(np.int64),
+        np.repeat(times, sizes),
+        weights,
+        rng,
+        cause=np.repeat(cause, sizes),
+        rack_share=0.0,
+    )
+
+
+def _distinct_hosts(sizes: np.ndarray, n_hosts: int, rng: np.random.Generator) -> np.ndarray:
+    """sizes[b] distinct hosts for each burst b, uniform over the cluster, burst after burst. Drawn with
+    replacement, a host drawn twice in a burst drawn again until none is (a rule blind to host ids, so each set of
+    hosts is as likely as any other), vectorised; a burst of more than half the cluster draws its own."""
+    big = 2 * sizes > n_hosts
+    small = np.where(big, 0, sizes)
+    owner = np.repeat(np.arange(sizes.size, dtype=np.int64), small)
+    host = rng.integers(0, n_hosts, owner.size)
+    check = np.arange(owner.size)  # the draws to check: at first all, then those of bursts that drew again
+    while check.size:
+        key = owner[check] * n_hosts + host[check]  # burst, then host
+        order = np.argsort(key, kind="stable")
+        twice = key[order][1:] == key[order][:-1]
+        again = check[order[1:][twice]]
+        host[again] = rng.integers(0, n_hosts, again.size)
+        check = check[np.isin(owner[check], owner[again])]
+    if not big.any():
+        return host.astype(np.int64)
+    out = np.empty(int(sizes.sum()), dtype=np.int64)
+    out[~np.repeat(big, sizes)] = host
+    starts = np.cumsum(sizes) - sizes
+    for b in np.flatnonzero(big).tolist():
+        out[starts[b] : starts[b] + sizes[b]] = rng.choice(n_hosts, int(sizes[b]), replace=False)
+    return out
+
+
 def merge_arrivals(base: Arrivals, extra: Arrivals) -> Arrivals:
     """`base` and `extra` in one stream, in the order they are noticed (detection time, then host; base first
     on a tie), with `systematic` set for every arrival."""
@@ -160,14 +246,27 @@ def _arrival_times(
 
 
 def _describe(
-    scenario: Scenario, host: np.ndarray, fault: np.ndarray, weights: np.ndarray, rng: np.random.Generator
+    scenario: Scenario,
+    host: np.ndarray,
+    fault: np.ndarray,
+    weights: np.ndarray,
+    rng: np.random.Generator,
+    *,
+    cause: np.ndarray | None = None,
+    rack_share: float | None = None,
 ) -> Arrivals:
-    """The failures at (`host`, `fault`): cause (by `weights`), GPU, XID, rack-wide or not, detection time; in
+    """The failures at (`host`, `fault`): cause (by `weights`, unless `cause` gives it), GPU, XID, rack-wide or
+    not (a network fault's chance `rack_share`, failures.network_rack_share unless given), detection time; in
     the order they are noticed."""
     horizon = scenario.duration_s
     n = host.size
-    probabilities = weights / weights.sum() if weights.sum() > 0 else np.full(len(weights), 1 / len(weights))
-    cause = rng.choice(len(CAUSE_KEYS), size=n, p=probabilities)
+    if cause is None:
+        probabilities = (
+            weights / weights.sum() if weights.sum() > 0 else np.full(len(weights), 1 / len(weights))
+        )
+        cause = rng.choice(len(CAUSE_KEYS), size=n, p=probabilities)
+    if rack_share is None:
+        rack_share = scenario.failures.network_rack_share
     gpu_index = rng.integers(0, scenario.cluster.gpus_per_host, n)
     xid = np.full(n, NO_XID)
     pick = rng.random(n)  # one uniform per arrival picks its XID among its cause's
@@ -178,9 +277,7 @@ def _describe(
         xid[mine] = codes[
             np.minimum(np.searchsorted(edges, pick[mine] * edges[-1], side="right"), len(codes) - 1)
         ]
-    rack_wide = (cause == CAUSE_KEYS.index("network_switch_cable")) & (
-        rng.random(n) < scenario.failures.network_rack_share
-    )
+    rack_wide = (cause == CAUSE_KEYS.index("network_switch_cable")) & (rng.random(n) < rack_share)
     delay = np.zeros(n)
     delay[cause == CAUSE_KEYS.index("silent_data_corruption")] = scenario.failures.sdc_detection_delay
     delay[cause == CAUSE_KEYS.index("nccl_watchdog_timeout")] = scenario.failures.nccl_timeout_detection

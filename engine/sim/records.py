@@ -210,6 +210,9 @@ class SimulationResult:
     # bad hosts, diagnosis, repair outcomes and retirement (engine.sim.bad_hosts); simulate() sets it
     health: HostHealthRecord | None = None
     slow_episodes: tuple[SlowEpisode, ...] = ()  # fail-slow episodes drawn over the run (engine.sim.slow)
+    # failures of several hosts noticed at one instant (a burst, engine.sim.failures.draw_bursts): the hosts each
+    # struck (those in service), in the order they were noticed
+    bursts: tuple[int, ...] = ()
 
     @property
     def lane_sizes(self) -> np.ndarray:

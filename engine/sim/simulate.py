@@ -9,11 +9,18 @@ diagnosis and repair outcomes in engine.sim.bad_hosts, and fail-slow episodes in
 one part's settings never shifts another part's draws. Failures and fail-slow episodes are drawn up front
 (engine.sim.failures, engine.sim.slow) and fed to the event loop in the order they are noticed; everything else
 reacts to them.
+
+Failures of several hosts noticed at one instant with one cause (a burst, engine.sim.failures.draw_bursts, or the
+same faults fed back by a replay: `simultaneous_groups`) are one event: each host struck is an incident of its own,
+thinned, diagnosed and repaired as any, but the flagship job is interrupted once, after all of them, with every
+host of it that left (so a recovery strategy sees them together: in-memory copies lost with their peers, replicas
+all out at once), and that interruption is the incident of the first host of the job struck; the other
+incidents name no flagship job, as a rack switch's fault is one interruption for all of its hosts.
 """
 
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import NamedTuple
 
 import numpy as np
@@ -32,11 +39,14 @@ from engine.fabric.topology import (
 from engine.scenario import Scenario
 from engine.sim.bad_hosts import RETIRED, HostHealth, fault_generators
 from engine.sim.failures import (
+    BURST_SCOPES,
     CAUSE_KEYS,
     SCOPE,
     Arrivals,
+    burst_per_day,
     draw_arrivals,
     draw_bad_host_arrivals,
+    draw_bursts,
     draw_planned,
     merge_arrivals,
 )
@@ -49,6 +59,41 @@ from engine.sim.streams import Stream, generator
 from engine.sim.training import RUNNING
 
 PROGRESS_STEPS = 20
+# causes whose simultaneous failures of several hosts are one event (a burst): hardware and network, not a job's
+GROUPED_CAUSES = np.array([SCOPE[c] in BURST_SCOPES for c in CAUSE_KEYS])
+
+
+def simultaneous_groups(arrivals: Arrivals) -> np.ndarray:
+    """Bounds of the runs of arrivals that are one event: consecutive arrivals with the same fault and detection
+    times and the same cause of GROUPED_CAUSES, none rack-wide (a rack switch's fault is one event already).
+    Arrivals [bounds[g], bounds[g + 1]) are group g; a lone arrival is a group of one. Drawn failures never tie
+    but a burst's (engine.sim.failures.draw_bursts) and replayed ones."""
+    n = len(arrivals)
+    if n < 2:
+        return np.arange(n + 1)
+    cause, rack_wide = arrivals.cause, arrivals.rack_wide
+    joins = (
+        (arrivals.detected_s[1:] == arrivals.detected_s[:-1])
+        & (arrivals.fault_s[1:] == arrivals.fault_s[:-1])
+        & (cause[1:] == cause[:-1])
+        & GROUPED_CAUSES[cause[1:]]
+        & ~rack_wide[1:]
+        & ~rack_wide[:-1]
+    )
+    return np.concatenate(([0], np.flatnonzero(~joins) + 1, [n]))
+
+
+@dataclass
+class _Burst:
+    """The flagship job's part in failures of several hosts at one instant: it is interrupted once, after all."""
+
+    leaving: list[int] = field(default_factory=list)  # its hosts gone to repair (or retired)
+    hits: list[tuple[int, bool]] = field(default_factory=list)  # (incident, it hit a host training the job)
+    struck: int = 0  # hosts struck (in service, not thinned)
+
+    def carrier(self) -> int | None:
+        """The incident that is the job's interruption: the first that hit a host training it, else the first."""
+        return next((i for i, trains in self.hits if trains), self.hits[0][0] if self.hits else None)
 
 
 class _Fault(NamedTuple):
@@ -132,6 +177,9 @@ class Simulation:
             )
             self.job = flagship_job(scenario, wiring)
         self.incidents: list[Incident] = []
+        # failures noticed at one instant (a burst): the one being played (_burst_failures), the hosts each struck
+        self._burst: _Burst | None = None
+        self.bursts: list[int] = []
         self.slow: FailSlow | None = None  # fail-slow episodes (engine.sim.slow), when the scenario has any
         self._slow_repairs = 0
         if slowness_on(scenario):
@@ -287,9 +335,33 @@ class Simulation:
 
     # ----- processes -------------------------------------------------------------------------------------
     def failures(self, arrivals: Arrivals):
-        for i in range(len(arrivals)):
-            yield self.env.timeout(arrivals.detected_s[i] - self.env.now)
-            self._failure(arrivals, i)
+        bounds = simultaneous_groups(arrivals).tolist()
+        for start, end in zip(bounds[:-1], bounds[1:], strict=True):
+            yield self.env.timeout(arrivals.detected_s[start] - self.env.now)
+            if end - start == 1:
+                self._failure(arrivals, start)
+            else:
+                self._burst_failures(arrivals, start, end)
+
+    def _burst_failures(self, arrivals: Arrivals, start: int, end: int) -> None:
+        """Arrivals [start, end): one cause on several hosts at this instant. Each is played as a failure of its
+        own; the flagship job's hosts among them leave it together, in one interruption after the last."""
+        burst = self._burst = _Burst()
+        try:
+            for i in range(start, end):
+                self._failure(arrivals, i)
+        finally:
+            self._burst = None
+        self.bursts.append(burst.struck)
+        carrier = burst.carrier()
+        if carrier is None or self.job is None:
+            return
+        before = len(self.job.ledger.attempts)
+        cause = CAUSE_KEYS[arrivals.cause[start]]
+        if self.job.interrupt(cause, burst.leaving, float(arrivals.fault_s[start])):
+            lost = self._lost_since(before)
+            self.incidents[carrier] = self.incidents[carrier]._replace(flagship=self.job_id, lost_work_s=lost)
+            self._job_interrupted()
 
     def planned(self, times: np.ndarray):
         for t in times.tolist():
@@ -321,10 +393,12 @@ class Simulation:
             return  # thinned: the host is not in service
         if not self._strikes(arrivals, index, host):
             return
+        if self._burst is not None:
+            self._burst.struck += 1
         fault = self._fault(arrivals, index, host)
         verdict = None
         if SCOPE[fault.cause] != "job" and not fault.rack_wide and self.health.diagnoses:
-            verdict = self.health.diagnose(host, self._job_slots_holding(host))
+            verdict = self.health.diagnose(host, self._diagnosis_slots(host))
         if SCOPE[fault.cause] == "job" or (verdict is not None and verdict.missed):
             self._fault_in_service(fault, verdict)
         else:
@@ -354,11 +428,16 @@ class Simulation:
 
     def _fault_in_service(self, fault: _Fault, verdict) -> None:
         """The job restarts on the same hosts (a missed diagnosis leaves the host in service: a fault of its own,
-        a job-level cause, or a hardware fault nobody found); an idle host has no job to break."""
-        flagship, research, lost = self._restart_in_place(fault.host, fault.cause, fault.t_s)
-        if SCOPE[fault.cause] == "job" and flagship is None and not research:
-            return  # nothing running to break (or the job is waiting for hosts)
-        incident = self._record(fault.incident(flagship, research, lost))
+        a job-level cause, or a hardware fault nobody found); an idle host has no job to break. In a burst the
+        flagship job restarts once, after the burst (_burst_failures)."""
+        if self._burst is not None and self._job_slots_holding(fault.host) is not None:
+            incident = self._record(fault.incident(None, [], 0.0))
+            self._burst.hits.append((incident, True))
+        else:
+            flagship, research, lost = self._restart_in_place(fault.host, fault.cause, fault.t_s)
+            if SCOPE[fault.cause] == "job" and flagship is None and not research:
+                return  # nothing running to break (or the job is waiting for hosts)
+            incident = self._record(fault.incident(flagship, research, lost))
         if verdict is not None:
             self.repairs.repaired_at[incident] = (
                 fault.detected_s
@@ -391,12 +470,15 @@ class Simulation:
                     research.append(job)
             self.holder[h] = RETIRED if h in retiring else IN_REPAIR
             self._set(h, None)
-        if flagship_hit and self.job is not None:
+        if flagship_hit and self.job is not None and self._burst is None:
             before = len(self.job.ledger.attempts)
             if self.job.interrupt(cause, flagship_hit, fault.t_s):
                 flagship = self.job_id
                 lost = self._lost_since(before)
         incident = self._record(fault.incident(flagship, research, lost))
+        if flagship_hit and self.job is not None and self._burst is not None:  # interrupted after the burst
+            self._burst.leaving.extend(flagship_hit)
+            self._burst.hits.append((incident, any(h in self.job.slot_of for h in flagship_hit)))
         if flagship is not None:
             self._job_interrupted()
         for h in retiring:
@@ -428,6 +510,14 @@ class Simulation:
         if self.job is not None and self.holder[host] == FLAGSHIP and host in self.job.slot_of:
             return self.job.slots
         return None
+
+    def _diagnosis_slots(self, host: int) -> np.ndarray | None:
+        """_job_slots_holding for diagnosis: in a burst, the job's hosts that already left it in the burst (still
+        in its slots until it is interrupted) are no one's to blame or evict (-1, an empty slot)."""
+        slots = self._job_slots_holding(host)
+        if slots is None or self._burst is None or not self._burst.leaving:
+            return slots
+        return np.where(np.isin(slots, self._burst.leaving), -1, slots)
 
     def _restart_in_place(
         self, host: int, cause: str, fault: float
@@ -525,6 +615,7 @@ class Simulation:
             hosts_in_repair_at_end=int((self.holder == IN_REPAIR).sum()),
             research_preemptions=self.preemptions,
             slow_episodes=tuple(self.slow.episodes) if self.slow is not None else (),
+            bursts=tuple(self.bursts),
         )
 
 
@@ -572,6 +663,9 @@ def run_model(
         if bad.size and scenario.failures.bad_host_multiplier > 1:
             extra = draw_bad_host_arrivals(scenario, bad, sim.health.generators.arrivals)
             arrivals = merge_arrivals(arrivals, extra)
+        if burst_per_day(scenario) > 0:  # bursts, from a stream of their own (as are arrivals fed in)
+            bursts = draw_bursts(scenario, topo.n_hosts, generator(seed, Stream.BURSTS))
+            arrivals = merge_arrivals(arrivals, bursts)
     if planned_times is None:
         planned_times = draw_planned(scenario, rngs["planned"])
     sim.env.process(sim.failures(arrivals))

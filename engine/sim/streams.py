@@ -29,6 +29,7 @@ class Stream(IntEnum):
     FIT = (
         9  # a twin's run: its fitted keys drawn from their laws before it simulates (engine.twin.uncertainty)
     )
+    BURSTS = 10  # correlated failures of several hosts at once (engine.sim.failures.draw_bursts)
 
 
 def seed_sequence(seed: int, stream: Stream) -> np.random.SeedSequence:

@@ -110,6 +110,30 @@ DEFINITIONS: tuple[Definition, ...] = (
         "slow_episodes",
         summary="cluster.slow_hosts_swapped",
     ),
+    # bursts: failures of several hosts at one instant (engine.sim.failures.draw_bursts; failures.burst_per_day)
+    _d(
+        "bursts",
+        "Bursts",
+        "count",
+        "Correlated failures that struck several hosts at one instant (a rack's PDU, a leaf switch, a bad batch "
+        "of parts: scenario keys failures.burst_*), counted once each; a burst that found all but one of its hosts "
+        "out of service struck one and reads as any failure, so it is not counted. Each host struck is an "
+        "incident of its own; the flagship job hit on several of its hosts is interrupted once.",
+        "engine.analysis.summary (engine.sim.simulate.simultaneous_groups)",
+        "burst_hosts",
+        "incidents",
+        summary="cluster.bursts",
+    ),
+    _d(
+        "burst_hosts",
+        "Hosts struck by bursts",
+        "count",
+        "Hosts the bursts struck over the run (those counted in Bursts), each an incident: failures beyond the "
+        "hosts' own rate (failures.rate_per_1000_node_days).",
+        "engine.analysis.summary (engine.sim.simulate.simultaneous_groups)",
+        "bursts",
+        summary="cluster.burst_hosts",
+    ),
     # bad hosts, diagnosis, repair outcomes, retirement (engine.sim.bad_hosts; simulated runs only)
     _d(
         "bad_hosts_cured",
