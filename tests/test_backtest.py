@@ -95,7 +95,14 @@ def test_without_checkpoints_the_figures_are_bounds_and_empty_tables_are_no_job(
     tables["checkpoints"] = tables["checkpoints"].head(0)
     assert not window_figures(tables, 0.0, 10 * HOUR).checkpointed
     empty = window_figures({}, 0.0, 10 * HOUR)
-    assert (empty.interruptions, empty.incidents, empty.ettr, empty.largest_job) == (0, 0, None, None)
+    # no job: no interruptions, lost GPU-hours or ETTR (a fault history), not zeros
+    assert (empty.interruptions, empty.incidents, empty.gpu_hours_lost, empty.ettr, empty.largest_job) == (
+        None,
+        0,
+        None,
+        None,
+        None,
+    )
 
 
 @pytest.mark.parametrize("seed", [1, 2])

@@ -12,23 +12,31 @@ flagship job is its largest, and an observed cluster's is the one a planner size
   interruption, attempts.lost_work_s, and less the time checkpoints blocked training), and the rest lost; a
   job whose checkpoints were not read shows an upper bound of its ettr (a lower one of its loss);
 - hosts_in_repair: hosts out of service (engine.store.schema.OUT_OF_SERVICE_STATES), the window's mean and
-  each day's.
+  each day's;
+- faults_by_week: the unexpected incidents of each week from the window's start (the last week may be partial);
+- repair_median_s and repair_p90_s: the time to repair (repaired_s - t_s) of the unexpected incidents that began
+  inside the window and put a host out (repaired_s after t_s) and were repaired by its end; a job-level cause
+  (a reboot at most) puts no host out and is not counted. Repairs still open at the window's end are left out on
+  both sides alike, so the two sides compare.
+A run with no job (a fault history) has no interruptions, lost GPU-hours or ETTR: None, not 0.
 """
 
+import math
 from dataclasses import dataclass, field
 
+import numpy as np
 import polars as pl
 
 from engine.store.schema import OUT_OF_SERVICE_STATES
-from engine.units import SECONDS_PER_DAY, SECONDS_PER_HOUR
+from engine.units import SECONDS_PER_DAY, SECONDS_PER_HOUR, SECONDS_PER_WEEK
 
 
 @dataclass(frozen=True)
 class WindowFigures:
-    interruptions: int
+    interruptions: int | None  # None when no job ran (a fault history)
     incidents: int
     incidents_by_cause: dict[str, int]
-    gpu_hours_lost: float
+    gpu_hours_lost: float | None
     ettr: float | None  # None when the largest job did not run inside the window
     hosts_in_repair_mean: float
     hosts_in_repair_by_day: list[float] = field(default_factory=list)
@@ -37,6 +45,10 @@ class WindowFigures:
     # whether the largest job's checkpoints were read: without them an interruption's lost work and the time
     # checkpoints block training are unseen, so ettr is an upper bound and gpu_hours_lost a lower one
     checkpointed: bool = False
+    faults_by_week: list[int] = field(default_factory=list)
+    repair_median_s: float | None = None
+    repair_p90_s: float | None = None
+    repairs: int = 0  # the repairs the two quantiles are of
 
     def figure(self, name: str) -> float | None:
         value = getattr(self, name)
@@ -53,8 +65,11 @@ def window_figures(tables: dict[str, pl.DataFrame], start_s: float, end_s: float
     by_cause = dict(sorted(incidents.group_by("cause").len().iter_rows())) if incidents.height else {}
     job = largest_job(_get(tables, "jobs"))
     repair_mean, repair_days = _hosts_in_repair(_get(tables, "host_states"), start_s, end_s)
+    history = {"faults_by_week": _by_week(incidents, start_s, end_s), **_repair_quantiles(incidents, end_s)}
     if job is None:
-        return WindowFigures(0, incidents.height, by_cause, 0.0, None, repair_mean, repair_days)
+        return WindowFigures(
+            None, incidents.height, by_cause, None, None, repair_mean, repair_days, **history
+        )
     job_id, gpus, job_start, job_end = job.job_id, job.gpus, job.start_s, job.end_s
     hit = (
         in_window.filter(pl.col("job_ids").fill_null([]).list.contains(job_id)).height
@@ -82,7 +97,36 @@ def window_figures(tables: dict[str, pl.DataFrame], start_s: float, end_s: float
         largest_job=job_id,
         largest_job_gpus=gpus,
         checkpointed=checkpointed,
+        **history,
     )
+
+
+def _by_week(incidents: pl.DataFrame, start_s: float, end_s: float) -> list[int]:
+    weeks = max(1, math.ceil((end_s - start_s) / SECONDS_PER_WEEK - 1e-9))
+    counts = [0] * weeks
+    if incidents.height:
+        index = ((incidents["t_s"] - start_s) // SECONDS_PER_WEEK).cast(pl.Int64).clip(0, weeks - 1)
+        for week, n in index.value_counts().iter_rows():
+            counts[week] = int(n)
+    return counts
+
+
+def _repair_quantiles(incidents: pl.DataFrame, end_s: float) -> dict:
+    if incidents.height == 0 or "repaired_s" not in incidents.columns:
+        return {}
+    times = incidents.filter(
+        pl.col("repaired_s").is_not_null()
+        & (pl.col("repaired_s") > pl.col("t_s"))
+        & (pl.col("repaired_s") <= end_s)
+    ).select(pl.col("repaired_s") - pl.col("t_s"))
+    if times.height == 0:
+        return {}
+    column = times.to_series()
+    return {
+        "repair_median_s": float(column.quantile(0.5, "linear")),
+        "repair_p90_s": float(column.quantile(0.9, "linear")),
+        "repairs": times.height,
+    }
 
 
 def _get(tables: dict[str, pl.DataFrame], name: str) -> pl.DataFrame:
@@ -139,17 +183,28 @@ def _kept_s(
 
 
 def _hosts_in_repair(host_states: pl.DataFrame, start_s: float, end_s: float) -> tuple[float, list[float]]:
-    """Mean hosts out of service over the window, and over each whole or partial day of it."""
+    """Mean hosts out of service over the window, and over each whole or partial day of it (each out interval
+    split at midnights with a difference array: a fault history of years holds a thousand days)."""
     span = end_s - start_s
     if host_states.height == 0 or span <= 0:
         return 0.0, []
     out = host_states.filter(pl.col("state").is_in(OUT_OF_SERVICE_STATES))
     days = max(1, int(-(-span // SECONDS_PER_DAY)))
-    by_day = []
-    for day in range(days):
-        a = start_s + day * SECONDS_PER_DAY
-        b = min(end_s, a + SECONDS_PER_DAY)
-        down = out.select(_overlap(pl.col("start_s"), pl.col("end_s"), a, b).sum()).item() or 0.0
-        by_day.append(float(down) / (b - a))
-    total = out.select(_overlap(pl.col("start_s"), pl.col("end_s"), start_s, end_s).sum()).item() or 0.0
-    return float(total) / span, by_day
+    a = (out["start_s"].to_numpy().astype(float) - start_s).clip(0.0, span)
+    b = (out["end_s"].to_numpy().astype(float) - start_s).clip(0.0, span)
+    keep = b > a
+    a, b = a[keep], b[keep]
+    first = np.minimum((a // SECONDS_PER_DAY).astype(np.int64), days - 1)
+    last = np.minimum((b // SECONDS_PER_DAY).astype(np.int64), days - 1)
+    down = np.zeros(days)
+    same = first == last
+    np.add.at(down, first[same], b[same] - a[same])
+    spans = ~same
+    np.add.at(down, first[spans], (first[spans] + 1) * SECONDS_PER_DAY - a[spans])
+    np.add.at(down, last[spans], b[spans] - last[spans] * SECONDS_PER_DAY)
+    whole = np.zeros(days + 1)  # days strictly between the first and the last: a whole day each
+    np.add.at(whole, first[spans] + 1, 1.0)
+    np.add.at(whole, last[spans], -1.0)
+    down += np.cumsum(whole[:-1]) * SECONDS_PER_DAY
+    lengths = np.minimum(SECONDS_PER_DAY, span - np.arange(days) * SECONDS_PER_DAY)
+    return float((b - a).sum()) / span, [float(v) for v in down / lengths]

@@ -38,7 +38,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--backtest",
         action="store_true",
         help="simulate the window with the fitted scenario (each run drawing the fitted keys first) and put the"
-        " observed figures beside the twin's 90 %% band",
+        " observed figures beside the twin's 90 %% band; with --until D on a run that goes on after D, a time"
+        " split: fit before D, forecast the rest and compare it with what happened",
     )
     parser.add_argument(
         "--forecast",
@@ -59,7 +60,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=int,
         default=None,
         metavar="N",
-        help="runs of the backtest and of the forecast (default 10; needs --backtest or --forecast)",
+        help="runs of the backtest and of the forecast (default 20; needs --backtest or --forecast)",
     )
     parser.add_argument(
         "--store", metavar="DIR", help="run store folder (default: $GOODPUT_STORE or data/store)"
@@ -175,23 +176,45 @@ def _forecast_lines(ahead: dict) -> list[str]:
 
 
 def _backtest_lines(test: dict) -> list[str]:
-    from engine.twin.backtest import FIGURES
+    from engine.twin.backtest import FIGURES, REPAIR_FIGURES
 
+    split = test.get("split")
+    if split:
+        head = (
+            f"Time split: fitted before --until, the next {split['forecast_days']:.2f} days forecast ({test['seeds']}"
+            f" runs of the fitted scenario after {split['warm_up_days']:g} days of warm-up, each drawing the fit's"
+            " keys first) beside what happened;"
+        )
+    else:
+        head = (
+            f"Backtest: the fitted scenario over {test['days']:.2f} days, {test['seeds']} seeds, each drawing the"
+            " fit's keys first; observed beside the band,"
+        )
     lines = [
-        f"Backtest: the fitted scenario over {test['days']:.2f} days, {test['seeds']} seeds, each drawing the fit's"
-        f" keys first; observed beside the band, which holds a new run {test['band_level']:.0%} of the time",
-        f"{'FIGURE':<24}{'OBSERVED':>12}{'BAND LOW':>12}{'MEDIAN':>12}{'BAND HIGH':>12}  ",
+        f"{head} the band holds a new run {test['band_level']:.0%} of the time",
+        f"{'FIGURE':<24}{'OBSERVED':>12}{'BAND LOW':>12}{'MEDIAN':>12}{'BAND HIGH':>12}{'ERROR':>9}  ",
     ]
-    for name in FIGURES:
-        band = test[name]
+    for name in (*FIGURES, *REPAIR_FIGURES, "unknown_share"):
+        band = test.get(name) if name != "unknown_share" else test.get("unknown_share")
+        if not band:
+            continue
         verdict = {True: "inside", False: "OUTSIDE", None: "-"}[band["inside"]]
         if band["observed_is"] != "measured":
             verdict += f" (observed: {band['observed_is']}, no checkpoints read)"
-        lines.append(
-            f"{name:<24}"
-            + "".join(f"{_number(band[p]):>12}" for p in ("observed", "low", "median", "high"))
-            + f"  {verdict}"
+        cells = (
+            [
+                _duration(band[p]) if band[p] is not None else "-"
+                for p in ("observed", "low", "median", "high")
+            ]
+            if name in REPAIR_FIGURES
+            else [_number(band[p]) for p in ("observed", "low", "median", "high")]
         )
+        error = "-" if band.get("median_error") is None else f"{band['median_error']:+.0%}"
+        lines.append(f"{name:<24}" + "".join(f"{c:>12}" for c in cells) + f"{error:>9}  {verdict}")
+    weeks = test.get("faults_by_week") or {}
+    if weeks.get("observed"):
+        held = sum(weeks["inside"])
+        lines.append(f"faults by week: {held} of {len(weeks['inside'])} weeks inside their band")
     if test["outside"]:
         lines.append(
             "The twin does not reproduce this window: "

@@ -11,6 +11,7 @@ import numpy as np
 import polars as pl
 
 from engine.sim.records import NONE, SimulationResult, research_job_id_expr
+from engine.store.schema import OUT_OF_SERVICE_STATES
 
 BASE_SCHEMA = {
     "host_id": pl.Int32,
@@ -53,6 +54,18 @@ def host_states(result: SimulationResult) -> pl.DataFrame:
         result.repair_intervals + result.borrowed_intervals, schema=BASE_SCHEMA, orient="row"
     )
     return overlay(base, repair, result.topology.n_hosts, result.horizon_s)
+
+
+def out_of_service(result: SimulationResult) -> pl.DataFrame:
+    """Only the rows of host_states whose state is out of service (engine.store.schema.OUT_OF_SERVICE_STATES):
+    the repair layer as it is, since it wins wherever it covers the base. What a backtest's runs need (hosts in
+    repair), without building the base layer: at 200,000 GPUs the research jobs' rows made 27 of a run's 40 s."""
+    repair = pl.DataFrame(result.repair_intervals, schema=BASE_SCHEMA, orient="row")
+    return (
+        _clip(repair, result.horizon_s)
+        .filter(pl.col("state").is_in(OUT_OF_SERVICE_STATES))
+        .sort("host_id", "start_s")
+    )
 
 
 def overlay(base: pl.DataFrame, repair: pl.DataFrame, n_hosts: int, horizon: float) -> pl.DataFrame:

@@ -17,7 +17,7 @@ Each fitted key's law (engine.twin.uncertainty) goes with the fit, so the twin's
 """
 
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -29,11 +29,21 @@ from engine.errors import GoodputError
 from engine.scenario import Scenario, build
 from engine.scenario.durations import parse_duration
 from engine.scenario.keys import KEY_BY_NAME
+from engine.sim.failures import CAUSE_KEYS
 from engine.store import Store, query_frame
+from engine.twin.drift import Drift, rate_changes, repair_change, weekly
 from engine.twin.estimate import Estimate, Fitted
-from engine.twin.fit_failures import RUN_KEY, fit_failures, planned
+from engine.twin.fit_bursts import (
+    burst_window_s,
+    fault_events,
+    find_bursts,
+    fit_bursts,
+    independent_share,
+    thin_independent_rate,
+)
+from engine.twin.fit_failures import RUN_KEY, Exposure, fit_failures, planned
 from engine.twin.fit_jobs import checkpoints, median_law, research_mix, restart_overhead, spare_hosts
-from engine.twin.fit_repair import RepairFit, fit_repair
+from engine.twin.fit_repair import RepairFit, RepairKeys, fit_repair
 from engine.twin.scenario_file import DEFAULT_SOURCE, scenario_toml
 from engine.twin.uncertainty import METHOD, FitUncertainty, Law
 from engine.units import SECONDS_PER_DAY
@@ -73,6 +83,10 @@ class Calibration:
     warnings: list[str] = field(default_factory=list)
     repair: RepairFit | None = None
     laws: tuple[Law, ...] = ()  # the fitted keys' laws: the fit's own uncertainty (engine.twin.uncertainty)
+    # (faults of a cause the simulator does not model, all unexpected faults) in the window: an ingested history's
+    # tickets that no rule of its causes map named count in the rate (engine.twin.fit_failures) and are said
+    unknown_faults: tuple[int, int] = (0, 0)
+    drift: Drift | None = None  # the window's weekly series and its tests of one level (engine.twin.drift)
 
     def scenario(self) -> Scenario:
         """The fitted scenario: the defaults, overlaid by every fitted key."""
@@ -105,6 +119,14 @@ class Calibration:
             "assumed": {k: {"value": v, "source": DEFAULT_SOURCE} for k, v in self.assumed().items()},
             "uncertainty": METHOD,
             "repair": asdict(self.repair) if self.repair is not None else None,
+            "unknown_share": {
+                "value": round(self.unknown_faults[0] / self.unknown_faults[1], 6)
+                if self.unknown_faults[1]
+                else None,
+                "unknown": self.unknown_faults[0],
+                "faults": self.unknown_faults[1],
+            },
+            "drift": self.drift.to_json() if self.drift is not None else None,
             "warnings": list(self.warnings),
         }
 
@@ -137,7 +159,7 @@ def calibrate(
     if flagship is None:  # an observed cluster's flagship is its largest job (engine.analysis.window_figures)
         largest = largest_job(tables["jobs"])
         flagship = largest.job_id if largest is not None else None
-    source = f"run {run_id} days {window.start_s / SECONDS_PER_DAY:g}-{window.end_s / SECONDS_PER_DAY:g}"
+    source = _source(run_id, window.start_s, window.end_s)
     fitted = Fitted()
     if window.days < SHORT_WINDOW_DAYS:
         fitted.warnings.append(
@@ -149,7 +171,9 @@ def calibrate(
     incidents = tables["incidents"].filter(
         pl.col("t_s").is_between(window.start_s, window.end_s, closed="left")
     )
-    failures, seen = fit_failures(incidents, states, tables["hosts"], window.start_s, window.end_s, source)
+    failures, seen, history = _failures_over_time(
+        run_id, info.started_at, incidents, states, tables["hosts"], window
+    )
     fitted.add(failures)
     fitted.add(planned(incidents, window.days, flagship, source))
     fitted.keys |= checkpoints(tables["checkpoints"], flagship, window.start_s, window.end_s, source)
@@ -165,7 +189,13 @@ def calibrate(
             source,
         )
     )
-    repair = fit_repair(incidents, states, window.end_s, source)
+    if tables["jobs"].is_empty() and "cluster.gpus" in fitted.keys:
+        fitted.keys["research.utilization"] = Estimate(0.0, n=0, source=ASSUMED)
+        fitted.warnings.append(
+            "the run records no job: the twin runs none beside its flagship (research.utilization assumed 0), whose"
+            " interruptions, lost GPU-hours and ETTR the run cannot show"
+        )
+    repair = _repair(run_id, info.started_at, incidents, states, window, history)
     fitted.keys |= repair.keys
     fitted.laws += list(repair.laws)
     fitted.warnings += list(repair.warnings)
@@ -181,7 +211,118 @@ def calibrate(
         warnings=fitted.warnings,
         repair=repair.fit,
         laws=tuple(fitted.laws),
+        unknown_faults=_unknown_faults(incidents),
+        drift=history,
     )
+
+
+def _failures_over_time(
+    run_id: str,
+    started_at: datetime,
+    incidents: pl.DataFrame,
+    states: pl.DataFrame,
+    hosts: pl.DataFrame,
+    window: Window,
+) -> tuple[Fitted, Exposure, Drift]:
+    """The failure rates, the bursts and the drift of the window: where the rate changed, the rates and bursts are
+    fitted to the recent level only (engine.twin.drift), and the bursts' hosts are taken out of the independent
+    rate (engine.twin.fit_bursts). The exposure returned is the whole window's."""
+    source = _source(run_id, window.start_s, window.end_s)
+    failures, seen = fit_failures(incidents, states, hosts, window.start_s, window.end_s, source)
+    # bad hosts fail less once repaired, which the twin models: their faults would read as a drift
+    repeaters = "failures.bad_host_fraction" in failures.keys
+    history = drift_of(incidents, states, hosts.height, window, leave_out_repeat_hosts=repeaters)
+    rate_from = history.recent_rate_from_s or window.start_s
+    recent = incidents.filter(pl.col("t_s") >= rate_from)
+    if rate_from > window.start_s:
+        source = _source(run_id, rate_from, window.end_s)
+        failures, _ = fit_failures(recent, states, hosts, rate_from, window.end_s, source)
+        failures.warnings.append(_rate_change_words(history, started_at))
+    found = find_bursts(recent, rate_from, window.end_s, burst_window_s())
+    bursts = fit_bursts(found, (window.end_s - rate_from) / SECONDS_PER_DAY, source)
+    thin_independent_rate(failures, independent_share(found))
+    failures.add(bursts)
+    return failures, seen, history
+
+
+def _repair(
+    run_id: str,
+    started_at: datetime,
+    incidents: pl.DataFrame,
+    states: pl.DataFrame,
+    window: Window,
+    history: Drift,
+) -> RepairKeys:
+    """The repair fit (engine.twin.fit_repair), to the repairs since the repair time changed where it did."""
+    change = history.repair_change
+    if change is None:
+        return fit_repair(incidents, states, window.end_s, _source(run_id, window.start_s, window.end_s))
+    repair = fit_repair(
+        incidents.filter(pl.col("t_s") >= change.at_s),
+        states,
+        window.end_s,
+        _source(run_id, change.at_s, window.end_s),
+    )
+    said = (
+        f"the time to repair changed about {_date(started_at, change.at_s)}: median {change.before / 3600:.3g} h"
+        f" before, {change.after / 3600:.3g} h since (p = {change.p_value:.3f}); the repair law is fitted to the"
+        " repairs since"
+    )
+    return replace(repair, warnings=(*repair.warnings, said))
+
+
+def _source(run_id: str, start_s: float, end_s: float) -> str:
+    return f"run {run_id} days {start_s / SECONDS_PER_DAY:g}-{end_s / SECONDS_PER_DAY:g}"
+
+
+def _date(started_at: datetime, offset_s: float) -> str:
+    return (started_at + timedelta(seconds=offset_s)).date().isoformat()
+
+
+def drift_of(
+    incidents: pl.DataFrame,
+    states: pl.DataFrame,
+    hosts: int,
+    window: Window,
+    *,
+    leave_out_repeat_hosts: bool = False,
+) -> Drift:
+    """The window's weekly series and its tests of one level (engine.twin.drift); where the fit found bad hosts,
+    the rate's test counts only the faults of hosts that failed once in the window (a bad host's faults stop when
+    a repair cures it, a decline the twin models; for any host, where its faults fall in time does not depend on
+    how many it had, so leaving some hosts out keeps the test fair)."""
+    counted = incidents
+    if leave_out_repeat_hosts:
+        unexpected = incidents.filter(~pl.col("planned").fill_null(False))
+        once = unexpected.group_by("host_id").len().filter(pl.col("len") == 1)["host_id"]
+        counted = unexpected.filter(pl.col("host_id").is_in(once.implode()))
+    events = fault_events(counted, window.start_s, window.end_s, burst_window_s())
+    repairs = incidents.filter(
+        ~pl.col("planned").fill_null(False)
+        & pl.col("repaired_s").is_not_null()
+        & (pl.col("repaired_s") > pl.col("t_s"))
+    ).select("t_s", repair_s=pl.col("repaired_s") - pl.col("t_s"))
+    weeks = weekly(events, repairs, states, hosts, window.start_s, window.end_s)
+    rate_p, changes = rate_changes(weeks)
+    repair_p, repair_step = repair_change(repairs)
+    return Drift(weeks, changes, repair_step, rate_p, repair_p)
+
+
+def _rate_change_words(history: Drift, started_at: datetime) -> str:
+    steps = "; then ".join(
+        f"from {c.before:.3g} to {c.after:.3g} per 1,000 host-days about {_date(started_at, c.at_s)}"
+        f" (p = {c.p_value:.3f})"
+        for c in history.rate_changes
+    )
+    return (
+        f"the failure rate changed within the window: {steps}; the twin takes the level since"
+        f" {_date(started_at, history.rate_changes[-1].at_s)}"
+    )
+
+
+def _unknown_faults(incidents: pl.DataFrame) -> tuple[int, int]:
+    unexpected = incidents.filter(~pl.col("planned").fill_null(False))
+    return int((~unexpected["cause"].is_in(list(CAUSE_KEYS))).sum()), unexpected.height
 
 
 # ----- the window and the tables --------------------------------------------------------------------------------

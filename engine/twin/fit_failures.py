@@ -32,6 +32,7 @@ from engine.units import SECONDS_PER_DAY
 PRIOR_HOST_DAYS = 20_000.0  # the Gamma prior's weight: the default rate seen over this much exposure
 RUN_KEY = "failures.rate_per_1000_node_days"
 PLANNED_KEY = "failures.planned_per_day"
+HOST_CATCH_ALL = "host_maintenance"  # unplanned host maintenance: the Llama 3 table's host-level catch-all
 HARDWARE = frozenset(c for c, scope in SCOPE.items() if scope in HARDWARE_SCOPES)
 
 
@@ -93,40 +94,37 @@ def fit_failures(
 
 
 def failure_rates(incidents: pl.DataFrame, seen: Exposure, source: str) -> Fitted:
-    """The overall unexpected rate and the mix of causes, with their laws (see the module's docstring)."""
+    """The overall unexpected rate and the mix of causes, with their laws (see the module's docstring).
+
+    A fault whose cause the simulator does not model (`unknown`: no rule of an ingest's causes map matched, or a
+    cause of another taxonomy) still happened: it counts in the overall rate, shared among the known causes in
+    their proportions, and a warning says what share it was. Left out, a history whose tickets are a third
+    unclassified would forecast a third too few faults."""
     out = Fitted()
     unexpected = incidents.filter(~pl.col("planned").fill_null(False))
     counts = dict(unexpected.group_by("cause").len().iter_rows())
-    unknown = sorted(set(counts) - set(CAUSE_KEYS))
-    if unknown:
-        out.warnings.append(
-            f"causes the simulator does not model, left out of the rates: {', '.join(unknown)}"
-        )
+    other = sorted(set(counts) - set(CAUSE_KEYS))
+    n_other = sum(int(counts[c]) for c in other)
     host_days = seen.in_service_s / SECONDS_PER_DAY
     n = {c: int(counts.get(c, 0)) for c in CAUSE_KEYS}
+    if seen.running_s == 0:
+        out.warnings += _fold_job_causes(n)
     days = {
         c: (seen.running_s if SCOPE[c] == "job" else seen.in_service_s) / SECONDS_PER_DAY for c in CAUSE_KEYS
     }
-    n_total = sum(n.values())
-    if n_total == 0:
-        high = 1000.0 * gamma_quantile(1.0, LEVEL) / host_days if host_days else None
+    n_known = sum(n.values())
+    n_total = n_known + n_other
+    if n_other:
         out.warnings.append(
-            f"no unexpected failure in {host_days:,.0f} host-days: the rate is at most {high:.3g} per 1,000"
-            " host-days (90 % upper bound); the default is kept"
-            if high is not None
-            else "no host-time in service: the failure rate keeps its default"
+            f"{n_other:,} of {n_total:,} unexpected faults ({n_other / n_total:.1%}) have a cause the simulator"
+            f" does not model ({', '.join(other)}): they count in the rate, shared among the known causes in"
+            " their proportions" + (" (none is known: the mix is the default's)" if n_known == 0 else "")
         )
-        out.keys[RUN_KEY] = Estimate(KEY_BY_NAME[RUN_KEY].default, 0.0, high, 0, "prior")
+    if n_total < MIN_EVENTS or n_known == 0:
+        out.add(_overall_only(n_total, host_days, source))
         return out
-    if n_total < MIN_EVENTS:
-        out.keys[RUN_KEY], law = _shrunk_total(n_total, host_days)
-        out.laws.append(law)
-        out.warnings.append(
-            f"{n_total} unexpected failure{'s' if n_total > 1 else ''} in {host_days:,.1f} host-days: too few to"
-            " fit the rate, which is shrunk toward the default (prior), and the mix of causes is the default's"
-        )
-        return out
-    rates = {c: n[c] / days[c] if days[c] > 0 else 0.0 for c in CAUSE_KEYS}
+    spread = n_total / n_known  # each known cause carries its share of the unclassified faults
+    rates = {c: spread * n[c] / days[c] if days[c] > 0 else 0.0 for c in CAUSE_KEYS}
     total = sum(rates.values())
     low_n, high_n = poisson_interval(n_total)
     out.keys[RUN_KEY] = Estimate(
@@ -134,7 +132,7 @@ def failure_rates(incidents: pl.DataFrame, seen: Exposure, source: str) -> Fitte
     )
     for cause in CAUSE_KEYS:
         low, high = poisson_interval(n[cause])
-        scale = 1.0 / (days[cause] * total) if days[cause] > 0 else 0.0
+        scale = spread / (days[cause] * total) if days[cause] > 0 else 0.0
         out.keys[MIX_PREFIX + cause] = Estimate(
             rates[cause] / total, low * scale, high * scale, n[cause], source
         )
@@ -149,11 +147,59 @@ def failure_rates(incidents: pl.DataFrame, seen: Exposure, source: str) -> Fitte
     out.laws.append(
         FailureRates(
             causes=tuple(CAUSE_KEYS),
-            events=tuple(n[c] for c in CAUSE_KEYS),
+            events=tuple(spread * n[c] for c in CAUSE_KEYS),
             host_days=tuple(days[c] for c in CAUSE_KEYS),
             hardware=HARDWARE,
         )
     )
+    return out
+
+
+def _fold_job_causes(n: dict[str, int]) -> list[str]:
+    """In a history with no job in it (a fault history: Slurm's node events, tickets), every fault took its node out
+    of service, a software fault too; the simulator's job-level causes never take a host out and strike only
+    where a job runs, so the twin counts them as unplanned host maintenance (the Llama 3 table's host-level
+    catch-all), which does. Said, with how many."""
+    moved = {c: n[c] for c in CAUSE_KEYS if SCOPE[c] == "job" and n[c]}
+    if not moved:
+        return []
+    for cause in moved:
+        n[cause] = 0
+    n[HOST_CATCH_ALL] += sum(moved.values())
+    named = ", ".join(f"{c} {k:,}" for c, k in moved.items())
+    return [
+        f"the run holds no job: its faults of job-level causes ({named}) took their nodes out as a host's do, and"
+        f" the twin counts them as {HOST_CATCH_ALL}"
+    ]
+
+
+def _overall_only(n_total: int, host_days: float, source: str) -> Fitted:
+    """The overall rate alone, the mix kept at the default's: after no failure (the default, with its upper bound),
+    fewer than MIN_EVENTS (shrunk toward the default), or faults none of whose causes the simulator knows."""
+    out = Fitted()
+    if n_total == 0:
+        high = 1000.0 * gamma_quantile(1.0, LEVEL) / host_days if host_days else None
+        out.warnings.append(
+            f"no unexpected failure in {host_days:,.0f} host-days: the rate is at most {high:.3g} per 1,000"
+            " host-days (90 % upper bound); the default is kept"
+            if high is not None
+            else "no host-time in service: the failure rate keeps its default"
+        )
+        out.keys[RUN_KEY] = Estimate(KEY_BY_NAME[RUN_KEY].default, 0.0, high, 0, "prior")
+        return out
+    if n_total < MIN_EVENTS:
+        out.keys[RUN_KEY], law = _shrunk_total(n_total, host_days)
+        out.warnings.append(
+            f"{n_total} unexpected failure{'s' if n_total > 1 else ''} in {host_days:,.1f} host-days: too few to"
+            " fit the rate, which is shrunk toward the default (prior), and the mix of causes is the default's"
+        )
+    else:
+        low_n, high_n = poisson_interval(n_total)
+        scale = 1000.0 / host_days
+        out.keys[RUN_KEY] = Estimate(n_total * scale, low_n * scale, high_n * scale, n_total, source)
+        out.keys["failures.scale"] = Estimate(1.0, source=source)
+        law = GammaRate.after(RUN_KEY, n_total, host_days, 1000.0)
+    out.laws.append(law)
     return out
 
 

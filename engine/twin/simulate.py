@@ -16,7 +16,7 @@ from engine.analysis.summary import summarize
 from engine.fabric.traffic import network_run
 from engine.scenario import Scenario
 from engine.sim.failures import Arrivals
-from engine.sim.host_timeline import host_states
+from engine.sim.host_timeline import host_states, out_of_service
 from engine.sim.simulate import run_model
 from engine.sim.streams import Stream, generator
 from engine.sim.tables import incidents_frame, job_frames, slow_episodes_frame
@@ -30,6 +30,7 @@ def simulate(
     name: str | None = None,
     progress: Callable[[float], None] | None = None,
     summary_only: bool = False,
+    figures_only: bool = False,
     arrivals: Arrivals | None = None,
     planned_times: np.ndarray | None = None,
     kind: str = "simulate",
@@ -41,6 +42,8 @@ def simulate(
     `arrivals` and `planned_times` (replay then fork, engine.replay.incidents): feed exactly these failures and
     planned stops instead of drawing them; every other part still draws from its own child generator, so a
     run's own failures fed back under the same scenario reproduce it.
+    `figures_only` (a backtest's runs, engine.analysis.window_figures): incidents, jobs, attempts, checkpoints and
+    only the out-of-service rows of host_states (engine.sim.host_timeline.out_of_service); the same events.
     """
     seed = scenario.simulation.seed
     model = run_model(scenario, progress=progress, arrivals=arrivals, planned_times=planned_times)
@@ -50,7 +53,9 @@ def simulate(
     incidents = incidents_frame(result)
     summary = summarize(scenario, result, incidents)
     tables = {"incidents": incidents}
-    if not summary_only:
+    if figures_only:
+        tables |= _figure_tables(result)
+    elif not summary_only:
         jobs, attempts, checkpoints = job_frames(result)
         tables.update(
             {
@@ -95,6 +100,17 @@ def simulate(
         summary=summary.to_json(),
         tables=tables,
     )
+
+
+def _figure_tables(result) -> dict[str, pl.DataFrame]:
+    """What a backtest's figures read (engine.analysis.window_figures), beside the incidents."""
+    jobs, attempts, checkpoints = job_frames(result)
+    return {
+        "jobs": jobs,
+        "job_attempts": attempts,
+        "checkpoints": checkpoints,
+        "host_states": out_of_service(result),
+    }
 
 
 def _telemetry(scenario: Scenario, tables: dict, rng: np.random.Generator, slow_episodes=()) -> dict:

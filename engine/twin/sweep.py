@@ -251,8 +251,11 @@ class Task:
     scenario: Scenario
     seed: int
     # what the task measures: "summary", the sweep's METRICS of a summary-only run (result_row); "window", the
-    # backtest's figures of a run with its tables (engine.analysis.window_figures over the whole run)
+    # backtest's figures of a run with its tables (engine.analysis.window_figures over the run after warm_up_s)
     measure: str = "summary"
+    # "window" only: the seconds simulated before the measured window (a time-split backtest's warm-up, so the
+    # window does not begin with every host healthy and no repair under way)
+    warm_up_s: float = 0.0
 
 
 def run_task(task: Task) -> dict:
@@ -262,10 +265,11 @@ def run_task(task: Task) -> dict:
     if task.measure == "window":
         from engine.analysis.window_figures import window_figures
 
-        # the figures read jobs, attempts, checkpoints, incidents and host states: no telemetry, whose draws come
-        # from a stream of their own (engine.sim.streams), so leaving it out changes none of them
-        run = simulate(scenario.with_values({"simulation.telemetry": False}))
-        figures = window_figures(run.tables, 0.0, run.duration_s)
+        # the figures read jobs, attempts, checkpoints, incidents and the out-of-service host states: no
+        # telemetry, whose draws come from a stream of their own (engine.sim.streams), so leaving it out changes
+        # none of them
+        run = simulate(scenario.with_values({"simulation.telemetry": False}), figures_only=True)
+        figures = window_figures(run.tables, task.warm_up_s, run.duration_s)
         return {"point": task.point, "seed": task.seed, **asdict(figures)}
     run = simulate(scenario, summary_only=True)
     return {"point": task.point, "seed": task.seed, **result_row(run.summary)}
