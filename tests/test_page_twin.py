@@ -1,11 +1,15 @@
-"""Twin page: the fit of the selected run with its intervals and sources, the backtest run on request (band
-chart, verdict, table), the forecast, the window from the URL, and runs with nothing to learn."""
+"""Twin page: the fit of the selected run with its intervals and sources, the history it learned from (a rate that
+changed), the backtest run on request (band chart, verdict, table; a time split where the window ends before the
+run), the forecast, the window from the URL, and runs with nothing to learn."""
 
+import json
 from dataclasses import replace
 
 import pytest
 from test_charts_pages import open_page, sparse_run, stored_run
+from test_charts_twin_history import fault_history
 
+from engine.analysis.definitions import definition
 from engine.scenario import build
 from engine.store import Store
 from engine.twin.simulate import simulate
@@ -132,3 +136,92 @@ def test_the_planner_from_a_twin_carries_the_fits_uncertainty(fitted_run):
     ettr = next(m for m in at.metric if m.label == "Mean ETTR over seeds")
     assert ettr.delta.startswith("twin band: ")
     assert any("drew the fitted keys" in c.value and "holds a new run 50.0%" in c.value for c in at.caption)
+
+
+def _charts(at) -> dict[str, dict]:
+    """The page's Plotly charts by their key, each as the figure sent to the browser."""
+    keys = ("twin_history", "twin_bands", "twin_weeks", "twin_repair_days", "twin_causes")
+    return {
+        next(k for k in keys if k in str(c.proto.id)): json.loads(c.proto.spec)
+        for c in at.get("plotly_chart")
+    }
+
+
+@pytest.fixture
+def history_run(store_dir):
+    """20 weeks of 200 hosts and no job, the failure rate doubling after ten (tests/test_charts_twin_history.py)."""
+    return Store(store_dir).write_run(fault_history())
+
+
+def test_a_fault_history_whose_rate_changed(history_run):
+    at = open_page(PAGE, {"run": history_run})
+    assert not at.exception
+    assert any(m.value == "**History: is the cluster's failure rate one level?**" for m in at.markdown)
+    said = next(m.value for m in at.markdown if m.value.startswith("The rate changed about 2024-03-"))
+    assert (
+        "per 1,000 host-days (p ≤ 0.001): the twin takes the recent level" in said
+        and "repair time stayed one level" in said
+    )
+    history = _charts(at)["twin_history"]
+    bars = next(t for t in history["data"] if t["type"] == "bar")
+    assert len(bars["y"]) == 20  # one a week
+    levels = [
+        t
+        for t in history["data"]
+        if t.get("mode") == "lines" and t["name"] != "the twin's median (Kaplan-Meier)"
+    ]
+    assert len(levels) == 2 and levels[0]["y"][0] < levels[1]["y"][0]
+    unknown = next(m for m in at.metric if m.label == "Faults of unknown cause")
+    assert unknown.value.endswith("%") and 0 < float(unknown.value[:-1]) < 25
+    assert next(m for m in at.metric if m.label == "Fitted burst rate").value == "none"
+    assert any("the failure rate changed within the window" in w.value for w in at.warning)
+    assert any("have a cause the simulator does not model" in w.value for w in at.warning)
+
+
+def test_a_time_split_backtest_of_a_fault_history(history_run):
+    at = open_page(PAGE, {"run": history_run, "until": "100"})
+    assert not at.exception
+    heading = "Backtest, a time split: does the twin fitted before 2024-04-10 forecast what came after?"
+    assert heading in [h.value for h in at.subheader]
+    assert any(
+        m.value.startswith(
+            "Fitted on the days before 2024-04-10, forecasting the 40 days after, compared with what"
+        )
+        for m in at.markdown
+    )
+    assert next(h for h in at.subheader if h.value == heading).help == definition("backtest_time_split").help
+    at.number_input(key="twin_seeds").set_value(3)
+    at.button(key="twin_run_backtest").click().run()
+    assert not at.exception
+    verdicts = [s.value for s in at.success] + [e.value for e in at.error]
+    assert any("the days after 2024-04-10" in v for v in verdicts)
+    shown = _charts(at)
+    assert {"twin_bands", "twin_weeks", "twin_repair_days"} <= set(shown)
+    observed = next(t for t in shown["twin_weeks"]["data"] if t["name"] == "observed")
+    assert len(observed["y"]) == 6  # 40 days: five weeks and a part
+    table = at.dataframe[0].value.set_index("figure")
+    job = [
+        "Interruptions of the largest job (window)",
+        "GPU-hours lost by the largest job (window)",
+        "ETTR of the largest job (window)",
+    ]
+    assert (table.loc[job, "observed"] == "–").all() and (table.loc[job, "verdict"] == "–").all()
+    assert table.loc["Unexpected incidents (window)", "median error"][0] in "+-"
+    assert table.loc["Unexpected incidents (window)", "verdict"] in ("inside", "OUTSIDE")
+    assert " h" in table.loc["Time to repair, median (window)", "observed"]  # a duration, not seconds
+    assert table.loc["Faults of unknown cause (window)", "observed"].endswith("%")
+    assert any(c.value.startswith("No job ran in the days compared") for c in at.caption)
+    assert not any("checkpoints were not read" in c.value for c in at.caption)
+
+
+def test_a_window_ending_hours_before_the_run_has_no_time_split(store_dir):
+    run_id = Store(store_dir).write_run(fault_history(weeks=3))
+    at = open_page(PAGE, {"run": run_id, "until": "20.5"})
+    assert not at.exception
+    assert "Backtest" in [h.value for h in at.subheader] and not [
+        b for b in at.button if b.key == "twin_run_backtest"
+    ]
+    assert any(
+        i.value.startswith("No backtest of this window: the run goes on only 12.0 hours") for i in at.info
+    )
+    assert any(m.value.startswith("Too short to test drift (fewer than 8 weeks)") for m in at.markdown)

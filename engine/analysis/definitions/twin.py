@@ -81,6 +81,109 @@ DEFINITIONS: tuple[Definition, ...] = (
         FIGURES,
     ),
     _d(
+        "window_repair_median",
+        "Time to repair, median (window)",
+        "seconds",
+        "The median of the time to repair (repaired_s - t_s) of the unexpected incidents that began inside the "
+        "window, put a host out (repaired after they began) and were repaired by the window's end, read between "
+        "order statistics (linear). A job-level cause (a reboot at most) puts no host out and is not counted; a "
+        "repair still open at the window's end is left out on both sides alike, so the observed and the simulated "
+        "values compare. Not the twin's fitted median, which counts the open repairs as censored (Kaplan-Meier).",
+        FIGURES,
+        "window_repair_p90",
+    ),
+    _d(
+        "window_repair_p90",
+        "Time to repair, 90th percentile (window)",
+        "seconds",
+        "The 90th percentile of the same repairs as the median time to repair (window): unexpected incidents that "
+        "began inside the window, put a host out and were repaired by its end, read between order statistics "
+        "(linear).",
+        FIGURES,
+        "window_repair_median",
+    ),
+    _d(
+        "window_faults_by_week",
+        "Faults by week (window)",
+        "count a week",
+        "Unexpected incidents that began in each week from the window's start (the last week may be partial), "
+        "each host's fault once: a burst of five hosts is five. The backtest bands each week on its own (the "
+        "twin's runs' faults of that week), so about one week in ten falls outside a 90 % band by chance alone; "
+        "a run of weeks outside on one side is the twin's error.",
+        FIGURES,
+        "window_incidents",
+        "drift_test",
+    ),
+    _d(
+        "window_unknown_share",
+        "Faults of unknown cause (window)",
+        "share of unexpected incidents",
+        "The share of the window's unexpected incidents whose cause the simulator does not model (an ingested "
+        "ticket no rule of the causes map named). The simulator draws no such cause, so its band is a "
+        "beta-binomial prediction instead of the runs': the window's count of incidents n, each unknown with the "
+        "fit's share drawn from its Jeffreys posterior Beta(u + 1/2, f - u + 1/2) (u unknown of f faults fitted), "
+        "the 5 % and 95 % quantiles over n. Shown only where either window had such a fault.",
+        "engine.twin.backtest.backtest",
+        "unknown_cause_share",
+    ),
+    _d(
+        "unknown_cause_share",
+        "Faults of unknown cause",
+        "share of unexpected faults",
+        "The fitted window's unexpected faults whose cause the simulator does not model (an ingested ticket no "
+        "rule of the causes map named, or a cause of another taxonomy), over all its unexpected faults. They "
+        "still happened: they count in the fitted failure rate, shared among the known causes in their "
+        "proportions.",
+        "engine.twin.calibrate.calibrate",
+        "window_unknown_share",
+        "fitted_failure_rate",
+    ),
+    _d(
+        "drift_test",
+        "Failure rate by week and its test of one level",
+        "per 1,000 host-days",
+        "Each week from the window's start: the fault events (a burst, faults of different hosts starting within "
+        "failures.burst_window of each other, counts once) over the host-days in service (healthy, running or "
+        "spare), per 1,000 host-days, and the median time to repair of the week's faults. The test: the largest "
+        "Poisson likelihood ratio of two rates against one over every split leaving at least 4 weeks each side (a "
+        "scan, Worsley 1986); its p-value is exact given the total, from 999 draws of the weeks' counts under one "
+        "rate (multinomial in proportion to the exposure, a fixed seed). A change at p < 0.01 is taken and the "
+        "weeks after it scanned again (at most three changes): the twin fits its rates to the weeks after the "
+        "last change. Fewer than 8 weeks with hosts in service, or fewer than two fault events, are too short to "
+        "test. The repair time is tested alike: the largest two-sample t of the log repair times before and after "
+        "a split (at least 20 repairs each side), its p-value from 199 permutations; where it changed, the repair "
+        "law is fitted to the repairs after.",
+        "engine.twin.drift.rate_changes",
+        "fitted_failure_rate",
+    ),
+    _d(
+        "burst_rate",
+        "Fitted burst rate",
+        "per day",
+        "Bursts beyond chance a day: the unexpected faults of the fitted weeks (after the last change of rate) in "
+        "order of start, a fault beginning within failures.burst_window of the one before it joining its group; a "
+        "group of two hosts or more is a burst of that size. Independent faults also fall that close by chance: (n - "
+        "1)(1 - exp(-n w / T)) pairs of n faults over T days, so that many groups of two (at most all of them) are "
+        "not counted. The rate is bursts over days with its exact Poisson 90 % interval; the mean size is 2 plus the "
+        "mean of each burst's hosts beyond two (a geometric law, p's Jeffreys posterior Beta(n + 1/2, k + 1/2) "
+        "giving its interval). The hosts bursts struck are taken out of the independent failure rate.",
+        "engine.twin.fit_bursts.fit_bursts",
+        "bursts",
+        "fitted_failure_rate",
+    ),
+    _d(
+        "backtest_time_split",
+        "Time split",
+        "days",
+        "The backtest of a window that ends before the run does (the Twin page's window, or `goodput calibrate "
+        "--until D --backtest`): the twin fitted on the days before D forecasts the days from D to the run's end, "
+        "which it never saw. Each run first simulates a warm-up (30 days, or the fit's whole window if shorter), so "
+        "the forecast does not open with every host healthy and no repair under way, then the days after D; the "
+        "observed figures are those of the days after D. At least a day must follow D.",
+        "engine.twin.backtest.split_of",
+        "backtest_band",
+    ),
+    _d(
         "backtest_band",
         "Twin band",
         "90 % prediction interval",
