@@ -131,17 +131,67 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     from engine.ingest import registry, summary_text
 
     source = registry.lookup(args.source)
+    options = _ingest_options(args, source)
     if args.scrape:
         return _scrape(args, source)
-    if not args.files:
+    if not args.files and not options.get("slurm"):
         scrapers = " or ".join(registry.scrapers())
-        raise GoodputError(f"ingest {args.source}: give at least one FILE (or --scrape URL for {scrapers})")
+        also = "--slurm to ask slurmdbd" if "slurm" in source.options else f"--scrape URL for {scrapers}"
+        raise GoodputError(f"ingest {args.source}: give at least one FILE (or {also})")
     run = source.ingest(
-        args.files, dcgm=args.dcgm or (), kernel_logs=args.kernel_log or (), name=args.name, year=args.year
+        args.files,
+        dcgm=args.dcgm or (),
+        kernel_logs=args.kernel_log or (),
+        name=args.name,
+        year=args.year,
+        **options,
     )
     run_id = _write(args, run)
     _report({"run_id": run_id, **run.summary}, args.json, summary_text)
     return 0
+
+
+# `goodput ingest node-events` flags: (flag, its argparse dest); refused for every other source.
+NODE_EVENT_FLAGS = (
+    ("--format", "events_format"),
+    ("--causes", "causes"),
+    ("--nodes", "nodes"),
+    ("--gpus-per-node", "gpus_per_node"),
+    ("--slurm", "slurm"),
+    ("--slurm-conf", "slurm_conf"),
+    ("--since", "since"),
+)
+
+
+def _ingest_options(args: argparse.Namespace, source: "IngestSource") -> dict:
+    """The keywords `source` takes beyond files and names (engine.ingest.registry IngestSource.options), from
+    their flags; a flag of another source's is refused, as are the companion flags node-events has no use for."""
+    given = [flag for flag, dest in NODE_EVENT_FLAGS if getattr(args, dest) not in (None, False)]
+    if "slurm" not in source.options:
+        if given:
+            raise GoodputError(f"{given[0]}: only `goodput ingest node-events` reads it")
+        return {}
+    from engine.ingest.slurm import SlurmSource
+    from engine.scenario.durations import parse_duration
+
+    for flag, value in (("--dcgm", args.dcgm), ("--kernel-log", args.kernel_log), ("--year", args.year)):
+        if value:
+            raise GoodputError(f"{flag}: `goodput ingest node-events` has no use for it")
+    slurm = (
+        args.slurm or args.slurm_conf is not None
+    )  # --slurm-conf names the cluster to ask: it implies --slurm
+    if slurm and args.files:
+        raise GoodputError("--slurm: give FILEs or --slurm, not both")
+    if args.since is not None and not slurm:
+        raise GoodputError("--since: only with --slurm (the events of files set their own window)")
+    return {
+        "fmt": args.events_format or "auto",
+        "causes": args.causes,
+        "nodes": args.nodes,
+        "gpus_per_node": args.gpus_per_node,
+        "slurm": SlurmSource(conf=args.slurm_conf) if slurm else None,
+        "since_s": None if args.since is None else parse_duration(args.since, "--since"),
+    }
 
 
 def _scrape(args: argparse.Namespace, source: "IngestSource") -> int:
@@ -532,7 +582,7 @@ def _commands() -> list[tuple[str, Callable[[argparse.Namespace], int], str, Cal
         (
             "ingest",
             cmd_ingest,
-            "ingest real telemetry: DCGM exporter scrapes or kernel logs with XIDs",
+            "ingest real telemetry: DCGM scrapes, kernel logs with XIDs, step times, NIC counters, node events",
             _ingest_flags,
         ),
         (
@@ -675,9 +725,43 @@ def _ingest_flags(ing: argparse.ArgumentParser) -> None:
         help="dcgm: kernel logs of the same hosts, ingested into the same run",
     )
     ing.add_argument("--year", type=int, help="year of syslog stamps, which carry none (default: the file's)")
+    _node_event_flags(ing)
     ing.add_argument("--name", help="name of the run (default: from the first file or endpoint)")
     _store_flag(ing)
     _json_flag(ing)
+
+
+def _node_event_flags(ing: argparse.ArgumentParser) -> None:
+    """The flags only `goodput ingest node-events` reads (NODE_EVENT_FLAGS)."""
+    ing.add_argument(
+        "--format",
+        dest="events_format",
+        choices=["auto", "slurm", "tickets"],
+        help="node-events: sacctmgr's event text (slurm) or tickets (CSV, JSON lines, Parquet); default auto",
+    )
+    ing.add_argument(
+        "--causes",
+        metavar="MAP.toml",
+        help="node-events: the site's words to Goodput's causes, ordered regex rules (default: Goodput's own map;"
+        " data/node-events/README.md)",
+    )
+    ing.add_argument(
+        "--nodes", type=int, metavar="N", help="node-events: the fleet's size, the nodes never seen added"
+    )
+    ing.add_argument("--gpus-per-node", type=int, metavar="G", help="node-events: GPUs a node (default 8)")
+    ing.add_argument(
+        "--slurm",
+        action="store_true",
+        help="node-events: ask slurmdbd (sacctmgr show event) instead of reading files",
+    )
+    ing.add_argument(
+        "--slurm-conf",
+        metavar="FILE",
+        help="node-events: the slurm.conf to use (SLURM_CONF); implies --slurm",
+    )
+    ing.add_argument(
+        "--since", metavar="DURATION", help="node-events --slurm: how far back to read (default 365d)"
+    )
 
 
 def _watch_flags(wat: argparse.ArgumentParser) -> None:

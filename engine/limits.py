@@ -13,13 +13,15 @@ from engine.units import SECONDS_PER_DAY
 
 # ----- cluster shape (scenarios, traces, incidents files, telemetry) -------------------------------------------
 
-# The largest cluster Goodput simulates or builds from a trace: 2^18 GPUs, above the 100k-256k clusters that
-# planners compare today.
-MAX_CLUSTER_GPUS = 262_144
+# The largest cluster Goodput simulates or builds from a trace: 2^19 GPUs, above the 100k-256k clusters that
+# planners compare today and a fleet history of 50,000 nodes of 8 GPUs (issue 46's, 400,000 GPUs; 2^18 was the
+# limit before it). The simulations' memory is bounded by MAX_GPU_DAYS below, not by this.
+MAX_CLUSTER_GPUS = 524_288
 # GPUs on one host (an NVL72 rack counts as one host of 72 at most; telemetry `gpu` labels above this are bad).
 MAX_GPUS_PER_HOST = 72
-# Hosts in one run, whatever the source (a kernel log or DCGM scrape names hosts by themselves).
-MAX_HOSTS = MAX_CLUSTER_GPUS
+# Hosts in one run, whatever the source (a kernel log or DCGM scrape names hosts by themselves): 2^18, what the
+# Slurm and telemetry readers' output bounds below are sized for.
+MAX_HOSTS = 262_144
 # The longest run, simulated or observed (ten years): a timestamp that implies more is bad input.
 MAX_RUN_DAYS = 3_650
 
@@ -137,6 +139,28 @@ MAX_CLOCK_AHEAD_S = int(SECONDS_PER_DAY)  # a day; an int, as the error shows it
 MAX_INGEST_SAMPLES = 12_000_000
 # One live scrape's answer as sent (compressed or not); a DCGM page of a 72-GPU host is a few hundred KB.
 MAX_SCRAPE_BYTES = 256 * 1024 * 1024
+
+# ----- node events (goodput ingest node-events: Slurm's node events, fault tickets) -------------------------------
+
+# Events of one ingest, all files together, hostlists expanded (`n[01-64]` is 64), counted as each file is read and
+# before its times are parsed. A year of a 24,576-GPU cluster's Slurm events is a few thousand, three years of
+# tickets of a 50,000-node fleet ~100,000 (bench/bench_node_events.py: ~1.7 s with its store write, 0.4 GB). Peak
+# RSS of the ingest measured on that bench's tickets (~110 bytes a row of CSV): 1M events 0.9 GB, 5M 3.1 GB
+# (~0.6 KB an event while its times are parsed and its outages merged): the limit keeps it near DCGM's 2.8 GB.
+MAX_NODE_EVENTS = 5_000_000
+# Characters of an event's reason (cause) or description kept and matched by the cause map; longer ones are cut,
+# ending in `…`. A ticket's opening words name its cause; a whole ticket body would only slow every pattern.
+MAX_EVENT_TEXT_CHARS = 1_024
+# Nodes of a node-events run (seen, or asked with --nodes) and its GPUs (nodes x --gpus-per-node): any run's host
+# limit, and the cluster limit a calibrated scenario of the fleet must then fit (a fleet's history may span several
+# clusters: 50,000 nodes of 8 GPUs is 400,000). No telemetry: a GPU is one gpus row, a node a hosts row and its
+# host_states.
+MAX_EVENT_NODES = MAX_HOSTS
+MAX_EVENT_GPUS = MAX_CLUSTER_GPUS
+# Rules of one cause map (--causes) and characters of one rule's pattern: each rule is matched against every
+# distinct text of an ingest (linear time, engine/ingest/node_events/causes.py), so their product is the cost.
+MAX_CAUSE_RULES = 1_000
+MAX_CAUSE_PATTERN_CHARS = 4_096
 
 
 def check_at_most(value: float, limit: float, what: str) -> None:

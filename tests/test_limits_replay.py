@@ -92,25 +92,25 @@ def peak_bytes(work) -> tuple[BaseException | None, int]:
 REFUSED_WITHIN_S = 30
 
 CASES = {
-    "goodput.csv": (goodput_csv(BIG), ["goodput.csv, line 2", "gpus 100,000,000", "262,144"]),
+    "goodput.csv": (goodput_csv(BIG), ["goodput.csv, line 2", "gpus 100,000,000", "524,288"]),
     "hosts.csv": (goodput_csv(8, BIG), ["hosts.csv, line 2", "hosts 100,000,000", "262,144"]),
     "late.csv": (
         "job_id,submit,gpus,duration\nj1,0,8,1h\nj2,99999999999999999,8,1h\n",
         ["late.csv, line 3", "submit", "315,360,000"],
     ),
     "long.csv": ("job_id,submit,gpus,duration\nj1,0,8,99999999999999d\n", ["long.csv, line 2", "duration"]),
-    "jobs.swf": (swf(BIG), ["jobs.swf, line 1", "processors (field 5, or 8) 100,000,000", "262,144"]),
+    "jobs.swf": (swf(BIG), ["jobs.swf, line 1", "processors (field 5, or 8) 100,000,000", "524,288"]),
     "header.swf": (
         "; MaxProcs: 100000000000\n" + swf(8),
-        ["header.swf", "MaxProcs: 100000000000", "262,144"],
+        ["header.swf", "MaxProcs: 100000000000", "524,288"],
     ),
-    "gres.sacct": (sacct(BIG), ["gres.sacct, line 2", "AllocTRES gres/gpu 100,000,000", "262,144"]),
+    "gres.sacct": (sacct(BIG), ["gres.sacct, line 2", "AllocTRES gres/gpu 100,000,000", "524,288"]),
     "nnodes.sacct": (sacct(8, BIG), ["nnodes.sacct, line 2", "NNodes 100,000,000", "262,144"]),
     "nodelist.sacct": (
         sacct(8, 3, "a[0-99999],b[0-99999],c[0-99999]"),
         ["nodelist.sacct, line 2", "NodeList names more than", "262,144 hosts"],
     ),
-    "pods.csv": (openb(BIG), ["pods.csv, line 2", "num_gpu 100,000,000", "262,144"]),
+    "pods.csv": (openb(BIG), ["pods.csv, line 2", "num_gpu 100,000,000", "524,288"]),
 }
 
 
@@ -131,7 +131,7 @@ def test_the_56_byte_csv_and_its_upload_give_the_same_line(capsys, tmp_path):
     path.write_bytes(data)
     line = refused(capsys, tmp_path, ["replay", str(path)])
     assert line == (
-        f"{path}, line 2: gpus 100,000,000 is over Goodput's limit of 262,144 GPUs for one job "
+        f"{path}, line 2: gpus 100,000,000 is over Goodput's limit of 524,288 GPUs for one job "
         "(engine/limits.py): 'j1,0,100000000,1h'"
     )
     store = Store(tmp_path / "uploads")
@@ -142,16 +142,16 @@ def test_the_56_byte_csv_and_its_upload_give_the_same_line(capsys, tmp_path):
 
 
 def test_the_cluster_a_trace_implies_is_bounded(capsys, tmp_path):
-    # two jobs of 200,000 GPUs at once: each within the limit, the cluster they need (400,000) is not
+    # two jobs of 400,000 GPUs at once: each within the limit, the cluster they need (800,000) is not
     both = tmp_path / "both.csv"
-    both.write_text("job_id,submit,gpus,duration,start,end\na,0,200000,1h,0,1h\nb,0,200000,1h,0,1h\n")
+    both.write_text("job_id,submit,gpus,duration,start,end\na,0,400000,1h,0,1h\nb,0,400000,1h,0,1h\n")
     refused(
         capsys,
         tmp_path,
         ["replay", str(both), "--mode", "recorded"],
         "both.csv: the cluster from its peak use of GPUs",
-        "400,000 GPUs",
-        "262,144",
+        "800,000 GPUs",
+        "524,288",
     )
     small = tmp_path / "small.csv"
     small.write_text(goodput_csv(8))
@@ -166,7 +166,7 @@ def test_the_cluster_a_trace_implies_is_bounded(capsys, tmp_path):
         tmp_path,
         ["replay", str(small), "--set", "replay.hosts=262144"],
         "the cluster from replay.hosts has 2,097,152 GPUs",
-        "262,144",
+        "524,288",
     )
     refused(
         capsys,
@@ -238,7 +238,7 @@ def test_any_gpu_count_over_the_limit_is_refused_quickly_and_small(fmt, n):
     text, line = FORMATS[fmt]
     raised, peak = peak_bytes(lambda: replay_file(text(n).encode(), fmt=fmt, name=f"t.{fmt}"))
     assert isinstance(raised, GoodputError), raised
-    assert f"t.{fmt}, line {line}:" in str(raised) and "over Goodput's limit of 262,144" in str(raised)
+    assert f"t.{fmt}, line {line}:" in str(raised) and "over Goodput's limit of 524,288" in str(raised)
     assert peak < 5_000_000  # bytes: nothing of the requested size was built
 
 
@@ -286,7 +286,7 @@ JSON_CASES = {
     "list.json": (incidents_json(scenario=[1, 2]), ["list.json: run.scenario is not an object"]),
     "gpus.json": (
         incidents_json(scenario={"preset": "demo", "cluster": {"gpus": BIG}}),
-        ["gpus.json: run.scenario: cluster.gpus: must be at most 262,144, got 100000000"],
+        ["gpus.json: run.scenario: cluster.gpus: must be at most 524,288, got 100000000"],
     ),
     "days.json": (
         incidents_json(
@@ -361,5 +361,5 @@ def test_any_incidents_scenario_over_the_limit_is_refused(gpus):
     data = incidents_json(scenario={"preset": "demo", "cluster": {"gpus": gpus}})
     raised, peak = peak_bytes(lambda: replay_file(data, name="s.json"))
     assert isinstance(raised, GoodputError), raised
-    assert f"s.json: run.scenario: cluster.gpus: must be at most 262,144, got {gpus}" == str(raised)
+    assert f"s.json: run.scenario: cluster.gpus: must be at most 524,288, got {gpus}" == str(raised)
     assert peak < 5_000_000

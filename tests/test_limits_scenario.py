@@ -39,8 +39,8 @@ def assert_refused(capsys, store, argv, *named) -> str:
 
 SIMULATE_CASES = [
     # --set values, then what the one line must name (the key, the value or size, the limit)
-    (["cluster.gpus=100000000"], ["cluster.gpus", "100000000", "262,144"]),
-    (["training.gpus=100000000"], ["training.gpus", "100000000", "262,144"]),
+    (["cluster.gpus=100000000"], ["cluster.gpus", "100000000", "524,288"]),
+    (["training.gpus=100000000"], ["training.gpus", "100000000", "524,288"]),
     (["spares.hosts=100000000"], ["spares.hosts", "100000000", "262,144"]),
     (["simulation.days=100000"], ["simulation.days", "100000", "3,650"]),
     (["repair.technicians=1000000000"], ["repair.technicians", "262,144"]),
@@ -100,7 +100,7 @@ def test_a_scenario_file_is_bounded_like_set(tmp_path):
     path = tmp_path / "big.toml"
     path.write_text('preset = "demo"\n[cluster]\ngpus = 100_000_000\n')
     with pytest.raises(
-        ScenarioError, match=r"big\.toml: cluster\.gpus: must be at most 262,144, got 100000000"
+        ScenarioError, match=r"big\.toml: cluster\.gpus: must be at most 524,288, got 100000000"
     ):
         build(file=path)
     deep = tmp_path / "deep.toml"
@@ -138,7 +138,7 @@ def test_any_gpu_count_over_the_limit_is_refused_without_allocating(gpus, key):
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
-    assert f"{key}: must be at most 262,144, got {gpus}" in str(refused.value)
+    assert f"{key}: must be at most 524,288, got {gpus}" in str(refused.value)
     assert peak < 2_000_000  # bytes: nothing the size of the cluster was made
 
 
@@ -225,7 +225,7 @@ def test_sweep_seeds_and_values_are_bounded():
     assert seeds_of(top, 1) == [limits.MAX_SEED]
     with pytest.raises(GoodputError, match=r"the last seed \(simulation.seed \+ 1\)"):
         seeds_of(top, 2)
-    with pytest.raises(GoodputError, match="cluster.gpus: must be at most 262,144"):
+    with pytest.raises(GoodputError, match="cluster.gpus: must be at most 524,288"):
         sweep(base, [parse_vary("cluster.gpus=512,100000000")], 1)
 
 
@@ -251,5 +251,5 @@ def test_the_planner_shows_the_one_line_for_a_cluster_over_the_limit(store_dir):
     at = open_page("app_pages/planner.py", {"preset": "demo", "cluster": "1048576", "gpus": "384"})
     assert not at.exception
     errors = [e.value for e in at.error]
-    assert any("cluster.gpus" in e and "262,144" in e and "1048576" in e for e in errors), errors
+    assert any("cluster.gpus" in e and "524,288" in e and "1048576" in e for e in errors), errors
     assert not any(b.label == "Run" for b in at.button)

@@ -159,6 +159,8 @@ def summary_text(r: dict) -> str:
             + (f"; {r['ignored_ops']:,} ops between computes left out" if r.get("ignored_ops") else "")
             + f"\n  next: goodput stragglers --run {r['run_id']}"
         )
+    if r.get("source") == "node-events":
+        return _node_events_text(r)
     lines = [
         f"run {r['run_id']}: {r['hosts']:,} hosts, {r['gpus']:,} GPUs, {r['samples']:,} samples,"
         f" {r['xid_events']:,} XID events, {r['incidents']:,} incidents"
@@ -172,4 +174,27 @@ def summary_text(r: dict) -> str:
     for endpoint, count in r.get("failed_scrapes", {}).items():
         lines.append(f"  failed scrapes of {endpoint}: {count}")
     lines += [f"  note: {note}" for note in r.get("notes", [])]
+    return "\n".join(lines)
+
+
+def _node_events_text(r: dict) -> str:
+    """`goodput ingest node-events` without --json: the outages found, their causes, what was skipped."""
+    added = f", {r['nodes_added']:,} added never seen" if r.get("nodes_added") else ""
+    lines = [
+        f"run {r['run_id']}: {r['incidents']:,} outages from {r['events']:,} node events over {r['days']:,.1f} days"
+        f" ({r['window']['start']} to {r['window']['end']})",
+        f"  fleet: {r['hosts']:,} nodes ({r['nodes_seen']:,} seen{added}) x {r['gpus_per_node']} GPUs ="
+        f" {r['gpus']:,} GPUs",
+        f"  {r['unexpected']:,} unexpected, {r['planned']:,} planned; {r['open']:,} still out at the window's end",
+    ]
+    if r.get("by_cause"):
+        lines.append("  causes: " + ", ".join(f"{cause} {n:,}" for cause, n in r["by_cause"].items()))
+    lines.append(
+        f"  unknown: {r['unknown']:,} of {r['incidents']:,} outages ({r['unknown_share']:.1%}) named by no rule of"
+        f" the cause map ({r['causes']})"
+    )
+    for reason, count in r.get("skipped", {}).items():
+        lines.append(f"  skipped {count:,}: {reason}")
+    lines += [f"  note: {note}" for note in r.get("notes", [])]
+    lines.append(f"  next: goodput calibrate --run {r['run_id']}")
     return "\n".join(lines)

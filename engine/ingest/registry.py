@@ -2,7 +2,9 @@
 way engine.replay.formats keeps the trace formats.
 
 A new source is one module with an `ingest(files, *, dcgm, kernel_logs, name, year) -> Run` plus one
-`register(...)` line below; `goodput ingest SOURCE` offers `names()` as its choices.
+`register(...)` line below; `goodput ingest SOURCE` offers `names()` as its choices. A source that takes more
+(node-events: --format, --causes, --nodes, ...) names those keywords in `options`; the CLI hands them to it
+and refuses their flags for every other source.
 """
 
 from collections.abc import Iterable
@@ -41,6 +43,7 @@ class IngestSource:
     description: str
     ingest: Ingest
     scrapes: bool = False
+    options: tuple[str, ...] = ()  # further keywords its ingest takes (engine.cli hands them from its flags)
 
 
 _REGISTRY: dict[str, IngestSource] = {}
@@ -94,6 +97,15 @@ def _node_exporter(files, *, dcgm=(), kernel_logs=(), name=None, year=None) -> R
     return ingest_node_exporter(files, name=name)
 
 
+def _node_events(files, *, dcgm=(), kernel_logs=(), name=None, year=None, **options) -> Run:
+    """A fault history: Slurm's node events or fault tickets (engine.ingest.node_events)."""
+    from engine.ingest.node_events import ingest_node_events
+
+    return ingest_node_events(files, name=name, **options)
+
+
+NODE_EVENT_OPTIONS = ("fmt", "causes", "nodes", "gpus_per_node", "slurm", "since_s")
+
 register(IngestSource("dcgm", "DCGM exporter scrapes (Prometheus text)", _dcgm, scrapes=True))
 register(IngestSource("kernel-log", "kernel logs (dmesg, journalctl -k) with XID lines", _kernel_log))
 register(
@@ -108,5 +120,13 @@ register(
         "node-exporter",
         "node_exporter scrapes (Prometheus text): NIC port rates and error counters (infiniband collector)",
         _node_exporter,
+    )
+)
+register(
+    IngestSource(
+        "node-events",
+        "a fault history: Slurm's node events (sacctmgr show event) or fault tickets (CSV, JSON lines, Parquet)",
+        _node_events,
+        options=NODE_EVENT_OPTIONS,
     )
 )

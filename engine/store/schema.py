@@ -205,6 +205,26 @@ TABLES: dict[str, dict[str, str]] = {
         "incident_id": "INTEGER",
         "message": "VARCHAR",
     },
+    # Node events as an operator's history holds them (`goodput ingest node-events`: Slurm's `sacctmgr show event`,
+    # fault tickets): one row an event of a node out of service (a hostlist record, one a node), with the text it
+    # was read with and the cause the cause map gave it; incident_id names the outage (incidents row) it was merged
+    # into. state is Slurm's (DOWN, IDLE+DRAIN, ...), NULL for tickets; end_s NULL while still open; reason is
+    # Slurm's Reason or a ticket's cause; line the file's line (a Parquet file's row) it was read from. Empty in
+    # every other run, and absent from files written before it existed (Store.table reads it empty).
+    "node_events": {
+        "host_id": "INTEGER",
+        "start_s": "DOUBLE",
+        "end_s": "DOUBLE",
+        "state": "VARCHAR",
+        "reason": "VARCHAR",
+        "description": "VARCHAR",
+        "user": "VARCHAR",
+        "cause": "VARCHAR",
+        "planned": "BOOLEAN",
+        "incident_id": "INTEGER",
+        "source": "VARCHAR",
+        "line": "BIGINT",
+    },
 }
 
 
