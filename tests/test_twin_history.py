@@ -132,7 +132,9 @@ def test_faults_within_a_minute_of_each_other_are_one_burst():
     found = find_bursts(incidents, 0.0, 1e9, 60.0)  # a long span: no chance pair expected
     assert found.groups == 2 and found.sizes == (3, 2) and found.faults == 8
     assert found.chance == pytest.approx(0.0, abs=1e-3)
-    assert found.hosts_struck == pytest.approx(5.0, abs=1e-2) and found.chance_hosts == pytest.approx(0.0, abs=1e-2)
+    assert found.hosts_struck == pytest.approx(5.0, abs=1e-2) and found.chance_hosts == pytest.approx(
+        0.0, abs=1e-2
+    )
     assert independent_share(found) == pytest.approx(3 / 8, abs=1e-3)
     fitted = fit_bursts(found, 10.0, "test")
     assert fitted.keys["failures.burst_per_day"].value == pytest.approx(0.2, abs=1e-3)
@@ -259,3 +261,18 @@ def test_a_backtests_runs_build_only_what_the_figures_read_and_give_the_same_fig
         same = a[key] == b[key] if isinstance(a[key], str | dict | None) else a[key] == pytest.approx(b[key])
         assert same, key
     assert a["hosts_in_repair_mean"] > 0
+
+
+def test_outages_seen_whole_get_no_fixed_steps_and_no_queue_on_top(drifting):
+    """A fault history's outages hold any wait for hands: the twin takes each whole, with no fixed steps and
+    technicians enough that none waits (twice the most hosts out at once)."""
+    from engine.twin.fit_repair import _most_out_at_once
+
+    store, run_id = drifting
+    fit = calibrate(store, run_id)
+    assert all(fit.keys[k].value == 0.0 for k in ("repair.drain", "repair.diagnose", "repair.burn_in"))
+    hands = fit.keys["repair.technicians"]
+    assert hands.source == "assumed" and hands.value >= 2
+    episodes = pl.DataFrame({"t_s": [0.0, 1.0, 2.0, 10.0, 10.0], "took": [5.0, 5.0, 0.5, 1.0, 1.0]})
+    assert _most_out_at_once(episodes) == 3  # [0,5) [1,6) [2,2.5) overlap; two at 10 make 2
+    assert _most_out_at_once(episodes.slice(3)) == 2

@@ -23,6 +23,7 @@ from typing import Any
 
 import polars as pl
 
+from engine import limits
 from engine.analysis.incidents import flagship_job_id
 from engine.analysis.window_figures import largest_job
 from engine.errors import GoodputError
@@ -195,6 +196,7 @@ def calibrate(
             "the run records no job: the twin runs none beside its flagship (research.utilization assumed 0), whose"
             " interruptions, lost GPU-hours and ETTR the run cannot show"
         )
+    fitted.add(_telemetry_within_limits(fitted.keys))
     repair = _repair(run_id, info.started_at, incidents, states, window, history)
     fitted.keys |= repair.keys
     fitted.laws += list(repair.laws)
@@ -269,6 +271,25 @@ def _repair(
         " repairs since"
     )
     return replace(repair, warnings=(*repair.warnings, said))
+
+
+def _telemetry_within_limits(keys: dict[str, Estimate]) -> Fitted:
+    """A fitted cluster too large for the default telemetry of the default days (a 50,000-node fleet's history:
+    446M samples against MAX_GPU_SAMPLES) gets a scenario with telemetry off, said: the fitted scenario must run.
+    The twin's backtests and forecasts never simulate telemetry; `goodput simulate --scenario` would."""
+    out = Fitted()
+    if "cluster.gpus" not in keys:
+        return out
+    default = build()
+    samples = math.ceil(default.duration_s / default["simulation.telemetry_resolution"])
+    if keys["cluster.gpus"].value * samples > limits.MAX_GPU_SAMPLES:
+        out.keys["simulation.telemetry"] = Estimate(False, n=0, source=ASSUMED)
+        out.warnings.append(
+            f"{keys['cluster.gpus'].value:,} GPUs: the fitted scenario simulates no GPU telemetry (its"
+            f" {default['simulation.days']:g} days of samples would pass Goodput's limit, engine/limits.py"
+            " MAX_GPU_SAMPLES); set simulation.telemetry_resolution coarser to have some"
+        )
+    return out
 
 
 def _source(run_id: str, start_s: float, end_s: float) -> str:

@@ -31,6 +31,7 @@ import numpy as np
 import polars as pl
 from scipy.stats import kendalltau
 
+from engine.limits import MAX_HOSTS
 from engine.scenario.durations import parse_duration
 from engine.scenario.keys import KEY_BY_NAME
 from engine.twin.estimate import LEVEL, MIN_EVENTS, Estimate, exponential_mean_interval, median_estimate
@@ -89,14 +90,27 @@ def fit_repair(incidents: pl.DataFrame, states: pl.DataFrame, end_s: float, sour
     # fault history whose outages last about 4 h.
     keys, laws, warnings = _service_keys(np.clip(total, 1.0, None), done, source)
     keys |= {key: Estimate(0.0, n=fit.repairs, source=source) for key in FIXED_STEPS}
+    # an outage seen whole holds any wait for hands already: the twin's technicians must add none
+    hands = 2 * _most_out_at_once(episodes)
+    keys["repair.technicians"] = Estimate(min(hands, MAX_HOSTS), n=fit.repairs, source="assumed")
     warnings.append(
         "the host states show no repair step (drain, diagnosis, burn-in): each outage is fitted whole as the repair"
-        " law's time, and the twin's fixed steps are none"
+        f" law's time, the twin's fixed steps are none and its technicians {hands:,} (twice the most hosts out at"
+        " once), so that no repair waits on top of what the outages held"
     )
     queue = _queue_suspected(episodes)
     if queue:
         warnings.append(queue)
     return RepairKeys(fit, keys, laws, tuple(warnings))
+
+
+def _most_out_at_once(episodes: pl.DataFrame) -> int:
+    """The most outages under way at one instant (a sweep over their starts and ends)."""
+    starts, ends = episodes["t_s"].to_numpy(), (episodes["t_s"] + episodes["took"]).to_numpy()
+    times = np.concatenate([starts, ends])
+    steps = np.concatenate([np.ones(starts.size), -np.ones(ends.size)])
+    order = np.lexsort((steps, times))  # an end before a start at the same instant
+    return max(1, int(np.cumsum(steps[order]).max()))
 
 
 def repair_episodes(incidents: pl.DataFrame, states: pl.DataFrame, end_s: float) -> pl.DataFrame | None:
