@@ -199,7 +199,9 @@ def _backtest_lines(test: dict) -> list[str]:
         if not band:
             continue
         verdict = {True: "inside", False: "OUTSIDE", None: "-"}[band["inside"]]
-        if band["observed_is"] != "measured":
+        if band["observed"] is None and name in FIGURES:
+            verdict += " (no job in the run)" if test.get("largest_job") is None else ""
+        elif band["observed_is"] != "measured":
             verdict += f" (observed: {band['observed_is']}, no checkpoints read)"
         cells = (
             [
