@@ -171,3 +171,20 @@ def check_hosts_and_gpus(names: list[str], gpus: pl.DataFrame) -> None:
             f" {limits.MAX_GPUS_PER_HOST} GPUs, over Goodput's limit"
             " (engine/limits.py MAX_GPUS_PER_HOST)"
         )
+
+
+def check_parquet_text(name: str, meta, text: list[str]) -> None:
+    """Refuse a Parquet file whose `text` columns inflate past MAX_INPUT_BYTES, from its metadata (`meta`, a
+    pyarrow FileMetaData) before a page is read: numbers take at most 8 bytes a row whatever their pages hold;
+    text is what compression can multiply."""
+    inflated = sum(
+        group.column(i).total_uncompressed_size
+        for group in (meta.row_group(g) for g in range(meta.num_row_groups))
+        for i in range(group.num_columns)
+        if group.column(i).path_in_schema in text
+    )
+    if inflated > limits.MAX_INPUT_BYTES:
+        raise GoodputError(
+            f"{name}: its text columns ({', '.join(text)}) inflate to {inflated:,} bytes, over Goodput's limit"
+            f" of {limits.MAX_INPUT_BYTES:,} (engine/limits.py MAX_INPUT_BYTES)"
+        )

@@ -36,6 +36,7 @@ from engine import limits
 from engine.analysis.run_summary import RunSummary
 from engine.analysis.step_timeline import REQUIRED, layout
 from engine.errors import GoodputError
+from engine.ingest.bounds import check_parquet_text
 from engine.ingest.sources import Source, SourceLike, as_sources
 from engine.store.run import UNKNOWN_START, Run
 from engine.store.schema import polars_schema
@@ -147,18 +148,7 @@ def _parquet(name: str, data: bytes) -> pl.DataFrame:
         if not (_is_number(kind) or _is_text(kind)):
             raise GoodputError(f"{name}: column {column!r}: Parquet type {kind} is not a number or a name")
     text = [c for c in kept if _is_text(schema.field(c).type)]
-    # Numbers take at most 8 bytes a row whatever their pages hold; text is what compression can multiply.
-    inflated = sum(
-        group.column(i).total_uncompressed_size
-        for group in (meta.row_group(g) for g in range(meta.num_row_groups))
-        for i in range(group.num_columns)
-        if group.column(i).path_in_schema in text
-    )
-    if inflated > limits.MAX_INPUT_BYTES:
-        raise GoodputError(
-            f"{name}: its text columns ({', '.join(text)}) inflate to {inflated:,} bytes, over Goodput's limit"
-            f" of {limits.MAX_INPUT_BYTES:,} (engine/limits.py MAX_INPUT_BYTES)"
-        )
+    check_parquet_text(name, meta, text)
     if not kept:
         return pl.DataFrame()  # read_step_times names the first column missing
     try:

@@ -113,9 +113,9 @@ def fit_bursts(found: Bursts, days: float, source: str) -> Fitted:
         mean = 2.0 + extra / bursts
         law = BurstSize(SIZE_KEY, bursts, extra)
         p = beta(bursts + 0.5, extra + 0.5)  # the mean 1 + 1/p falls as p rises: its quantiles swap ends
-        out.keys[SIZE_KEY] = Estimate(
-            mean, 1.0 + 1.0 / float(p.ppf(0.95)), 1.0 + 1.0 / float(p.ppf(0.05)), round(bursts), source
-        )
+        low, high = 1.0 + 1.0 / float(p.ppf(0.95)), 1.0 + 1.0 / float(p.ppf(0.05))
+        # at sizes all 2 the maximum likelihood sits on the law's edge, where Jeffreys' interval starts just above
+        out.keys[SIZE_KEY] = Estimate(mean, min(low, mean), high, round(bursts), source)
         out.laws.append(law)
         out.warnings.append(
             f"{found.groups:,} times several hosts failed within {_words(burst_window_s())} of each other"

@@ -22,6 +22,7 @@ import pyarrow.parquet as pq
 from engine import limits
 from engine.bounded_read import load_json
 from engine.errors import GoodputError
+from engine.ingest.bounds import check_parquet_text
 from engine.ingest.inflate import compression_of, text_blocks
 from engine.ingest.sources import Source
 from engine.replay import bounds
@@ -350,18 +351,8 @@ def _parquet(source: Source) -> Read:
         raise GoodputError(f"{name}: not a readable Parquet file ({_first_line(err)})") from None
     _count(name, meta.num_rows)
     found = _columns(list(schema.names), name)
-    text = {found[c] for c in found if _is_text(schema.field(found[c]).type)}
-    inflated = sum(
-        group.column(i).total_uncompressed_size
-        for group in (meta.row_group(g) for g in range(meta.num_row_groups))
-        for i in range(group.num_columns)
-        if group.column(i).path_in_schema in text
-    )
-    if inflated > limits.MAX_INPUT_BYTES:
-        raise GoodputError(
-            f"{name}: its text columns inflate to {inflated:,} bytes, over Goodput's limit of"
-            f" {limits.MAX_INPUT_BYTES:,} (engine/limits.py MAX_INPUT_BYTES)"
-        )
+    text = sorted({found[c] for c in found if _is_text(schema.field(found[c]).type)})
+    check_parquet_text(name, meta, text)
     try:
         frame = pl.read_parquet(io.BytesIO(data), columns=list(found.values()))
     except Exception as err:  # noqa: BLE001
