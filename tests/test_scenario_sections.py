@@ -25,6 +25,7 @@ PARSED = {
     "choice": str,
     "datetime": datetime,
     "optional_duration": float | None,
+    "optional_float": float | None,
 }
 
 

@@ -272,11 +272,12 @@ def from_dict(nested: Mapping[str, Any]) -> Scenario:
 def _spelled(key: Key, value: Any) -> Any:
     """A value of `with_values` in the spelling a scenario file uses: durations (seconds) with their unit, in
     the largest unit that is exact ("30m"), else in seconds to the last digit ("1437.71234s"); None for an
-    optional duration is its "derive it" (""). Every other kind is checked by its parser in `build`."""
+    optional duration or number is its "derive it" or "the overall key's" (""). Every other kind is checked by
+    its parser in `build`."""
+    if value is None and key.kind in ("optional_duration", "optional_float"):
+        return ""
     if key.kind not in ("duration", "optional_duration"):
         return value
-    if value is None and key.kind == "optional_duration":
-        return ""
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise ScenarioError(f"{VALUES}: {key.name}: expected seconds as a number, got {_given(value)}")
     try:
@@ -452,6 +453,10 @@ def _parse_optional_duration(value: Any, where: str, key: Key, *, bare_seconds: 
     return None if value in ("", None) else _parse_duration(value, where, key, bare_seconds=bare_seconds)
 
 
+def _parse_optional_float(value: Any, where: str, key: Key) -> float | None:
+    return None if value in ("", None) else _parse_float(value, where, key)
+
+
 def _parse_bool(value: Any, where: str, key: Key) -> bool:
     if isinstance(value, bool):
         return value
@@ -492,6 +497,7 @@ _PARSERS: dict[str, Callable[[Any, str, Key], Any]] = {
     "float": _parse_float,
     "duration": _parse_duration,
     "optional_duration": _parse_optional_duration,
+    "optional_float": _parse_optional_float,
     "bool": _parse_bool,
     "str": _parse_str,
     "choice": _parse_choice,

@@ -18,7 +18,7 @@ class Key:
     """One scenario key: its type (`kind`), default, bounds and meaning."""
 
     name: str
-    kind: str  # int, float, duration, bool, str, choice, datetime, optional_duration
+    kind: str  # int, float, duration, bool, str, choice, datetime, optional_duration, optional_float
     default: Any
     doc: str
     minimum: float | None = None
@@ -64,6 +64,40 @@ def _slow_keys(cause: str, what: str, factor: float, factor_source: str) -> tupl
             maximum=100,
         ),
     )
+
+
+# the classes of cause a repair law can differ by: the scope of the fault's cause (engine.sim.failures.SCOPE)
+REPAIR_CLASSES = ("gpu", "host", "network")
+_CLASS_WORDS = {
+    "gpu": "a GPU's fault (a reseat, a swap)",
+    "host": "a host's fault (a PSU, a board, memory)",
+    "network": "a network fault (a cable, a switch)",
+}
+
+
+def _repair_class_keys() -> tuple[Key, ...]:
+    """repair.fix_<class>, repair.rma_fraction_<class> and repair.rma_time_<class>: the repair law of one class of
+    cause (engine.sim.repair); None (empty), the overall law's key. A PSU can take weeks and a GPU reseat hours:
+    one law misfits both (issue 46)."""
+    keys = []
+    for base, kind, what in (
+        ("fix", "optional_duration", "mean hands-on repair time"),
+        ("rma_fraction", "optional_float", "share of repairs that return the part to the vendor"),
+        ("rma_time", "optional_duration", "mean turnaround of a return to the vendor"),
+    ):
+        bounds = {"minimum": 0, "maximum": 1} if kind == "optional_float" else {}
+        for cls in REPAIR_CLASSES:
+            keys.append(
+                _k(
+                    f"repair.{base}_{cls}",
+                    kind,
+                    "",
+                    f"{what} of {_CLASS_WORDS[cls]}; None: repair.{base} (the overall law; empty in a scenario"
+                    " file)",
+                    **bounds,
+                )
+            )
+    return tuple(keys)
 
 
 # Defaults are the `llama3-405b` scenario; each figure from ../shared/reference names its source.
@@ -469,6 +503,7 @@ KEYS: tuple[Key, ...] = (
         maximum=1,
     ),
     _k("repair.rma_time", "duration", "5d", "mean turnaround of a return to the vendor"),
+    *_repair_class_keys(),
     _k(
         "repair.burn_in",
         "duration",

@@ -146,6 +146,16 @@ class RepairSettings:
     fix: float  # seconds
     rma_fraction: float
     rma_time: float  # seconds
+    # the repair law by class of cause (engine.sim.repair); None: the overall law's key above
+    fix_gpu: float | None  # seconds
+    fix_host: float | None  # seconds
+    fix_network: float | None  # seconds
+    rma_fraction_gpu: float | None
+    rma_fraction_host: float | None
+    rma_fraction_network: float | None
+    rma_time_gpu: float | None  # seconds
+    rma_time_host: float | None  # seconds
+    rma_time_network: float | None  # seconds
     burn_in: float  # seconds
     lemon_failures: int
     lemon_window: float  # seconds

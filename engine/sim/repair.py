@@ -19,16 +19,49 @@ is silently wrong with probability `repair.manual_silent_failure`. Either way th
 only then). A lemon skips the automatic repair: it is a known repeat offender. Each outcome draw comes from
 `outcome_rng` (engine.sim.bad_hosts.FaultGenerators.repair) and only when its knob is on, so with the defaults
 the repair draws exactly what it drew before these knobs.
+
+Repair by class of cause (issue 46). The hands-on mean, the vendor share and the vendor's turnaround may differ by
+the class of the fault's cause, its scope in engine.sim.failures.SCOPE (gpu, host, network):
+`repair.fix_<class>`, `repair.rma_fraction_<class>` and `repair.rma_time_<class>`, each None (the default) for
+the overall key. A repair of no such class (a fail-slow host swapped out, or a cause of another scope) takes the
+overall law. The class changes only the parameters of the draws, never which are made or their order: the same
+uniform for the vendor, the same exponential for the hands-on time and the turnaround (numpy scales one standard
+exponential draw by the mean), so with every class key None a run draws and holds what it did before them.
 """
 
 from collections.abc import Callable, Sequence
+from typing import NamedTuple
 
 import numpy as np
 import simpy
 
 from engine.scenario import Scenario
+from engine.scenario.keys import REPAIR_CLASSES
 from engine.sim.bad_hosts import RETIRED_STATE
+from engine.sim.failures import SCOPE
 from engine.sim.records import HostInterval
+
+
+class RepairLaw(NamedTuple):
+    """The hands-on and vendor law of one class of repairs (seconds, a share, seconds)."""
+
+    fix: float
+    rma_fraction: float
+    rma_time: float
+
+
+def class_laws(scenario: Scenario) -> dict[str, RepairLaw]:
+    """The repair law of each class of cause (REPAIR_CLASSES), each key None taken from the overall law."""
+    r = scenario.repair
+    laws = {}
+    for cls in REPAIR_CLASSES:
+        fix, share, rma = (getattr(r, f"{base}_{cls}") for base in ("fix", "rma_fraction", "rma_time"))
+        laws[cls] = RepairLaw(
+            r.fix if fix is None else fix,
+            r.rma_fraction if share is None else share,
+            r.rma_time if rma is None else rma,
+        )
+    return laws
 
 
 class Repairs:
@@ -57,6 +90,8 @@ class Repairs:
         self.fix = scenario.repair.fix
         self.rma_fraction = scenario.repair.rma_fraction
         self.rma_time = scenario.repair.rma_time
+        self.overall = RepairLaw(self.fix, self.rma_fraction, self.rma_time)
+        self.laws = class_laws(scenario)  # by class of cause: gpu, host, network
         self.burn_in = scenario.repair.burn_in
         self.lemon_failures = scenario.repair.lemon_failures
         self.lemon_window = scenario.repair.lemon_window
@@ -68,12 +103,14 @@ class Repairs:
         # them, or by `finish` for those still waiting when the run ends (else host_states reads them healthy)
         self.waiting: dict[simpy.Event, tuple[list[int], float]] = {}
 
-    def start(self, hosts: Sequence[int], incident_id: int) -> None:
-        """Take `hosts` out of service now and repair them together."""
+    def start(self, hosts: Sequence[int], incident_id: int, cause: str | None = None) -> None:
+        """Take `hosts` out of service now and repair them together, by the repair law of `cause`'s class (None:
+        the overall law)."""
         lemon = any(self._is_lemon(h) for h in hosts)
         if lemon:
             self.lemon_incidents.add(incident_id)
-        self.env.process(self._repair(list(hosts), incident_id, lemon))
+        law = self.laws.get(SCOPE.get(cause, ""), self.overall) if cause is not None else self.overall
+        self.env.process(self._repair(list(hosts), incident_id, lemon, law))
 
     def _is_lemon(self, host: int) -> bool:
         now = self.env.now
@@ -88,7 +125,7 @@ class Repairs:
         """`host` leaves the cluster for good now (engine.sim.bad_hosts): out of service to the end of the run."""
         self._mark([host], RETIRED_STATE, self.env.now, self.horizon)
 
-    def _repair(self, hosts: list[int], incident_id: int, lemon: bool):
+    def _repair(self, hosts: list[int], incident_id: int, lemon: bool, law: RepairLaw):
         t = self.env.now
         self._mark(hosts, "draining", t, t + self.drain)
         self._mark(hosts, "diagnosing", t + self.drain, t + self.drain + self.diagnose)
@@ -104,12 +141,12 @@ class Repairs:
             yield turn
             del self.waiting[turn]
             self._mark(hosts, "down", waited_from, self.env.now)  # diagnosed, waiting for hands
-            vendor = lemon or self.rng.random() < self.rma_fraction
-            hands_on = self.rng.exponential(self.fix)
+            vendor = lemon or self.rng.random() < law.rma_fraction
+            hands_on = self.rng.exponential(law.fix)
             self._mark(hosts, "repair", self.env.now, self.env.now + hands_on)
             yield self.env.timeout(hands_on)
         if vendor:  # the part goes back to the vendor: the host waits, the technician does not
-            turnaround = self.rng.exponential(self.rma_time)
+            turnaround = self.rng.exponential(law.rma_time)
             self._mark(hosts, "repair", self.env.now, self.env.now + turnaround)
             yield self.env.timeout(turnaround)
         yield from self._return(hosts, incident_id, not self._silent(self.manual_silent))

@@ -485,9 +485,9 @@ class Simulation:
             self.health.retire(h)
             self.repairs.retire(h)
         if len(retiring) < len(hosts):
-            self.repairs.start([h for h in hosts if h not in retiring], incident)
-        for h in suspects:  # each suspect's repair is its own, part of the incident's
-            self.repairs.start([h], incident)
+            self.repairs.start([h for h in hosts if h not in retiring], incident, cause)
+        for h in suspects:  # each suspect's repair is its own, part of the incident's (its class too)
+            self.repairs.start([h], incident, cause)
 
     # ----- bad hosts, diagnosis, retirement (engine.sim.bad_hosts) ---------------------------------------
     def _strikes(self, arrivals: Arrivals, index: int, host: int) -> bool:

@@ -12,16 +12,35 @@ those steps (a simulated run, or any source that records "diagnosing" and "repai
   as the twin's own lemons;
 - the wait for hands is the time in "down" between them, and the technicians are fitted to it
   (engine.twin.fit_technicians).
-Where they do not (an observed cluster whose Slurm shows only draining and down), the whole time from incident to
-return, less the default fixed steps, is fitted as the mixture, and a repair queue can only be suspected: repairs
-that begin behind more hosts already out taking longer (Kendall's tau) is said, as technicians cannot be fitted.
+Where they do not (an observed cluster whose Slurm shows only draining and down, a fault history), the whole time
+from incident to return is fitted as the mixture, the fixed steps taken as none and technicians as many as no
+repair waits for (twice the most hosts out at once: an outage seen whole holds its wait already); a repair queue
+can only be suspected: repairs that begin behind more hosts already out taking longer (Kendall's tau) is said.
 Repairs still under way at the window's end count as right-censored ("at least this long") throughout.
 
 With fewer than MIN_EVENTS completed repairs nothing is fitted. With no repair longer than RMA_AFTER_S (completed
 or not), no vendor return was seen: repair.rma_fraction is a fitted zero with its one-sided 90 % upper bound, and
-repair.fix one exponential's mean with its exact interval.
+repair.fix one exponential's mean with its exact interval. Where some are longer but the mixture fits no better
+than one exponential (a likelihood ratio at MIXTURE_P: outages of weeks with no short ones), the same: a mixture
+fitted to exponential times wanders a ridge of equal likelihood, and the twin's draws from it spread its mean
+from days to months.
 
-The Kaplan-Meier median and 90th percentile of the whole time, censored the same way, are reported beside.
+The Kaplan-Meier median and 90th percentile of the whole time, censored the same way, are reported beside
+(scipy.stats.ecdf of the right-censored sample).
+
+Repair time by class of cause (issue 46): a PSU can take weeks where a GPU reseat takes hours, and one law misfits
+both. After the overall law, the same law is fitted, the same way (steps seen or outages whole), to the repairs of
+each class with at least MIN_CLASS_REPAIRS completed: the scope of the incident's cause (engine.sim.failures.SCOPE:
+gpu, host, network; a job-level cause that took its node out counts as a host's, as the twin of a history with no
+job takes it as host maintenance; `unknown` and causes the simulator does not model count in the overall law
+only). Its keys are the class's (repair.fix_<class>, repair.rma_fraction_<class>, repair.rma_time_<class>, each
+with its interval, n and source) and so are its laws' names; a class with too few vendor returns seen to their end
+to fit its turnaround holds the overall law's (and emits none: the twin takes the overall key). A class's keys are
+emitted where its law differs from the overall one: a likelihood-ratio test of the class's repairs under its own
+law against the overall law, at DIFFER_P. A class that does not keeps the overall law, pooled over every class:
+emitting every class fitted, alike or not, drew each from its own smaller sample and put the twin's median off by
+1.31x the truth's own where the pooled law gives 1.25x (tests/test_twin_coverage.py's 24 truths, one law each).
+A warning names the classes that differ and those that do not, with their mean and median beside the overall's.
 """
 
 import math
@@ -29,14 +48,15 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import polars as pl
-from scipy.stats import kendalltau
+from scipy.stats import CensoredData, chi2, ecdf, kendalltau
 
 from engine.limits import MAX_HOSTS
 from engine.scenario.durations import parse_duration
-from engine.scenario.keys import KEY_BY_NAME
+from engine.scenario.keys import KEY_BY_NAME, REPAIR_CLASSES
+from engine.sim.failures import SCOPE
 from engine.twin.estimate import LEVEL, MIN_EVENTS, Estimate, exponential_mean_interval, median_estimate
 from engine.twin.fit_technicians import QueueFit, fit_technicians
-from engine.twin.repair_law import fit_mixture
+from engine.twin.repair_law import RepairLaw, fit_mixture, log_likelihood
 from engine.twin.uncertainty import IntegerBetween, Law, MeanOfExponential, NormalOnScale
 from engine.units import SECONDS_PER_DAY, SECONDS_PER_HOUR
 
@@ -46,6 +66,9 @@ STEP_STATES = ("draining", "diagnosing", "down", "repair", "burn_in")
 QUEUE_P_VALUE = 0.01  # Kendall's test of "later in the queue, longer to repair"
 IMPLAUSIBLE_FIX_S = 60.0  # a hands-on repair under a minute is no repair: the law fitted is not the cluster's
 IMPLAUSIBLE_RMA_SHARE = 0.9
+MIN_CLASS_REPAIRS = 30  # completed repairs of a class of cause that get a law of their own
+DIFFER_P = 0.01  # a class's law differs from the overall one where the likelihood ratio's p is below this
+MIXTURE_P = 0.01  # the vendor mixture is fitted where it beats one exponential at this level
 
 
 @dataclass(frozen=True)
@@ -71,6 +94,16 @@ class RepairKeys:
     warnings: tuple[str, ...] = ()
 
 
+@dataclass(frozen=True)
+class ServiceFit:
+    """The hands-on and vendor law fitted to one set of repairs: its keys, laws and warnings, and the law."""
+
+    keys: dict[str, Estimate]
+    laws: list[Law]
+    warnings: list[str]
+    law: RepairLaw
+
+
 def fit_repair(incidents: pl.DataFrame, states: pl.DataFrame, end_s: float, source: str) -> RepairKeys:
     """The repair keys of the module's docstring from the unexpected incidents (those of the window) and the
     run's host states, up to end_s."""
@@ -88,7 +121,11 @@ def fit_repair(incidents: pl.DataFrame, states: pl.DataFrame, end_s: float, sour
     # the repair law's time, and the fixed steps as none. Taking the default steps (2 h 17 min) off each outage
     # instead made every outage shorter than them last them in the twin: its median repair ran 1.6x long on a
     # fault history whose outages last about 4 h.
-    keys, laws, warnings = _service_keys(np.clip(total, 1.0, None), done, source)
+    whole = np.clip(total, 1.0, None)
+    service = _service_keys(whole, done, source)
+    classes = _by_class(repair_classes(episodes["cause"]), whole, done, source, None, service.law)
+    keys, laws, warnings = service.keys | classes.keys, service.laws + classes.laws, service.warnings
+    warnings += classes.warnings
     keys |= {key: Estimate(0.0, n=fit.repairs, source=source) for key in FIXED_STEPS}
     # an outage seen whole holds any wait for hands already: the twin's technicians must add none
     hands = 2 * _most_out_at_once(episodes)
@@ -126,6 +163,7 @@ def repair_episodes(incidents: pl.DataFrame, states: pl.DataFrame, end_s: float)
     ).select(
         "t_s",
         "host_id",
+        cause=pl.col("cause") if "cause" in incidents.columns else pl.lit(None, pl.String),
         done=pl.col("repaired_s").is_not_null() & (pl.col("repaired_s") <= end_s),
         until=pl.min_horizontal(pl.col("repaired_s").fill_null(end_s), pl.lit(end_s)),
     )
@@ -173,14 +211,15 @@ def _from_steps(episodes: pl.DataFrame, fit: RepairFit, end_s: float, source: st
     # the hands-on and vendor time: complete once burn-in began or the host was back
     served = episodes.filter(pl.col("repair") > 0)
     service_done = (served["done"] | (served["burn_in"] > 0)).to_numpy()
-    service, warnings = {}, []
+    warnings: list[str] = []
     if int(service_done.sum()) >= MIN_EVENTS:
         lemons = lemon_repairs(episodes)[episodes["repair"].to_numpy() > 0]
-        service, service_laws, warnings = _service_keys(
-            served["repair"].to_numpy(), service_done, source, lemons
-        )
-        keys |= service
-        laws += service_laws
+        y = served["repair"].to_numpy()
+        service = _service_keys(y, service_done, source, lemons)
+        classes = _by_class(repair_classes(served["cause"]), y, service_done, source, lemons, service.law)
+        keys |= service.keys | classes.keys
+        laws += service.laws + classes.laws
+        warnings = service.warnings + classes.warnings
     queue = None
     joined = episodes.filter(pl.col("joined_s").is_not_null())
     if "repair.fix" in keys and joined.height:
@@ -222,47 +261,61 @@ def lemon_repairs(episodes: pl.DataFrame) -> np.ndarray:
 
 
 def _service_keys(
-    y: np.ndarray, done: np.ndarray, source: str, vendor: np.ndarray | None = None
-) -> tuple[dict[str, Estimate], list[Law], list[str]]:
-    """repair.fix, repair.rma_fraction and repair.rma_time from hands-on (and vendor) times y, censored where
-    not done (`vendor`: the repairs known to go to the vendor); their laws; warnings where the law is
-    implausible."""
+    y: np.ndarray,
+    done: np.ndarray,
+    source: str,
+    vendor: np.ndarray | None = None,
+    *,
+    cls: str | None = None,
+    overall: RepairLaw | None = None,
+) -> ServiceFit:
+    """repair.fix, repair.rma_fraction and repair.rma_time (a class's own keys, with `cls`) from hands-on (and
+    vendor) times y, censored where not done (`vendor`: the repairs known to go to the vendor); their laws;
+    warnings where the law is implausible. A vendor turnaround too seldom seen to fit is held at the `overall`
+    law's (a class), else at the key's default."""
     n, completed = int(y.size), int(done.sum())
+    fix_key, share_key, rma_key = (_key(base, cls) for base in ("fix", "rma_fraction", "rma_time"))
+    default_rma = (
+        overall.rma_s if overall is not None else parse_duration(KEY_BY_NAME["repair.rma_time"].default)
+    )
     if int((y > RMA_AFTER_S).sum()) == 0:  # no vendor return seen: one exponential, and a fitted zero share
-        total = float(np.clip(y, 1.0, None).sum())
-        low, high = exponential_mean_interval(total, float(completed))
         upper = 1.0 - (1.0 - LEVEL) ** (1.0 / n)  # Clopper-Pearson's one-sided bound after 0 of n
-        keys = {
-            "repair.fix": Estimate(total / completed, low, high, completed, source),
-            "repair.rma_fraction": Estimate(0.0, 0.0, upper, n, source),
-        }
-        return keys, [MeanOfExponential("repair.fix", total, completed)], []
+        share = Estimate(0.0, 0.0, upper, n, source)
+        return _one_exponential(y, done, source, (fix_key, share_key), share, default_rma, [])
     returned = int(((y > RMA_AFTER_S) & done).sum())  # vendor returns seen to their end
-    held = None if returned >= MIN_EVENTS else parse_duration(KEY_BY_NAME["repair.rma_time"].default)
-    law = fit_mixture(y, done, RMA_AFTER_S, vendor, rma_s=held)
+    law = fit_mixture(y, done, RMA_AFTER_S, vendor, rma_s=None if returned >= MIN_EVENTS else default_rma)
     assert law is not None  # some repair completed: the caller checked
+    alike = _mixture_not_better(law, y, done, vendor)
+    if alike is not None:  # long repairs, but no sign of a vendor share: the mixture's ridge is not fitted
+        said = (
+            f"the {'' if cls is None else cls + ' '}repair times fit one exponential as well as a mixture with vendor"
+            f" returns (likelihood ratio p = {alike:.2g}): {share_key} is a fitted zero and {fix_key} their mean"
+        )
+        share = Estimate(0.0, n=n, source=source)
+        return _one_exponential(y, done, source, (fix_key, share_key), share, default_rma, [said])
     (p_low, p_high), (fix_low, fix_high), (rma_low, rma_high) = (law.interval(i) for i in range(3))
     keys = {
-        "repair.fix": Estimate(law.fix_s, fix_low, fix_high, completed, source),
-        "repair.rma_fraction": Estimate(law.p, p_low, p_high, n, source),
+        fix_key: Estimate(law.fix_s, fix_low, fix_high, completed, source),
+        share_key: Estimate(law.p, p_low, p_high, n, source),
     }
     warnings = []
     if law.rma_fitted:
-        keys["repair.rma_time"] = Estimate(law.rma_s, rma_low, rma_high, returned, source)
+        keys[rma_key] = Estimate(law.rma_s, rma_low, rma_high, returned, source)
     else:
+        kept = "keeps its default" if cls is None else f"takes the overall law's ({_readable(law.rma_s)})"
         warnings.append(
-            f"{returned} vendor return{'' if returned == 1 else 's'} seen to the end (under {MIN_EVENTS}):"
-            " repair.rma_time keeps its default, and the share and the fix are fitted beside it"
+            f"{returned} vendor return{'' if returned == 1 else 's'}{_of(cls)} seen to the end (under"
+            f" {MIN_EVENTS}): {rma_key} {kept}, and the share and the fix are fitted beside it"
         )
     if law.fix_s < IMPLAUSIBLE_FIX_S or law.p > IMPLAUSIBLE_RMA_SHARE:
         warnings.append(
-            f"the repair law fitted is implausible (a {law.fix_s:,.0f} s hands-on fix, {law.p:.1%} vendor"
-            " returns): the repairs are not what the simulator's repair law can say, and the twin's hosts in"
-            " repair will be off"
+            f"the repair law fitted{_of(cls)} is implausible (a {law.fix_s:,.0f} s hands-on fix, {law.p:.1%}"
+            " vendor returns): the repairs are not what the simulator's repair law can say, and the twin's hosts"
+            " in repair will be off"
         )
     laws: list[Law] = []
     if law.covariance is not None:
-        names = _REPAIR_LAW_KEYS[: law.centre.size]
+        names = (share_key, fix_key, rma_key)[: law.centre.size]
         laws.append(
             NormalOnScale(
                 names, ("logit", "log", "log")[: law.centre.size], tuple(law.centre), law.covariance
@@ -270,12 +323,134 @@ def _service_keys(
         )
     else:
         warnings.append(
-            "the repair law's uncertainty could not be estimated (a flat likelihood): it is kept fixed"
+            f"the repair law's uncertainty{_of(cls)} could not be estimated (a flat likelihood): it is kept fixed"
         )
-    return keys, laws, warnings
+    return ServiceFit(keys, laws, warnings, law)
 
 
-_REPAIR_LAW_KEYS = ("repair.rma_fraction", "repair.fix", "repair.rma_time")
+def _one_exponential(
+    y: np.ndarray,
+    done: np.ndarray,
+    source: str,
+    names: tuple[str, str],
+    share: Estimate,
+    rma_s: float,
+    warnings: list[str],
+) -> ServiceFit:
+    """The hands-on time as one exponential (its mean with the exact interval, the law of that mean) and the
+    vendor share's fitted zero `share` (names: the fix's key and the share's)."""
+    fix_key, share_key = names
+    completed = int(done.sum())
+    total = float(np.clip(y, 1.0, None).sum())
+    low, high = exponential_mean_interval(total, float(completed))
+    keys = {fix_key: Estimate(total / completed, low, high, completed, source), share_key: share}
+    law = RepairLaw(0.0, total / completed, rma_s, None, rma_fitted=False)
+    return ServiceFit(keys, [MeanOfExponential(fix_key, total, completed)], warnings, law)
+
+
+def _mixture_not_better(
+    law: RepairLaw, y: np.ndarray, done: np.ndarray, vendor: np.ndarray | None
+) -> float | None:
+    """The likelihood ratio's p-value of the mixture fitted against one exponential of the same times, where
+    the mixture is no better (p at or above MIXTURE_P; None where it is): exponential times longer than
+    RMA_AFTER_S start the mixture's fit, which then wanders a ridge of equal likelihood (a share of any size,
+    with a fix and a turnaround alike) and its law draws means from a day to months."""
+    completed = int(done.sum())
+    one = RepairLaw(0.0, float(np.clip(y, 1.0, None).sum()) / completed, law.rma_s, None, rma_fitted=False)
+    ratio = 2.0 * (log_likelihood(law, y, done, vendor) - log_likelihood(one, y, done))
+    p_value = float(chi2.sf(max(ratio, 0.0), 2 if law.rma_fitted else 1))
+    return p_value if p_value >= MIXTURE_P else None
+
+
+def _key(base: str, cls: str | None) -> str:
+    """The overall key (repair.fix) or a class's (repair.fix_host)."""
+    return f"repair.{base}" if cls is None else f"repair.{base}_{cls}"
+
+
+def _of(cls: str | None) -> str:
+    return "" if cls is None else f" of {cls} repairs"
+
+
+def repair_classes(causes: pl.Series) -> np.ndarray:
+    """The class of each repair's cause (module docstring): gpu, host or network; None for a cause the simulator
+    does not model. A job-level cause whose repair shows took its node out: a host's."""
+    scope = {cause: "host" if of == "job" else of for cause, of in SCOPE.items()}
+    return causes.replace_strict(scope, default=None, return_dtype=pl.String).to_numpy()
+
+
+def _by_class(
+    classes: np.ndarray,
+    y: np.ndarray,
+    done: np.ndarray,
+    source: str,
+    vendor: np.ndarray | None,
+    overall: RepairLaw,
+) -> ServiceFit:
+    """The law of each class with MIN_CLASS_REPAIRS completed repairs (module docstring), fitted to its times y
+    as the overall law was, its keys and laws for the classes that differ from the overall law; and one warning:
+    which classes differ, which do not, and which have too few repairs of their own."""
+    keys: dict[str, Estimate] = {}
+    laws: list[Law] = []
+    warnings: list[str] = []
+    differ, alike, few = [], [], []
+    overall_median = kaplan_meier_quantiles(y, done, (0.5,))[0]
+    for cls in REPAIR_CLASSES:
+        mine = classes == cls
+        completed = int(done[mine].sum())
+        if completed < MIN_CLASS_REPAIRS:
+            if mine.any():
+                few.append(f"{cls} ({completed})")
+            continue
+        own_vendor = None if vendor is None else vendor[mine]
+        fitted = _service_keys(y[mine], done[mine], source, own_vendor, cls=cls, overall=overall)
+        p_value = _differs(fitted.law, overall, y[mine], done[mine], own_vendor)
+        if p_value < DIFFER_P:  # only then its own keys: else the overall law, pooled, is the better guess
+            keys |= fitted.keys
+            laws += fitted.laws
+            warnings += fitted.warnings
+        median = kaplan_meier_quantiles(y[mine], done[mine], (0.5,))[0]
+        said = f"{cls} (mean {_readable(_mean(fitted.law))}, median {_readable(median)}, p = {p_value:.2g})"
+        (differ if p_value < DIFFER_P else alike).append(said)
+    if not (differ or alike):
+        return ServiceFit(keys, laws, warnings, overall)
+    parts = [
+        f"the overall law's mean {_readable(_mean(overall))}, median {_readable(overall_median)}",
+        f"differ from it: {', '.join(differ) if differ else 'none'}",
+    ]
+    if alike:
+        parts.append(f"not distinguishable from it, taking the overall law: {', '.join(alike)}")
+    if few:
+        parts.append(f"under {MIN_CLASS_REPAIRS} repairs, taking the overall law: {', '.join(few)}")
+    warnings.append(
+        "repair time by class of cause (a likelihood ratio of each class's repairs under its own law against the"
+        f" overall law, differing below p = {DIFFER_P:g}): " + "; ".join(parts)
+    )
+    return ServiceFit(keys, laws, warnings, overall)
+
+
+def _differs(
+    law: RepairLaw, overall: RepairLaw, y: np.ndarray, done: np.ndarray, vendor: np.ndarray | None
+) -> float:
+    """The p-value of the class's repairs under the overall law against their own (a likelihood ratio, as many
+    degrees of freedom as the class's law has parameters fitted). A law of one exponential was fitted with no
+    repair known to go to the vendor: both are read so."""
+    seen = None if law.p <= 0.0 else vendor
+    ratio = 2.0 * (log_likelihood(law, y, done, seen) - log_likelihood(overall, y, done, seen))
+    return float(chi2.sf(max(ratio, 0.0), 3 if law.rma_fitted else 2))
+
+
+def _mean(law: RepairLaw) -> float:
+    return law.fix_s + law.p * law.rma_s
+
+
+def _readable(seconds: float | None) -> str:
+    """A duration to three figures in the unit a person reads it in."""
+    if seconds is None:
+        return "-"
+    for unit, size in (("d", SECONDS_PER_DAY), ("h", SECONDS_PER_HOUR), ("min", 60.0)):
+        if abs(seconds) >= size:
+            return f"{seconds / size:.3g} {unit}"
+    return f"{seconds:.3g} s"
 
 
 def _technician_laws(queue: QueueFit) -> list[Law]:
@@ -323,16 +498,17 @@ def _queue_suspected(episodes: pl.DataFrame) -> str | None:
 def kaplan_meier_quantiles(
     durations: np.ndarray, observed: np.ndarray, quantiles: tuple[float, ...]
 ) -> list[float | None]:
-    """Quantiles of a right-censored sample from the Kaplan-Meier survival curve (None where the curve never
-    falls that far: too many censored)."""
-    order = np.lexsort((~observed, durations))  # at a tie, an event before a censoring
-    d, e = durations[order], observed[order]
-    at_risk = np.arange(d.size, 0, -1, dtype=float)
-    survival = np.cumprod(np.where(e, 1.0 - 1.0 / at_risk, 1.0))
+    """Quantiles of a right-censored sample from the Kaplan-Meier survival curve (scipy.stats.ecdf): the first
+    time where it falls to 1 - q or below (None where it never falls that far: too many censored)."""
+    durations = np.asarray(durations, dtype=float)
+    observed = np.asarray(observed, dtype=bool)
+    if not observed.any():
+        return [None] * len(quantiles)
+    curve = ecdf(CensoredData.right_censored(durations, ~observed)).sf
     out: list[float | None] = []
     for q in quantiles:
-        below = np.flatnonzero(survival <= 1.0 - q + 1e-12)
-        out.append(float(d[below[0]]) if below.size else None)
+        below = np.flatnonzero(curve.probabilities <= 1.0 - q + 1e-12)
+        out.append(float(curve.quantiles[below[0]]) if below.size else None)
     return out
 
 

@@ -93,6 +93,24 @@ def fit_mixture(
     )
 
 
+def log_likelihood(
+    law: RepairLaw, y: np.ndarray, done: np.ndarray, vendor: np.ndarray | None = None
+) -> float:
+    """The log-likelihood of times y (done: completed; else censored) under `law`, as fit_mixture maximises it;
+    a law of no vendor share (p = 0: one exponential) gives each repair not known to go to the vendor its
+    exponential term alone."""
+    y = np.maximum(np.asarray(y, dtype=float), SHORTEST_S)
+    done = np.asarray(done, dtype=bool)
+    vendor = np.zeros(y.size, dtype=bool) if vendor is None else np.asarray(vendor, dtype=bool)
+    if law.p <= 0.0:
+        a, b = 1.0 / law.fix_s, 1.0 / law.rma_s
+        short = np.where(done, math.log(a) - a * y, -a * y)
+        long = np.where(done, *_hypoexponential(y, a, b))
+        return float(np.where(vendor, long, short).sum())
+    theta = np.array([logit(min(law.p, 1.0 - 1e-12)), math.log(law.fix_s), math.log(law.rma_s)])
+    return _log_likelihood(y, done, vendor, theta)
+
+
 def _log_likelihood(y: np.ndarray, done: np.ndarray, vendor: np.ndarray, theta: np.ndarray) -> float:
     p = float(expit(theta[0]))
     if not 0.0 < p < 1.0:
