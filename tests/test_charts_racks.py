@@ -344,7 +344,7 @@ def test_state_measure_colours_each_gpu_by_its_state(run_id):
         "Running a job",
         "In repair",
         "Failed GPU",
-        "Healthy (idle)",
+        "Healthy",
         charts.OVER_BUDGET,
     }
     # margins set, not measured: Plotly's automargin draws every cell again once it has measured the labels

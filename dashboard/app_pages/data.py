@@ -11,7 +11,7 @@ import shlex
 import polars as pl
 import streamlit as st
 
-from dashboard import auth, state, table_view, uploads
+from dashboard import auth, fault_history, state, table_view, uploads
 from dashboard.format import fmt_int
 from dashboard.queries.data import runs_table
 from dashboard.state import Unreadable
@@ -26,6 +26,7 @@ from engine.store import RunInfo, Store
 CONFIRM_KEY = "data_confirm_delete"  # the run id awaiting confirmation
 DONE_KEY = "data_deleted"  # what the last delete did, shown once after the rerun
 VICTIM_KEY = "data_victim"
+HISTORIES_SHOWN = 10  # fault histories described, newest first
 IMPORTED_KEY = "data_imported"  # the run the last import made, shown (with its link) after the rerun
 
 
@@ -74,6 +75,7 @@ def page() -> None:
     if done:
         (st.success if done[0] == "success" else st.error)(done[1])
     runs_section(store, runs, unreadable)
+    histories_section(runs)
     delete_section(runs, unreadable, may_write)
     import_section(store, may_write)
     watch_section(store, runs, may_write)
@@ -140,6 +142,21 @@ def runs_section(store: Store, runs: list[RunInfo], unreadable: list[Unreadable]
             f"File {code(bad.name)} cannot be read as a run: {md(bad.error)}. {remedy}",
             icon=":material/error:",
         )
+
+
+def histories_section(runs: list[RunInfo]) -> None:
+    """The fault histories in the store (`goodput ingest node-events`): each in one line, with what its ingest
+    noted and skipped (times read as UTC, GPUs a node assumed, records left out and why)."""
+    histories = [r for r in runs if fault_history.is_fault_history(r)]
+    if not histories:
+        return
+    st.subheader("Fault histories")
+    for run in histories[:HISTORIES_SHOWN]:
+        st.markdown(f"**{md(run.name)}** ({code(run.run_id)}): {fault_history.outline(run)}")
+        notes = fault_history.ingest_notes(run)
+        st.caption(("The ingest noted: " + "; ".join(notes) + ".") if notes else "The ingest noted nothing.")
+    if len(histories) > HISTORIES_SHOWN:
+        st.caption(f"… and {len(histories) - HISTORIES_SHOWN:,} more, older.")
 
 
 # ----- delete, in two steps ---------------------------------------------------------------------------------
@@ -335,6 +352,9 @@ def terminal_section(store: Store) -> None:
         f"goodput ingest kernel-log /var/log/kern.log --store {where}\n"
         f"goodput ingest node-exporter node-*.prom --store {where}   # NIC ports: link rate, error counters\n"
         f"goodput ingest step-times ops.parquet --store {where}   # a job's per-operation timeline\n\n"
+        "# A fault history: fault tickets (CSV, JSON lines, Parquet) or Slurm's node events (data/node-events)\n"
+        f"goodput ingest node-events tickets.csv --causes site-causes.toml --nodes 2000 --store {where}\n"
+        f"goodput ingest node-events --slurm --since 365d --store {where}\n\n"
         "# List or delete runs\n"
         f"goodput runs --store {where}\n"
         f"goodput runs --delete RUN_ID --store {where}",

@@ -16,13 +16,13 @@ from typing import NamedTuple
 import polars as pl
 import streamlit as st
 
-from dashboard import chart_view, lazy, state
+from dashboard import chart_view, fault_history, lazy, state
 from dashboard.charts import gpu_telemetry as telemetry_charts
 from dashboard.charts import gpus as charts
 from dashboard.charts import health_grid
 from dashboard.charts.health_grid import HealthGridData
 from dashboard.format import fmt_duration, fmt_int
-from dashboard.gpus import grid_canvas
+from dashboard.gpus import grid_canvas, history
 from dashboard.gpus.common import SHORT_RUN_S, in_words, metric, table, times, when
 from dashboard.gpus.fleet import fleet_section
 from dashboard.gpus.lemons import lemon_section
@@ -87,7 +87,10 @@ def health(run: RunInfo) -> Grid | None:
     if counts.is_empty():
         st.info("This run has no GPUs table.")
         return None
-    health_counts(grid, counts)
+    if fault_history.is_fault_history(run):
+        history.history_counts(run, grid)
+    else:
+        health_counts(grid, counts)
     chosen_states, chosen_causes, chosen_xids = health_filters(run)
     filtered = bool(chosen_states or chosen_causes or chosen_xids)
     match = queries.matching(grid, chosen_states, chosen_causes, chosen_xids) if filtered else None
@@ -310,6 +313,9 @@ def one_gpu(run: RunInfo, click: int | None, grid_click: int | None = None) -> N
         f"**GPU {gpu}**: index {row['gpu_index']} of host {md(row['hostname'])} (rack {row['rack_id']})"
         + (f", {known}" if known else "")
     )
+    if fault_history.is_fault_history(run):  # nothing is known of the GPU itself: its host's outages
+        history.host_outages(run, row["host_id"], row["hostname"])
+        return
     events = queries.gpu_events(run.run_id, gpu)
     st.markdown(f"**Events** ({events.height})")
     if events.is_empty():
@@ -390,14 +396,17 @@ def below_grid(run: RunInfo, grid_click: int | None = None) -> None:
     def lemons() -> None:
         clicked["gpu"] = lemon_section(run)
 
-    lazy.tabs(
-        {
-            XID_TAB: lambda: xid_section(run),
-            ECC_TAB: lambda: ecc_section(run),
-            THROTTLED_TAB: lambda: throttled_section(run),
-            LEMONS_TAB: lemons,
-        }
-    )
+    tabs = {
+        XID_TAB: lambda: xid_section(run),
+        ECC_TAB: lambda: ecc_section(run),
+        THROTTLED_TAB: lambda: throttled_section(run),
+        LEMONS_TAB: lemons,
+    }
+    if fault_history.is_fault_history(
+        run
+    ):  # no telemetry or XIDs (said above the grid): the hosts that failed
+        tabs = {LEMONS_TAB: lemons}
+    lazy.tabs(tabs)
     one_gpu(run, clicked.get("gpu"), grid_click)
 
 

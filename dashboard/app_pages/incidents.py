@@ -10,6 +10,11 @@ timeline or by ?incident=); the run's fail-slow episodes with what each cost (da
 downloads from engine.report.export.export_run_incidents (the code path of `goodput export incidents`); and "replay
 with other settings", which forks the run on the same failures.
 
+A run with no job (a fault history of `goodput ingest node-events`, telemetry) lost no job's GPU-hours: its figures
+are the incidents, those still open and the share of unknown cause, its table lists them newest first (the
+"Newest first" tab) with what people wrote about each outage (reason, description, who) as text, and one incident
+shows the node events it merged.
+
 URL: ?tab= (the open tab's label), ?since=&until= (seconds from the run's start), ?causes=, ?categories=, ?racks=,
 ?jobs= (comma-separated), ?planned= (planned, unexpected), ?incident= (id), ?anon=1 and ?replay= (the forked run)
 reproduce the view.
@@ -20,14 +25,23 @@ from dataclasses import dataclass
 import polars as pl
 import streamlit as st
 
-from dashboard import chart_view, lazy, state, table_view
+from dashboard import chart_view, fault_history, lazy, state, table_view
 from dashboard.charts import incidents as charts
 from dashboard.format import fmt_duration, fmt_gpu_hours, fmt_int, fmt_pct, fmt_time
-from dashboard.incidents import tables, tabs
+from dashboard.incidents import history, tables, tabs
 from dashboard.incidents.fail_slow import fail_slow_section
 from dashboard.incidents.filters import filters_section
 from dashboard.incidents.replay import replay_section
-from dashboard.incidents.tabs import BY_CAUSE, BY_COST, EXPORT, FAIL_SLOW, ONE_INCIDENT, REPLAY, TIMELINE
+from dashboard.incidents.tabs import (
+    BY_CAUSE,
+    BY_COST,
+    EXPORT,
+    FAIL_SLOW,
+    NEWEST,
+    ONE_INCIDENT,
+    REPLAY,
+    TIMELINE,
+)
 from dashboard.queries import incidents as queries
 from dashboard.queries import slow_episodes
 from dashboard.text import code, md
@@ -55,13 +69,19 @@ def page(run_id: str) -> None:
     window, filters = filters_section(run, everything)
     shown = filter_incidents(everything, **filters)
     flagship = queries.flagship(run.run_id)
-    figures = counted_section(run, everything, shown, window, flagship)
+    jobs = queries.has_jobs(run.run_id)
+    figures = counted_section(run, everything, shown, window, flagship, jobs)
     exported = Export(filters, anonymised(run))
+    table = (
+        {BY_COST: lambda: cost_section(run, shown)}
+        if jobs
+        else {NEWEST: lambda: history.newest_section(run, shown)}
+    )
     sections = {
-        BY_COST: lambda: cost_section(run, shown),
-        TIMELINE: lambda: timeline_section(run, shown),
-        BY_CAUSE: lambda: by_cause_section(run, shown, figures, window, flagship),
-        ONE_INCIDENT: lambda: incident_section(run, everything, shown, exported),
+        **table,
+        TIMELINE: lambda: timeline_section(run, shown, jobs),
+        BY_CAUSE: lambda: by_cause_section(run, shown, figures, window, flagship, jobs),
+        ONE_INCIDENT: lambda: incident_section(run, everything, shown, exported, jobs),
         FAIL_SLOW: lambda: fail_slow_section(run),
         EXPORT: lambda: export_section(run, shown, filters),
         REPLAY: lambda: replay_section(run, flagship),
@@ -91,6 +111,7 @@ def counted_section(
     shown: pl.DataFrame,
     window: tuple[float | None, float | None],
     flagship: str | None,
+    jobs: bool = True,
 ) -> dict:
     """The figures of the incidents the filters keep; returns them (engine.analysis.incidents.summary_counts)."""
     since_s, until_s = window
@@ -116,6 +137,24 @@ def counted_section(
             ),
             ("interruption_gpu_hours_lost", fmt_gpu_hours(figures["gpu_hours_lost"])),
         )
+    elif not jobs:
+        # no job at all (a fault history, telemetry): no GPU-hours lost to count, but outages open and unknown
+        st.subheader("Incidents")
+        what = (
+            "A fault history: each outage of a node is an incident"
+            if fault_history.is_fault_history(run)
+            else "This run has no jobs"
+        )
+        st.caption(
+            f"{what}; {shown.height:,} the filters keep ({everything.height:,} in the run), over {span}. "
+            "No job ran in it, so none lost GPU-hours."
+        )
+        unknown = int((shown["cause"] == "unknown").sum())
+        shown_figures = (
+            ("incidents", fmt_int(figures["total"])),
+            ("open_incidents", fmt_int(shown["repaired_s"].null_count())),
+            ("unknown_cause_incidents", fmt_pct(unknown / shown.height) if shown.height else "–"),
+        )
     else:
         # no flagship job (a replayed trace, ingested telemetry): nothing here is an interruption of it
         st.subheader("Incidents")
@@ -140,8 +179,10 @@ def by_cause_section(
     figures: dict,
     window: tuple[float | None, float | None],
     flagship: str | None,
+    jobs: bool = True,
 ) -> None:
-    """The figures above by cause (a chart, then a table by category and one by cause) and a day's count."""
+    """The figures above by cause (a chart, then a table by category and one by cause) and a day's count; no
+    GPU-hours column in a run with no job to lose them."""
     counted = "interruptions" if flagship else "incidents"
     if not figures["total"]:
         st.info(f"No {counted} among the incidents the filters keep.")
@@ -150,8 +191,9 @@ def by_cause_section(
     # the chart above its tables, each as wide as the page: beside the chart, their five columns were cut
     chart_view.plotly(charts.by_cause(figures["by_cause"]), width="stretch")
     for key in ("category", "cause"):
+        shares = tables.share_table(figures[f"by_{key}"], key)
         table_view.dataframe(
-            tables.share_table(figures[f"by_{key}"], key),
+            shares if jobs else shares.drop("gpu_hours_lost"),
             hide_index=True,
             width="stretch",
             column_config=tables.share_columns(key, counted),
@@ -164,15 +206,15 @@ def by_cause_section(
 
 
 # ----- timeline and table ---------------------------------------------------------------------------------
-def timeline_section(run: RunInfo, shown: pl.DataFrame) -> None:
+def timeline_section(run: RunInfo, shown: pl.DataFrame, jobs: bool = True) -> None:
     """The timeline (a click opens an incident in the One incident tab)."""
     if shown.is_empty():
         st.info("No incident matches the filters.")
         return
-    st.caption(
-        f"{shown.height:,} incidents; marker area follows the GPU-hours each cost. Click one to open it in "
-        f"the {ONE_INCIDENT} tab."
+    sized = (
+        "marker area follows the GPU-hours each cost" if jobs else "no job ran, so every marker is one size"
     )
+    st.caption(f"{shown.height:,} incidents; {sized}. Click one to open it in the {ONE_INCIDENT} tab.")
     chart_view.plotly(
         charts.timeline(shown, run.started_at),
         width="stretch",
@@ -248,18 +290,24 @@ def download_row(run: RunInfo, label: str, incident_id: int | None, exported: Ex
 
 
 # ----- one incident ---------------------------------------------------------------------------------------
-def incident_section(run: RunInfo, everything: pl.DataFrame, shown: pl.DataFrame, exported: Export) -> None:
+def incident_section(
+    run: RunInfo, everything: pl.DataFrame, shown: pl.DataFrame, exported: Export, jobs: bool = True
+) -> None:
     """The incident chooser and the chosen one's chain, blast radius and downloads."""
-    chosen = choose_incident(run, everything, shown)
+    chosen = choose_incident(run, everything, shown, jobs)
     if chosen is None:
         st.caption(f"Choose an incident above, or click one on the {TIMELINE} tab's chart.")
     else:
-        drill_down(run, everything, chosen, exported)
+        drill_down(run, everything, chosen, exported, jobs)
 
 
-def choose_incident(run: RunInfo, everything: pl.DataFrame, shown: pl.DataFrame) -> int | None:
-    """The incident opened: clicked on the timeline (open_clicked) or chosen, else the URL's (?incident=)."""
-    ids = shown.sort("gpu_hours_lost", descending=True, nulls_last=True)["incident_id"].to_list()
+def choose_incident(
+    run: RunInfo, everything: pl.DataFrame, shown: pl.DataFrame, jobs: bool = True
+) -> int | None:
+    """The incident opened: clicked on the timeline (open_clicked) or chosen, else the URL's (?incident=). Listed
+    costliest first, or newest first in a run with no job."""
+    order = ("gpu_hours_lost",) if jobs else ("t_s", "incident_id")
+    ids = shown.sort(order, descending=True, nulls_last=True)["incident_id"].to_list()
     key = tabs.incident_key(run.run_id)
     try:
         wanted = (
@@ -273,7 +321,7 @@ def choose_incident(run: RunInfo, everything: pl.DataFrame, shown: pl.DataFrame)
         wanted = st.session_state[key] = None
     by_id = {row["incident_id"]: row for row in everything.iter_rows(named=True)}
     chosen = st.selectbox(
-        "Incident (costliest first)",
+        "Incident (costliest first)" if jobs else "Incident (newest first)",
         ids,
         key=state.seed(key, wanted),
         format_func=lambda i: visible(
@@ -290,22 +338,27 @@ def after_fault_text(seconds: pl.Expr) -> pl.Expr:
     return pl.when(seconds < 0).then(duration_text(-seconds) + " before").otherwise(duration_text(seconds))
 
 
-def drill_down(run: RunInfo, everything: pl.DataFrame, incident_id: int, exported: Export) -> None:
+def drill_down(
+    run: RunInfo, everything: pl.DataFrame, incident_id: int, exported: Export, jobs: bool = True
+) -> None:
     row = everything.row(by_predicate=pl.col("incident_id") == incident_id, named=True)
     detail = queries.detail(run.run_id, incident_id)
     cols = st.columns(4)
     cols[0].metric("Cause", md(cause_label(row["cause"])))  # a cause or category read from input: as text
     cols[1].metric("Category", md(row["category"] or "–"))
-    cols[2].metric(
-        definition("incident_cost").label,
-        fmt_gpu_hours(detail.gpu_hours_lost),
-        help=definition("incident_cost").help,
-    )
-    cols[3].metric(
-        definition("incident_detected_after").label,
-        fmt_duration(row["detected_s"] - row["t_s"]),
-        help=definition("incident_detected_after").help,
-    )
+    # with no job in the run nothing lost GPU-hours (a zero would read as measured), and a fault history knows
+    # when a node went out, not when anyone noticed (its detection time is its start)
+    if jobs:
+        cols[2].metric(
+            definition("incident_cost").label,
+            fmt_gpu_hours(detail.gpu_hours_lost),
+            help=definition("incident_cost").help,
+        )
+        cols[3].metric(
+            definition("incident_detected_after").label,
+            fmt_duration(row["detected_s"] - row["t_s"]),
+            help=definition("incident_detected_after").help,
+        )
     where = [
         f"host {md(row['hostname'])} (rack {row['rack_id']})" if row["hostname"] else None,
         f"GPU {row['gpu_id']}" if row["gpu_id"] is not None else None,
@@ -316,8 +369,14 @@ def drill_down(run: RunInfo, everything: pl.DataFrame, incident_id: int, exporte
     ]
     st.markdown(
         f"**Where**: {', '.join(w for w in where if w) or 'no single host (planned or job-wide)'}; "
-        f"{'planned' if row['planned'] else 'unexpected'}; at {fmt_time(run.started_at, row['t_s'])}."
+        f"{'planned' if row['planned'] else 'unexpected'}; at {fmt_time(run.started_at, row['t_s'])}"
+        + (
+            f", back after {fmt_duration(row['repaired_s'] - row['t_s'])}."
+            if row["repaired_s"] is not None
+            else ("; still open at the end of the run." if not jobs else ".")
+        )
     )
+    history.written_section(run, incident_id)
     st.markdown("**Its chain**, in hours from the fault (a bar lasts until the next step)")
     chart_view.plotly(
         charts.chain_figure(detail.chain), width="stretch", key=f"incidents_chain:{incident_id}"
@@ -332,12 +391,13 @@ def drill_down(run: RunInfo, everything: pl.DataFrame, incident_id: int, exporte
 
     st.markdown("**Blast radius**")
     cols = st.columns(4)
-    for column, key, value in (
+    figures = (
         (cols[0], "incident_gpus_hit", fmt_int(len(detail.gpus))),
         (cols[1], "incident_hosts_taken_out", fmt_int(len(detail.hosts))),
         (cols[2], "jobs_hit", fmt_int(len(detail.jobs))),
         (cols[3], "incident_lost_time", fmt_duration(detail.lost_work_s + detail.restart_s)),
-    ):
+    )
+    for column, key, value in figures if jobs else figures[:2]:  # no job to hit or to lose time
         column.metric(definition(key).label, value, help=definition(key).help)
     if detail.hosts:
         st.caption(

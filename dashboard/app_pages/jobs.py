@@ -20,7 +20,7 @@ URL: ?from=&to= (seconds since the run's start) the window; ?job= (job id) the d
 import polars as pl
 import streamlit as st
 
-from dashboard import chart_view, exports, lazy, state, table_view
+from dashboard import chart_view, exports, fault_history, lazy, state, table_view
 from dashboard.charts import jobs as charts
 from dashboard.charts import queue as queue_charts
 from dashboard.format import fmt_duration, fmt_int, fmt_pct, fmt_time
@@ -59,6 +59,15 @@ def page(run_id: str) -> None:
             "scheduler's jobs, attempts or queue, only the job's steps."
         )
         stragglers_section(run)
+        return
+    if total.is_empty() and fault_history.is_fault_history(run):  # outages of nodes only: no schedule at all
+        st.info(fault_history.lacks(run, "jobs") + " Its outages are on the Incidents page.")
+        st.page_link(
+            "app_pages/incidents.py",
+            label="Incidents",
+            icon=":material/report:",
+            query_params={state.RUN_PARAM: run.run_id},
+        )
         return
     window = window_section(run)
     jobs, order, rows = filters_section(run, window)

@@ -9,7 +9,7 @@ engine.analysis.definitions."""
 import polars as pl
 import streamlit as st
 
-from dashboard import lazy, state, table_view
+from dashboard import fault_history, lazy, state, table_view
 from dashboard.charts import network as charts
 from dashboard.format import fmt_int
 from dashboard.network import failures, load
@@ -18,6 +18,7 @@ from dashboard.network.compare import compare_section
 from dashboard.network.degraded import degraded_section
 from dashboard.queries import network as queries
 from dashboard.text_exprs import tier_rank
+from engine.report.palette import cause_label
 from engine.store import RunInfo
 
 FABRIC_NAMES = {"roce": "RoCE", "infiniband": "InfiniBand"}
@@ -31,6 +32,9 @@ def page(run_id: str) -> None:
     """Links by tier, then the tabs: only the open one is drawn (charts and tables below the fold cost the
     browser as much as those above), and the link-sample scans only the open one needs are made."""
     run = state.store().info(run_id)  # read again on every rerun: a live run grows between them
+    if fault_history.is_fault_history(run) and queries.tiers(run.run_id).is_empty():
+        history_section(run)
+        return
     tiers, fabric = fabric_section(run)
     samples = queries.sample_count(run.run_id)
     open_linked_tab()
@@ -54,6 +58,23 @@ def open_linked_tab() -> None:
     linked = next((tab for parameter, tab in LINKED_TABS.items() if parameter in st.query_params), None)
     if linked:
         st.session_state[lazy.TAB_PARAMETER] = linked
+
+
+def history_section(run: RunInfo) -> None:
+    """A fault history has no fabric: one line says so, and where its outages of network cause are."""
+    st.info(fault_history.lacks(run, "links"))
+    count = queries.network_incidents(run.run_id).height
+    if count:
+        st.markdown(
+            f"**{fmt_int(count)} of its outages** were put down to a switch or cable "
+            f"({cause_label(queries.NETWORK_CAUSE)}); the Incidents page lists them with what was written."
+        )
+        st.page_link(
+            "app_pages/incidents.py",
+            label="Its switch and cable outages",
+            icon=":material/report:",
+            query_params={state.RUN_PARAM: run.run_id, "causes": queries.NETWORK_CAUSE},
+        )
 
 
 # ----- the fabric -----------------------------------------------------------------------------------------

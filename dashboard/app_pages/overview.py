@@ -13,7 +13,7 @@ from datetime import timedelta
 import polars as pl
 import streamlit as st
 
-from dashboard import chart_view, lazy, state, table_view
+from dashboard import chart_view, fault_history, lazy, state, table_view
 from dashboard.charts import overview as charts
 from dashboard.format import fmt_duration, fmt_gpu_hours, fmt_hours, fmt_int, fmt_pct, fmt_run_time, fmt_time
 from dashboard.queries import overview as q
@@ -136,10 +136,20 @@ def headline_section(run: RunInfo, summary: RunSummary, timeline: pl.DataFrame |
             ),
         )
     if summary.figure("ettr") is None and timeline is None:
-        st.info(
-            f"This {run.kind} run has no flagship training job, so there is no ETTR to show; "
-            "here is what it holds."
-        )
+        if fault_history.is_fault_history(run):
+            # outages of nodes and nothing else: what it is, what the ingest noted, and its own figures
+            st.info(
+                fault_history.outline(run) + " It has no jobs or GPU telemetry, so there is no ETTR to show."
+            )
+            notes = fault_history.ingest_notes(run)
+            if notes:
+                st.caption("The ingest noted: " + "; ".join(notes) + ".")
+            figures = figures or q.history_headline(run.run_id)
+        else:
+            st.info(
+                f"This {run.kind} run has no flagship training job, so there is no ETTR to show; "
+                "here is what it holds."
+            )
     if not figures:
         figures = q.table_headline(run.run_id)
 

@@ -13,7 +13,7 @@ opens the blast radius) reproduce the view. Every figure is named and explained 
 import polars as pl
 import streamlit as st
 
-from dashboard import chart_view, lazy, state, table_view
+from dashboard import chart_view, fault_history, lazy, state, table_view
 from dashboard.charts import racks as charts
 from dashboard.format import fmt_time
 from dashboard.queries import racks as queries
@@ -33,6 +33,7 @@ GPU_CELLS_UP_TO = 8192
 PROBLEMS_FIRST_OVER_RACKS = 64
 PLAY_EVERY_S = 2.0  # seconds between frames while playing: a full page rerun each, with fresh queries
 AT_T = "Shown at the time t chosen above."
+HISTORY_MEASURES = ["state", "failures"]  # what a fault history can colour the floor by
 
 
 def metric(column, key: str, value: str, note: str = "") -> None:
@@ -50,7 +51,14 @@ def page(run_id: str) -> None:
     if floor is None:
         st.info("This run has no hosts table (nothing to lay out on the floor).")
         return
-    figures_section(floor)
+    history = fault_history.is_fault_history(run)
+    figures_section(floor, readings=not history)
+    if history:
+        st.caption(
+            fault_history.lacks(run, "telemetry")
+            + " Nor jobs, or where its nodes stand: each node is drawn as a rack of its own, in name order, "
+            "down while an outage had it out."
+        )
     clicked, problems_only, plan_px = floor_plan_section(run, floor)
     click = charts.clicked_rack(clicked.selection if clicked else None)
     # under a floor plan taller than the screen's remainder, what follows is drawn once scrolled to (its table and
@@ -69,6 +77,8 @@ def below_floor(run: RunInfo, floor: Floor, clicked, problems_only: bool) -> Non
     if problems_only and floor.problems.height:
         problems_table(floor.problems)
     rack = one_rack(run, floor, clicked)
+    if fault_history.is_fault_history(run):  # no job runs behind anything: nothing a failure would interrupt
+        return
     # drawn once opened (its table and controls cost a visit about 0.25 s); a link with ?blast= opens it
     opened = lazy.expander(
         "Blast radius: what a failure of a rack, host or switch would interrupt at t",
@@ -125,14 +135,14 @@ def floor_at(run: RunInfo, t_s: float) -> Floor | None:
     if hosts.is_empty():
         return None
     tdp_w, budget_kw = queries.power_limits(run.scenario)
+    # a fault history has no readings or jobs to colour by: its states and failures only
+    measures = HISTORY_MEASURES if fault_history.is_fault_history(run) else list(charts.MEASURES)
     measure_key = state.seed(
         f"racks_measure:{run.run_id}",
-        st.query_params.get("measure") if st.query_params.get("measure") in charts.MEASURES else "state",
+        st.query_params.get("measure") if st.query_params.get("measure") in measures else "state",
     )
     measure = (
-        st.segmented_control(
-            "Colour by", list(charts.MEASURES), key=measure_key, format_func=charts.MEASURES.get
-        )
+        st.segmented_control("Colour by", measures, key=measure_key, format_func=charts.MEASURES.get)
         or "state"
     )
     st.query_params["measure"] = measure
@@ -164,8 +174,9 @@ def floor_at(run: RunInfo, t_s: float) -> Floor | None:
     )
 
 
-def figures_section(floor: Floor) -> None:
-    """What an operator looks for first: what is broken at t; then the cluster's size and power."""
+def figures_section(floor: Floor, readings: bool = True) -> None:
+    """What an operator looks for first: what is broken at t; then the cluster's size and (where the run has GPU
+    readings to sum) its power."""
     hosts, power, problems, budget_kw = floor.hosts, floor.power, floor.problems, floor.budget_kw
     over = power.filter(pl.col("over"))
     states = hosts["state"].fill_null("unknown")
@@ -180,6 +191,8 @@ def figures_section(floor: Floor) -> None:
     metric(cols[3], "hosts_without_a_state", f"{unknown:,}", AT_T)
     cols = st.columns(4)
     metric(cols[0], "racks", f"{n_racks:,}")
+    if not readings:
+        return
     cluster_kw = float(power["rack_kw"].sum())
     metric(
         cols[1],

@@ -4,7 +4,7 @@ simulator's ground truth where the run has one, and the hosts and GPUs that fail
 import polars as pl
 import streamlit as st
 
-from dashboard import chart_view, lazy
+from dashboard import chart_view, fault_history, lazy
 from dashboard.charts import lemons as lemon_charts
 from dashboard.format import fmt_duration, fmt_int, fmt_pct
 from dashboard.gpus.common import SHOWN_ROWS, in_words, metric, table, times
@@ -23,11 +23,14 @@ def lemon_section(run: RunInfo) -> int | None:
     lemons = queries.lemons(run.run_id, failures, window)
     cluster = RunSummary.from_json(run.summary).cluster
     pulled = cluster.lemons if cluster is not None else None
+    # a fault history names nodes, not GPUs, and ran no job: no GPU offenders, no GPU-hours lost
+    gpus_known = not fault_history.is_fault_history(run)
     cols = st.columns(4)
     metric(cols[0], "lemon_rule_hosts", fmt_int(lemons.height))
     metric(cols[1], "lemons_pulled", fmt_int(pulled) if isinstance(pulled, int) else "–")
     metric(cols[2], "repeat_offender_hosts", fmt_int(queries.offender_count(run.run_id, "host", 2)))
-    metric(cols[3], "repeat_offender_gpus", fmt_int(queries.offender_count(run.run_id, "gpu", 2)))
+    if gpus_known:
+        metric(cols[3], "repeat_offender_gpus", fmt_int(queries.offender_count(run.run_id, "gpu", 2)))
     short = (
         f" This run spans {fmt_duration(run.duration_s)}, less than the rule's window: only failures that "
         "close together can meet it."
@@ -58,6 +61,8 @@ def lemon_section(run: RunInfo) -> int | None:
     lemon_truth(run, lemons, truth, LemonRule(failures, window))
     lemon_hosts = queries.offenders(run.run_id, "host", minimum=2, limit=SHOWN_ROWS)
     lemon_gpus = queries.offenders(run.run_id, "gpu", minimum=2, limit=SHOWN_ROWS)
+    if not gpus_known:
+        return history_offenders(run, lemon_hosts)
 
     def incidents_per_host_and_gpu() -> None:
         # one above the other, each as wide as the page: side by side, the causes column was cut at 1280 px
@@ -90,6 +95,19 @@ def lemon_section(run: RunInfo) -> int | None:
         key=f"gpus_offenders:{run.run_id}",
     )
     return lemon_charts.clicked_gpu(clicked.selection if clicked else None)
+
+
+def history_offenders(run: RunInfo, lemon_hosts: pl.DataFrame) -> None:
+    """A fault history's repeat offenders: its hosts that failed more than once, with each failure drawn."""
+    if lemon_hosts.is_empty():
+        st.info("No host failed more than once in this history.")
+        return
+    st.markdown(f"**{definition('repeat_offender_hosts').label}** (the worst {SHOWN_ROWS} first)")
+    table(st, in_words(times(lemon_hosts.drop("gpu_hours_lost"), run, "first_s", "last_s")))
+    history = queries.offender_incidents(run.run_id, minimum=2)
+    if not history.is_empty():
+        st.caption("Each unplanned outage of the worst hosts, by cause.")
+        chart_view.plotly(lemon_charts.offender_history(history, run.started_at), width="stretch")
 
 
 def lemon_truth(run: RunInfo, lemons: pl.DataFrame, truth: pl.DataFrame | None, rule: LemonRule) -> None:

@@ -65,12 +65,17 @@ def filters_section(run: RunInfo, everything: pl.DataFrame) -> tuple[tuple[float
         format_func=visible,
         key=state.seed(f"incidents_racks:{run.run_id}", state.url_list("racks", all_racks)),
     )
-    jobs = cols[1].multiselect(
-        "Job hit",
-        all_jobs,
-        placeholder="any job or none",
-        format_func=lambda j: visible(j if job_names.get(j) in (None, j) else f"{job_names[j]} ({j})"),
-        key=state.seed(f"incidents_jobs:{run.run_id}", state.url_list("jobs", all_jobs)),
+    # no incident hit a job (a fault history, telemetry): nothing to filter by
+    jobs = (
+        cols[1].multiselect(
+            "Job hit",
+            all_jobs,
+            placeholder="any job or none",
+            format_func=lambda j: visible(j if job_names.get(j) in (None, j) else f"{job_names[j]} ({j})"),
+            key=state.seed(f"incidents_jobs:{run.run_id}", state.url_list("jobs", all_jobs)),
+        )
+        if all_jobs
+        else []
     )
     state.set_url("causes", ",".join(causes))
     state.set_url("categories", ",".join(categories))

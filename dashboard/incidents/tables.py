@@ -81,6 +81,71 @@ def cost_table(run: RunInfo, shown: pl.DataFrame) -> pl.DataFrame:
     )
 
 
+# The table of a run with no job (a fault history): no cost to sort by, so newest first; what people wrote about
+# each outage beside it, as text (engine.report.outage_text).
+HISTORY_COLUMNS = {
+    "incident_id": COST_COLUMNS["incident_id"],
+    "time": COST_COLUMNS["time"],
+    "down_for": st.column_config.TextColumn(
+        "down for", width=95, help="From the outage's start to its node's return; open: still out at the end"
+    ),
+    "hostname": st.column_config.TextColumn("host", width=130),
+    "cause": st.column_config.TextColumn("cause", width=170),
+    "reason": st.column_config.TextColumn(
+        "reason", width=140, help="Slurm's Reason, or the ticket's cause, as written"
+    ),
+    "description": st.column_config.TextColumn(
+        "description", width=330, help="The ticket's text, as written"
+    ),
+    "reported_by": st.column_config.TextColumn(
+        "reported by", width=100, help="Slurm's User (who set the state), or the ticket's user"
+    ),
+    "category": st.column_config.TextColumn("category", width=110),
+    "planned": COST_COLUMNS["planned"],
+    "xid": COST_COLUMNS["xid"],
+}
+STILL_OPEN = "open"
+
+
+def history_table(run: RunInfo, shown: pl.DataFrame) -> pl.DataFrame:
+    """The incidents the filters keep, newest first, as HISTORY_COLUMNS shows them: texts as they were written
+    (a cell shows text, never Markdown), a dash where an outage has none."""
+    return (
+        shown.sort("t_s", "incident_id", descending=True)
+        .with_columns(
+            time_text("t_s", run.started_at).fill_null(DASH).alias("time"),
+            pl.when(pl.col("repaired_s").is_null())
+            .then(pl.lit(STILL_OPEN))
+            .otherwise(duration_text(pl.col("repaired_s") - pl.col("t_s")))
+            .alias("down_for"),
+            cause_label_text("cause").alias("cause"),
+            pl.col("category").fill_null(DASH),
+            *(pl.col(c).cast(pl.String).fill_null(DASH) for c in ("hostname", "xid")),
+        )
+        .select(*HISTORY_COLUMNS)
+    )
+
+
+def events_table(run: RunInfo, events: pl.DataFrame) -> pl.DataFrame:
+    """One outage's node events (engine.report.outage_text.events_of) for people: times in UTC, the cause in words,
+    where each was read (file:line)."""
+    return events.select(
+        time_text("start_s", run.started_at).alias("start"),
+        pl.when(pl.col("end_s").is_null())
+        .then(pl.lit(STILL_OPEN))
+        .otherwise(time_text("end_s", run.started_at))
+        .alias("end"),
+        "state",
+        "reason",
+        "description",
+        pl.col("user").alias("reported by"),
+        cause_label_text("cause").alias("cause"),
+        (pl.col("source").str.split("/").list.last() + ":" + pl.col("line").cast(pl.String)).alias(
+            "read from"
+        ),
+    )
+
+
 def blast_table(cost: pl.DataFrame) -> pl.DataFrame:
     """One incident's cost to each job it hit (engine.analysis.incidents.IncidentDetail.cost), as BLAST_COLUMNS
     shows it: durations in words, as the chain's "after" column writes them."""

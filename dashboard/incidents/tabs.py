@@ -8,6 +8,9 @@ from dashboard import lazy
 from dashboard.charts import incidents as charts
 
 BY_COST, TIMELINE, BY_CAUSE, ONE_INCIDENT = "By cost", "Timeline", "By cause and day", "One incident"
+NEWEST = (
+    "Newest first"  # the table's tab in a run with no job (a fault history): nothing has a cost to sort by
+)
 FAIL_SLOW, EXPORT, REPLAY = "Fail-slow episodes", "Export", "Replay with other settings"
 
 

@@ -6,8 +6,9 @@ from typing import Any
 
 import polars as pl
 
-from dashboard import state
+from dashboard import fault_history, state
 from dashboard.format import DASH, fmt_gpu_hours, fmt_hours, fmt_int, fmt_pct
+from dashboard.queries.overview import HISTORY_COUNTS
 from engine.analysis.analytics import ettr_timeline
 from engine.analysis.definitions import definition
 from engine.analysis.incidents import FLAGSHIP_JOB_SQL
@@ -73,6 +74,30 @@ def headlines(infos: list[RunInfo]) -> pl.DataFrame:
             value = summary.at(path)
             values.append(DASH if value is None else fmt(value))
         columns[run_label(info)] = values
+    frame = pl.DataFrame(columns)
+    histories = [fault_history.is_fault_history(info) for info in infos]
+    if not any(histories):
+        return frame
+    frame = pl.concat([frame, history_rows(infos)])
+    if all(histories):  # no job ran in any: the training figures would be a table of dashes
+        runs = pl.exclude("figure")
+        frame = frame.filter(~pl.all_horizontal(runs == DASH) | pl.col("figure").is_in(["kind", "seed"]))
+    return frame
+
+
+def history_rows(infos: list[RunInfo]) -> pl.DataFrame:
+    """Where a fault history is among the runs: each run's incidents, those still open and the share of unknown
+    cause, counted in its incidents table (as the Overview counts them), so every run has them."""
+    keys = ("incidents", "open_incidents", "unknown_cause_incidents")
+    columns: dict[str, list[str]] = {"figure": [definition(k).label for k in keys]}
+    for info in infos:
+        counts = state.query(info.run_id, HISTORY_COUNTS).row(0, named=True)
+        share = counts["unknown"] / counts["incidents"] if counts["incidents"] else None
+        columns[run_label(info)] = [
+            fmt_int(counts["incidents"]),
+            fmt_int(counts["open"]),
+            DASH if share is None else fmt_pct(share),
+        ]
     return pl.DataFrame(columns)
 
 

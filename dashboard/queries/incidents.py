@@ -19,13 +19,15 @@ from engine.analysis.incidents import (
 )
 from engine.analysis.run_summary import RunSummary
 from engine.report.export import export_run_incidents
+from engine.report.outage_text import events_of, with_outage_text
 from engine.store import RunInfo
 from engine.units import SECONDS_PER_DAY
 
 
 def incidents(run_id: str) -> pl.DataFrame:
-    """engine.analysis.incidents.load_incidents of the run (hostname, rack, jobs hit and their names), cached per file
-    version like every other query."""
+    """engine.analysis.incidents.load_incidents of the run (hostname, rack, jobs hit and their names) with what people
+    wrote about each outage of a fault history (engine.report.outage_text: reason, description, reported_by), cached
+    per file version like every other query."""
     s = state.store()
     return _incidents(str(s.root), run_id, state.file_version(s, run_id))
 
@@ -34,7 +36,7 @@ def incidents(run_id: str) -> pl.DataFrame:
 def _incidents(root: str, run_id: str, version: int) -> pl.DataFrame:
     con = state.cursor(run_id)
     try:
-        return load_incidents(con)
+        return with_outage_text(con, load_incidents(con))
     finally:
         con.close()
 
@@ -46,6 +48,19 @@ def detail(run_id: str, incident_id: int) -> IncidentDetail:
         return incident_detail(con, incident_id)
     finally:
         con.close()
+
+
+def node_events(run_id: str, incident_id: int) -> pl.DataFrame:
+    """Every node event merged into one incident of a fault history, as read (engine.report.outage_text.events_of)."""
+    con = state.cursor(run_id)
+    try:
+        return events_of(con, incident_id)
+    finally:
+        con.close()
+
+
+def has_jobs(run_id: str) -> bool:
+    return bool(state.query(run_id, "SELECT EXISTS (SELECT 1 FROM jobs) AS e")["e"][0])
 
 
 def flagship(run_id: str) -> str | None:

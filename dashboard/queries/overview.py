@@ -9,9 +9,10 @@ from datetime import datetime
 import polars as pl
 
 from dashboard import state
-from dashboard.format import fmt_int
+from dashboard.format import fmt_int, fmt_pct
 from dashboard.queries.summary import Headline
 from dashboard.text_exprs import cause_label_text, duration_text, time_text
+from engine.analysis.definitions import definition
 from engine.analysis.incidents import FLAGSHIP_JOB_SQL
 from engine.reference import XIDS
 from engine.report.palette import HOST_STATE_LABELS
@@ -171,6 +172,26 @@ def table_headline(run_id: str) -> list[Headline]:
         ("gpus_with_xids", "GPUs with XIDs", "GPUs that reported at least one XID."),
     ]
     return [Headline(label, fmt_int(counts[key]), help=text) for key, label, text in figures if counts[key]]
+
+
+HISTORY_COUNTS = """
+SELECT count(*) AS incidents, count(*) FILTER (WHERE repaired_s IS NULL) AS open,
+       count(*) FILTER (WHERE cause = 'unknown') AS unknown
+FROM incidents
+"""
+
+
+def history_headline(run_id: str) -> list[Headline]:
+    """A fault history's headline, counted in its incidents table: its outages, those still open, and the share
+    of them no rule of the causes map named (each under its definition)."""
+    counts = state.query(run_id, HISTORY_COUNTS).row(0, named=True)
+    share = counts["unknown"] / counts["incidents"] if counts["incidents"] else None
+    figures = (
+        ("incidents", fmt_int(counts["incidents"])),
+        ("open_incidents", fmt_int(counts["open"])),
+        ("unknown_cause_incidents", "–" if share is None else fmt_pct(share)),
+    )
+    return [Headline(definition(k).label, v, help=definition(k).help) for k, v in figures]
 
 
 def xid_counts(run_id: str) -> pl.DataFrame:

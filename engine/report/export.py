@@ -11,6 +11,11 @@ job_names, users) are JSON arrays in one cell. CSV text cells are neutralised ag
 (engine.report.csv_safety: a leading quote before `=`, `+`, `-`, `@`, tab or CR), which `read_export` undoes; JSON
 and Parquet keep every value as it is, typed. The HTML report escapes every data string.
 
+Incidents of a fault history (`goodput ingest node-events`) carry what people wrote about them, as text: `reason`,
+`description` and `reported_by` (engine.report.outage_text: an outage's events' distinct texts joined by " | ") and
+`node_events`, how many events the outage merged; null for runs without node events. Anonymised, `reported_by`
+becomes pseudonyms and the free text (reason, description) is left out: it may name anyone or anything.
+
 A run's export (not one incident's) also carries its fail-slow episodes (engine.report.slow_episodes: every
 episode of the run, worst first, with its cost; the filters choose incidents): the JSON under "slow_episodes",
 the Parquet file's metadata under the same key, the HTML report as a table with their total. CSV stays the one
@@ -42,9 +47,11 @@ from engine.errors import GoodputError
 from engine.report.anonymise import anonymise_frame, anonymise_scenario, pseudonym, store_key
 from engine.report.charts import by_cause_figure, timeline_figure
 from engine.report.csv_safety import restore_frame, safe_csv
+from engine.report.outage_text import JOIN, with_outage_text
 from engine.report.palette import cause_label
 from engine.report.slow_episodes import HTML_HEADERS, html_rows, load_slow_episodes, slow_records
 from engine.report.visible_text import visible
+from engine.store import query_frame
 from engine.store.outputs import check_target
 from engine.units import SECONDS_PER_DAY
 
@@ -72,7 +79,13 @@ EXPORT_SCHEMA: dict[str, pl.DataType] = {
     "jobs_hit": pl.Int32,
     "gpu_hours_lost": pl.Float64,
     **dict.fromkeys(LISTS, pl.List(pl.String)),
+    # a fault history's text (engine.report.outage_text), null elsewhere; added last, so older readers keep theirs
+    "reason": pl.String,
+    "description": pl.String,
+    "reported_by": pl.String,
+    "node_events": pl.Int32,
 }
+FREE_TEXT = ("reason", "description")  # left out of an anonymised export
 
 
 class ExportError(GoodputError):
@@ -135,7 +148,7 @@ def export_incidents(
             raise ExportError(
                 "anonymise: no key given (engine.report.anonymise.store_key(store folder) makes one)"
             )
-        table = anonymise_frame(table, key)
+        table = _anonymise_outage_text(anonymise_frame(table, key), key)
         slow_episodes = None if slow_episodes is None else anonymise_frame(slow_episodes, key)
         if info.get("name"):  # a run's name may say whose it is ("alice-debug")
             info["name"] = pseudonym(key, "run", str(info["name"]))
@@ -234,7 +247,8 @@ def export_run_incidents(
     }
     chain = slow_episodes = None
     with store.connect(run_id) as con:
-        frame = load_incidents(con)
+        frame = with_outage_text(con, load_incidents(con))
+        run_info["has_jobs"] = bool(query_frame(con, "SELECT EXISTS (SELECT 1 FROM jobs) AS e")["e"][0])
         if incident_id is None:  # a run's export carries its fail-slow episodes; one incident's does not
             slow_episodes = load_slow_episodes(con)
         run_info["flagship_job"] = flagship_job_id(con)
@@ -261,6 +275,15 @@ def export_run_incidents(
         charts=charts,
         chain=chain,
         slow_episodes=slow_episodes,
+    )
+
+
+def _anonymise_outage_text(table: pl.DataFrame, key: bytes) -> pl.DataFrame:
+    """Each reporter of an outage as a pseudonym (as `users` are); its reason and description left out."""
+    reporters = table.with_columns(pl.col("reported_by").str.split(JOIN))
+    named = anonymise_frame(reporters, key, {"reported_by": "user"})
+    return named.with_columns(
+        pl.col("reported_by").list.join(JOIN), *(pl.lit(None, pl.String).alias(c) for c in FREE_TEXT)
     )
 
 
@@ -317,7 +340,8 @@ def read_export(data: bytes, fmt: str, *, where: str = "export") -> tuple[pl.Dat
         if fmt == "csv":
             text = dict.fromkeys(LISTS, pl.String)
             frame = restore_frame(pl.read_csv(io.BytesIO(data), schema_overrides=EXPORT_SCHEMA | text))
-            return frame.with_columns(pl.col(c).str.json_decode(pl.List(pl.String)) for c in LISTS), {}
+            frame = frame.with_columns(pl.col(c).str.json_decode(pl.List(pl.String)) for c in LISTS)
+            return _with_later_columns(frame), {}
         if fmt == "json":
             document = json.loads(data)
             if not isinstance(document, dict) or not isinstance(document.get("incidents"), list):
@@ -335,12 +359,18 @@ def read_export(data: bytes, fmt: str, *, where: str = "export") -> tuple[pl.Dat
             return frame.select(list(EXPORT_SCHEMA)), {k: v for k, v in document.items() if k != "incidents"}
         if fmt == "parquet":
             raw = pl.read_parquet_metadata(io.BytesIO(data)).get(FORMAT_NAME)
-            return pl.read_parquet(io.BytesIO(data)), json.loads(raw) if raw else {}
+            return _with_later_columns(pl.read_parquet(io.BytesIO(data))), json.loads(raw) if raw else {}
     except ExportError:
         raise
     except Exception as err:  # polars, json and pyarrow each raise their own types for a damaged file
         raise ExportError(f"{where}: cannot read as a {fmt} incidents export ({err})") from err
     raise ExportError(f"{where}: cannot read format {fmt!r} back (csv, json or parquet)")
+
+
+def _with_later_columns(frame: pl.DataFrame) -> pl.DataFrame:
+    """An export written before a column was added (a fault history's text) read with it null."""
+    missing = [pl.lit(None, t).alias(c) for c, t in EXPORT_SCHEMA.items() if c not in frame.columns]
+    return frame.with_columns(missing) if missing else frame
 
 
 # ----- the HTML report ------------------------------------------------------------------------------------
@@ -359,12 +389,14 @@ def _html(
     name = info.get("name") or "run"
     title = f"Incidents of {name}" + (f" ({info['run_id']})" if info.get("run_id") else "")
     started = info.get("started_at")
+    info["outage_text"] = bool(table["node_events"].is_not_null().any())
     parts = _heading(title, info, anonymised) + _summary_section(info, summary, interruptions)
     if charts and table.height:
         parts += _charts(table)
     if chain is not None:
         parts += _chain_section(chain, started)
-    parts += _by_cause_section(summary["by_cause"]) + _incidents_section(table)
+    has_jobs = info.get("has_jobs", True)
+    parts += _by_cause_section(summary["by_cause"], has_jobs) + _incidents_section(table, has_jobs)
     if slow_episodes is not None and slow_episodes.height:
         parts += _slow_section(slow_episodes, started)
     return _page(title, parts)
@@ -389,6 +421,11 @@ def _heading(title: str, info: dict, anonymised: bool) -> list[str]:
         f"<p>Exported {datetime.now(UTC):%Y-%m-%d %H:%M} UTC by Goodput {esc(__version__)}"
         + (" &middot; <b>anonymised</b>: hosts, jobs and users are pseudonyms" if anonymised else "")
         + (
+            "; what people wrote (reasons, descriptions) is left out"
+            if anonymised and info.get("outage_text")
+            else ""
+        )
+        + (
             f" &middot; filters: {esc(json.dumps(info['filters'], default=str))}"
             if info.get("filters")
             else ""
@@ -399,7 +436,9 @@ def _heading(title: str, info: dict, anonymised: bool) -> list[str]:
 
 def _summary_section(info: dict, summary: dict, interruptions: dict | None) -> list[str]:
     """The run's start and length, then the figures of _facts."""
-    facts = _facts(summary, interruptions, (info.get("duration_s") or 0) / SECONDS_PER_DAY)
+    facts = _facts(
+        summary, interruptions, (info.get("duration_s") or 0) / SECONDS_PER_DAY, info.get("has_jobs", True)
+    )
     if info.get("started_at") is not None:
         facts.insert(0, ("run started (UTC)", str(info["started_at"])))
     if info.get("duration_s"):
@@ -437,17 +476,16 @@ def _chain_section(chain: pl.DataFrame, started) -> list[str]:
     ]
 
 
-def _by_cause_section(by_cause: pl.DataFrame) -> list[str]:
-    return [
-        "<h2>By cause</h2>",
-        _table(
-            ["cause", "incidents", "unexpected", "GPU-hours lost"],
-            [
-                (cause_label(r["cause"]), r["interruptions"], r["unexpected"], f"{r['gpu_hours_lost']:,.1f}")
-                for r in by_cause.iter_rows(named=True)
-            ],
-        ),
+def _by_cause_section(by_cause: pl.DataFrame, has_jobs: bool = True) -> list[str]:
+    """Incidents by cause, with the GPU-hours they cost where the run has jobs to lose them."""
+    rows = [
+        (cause_label(r["cause"]), r["interruptions"], r["unexpected"], f"{r['gpu_hours_lost']:,.1f}")
+        for r in by_cause.iter_rows(named=True)
     ]
+    headers = ["cause", "incidents", "unexpected", "GPU-hours lost"]
+    if not has_jobs:
+        headers, rows = headers[:-1], [r[:-1] for r in rows]
+    return ["<h2>By cause</h2>", _table(headers, rows)]
 
 
 _INCIDENT_COLUMNS = [
@@ -483,18 +521,24 @@ _INCIDENT_HEADERS = {
     "repaired_s": "repaired (s into the run)",
     "gpu_hours_lost": "GPU-hours lost",
     "job_ids": "jobs hit",
+    "reported_by": "reported by",
 }
+_TEXT_COLUMNS = ["reason", "description", "reported_by"]  # a fault history's, shown where an incident has one
+_JOB_COLUMNS = ("gpu_hours_lost", "job_ids", "users")  # nothing to say in a run with no job
 
 
-def _incidents_section(table: pl.DataFrame) -> list[str]:
-    """Every incident exported, one row each, causes in words (engine.report.palette.cause_label)."""
-    cause = _INCIDENT_COLUMNS.index("cause")
+def _incidents_section(table: pl.DataFrame, has_jobs: bool = True) -> list[str]:
+    """Every incident exported, one row each, causes in words (engine.report.palette.cause_label); a fault
+    history's text columns where any incident has one; the jobs' columns only where the run has jobs."""
+    texts = [c for c in _TEXT_COLUMNS if table[c].is_not_null().any()]
+    columns = [c for c in _INCIDENT_COLUMNS if has_jobs or c not in _JOB_COLUMNS] + texts
+    cause = columns.index("cause")
     rows = []
-    for row in table.select(_INCIDENT_COLUMNS).iter_rows():
+    for row in table.select(columns).iter_rows():
         cells = [_cell(v) for v in row]
         cells[cause] = _cell(cause_label(row[cause])) if row[cause] is not None else cells[cause]
         rows.append(cells)
-    headers = [_INCIDENT_HEADERS.get(c, c) for c in _INCIDENT_COLUMNS]
+    headers = [_INCIDENT_HEADERS.get(c, c) for c in columns]
     return [f"<h2>Incidents ({table.height:,})</h2>", _table(headers, rows, klass="incidents")]
 
 
@@ -510,9 +554,12 @@ def _page(title: str, parts: list[str]) -> str:
     )
 
 
-def _facts(summary: dict, interruptions: dict | None, days: float) -> list[tuple[str, str]]:
+def _facts(
+    summary: dict, interruptions: dict | None, days: float, has_jobs: bool = True
+) -> list[tuple[str, str]]:
     """The report's summary table, each figure under its engine.analysis.definitions label: the incidents
-    exported, and among them the flagship job's interruptions (where the run has a flagship job)."""
+    exported, and among them the flagship job's interruptions (where the run has a flagship job). A run with no
+    job (a fault history, telemetry) lost no job's GPU-hours: a dash says so, not a zero that reads as measured."""
 
     def rate(
         counts: dict,
@@ -522,7 +569,10 @@ def _facts(summary: dict, interruptions: dict | None, days: float) -> list[tuple
     facts = [
         (definition("incidents").label, f"{summary['total']:,}"),
         (definition("incidents_per_day").label, rate(summary)),
-        (definition("incident_gpu_hours_lost").label, f"{summary['gpu_hours_lost']:,.1f}"),
+        (
+            definition("incident_gpu_hours_lost").label,
+            f"{summary['gpu_hours_lost']:,.1f}" if has_jobs else "- (no jobs in this run)",
+        ),
     ]
     if interruptions is not None:
         facts += [

@@ -32,7 +32,7 @@ assert set(HOST_STATE_COLOURS) == set(HOST_STATES), "every host state needs a co
 
 HOST_STATE_LABELS: dict[str, str] = {
     "running": "Running a job",
-    "healthy": "Healthy (idle)",
+    "healthy": "Healthy",  # in service and running no job (in a fault history: not out)
     "spare": "Spare",
     "draining": "Draining",
     "down": "Down",

@@ -208,4 +208,27 @@ DEFINITIONS: tuple[Definition, ...] = (
         "incidents.job_ids",
         scope="view",
     ),
+    # a fault history (`goodput ingest node-events`): outages of nodes, some still open, some of no known cause
+    _d(
+        "open_incidents",
+        "Incidents still open",
+        "count",
+        "Incidents with no repair time (incidents.repaired_s empty): in a fault history, outages whose node was "
+        "still out when the history was read (an event or ticket with no end). Their hosts stay down to the end "
+        "of the run.",
+        "incidents table (repaired_s IS NULL)",
+        "incidents",
+        "hosts_out_of_service",
+    ),
+    _d(
+        "unknown_cause_incidents",
+        "Incidents of unknown cause",
+        "share of incidents",
+        "The share of the incidents whose cause is unknown: in a fault history, outages whose reason and "
+        "description no rule of the causes map named (`goodput ingest node-events --causes`). They are kept and "
+        "counted, never dropped; a site's map that names more of them lowers it.",
+        "incidents table (cause = 'unknown'); the ingest's summary at unknown_share",
+        "unknown_cause_share",
+        summary="unknown_share",
+    ),
 )
