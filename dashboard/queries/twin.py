@@ -134,7 +134,7 @@ def value_text(key: str, value) -> str:
     kind = KEY_BY_NAME[key].kind if key in KEY_BY_NAME else ""
     if kind in ("duration", "optional_duration"):
         return fmt_duration(float(value))
-    if key.startswith(MIX_PREFIX) or key in ("failures.bad_host_fraction", "repair.rma_fraction"):
+    if key.startswith((MIX_PREFIX, "repair.rma_fraction")) or key == "failures.bad_host_fraction":
         return fmt_pct(float(value), 2)
     if isinstance(value, bool) or isinstance(value, str):
         return str(value)
