@@ -49,11 +49,12 @@ def test_the_horizon_is_at_least_twice_a_failed_hosts_time_away_and_at_most_a_ye
 
 def test_sizes_are_whole_hosts_and_the_largest_fits_with_its_spares():
     sizes = scale.job_sizes(LLAMA3)
-    assert sizes[:-1] == [1024 * 2**i for i in range(8)] and sizes == sorted(sizes)
-    top_hosts = sizes[-1] // 8
+    assert sizes == [1024 * 2**i for i in range(9)]  # up to 262,144: it fits with its spares
+    # a job as large as the largest cluster is cut to fit beside its spares
+    top_hosts = scale.job_sizes(LLAMA3, [limits.MAX_CLUSTER_GPUS])[-1] // 8
     spares = scale.spares_for(LLAMA3, top_hosts)
-    assert top_hosts + spares == limits.MAX_CLUSTER_GPUS // 8 == 32768  # 32,017 hosts and 751 spares
-    assert (top_hosts + 1) + scale.spares_for(LLAMA3, top_hosts + 1) > 32768  # one host more would not fit
+    assert top_hosts + spares == limits.MAX_CLUSTER_GPUS // 8 == 65536
+    assert (top_hosts + 1) + scale.spares_for(LLAMA3, top_hosts + 1) > 65536  # one host more would not fit
     assert scale.job_sizes(LLAMA3, [1000, 1001, 1024]) == [1000, 1008, 1024]  # rounded up to whole hosts
 
 
@@ -90,7 +91,7 @@ def test_every_strategy_holds_the_same_hosts_for_the_same_days():
         ({"strategies": ["restart", "retry"]}, "--strategies: unknown strategy retry"),
         ({"strategies": []}, "--strategies"),
         ({"sizes_gpus": [0]}, "--sizes: a job size must be at least 1 GPU"),
-        ({"sizes_gpus": [300_000]}, "--sizes: 300,000 is over Goodput's limit"),
+        ({"sizes_gpus": [600_000]}, "--sizes: 600,000 is over Goodput's limit"),
         ({"seeds": 0}, "--seeds: must be at least 1"),
         ({"seeds": 300}, "the scale study's runs: 10,800 is over Goodput's limit"),
     ],

@@ -141,8 +141,8 @@ def fitting_hosts(base: Scenario, job_hosts: int) -> int:
 
 
 def job_sizes(base: Scenario, sizes_gpus: Sequence[int] = SIZES_GPUS) -> list[int]:
-    """The job sizes of the study in GPUs: whole hosts, each fitting with its spares (the 256k point is a little
-    under 262,144 GPUs: its spares must fit beside it), ascending, no size twice."""
+    """The job sizes of the study in GPUs: whole hosts, each fitting with its spares (a size near MAX_CLUSTER_GPUS
+    is cut so that its spares fit beside it), ascending, no size twice."""
     per_host = base.cluster.gpus_per_host
     out = set()
     for gpus in sizes_gpus:
