@@ -259,3 +259,16 @@ def test_anonymised_exports_leave_out_the_free_text_and_hide_who(history):
     reporters = [r["reported_by"] for r in rows.values()]
     assert all(re.fullmatch(r"user-[0-9a-f]+( \| user-[0-9a-f]+)?", r) for r in reporters), reporters
     assert not any(name in json.dumps(data) for name in ("alice", "carol", "slurm", "cmd"))
+
+
+def test_an_outages_chain_says_it_was_recorded_not_how_it_was_detected(history):
+    """A ticket says when a node went out, not what noticed it: the chain names the records, never a health check
+    Goodput did not see."""
+    from engine.analysis.incidents import incident_chain
+
+    store_dir, run_id = history
+    with Store(store_dir).connect(run_id) as con:
+        chains = [incident_chain(con, i) for i in range(3)]
+    detected = [c.filter(pl.col("what") == "detected")["detail"][0] for c in chains]
+    assert all("of the fault history" in d and "not recorded" in d for d in detected), detected
+    assert not any("health check" in d for d in detected)

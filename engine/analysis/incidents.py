@@ -220,6 +220,9 @@ def _how_detected(con: duckdb.DuckDBPyConnection, inc: dict) -> str:
     )
     late = inc["detected_s"] - inc["t_s"]
     cause = inc["cause"]
+    recorded = _recorded_in(con, inc["incident_id"])
+    if recorded is not None:
+        return recorded
     if xids.height:
         codes = ", ".join(str(x) for x in dict.fromkeys(xids["xid"].to_list()))
         return f"XID {codes} in the kernel log ({xids['message'][0]})"
@@ -234,6 +237,26 @@ def _how_detected(con: duckdb.DuckDBPyConnection, inc: dict) -> str:
     if SCOPE.get(cause) == "job":
         return "the job exited with an error"
     return f"health check ({late:,.0f} s after the fault)"
+
+
+def _recorded_in(con: duckdb.DuckDBPyConnection, incident_id: int) -> str | None:
+    """How a fault history's outage is known (engine.ingest.node_events): the records it was read from, not a
+    detection Goodput would invent; None where the run holds no such record (every other run)."""
+    present = con.execute(
+        "SELECT count(*) FROM information_schema.tables WHERE table_name = 'node_events'"
+    ).fetchall()[0][0]
+    if not present:
+        return None
+    rows = con.execute(
+        "SELECT count(*), min(line) FROM node_events WHERE incident_id = ?", [incident_id]
+    ).fetchall()[0]
+    if not rows or not rows[0]:
+        return None
+    records = f"{rows[0]} records" if rows[0] > 1 else "a record"
+    return (
+        f"{records} of the fault history (from line {rows[1]:,} of its file): when and how it was noticed is not"
+        " recorded"
+    )
 
 
 def _jobs_hit(con, inc: dict, horizon: float, steps: list, names: dict, rename: Rename) -> pl.DataFrame:
