@@ -272,3 +272,14 @@ def test_an_outages_chain_says_it_was_recorded_not_how_it_was_detected(history):
     detected = [c.filter(pl.col("what") == "detected")["detail"][0] for c in chains]
     assert all("of the fault history" in d and "not recorded" in d for d in detected), detected
     assert not any("health check" in d for d in detected)
+
+
+def test_the_rules_recommend_nothing_on_a_history_and_say_why(run_id, history, capsys):
+    """A history's last states are the past: `act recommend` refuses in one line, the Operations page says so."""
+    store, _ = history
+    assert main(["act", "recommend", "--run", run_id, "--store", str(store)]) == 2
+    assert "is a fault history" in capsys.readouterr().err
+    at = open_page("app_pages/operations.py", {"run": run_id})
+    assert not at.exception
+    assert any("is a fault history" in i.value for i in at.info)
+    assert not at.dataframe  # no table of findings

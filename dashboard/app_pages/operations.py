@@ -104,11 +104,15 @@ def _findings(root: str, run_id: str, version: int, horizon_hours: float) -> lis
 
 def recommended_section(run: RunInfo, actions: Actions, may_act: bool) -> None:
     version = state.file_version(state.store(), run.run_id)
-    found = [
-        Recommendation.from_json(r)
-        for r in _findings(str(actions.store.root), run.run_id, version, actions.settings.horizon_hours)
-    ]
     st.subheader("What the rules recommend", anchor=False)
+    try:
+        found = [
+            Recommendation.from_json(r)
+            for r in _findings(str(actions.store.root), run.run_id, version, actions.settings.horizon_hours)
+        ]
+    except GoodputError as err:  # a run the rules do not read (a fault history): said, nothing found
+        st.info(md(err), icon=":material/info:")
+        return
     try:
         recs = actions.record(found, auth.identity())
     except GoodputError as err:

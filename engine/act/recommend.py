@@ -31,7 +31,10 @@ from engine.act.records import Recommendation, Rule
 from engine.act.requeue_rule import stuck_job
 from engine.act.resume_rule import repaired
 from engine.act.settings import ActionSettings
+from engine.errors import GoodputError
 from engine.store import Store
+
+HISTORY_SOURCE = "node-events"  # the scenario source of a fault history's run (engine.ingest.node_events)
 
 __all__ = ["FAIL_SLOW_TAB", "RULE_ORDER", "recommend"]
 
@@ -44,6 +47,12 @@ def recommend(
     """What to drain, resume and requeue at `now_s` (default: the run's end), most worth doing first: sorted by
     cost_if_not_gpu_hours - cost_if_acting_gpu_hours, largest first."""
     info = store.info(run_id)
+    if info.scenario.get("source") == HISTORY_SOURCE:
+        raise GoodputError(
+            f"run {run_id} is a fault history (goodput ingest node-events): it records how the cluster was, not"
+            " how it is now, so its last states recommend nothing; the rules look at a cluster Goodput watches"
+            " (goodput watch --prometheus URL --slurm)"
+        )
     now = float(info.duration_s if now_s is None else now_s)
     with store.connect(run_id) as con:
         ctx = Context.read(con, info, settings, now)
