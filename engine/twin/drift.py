@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import polars as pl
 
+from engine.analysis.window_figures import seconds_by_bucket
 from engine.store.schema import IN_SERVICE_STATES
 from engine.units import SECONDS_PER_DAY, SECONDS_PER_WEEK
 
@@ -119,11 +120,10 @@ def _exposure(states: pl.DataFrame, hosts: int, edges: np.ndarray) -> np.ndarray
     if states.is_empty():
         return hosts * np.diff(edges) / SECONDS_PER_DAY
     up = states.filter(pl.col("state").is_in(IN_SERVICE_STATES))
-    a, b = up["start_s"].to_numpy().astype(float), up["end_s"].to_numpy().astype(float)
-    out = np.empty(len(edges) - 1)
-    for i in range(len(edges) - 1):
-        out[i] = np.clip(np.minimum(b, edges[i + 1]) - np.maximum(a, edges[i]), 0.0, None).sum()
-    return out / SECONDS_PER_DAY
+    seconds = seconds_by_bucket(
+        up["start_s"].to_numpy(), up["end_s"].to_numpy(), edges[0], edges[-1], SECONDS_PER_WEEK
+    )
+    return seconds / SECONDS_PER_DAY
 
 
 def rate_changes(weeks: list[Week]) -> tuple[float | None, list[Change]]:

@@ -77,20 +77,12 @@ def burst_window_s() -> float:
 
 def find_bursts(incidents: pl.DataFrame, start_s: float, end_s: float, window_s: float) -> Bursts:
     """Group the unexpected faults of [start_s, end_s) (see the module)."""
-    faults = incidents.filter(
-        ~pl.col("planned").fill_null(False) & pl.col("t_s").is_between(start_s, end_s, closed="left")
-    ).sort("t_s")
+    faults = _grouped_faults(incidents, start_s, end_s, window_s)
     n = faults.height
     if n < 2:
         return Bursts(0, (), 0.0, 0.0, n)
-    starts = faults["t_s"].to_numpy()
-    gaps = np.diff(starts)
-    group = np.concatenate([[0], np.cumsum(gaps > window_s)])
     hosts = (
-        pl.DataFrame({"group": group, "host_id": faults["host_id"]})
-        .group_by("group")
-        .agg(pl.col("host_id").n_unique().alias("hosts"))
-        .filter(pl.col("hosts") >= 2)
+        faults.group_by("group").agg(pl.col("host_id").n_unique().alias("hosts")).filter(pl.col("hosts") >= 2)
     )
     sizes = tuple(sorted(hosts["hosts"].to_list(), reverse=True))
     q = -math.expm1(-n / max(end_s - start_s, 1.0) * window_s)
@@ -138,14 +130,20 @@ def independent_share(found: Bursts) -> float:
 
 def fault_events(incidents: pl.DataFrame, start_s: float, end_s: float, window_s: float) -> pl.DataFrame:
     """The window's unexpected faults as events (t_s): a group of faults within `window_s` of each other once."""
-    faults = (
-        incidents.filter(
-            ~pl.col("planned").fill_null(False) & pl.col("t_s").is_between(start_s, end_s, closed="left")
-        )
-        .select("t_s")
-        .sort("t_s")
+    return _grouped_faults(incidents, start_s, end_s, window_s).unique(
+        "group", keep="first", maintain_order=True
     )
-    return faults.filter(pl.col("t_s").diff().fill_null(float("inf")) > window_s)
+
+
+def _grouped_faults(incidents: pl.DataFrame, start_s: float, end_s: float, window_s: float) -> pl.DataFrame:
+    """The unexpected faults of [start_s, end_s) in order of start (t_s, host_id), each with its group: a fault
+    that begins within `window_s` of the one before it joins its group (chained)."""
+    faults = incidents.filter(
+        ~pl.col("planned").fill_null(False) & pl.col("t_s").is_between(start_s, end_s, closed="left")
+    ).select("t_s", "host_id")
+    return faults.sort("t_s").with_columns(
+        group=(pl.col("t_s").diff().fill_null(float("inf")) > window_s).cum_sum()
+    )
 
 
 def thin_independent_rate(failures: Fitted, share: float) -> None:
